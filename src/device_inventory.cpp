@@ -1,0 +1,134 @@
+#include "device_inventory.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include <spdlog/spdlog.h>
+
+#include "cuda_check.hpp"
+#include "cuda_devices.hpp"
+#include "errors.hpp"
+
+namespace gpumem {
+namespace {
+
+// Index in `all` of the device at `pci`, or -1.
+int find_by_pci(const std::vector<DeviceIdentity>& all, const PciAddress& pci) {
+    for (std::size_t i = 0; i < all.size(); ++i)
+        if (all[i].pci == pci) return static_cast<int>(i);
+    return -1;
+}
+
+}  // namespace
+
+DeviceInventory::DeviceInventory(DeviceInventory&&) noexcept = default;
+DeviceInventory& DeviceInventory::operator=(DeviceInventory&&) noexcept = default;
+DeviceInventory::~DeviceInventory() = default;
+
+DeviceInventory DeviceInventory::open() {
+    DeviceInventory inv;
+    std::string why_not;
+    inv.nvml_ = Nvml::open(why_not);
+    if (!inv.nvml_) {
+        // No NVML: the CUDA runtime can still answer, at the price of a context.
+        std::vector<DeviceIdentity> devices;
+        try {
+            devices = cuda_visible_devices();
+        } catch (const NoDeviceError& e) {
+            throw NoDeviceError("no usable NVIDIA driver: " + why_not + "; " + e.what());
+        }
+        spdlog::warn("NVML unavailable ({}); using the CUDA runtime, which creates a context (~500 MB) on each device queried",
+                     why_not);
+        inv.source_ = "cuda-runtime";
+        inv.visible_ = std::move(devices);
+        inv.base_index_.assign(inv.visible_.size(), -1);
+        return inv;
+    }
+    inv.source_ = "nvml";
+
+    std::vector<DeviceIdentity> all;
+    const unsigned count = inv.nvml_->device_count();
+    for (unsigned i = 0; i < count; ++i) all.push_back(inv.nvml_->identity(i));
+
+    const auto entries = parse_cuda_visible_devices(std::getenv("CUDA_VISIBLE_DEVICES"));
+    const DeviceOrder order = parse_cuda_device_order(std::getenv("CUDA_DEVICE_ORDER"));
+    std::optional<std::vector<std::size_t>> base = cuda_base_order(all, order);
+    std::optional<std::vector<std::size_t>> visible = apply_cuda_visible_devices(all, base, entries);
+
+    const bool has_mig = entries && std::any_of(entries->begin(), entries->end(), [](const VisibleDevicesEntry& e) {
+                             return e.kind == VisibleDevicesEntry::Kind::mig;
+                         });
+    if (!visible && !base && !has_mig) {
+        // Mixed GPU models under FASTEST_FIRST: only the driver knows the order.
+        spdlog::debug("CUDA order undecidable from NVML (mixed models); asking the CUDA runtime");
+        std::vector<std::size_t> order_from_cuda;
+        for (const DeviceIdentity& d : cuda_base_order_devices()) {
+            const int pos = find_by_pci(all, d.pci);
+            if (pos >= 0) order_from_cuda.push_back(static_cast<std::size_t>(pos));
+        }
+        base = order_from_cuda;
+        visible = apply_cuda_visible_devices(all, base, entries);
+    }
+    if (!visible) {
+        // MIG entries: let CUDA apply the variable itself.
+        spdlog::debug("CUDA_VISIBLE_DEVICES holds MIG entries; asking the CUDA runtime");
+        std::vector<std::size_t> mapped;
+        for (const DeviceIdentity& d : cuda_visible_devices()) {
+            const int pos = find_by_pci(all, d.pci);
+            if (pos >= 0) mapped.push_back(static_cast<std::size_t>(pos));
+        }
+        visible = mapped;
+    }
+
+    for (std::size_t cuda_index = 0; cuda_index < visible->size(); ++cuda_index) {
+        DeviceIdentity d = all[(*visible)[cuda_index]];
+        d.cuda_index = static_cast<int>(cuda_index);
+        int base_index = -1;
+        if (base)
+            for (std::size_t b = 0; b < base->size(); ++b)
+                if ((*base)[b] == (*visible)[cuda_index]) base_index = static_cast<int>(b);
+        inv.visible_.push_back(std::move(d));
+        inv.base_index_.push_back(base_index);
+    }
+    return inv;
+}
+
+InventorySnapshot DeviceInventory::snapshot(const std::vector<std::size_t>& positions, bool with_processes) const {
+    InventorySnapshot snap;
+    snap.source = source_;
+    if (nvml_) {
+        snap.driver_version = nvml_->driver_version();
+        snap.cuda_driver_version = nvml_->cuda_driver_version();
+    } else {
+        snap.cuda_driver_version = cuda_driver_version_via_runtime();
+    }
+    for (std::size_t pos : positions) {
+        DeviceReport r;
+        r.id = visible_.at(pos);
+        r.base_index = base_index_.at(pos);
+        if (nvml_) {
+            const auto index = static_cast<unsigned>(r.id.nvml_index);
+            r.memory = nvml_->memory(index);
+            r.bar1 = nvml_->bar1(index);
+            r.compute_capability = nvml_->compute_capability(index);
+            r.pcie = nvml_->pcie_link(index);
+            if (with_processes) r.processes = nvml_->compute_processes(index);
+        } else {
+            GPUMEM_CUDA_CALL(cudaSetDevice(r.id.cuda_index));
+            std::size_t free_bytes = 0, total_bytes = 0;
+            GPUMEM_CUDA_CALL(cudaMemGetInfo(&free_bytes, &total_bytes));
+            r.memory.total = total_bytes;
+            r.memory.free = free_bytes;
+            r.memory.used = total_bytes - free_bytes;
+            cudaDeviceProp prop{};
+            GPUMEM_CUDA_CALL(cudaGetDeviceProperties(&prop, r.id.cuda_index));
+            r.compute_capability = std::make_pair(prop.major, prop.minor);
+        }
+        snap.devices.push_back(std::move(r));
+    }
+    return snap;
+}
+
+}  // namespace gpumem

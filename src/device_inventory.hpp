@@ -1,0 +1,61 @@
+// The GPUs of this machine as `gpumem info` reports them: NVML for the
+// figures (no CUDA context), CUDA's numbering derived from NVML plus
+// CUDA_VISIBLE_DEVICES / CUDA_DEVICE_ORDER, and the CUDA runtime only where
+// that numbering cannot be decided, or when NVML is missing.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "device_spec.hpp"
+#include "nvml.hpp"
+
+namespace gpumem {
+
+struct DeviceReport {
+    DeviceIdentity id;   // cuda_index and nvml_index
+    int base_index = -1;  // CUDA's index with CUDA_VISIBLE_DEVICES unset: the value to put in it
+    NvmlMemory memory;
+    std::optional<NvmlBar1> bar1;
+    std::optional<std::pair<int, int>> compute_capability;
+    std::optional<NvmlPcieLink> pcie;
+    std::vector<NvmlProcess> processes;
+};
+
+struct InventorySnapshot {
+    std::string source;  // "nvml" or "cuda-runtime"
+    std::string driver_version;
+    int cuda_driver_version = 0;
+    std::vector<DeviceReport> devices;
+};
+
+class DeviceInventory {
+public:
+    // Loads NVML, or falls back to the CUDA runtime with a warning. Throws
+    // NoDeviceError naming what is missing when neither works.
+    static DeviceInventory open();
+
+    DeviceInventory(DeviceInventory&&) noexcept;
+    DeviceInventory& operator=(DeviceInventory&&) noexcept;
+    ~DeviceInventory();
+
+    // Visible devices in CUDA order; resolve `-d` specs against this.
+    const std::vector<DeviceIdentity>& visible() const noexcept { return visible_; }
+    const std::string& source() const noexcept { return source_; }
+    // Fresh figures for the given positions in visible().
+    InventorySnapshot snapshot(const std::vector<std::size_t>& positions, bool with_processes) const;
+    // NVML, when it was loaded (for PCIe and bandwidth figures).
+    const Nvml* nvml() const noexcept { return nvml_.get(); }
+
+private:
+    DeviceInventory() = default;
+    std::unique_ptr<Nvml> nvml_;
+    std::string source_;
+    std::vector<DeviceIdentity> visible_;  // cuda_index = position; nvml_index when known
+    std::vector<int> base_index_;          // parallel to visible_
+};
+
+}  // namespace gpumem

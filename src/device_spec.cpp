@@ -1,0 +1,249 @@
+#include "device_spec.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <numeric>
+#include <tuple>
+
+#include "errors.hpp"
+
+namespace gpumem {
+namespace {
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+    return s;
+}
+
+bool all_digits(std::string_view s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+}
+
+bool parse_hex_field(std::string_view s, std::size_t max_digits, std::uint32_t& out) {
+    if (s.empty() || s.size() > max_digits) return false;
+    std::uint32_t v = 0;
+    for (char c : s) {
+        if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
+        v = v * 16 + static_cast<std::uint32_t>(std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : std::tolower(c) - 'a' + 10);
+    }
+    out = v;
+    return true;
+}
+
+bool starts_with_ci(std::string_view s, std::string_view prefix) {
+    if (s.size() < prefix.size()) return false;
+    for (std::size_t i = 0; i < prefix.size(); ++i)
+        if (std::tolower(static_cast<unsigned char>(s[i])) != std::tolower(static_cast<unsigned char>(prefix[i]))) return false;
+    return true;
+}
+
+std::vector<std::string_view> split_commas(std::string_view s) {
+    std::vector<std::string_view> parts;
+    std::size_t start = 0;
+    while (true) {
+        const auto comma = s.find(',', start);
+        parts.push_back(s.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+        if (comma == std::string_view::npos) break;
+        start = comma + 1;
+    }
+    return parts;
+}
+
+std::string describe(const DeviceIdentity& d) {
+    return d.uuid.empty() ? d.pci.to_string() : d.uuid;
+}
+
+}  // namespace
+
+bool PciAddress::operator<(const PciAddress& o) const noexcept {
+    return std::tie(domain, bus, device, function) < std::tie(o.domain, o.bus, o.device, o.function);
+}
+
+std::string PciAddress::to_string() const {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%04x:%02x:%02x.%x", domain, bus, device, function);
+    return buf;
+}
+
+std::optional<PciAddress> parse_pci_address(std::string_view text) {
+    const std::string_view s = trim(text);
+    const auto dot = s.rfind('.');
+    if (dot == std::string_view::npos) return std::nullopt;
+    std::vector<std::string_view> fields;
+    std::size_t start = 0;
+    const std::string_view head = s.substr(0, dot);
+    while (true) {
+        const auto colon = head.find(':', start);
+        fields.push_back(head.substr(start, colon == std::string_view::npos ? std::string_view::npos : colon - start));
+        if (colon == std::string_view::npos) break;
+        start = colon + 1;
+    }
+    PciAddress a;
+    if (fields.size() == 3) {
+        if (!parse_hex_field(fields[0], 8, a.domain)) return std::nullopt;
+        fields.erase(fields.begin());
+    }
+    if (fields.size() != 2) return std::nullopt;
+    if (!parse_hex_field(fields[0], 2, a.bus) || !parse_hex_field(fields[1], 2, a.device)) return std::nullopt;
+    if (!parse_hex_field(s.substr(dot + 1), 1, a.function) || a.device > 0x1f || a.function > 7) return std::nullopt;
+    return a;
+}
+
+std::string normalize_uuid(std::string_view uuid) {
+    std::string out(trim(uuid));
+    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+    return out;
+}
+
+DeviceSpec parse_device_spec(std::string_view text) {
+    DeviceSpec spec;
+    spec.text = std::string(text);
+    const std::string_view s = trim(text);
+    if (s.empty()) throw UsageError("invalid device '': expected an index, a UUID (GPU-...), a PCI bus id or 'all'");
+    if (s == "all") {
+        spec.all = true;
+        return spec;
+    }
+    for (std::string_view raw : split_commas(s)) {
+        const std::string_view part = trim(raw);
+        DeviceSelector sel;
+        sel.text = std::string(part);
+        if (part.empty()) throw UsageError("invalid device list '" + spec.text + "': empty entry");
+        if (all_digits(part)) {
+            if (part.size() > 6) throw UsageError("invalid device '" + sel.text + "': index too large");
+            sel.kind = DeviceSelector::Kind::cuda_index;
+            sel.index = std::atoi(std::string(part).c_str());
+        } else if (starts_with_ci(part, "GPU-")) {
+            sel.kind = DeviceSelector::Kind::uuid_prefix;
+            sel.uuid_prefix = normalize_uuid(part);
+            const bool ok = std::all_of(sel.uuid_prefix.begin() + 4, sel.uuid_prefix.end(),
+                                        [](unsigned char c) { return std::isxdigit(c) || c == '-'; });
+            if (!ok) throw UsageError("invalid device '" + sel.text + "': a UUID holds only hex digits and '-'");
+        } else if (auto pci = parse_pci_address(part)) {
+            sel.kind = DeviceSelector::Kind::pci_address;
+            sel.pci = *pci;
+        } else if (part == "all") {
+            throw UsageError("invalid device list '" + spec.text + "': 'all' cannot be combined with other devices");
+        } else if (part.front() == '-') {
+            throw UsageError("invalid device '" + sel.text + "': indices cannot be negative");
+        } else {
+            throw UsageError("invalid device '" + sel.text +
+                             "': expected an index (0), a UUID or its prefix (GPU-d944...), a PCI bus id (0000:18:00.0) or 'all'");
+        }
+        spec.selectors.push_back(std::move(sel));
+    }
+    return spec;
+}
+
+std::vector<std::size_t> resolve_device_spec(const DeviceSpec& spec, const std::vector<DeviceIdentity>& visible) {
+    if (visible.empty()) throw NoDeviceError("no CUDA device is visible" +
+                                             std::string(std::getenv("CUDA_VISIBLE_DEVICES") ? " (CUDA_VISIBLE_DEVICES is set)" : ""));
+    std::vector<std::size_t> chosen;
+    if (spec.all) {
+        chosen.resize(visible.size());
+        std::iota(chosen.begin(), chosen.end(), 0);
+        return chosen;
+    }
+    for (const DeviceSelector& sel : spec.selectors) {
+        std::vector<std::size_t> matches;
+        for (std::size_t i = 0; i < visible.size(); ++i) {
+            const DeviceIdentity& d = visible[i];
+            switch (sel.kind) {
+                case DeviceSelector::Kind::cuda_index:
+                    if (d.cuda_index == sel.index) matches.push_back(i);
+                    break;
+                case DeviceSelector::Kind::uuid_prefix:
+                    if (normalize_uuid(d.uuid).rfind(sel.uuid_prefix, 0) == 0) matches.push_back(i);
+                    break;
+                case DeviceSelector::Kind::pci_address:
+                    if (d.pci == sel.pci) matches.push_back(i);
+                    break;
+            }
+        }
+        if (matches.empty()) {
+            if (sel.kind == DeviceSelector::Kind::cuda_index)
+                throw UsageError("invalid device '" + sel.text + "': only " + std::to_string(visible.size()) +
+                                 " device" + (visible.size() == 1 ? " is" : "s are") + " visible (0.." +
+                                 std::to_string(visible.size() - 1) + ")");
+            throw UsageError("invalid device '" + sel.text + "': no visible GPU has this " +
+                             (sel.kind == DeviceSelector::Kind::uuid_prefix ? "UUID" : "PCI bus id"));
+        }
+        if (matches.size() > 1)
+            throw UsageError("invalid device '" + sel.text + "': matches " + std::to_string(matches.size()) +
+                             " GPUs (" + describe(visible[matches[0]]) + ", " + describe(visible[matches[1]]) +
+                             "); give more of the UUID");
+        if (std::find(chosen.begin(), chosen.end(), matches[0]) != chosen.end())
+            throw UsageError("invalid device list '" + spec.text + "': device '" + sel.text + "' is named twice");
+        chosen.push_back(matches[0]);
+    }
+    return chosen;
+}
+
+std::optional<std::vector<VisibleDevicesEntry>> parse_cuda_visible_devices(const char* value) {
+    if (value == nullptr) return std::nullopt;
+    std::vector<VisibleDevicesEntry> entries;
+    const std::string_view s = trim(value);
+    if (s.empty()) return entries;
+    for (std::string_view raw : split_commas(s)) {
+        const std::string_view part = trim(raw);
+        VisibleDevicesEntry e;
+        if (all_digits(part) && part.size() <= 6) {
+            e.kind = VisibleDevicesEntry::Kind::index;
+            e.index = std::atoi(std::string(part).c_str());
+        } else if (starts_with_ci(part, "GPU-") && part.size() > 4) {
+            e.kind = VisibleDevicesEntry::Kind::uuid_prefix;
+            e.uuid_prefix = normalize_uuid(part);
+        } else if (starts_with_ci(part, "MIG-")) {
+            e.kind = VisibleDevicesEntry::Kind::mig;
+            e.uuid_prefix = normalize_uuid(part);
+        } else {
+            break;  // CUDA ignores this entry and everything after it
+        }
+        entries.push_back(std::move(e));
+    }
+    return entries;
+}
+
+DeviceOrder parse_cuda_device_order(const char* value) {
+    if (value != nullptr && std::string_view(value) == "PCI_BUS_ID") return DeviceOrder::pci_bus_id;
+    return DeviceOrder::fastest_first;
+}
+
+std::optional<std::vector<std::size_t>> cuda_base_order(const std::vector<DeviceIdentity>& all, DeviceOrder order) {
+    std::vector<std::size_t> positions(all.size());
+    std::iota(positions.begin(), positions.end(), 0);
+    const bool same_model = std::all_of(all.begin(), all.end(), [&](const DeviceIdentity& d) { return d.name == all.front().name; });
+    // FASTEST_FIRST ranks by a performance estimate only the CUDA driver knows;
+    // among identical GPUs it falls back to PCI order.
+    if (order == DeviceOrder::fastest_first && !same_model) return std::nullopt;
+    std::stable_sort(positions.begin(), positions.end(), [&](std::size_t a, std::size_t b) { return all[a].pci < all[b].pci; });
+    return positions;
+}
+
+std::optional<std::vector<std::size_t>> apply_cuda_visible_devices(
+    const std::vector<DeviceIdentity>& all, const std::optional<std::vector<std::size_t>>& base_order,
+    const std::optional<std::vector<VisibleDevicesEntry>>& entries) {
+    if (!entries) return base_order;
+    std::vector<std::size_t> visible;
+    for (const VisibleDevicesEntry& e : *entries) {
+        std::optional<std::size_t> position;
+        if (e.kind == VisibleDevicesEntry::Kind::mig) return std::nullopt;
+        if (e.kind == VisibleDevicesEntry::Kind::index) {
+            if (!base_order) return std::nullopt;
+            if (e.index >= 0 && static_cast<std::size_t>(e.index) < base_order->size()) position = (*base_order)[e.index];
+        } else {
+            std::vector<std::size_t> matches;
+            for (std::size_t i = 0; i < all.size(); ++i)
+                if (normalize_uuid(all[i].uuid).rfind(e.uuid_prefix, 0) == 0) matches.push_back(i);
+            if (matches.size() == 1) position = matches[0];
+        }
+        if (!position || std::find(visible.begin(), visible.end(), *position) != visible.end()) break;
+        visible.push_back(*position);
+    }
+    return visible;
+}
+
+}  // namespace gpumem

@@ -1,0 +1,70 @@
+// NVML, loaded at run time with dlopen so that gpumem starts on machines with
+// no driver and never links libnvidia-ml. NVML answers memory questions
+// without creating a CUDA context: no GPU memory is taken and gpumem does not
+// appear in any process list.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "device_spec.hpp"
+
+namespace gpumem {
+
+struct NvmlMemory {
+    std::uint64_t total = 0, reserved = 0, used = 0, free = 0;
+    bool has_reserved = false;  // memory info v2 answered; `used` excludes driver-reserved memory
+};
+
+struct NvmlBar1 {
+    std::uint64_t total = 0, used = 0, free = 0;
+};
+
+struct NvmlPcieLink {
+    unsigned current_generation = 0, current_width = 0, max_generation = 0, max_width = 0;
+};
+
+struct NvmlProcess {
+    unsigned pid = 0;
+    std::string name;
+    std::optional<std::uint64_t> used_memory;  // absent when NVML cannot tell (e.g. other containers)
+};
+
+class Nvml {
+public:
+    // Loads libnvidia-ml.so.1 and initialises it; nullptr with `why_not` set if
+    // either fails.
+    static std::unique_ptr<Nvml> open(std::string& why_not);
+    ~Nvml();
+    Nvml(const Nvml&) = delete;
+    Nvml& operator=(const Nvml&) = delete;
+
+    std::string driver_version() const;
+    int cuda_driver_version() const;  // e.g. 13000; 0 if unknown
+    unsigned device_count() const;
+
+    // Identity of NVML device `index` (nvml_index set; cuda_index left at -1).
+    DeviceIdentity identity(unsigned index) const;
+    NvmlMemory memory(unsigned index) const;
+    std::optional<NvmlBar1> bar1(unsigned index) const;
+    std::optional<std::pair<int, int>> compute_capability(unsigned index) const;
+    std::optional<NvmlPcieLink> pcie_link(unsigned index) const;
+    // Peak memory bandwidth in bytes/s from the maximum memory clock and the bus
+    // width (double data rate), as NVIDIA computes its datasheet figure.
+    std::optional<double> peak_memory_bandwidth(unsigned index) const;
+    std::vector<NvmlProcess> compute_processes(unsigned index) const;
+    // CPUs close to the GPU, as a list of CPU numbers; empty if unknown.
+    std::vector<int> cpu_affinity(unsigned index) const;
+
+    struct Api;
+
+private:
+    Nvml() = default;
+    void* library_ = nullptr;
+    std::unique_ptr<Api> api_;
+};
+
+}  // namespace gpumem

@@ -1,0 +1,77 @@
+#include "common.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "errors.hpp"
+#include "sizes.hpp"
+
+namespace gpumem::cli {
+
+void setup_global_options(CLI::App& app, GlobalOptions& g) {
+    app.add_option("-d,--device", g.device,
+                   "GPU(s): CUDA index as CUDA programs here see it, UUID or prefix (GPU-...), PCI bus id, comma list, or all")
+        ->type_name("SPEC");
+    app.add_option("--format", g.format, "Output format: table, json, csv or value")
+        ->type_name("FMT")
+        ->check(CLI::IsMember({"table", "json", "csv", "value"}));
+    app.add_flag("--json", g.json, "Same as --format json: one JSON document on stdout");
+    app.add_flag("--csv", g.csv, "Same as --format csv");
+    app.add_flag("--no-header", g.no_header, "Omit the header line of table and CSV output");
+    app.add_option("--units", g.units, "Units for sizes and bandwidths: auto, B, KiB, MiB, GiB, KB, MB, GB")
+        ->type_name("UNIT")
+        ->check(CLI::IsMember({"auto", "B", "KiB", "MiB", "GiB", "TiB", "KB", "kB", "MB", "GB", "TB"}));
+    app.add_flag("-v,--verbose", g.verbosity, "More log output on stderr (-vv for debug)");
+    app.add_flag("-q,--quiet", g.quiet, "Only errors on stderr; no progress");
+}
+
+OutputOptions resolve_output_options(const GlobalOptions& g) {
+    OutputOptions o;
+    if (g.json && g.csv) throw UsageError("--json and --csv cannot be combined");
+    o.format = parse_format(g.format);
+    if (g.json) o.format = Format::json;
+    if (g.csv) o.format = Format::csv;
+    o.unit = parse_unit(g.units);
+    o.header = !g.no_header;
+    return o;
+}
+
+DeviceSpec chosen_device_spec(const GlobalOptions& g, const char* fallback) {
+    return parse_device_spec(g.device.empty() ? std::string(fallback) : g.device);
+}
+
+void write_stdout(const std::string& text) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+}
+
+bool progress_enabled(const GlobalOptions& g) { return !g.quiet && isatty(STDERR_FILENO) == 1; }
+
+CLI::Validator size_validator(bool allow_percent) {
+    return CLI::Validator(
+        [allow_percent](std::string& value) -> std::string {
+            try {
+                parse_size_spec(value, SizeParseOptions{false, allow_percent});
+            } catch (const UsageError& e) {
+                return e.what();
+            }
+            return {};
+        },
+        allow_percent ? "SIZE|PCT%" : "SIZE");
+}
+
+CLI::Validator range_validator() {
+    return CLI::Validator(
+        [](std::string& value) -> std::string {
+            try {
+                parse_size_range(value);
+            } catch (const UsageError& e) {
+                return e.what();
+            }
+            return {};
+        },
+        "RANGE");
+}
+
+}  // namespace gpumem::cli

@@ -1,0 +1,56 @@
+// What every subcommand shares: the global options, the run context, device
+// selection and the hand-off to the output layer.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "device_spec.hpp"
+#include "output.hpp"
+
+namespace gpumem::cli {
+
+struct GlobalOptions {
+    std::string device;  // empty: the subcommand's default
+    std::string format = "table";
+    bool json = false;
+    bool csv = false;
+    bool no_header = false;
+    std::string units = "auto";
+    int verbosity = 0;
+    bool quiet = false;
+};
+
+// State of one gpumem invocation. The report is kept here so that main can
+// still print what was measured, and a JSON error document, when a run fails.
+struct Context {
+    GlobalOptions globals;
+    OutputOptions output;
+    Report report;
+    std::function<void()> run;  // set by the chosen subcommand's callback
+    bool printed = false;       // the subcommand already wrote its results (loops)
+};
+
+void setup_global_options(CLI::App& app, GlobalOptions& globals);
+// Validates the global options after parsing; throws UsageError.
+OutputOptions resolve_output_options(const GlobalOptions& globals);
+// The -d SPEC, or `fallback` when none was given.
+DeviceSpec chosen_device_spec(const GlobalOptions& globals, const char* fallback);
+
+// Writes a rendered report to stdout and flushes.
+void write_stdout(const std::string& text);
+
+// True when stderr is a terminal and progress may be drawn.
+bool progress_enabled(const GlobalOptions& globals);
+
+// Validator for SIZE arguments, so that bad sizes fail at parse time.
+CLI::Validator size_validator(bool allow_percent);
+CLI::Validator range_validator();
+
+// Subcommand registration, one per file.
+void setup_info(CLI::App& app, Context& ctx);
+
+}  // namespace gpumem::cli
