@@ -86,8 +86,13 @@ int main(int argc, char** argv) {
     bool show_version = false;
     app.add_flag("-V,--version", show_version, "Print the version, the CUDA runtime and the driver, then exit");
     gpumem::cli::setup_info(app, ctx);
+    gpumem::cli::setup_memset(app, ctx);
 
     const bool json = json_requested(argc, argv);
+    // Name the subcommand in a JSON error document even when parsing fails.
+    for (int i = 1; i < argc; ++i)
+        for (const CLI::App* sub : app.get_subcommands({}))
+            if (ctx.report.command.empty() && sub->get_name() == argv[i]) ctx.report.command = argv[i];
     if (json) ctx.output.format = gpumem::cli::Format::json;
     try {
         app.parse(argc, argv);
