@@ -19,9 +19,9 @@ gp=() rw=() gp32=()
 for i in $(seq $rounds); do   # interleaved so drift hits both alike
   rw+=("$("$raw" $size 20 5 | python3 -c 'import json,sys; print(json.load(sys.stdin)["bandwidth_gbps"])')")
   gp+=("$("$gpumem" memset -d 0 --size $size --iterations 20 --samples 5 --json \
-        | python3 -c 'import json,sys; print(json.load(sys.stdin)["results"][0]["bandwidth_gbps"])')")
+        | python3 -c 'import json,sys; print(round(json.load(sys.stdin)["results"][0]["bandwidth_gbps"], 2))')")
   gp32+=("$("$gpumem" memset -d 0 --size $size --width 32 --value 0xdeadbeef --iterations 20 --samples 5 --json \
-        | python3 -c 'import json,sys; print(json.load(sys.stdin)["results"][0]["bandwidth_gbps"])')")
+        | python3 -c 'import json,sys; print(round(json.load(sys.stdin)["results"][0]["bandwidth_gbps"], 2))')")
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 m_raw=$(median "${rw[@]}"); m_gp=$(median "${gp[@]}"); m_gp32=$(median "${gp32[@]}")

@@ -2,6 +2,7 @@
 // chosen subcommand and maps every failure to a documented exit status.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -125,7 +126,9 @@ int main(int argc, char** argv) {
         return 0;
     } catch (const gpumem::Error& e) {
         // Results measured before the failure still go to stdout in text modes.
-        if (!json && !ctx.printed && !ctx.report.tables.empty() && ctx.output.format != gpumem::cli::Format::json)
+        const bool has_rows = std::any_of(ctx.report.tables.begin(), ctx.report.tables.end(),
+                                          [](const gpumem::cli::Table& t) { return !t.rows.empty(); });
+        if (!json && !ctx.printed && has_rows && ctx.output.format != gpumem::cli::Format::json)
             gpumem::cli::write_stdout(gpumem::cli::render(ctx.report, ctx.output));
         return fail(e, ctx, json || ctx.output.format == gpumem::cli::Format::json);
     } catch (const CLI::ParseError& e) {
