@@ -202,14 +202,17 @@ void zero_device(int device, void* data, std::uint64_t bytes) {
     stream.synchronize();
 }
 
-// The address a kernel on `device` uses for page-locked host memory. With
-// unified addressing it is normally the host address itself.
-void* device_view_of_host(void* host, int device) {
+// The address a copy kernel on `device` uses for page-locked host memory
+// (with unified addressing normally the host address itself). Memory the
+// device has not mapped is an error here rather than a fault in the kernel.
+void* device_view_of_host(void* host, int device, HostMemoryKind kind) {
     AutoDevice guard(device);
     void* p = nullptr;
-    if (cudaHostGetDevicePointer(&p, host, 0) == cudaSuccess && p != nullptr) return p;
+    const cudaError_t status = cudaHostGetDevicePointer(&p, host, 0);
+    if (status == cudaSuccess && p != nullptr) return p;
     cudaGetLastError();
-    return host;
+    throw Error(std::string("--engine sm: ") + host_memory_kind_name(kind) + " host memory is not mapped for device " +
+                std::to_string(device) + " (cudaHostGetDevicePointer: " + cudaGetErrorName(status) + ")");
 }
 
 // Enables peer access both ways for its lifetime (what this scope enabled,
@@ -500,8 +503,9 @@ std::vector<CopyResult> run_copy_plan(const CopyPlan& plan, const std::function<
     }
     const bool host_pinned = host_memory_is_pinned(plan.host_kind);
     for (Lane& lane : lanes) {
-        lane.src_view = lane.src_on_host && host_pinned ? device_view_of_host(const_cast<void*>(lane.src), device) : lane.src;
-        lane.dst_view = lane.dst_on_host && host_pinned ? device_view_of_host(lane.dst, device) : lane.dst;
+        const bool kernel = plan.engine == CopyEngine::sm;
+        lane.src_view = kernel && lane.src_on_host ? device_view_of_host(const_cast<void*>(lane.src), device, plan.host_kind) : lane.src;
+        lane.dst_view = kernel && lane.dst_on_host ? device_view_of_host(lane.dst, device, plan.host_kind) : lane.dst;
         // Touch pageable pages now: an untouched source reads the shared zero
         // page, and an untouched destination faults during the samples.
         if (!host_pinned) {
