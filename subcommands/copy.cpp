@@ -34,8 +34,10 @@ namespace {
 // while pinning 64 MiB costs ~20 ms where 512 MiB costs ~170 ms; samples of
 // ~20 ms each are long enough for a coefficient of variation under 1%. The
 // whole process stays near the ~0.3 s a CUDA context takes to create.
+// Sweeps take 10 ms samples: a 4KiB..1GiB sweep then stays near 2 s.
 constexpr const char* kDefaultSize = "64MiB";
 constexpr double kDefaultSampleSeconds = 0.02;
+constexpr double kDefaultSweepSampleSeconds = 0.01;
 constexpr int kDefaultSamples = 5;
 constexpr int kDefaultWarmup = 2;
 
@@ -57,6 +59,7 @@ struct CopyOptions {
     std::string corrupt_offset;      // hidden test hook
     bool host_memory_given = false;  // --host-memory was on the command line
     bool expect_min_given = false;
+    bool sample_time_given = false;
 };
 
 // The request with every argument checked; no device touched yet.
@@ -92,7 +95,9 @@ CopyRequest check_options(const CopyOptions& o) {
     }
     q.auto_iterations = o.iterations <= 0;
     q.timing = TimingPlan{o.warmup, q.auto_iterations ? 1 : o.iterations, o.samples};
-    q.sample_seconds = o.sample_time;
+    q.sample_seconds = o.sample_time_given ? o.sample_time
+                       : q.sizes.size() > 1 ? kDefaultSweepSampleSeconds
+                                            : kDefaultSampleSeconds;
     q.verify = o.verify;
     if (!o.corrupt_offset.empty()) {
         if (!o.verify) throw UsageError("--debug-corrupt-offset needs --verify");
@@ -331,8 +336,8 @@ void setup_copy(CLI::App& app, Context& ctx) {
         ->check(CLI::Range(1, 4096));
     sub->add_option("--samples", o->samples, "Timed samples; the median is reported")->capture_default_str()->check(CLI::Range(1, 1000));
     sub->add_option("--warmup", o->warmup, "Untimed copies before the samples")->capture_default_str()->check(CLI::Range(0, 1000));
-    sub->add_option("--sample-time", o->sample_time, "Seconds one sample should last when --iterations is not given")
-        ->capture_default_str()
+    sub->add_option("--sample-time", o->sample_time,
+                    "Seconds one sample should last when --iterations is not given (default 0.02, 0.01 in a sweep)")
         ->type_name("SECONDS")
         ->check(CLI::Range(0.001, 10.0));
     sub->add_flag("--verify", o->verify, "Fill the source with a pattern and check every destination byte; exit 4 on mismatch");
@@ -347,6 +352,7 @@ void setup_copy(CLI::App& app, Context& ctx) {
     sub->callback([o, sub, &ctx] {
         o->host_memory_given = sub->count("--host-memory") > 0;
         o->expect_min_given = sub->count("--expect-min") > 0;
+        o->sample_time_given = sub->count("--sample-time") > 0;
         check_options(*o);  // usage errors now, before any device work
         ctx.run = [o, &ctx] { run_copy_command(*o, ctx); };
     });
