@@ -130,7 +130,13 @@ Report build_copy_report(const std::vector<CopyResult>& results, const CopyRepor
         table.add_row(std::move(row));
         Json samples = Json::array();
         for (double s : r.seconds) samples.push_back(s * 1e6);
-        details.push_back({{"device", r.device}, {"direction", r.flow}, {"bytes", r.bytes}, {"samples_us", samples}});
+        Json detail = {{"device", r.device}, {"direction", r.flow}, {"bytes", r.bytes}};
+        if (r.direction == CopyDirection::p2p) {
+            detail["peer"] = r.peer;
+            detail["peer_access"] = r.peer_access.value_or(false);
+        }
+        detail["samples_us"] = samples;
+        details.push_back(std::move(detail));
     }
     report.tables.push_back(std::move(table));
 
