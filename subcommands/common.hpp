@@ -58,5 +58,6 @@ CLI::Validator range_validator();
 // Subcommand registration, one per file.
 void setup_info(CLI::App& app, Context& ctx);
 void setup_memset(CLI::App& app, Context& ctx);
+void setup_copy(CLI::App& app, Context& ctx);
 
 }  // namespace gpumem::cli

@@ -88,6 +88,7 @@ int main(int argc, char** argv) {
     app.add_flag("-V,--version", show_version, "Print the version, the CUDA runtime and the driver, then exit");
     gpumem::cli::setup_info(app, ctx);
     gpumem::cli::setup_memset(app, ctx);
+    gpumem::cli::setup_copy(app, ctx);
 
     const bool json = json_requested(argc, argv);
     // Name the subcommand in a JSON error document even when parsing fails.
