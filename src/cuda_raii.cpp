@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cuda_check.hpp"
+#include "driver_api.hpp"
 #include "sizes.hpp"
 
 namespace gpumem {
@@ -39,13 +40,15 @@ int current_device() {
 AutoDevice::AutoDevice(int device) {
     const int current = current_device();
     if (current == device) return;
+    const bool restore = primary_context_active(current);
     GPUMEM_CUDA_TRY(cudaSetDevice(device), "cudaSetDevice");
     g_set_device_calls.fetch_add(1, std::memory_order_relaxed);
     previous_ = current;
+    restore_ = restore;
 }
 
 AutoDevice::~AutoDevice() noexcept {
-    if (previous_ == -1) return;
+    if (previous_ == -1 || !restore_) return;
     log_failure(cudaSetDevice(previous_), "cudaSetDevice (restore)");
     g_set_device_calls.fetch_add(1, std::memory_order_relaxed);
 }

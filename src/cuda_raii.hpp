@@ -17,6 +17,10 @@ int current_device();
 
 // Makes `device` current for its lifetime and restores the previous device.
 // Switches only when the device differs, so nested guards cost nothing.
+// Since CUDA 12, cudaSetDevice creates the device's primary context (~500 MB
+// and an entry in the process list); so a previous device whose context was
+// never created (the thread's untouched default, device 0) is not restored:
+// restoring it would create that context for nothing.
 class AutoDevice {
 public:
     explicit AutoDevice(int device);
@@ -32,8 +36,13 @@ public:
     // restore), so tests can prove guards switch only when needed.
     static std::uint64_t set_device_calls() noexcept;
 
+    // Whether the destructor will switch back (false when the previous
+    // device has no context; see above).
+    bool restores() const noexcept { return previous_ != -1 && restore_; }
+
 private:
     int previous_ = -1;  // device to restore; -1 when nothing was switched
+    bool restore_ = false;
 };
 
 class CudaStream {

@@ -31,6 +31,8 @@ const DriverApi& driver_api() {
     std::call_once(once, [] {
         DriverApi a;
         load(a.cuGetErrorName, "cuGetErrorName");
+        load(a.cuDeviceGet, "cuDeviceGet");
+        load(a.cuDevicePrimaryCtxGetState, "cuDevicePrimaryCtxGetState");
         load(a.cuMemsetD8Async, "cuMemsetD8Async");
         load(a.cuMemsetD16Async, "cuMemsetD16Async");
         load(a.cuMemsetD32Async, "cuMemsetD32Async");
@@ -45,6 +47,16 @@ const DriverApi& driver_api() {
         api = a;
     });
     return api;
+}
+
+bool primary_context_active(int ordinal) {
+    const DriverApi& api = driver_api();
+    CUdevice device = 0;
+    check_driver(api.cuDeviceGet(&device, ordinal), "cuDeviceGet");
+    unsigned flags = 0;
+    int active = 0;
+    check_driver(api.cuDevicePrimaryCtxGetState(device, &flags, &active), "cuDevicePrimaryCtxGetState");
+    return active != 0;
 }
 
 void check_driver(CUresult result, const char* call) {

@@ -12,6 +12,8 @@ namespace gpumem {
 
 struct DriverApi {
     CUresult (*cuGetErrorName)(CUresult, const char**) = nullptr;
+    CUresult (*cuDeviceGet)(CUdevice*, int) = nullptr;
+    CUresult (*cuDevicePrimaryCtxGetState)(CUdevice, unsigned int*, int*) = nullptr;
     CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream) = nullptr;
     CUresult (*cuMemsetD16Async)(CUdeviceptr, unsigned short, size_t, CUstream) = nullptr;
     CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned int, size_t, CUstream) = nullptr;
@@ -28,6 +30,10 @@ struct DriverApi {
 // Loaded once per process; throws CudaError (or NoDeviceError) if the driver
 // lacks one of the functions.
 const DriverApi& driver_api();
+
+// Whether the primary context of CUDA device `ordinal` is active, i.e. whether
+// making the device current would not create a context (~500 MB) on it.
+bool primary_context_active(int ordinal);
 
 // Throws CudaError naming `call` and the driver's error name.
 void check_driver(CUresult result, const char* call);

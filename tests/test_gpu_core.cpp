@@ -4,11 +4,18 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <limits>
 #include <vector>
 
+#include "cli_harness.hpp"
 #include "cuda_raii.hpp"
+#include "driver_api.hpp"
 #include "errors.hpp"
 #include "memset_bench.hpp"
 #include "mix_memory.hpp"
@@ -203,6 +210,7 @@ TEST_CASE("AutoDevice switches only when needed and restores the current device"
     CHECK(current_device() == 0);
     if (device_count() >= 2) {
         REQUIRE(cudaSetDevice(1) == cudaSuccess);
+        REQUIRE(cudaFree(nullptr) == cudaSuccess);  // device 1's context exists: it must be restored
         {
             MixMemoryOptions o;
             o.device = 0;
@@ -264,4 +272,40 @@ TEST_CASE("memset leaves no memory behind and fails cleanly when the buffer is t
     plan.verify = true;
     run_memset(plan);
     CHECK(free_device_memory(0) + 4 * kMiB >= before);
+}
+
+// Child side of the next test: runs in a fresh process (no contexts yet),
+// before main, when the test re-executes itself with GPUMEM_TEST_CHILD set.
+namespace {
+const int g_child_exit = [] {
+    const char* mode = std::getenv("GPUMEM_TEST_CHILD");
+    if (mode == nullptr || std::string(mode) != "autodevice-no-context") return 0;
+    int code = 0;
+    try {
+        {
+            AutoDevice guard(1);  // the thread's default device 0 has no context
+            DeviceAllocation buffer(1, 1 << 20);
+        }
+        code = primary_context_active(0) ? 10 : 0;  // 10: a context appeared on device 0
+        if (code == 0 && current_device() != 1) code = 11;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "child: %s\n", e.what());
+        code = 12;
+    }
+    std::_Exit(code);
+}();
+}  // namespace
+
+TEST_CASE("AutoDevice does not create a context on a device the process never used") {
+    if (device_count() < 2) {
+        MESSAGE("needs two GPUs");
+        return;
+    }
+    char self[4096] = {};
+    REQUIRE(readlink("/proc/self/exe", self, sizeof self - 1) > 0);
+    const std::string command = std::string("GPUMEM_TEST_CHILD=autodevice-no-context ") + self;
+    const int status = std::system(command.c_str());
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    (void)g_child_exit;
 }
