@@ -199,11 +199,20 @@ HostAllocation::HostAllocation(HostMemoryKind kind, std::size_t bytes, int devic
             if (ptr_ == nullptr) throw OutOfMemoryError("mmap of " + what + " failed", bytes);
             if (kind == HostMemoryKind::registered) {
                 AutoDevice guard(device);
-                const cudaError_t status = cudaHostRegister(ptr_, bytes, cudaHostRegisterPortable);
+                // Mapped too, so kernels (SM copies) can address it, as with
+                // cudaHostAllocMapped memory.
+                const cudaError_t status = cudaHostRegister(ptr_, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped);
                 if (status != cudaSuccess) {
                     munmap(ptr_, mapping_bytes_);
                     ptr_ = nullptr;
                     throw_allocation_error(status, "cudaHostRegister", bytes, what);
+                }
+                const cudaError_t mapped = cudaHostGetDevicePointer(&device_ptr_, ptr_, 0);
+                if (mapped != cudaSuccess) {
+                    cudaHostUnregister(ptr_);
+                    munmap(ptr_, mapping_bytes_);
+                    ptr_ = nullptr;
+                    throw_cuda_error(mapped, "cudaHostGetDevicePointer");
                 }
             }
             break;

@@ -125,7 +125,7 @@ public:
     HostMemoryKind kind() const noexcept { return kind_; }
     // Whether the pages really are huge pages (MAP_HUGETLB or THP advised).
     bool huge_pages() const noexcept { return huge_pages_; }
-    // Device-side address of mapped memory (nullptr for other kinds).
+    // Device-side address of mapped and registered memory (nullptr for other kinds).
     void* device_pointer() const noexcept { return device_ptr_; }
     explicit operator bool() const noexcept { return ptr_ != nullptr; }
     void reset() noexcept;
