@@ -52,5 +52,6 @@ CLI::Validator range_validator();
 
 // Subcommand registration, one per file.
 void setup_info(CLI::App& app, Context& ctx);
+void setup_reuse_sim(CLI::App& app, Context& ctx);
 
 }  // namespace gpumem::cli

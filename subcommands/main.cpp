@@ -86,6 +86,7 @@ int main(int argc, char** argv) {
     bool show_version = false;
     app.add_flag("-V,--version", show_version, "Print the version, the CUDA runtime and the driver, then exit");
     gpumem::cli::setup_info(app, ctx);
+    gpumem::cli::setup_reuse_sim(app, ctx);
 
     const bool json = json_requested(argc, argv);
     if (json) ctx.output.format = gpumem::cli::Format::json;

@@ -194,8 +194,15 @@ LaneResult summarize(const Lane& lane) {
     // a retry); the replay knows what was live when the peak was reached.
     r.peak_reserved = std::max(c.peak_reserved_bytes, m.peak_reserved_bytes);
     r.peak_live = m.peak_live_bytes;
-    r.slack_at_peak = r.peak_reserved - std::min(r.peak_reserved, m.live_at_peak_reserved);
-    r.fragmentation = r.peak_reserved ? static_cast<double>(r.slack_at_peak) / static_cast<double>(r.peak_reserved) : 0.0;
+    // Slack: what the strategy holds beyond the program's own peak need.
+    r.slack_at_peak = r.peak_reserved - std::min(r.peak_reserved, r.peak_live);
+    // Fragmentation: the share of the reservation that held no request at
+    // the moment the reservation peaked (memory the strategy could not reuse
+    // for the request that made it grow).
+    r.fragmentation = r.peak_reserved
+                          ? 1.0 - static_cast<double>(std::min(r.peak_reserved, m.live_at_peak_reserved)) /
+                                      static_cast<double>(r.peak_reserved)
+                          : 0.0;
     r.modelled_us = c.modelled_us;
     r.measured_us = c.measured_us;
     r.counters = c;

@@ -111,8 +111,9 @@ struct LaneResult {
     std::uint64_t requests = 0, served = 0, hits = 0, ooms = 0, retries = 0;
     std::uint64_t upstream_allocs = 0, upstream_frees = 0, implicit_syncs = 0;
     double hit_rate = 0;  // hits / requests
-    std::uint64_t peak_reserved = 0, peak_live = 0, slack_at_peak = 0;
-    double fragmentation = 0;  // slack_at_peak / peak_reserved
+    std::uint64_t peak_reserved = 0, peak_live = 0;
+    std::uint64_t slack_at_peak = 0;  // peak_reserved - peak_live
+    double fragmentation = 0;  // 1 - live / reserved when the reservation peaked
     double modelled_us = 0, measured_us = 0;
     UpstreamCounters counters;
     std::vector<std::pair<std::string, std::uint64_t>> details;

@@ -59,7 +59,9 @@ bool SimulatedUpstream::allocate_async(std::uint64_t size, std::uint32_t stream,
         counters_.pool_reserved_bytes += grow;
         add_reserved(grow);
         if (costs_) counters_.modelled_us += costs_->pool_grow(grow);
-        source = &pool_free_;
+        // The rest of a fresh granule run stays with this stream, where it
+        // can merge with what the stream frees.
+        source = &own;
     }
     if (b.size > need) source->insert(FreeBlock{b.address + need, b.size - need, false});
     address = b.address;

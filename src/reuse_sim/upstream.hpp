@@ -70,7 +70,8 @@ inline constexpr std::uint64_t kUnlimited = std::numeric_limits<std::uint64_t>::
 // The stream-ordered pool is modelled: it takes memory from the driver in
 // 2 MiB granules (one "grow" per cudaMallocAsync it cannot serve), hands it
 // out best-fit at 512-byte granularity, reuses a freed block at once on the
-// stream that freed it and on any stream after a synchronization, and at each
+// stream that freed it (which also keeps the rest of a fresh granule run) and
+// on any stream after a synchronization, and at each
 // synchronization gives back whole unused granule runs while it holds more
 // than the release threshold. The real driver's internals are not public;
 // --execute reports the real pool's reserved peak beside this model's.

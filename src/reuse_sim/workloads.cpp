@@ -4,6 +4,7 @@
 
 #include "errors.hpp"
 #include "rng.hpp"
+#include "sizes.hpp"
 
 namespace gpumem::reuse_sim {
 
@@ -239,7 +240,7 @@ public:
         std::string d = "workload " + o_.name + ", " + std::to_string(o_.steps) + " steps, seed " + std::to_string(o_.seed);
         if (o_.name == "dynamic")
             d += ", batch " + std::to_string(o_.batch_min) + ".." + std::to_string(o_.batch_max) + ", change rate " +
-                 std::to_string(o_.change_rate).substr(0, 5);
+                 format_decimal(o_.change_rate, 3);
         else if (o_.name != "llm-decode")
             d += ", batch " + std::to_string(o_.batch_max);
         if (o_.streams > 1) d += ", " + std::to_string(o_.streams) + " streams";
