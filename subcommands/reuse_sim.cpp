@@ -62,11 +62,34 @@ struct ReuseSimOptions {
     std::string costs;
     std::string timeline;
     std::size_t timeline_points = 1000;
+    std::string save_trace;
     bool no_chart = false;
     bool execute = false;
 };
 
 constexpr std::size_t kChartWidth = 60;
+
+// Passes events through and writes each to a gpumem trace on the way
+// (--save-trace: a workload, or an RMM log, as a gpumem trace file).
+class TeeSource final : public rs::EventSource {
+public:
+    TeeSource(rs::EventSource& inner, const std::string& path) : inner_(inner), writer_(path) {}
+    bool next(rs::Event& e) override {
+        if (!inner_.next(e)) return false;
+        writer_.write(e, inner_.tag_name(e.tag));
+        return true;
+    }
+    std::string location(std::uint64_t line) const override { return inner_.location(line); }
+    std::string description() const override { return inner_.description(); }
+    bool rewind() override { return false; }
+    std::uint64_t skipped() const override { return inner_.skipped(); }
+    std::string tag_name(std::uint32_t tag) const override { return inner_.tag_name(tag); }
+    void close() { writer_.close(); }
+
+private:
+    rs::EventSource& inner_;
+    rs::GpumemTraceWriter writer_;
+};
 
 // "N" or "A..B" of positive integers.
 std::pair<std::uint64_t, std::uint64_t> parse_count_range(const std::string& text, const char* option) {
@@ -348,7 +371,10 @@ void run_reuse_sim(const ReuseSimOptions& o, Context& ctx) {
     ropts.timeline_points = (chart || !o.timeline.empty()) ? std::max(o.timeline_points, kChartWidth) : 0;
     ropts.poll = [] { throw_if_interrupted(); };
     rs::Replay replay(lane_ptrs, ropts);
-    const rs::ReplaySummary summary = replay.run(*source);
+    std::unique_ptr<TeeSource> tee;
+    if (!o.save_trace.empty()) tee = std::make_unique<TeeSource>(*source, o.save_trace);
+    const rs::ReplaySummary summary = replay.run(tee ? static_cast<rs::EventSource&>(*tee) : *source);
+    if (tee) tee->close();
 
     std::vector<rs::LaneResult> results;
     for (const auto& lane : lanes) results.push_back(rs::summarize(*lane));
@@ -559,6 +585,8 @@ void setup_reuse_sim(CLI::App& app, Context& ctx) {
     sub->add_option("--timeline-points", o->timeline_points, "Points kept for --timeline (default 1000)")
         ->type_name("N")
         ->check(CLI::Range(std::size_t{2}, std::size_t{1} << 24));
+    sub->add_option("--save-trace", o->save_trace, "Also write the input's events as a gpumem trace (CSV) to FILE")
+        ->type_name("FILE");
     sub->add_flag("--no-chart", o->no_chart, "Table mode: no chart of reserved bytes");
     sub->add_flag("--execute", o->execute,
                   "Also replay each strategy for real on the GPU (-d), report the measured time and check that the real CUDA "

@@ -82,7 +82,7 @@ private:
         explicit Cached(const CostCurve* curve) : curve_(curve) {}
         double get(std::uint64_t bytes) const noexcept {
             if (!curve_) return 0;
-            Entry& e = cache_[(bytes * 0x9E3779B97F4A7C15ULL) >> 58];
+            Entry& e = cache_[(bytes * 0x9E3779B97F4A7C15ULL) >> 56];
             if (e.bytes != bytes) {
                 e.bytes = bytes;
                 e.us = curve_->at(bytes);
@@ -96,7 +96,7 @@ private:
             double us = 0;
         };
         const CostCurve* curve_;
-        mutable Entry cache_[64];
+        mutable Entry cache_[256];
     };
     CostTable table_;  // owns the curves the caches point into
     Cached device_alloc_, device_free_, async_alloc_, async_free_, pool_grow_, pool_release_, memset_;

@@ -44,6 +44,8 @@ public:
     virtual bool rewind() = 0;
     // Events the source saw but does not replay (RMM "allocate failure" lines).
     virtual std::uint64_t skipped() const { return 0; }
+    // The text of a tag index, for writing the events back out.
+    virtual std::string tag_name(std::uint32_t tag) const { return tag == kNoTag ? std::string() : "t" + std::to_string(tag); }
 };
 
 }  // namespace gpumem::reuse_sim

@@ -51,9 +51,16 @@ Replay::Replay(std::vector<Lane*> lanes, ReplayOptions options) : lanes_(std::mo
 }
 
 std::uint32_t Replay::stream_index(std::uint64_t stream) {
-    if (const std::uint32_t* i = streams_.find(stream)) return *i;
-    const auto i = static_cast<std::uint32_t>(streams_.size());
-    streams_.put(stream, i);
+    if (stream == last_stream_) return last_stream_index_;
+    std::uint32_t i;
+    if (const std::uint32_t* found = streams_.find(stream)) {
+        i = *found;
+    } else {
+        i = static_cast<std::uint32_t>(streams_.size());
+        streams_.put(stream, i);
+    }
+    last_stream_ = stream;
+    last_stream_index_ = i;
     return i;
 }
 

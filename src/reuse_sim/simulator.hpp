@@ -99,6 +99,8 @@ private:
     ReplayOptions options_;
     U64Map ids_;       // live id -> handle
     U64Map streams_;   // stream -> dense index
+    std::uint64_t last_stream_ = 0;        // most traces use one stream: skip the lookup
+    std::uint32_t last_stream_index_ = 0;
     std::vector<Live> live_;
     std::vector<std::uint32_t> free_handles_;
     std::uint32_t next_handle_ = 0;

@@ -58,6 +58,26 @@ private:
     std::vector<std::uint32_t> slots_;  // open addressing over names_; kNoTag marks empty
 };
 
+// Writes events as a gpumem trace (CSV v1). Sync points, for which the
+// format has no action, become "# sync" comment lines (readers skip them).
+class GpumemTraceWriter {
+public:
+    explicit GpumemTraceWriter(const std::string& path);  // throws UsageError when it cannot be created
+    ~GpumemTraceWriter();
+    GpumemTraceWriter(const GpumemTraceWriter&) = delete;
+    GpumemTraceWriter& operator=(const GpumemTraceWriter&) = delete;
+    void write(const Event& event, std::string_view tag);
+    void close();  // throws Error on write errors
+
+private:
+    void append(const char* data, std::size_t n);
+    void flush_buffer();
+    std::string path_;
+    std::FILE* file_ = nullptr;
+    std::vector<char> buffer_;
+    std::size_t used_ = 0;
+};
+
 // Opens `path` ("-": standard input) in `format`; automatic looks at the
 // header line. Throws UsageError for unreadable files and unknown headers.
 std::unique_ptr<EventSource> open_trace(const std::string& path, TraceFormat format);

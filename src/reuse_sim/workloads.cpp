@@ -250,6 +250,16 @@ public:
         generator_ = create(o_);
         return true;
     }
+    std::string tag_name(std::uint32_t tag) const override {
+        static const char* const fixed[] = {"input", "output", "workspace", "boxes", "scores", "labels",
+                                            "crop",  "hidden", "logits",    "loss",  "grad_act", "adam_tmp"};
+        if (tag < sizeof fixed / sizeof fixed[0]) return fixed[tag];
+        static const std::pair<std::uint32_t, const char*> layered[] = {
+            {kAdamV, "adam_v"}, {kAdamM, "adam_m"}, {kGradWeight, "grad_w"}, {kWeight, "w"}, {kKv, "kv"}, {kAct, "act"}};
+        for (const auto& [base, name] : layered)
+            if (tag >= base) return name + std::to_string(tag - base);
+        return "t" + std::to_string(tag);
+    }
 
 private:
     WorkloadOptions o_;
