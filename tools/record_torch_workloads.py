@@ -262,10 +262,14 @@ def main(argv=None):
     failed = 0
     for name in names:
         env = dict(os.environ)
-        env.pop("PYTORCH_CUDA_ALLOC_CONF", None)  # the default allocator, unless the workload says otherwise
         env.pop("PYTORCH_NO_CUDA_MEMORY_CACHING", None)
+        # The native caching allocator with cudaMalloc segments (what the
+        # model replays), whatever the defaults of this torch build are, plus
+        # the workload's own settings.
+        conf = "backend:native,expandable_segments:False"
         if WORKLOADS[name].get("alloc_conf"):
-            env["PYTORCH_CUDA_ALLOC_CONF"] = WORKLOADS[name]["alloc_conf"]
+            conf += "," + WORKLOADS[name]["alloc_conf"]
+        env["PYTORCH_CUDA_ALLOC_CONF"] = conf
         cmd = [sys.executable, os.path.abspath(__file__), args.outdir, "--child", name, "--device", str(args.device),
                "--max-entries", str(args.max_entries)]
         rc = subprocess.run(cmd, env=env).returncode
