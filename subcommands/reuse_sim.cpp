@@ -470,7 +470,7 @@ void run_reuse_sim(const ReuseSimOptions& o, Context& ctx) {
                             {"peak_reserved_bytes", {{"simulated", results[i].peak_reserved}, {"real", measured.peak_reserved}}},
                             {"pool_grows", {{"simulated", results[i].counters.pool_grows}, {"real", measured.counters.pool_grows}}},
                             {"measured_ms", measured.measured_us / 1000.0},
-                            {"modelled_ms", measured.modelled_us / 1000.0},
+                            {"modelled_ms", results[i].modelled_us / 1000.0},
                             {"wall_seconds", rsum.seconds},
                             {"counts_agree", agree}});
         }
