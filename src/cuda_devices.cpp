@@ -1,6 +1,7 @@
 #include "cuda_devices.hpp"
 
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -22,11 +23,24 @@ std::string format_uuid(const cudaUUID_t& uuid) {
 
 }  // namespace
 
+bool driver_library_present() noexcept {
+    void* lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
+    if (lib == nullptr) lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (lib == nullptr) return false;
+    dlclose(lib);
+    return true;
+}
+
 std::vector<DeviceIdentity> cuda_visible_devices() {
     int count = 0;
     const cudaError_t status = cudaGetDeviceCount(&count);
     if (status == cudaErrorNoDevice || status == cudaErrorInsufficientDriver || status == cudaErrorInitializationError) {
         cudaGetLastError();
+        if (status == cudaErrorInsufficientDriver && !driver_library_present())
+            throw NoDeviceError("no NVIDIA driver: libcuda.so.1 not found");
+        if (status == cudaErrorNoDevice && std::getenv("CUDA_VISIBLE_DEVICES"))
+            throw NoDeviceError(std::string("no CUDA device is visible (CUDA_VISIBLE_DEVICES='") +
+                                std::getenv("CUDA_VISIBLE_DEVICES") + "')");
         throw NoDeviceError(std::string("no usable CUDA device: ") + cudaGetErrorName(status) + " (" +
                             cudaGetErrorString(status) + ")");
     }

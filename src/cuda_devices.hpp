@@ -9,6 +9,9 @@
 
 namespace gpumem {
 
+// Whether libcuda.so.1 (the driver's user-space library) can be loaded.
+bool driver_library_present() noexcept;
+
 // Devices CUDA sees in this environment, in CUDA order (cuda_index set).
 // Throws NoDeviceError when there is no driver or no device.
 std::vector<DeviceIdentity> cuda_visible_devices();

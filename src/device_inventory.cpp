@@ -37,7 +37,7 @@ DeviceInventory DeviceInventory::open() {
         try {
             devices = cuda_visible_devices();
         } catch (const NoDeviceError& e) {
-            throw NoDeviceError("no usable NVIDIA driver: " + why_not + "; " + e.what());
+            throw NoDeviceError(std::string(e.what()) + " (" + why_not + ")");
         }
         spdlog::warn("NVML unavailable ({}); using the CUDA runtime, which creates a context (~500 MB) on each device queried",
                      why_not);
@@ -95,6 +95,26 @@ DeviceInventory DeviceInventory::open() {
     return inv;
 }
 
+NvmlDeviceFigures nvml_figures_for(const PciAddress& pci) {
+    NvmlDeviceFigures figures;
+    std::string why_not;
+    const auto nvml = Nvml::open(why_not);
+    if (!nvml) {
+        spdlog::debug("NVML unavailable ({}): no peak bandwidth or PCIe figures", why_not);
+        return figures;
+    }
+    for (unsigned i = 0, n = nvml->device_count(); i < n; ++i) {
+        const DeviceIdentity id = nvml->identity(i);
+        if (!(id.pci == pci)) continue;
+        figures.name = id.name;
+        figures.peak_memory_bandwidth = nvml->peak_memory_bandwidth(i);
+        figures.pcie = nvml->pcie_link(i);
+        figures.cpu_affinity = nvml->cpu_affinity(i);
+        break;
+    }
+    return figures;
+}
+
 InventorySnapshot DeviceInventory::snapshot(const std::vector<std::size_t>& positions, bool with_processes) const {
     InventorySnapshot snap;
     snap.source = source_;
@@ -114,6 +134,7 @@ InventorySnapshot DeviceInventory::snapshot(const std::vector<std::size_t>& posi
             r.bar1 = nvml_->bar1(index);
             r.compute_capability = nvml_->compute_capability(index);
             r.pcie = nvml_->pcie_link(index);
+            r.peak_memory_bandwidth = nvml_->peak_memory_bandwidth(index);
             if (with_processes) r.processes = nvml_->compute_processes(index);
         } else {
             GPUMEM_CUDA_CALL(cudaSetDevice(r.id.cuda_index));

@@ -22,6 +22,7 @@ struct DeviceReport {
     std::optional<NvmlBar1> bar1;
     std::optional<std::pair<int, int>> compute_capability;
     std::optional<NvmlPcieLink> pcie;
+    std::optional<double> peak_memory_bandwidth;  // bytes/s
     std::vector<NvmlProcess> processes;
 };
 
@@ -31,6 +32,16 @@ struct InventorySnapshot {
     int cuda_driver_version = 0;
     std::vector<DeviceReport> devices;
 };
+
+// NVML figures for a device found through the CUDA runtime, matched by PCI
+// address. Empty when NVML is unavailable: callers treat these as extras.
+struct NvmlDeviceFigures {
+    std::optional<double> peak_memory_bandwidth;  // bytes/s
+    std::optional<NvmlPcieLink> pcie;
+    std::vector<int> cpu_affinity;
+    std::string name;
+};
+NvmlDeviceFigures nvml_figures_for(const PciAddress& pci);
 
 class DeviceInventory {
 public:

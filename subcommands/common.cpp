@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "cuda_devices.hpp"
 #include "errors.hpp"
 #include "sizes.hpp"
 
@@ -39,6 +40,14 @@ OutputOptions resolve_output_options(const GlobalOptions& g) {
 
 DeviceSpec chosen_device_spec(const GlobalOptions& g, const char* fallback) {
     return parse_device_spec(g.device.empty() ? std::string(fallback) : g.device);
+}
+
+std::vector<DeviceIdentity> resolve_cuda_devices(const GlobalOptions& g, const char* fallback) {
+    const DeviceSpec spec = chosen_device_spec(g, fallback);
+    const std::vector<DeviceIdentity> visible = cuda_visible_devices();
+    std::vector<DeviceIdentity> chosen;
+    for (std::size_t i : resolve_device_spec(spec, visible)) chosen.push_back(visible[i]);
+    return chosen;
 }
 
 void write_stdout(const std::string& text) {

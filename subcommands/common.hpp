@@ -40,6 +40,11 @@ OutputOptions resolve_output_options(const GlobalOptions& globals);
 // The -d SPEC, or `fallback` when none was given.
 DeviceSpec chosen_device_spec(const GlobalOptions& globals, const char* fallback);
 
+// Devices a GPU subcommand runs on: the -d SPEC (default `fallback`) parsed
+// first, so bad specs fail with exit 2 before the driver is touched, then
+// resolved against the devices the CUDA runtime sees (exit 3 when none).
+std::vector<DeviceIdentity> resolve_cuda_devices(const GlobalOptions& globals, const char* fallback);
+
 // Writes a rendered report to stdout and flushes.
 void write_stdout(const std::string& text);
 
@@ -52,6 +57,8 @@ CLI::Validator range_validator();
 
 // Subcommand registration, one per file.
 void setup_info(CLI::App& app, Context& ctx);
+void setup_memset(CLI::App& app, Context& ctx);
+void setup_copy(CLI::App& app, Context& ctx);
 void setup_reuse_sim(CLI::App& app, Context& ctx);
 
 }  // namespace gpumem::cli

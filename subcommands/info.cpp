@@ -53,6 +53,7 @@ const std::vector<InfoField>& info_fields() {
         {{"pcie_width", "pcie width", FieldKind::integer}, "pcie.link.width.current"},
         {{"pcie_gen_max", "pcie gen max", FieldKind::integer}, "pcie.link.gen.max"},
         {{"pcie_width_max", "pcie width max", FieldKind::integer}, "pcie.link.width.max"},
+        {{"peak_memory_bandwidth", "peak bw", FieldKind::bandwidth}, nullptr},
         {{"driver_version", "driver", FieldKind::text}, "driver_version"},
         {{"cuda_driver_version", "cuda driver", FieldKind::text}, nullptr},
         {{"visible_devices_id", "CUDA_VISIBLE_DEVICES", FieldKind::text}, nullptr},
@@ -114,6 +115,7 @@ Cell device_cell(const std::string& key, const DeviceReport& d, const InventoryS
     if (key == "pcie_width") return d.pcie ? Cell(static_cast<std::int64_t>(d.pcie->current_width)) : Cell();
     if (key == "pcie_gen_max") return d.pcie ? Cell(static_cast<std::int64_t>(d.pcie->max_generation)) : Cell();
     if (key == "pcie_width_max") return d.pcie ? Cell(static_cast<std::int64_t>(d.pcie->max_width)) : Cell();
+    if (key == "peak_memory_bandwidth") return d.peak_memory_bandwidth ? Cell(*d.peak_memory_bandwidth) : Cell();
     if (key == "driver_version") return snap.driver_version.empty() ? Cell() : Cell(snap.driver_version);
     if (key == "cuda_driver_version") return format_cuda_version(snap.cuda_driver_version);
     if (key == "visible_devices_id") return d.base_index >= 0 ? std::to_string(d.base_index) : d.id.uuid;
@@ -252,7 +254,7 @@ void setup_info(CLI::App& app, Context& ctx) {
     sub->add_option("--query", opts->query,
                     "Comma list of fields: index, nvml_index, name, uuid, pci_bus_id, total, reserved, used, free, "
                     "bar1_total, bar1_used, bar1_free, compute_capability, pcie_gen, pcie_width, pcie_gen_max, "
-                    "pcie_width_max, driver_version, cuda_driver_version, visible_devices_id (nvidia-smi names such as "
+                    "pcie_width_max, peak_memory_bandwidth, driver_version, cuda_driver_version, visible_devices_id (nvidia-smi names such as "
                     "memory.free also work)")
         ->type_name("FIELDS");
     sub->add_flag("--processes", opts->processes, "Also list compute processes with their GPU memory");

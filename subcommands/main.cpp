@@ -2,6 +2,7 @@
 // chosen subcommand and maps every failure to a documented exit status.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -86,9 +87,15 @@ int main(int argc, char** argv) {
     bool show_version = false;
     app.add_flag("-V,--version", show_version, "Print the version, the CUDA runtime and the driver, then exit");
     gpumem::cli::setup_info(app, ctx);
+    gpumem::cli::setup_memset(app, ctx);
+    gpumem::cli::setup_copy(app, ctx);
     gpumem::cli::setup_reuse_sim(app, ctx);
 
     const bool json = json_requested(argc, argv);
+    // Name the subcommand in a JSON error document even when parsing fails.
+    for (int i = 1; i < argc; ++i)
+        for (const CLI::App* sub : app.get_subcommands({}))
+            if (ctx.report.command.empty() && sub->get_name() == argv[i]) ctx.report.command = argv[i];
     if (json) ctx.output.format = gpumem::cli::Format::json;
     try {
         app.parse(argc, argv);
@@ -121,7 +128,9 @@ int main(int argc, char** argv) {
         return 0;
     } catch (const gpumem::Error& e) {
         // Results measured before the failure still go to stdout in text modes.
-        if (!json && !ctx.printed && !ctx.report.tables.empty() && ctx.output.format != gpumem::cli::Format::json)
+        const bool has_rows = std::any_of(ctx.report.tables.begin(), ctx.report.tables.end(),
+                                          [](const gpumem::cli::Table& t) { return !t.rows.empty(); });
+        if (!json && !ctx.printed && has_rows && ctx.output.format != gpumem::cli::Format::json)
             gpumem::cli::write_stdout(gpumem::cli::render(ctx.report, ctx.output));
         return fail(e, ctx, json || ctx.output.format == gpumem::cli::Format::json);
     } catch (const CLI::ParseError& e) {

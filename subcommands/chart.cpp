@@ -1,0 +1,73 @@
+#include "chart.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace gpumem::cli {
+namespace {
+
+// U+2588 FULL BLOCK and U+258F..U+2589: one to seven eighths of a cell.
+const char* const kFullBlock = "\u2588";
+const char* const kEighths[8] = {"", "\u258F", "\u258E", "\u258D", "\u258C", "\u258B", "\u258A", "\u2589"};
+constexpr int kMinBarWidth = 10;
+
+std::string pad_left(const std::string& s, std::size_t width) {
+    const std::size_t w = display_width(s);
+    return w >= width ? s : std::string(width - w, ' ') + s;
+}
+
+// The bar and the number of columns it takes.
+std::pair<std::string, int> bar_cells(double fraction, int width, bool unicode) {
+    if (!(fraction > 0)) return {"", 0};
+    fraction = std::min(fraction, 1.0);
+    std::string bar;
+    if (!unicode) {
+        const int n = std::max(1, static_cast<int>(std::lround(fraction * width)));
+        return {std::string(static_cast<std::size_t>(n), '#'), n};
+    }
+    const long eighths = std::max(1L, std::lround(fraction * width * 8));
+    const int full = static_cast<int>(eighths / 8);
+    const int rest = static_cast<int>(eighths % 8);
+    for (int i = 0; i < full; ++i) bar += kFullBlock;
+    bar += kEighths[rest];
+    return {bar, full + (rest ? 1 : 0)};
+}
+
+}  // namespace
+
+std::size_t display_width(const std::string& utf8) {
+    std::size_t n = 0;
+    for (unsigned char c : utf8)
+        if ((c & 0xC0) != 0x80) ++n;  // count lead bytes, not continuation bytes
+    return n;
+}
+
+std::vector<std::string> render_bar_chart(const std::string& title, const std::vector<ChartBar>& bars, const ChartStyle& style) {
+    std::vector<std::string> lines;
+    if (!title.empty()) lines.push_back(title);
+    if (bars.empty()) return lines;
+    std::size_t label_width = 0, value_width = 0;
+    double largest = 0;
+    for (const ChartBar& b : bars) {
+        label_width = std::max(label_width, display_width(b.label));
+        value_width = std::max(value_width, display_width(b.value_text));
+        if (std::isfinite(b.value)) largest = std::max(largest, b.value);
+    }
+    // label, " |", bar, " ", value
+    const int fixed = static_cast<int>(label_width + 2 + 1 + value_width);
+    const int bar_width = std::max(kMinBarWidth, style.width - fixed);
+    const std::string axis = style.unicode ? " \u2502" : " |";
+    for (const ChartBar& b : bars) {
+        const double fraction = largest > 0 && std::isfinite(b.value) ? b.value / largest : 0.0;
+        const auto [bar, cells] = bar_cells(fraction, bar_width, style.unicode);
+        std::string line = pad_left(b.label, label_width) + axis + bar;
+        line += std::string(static_cast<std::size_t>(bar_width - cells), ' ');
+        line += ' ';
+        line += pad_left(b.value_text, value_width);
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        lines.push_back(std::move(line));
+    }
+    return lines;
+}
+
+}  // namespace gpumem::cli

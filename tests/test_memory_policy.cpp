@@ -1,0 +1,77 @@
+#include <doctest/doctest.h>
+
+#include <limits>
+
+#include "errors.hpp"
+#include "memory_policy.hpp"
+#include "memset_bench.hpp"
+
+using namespace gpumem;
+
+TEST_CASE("growth policy: exact, granularity and geometric arithmetic") {
+    CHECK(GrowthPolicy::exact().capacity_for(1000, 0) == 1000);
+    CHECK(GrowthPolicy::exact().capacity_for(1000, 5000) == 1000);
+    const GrowthPolicy g512 = GrowthPolicy::round_to(512);
+    CHECK(g512.capacity_for(1, 0) == 512);
+    CHECK(g512.capacity_for(512, 0) == 512);
+    CHECK(g512.capacity_for(513, 512) == 1024);
+    const GrowthPolicy x15 = GrowthPolicy::geometric(1.5);
+    CHECK(x15.capacity_for(100, 0) == 100);
+    CHECK(x15.capacity_for(101, 100) == 150);
+    CHECK(x15.capacity_for(400, 100) == 400);  // the request wins
+    CHECK(GrowthPolicy::geometric(2).capacity_for(3, 3) == 6);
+}
+
+TEST_CASE("growth policy parser") {
+    CHECK(parse_growth_policy("exact").kind == GrowthPolicy::Kind::exact);
+    CHECK(parse_growth_policy("2MiB").granularity == (2u << 20));
+    CHECK(parse_growth_policy("512B").granularity == 512);
+    CHECK(parse_growth_policy("x1.5").factor == doctest::Approx(1.5));
+    CHECK(parse_growth_policy("x2").name() == "x2");
+    CHECK_THROWS_AS(parse_growth_policy("x1"), UsageError);
+    CHECK_THROWS_AS(parse_growth_policy("x"), UsageError);
+    CHECK_THROWS_AS(parse_growth_policy("fast"), UsageError);
+    CHECK_THROWS_AS(parse_growth_policy("0"), UsageError);
+}
+
+TEST_CASE("overflow checks") {
+    CHECK(checked_array_bytes(1000, 8) == 8000);
+    CHECK(checked_array_bytes(0, 8) == 0);
+    CHECK_THROWS_AS(checked_array_bytes(std::numeric_limits<std::uint64_t>::max() / 4, 8), UsageError);
+    CHECK_THROWS_AS(GrowthPolicy::round_to(4096).capacity_for(std::numeric_limits<std::uint64_t>::max() - 10, 0), UsageError);
+    CHECK_THROWS_AS(GrowthPolicy::exact().capacity_for(1ULL << 63, 0), UsageError);
+}
+
+TEST_CASE("host memory kinds round-trip by name") {
+    for (const char* name : {"pinned", "pageable", "pageable-huge", "huge-only", "write-combined", "mapped", "registered"})
+        CHECK(std::string(host_memory_kind_name(parse_host_memory_kind(name))) == name);
+    CHECK_THROWS_AS(parse_host_memory_kind("locked"), UsageError);
+    CHECK(host_memory_is_pinned(HostMemoryKind::registered));
+    CHECK_FALSE(host_memory_is_pinned(HostMemoryKind::pageable_huge));
+}
+
+TEST_CASE("memset plan validation") {
+    MemsetPlan p;
+    p.size = 4096;
+    CHECK_NOTHROW(validate_memset_plan(p));
+    p.width = 3;
+    CHECK_THROWS_AS(validate_memset_plan(p), UsageError);
+    p.width = 2;
+    p.value = 0x10000;
+    CHECK_THROWS_AS(validate_memset_plan(p), UsageError);
+    p.value = 0xFFFF;
+    p.offset = 4096;
+    CHECK_THROWS_AS(validate_memset_plan(p), UsageError);
+    p.offset = 3;
+    CHECK_THROWS_AS(validate_memset_plan(p), UsageError);
+    p.offset = 2;
+    p.size = 4097;
+    CHECK_THROWS_AS(validate_memset_plan(p), UsageError);
+    p.size = 4098;
+    CHECK_NOTHROW(validate_memset_plan(p));
+    p.width = 4;
+    p.offset = 4;
+    p.size = 4100;
+    p.value = 0xFFFFFFFF;
+    CHECK_NOTHROW(validate_memset_plan(p));
+}
