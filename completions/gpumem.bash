@@ -50,3 +50,25 @@ if ! declare -F _gpumem >/dev/null; then
     }
     complete -F _gpumem gpumem
 fi
+
+# bash completion for gpumem: the reuse-sim subcommand (the dispatcher above
+# calls _gpumem_reuse_sim).
+_gpumem_reuse_sim() {
+    local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
+    case $prev in
+        --workload) COMPREPLY=($(compgen -W "inference dynamic detector llm-decode training" -- "$cur")); return ;;
+        --trace-format) COMPREPLY=($(compgen -W "auto gpumem rmm" -- "$cur")); return ;;
+        --strategy) COMPREPLY=($(compgen -W "all naive grow-only shape-persistent ring pool binning torch-caching async-pool" -- "$cur")); return ;;
+        --growth) COMPREPLY=($(compgen -W "exact 512B 2MiB x1.5 x2" -- "$cur")); return ;;
+        --trace|--save-trace|--costs|--timeline) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        --steps|--seed|--change-rate|--batch|--layers|--sample-bytes|--max-detections|--prompt|--tokens|--streams|\
+        --ring-buffers|--ring-size|--pool-initial|--pool-max|--bins|--bin-blocks|--max-split-size|\
+        --max-non-split-rounding|--roundup-power2-divisions|--release-threshold|--sync-every|--capacity|--timeline-points)
+            return ;;
+    esac
+    COMPREPLY=($(compgen -W "--workload --steps --seed --change-rate --batch --layers --sample-bytes --max-detections
+        --prompt --tokens --streams --trace --trace-format --save-trace --strategy --growth --zero-fill --ring-buffers
+        --ring-size --pool-initial --pool-max --bins --bin-blocks --max-split-size --max-non-split-rounding
+        --roundup-power2-divisions --release-threshold --sync-every --capacity --costs --timeline --timeline-points
+        --no-chart --execute -d --device --json --csv --format --units --no-header -q -v --help" -- "$cur"))
+}

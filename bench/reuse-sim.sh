@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Benchmark of `gpumem reuse-sim`:
+#  - events per second per strategy replaying a 10-million-event trace file
+#    (the training workload saved with --save-trace: parsing included), and
+#    straight from the workload generator; the replay's own clock (the JSON
+#    "events_per_second"), median of 3 runs;
+#  - peak resident memory for a 1- and a 10-million-event trace (it must not
+#    grow with the trace: the trace is streamed);
+#  - instructions per event under valgrind --tool=callgrind: the difference
+#    between a 300k- and a 100k-event trace divided by the difference in
+#    events, so start-up costs cancel and the figure is stable.
+# Writes bench/results/reuse-sim-DATE.md and prints it.
+#   bench/reuse-sim.sh [BUILD_DIR]          (default build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+bin=$build/gpumem
+[ -x "$bin" ] || { echo "reuse-sim.sh: no $bin (build first)" >&2; exit 2; }
+command -v python3 >/dev/null || { echo "reuse-sim.sh: needs python3" >&2; exit 2; }
+strategies="naive grow-only shape-persistent ring pool binning torch-caching async-pool"
+steps_10m=116300   # training workload: ~86 requests+frees per step -> 10.0 M events
+steps_1m=11630
+steps_small=1163   # ~100k events
+steps_large=3489   # ~300k events
+work=$(mktemp -d /tmp/gpumem-bench-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+field() { python3 -c "import json,sys; d=json.load(sys.stdin); print(d['$1'])"; }
+median3() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
+
+echo "generating traces..." >&2
+for n in 10m:$steps_10m 1m:$steps_1m small:$steps_small large:$steps_large; do
+  "$bin" reuse-sim --workload training --steps "${n#*:}" --strategy naive --no-chart --json \
+    --save-trace "$work/${n%%:*}.csv" >/dev/null
+done
+events_10m=$("$bin" reuse-sim --trace "$work/10m.csv" --strategy naive --json | field events)
+events_small=$("$bin" reuse-sim --trace "$work/small.csv" --strategy naive --json | field events)
+events_large=$("$bin" reuse-sim --trace "$work/large.csv" --strategy naive --json | field events)
+
+rows=""
+for s in $strategies; do
+  echo "strategy $s..." >&2
+  file_rates=() gen_rates=()
+  for i in 1 2 3; do
+    file_rates+=("$("$bin" reuse-sim --trace "$work/10m.csv" --strategy "$s" --json | field events_per_second)")
+    gen_rates+=("$("$bin" reuse-sim --workload training --steps $steps_10m --strategy "$s" --json | field events_per_second)")
+  done
+  rss_10m=$( { /usr/bin/time -f '%M' "$bin" reuse-sim --trace "$work/10m.csv" --strategy "$s" --json >/dev/null; } 2>&1 | tail -n 1)
+  rss_1m=$( { /usr/bin/time -f '%M' "$bin" reuse-sim --trace "$work/1m.csv" --strategy "$s" --json >/dev/null; } 2>&1 | tail -n 1)
+  ir() {
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" reuse-sim "$@" --strategy "$s" --json 2>&1 >/dev/null |
+      sed -n 's/.*Collected : *\([0-9]*\).*/\1/p' | tail -n 1
+  }
+  ir_small=$(ir --trace "$work/small.csv")
+  ir_large=$(ir --trace "$work/large.csv")
+  per_event=$(python3 -c "print(round(($ir_large - $ir_small) / ($events_large - $events_small)))")
+  # The generator emits one sync point per step besides the trace's events.
+  gen_small=$(ir --workload training --steps $steps_small)
+  gen_large=$(ir --workload training --steps $steps_large)
+  gen_per_event=$(python3 -c "print(round(($gen_large - $gen_small) / ($events_large - $events_small + $steps_large - $steps_small)))")
+  file_rate=$(median3 "${file_rates[@]}")
+  gen_rate=$(median3 "${gen_rates[@]}")
+  rows+=$(printf '| %s | %.2f | %.2f | %d | %d | %s | %s |' "$s" "$(python3 -c "print($file_rate/1e6)")" \
+    "$(python3 -c "print($gen_rate/1e6)")" "$((rss_1m / 1024))" "$((rss_10m / 1024))" "$per_event" "$gen_per_event")$'\n'
+done
+
+out=bench/results/reuse-sim-$(date +%F).md
+{
+  echo "# reuse-sim benchmark, $(date +%F)"
+  echo
+  echo "- machine: $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) cores visible, $(uname -sr) (shared with other builds: figures vary by 10-20% run to run)"
+  buildtype=$(python3 -c "import json; print([o['value'] for o in json.load(open('$build/meson-info/intro-buildoptions.json')) if o['name'] == 'buildtype'][0])" 2>/dev/null || echo unknown)
+  echo "- binary: $bin ($buildtype build), $(c++ --version | head -n 1)"
+  echo "- command: bench/reuse-sim.sh $build"
+  echo "- trace: training workload (8 layers, batch 32), $steps_10m steps saved as a gpumem CSV trace: $events_10m events (allocs and frees)"
+  echo "- events/s: the replay's own clock (JSON events_per_second), median of 3 runs; 'file' includes parsing the CSV, 'generator' replays the workload directly"
+  echo "- RSS: peak resident set (/usr/bin/time %M) for the 1 M and 10 M event traces"
+  echo "- Ir/event: valgrind --tool=callgrind, (Ir(300k-event trace) - Ir(100k-event trace)) / ($events_large - $events_small) events; 'file' parses the CSV (ring reads it twice: a first pass finds the largest request), 'generator' replays the workload (sync points counted as events)"
+  echo "- targets: >= 10 M events/s for naive and grow-only, >= 2 M events/s for pool and torch-caching"
+  echo
+  echo "| strategy | M events/s (file) | M events/s (generator) | RSS 1M events (MiB) | RSS 10M events (MiB) | Ir/event (file) | Ir/event (generator) |"
+  echo "| --- | --- | --- | --- | --- | --- | --- |"
+  printf '%s' "$rows"
+} >"$out"
+cat "$out"

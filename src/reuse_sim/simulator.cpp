@@ -1,0 +1,230 @@
+#include "simulator.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "errors.hpp"
+
+namespace gpumem::reuse_sim {
+
+// ------------------------------------------------------------------ Timeline
+
+Timeline::Timeline(std::size_t lanes, std::size_t max_points)
+    : lanes_(lanes), max_points_(max_points < 2 ? 2 : max_points), bucket_(lanes + 1, 0) {}
+
+void Timeline::record(std::uint64_t event_index, const std::vector<Lane*>& lanes, std::uint64_t live_bytes) {
+    if (in_bucket_ == 0) bucket_first_ = event_index;
+    bucket_[0] = std::max(bucket_[0], live_bytes);
+    for (std::size_t i = 0; i < lanes_; ++i)
+        bucket_[i + 1] = std::max(bucket_[i + 1], lanes[i]->upstream->counters().reserved_bytes);
+    if (++in_bucket_ == width_) push_bucket();
+}
+
+void Timeline::push_bucket() {
+    first_event_.push_back(bucket_first_);
+    values_.insert(values_.end(), bucket_.begin(), bucket_.end());
+    std::fill(bucket_.begin(), bucket_.end(), 0);
+    in_bucket_ = 0;
+    if (first_event_.size() >= max_points_ * 2) {
+        // Halve the resolution: merge neighbours, keeping the maxima.
+        const std::size_t n = first_event_.size() / 2, stride = lanes_ + 1;
+        for (std::size_t p = 0; p < n; ++p) {
+            first_event_[p] = first_event_[2 * p];
+            for (std::size_t k = 0; k < stride; ++k)
+                values_[p * stride + k] = std::max(values_[2 * p * stride + k], values_[(2 * p + 1) * stride + k]);
+        }
+        first_event_.resize(n);
+        values_.resize(n * stride);
+        width_ *= 2;
+    }
+}
+
+void Timeline::finish() {
+    if (in_bucket_ > 0) push_bucket();
+}
+
+// -------------------------------------------------------------------- Replay
+
+Replay::Replay(std::vector<Lane*> lanes, ReplayOptions options) : lanes_(std::move(lanes)), options_(std::move(options)) {
+    streams_.put(0, 0);  // the default stream is index 0 whether or not it appears first
+    if (options_.timeline_points > 0) timeline_ = std::make_unique<Timeline>(lanes_.size(), options_.timeline_points);
+}
+
+std::uint32_t Replay::stream_index(std::uint64_t stream) {
+    if (stream == last_stream_) return last_stream_index_;
+    std::uint32_t i;
+    if (const std::uint32_t* found = streams_.find(stream)) {
+        i = *found;
+    } else {
+        i = static_cast<std::uint32_t>(streams_.size());
+        streams_.put(stream, i);
+    }
+    last_stream_ = stream;
+    last_stream_index_ = i;
+    return i;
+}
+
+void Replay::synchronize_all() {
+    for (Lane* lane : lanes_) lane->strategy->synchronize_point();
+}
+
+ReplaySummary Replay::run(EventSource& source) {
+    ReplaySummary s;
+    const auto start = std::chrono::steady_clock::now();
+    std::uint64_t live_bytes = 0;
+    std::uint64_t until_poll = options_.poll_interval;
+    for (Lane* lane : lanes_) {
+        // Strategies that reserve at construction (RMM's bins) start above zero.
+        const std::uint64_t reserved = lane->upstream->counters().reserved_bytes;
+        if (reserved > lane->metrics.peak_reserved_bytes) lane->metrics.peak_reserved_bytes = reserved;
+    }
+    Event e;
+    while (source.next(e)) {
+        ++s.events;
+        switch (e.kind) {
+            case EventKind::alloc: {
+                if (ids_.find(e.id))
+                    throw UsageError(source.location(e.line) + ": alloc of id " + std::to_string(e.id) +
+                                     ", which is already live");
+                std::uint32_t handle;
+                if (!free_handles_.empty()) {
+                    handle = free_handles_.back();
+                    free_handles_.pop_back();
+                } else {
+                    handle = next_handle_++;
+                }
+                ids_.put(e.id, handle);
+                Request r;
+                r.handle = handle;
+                r.size = e.size;
+                r.stream = stream_index(e.stream);
+                r.stream_value = e.stream;
+                r.slot = e.tag == kNoTag ? ((std::uint64_t{1} << 63) | e.id) : e.tag;
+                at_grow(live_, handle) = Live{e.size, r.stream};
+                live_bytes += e.size;
+                s.peak_live_bytes = std::max(s.peak_live_bytes, live_bytes);
+                s.max_live_allocations = std::max<std::uint64_t>(s.max_live_allocations, ids_.size());
+                s.largest_request = std::max(s.largest_request, e.size);
+                s.requested_bytes += e.size;
+                ++s.allocs;
+                for (Lane* lane : lanes_) {
+                    LaneMetrics& m = lane->metrics;
+                    const UpstreamCounters& c = lane->upstream->counters();
+                    const std::uint64_t taken_before = c.device_allocs + c.pool_grows;
+                    const bool ok = lane->strategy->allocate(r);
+                    at_grow(lane->refused, handle) = ok ? 0 : 1;
+                    ++m.requests;
+                    if (ok) {
+                        if (c.device_allocs + c.pool_grows == taken_before) ++m.hits;
+                        m.live_bytes += e.size;
+                        m.peak_live_bytes = std::max(m.peak_live_bytes, m.live_bytes);
+                    } else {
+                        ++m.ooms;
+                    }
+                    if (c.reserved_bytes > m.peak_reserved_bytes) {
+                        m.peak_reserved_bytes = c.reserved_bytes;
+                        m.live_at_peak_reserved = m.live_bytes;
+                    }
+                }
+                if (options_.sync_every && s.allocs % options_.sync_every == 0) synchronize_all();
+                break;
+            }
+            case EventKind::free: {
+                const std::uint32_t* found = ids_.find(e.id);
+                if (!found)
+                    throw UsageError(source.location(e.line) + ": free of id " + std::to_string(e.id) + ", which is not live");
+                const std::uint32_t handle = *found;
+                const Live l = live_[handle];
+                if (e.size != 0 && e.size != l.size)
+                    throw UsageError(source.location(e.line) + ": free of id " + std::to_string(e.id) + " with size " +
+                                     std::to_string(e.size) + ", but it was allocated with " + std::to_string(l.size));
+                for (Lane* lane : lanes_) {
+                    if (lane->refused[handle]) continue;
+                    lane->strategy->deallocate(handle);
+                    lane->metrics.live_bytes -= l.size;
+                }
+                ids_.erase(e.id);
+                free_handles_.push_back(handle);
+                live_bytes -= l.size;
+                ++s.frees;
+                break;
+            }
+            case EventKind::sync:
+                ++s.syncs;
+                synchronize_all();
+                break;
+        }
+        if (timeline_) timeline_->record(s.events - 1, lanes_, live_bytes);
+        if (--until_poll == 0) {
+            until_poll = options_.poll_interval;
+            if (options_.poll) options_.poll();
+        }
+    }
+    if (timeline_) timeline_->finish();
+    s.skipped = source.skipped();
+    s.live_at_end = ids_.size();
+    s.live_bytes_at_end = live_bytes;
+    s.streams = static_cast<std::uint32_t>(streams_.size());
+    s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return s;
+}
+
+void Replay::teardown() {
+    std::vector<std::uint32_t> handles;
+    ids_.for_each([&handles](std::uint64_t, std::uint32_t h) { handles.push_back(h); });
+    std::sort(handles.begin(), handles.end());
+    for (Lane* lane : lanes_) {
+        for (std::uint32_t h : handles)
+            if (!lane->refused[h]) lane->strategy->deallocate(h);
+        lane->strategy->release_all();
+    }
+    ids_.clear();
+}
+
+// ----------------------------------------------------------------- results
+
+LaneResult summarize(const Lane& lane) {
+    LaneResult r;
+    const LaneMetrics& m = lane.metrics;
+    const UpstreamCounters& c = lane.upstream->counters();
+    r.strategy = lane.name;
+    r.requests = m.requests;
+    r.ooms = m.ooms;
+    r.served = m.requests - m.ooms;
+    r.hits = m.hits;
+    r.retries = lane.strategy->retries();
+    r.upstream_allocs = c.device_allocs + c.pool_grows;
+    r.upstream_frees = c.device_frees + c.pool_releases;
+    r.implicit_syncs = c.device_frees + c.fills;  // cudaFree and legacy-stream cudaMemset stall the device
+    r.hit_rate = m.requests ? static_cast<double>(m.hits) / static_cast<double>(m.requests) : 0.0;
+    // The upstream saw every byte (also within a call, between a release and
+    // a retry); the replay knows what was live when the peak was reached.
+    r.peak_reserved = std::max(c.peak_reserved_bytes, m.peak_reserved_bytes);
+    r.peak_live = m.peak_live_bytes;
+    // Slack: what the strategy holds beyond the program's own peak need.
+    r.slack_at_peak = r.peak_reserved - std::min(r.peak_reserved, r.peak_live);
+    // Fragmentation: the share of the reservation that held no request at
+    // the moment the reservation peaked (memory the strategy could not reuse
+    // for the request that made it grow).
+    r.fragmentation = r.peak_reserved
+                          ? 1.0 - static_cast<double>(std::min(r.peak_reserved, m.live_at_peak_reserved)) /
+                                      static_cast<double>(r.peak_reserved)
+                          : 0.0;
+    r.modelled_us = c.modelled_us;
+    r.measured_us = c.measured_us;
+    r.counters = c;
+    r.details = lane.strategy->details();
+    return r;
+}
+
+std::uint64_t largest_request(EventSource& source) {
+    if (!source.rewind()) throw UsageError("ring needs the largest request size: give --ring-size for standard input");
+    std::uint64_t largest = 0;
+    Event e;
+    while (source.next(e))
+        if (e.kind == EventKind::alloc) largest = std::max(largest, e.size);
+    if (!source.rewind()) throw UsageError("cannot rewind " + source.description());
+    return largest;
+}
+
+}  // namespace gpumem::reuse_sim

@@ -1,0 +1,129 @@
+// The replay: feeds one stream of events to any number of strategies at once
+// ("lanes", each with its own upstream), checks the events (a free must name
+// a live id), and measures what the issue asks per strategy. Memory is
+// proportional to the live allocations and to the timeline's fixed number of
+// points, not to the length of the trace.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "events.hpp"
+#include "flat_map.hpp"
+#include "strategy.hpp"
+#include "upstream.hpp"
+
+namespace gpumem::reuse_sim {
+
+struct LaneMetrics {
+    std::uint64_t requests = 0;  // alloc events seen
+    std::uint64_t hits = 0;      // served without taking memory from the device or driver
+    std::uint64_t ooms = 0;      // refused
+    std::uint64_t live_bytes = 0, peak_live_bytes = 0;        // requested bytes live in this lane
+    std::uint64_t peak_reserved_bytes = 0, live_at_peak_reserved = 0;
+};
+
+struct Lane {
+    Lane(std::string name, std::unique_ptr<Upstream> upstream)
+        : name(std::move(name)), upstream(std::move(upstream)) {}
+    std::string name;
+    std::unique_ptr<Upstream> upstream;  // declared first: the strategy refers to it
+    std::unique_ptr<Strategy> strategy;
+    std::vector<std::uint8_t> refused;  // by handle: the strategy refused this allocation
+    LaneMetrics metrics;
+};
+
+// Reserved bytes per lane (and live bytes) over the run, kept to a fixed
+// number of points: when full, neighbouring points merge (keeping maxima) and
+// each point covers twice as many events.
+class Timeline {
+public:
+    Timeline(std::size_t lanes, std::size_t max_points);
+    void record(std::uint64_t event_index, const std::vector<Lane*>& lanes, std::uint64_t live_bytes);
+    void finish();
+    std::size_t points() const noexcept { return first_event_.size(); }
+    std::size_t lanes() const noexcept { return lanes_; }
+    std::uint64_t first_event(std::size_t point) const { return first_event_[point]; }
+    std::uint64_t live(std::size_t point) const { return values_[point * (lanes_ + 1)]; }
+    std::uint64_t reserved(std::size_t point, std::size_t lane) const { return values_[point * (lanes_ + 1) + 1 + lane]; }
+
+private:
+    void push_bucket();
+    std::size_t lanes_, max_points_;
+    std::uint64_t width_ = 1, in_bucket_ = 0, bucket_first_ = 0;
+    std::vector<std::uint64_t> bucket_;  // lanes_ + 1 maxima of the open bucket
+    std::vector<std::uint64_t> first_event_;
+    std::vector<std::uint64_t> values_;  // per point: live, then each lane's reserved
+};
+
+struct ReplayOptions {
+    std::uint64_t sync_every = 0;       // also synchronize after every N requests (0: never)
+    std::size_t timeline_points = 0;    // 0: no timeline
+    std::function<void()> poll;         // called every poll_interval events (Ctrl-C checks)
+    std::uint64_t poll_interval = 1 << 16;
+};
+
+struct ReplaySummary {
+    std::uint64_t events = 0, allocs = 0, frees = 0, syncs = 0, skipped = 0;
+    std::uint64_t peak_live_bytes = 0, live_at_end = 0, live_bytes_at_end = 0, max_live_allocations = 0;
+    std::uint64_t largest_request = 0;
+    std::uint64_t requested_bytes = 0;
+    std::uint32_t streams = 0;
+    double seconds = 0;
+};
+
+class Replay {
+public:
+    Replay(std::vector<Lane*> lanes, ReplayOptions options);
+    // Runs the source to its end. Throws UsageError for inconsistent events
+    // (free of an id that is not live, alloc of a live id, a free whose size
+    // differs from the allocation's) naming the source location.
+    ReplaySummary run(EventSource& source);
+    // Frees what is still live through each strategy, then has each release
+    // its cache: the end of an --execute run. Not part of the metrics.
+    void teardown();
+    const Timeline* timeline() const noexcept { return timeline_.get(); }
+
+private:
+    struct Live {
+        std::uint64_t size = 0;
+        std::uint32_t stream = 0;
+    };
+    std::uint32_t stream_index(std::uint64_t stream);
+    void synchronize_all();
+
+    std::vector<Lane*> lanes_;
+    ReplayOptions options_;
+    U64Map ids_;       // live id -> handle
+    U64Map streams_;   // stream -> dense index
+    std::uint64_t last_stream_ = 0;        // most traces use one stream: skip the lookup
+    std::uint32_t last_stream_index_ = 0;
+    std::vector<Live> live_;
+    std::vector<std::uint32_t> free_handles_;
+    std::uint32_t next_handle_ = 0;
+    std::unique_ptr<Timeline> timeline_;
+};
+
+// Per-strategy results as reported.
+struct LaneResult {
+    std::string strategy;
+    std::uint64_t requests = 0, served = 0, hits = 0, ooms = 0, retries = 0;
+    std::uint64_t upstream_allocs = 0, upstream_frees = 0, implicit_syncs = 0;
+    double hit_rate = 0;  // hits / requests
+    std::uint64_t peak_reserved = 0, peak_live = 0;
+    std::uint64_t slack_at_peak = 0;  // peak_reserved - peak_live
+    double fragmentation = 0;  // 1 - live / reserved when the reservation peaked
+    double modelled_us = 0, measured_us = 0;
+    UpstreamCounters counters;
+    std::vector<std::pair<std::string, std::uint64_t>> details;
+};
+LaneResult summarize(const Lane& lane);
+
+// The largest request of a source (a pre-pass for ring's buffer size); the
+// source is rewound before and after. Throws UsageError if it cannot rewind.
+std::uint64_t largest_request(EventSource& source);
+
+}  // namespace gpumem::reuse_sim

@@ -1,0 +1,264 @@
+// RAPIDS RMM's pool_memory_resource and binning_memory_resource (over a pool,
+// as RMM's replay benchmark builds it), with the rules of
+// include/rmm/mr/device/{pool,fixed_size,binning}_memory_resource.hpp and
+// detail/stream_ordered_memory_resource.hpp:
+//  - requests are rounded up to 256 bytes;
+//  - each stream has its own free list; a stream that finds nothing takes the
+//    best fit from another stream's list (then absorbs that whole list), then
+//    absorbs the other lists one by one looking again, and only then grows;
+//  - growth asks upstream for max(request, current pool size) (doubling), or
+//    with a maximum for max(request, half of what remains below it), halving
+//    the attempt on failure down to the request itself;
+//  - memory goes back upstream only when the resource is released.
+// RMM keeps its per-stream lists in a map ordered by CUDA event handle; here
+// they are visited in stream order (the event handles' order is not
+// reproducible).
+#include <algorithm>
+
+#include "flat_map.hpp"
+#include "free_list.hpp"
+#include "strategies_impl.hpp"
+
+namespace gpumem::reuse_sim::detail {
+namespace {
+
+constexpr std::uint64_t kAlignment = 256;
+constexpr std::uint64_t align_up(std::uint64_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
+
+class RmmPoolResource {
+public:
+    RmmPoolResource(Upstream& upstream, std::uint64_t initial, std::uint64_t maximum)
+        : upstream_(upstream), maximum_(maximum) {
+        if (initial > 0) {
+            // RMM puts the initial block on the legacy default stream's list.
+            const FreeBlock b = try_to_expand(initial, initial, 0);
+            if (b.valid()) list(0).insert(b);
+        }
+    }
+
+    // do_allocate: `bytes` already rounded by the caller to 256.
+    bool allocate(std::uint64_t bytes, std::uint32_t stream, std::uint64_t& address, bool& head) {
+        const FreeBlock b = get_block(bytes, stream);
+        if (!b.valid()) return false;
+        if (b.size > bytes) list(stream).insert(FreeBlock{b.address + bytes, b.size - bytes, false});
+        address = b.address;
+        head = b.head;
+        return true;
+    }
+    void deallocate(std::uint64_t address, std::uint64_t bytes, std::uint32_t stream, bool head) {
+        list(stream).insert(FreeBlock{address, bytes, head});
+    }
+    void release() {
+        for (const auto& [address, size] : upstream_blocks_) upstream_.deallocate(address, size, 0);
+        upstream_blocks_.clear();
+        lists_.clear();
+        pool_size_ = 0;
+    }
+    std::uint64_t pool_size() const noexcept { return pool_size_; }
+    std::size_t upstream_blocks() const noexcept { return upstream_blocks_.size(); }
+
+private:
+    CoalescingFreeList& list(std::uint32_t stream) {
+        if (stream >= lists_.size()) lists_.resize(stream + 1);
+        if (!lists_[stream]) lists_[stream] = std::make_unique<CoalescingFreeList>();
+        return *lists_[stream];
+    }
+
+    FreeBlock get_block(std::uint64_t size, std::uint32_t stream) {
+        CoalescingFreeList& own = list(stream);
+        if (FreeBlock b = own.take_best_fit(size); b.valid()) return b;
+        // Another stream's list, without merging first.
+        for (std::uint32_t s = 0; s < lists_.size(); ++s) {
+            if (s == stream || !lists_[s]) continue;
+            if (FreeBlock b = lists_[s]->take_best_fit(size); b.valid()) {
+                own.absorb(*lists_[s]);
+                lists_[s].reset();
+                return b;
+            }
+        }
+        // Absorb the other lists one at a time, looking after each.
+        for (std::uint32_t s = 0; s < lists_.size(); ++s) {
+            if (s == stream || !lists_[s]) continue;
+            own.absorb(*lists_[s]);
+            lists_[s].reset();
+            if (FreeBlock b = own.take_best_fit(size); b.valid()) return b;
+        }
+        return try_to_expand(size_to_grow(size), size, stream);
+    }
+
+    std::uint64_t size_to_grow(std::uint64_t size) const {
+        if (maximum_ != kUnlimited) {
+            const std::uint64_t remaining = align_up(maximum_ - pool_size_);
+            const std::uint64_t aligned = align_up(size);
+            return aligned <= remaining ? std::max(aligned, remaining / 2) : 0;
+        }
+        return std::max(size, pool_size_);
+    }
+
+    FreeBlock try_to_expand(std::uint64_t try_size, std::uint64_t min_size, std::uint32_t stream) {
+        while (try_size >= min_size && try_size > 0) {
+            std::uint64_t address = 0;
+            if (upstream_.allocate(try_size, stream, address)) {
+                pool_size_ += try_size;
+                upstream_blocks_.emplace_back(address, try_size);
+                return FreeBlock{address, try_size, true};
+            }
+            if (try_size == min_size) break;
+            try_size = std::max(min_size, try_size / 2);
+        }
+        return {};  // RMM throws rmm::out_of_memory: "Maximum pool size exceeded"
+    }
+
+    Upstream& upstream_;
+    std::uint64_t maximum_;
+    std::uint64_t pool_size_ = 0;
+    std::vector<std::unique_ptr<CoalescingFreeList>> lists_;
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> upstream_blocks_;
+};
+
+struct PoolAllocation {
+    std::uint64_t address = 0;
+    std::uint64_t bytes = 0;
+    std::uint32_t stream = 0;
+    bool head = false;
+};
+
+class RmmPool final : public Strategy {
+public:
+    RmmPool(Upstream& upstream, std::uint64_t initial, std::uint64_t maximum)
+        : Strategy(upstream), pool_(upstream, initial, maximum) {}
+
+    bool allocate(const Request& r) override {
+        PoolAllocation a{0, align_up(r.size), r.stream, false};
+        if (!pool_.allocate(a.bytes, r.stream, a.address, a.head)) return false;
+        at_grow(live_, r.handle) = a;
+        return true;
+    }
+    void deallocate(std::uint32_t handle) override {
+        const PoolAllocation& a = live_[handle];
+        pool_.deallocate(a.address, a.bytes, a.stream, a.head);
+    }
+    void release_all() override { pool_.release(); }
+    std::vector<std::pair<std::string, std::uint64_t>> details() const override {
+        return {{"pool_size", pool_.pool_size()}, {"upstream_blocks", pool_.upstream_blocks()}};
+    }
+
+private:
+    RmmPoolResource pool_;
+    std::vector<PoolAllocation> live_;
+};
+
+// fixed_size_memory_resource: blocks of one size carved from chunks of
+// `blocks` blocks taken from the pool; one chunk at construction, another
+// whenever every list is empty.
+class FixedSizeBin {
+public:
+    FixedSizeBin(RmmPoolResource& pool, std::uint64_t block_size, std::uint64_t blocks)
+        : pool_(pool), block_size_(align_up(block_size)), chunk_size_(block_size * blocks) {
+        add_chunk(0);  // RMM preallocates on the legacy stream at construction
+    }
+    std::uint64_t block_size() const noexcept { return block_size_; }
+    std::size_t chunks() const noexcept { return chunks_; }
+
+    bool allocate(std::uint32_t stream, std::uint64_t& address) {
+        auto& own = list(stream);
+        if (own.empty()) {
+            // Blocks are all alike: any other stream's block fits, and its
+            // list moves to this stream.
+            for (std::uint32_t s = 0; s < free_.size() && own.empty(); ++s) {
+                if (s == stream || free_[s].empty()) continue;
+                own.insert(own.end(), free_[s].begin(), free_[s].end());
+                free_[s].clear();
+            }
+        }
+        if (own.empty() && !add_chunk(stream)) return false;
+        address = own.back();
+        own.pop_back();
+        return true;
+    }
+    void deallocate(std::uint64_t address, std::uint32_t stream) { list(stream).push_back(address); }
+
+private:
+    std::vector<std::uint64_t>& list(std::uint32_t stream) {
+        if (stream >= free_.size()) free_.resize(stream + 1);
+        return free_[stream];
+    }
+    bool add_chunk(std::uint32_t stream) {
+        std::uint64_t address = 0;
+        bool head = false;
+        if (!pool_.allocate(align_up(chunk_size_), stream, address, head)) return false;
+        ++chunks_;
+        auto& own = list(stream);
+        for (std::uint64_t i = 0; i + block_size_ <= chunk_size_; i += block_size_) own.push_back(address + i);
+        return true;
+    }
+
+    RmmPoolResource& pool_;
+    std::uint64_t block_size_;
+    std::uint64_t chunk_size_;
+    std::size_t chunks_ = 0;
+    std::vector<std::vector<std::uint64_t>> free_;
+};
+
+class RmmBinning final : public Strategy {
+public:
+    RmmBinning(Upstream& upstream, const StrategyOptions& o)
+        : Strategy(upstream), pool_(upstream, o.pool_initial, o.pool_maximum) {
+        std::vector<std::uint64_t> sizes;
+        for (std::uint64_t s : o.bins) sizes.push_back(align_up(s));
+        std::sort(sizes.begin(), sizes.end());
+        sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+        for (std::uint64_t s : sizes) bins_.push_back(std::make_unique<FixedSizeBin>(pool_, s, o.bin_blocks));
+    }
+
+    bool allocate(const Request& r) override {
+        Allocation& a = at_grow(live_, r.handle);
+        a = Allocation{};
+        a.stream = r.stream;
+        const std::uint64_t bytes = align_up(r.size);
+        for (std::size_t i = 0; i < bins_.size(); ++i) {
+            if (bins_[i]->block_size() >= bytes) {
+                a.bin = static_cast<std::uint32_t>(i);
+                return bins_[i]->allocate(r.stream, a.address);
+            }
+        }
+        a.bytes = bytes;
+        return pool_.allocate(bytes, r.stream, a.address, a.head);
+    }
+    void deallocate(std::uint32_t handle) override {
+        const Allocation& a = live_[handle];
+        if (a.bin != kNoBin) bins_[a.bin]->deallocate(a.address, a.stream);
+        else pool_.deallocate(a.address, a.bytes, a.stream, a.head);
+    }
+    void release_all() override { pool_.release(); }
+    std::vector<std::pair<std::string, std::uint64_t>> details() const override {
+        std::vector<std::pair<std::string, std::uint64_t>> d = {{"pool_size", pool_.pool_size()},
+                                                                {"upstream_blocks", pool_.upstream_blocks()}};
+        for (const auto& b : bins_) d.emplace_back("bin_" + std::to_string(b->block_size()) + "_chunks", b->chunks());
+        return d;
+    }
+
+private:
+    static constexpr std::uint32_t kNoBin = 0xffffffffu;
+    struct Allocation {
+        std::uint64_t address = 0;
+        std::uint64_t bytes = 0;
+        std::uint32_t stream = 0;
+        std::uint32_t bin = kNoBin;
+        bool head = false;
+    };
+    RmmPoolResource pool_;
+    std::vector<std::unique_ptr<FixedSizeBin>> bins_;
+    std::vector<Allocation> live_;
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_rmm_pool(Upstream& upstream, std::uint64_t initial, std::uint64_t maximum) {
+    return std::make_unique<RmmPool>(upstream, initial, maximum);
+}
+std::unique_ptr<Strategy> make_rmm_binning(Upstream& upstream, const StrategyOptions& options) {
+    return std::make_unique<RmmBinning>(upstream, options);
+}
+
+}  // namespace gpumem::reuse_sim::detail

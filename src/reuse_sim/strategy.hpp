@@ -1,0 +1,99 @@
+// Reuse strategies: each is written once against Upstream, so the same code
+// runs on the simulated device and, with --execute, on the real one.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "upstream.hpp"
+
+namespace gpumem::reuse_sim {
+
+// One allocation request as strategies see it. Handles are small integers the
+// replay assigns to live allocations (reused after their free), so strategies
+// keep per-allocation state in vectors instead of hash maps.
+struct Request {
+    std::uint32_t handle = 0;
+    std::uint64_t size = 0;
+    std::uint32_t stream = 0;        // dense stream index (0 is the default stream)
+    std::uint64_t stream_value = 0;  // the stream as the trace names it (PyTorch orders by it)
+    std::uint64_t slot = 0;          // requester key: tag index, or (1<<63 | id) without a tag
+};
+
+enum class StrategyKind { naive, grow_only, shape_persistent, ring, pool, binning, torch_caching, async_pool };
+
+const std::vector<StrategyKind>& all_strategies();
+const char* strategy_name(StrategyKind kind) noexcept;
+StrategyKind parse_strategy(std::string_view name);                     // throws UsageError
+std::vector<StrategyKind> parse_strategy_list(std::string_view text);  // "a,b" or "all"; throws UsageError
+
+// MixMemory's growth rule when a request exceeds the buffer.
+enum class Growth { exact, round_512, round_2mib, times_1_5, times_2 };
+Growth parse_growth(std::string_view text);  // exact, 512B, 2MiB, x1.5, x2
+const char* growth_name(Growth growth) noexcept;
+std::uint64_t grown_capacity(Growth growth, std::uint64_t request, std::uint64_t old_capacity) noexcept;
+
+// PyTorch's CUDACachingAllocator settings (PYTORCH_CUDA_ALLOC_CONF).
+struct TorchOptions {
+    static constexpr std::uint64_t kNoLimit = ~0ULL;
+    std::uint64_t max_split_size = kNoLimit;               // max_split_size_mb
+    std::uint64_t max_non_split_rounding = 20ULL << 20;    // max_non_split_rounding_mb (kLargeBuffer)
+    std::array<std::uint64_t, 16> roundup_power2_divisions{};  // per power-of-two interval from 1 MiB; 0: off
+};
+// "4" (every interval) or PyTorch's list form "[256:1,512:2,>:8]" (MiB
+// interval starts). Throws UsageError as PyTorch would refuse.
+std::array<std::uint64_t, 16> parse_roundup_power2_divisions(std::string_view text);
+
+struct StrategyOptions {
+    Growth growth = Growth::exact;
+    bool zero_fill = false;
+    std::uint32_t ring_buffers = 4;
+    std::uint64_t ring_size = 0;  // 0: the largest request (a pre-pass finds it)
+    std::uint64_t pool_initial = 0;
+    std::uint64_t pool_maximum = kUnlimited;
+    std::vector<std::uint64_t> bins = {256ULL << 10, 512ULL << 10, 1ULL << 20, 2ULL << 20, 4ULL << 20};
+    std::uint64_t bin_blocks = 128;  // RMM fixed_size_memory_resource default_blocks_to_preallocate
+    TorchOptions torch;
+    std::uint64_t release_threshold = 0;
+};
+
+class Strategy {
+public:
+    explicit Strategy(Upstream& upstream) : upstream_(upstream) {}
+    virtual ~Strategy() = default;
+    Strategy(const Strategy&) = delete;
+    Strategy& operator=(const Strategy&) = delete;
+
+    // Serves a request; false when it cannot (out of memory after whatever
+    // retries the strategy makes). A refused request is never freed.
+    virtual bool allocate(const Request& request) = 0;
+    virtual void deallocate(std::uint32_t handle) = 0;
+    // A device synchronization point of the workload.
+    virtual void synchronize_point() {}
+    // Returns every cached byte upstream (after all handles were freed).
+    virtual void release_all() = 0;
+    // Strategy-specific figures for the JSON report (PyTorch's own stats...).
+    virtual std::vector<std::pair<std::string, std::uint64_t>> details() const { return {}; }
+
+    std::uint64_t retries() const noexcept { return retries_; }
+
+protected:
+    Upstream& upstream_;
+    std::uint64_t retries_ = 0;
+};
+
+std::unique_ptr<Strategy> make_strategy(StrategyKind kind, const StrategyOptions& options, Upstream& upstream);
+
+// Grows `v` so that index `i` exists.
+template <typename T>
+inline T& at_grow(std::vector<T>& v, std::size_t i) {
+    if (i >= v.size()) v.resize(i < 64 ? 64 : i * 2);
+    return v[i];
+}
+
+}  // namespace gpumem::reuse_sim

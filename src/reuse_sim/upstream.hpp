@@ -1,0 +1,108 @@
+// The upstream every strategy allocates from: the CUDA memory calls a real
+// allocator makes. SimulatedUpstream stands in for a device (fake addresses,
+// a capacity, a model of the driver's stream-ordered pool); the CUDA
+// implementation (cuda_upstream.hpp) makes the real calls for --execute.
+// Strategies are written once against this interface.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <vector>
+
+#include "cost_table.hpp"
+#include "free_list.hpp"
+
+namespace gpumem::reuse_sim {
+
+struct UpstreamCounters {
+    // cudaMalloc / cudaFree
+    std::uint64_t device_allocs = 0, device_frees = 0, device_alloc_failures = 0;
+    // cudaMallocAsync / cudaFreeAsync
+    std::uint64_t async_allocs = 0, async_frees = 0, async_alloc_failures = 0;
+    // Memory the stream-ordered pool took from the driver, or gave back at a
+    // synchronization (modelled; on a GPU, changes of the pool's reserved size).
+    std::uint64_t pool_grows = 0, pool_releases = 0;
+    std::uint64_t fills = 0;             // cudaMemset on the legacy stream
+    std::uint64_t synchronizations = 0;  // cudaDeviceSynchronize
+    std::uint64_t reserved_bytes = 0, peak_reserved_bytes = 0;  // device + pool
+    std::uint64_t device_reserved_bytes = 0, pool_reserved_bytes = 0;
+    double modelled_us = 0;  // from the cost table
+    double measured_us = 0;  // wall time of the real calls (CUDA upstream only)
+};
+
+class Upstream {
+public:
+    virtual ~Upstream() = default;
+
+    // cudaMalloc: false when the device (or --capacity) refuses.
+    virtual bool allocate(std::uint64_t size, std::uint32_t stream, std::uint64_t& address) = 0;
+    // cudaFree: synchronizes the device.
+    virtual void deallocate(std::uint64_t address, std::uint64_t size, std::uint32_t stream) = 0;
+    // cudaMallocAsync / cudaFreeAsync on the device's stream-ordered pool.
+    virtual bool allocate_async(std::uint64_t size, std::uint32_t stream, std::uint64_t& address) = 0;
+    virtual void deallocate_async(std::uint64_t address, std::uint64_t size, std::uint32_t stream) = 0;
+    // The pool keeps this much memory across synchronizations (cudaMemPoolAttrReleaseThreshold).
+    virtual void set_release_threshold(std::uint64_t bytes) = 0;
+    // cudaMemset(address, 0, size) on the legacy stream.
+    virtual void fill_zero(std::uint64_t address, std::uint64_t size) = 0;
+    // cudaDeviceSynchronize: the stream-ordered pool trims to its threshold.
+    virtual void synchronize() = 0;
+
+    const UpstreamCounters& counters() const noexcept { return counters_; }
+
+protected:
+    void add_reserved(std::uint64_t bytes) noexcept {
+        counters_.reserved_bytes += bytes;
+        if (counters_.reserved_bytes > counters_.peak_reserved_bytes) counters_.peak_reserved_bytes = counters_.reserved_bytes;
+    }
+    void sub_reserved(std::uint64_t bytes) noexcept { counters_.reserved_bytes -= bytes; }
+
+    UpstreamCounters counters_;
+};
+
+inline constexpr std::uint64_t kUnlimited = std::numeric_limits<std::uint64_t>::max();
+
+// A device that exists only in memory: addresses are invented (never reused,
+// so a use-after-free in a strategy would show as a bad merge), the capacity
+// is a number, and time comes from the cost table.
+//
+// The stream-ordered pool is modelled: it takes memory from the driver in
+// 2 MiB granules (one "grow" per cudaMallocAsync it cannot serve), hands it
+// out best-fit at 512-byte granularity, reuses a freed block at once on the
+// stream that freed it (which also keeps the rest of a fresh granule run) and
+// on any stream after a synchronization, and at each
+// synchronization gives back whole unused granule runs while it holds more
+// than the release threshold. The real driver's internals are not public;
+// --execute reports the real pool's reserved peak beside this model's.
+class SimulatedUpstream final : public Upstream {
+public:
+    static constexpr std::uint64_t kPoolGranule = 2ULL << 20;
+    static constexpr std::uint64_t kPoolAlignment = 512;
+
+    SimulatedUpstream(std::uint64_t capacity, const CostModel* costs) : capacity_(capacity), costs_(costs) {}
+
+    bool allocate(std::uint64_t size, std::uint32_t stream, std::uint64_t& address) override;
+    void deallocate(std::uint64_t address, std::uint64_t size, std::uint32_t stream) override;
+    bool allocate_async(std::uint64_t size, std::uint32_t stream, std::uint64_t& address) override;
+    void deallocate_async(std::uint64_t address, std::uint64_t size, std::uint32_t stream) override;
+    void set_release_threshold(std::uint64_t bytes) override { release_threshold_ = bytes; }
+    void fill_zero(std::uint64_t address, std::uint64_t size) override;
+    void synchronize() override;
+
+private:
+    bool fits(std::uint64_t size) const noexcept { return size <= capacity_ && counters_.reserved_bytes <= capacity_ - size; }
+    std::uint64_t new_address(std::uint64_t size) noexcept;
+    CoalescingFreeList& stream_list(std::uint32_t stream);
+
+    std::uint64_t capacity_;
+    const CostModel* costs_;
+    std::uint64_t next_address_ = 0x7f0000000000ULL;
+
+    std::uint64_t release_threshold_ = 0;
+    std::vector<CoalescingFreeList> freed_on_stream_;  // reusable at once on that stream
+    CoalescingFreeList pool_free_;                      // reusable on any stream
+    std::map<std::uint64_t, std::uint64_t> pool_chunks_;  // address -> size of each piece from the driver
+};
+
+}  // namespace gpumem::reuse_sim

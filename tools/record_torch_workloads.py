@@ -1,0 +1,298 @@
+#!/usr/bin/env python3
+"""Record real PyTorch workloads as fidelity fixtures for `gpumem reuse-sim`.
+
+    tools/record_torch_workloads.py OUTDIR [--only NAME[,NAME...]] [--device N]
+                                           [--max-entries N] [--check GPUMEM_BIN]
+
+Runs on a machine with a GPU and torch. Each workload runs in a FRESH Python
+process (so the caching allocator starts empty and its statistics count from
+zero), with the allocator's memory history switched on before the first CUDA
+allocation and without stack context (small files). Each writes into OUTDIR:
+
+  NAME.pickle      the snapshot (torch.cuda.memory._snapshot())
+  NAME.csv         the snapshot converted by tools/torch_snapshot_to_trace.py
+  NAME.stats.json  torch.cuda.memory_stats() at the end, torch.__version__,
+                   the allocator settings, trace counts and the gpumem
+                   reuse-sim options that replay the same configuration
+
+The fixtures that tests/test_reuse_sim_fidelity.cpp reads are NAME.csv and
+NAME.stats.json. With --check, each trace is also replayed through
+`GPUMEM_BIN reuse-sim --strategy torch-caching` and compared at once.
+
+Workloads (a few thousand events each):
+  cnn_inference      ResNet-18 (random weights) inference at varying batch sizes
+  transformer_train  a small transformer encoder, 4 AdamW training steps
+  dynamic_shapes     transformer inference over varying sequence lengths
+  memory_fraction    varying large tensors under set_per_process_memory_fraction:
+                     cudaMalloc refusals, free-cached-blocks-and-retry
+  max_split          max_split_size_mb:64 and roundup_power2_divisions:4 with a
+                     memory fraction: oversize blocks, release_available_cached_blocks
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MiB = 1 << 20
+
+WORKLOADS = {
+    "cnn_inference": {},
+    "transformer_train": {},
+    "dynamic_shapes": {},
+    "memory_fraction": {"limit_bytes": 1536 * MiB},
+    "max_split": {"limit_bytes": 1024 * MiB,
+                  "alloc_conf": "max_split_size_mb:64,roundup_power2_divisions:4"},
+}
+
+
+# --------------------------------------------------------------------------
+# Child side: runs one workload in this (fresh) process.
+# --------------------------------------------------------------------------
+
+def workload_cnn_inference(torch, device):
+    try:
+        import torchvision
+        model = torchvision.models.resnet18(weights=None)
+        model_name = "torchvision resnet18 (random weights)"
+    except Exception:  # torchvision missing or incompatible: a similar plain CNN
+        nn = torch.nn
+
+        def block(cin, cout, stride):
+            return nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(),
+                                 nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU())
+        model = nn.Sequential(nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
+                              nn.MaxPool2d(3, 2, 1), block(64, 64, 1), block(64, 128, 2), block(128, 256, 2),
+                              block(256, 512, 2), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, 1000))
+        model_name = "plain CNN (torchvision unavailable)"
+    model = model.to(device).eval()
+    with torch.no_grad():
+        for batch in [1, 8, 3, 16, 8, 1, 32, 5, 16, 2, 8, 8]:
+            x = torch.randn(batch, 3, 224, 224, device=device)
+            y = model(x)
+            _ = y.argmax(dim=1).cpu()
+            del x, y
+    return {"model": model_name}
+
+
+def workload_transformer_train(torch, device):
+    nn = torch.nn
+    layer = nn.TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024, batch_first=True)
+    encoder = nn.TransformerEncoder(layer, num_layers=3).to(device)
+    head = nn.Linear(256, 1000).to(device)
+    params = list(encoder.parameters()) + list(head.parameters())
+    opt = torch.optim.AdamW(params, lr=1e-4)
+    loss_fn = nn.CrossEntropyLoss()
+    for _ in range(4):
+        x = torch.randn(16, 128, 256, device=device)
+        target = torch.randint(0, 1000, (16 * 128,), device=device)
+        logits = head(encoder(x)).reshape(-1, 1000)
+        loss = loss_fn(logits, target)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        _ = loss.item()
+        del x, target, logits, loss
+    return {"model": "TransformerEncoder d256 h4 ff1024 x3 + Linear(256,1000), AdamW, batch 16, seq 128"}
+
+
+def workload_dynamic_shapes(torch, device):
+    nn = torch.nn
+    layer = nn.TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024, batch_first=True)
+    encoder = nn.TransformerEncoder(layer, num_layers=2).to(device).eval()
+    lengths = [17, 128, 64, 300, 33, 512, 7, 250, 129, 400, 64, 1000, 3, 777, 128, 96]
+    with torch.no_grad():
+        for n in lengths:
+            x = torch.randn(4, n, 256, device=device)
+            y = encoder(x)
+            _ = y.sum().item()
+            del x, y
+    return {"model": "TransformerEncoder d256 h4 ff1024 x2, batch 4", "sequence_lengths": lengths}
+
+
+def _sized_tensor_loop(torch, device, rng, rounds, live_budget, large_sizes):
+    held_small = []
+    for r in range(rounds):
+        size = rng.choice(large_sizes) + rng.randrange(0, MiB)  # odd sizes: rounding matters
+        count = max(1, live_budget // size)
+        xs = [torch.empty(size, dtype=torch.uint8, device=device) for _ in range(count)]
+        # a few small tensors as well: the small pool under the same limit
+        held_small.append(torch.empty(rng.randrange(1, 900_000), dtype=torch.uint8, device=device))
+        if len(held_small) > 8:
+            held_small.pop(0)
+        del xs
+    del held_small
+
+
+def workload_memory_fraction(torch, device):
+    import random
+    rng = random.Random(20261122)
+    sizes = [24 * MiB, 40 * MiB, 96 * MiB, 30 * MiB, 130 * MiB, 60 * MiB, 200 * MiB, 22 * MiB, 150 * MiB, 80 * MiB]
+    _sized_tensor_loop(torch, device, rng, rounds=40, live_budget=512 * MiB, large_sizes=sizes)
+    return {"pattern": "40 rounds of N tensors of one odd size (22-200 MiB, <= 512 MiB live) + small tensors"}
+
+
+def workload_max_split(torch, device):
+    import random
+    rng = random.Random(7)
+    sizes = [12 * MiB, 33 * MiB, 50 * MiB, 70 * MiB, 90 * MiB, 140 * MiB, 63 * MiB, 65 * MiB, 18 * MiB]
+    _sized_tensor_loop(torch, device, rng, rounds=40, live_budget=400 * MiB, large_sizes=sizes)
+    return {"pattern": "40 rounds of N tensors of one odd size (12-140 MiB, <= 400 MiB live) + small tensors"}
+
+
+def run_child(name, outdir, device_index, max_entries):
+    import pickle
+    import torch
+
+    sys.path.insert(0, HERE)
+    import torch_snapshot_to_trace as converter
+
+    spec = WORKLOADS[name]
+    device = torch.device("cuda", device_index)
+    torch.manual_seed(0)
+    # Before any CUDA allocation, so the trace holds every request the
+    # caching allocator saw and its statistics describe the same requests.
+    torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python",
+                                             max_entries=max_entries)
+    torch.cuda.set_device(device)
+    allowed = None
+    fraction = None
+    if "limit_bytes" in spec:
+        total = torch.cuda.mem_get_info(device)[1]
+        fraction = spec["limit_bytes"] / total
+        torch.cuda.set_per_process_memory_fraction(fraction, device)
+        # DeviceCachingAllocator::setMemoryFraction: size_t(fraction * double(total))
+        allowed = int(fraction * float(total))
+    info = globals()["workload_" + name](torch, device)
+    torch.cuda.synchronize(device)
+
+    stats = torch.cuda.memory_stats(device)
+    snapshot = torch.cuda.memory._snapshot()
+    with open(os.path.join(outdir, name + ".pickle"), "wb") as f:
+        pickle.dump(snapshot, f)
+    with open(os.path.join(outdir, name + ".csv"), "w") as f:
+        summary = converter.convert(snapshot, f, device_index, name + ".pickle")
+    summary["max_entries"] = max_entries
+    summary["wrapped"] = summary["events"] >= max_entries
+
+    alloc_conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF")
+    replay = {"capacity": allowed, "max_split_size": None, "roundup_power2_divisions": None}
+    if alloc_conf:
+        for item in alloc_conf.split(","):
+            key, _, value = item.partition(":")
+            if key == "max_split_size_mb":
+                replay["max_split_size"] = int(value) * MiB
+            elif key == "roundup_power2_divisions":
+                replay["roundup_power2_divisions"] = value
+    try:
+        backend = torch.cuda.get_allocator_backend()
+    except Exception:
+        backend = None
+    doc = {
+        "schema_version": 1,
+        "kind": "gpumem-torch-fixture",
+        "workload": name,
+        "workload_info": info,
+        "torch_version": torch.__version__,
+        "cuda_version": torch.version.cuda,
+        "device_name": torch.cuda.get_device_name(device),
+        "allocator": {
+            "backend": backend,
+            "PYTORCH_CUDA_ALLOC_CONF": alloc_conf,
+            "memory_fraction": fraction,
+            "allowed_memory_maximum": allowed,
+            "snapshot_allocator_settings": snapshot.get("allocator_settings") if isinstance(snapshot, dict) else None,
+        },
+        "reuse_sim": replay,
+        "trace": summary,
+        "memory_stats": {k: v for k, v in stats.items()},
+    }
+    with open(os.path.join(outdir, name + ".stats.json"), "w") as f:
+        json.dump(doc, f, indent=1, sort_keys=False, default=str)
+        f.write("\n")
+    return 0
+
+
+# --------------------------------------------------------------------------
+# Parent side: one fresh process per workload, then an optional replay check.
+# --------------------------------------------------------------------------
+
+def check_with_gpumem(gpumem, outdir, name):
+    with open(os.path.join(outdir, name + ".stats.json")) as f:
+        doc = json.load(f)
+    args = [gpumem, "reuse-sim", "--trace", os.path.join(outdir, name + ".csv"), "--strategy", "torch-caching",
+            "--json"]
+    replay = doc["reuse_sim"]
+    if replay.get("capacity"):
+        args += ["--capacity", str(replay["capacity"])]
+    if replay.get("max_split_size"):
+        args += ["--max-split-size", str(replay["max_split_size"])]
+    if replay.get("roundup_power2_divisions"):
+        args += ["--roundup-power2-divisions", replay["roundup_power2_divisions"]]
+    out = subprocess.run(args, capture_output=True, text=True)
+    if out.returncode != 0:
+        return f"gpumem exited {out.returncode}: {out.stderr.strip()}"
+    row = json.loads(out.stdout)["strategies"][0]
+    stats = doc["memory_stats"]
+    want = (stats["num_device_alloc"], stats["num_device_free"], stats["reserved_bytes.all.peak"])
+    got = (row["upstream_allocs"], row["upstream_frees"], row["peak_reserved"])
+    return "match" if want == got else f"MISMATCH torch {want} vs reuse-sim {got}"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("outdir")
+    parser.add_argument("--only", help="comma list of workloads (default: all): " + ", ".join(WORKLOADS))
+    parser.add_argument("--device", type=int, default=0)
+    parser.add_argument("--max-entries", type=int, default=2_000_000,
+                        help="allocator history ring size; a wrapped ring makes the trace incomplete")
+    parser.add_argument("--check", metavar="GPUMEM_BIN", help="replay each trace with this gpumem and compare")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    os.makedirs(args.outdir, exist_ok=True)
+    if args.child:
+        return run_child(args.child, args.outdir, args.device, args.max_entries)
+
+    names = list(WORKLOADS) if not args.only else args.only.split(",")
+    for n in names:
+        if n not in WORKLOADS:
+            parser.error(f"unknown workload {n!r} (known: {', '.join(WORKLOADS)})")
+    failed = 0
+    for name in names:
+        env = dict(os.environ)
+        env.pop("PYTORCH_NO_CUDA_MEMORY_CACHING", None)
+        # The native caching allocator with cudaMalloc segments (what the
+        # model replays), whatever the defaults of this torch build are, plus
+        # the workload's own settings.
+        conf = "backend:native,expandable_segments:False"
+        if WORKLOADS[name].get("alloc_conf"):
+            conf += "," + WORKLOADS[name]["alloc_conf"]
+        env["PYTORCH_CUDA_ALLOC_CONF"] = conf
+        cmd = [sys.executable, os.path.abspath(__file__), args.outdir, "--child", name, "--device", str(args.device),
+               "--max-entries", str(args.max_entries)]
+        rc = subprocess.run(cmd, env=env).returncode
+        if rc != 0:
+            print(f"{name}: FAILED (exit {rc})", file=sys.stderr)
+            failed += 1
+            continue
+        with open(os.path.join(args.outdir, name + ".stats.json")) as f:
+            doc = json.load(f)
+        s, t = doc["memory_stats"], doc["trace"]
+        line = (f"{name}: {t['allocs']} allocs, {t['frees']} frees; torch {doc['torch_version']}: "
+                f"num_device_alloc {s['num_device_alloc']}, num_device_free {s['num_device_free']}, "
+                f"reserved peak {s['reserved_bytes.all.peak']}, retries {s.get('num_alloc_retries')}, "
+                f"ooms {s.get('num_ooms')}")
+        if t["wrapped"] or t["skipped_frees"] or t["oom"]:
+            line += "  WARNING: incomplete trace (wrapped ring, frees of unknown blocks or OOMs)"
+        if args.check:
+            result = check_with_gpumem(args.check, args.outdir, name)
+            line += "  replay: " + result
+            failed += result != "match"
+        print(line)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
