@@ -119,6 +119,9 @@ DeviceSpec parse_device_spec(std::string_view text) {
         } else if (starts_with_ci(part, "GPU-")) {
             sel.kind = DeviceSelector::Kind::uuid_prefix;
             sel.uuid_prefix = normalize_uuid(part);
+            // "GPU-" alone would be a prefix of every UUID.
+            if (sel.uuid_prefix.size() == 4)
+                throw UsageError("invalid device '" + sel.text + "': give at least one hex digit of the UUID after 'GPU-'");
             const bool ok = std::all_of(sel.uuid_prefix.begin() + 4, sel.uuid_prefix.end(),
                                         [](unsigned char c) { return std::isxdigit(c) || c == '-'; });
             if (!ok) throw UsageError("invalid device '" + sel.text + "': a UUID holds only hex digits and '-'");

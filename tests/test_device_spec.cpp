@@ -138,6 +138,15 @@ TEST_CASE("device spec: bad specs are usage errors") {
     }
 }
 
+TEST_CASE("device spec: 'GPU-' alone is no UUID prefix") {
+    // It would match every GPU: resolving it picked the only GPU of a
+    // one-GPU machine instead of rejecting the spec.
+    CHECK_THROWS_AS(parse_device_spec("GPU-"), UsageError);
+    CHECK_THROWS_AS(parse_device_spec("gpu-"), UsageError);
+    CHECK_THROWS_AS(parse_device_spec("0,GPU-"), UsageError);
+    CHECK_NOTHROW(parse_device_spec("GPU-d"));
+}
+
 TEST_CASE("device spec: resolves against the visible devices") {
     CHECK(resolve("0") == Positions{0});
     CHECK(resolve("2,0") == Positions{2, 0});
