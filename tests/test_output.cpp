@@ -332,3 +332,19 @@ TEST_CASE("output: exit status names are distinct") {
     CHECK(std::unique(names.begin(), names.end()) == names.end());
     CHECK(std::string(exit_status_name(ExitStatus::below_expectation)) == "below_expectation");
 }
+
+TEST_CASE("output: a bandwidth held as an integer is GB/s in JSON too") {
+    // JSON printed bytes/s for integer bandwidth cells while CSV, value and
+    // table printed GB/s for the same cell.
+    Report r;
+    r.command = "x";
+    Table t;
+    t.key = "rows";
+    t.fields = {{"bw_unsigned", "bw", FieldKind::bandwidth}, {"bw_signed", "bw", FieldKind::bandwidth}};
+    t.add_row({std::uint64_t{55500000000ULL}, std::int64_t{2000000000}});
+    r.tables.push_back(std::move(t));
+    const json doc = json::parse(render(r, opts(Format::json)));
+    CHECK(doc.at("rows")[0].at("bw_unsigned").get<double>() == doctest::Approx(55.5));
+    CHECK(doc.at("rows")[0].at("bw_signed").get<double>() == doctest::Approx(2.0));
+    CHECK(render(r, opts(Format::value)) == "55.5\t2\n");
+}
