@@ -88,6 +88,8 @@ const std::vector<Args>& usage_errors() {
         {"info", "--query", "no_such_field"},
         {"info", "-d", "foo"},                // bad device specs
         {"info", "-d", "-1"},
+        {"info", "-d", ""},                  // given but empty: not the default "all"
+        {"info", "--device="},
         {"info", "-d", "0,"},
         {"info", "-d", "all,0"},
         {"info", "-d", "GPU-xyz"},
