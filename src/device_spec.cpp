@@ -136,6 +136,16 @@ DeviceSpec parse_device_spec(std::string_view text) {
             throw UsageError("invalid device '" + sel.text +
                              "': expected an index (0), a UUID or its prefix (GPU-d944...), a PCI bus id (0000:18:00.0) or 'all'");
         }
+        // A device written twice the same way is an error whatever devices
+        // exist, so say so now rather than after loading the driver.
+        for (const DeviceSelector& earlier : spec.selectors) {
+            const bool same = earlier.kind == sel.kind &&
+                              (sel.kind == DeviceSelector::Kind::cuda_index   ? earlier.index == sel.index
+                               : sel.kind == DeviceSelector::Kind::uuid_prefix ? earlier.uuid_prefix == sel.uuid_prefix
+                                                                               : earlier.pci == sel.pci);
+            if (same)
+                throw UsageError("invalid device list '" + spec.text + "': device '" + sel.text + "' is named twice");
+        }
         spec.selectors.push_back(std::move(sel));
     }
     return spec;

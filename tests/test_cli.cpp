@@ -92,6 +92,7 @@ const std::vector<Args>& usage_errors() {
         {"info", "--device="},
         {"info", "-d", "0,"},
         {"info", "-d", "all,0"},
+        {"info", "-d", "1,1"},
         {"info", "-d", "GPU-xyz"},
         {"info", "-d", "GPU-"},
         {"info", "-d", "0000:18:00.9"},

@@ -147,6 +147,17 @@ TEST_CASE("device spec: 'GPU-' alone is no UUID prefix") {
     CHECK_NOTHROW(parse_device_spec("GPU-d"));
 }
 
+TEST_CASE("device spec: a device written twice the same way fails at parse time") {
+    // Before any device is known (no driver needed), so exit 2 everywhere.
+    for (const char* bad : {"0,0", "1,2,1", "GPU-d944,gpu-D944", "18:00.0,0000:18:00.0", "0000:18:00.0,00000000:18:00.0"}) {
+        CAPTURE(bad);
+        CHECK_THROWS_AS(parse_device_spec(bad), UsageError);
+    }
+    // Different ways of naming one device are only found when resolving.
+    CHECK_NOTHROW(parse_device_spec("0,GPU-d944"));
+    CHECK_NOTHROW(parse_device_spec("GPU-d944,GPU-d9441234"));
+}
+
 TEST_CASE("device spec: resolves against the visible devices") {
     CHECK(resolve("0") == Positions{0});
     CHECK(resolve("2,0") == Positions{2, 0});
