@@ -556,6 +556,27 @@ TEST_CASE("gpu info: --loop --count prints one JSON document per line") {
     CHECK(csv_lines.at(0) == "index,free");
 }
 
+TEST_CASE("gpu info: Ctrl-C ends a --loop with exit 130, JSON Lines intact") {
+    Started s = start_gpumem({"info", "--loop", "0.2", "--json"});
+    REQUIRE(s.pid > 0);
+    // Wait for two samples (at most 5 s), then interrupt.
+    for (int i = 0; i < 100 && lines_of(slurp(s.out_path)).size() < 2; ++i) sleep_seconds(0.05);
+    kill(s.pid, SIGINT);
+    const RunResult r = s.wait();
+    CHECK(r.status == 130);
+    CHECK(r.stderr_lines() == 1);
+    const auto lines = lines_of(r.out);
+    REQUIRE(lines.size() >= 3);
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+        CAPTURE(lines[i]);
+        json doc;
+        REQUIRE_NOTHROW(doc = json::parse(lines[i]));
+        const bool last = i + 1 == lines.size();
+        CHECK(doc.at("ok") == !last);
+        if (last) CHECK(doc.at("error").at("status") == 130);
+    }
+}
+
 TEST_CASE("gpu info: creates no CUDA context" * doctest::skip(!have_nvidia_smi())) {
     Started s = start_gpumem({"info", "--loop", "0.2", "--count", "10"});
     REQUIRE(s.pid > 0);
