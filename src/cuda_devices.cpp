@@ -25,10 +25,16 @@ std::string format_uuid(const cudaUUID_t& uuid) {
 std::vector<DeviceIdentity> cuda_visible_devices() {
     int count = 0;
     const cudaError_t status = cudaGetDeviceCount(&count);
-    if (status == cudaErrorNoDevice || status == cudaErrorInsufficientDriver || status == cudaErrorInitializationError) {
+    if (status == cudaErrorNoDevice || status == cudaErrorInsufficientDriver || status == cudaErrorInitializationError ||
+        status == cudaErrorInvalidDevice) {
         cudaGetLastError();
+        // cudaErrorInvalidDevice from the device count: CUDA_VISIBLE_DEVICES
+        // names a device twice, and CUDA refuses to initialise at all.
         throw NoDeviceError(std::string("no usable CUDA device: ") + cudaGetErrorName(status) + " (" +
-                            cudaGetErrorString(status) + ")");
+                            cudaGetErrorString(status) + ")" +
+                            (status == cudaErrorInvalidDevice && std::getenv("CUDA_VISIBLE_DEVICES")
+                                 ? "; CUDA_VISIBLE_DEVICES names a device twice"
+                                 : ""));
     }
     GPUMEM_CUDA_TRY(status, "cudaGetDeviceCount");
     std::vector<DeviceIdentity> devices;

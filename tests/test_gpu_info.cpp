@@ -382,40 +382,57 @@ TEST_CASE("gpu info: CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER are honoured as 
     const std::size_t n = base.size();
     const auto prefix = [](const std::string& uuid) { return "GPU-" + uuid.substr(4, 8); };
 
-    std::vector<std::string> values = {"0", "", "-1", "0,0", "99", "0,99", "abc", base[n - 1], prefix(base[n - 1]),
-                                       "0," + prefix(base[0])};
+    const std::string p0 = prefix(base[0]), last = base[n - 1], p_last = prefix(last);
+    std::string upper = p_last;
+    std::transform(upper.begin() + 4, upper.end(), upper.begin() + 4, ::toupper);
+    std::string lower = p_last;
+    std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+    // Values whose reading by CUDA was checked on driver 580 (see
+    // tests/test_visible_devices.cpp for what each one shows).
+    std::vector<std::string> values = {
+        "0", "", "-1", " ", "0,0", "99", "0,99", "abc", ",0", "0,", "0,,1", "1a", "+0", "-0", " 0", "0 ", "0x1", "00",
+        "4294967296", "-4294967295", "4294967295", last, p_last, upper, lower, " " + p_last, p_last + " ", p_last + "x",
+        last + "0", p_last + "-,0", p0 + ",0", "0," + p0, p0 + "," + p0, "GPU-", "MIG-12345678", "0,MIG-12345678",
+        "0,99,0", "0,-1,0"};
     if (n >= 2) {
-        values.insert(values.end(), {"1,0", "1,-1,0", prefix(base[1]) + ",0", "1," + base[0], "0,1,0"});
+        const std::string p1 = prefix(base[1]);
+        values.insert(values.end(), {"1,0", "1,-1,0", "0,1,0", "1,0,1", "1,1", "1a,0", "1,+0", p1 + "," + p0, p1 + ",0",
+                                     "1," + base[0], "0," + p1, p1 + "," + p0 + "," + p1, "0,1,9,1"});
     }
+    // Every value under the caller's CUDA_DEVICE_ORDER; a few under each order.
+    std::vector<std::pair<std::string, std::string>> cases;  // (order or "-" for unset, value)
+    for (const std::string& v : values) cases.emplace_back("-", v);
+    for (const char* order : {"PCI_BUS_ID", "FASTEST_FIRST"})
+        for (const std::string& v : {std::string("0"), std::string(n >= 2 ? "1,0" : "0,0"), p_last})
+            cases.emplace_back(order, v);
 
     SUBCASE("the same devices, in the same order, as the CUDA runtime") {
-        for (const char* order : {"", "PCI_BUS_ID", "FASTEST_FIRST"}) {
-            for (const std::string& value : values) {
-                Env env = {"CUDA_VISIBLE_DEVICES=" + value};
-                env.push_back(*order ? std::string("CUDA_DEVICE_ORDER=") + order : std::string("CUDA_DEVICE_ORDER"));
-                CAPTURE(env_text(env));
-                const auto expected = cuda_uuids(env);
-                const RunResult r = run_gpumem({"info", "--json", "--query", "index,uuid"}, env);
-                CAPTURE(r.err);
-                if (!expected) {
-                    // CUDA sees nothing: no usable GPU.
-                    CHECK(r.status == 3);
-                    CHECK(r.stderr_lines() == 1);
-                    CHECK(json::parse(r.out).at("error").at("status") == 3);
-                    continue;
-                }
-                REQUIRE(r.status == 0);
-                std::vector<std::string> got;
-                for (const json& d : json::parse(r.out).at("devices")) got.push_back(d.at("uuid"));
-                CHECK(got == *expected);
+        for (const auto& [order, value] : cases) {
+            Env env = {"CUDA_VISIBLE_DEVICES=" + value};
+            if (order != "-") env.push_back("CUDA_DEVICE_ORDER=" + order);
+            CAPTURE(env_text(env));
+            const auto expected = cuda_uuids(env);
+            const RunResult r = run_gpumem({"info", "--json", "--query", "index,uuid"}, env);
+            CAPTURE(r.err);
+            if (!expected) {
+                // CUDA sees nothing: no usable GPU.
+                CHECK(r.status == 3);
+                CHECK(r.stderr_lines() == 1);
+                CHECK(json::parse(r.out).at("error").at("status") == 3);
+                continue;
             }
+            REQUIRE(r.status == 0);
+            std::vector<std::string> got;
+            const json doc = json::parse(r.out);  // (a range-for over a temporary's member dangles)
+            for (const json& d : doc.at("devices")) got.push_back(d.at("uuid").get<std::string>());
+            CHECK(joined(got) == joined(*expected));
         }
     }
     SUBCASE("explicit expectations") {
-        CHECK(gpumem_uuids({"CUDA_VISIBLE_DEVICES=0"}) == std::vector<std::string>{base[0]});
-        CHECK(gpumem_uuids({"CUDA_VISIBLE_DEVICES=" + base[n - 1]}) == std::vector<std::string>{base[n - 1]});
-        CHECK(gpumem_uuids({"CUDA_VISIBLE_DEVICES=" + prefix(base[n - 1])}) == std::vector<std::string>{base[n - 1]});
-        if (n >= 2) CHECK(gpumem_uuids({"CUDA_VISIBLE_DEVICES=1,0"}) == std::vector<std::string>{base[1], base[0]});
+        CHECK(joined(gpumem_uuids({"CUDA_VISIBLE_DEVICES=0"})) == joined({base[0]}));
+        CHECK(joined(gpumem_uuids({"CUDA_VISIBLE_DEVICES=" + base[n - 1]})) == joined({base[n - 1]}));
+        CHECK(joined(gpumem_uuids({"CUDA_VISIBLE_DEVICES=" + prefix(base[n - 1])})) == joined({base[n - 1]}));
+        if (n >= 2) CHECK(joined(gpumem_uuids({"CUDA_VISIBLE_DEVICES=1,0"})) == joined({base[1], base[0]}));
         for (const char* hide_all : {"", "-1"}) {
             CAPTURE(hide_all);
             const RunResult r = run_gpumem({"info"}, {std::string("CUDA_VISIBLE_DEVICES=") + hide_all});
@@ -423,6 +440,11 @@ TEST_CASE("gpu info: CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER are honoured as 
             CHECK(r.out.empty());
             CHECK(r.stderr_lines() == 1);
         }
+        // CUDA refuses to initialise when a device is named twice.
+        const RunResult dup = run_gpumem({"info"}, {"CUDA_VISIBLE_DEVICES=0,0"});
+        CHECK(dup.status == 3);
+        CHECK(dup.stderr_lines() == 1);
+        CHECK(dup.err.find("twice") != std::string::npos);
     }
     SUBCASE("visible_devices_id is the value to put in CUDA_VISIBLE_DEVICES") {
         // Under CUDA_VISIBLE_DEVICES=1,0 (or =0), device 0 is the one that
@@ -432,7 +454,7 @@ TEST_CASE("gpu info: CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER are honoured as 
         for (const json& d : doc.at("devices")) {
             CAPTURE(d.dump());
             const std::string id = d.at("visible_devices_id");
-            CHECK(gpumem_uuids({"CUDA_VISIBLE_DEVICES=" + id}) == std::vector<std::string>{d.at("uuid").get<std::string>()});
+            CHECK(joined(gpumem_uuids({"CUDA_VISIBLE_DEVICES=" + id})) == joined({d.at("uuid").get<std::string>()}));
         }
     }
 }
@@ -477,7 +499,7 @@ TEST_CASE("gpu info: --pick prints CUDA_VISIBLE_DEVICES values") {
         REQUIRE(all_digits(picked));
         REQUIRE(std::stoul(picked) < n);
         // Feeding it to CUDA_VISIBLE_DEVICES selects exactly that device.
-        CHECK(gpumem_uuids({"CUDA_VISIBLE_DEVICES=" + picked}) == std::vector<std::string>{base[std::stoul(picked)]});
+        CHECK(joined(gpumem_uuids({"CUDA_VISIBLE_DEVICES=" + picked})) == joined({base[std::stoul(picked)]}));
         const json doc = gpumem_json({"info", "--query", "index,free"}, kAllVisible);
         std::uint64_t most = 0;
         for (const json& d : doc.at("devices")) most = std::max(most, d.at("free").get<std::uint64_t>());
