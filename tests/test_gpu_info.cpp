@@ -345,14 +345,12 @@ TEST_CASE("gpu info: -d by index, UUID prefix and PCI bus id select the same GPU
 
 TEST_CASE("gpu info: -d lists keep their order; all selects every device") {
     const std::size_t n = gpumem_json({"info"}).at("devices").size();
-    {
-        CHECK(gpumem_json({"info", "-d", "all"}).at("devices").size() == n);
-        if (n >= 2) {
-            const json doc = gpumem_json({"info", "-d", "1,0", "--query", "index"});
-            REQUIRE(doc.at("devices").size() == 2);
-            CHECK(doc.at("devices")[0].at("index") == 1);
-            CHECK(doc.at("devices")[1].at("index") == 0);
-        }
+    CHECK(gpumem_json({"info", "-d", "all"}).at("devices").size() == n);
+    if (n >= 2) {
+        const json doc = gpumem_json({"info", "-d", "1,0", "--query", "index"});
+        REQUIRE(doc.at("devices").size() == 2);
+        CHECK(doc.at("devices")[0].at("index") == 1);
+        CHECK(doc.at("devices")[1].at("index") == 0);
     }
 }
 
@@ -360,19 +358,19 @@ TEST_CASE("gpu info: -d naming devices that do not exist is a usage error") {
     const json all = gpumem_json({"info"});
     const auto& devices = all.at("devices");
     const std::size_t n = devices.size();
-    {
-        std::vector<std::string> bad = {std::to_string(n), "99", "0," + std::to_string(n), "0,GPU-" + devices[0].at("uuid").get<std::string>().substr(4, 8)};
-        bool prefix_unused = true;
-        for (const json& d : devices) prefix_unused = prefix_unused && d.at("uuid").get<std::string>().rfind("GPU-00000000", 0) != 0;
-        if (prefix_unused) bad.push_back("GPU-00000000");
-        bad.push_back("ff:1f.7");
-        for (const std::string& spec : bad) {
-            CAPTURE(spec);
-            const RunResult r = run_gpumem({"info", "-d", spec});
-            CHECK(r.status == 2);
-            CHECK(r.out.empty());
-            CHECK(r.stderr_lines() == 1);
-        }
+    const std::string uuid0 = devices[0].at("uuid");
+    // Out of range, and device 0 named twice (by index and by UUID prefix).
+    std::vector<std::string> bad = {std::to_string(n), "99", "0," + std::to_string(n), "0,GPU-" + uuid0.substr(4, 8)};
+    bool prefix_unused = true;
+    for (const json& d : devices) prefix_unused = prefix_unused && d.at("uuid").get<std::string>().rfind("GPU-00000000", 0) != 0;
+    if (prefix_unused) bad.push_back("GPU-00000000");
+    bad.push_back("ff:1f.7");
+    for (const std::string& spec : bad) {
+        CAPTURE(spec);
+        const RunResult r = run_gpumem({"info", "-d", spec});
+        CHECK(r.status == 2);
+        CHECK(r.out.empty());
+        CHECK(r.stderr_lines() == 1);
     }
 }
 
