@@ -1,59 +1,56 @@
-# fish completion for gpumem: the copy subcommand.
-complete -c gpumem -n __fish_use_subcommand -f -a copy -d 'Measure copy bandwidth'
-set -l gpumem_copy '__fish_seen_subcommand_from copy'
-complete -c gpumem -n "$gpumem_copy; and not __fish_seen_subcommand_from h2d d2h d2d h2h bidir p2p" -f -a 'h2d' -d 'host to device'
-complete -c gpumem -n "$gpumem_copy; and not __fish_seen_subcommand_from h2d d2h d2d h2h bidir p2p" -f -a 'd2h' -d 'device to host'
-complete -c gpumem -n "$gpumem_copy; and not __fish_seen_subcommand_from h2d d2h d2d h2h bidir p2p" -f -a 'd2d' -d 'within one device'
-complete -c gpumem -n "$gpumem_copy; and not __fish_seen_subcommand_from h2d d2h d2d h2h bidir p2p" -f -a 'h2h' -d 'host to host'
-complete -c gpumem -n "$gpumem_copy; and not __fish_seen_subcommand_from h2d d2h d2d h2h bidir p2p" -f -a 'bidir' -d 'h2d and d2h at once'
-complete -c gpumem -n "$gpumem_copy; and not __fish_seen_subcommand_from h2d d2h d2d h2h bidir p2p" -f -a 'p2p' -d 'device to a peer device'
-complete -c gpumem -n $gpumem_copy -s s -l size -x -d 'Bytes per copy'
-complete -c gpumem -n $gpumem_copy -l sizes -x -d 'Sweep: A..B, A..B:xF, A..B:+S or A,B,C'
-complete -c gpumem -n $gpumem_copy -l host-memory -x -a 'pinned pageable pageable-huge huge-only write-combined mapped registered' -d 'Host memory kind'
-complete -c gpumem -n $gpumem_copy -l engine -x -a 'ce sm' -d 'Copy engine or copy kernel'
-complete -c gpumem -n $gpumem_copy -s n -l iterations -x -d 'Copies per sample'
-complete -c gpumem -n $gpumem_copy -l samples -x -d 'Timed samples'
-complete -c gpumem -n $gpumem_copy -l warmup -x -d 'Untimed copies first'
-complete -c gpumem -n $gpumem_copy -l sample-time -x -d 'Seconds per sample'
-complete -c gpumem -n $gpumem_copy -l verify -d 'Check every destination byte'
-complete -c gpumem -n $gpumem_copy -l peer -x -a 'all 0 1 2 3 4 5 6 7' -d 'p2p destination device'
-complete -c gpumem -n $gpumem_copy -l no-affinity -d "Do not pin host threads to the GPU's CPUs"
-complete -c gpumem -n $gpumem_copy -l no-chart -d 'No bar chart after a sweep'
-complete -c gpumem -n $gpumem_copy -l expect-min -x -d 'Exit 6 below this many GB/s'
-# gpumem reuse-sim
-complete -c gpumem -n '__fish_use_subcommand' -a reuse-sim -d 'Compare allocation reuse strategies on a trace or workload'
-set -l __gpumem_rs '__fish_seen_subcommand_from reuse-sim'
-complete -c gpumem -n $__gpumem_rs -l workload -x -a 'inference dynamic detector llm-decode training' -d 'Built-in workload'
-complete -c gpumem -n $__gpumem_rs -l steps -x -d 'Steps of the workload'
-complete -c gpumem -n $__gpumem_rs -l seed -x -d 'Seed of the workload'
-complete -c gpumem -n $__gpumem_rs -l change-rate -x -d 'dynamic: chance per step of a new batch size'
-complete -c gpumem -n $__gpumem_rs -l batch -x -d 'Batch size N or MIN..MAX'
-complete -c gpumem -n $__gpumem_rs -l layers -x -d 'Layers of the model'
-complete -c gpumem -n $__gpumem_rs -l sample-bytes -x -d 'Activation bytes per sample'
-complete -c gpumem -n $__gpumem_rs -l max-detections -x -d 'detector: detections per image'
-complete -c gpumem -n $__gpumem_rs -l prompt -x -d 'llm-decode: prompt tokens MIN..MAX'
-complete -c gpumem -n $__gpumem_rs -l tokens -x -d 'llm-decode: generated tokens MIN..MAX'
-complete -c gpumem -n $__gpumem_rs -l streams -x -d 'Streams the steps run on'
-complete -c gpumem -n $__gpumem_rs -l trace -r -F -d 'Trace file to replay'
-complete -c gpumem -n $__gpumem_rs -l trace-format -x -a 'auto gpumem rmm' -d 'Trace format'
-complete -c gpumem -n $__gpumem_rs -l save-trace -r -F -d 'Write the events as a gpumem trace'
-complete -c gpumem -n $__gpumem_rs -l strategy -x -a 'all naive grow-only shape-persistent ring pool binning torch-caching async-pool' -d 'Strategies'
-complete -c gpumem -n $__gpumem_rs -l growth -x -a 'exact 512B 2MiB x1.5 x2' -d 'grow-only growth rule'
-complete -c gpumem -n $__gpumem_rs -l zero-fill -d 'grow-only: cudaMemset new buffers'
-complete -c gpumem -n $__gpumem_rs -l ring-buffers -x -d 'ring: number of buffers'
-complete -c gpumem -n $__gpumem_rs -l ring-size -x -d 'ring: buffer size'
-complete -c gpumem -n $__gpumem_rs -l pool-initial -x -d 'pool: initial size'
-complete -c gpumem -n $__gpumem_rs -l pool-max -x -d 'pool: maximum size'
-complete -c gpumem -n $__gpumem_rs -l bins -x -d 'binning: bin sizes'
-complete -c gpumem -n $__gpumem_rs -l bin-blocks -x -d 'binning: blocks per chunk'
-complete -c gpumem -n $__gpumem_rs -l max-split-size -x -d 'torch-caching: max_split_size'
-complete -c gpumem -n $__gpumem_rs -l max-non-split-rounding -x -d 'torch-caching: max_non_split_rounding'
-complete -c gpumem -n $__gpumem_rs -l roundup-power2-divisions -x -d 'torch-caching: roundup_power2_divisions'
-complete -c gpumem -n $__gpumem_rs -l release-threshold -x -d 'async-pool: release threshold'
-complete -c gpumem -n $__gpumem_rs -l sync-every -x -d 'Synchronize every N requests'
-complete -c gpumem -n $__gpumem_rs -l capacity -x -d 'Device memory the strategies may reserve'
-complete -c gpumem -n $__gpumem_rs -l costs -r -F -d 'Cost table (JSON)'
-complete -c gpumem -n $__gpumem_rs -l timeline -r -F -d 'Write reserved bytes over the run as CSV'
-complete -c gpumem -n $__gpumem_rs -l timeline-points -x -d 'Points kept for --timeline'
-complete -c gpumem -n $__gpumem_rs -l no-chart -d 'No chart in table mode'
-complete -c gpumem -n $__gpumem_rs -l execute -d 'Also replay for real on the GPU'
+# fish completion for gpumem. Installed by `meson install` into
+# share/fish/vendor_completions.d; or: source completions/gpumem.fish
+#
+# To add a subcommand: add it to the `set -l subcommands` line and the
+# descriptions below, then add its options under a `__fish_seen_subcommand_from
+# NAME` condition, as for info.
+
+set -l subcommands info
+
+# Device specs: `all` and the indices the gpumem being completed reports
+# (nothing more, and no message, when it cannot: no driver, no GPU).
+function __gpumem_devices
+    echo -e "all\tevery visible GPU"
+    set -l cmd (commandline -opc)[1]
+    set -l out
+    if command -q timeout
+        set out (timeout 3 $cmd info --query index --format value 2>/dev/null); or return 0
+    else
+        set out ($cmd info --query index --format value 2>/dev/null); or return 0
+    end
+    for index in $out
+        echo -e "$index\tCUDA device $index"
+    end
+end
+
+function __gpumem_info_fields
+    printf '%s\n' index nvml_index name uuid pci_bus_id total reserved used free bar1_total bar1_used bar1_free \
+        compute_capability pcie_gen pcie_width pcie_gen_max pcie_width_max driver_version cuda_driver_version \
+        visible_devices_id
+end
+
+complete -c gpumem -f
+
+# Global options (before or after the subcommand).
+complete -c gpumem -s d -l device -x -a '(__gpumem_devices)' -d 'GPU(s): CUDA index, UUID or prefix, PCI bus id, list, or all'
+complete -c gpumem -l format -x -a 'table json csv value' -d 'Output format'
+complete -c gpumem -l json -d 'Same as --format json'
+complete -c gpumem -l csv -d 'Same as --format csv'
+complete -c gpumem -l no-header -d 'Omit the header line of table and CSV output'
+complete -c gpumem -l units -x -a 'auto B KiB MiB GiB TiB KB MB GB TB' -d 'Units for sizes and bandwidths'
+complete -c gpumem -s v -l verbose -d 'More log output on stderr (-vv for debug)'
+complete -c gpumem -s q -l quiet -d 'Only errors on stderr; no progress'
+complete -c gpumem -s V -l version -d 'Print the version, the CUDA runtime and the driver'
+complete -c gpumem -s h -l help -d 'Print help'
+
+# Subcommands.
+complete -c gpumem -n "not __fish_seen_subcommand_from $subcommands" -a info -d 'Show device memory (NVML; no CUDA context)'
+
+# info
+set -l info "__fish_seen_subcommand_from info"
+complete -c gpumem -n $info -l query -x -a '(__fish_complete_list , __gpumem_info_fields)' -d 'Comma list of fields to report'
+complete -c gpumem -n $info -l processes -d 'Also list compute processes'
+complete -c gpumem -n $info -l pick -x -d 'Print the N devices with the most free memory'
+complete -c gpumem -n $info -l min-free -x -d 'With --pick: at least this much free (SIZE or % of total)'
+complete -c gpumem -n $info -s l -l loop -x -d 'Repeat every SECONDS'
+complete -c gpumem -n $info -l count -x -d 'With --loop: stop after N samples'

@@ -34,15 +34,21 @@ bool driver_library_present() noexcept {
 std::vector<DeviceIdentity> cuda_visible_devices() {
     int count = 0;
     const cudaError_t status = cudaGetDeviceCount(&count);
-    if (status == cudaErrorNoDevice || status == cudaErrorInsufficientDriver || status == cudaErrorInitializationError) {
+    if (status == cudaErrorNoDevice || status == cudaErrorInsufficientDriver || status == cudaErrorInitializationError ||
+        status == cudaErrorInvalidDevice) {
         cudaGetLastError();
         if (status == cudaErrorInsufficientDriver && !driver_library_present())
             throw NoDeviceError("no NVIDIA driver: libcuda.so.1 not found");
         if (status == cudaErrorNoDevice && std::getenv("CUDA_VISIBLE_DEVICES"))
             throw NoDeviceError(std::string("no CUDA device is visible (CUDA_VISIBLE_DEVICES='") +
                                 std::getenv("CUDA_VISIBLE_DEVICES") + "')");
+        // cudaErrorInvalidDevice from the device count: CUDA_VISIBLE_DEVICES
+        // names a device twice, and CUDA refuses to initialise at all.
         throw NoDeviceError(std::string("no usable CUDA device: ") + cudaGetErrorName(status) + " (" +
-                            cudaGetErrorString(status) + ")");
+                            cudaGetErrorString(status) + ")" +
+                            (status == cudaErrorInvalidDevice && std::getenv("CUDA_VISIBLE_DEVICES")
+                                 ? "; CUDA_VISIBLE_DEVICES names a device twice"
+                                 : ""));
     }
     GPUMEM_CUDA_TRY(status, "cudaGetDeviceCount");
     std::vector<DeviceIdentity> devices;

@@ -119,6 +119,9 @@ DeviceSpec parse_device_spec(std::string_view text) {
         } else if (starts_with_ci(part, "GPU-")) {
             sel.kind = DeviceSelector::Kind::uuid_prefix;
             sel.uuid_prefix = normalize_uuid(part);
+            // "GPU-" alone would be a prefix of every UUID.
+            if (sel.uuid_prefix.size() == 4)
+                throw UsageError("invalid device '" + sel.text + "': give at least one hex digit of the UUID after 'GPU-'");
             const bool ok = std::all_of(sel.uuid_prefix.begin() + 4, sel.uuid_prefix.end(),
                                         [](unsigned char c) { return std::isxdigit(c) || c == '-'; });
             if (!ok) throw UsageError("invalid device '" + sel.text + "': a UUID holds only hex digits and '-'");
@@ -132,6 +135,16 @@ DeviceSpec parse_device_spec(std::string_view text) {
         } else {
             throw UsageError("invalid device '" + sel.text +
                              "': expected an index (0), a UUID or its prefix (GPU-d944...), a PCI bus id (0000:18:00.0) or 'all'");
+        }
+        // A device written twice the same way is an error whatever devices
+        // exist, so say so now rather than after loading the driver.
+        for (const DeviceSelector& earlier : spec.selectors) {
+            const bool same = earlier.kind == sel.kind &&
+                              (sel.kind == DeviceSelector::Kind::cuda_index   ? earlier.index == sel.index
+                               : sel.kind == DeviceSelector::Kind::uuid_prefix ? earlier.uuid_prefix == sel.uuid_prefix
+                                                                               : earlier.pci == sel.pci);
+            if (same)
+                throw UsageError("invalid device list '" + spec.text + "': device '" + sel.text + "' is named twice");
         }
         spec.selectors.push_back(std::move(sel));
     }
@@ -183,25 +196,37 @@ std::vector<std::size_t> resolve_device_spec(const DeviceSpec& spec, const std::
 }
 
 std::optional<std::vector<VisibleDevicesEntry>> parse_cuda_visible_devices(const char* value) {
+    // The rules below are the CUDA driver's as observed on driver 580
+    // (tests/test_gpu_info.cpp compares them with the CUDA runtime on a GPU).
     if (value == nullptr) return std::nullopt;
     std::vector<VisibleDevicesEntry> entries;
-    const std::string_view s = trim(value);
-    if (s.empty()) return entries;
-    for (std::string_view raw : split_commas(s)) {
-        const std::string_view part = trim(raw);
+    for (std::string_view part : split_commas(value)) {  // no trimming: " GPU-..." is invalid
         VisibleDevicesEntry e;
-        if (all_digits(part) && part.size() <= 6) {
-            e.kind = VisibleDevicesEntry::Kind::index;
-            e.index = std::atoi(std::string(part).c_str());
-        } else if (starts_with_ci(part, "GPU-") && part.size() > 4) {
+        if (part.substr(0, 4) == "GPU-") {  // case-sensitive; the hex digits are not
+            const std::string_view hex = part.substr(4);
+            const bool ok = std::any_of(hex.begin(), hex.end(), [](unsigned char c) { return std::isxdigit(c); }) &&
+                            std::all_of(hex.begin(), hex.end(), [](unsigned char c) { return std::isxdigit(c) || c == '-'; });
+            if (!ok) break;
             e.kind = VisibleDevicesEntry::Kind::uuid_prefix;
             e.uuid_prefix = normalize_uuid(part);
-        } else if (starts_with_ci(part, "MIG-")) {
+        } else if (part.substr(0, 4) == "MIG-") {
             e.kind = VisibleDevicesEntry::Kind::mig;
             e.uuid_prefix = normalize_uuid(part);
         } else {
-            break;  // CUDA ignores this entry and everything after it
+            // An index reads as strtol does: leading blanks and a sign are
+            // accepted, whatever follows the digits is ignored ("1a" is 1),
+            // and the value is truncated to 32 bits; negative is invalid.
+            const std::string text(part);
+            char* end = nullptr;
+            const long long v = std::strtoll(text.c_str(), &end, 10);
+            if (end == text.c_str()) break;  // no digits
+            const auto index = static_cast<std::int32_t>(static_cast<std::uint32_t>(static_cast<unsigned long long>(v)));
+            if (index < 0) break;
+            e.kind = VisibleDevicesEntry::Kind::index;
+            e.index = index;
         }
+        // The list holds one kind of entry: the first of another kind ends it.
+        if (!entries.empty() && e.kind != entries.front().kind) break;
         entries.push_back(std::move(e));
     }
     return entries;
@@ -235,12 +260,20 @@ std::optional<std::vector<std::size_t>> apply_cuda_visible_devices(
             if (!base_order) return std::nullopt;
             if (e.index >= 0 && static_cast<std::size_t>(e.index) < base_order->size()) position = (*base_order)[e.index];
         } else {
+            // A prefix of the UUID, or the UUID followed by more characters.
+            // (Several matches: taken as invalid; not observed on a real driver.)
             std::vector<std::size_t> matches;
-            for (std::size_t i = 0; i < all.size(); ++i)
-                if (normalize_uuid(all[i].uuid).rfind(e.uuid_prefix, 0) == 0) matches.push_back(i);
+            for (std::size_t i = 0; i < all.size(); ++i) {
+                const std::string uuid = normalize_uuid(all[i].uuid);
+                if (uuid.rfind(e.uuid_prefix, 0) == 0 || (!uuid.empty() && e.uuid_prefix.rfind(uuid, 0) == 0))
+                    matches.push_back(i);
+            }
             if (matches.size() == 1) position = matches[0];
         }
-        if (!position || std::find(visible.begin(), visible.end(), *position) != visible.end()) break;
+        if (!position) break;  // CUDA hides this entry and every later one
+        if (std::find(visible.begin(), visible.end(), *position) != visible.end())
+            throw NoDeviceError("CUDA_VISIBLE_DEVICES names a device twice, which CUDA rejects (cudaErrorInvalidDevice): "
+                                "no CUDA program here can use a GPU");
         visible.push_back(*position);
     }
     return visible;

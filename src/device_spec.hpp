@@ -70,8 +70,11 @@ struct VisibleDevicesEntry {
     std::string uuid_prefix;  // lower case
 };
 
-// Entries up to (not including) the first one CUDA would reject; CUDA stops
-// there and hides the rest. nullopt when the variable is unset.
+// Entries up to (not including) the first one CUDA would reject (no digits,
+// negative, a malformed UUID, or an entry of another kind than the first:
+// indices, GPU- UUIDs and MIG- UUIDs do not mix); CUDA stops there and hides
+// the rest. Indices read as strtol reads them ("1a" is 1). nullopt when the
+// variable is unset; an empty list hides every device.
 std::optional<std::vector<VisibleDevicesEntry>> parse_cuda_visible_devices(const char* value);
 
 enum class DeviceOrder { fastest_first, pci_bus_id };
@@ -84,8 +87,11 @@ std::optional<std::vector<std::size_t>> cuda_base_order(const std::vector<Device
 
 // Applies CUDA_VISIBLE_DEVICES to the base order: positions into `all` in CUDA
 // index order. Mirrors CUDA: the list stops at the first entry that names no
-// device or repeats one. `base_order` may be nullopt only if no entry is an index.
-// Returns nullopt when undecidable (MIG entries, or indices without a base order).
+// device; a device named twice (before that point) makes CUDA fail to
+// initialise, which throws NoDeviceError. A UUID entry matches a device whose
+// UUID it begins, or which it begins. `base_order` may be nullopt only if no
+// entry is an index. Returns nullopt when undecidable (MIG entries, or indices
+// without a base order).
 std::optional<std::vector<std::size_t>> apply_cuda_visible_devices(
     const std::vector<DeviceIdentity>& all, const std::optional<std::vector<std::size_t>>& base_order,
     const std::optional<std::vector<VisibleDevicesEntry>>& entries);

@@ -13,7 +13,8 @@ namespace gpumem::cli {
 void setup_global_options(CLI::App& app, GlobalOptions& g) {
     app.add_option("-d,--device", g.device,
                    "GPU(s): CUDA index as CUDA programs here see it, UUID or prefix (GPU-...), PCI bus id, comma list, or all")
-        ->type_name("SPEC");
+        ->type_name("SPEC")
+        ->each([&g](const std::string&) { g.device_given = true; });
     app.add_option("--format", g.format, "Output format: table, json, csv or value")
         ->type_name("FMT")
         ->check(CLI::IsMember({"table", "json", "csv", "value"}));
@@ -39,7 +40,7 @@ OutputOptions resolve_output_options(const GlobalOptions& g) {
 }
 
 DeviceSpec chosen_device_spec(const GlobalOptions& g, const char* fallback) {
-    return parse_device_spec(g.device.empty() ? std::string(fallback) : g.device);
+    return parse_device_spec(g.device_given ? g.device : std::string(fallback));
 }
 
 std::vector<DeviceIdentity> resolve_cuda_devices(const GlobalOptions& g, const char* fallback) {

@@ -14,7 +14,8 @@
 namespace gpumem::cli {
 
 struct GlobalOptions {
-    std::string device;  // empty: the subcommand's default
+    std::string device;  // the -d SPEC as given
+    bool device_given = false;  // -d was given (possibly empty, which is an error)
     std::string format = "table";
     bool json = false;
     bool csv = false;

@@ -229,8 +229,10 @@ void run_info(const InfoOptions& opts, Context& ctx) {
         for (const auto& w : ctx.report.warnings) spdlog::warn("{}", w);
         return;
     }
+    // JSON Lines: one document per sample, and an error that ends the loop
+    // (Ctrl-C, a failing query) is reported on one line as well.
+    ctx.output.compact_json = true;
     OutputOptions loop_output = ctx.output;
-    loop_output.compact_json = true;  // JSON Lines: one document per sample
     for (long long i = 0; opts.count == 0 || i < opts.count; ++i) {
         if (i > 0) interruptible_sleep(opts.loop_seconds);
         throw_if_interrupted();

@@ -30,11 +30,14 @@ Json cell_json(const Cell& cell, const Field& field) {
     if (std::holds_alternative<std::monostate>(cell)) return nullptr;
     if (auto p = std::get_if<std::string>(&cell)) return *p;
     if (auto p = std::get_if<bool>(&cell)) return *p;
+    if (field.kind == FieldKind::bandwidth) {  // GB/s, whichever type holds the bytes/s
+        const double v = as_double(cell);
+        return std::isfinite(v) ? Json(v / 1e9) : Json(nullptr);
+    }
     if (auto p = std::get_if<std::uint64_t>(&cell)) return *p;
     if (auto p = std::get_if<std::int64_t>(&cell)) return *p;
     const double v = std::get<double>(cell);
     if (!std::isfinite(v)) return nullptr;
-    if (field.kind == FieldKind::bandwidth) return v / 1e9;  // GB/s
     return v;
 }
 

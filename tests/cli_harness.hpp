@@ -1,12 +1,15 @@
-// Runs the gpumem binary (path in $GPUMEM_BIN) with arguments and captures
-// its exit status, stdout and stderr.
+// Runs the gpumem binary (path in $GPUMEM_BIN), or any program, with
+// arguments and environment changes, and captures its exit status, stdout and
+// stderr; start_* runs it in the background.
 #pragma once
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -39,8 +42,39 @@ inline std::string slurp(const std::string& path) {
     return ss.str();
 }
 
-// env_overrides: "NAME=value" to set, "NAME" alone to unset.
-inline RunResult run_gpumem(const std::vector<std::string>& args, const std::vector<std::string>& env_overrides = {}) {
+// A program started in the background with its stdout and stderr going to
+// temporary files; wait() collects them.
+struct Started {
+    pid_t pid = -1;
+    std::string out_path, err_path;
+
+    RunResult wait() {
+        RunResult r;
+        if (pid > 0) {
+            int wstatus = 0;
+            while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+            }
+            r.status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
+            pid = -1;
+        }
+        r.out = slurp(out_path);
+        r.err = slurp(err_path);
+        unlink(out_path.c_str());
+        unlink(err_path.c_str());
+        return r;
+    }
+    // Still running? (An exited child stays unreaped for wait().)
+    bool running() const {
+        if (pid <= 0) return false;
+        siginfo_t info{};
+        if (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return false;
+        return info.si_pid == 0;
+    }
+};
+
+// env_overrides: "NAME=value" to set, "NAME" alone to unset. stdin is /dev/null.
+inline Started start_program(const std::string& bin, const std::vector<std::string>& args,
+                             const std::vector<std::string>& env_overrides = {}) {
     char out_path[] = "/tmp/gpumem-test-outXXXXXX";
     char err_path[] = "/tmp/gpumem-test-errXXXXXX";
     const int out_fd = mkstemp(out_path);
@@ -57,7 +91,6 @@ inline RunResult run_gpumem(const std::vector<std::string>& args, const std::vec
     std::vector<char*> envp;
     for (auto& s : env_strings) envp.push_back(s.data());
     envp.push_back(nullptr);
-    const std::string bin = gpumem_binary();
     std::vector<std::string> argv_strings{bin};
     argv_strings.insert(argv_strings.end(), args.begin(), args.end());
     std::vector<char*> argv;
@@ -68,19 +101,26 @@ inline RunResult run_gpumem(const std::vector<std::string>& args, const std::vec
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&actions, out_fd, 1);
     posix_spawn_file_actions_adddup2(&actions, err_fd, 2);
-    pid_t pid = 0;
-    RunResult r;
-    if (posix_spawn(&pid, bin.c_str(), &actions, nullptr, argv.data(), envp.data()) == 0) {
-        int wstatus = 0;
-        waitpid(pid, &wstatus, 0);
-        r.status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
-    }
+    Started started;
+    started.out_path = out_path;
+    started.err_path = err_path;
+    if (posix_spawn(&started.pid, bin.c_str(), &actions, nullptr, argv.data(), envp.data()) != 0) started.pid = -1;
     posix_spawn_file_actions_destroy(&actions);
     close(out_fd);
     close(err_fd);
-    r.out = slurp(out_path);
-    r.err = slurp(err_path);
-    unlink(out_path);
-    unlink(err_path);
-    return r;
+    return started;
+}
+
+inline RunResult run_program(const std::string& bin, const std::vector<std::string>& args,
+                             const std::vector<std::string>& env_overrides = {}) {
+    return start_program(bin, args, env_overrides).wait();
+}
+
+// env_overrides: "NAME=value" to set, "NAME" alone to unset.
+inline RunResult run_gpumem(const std::vector<std::string>& args, const std::vector<std::string>& env_overrides = {}) {
+    return run_program(gpumem_binary(), args, env_overrides);
+}
+
+inline Started start_gpumem(const std::vector<std::string>& args, const std::vector<std::string>& env_overrides = {}) {
+    return start_program(gpumem_binary(), args, env_overrides);
 }

@@ -1,0 +1,350 @@
+// The output layer: one Report rendered as a table, one JSON document, CSV or
+// bare values.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "errors.hpp"
+#include "output.hpp"
+#include "version.hpp"
+
+using namespace gpumem;
+using namespace gpumem::cli;
+using nlohmann::json;
+
+namespace {
+
+constexpr std::uint64_t kTotal = 85899345920ULL;  // 80 GiB
+constexpr std::uint64_t kFree = 1610612736ULL;    // 1.5 GiB
+
+// Two devices, every kind of field, one missing value.
+Report sample_report() {
+    Report r;
+    r.command = "sample";
+    Table t;
+    t.key = "devices";
+    t.fields = {
+        {"index", "cuda", FieldKind::integer},
+        {"name", "name", FieldKind::text},
+        {"total", "total", FieldKind::bytes},
+        {"free", "free", FieldKind::bytes},
+        {"bandwidth", "bandwidth", FieldKind::bandwidth},
+        {"ratio", "ratio", FieldKind::real, 2},
+        {"share", "share", FieldKind::percent, 1},
+        {"ok", "ok", FieldKind::boolean},
+        {"reserved", "reserved", FieldKind::bytes},
+    };
+    t.add_row({std::int64_t{0}, std::string("NVIDIA H100"), kTotal, kFree, 55.5e9, 0.125, 87.25, true, Cell()});
+    t.add_row({std::int64_t{1}, std::string("GPU, \"B\""), std::uint64_t{4096}, std::uint64_t{1048576}, 2.0e12, 2.0, 5.0,
+               false, std::uint64_t{512}});
+    r.tables.push_back(std::move(t));
+    r.extra["source"] = "test";
+    r.extra["count"] = 2;
+    return r;
+}
+
+OutputOptions opts(Format format, Unit unit = Unit::automatic, bool header = true) {
+    OutputOptions o;
+    o.format = format;
+    o.unit = unit;
+    o.header = header;
+    return o;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+std::vector<std::string> split(const std::string& line, char sep) {
+    std::vector<std::string> parts;
+    std::string part;
+    std::istringstream in(line);
+    while (std::getline(in, part, sep)) parts.push_back(part);
+    if (!line.empty() && line.back() == sep) parts.push_back("");
+    return parts;
+}
+
+}  // namespace
+
+TEST_CASE("output: --format names") {
+    CHECK(parse_format("table") == Format::table);
+    CHECK(parse_format("json") == Format::json);
+    CHECK(parse_format("csv") == Format::csv);
+    CHECK(parse_format("value") == Format::value);
+    for (const char* bad : {"", "JSON", "xml", "yaml", "tsv"}) {
+        CAPTURE(bad);
+        CHECK_THROWS_AS(parse_format(bad), UsageError);
+    }
+}
+
+TEST_CASE("output: JSON is one document with a schema version, numbers as numbers, bytes as bytes") {
+    for (Unit unit : {Unit::automatic, Unit::MiB, Unit::GB}) {
+        CAPTURE(unit_name(unit));
+        const std::string text = render(sample_report(), opts(Format::json, unit));
+        CHECK(text.back() == '\n');
+        const json doc = json::parse(text);  // throws (failing the test) if invalid
+        CHECK(doc.at("schema_version") == kSchemaVersion);
+        CHECK(doc.at("schema_version").is_number_integer());
+        CHECK(doc.at("tool") == "gpumem");
+        CHECK(doc.at("version") == GPUMEM_VERSION);
+        CHECK(doc.at("command") == "sample");
+        CHECK(doc.at("ok") == true);
+        CHECK(doc.at("source") == "test");
+        CHECK(doc.at("count") == 2);
+        CHECK_FALSE(doc.contains("warnings"));
+        const json& devices = doc.at("devices");
+        REQUIRE(devices.is_array());
+        REQUIRE(devices.size() == 2);
+        const json& d0 = devices[0];
+        CHECK(d0.at("index").is_number_integer());
+        CHECK(d0.at("index") == 0);
+        CHECK(d0.at("name") == "NVIDIA H100");
+        // Bytes stay bytes whatever --units says.
+        CHECK(d0.at("total").is_number_unsigned());
+        CHECK(d0.at("total").get<std::uint64_t>() == kTotal);
+        CHECK(d0.at("free").get<std::uint64_t>() == kFree);
+        // Bandwidth in GB/s (1e9 bytes/s).
+        CHECK(d0.at("bandwidth").is_number());
+        CHECK(d0.at("bandwidth").get<double>() == doctest::Approx(55.5));
+        CHECK(d0.at("ratio").get<double>() == doctest::Approx(0.125));
+        CHECK(d0.at("share").get<double>() == doctest::Approx(87.25));
+        CHECK(d0.at("ok").is_boolean());
+        CHECK(d0.at("ok") == true);
+        CHECK(d0.at("reserved").is_null());
+        CHECK(devices[1].at("name") == "GPU, \"B\"");
+        CHECK(devices[1].at("ok") == false);
+        CHECK(devices[1].at("reserved") == 512);
+    }
+}
+
+TEST_CASE("output: JSON keeps keys in order and compact mode is one line") {
+    Report r = sample_report();
+    r.warnings.push_back("something odd");
+    const std::string pretty = render(r, opts(Format::json));
+    CHECK(lines_of(pretty).size() > 1);
+    CHECK(pretty.find("\"schema_version\"") < pretty.find("\"tool\""));
+    CHECK(pretty.find("\"tool\"") < pretty.find("\"devices\""));
+    OutputOptions compact = opts(Format::json);
+    compact.compact_json = true;
+    const std::string line = render(r, compact);
+    REQUIRE(lines_of(line).size() == 1);
+    CHECK(line.back() == '\n');
+    const json doc = json::parse(line);
+    CHECK(doc.at("warnings") == json::array({"something odd"}));
+    CHECK(doc == json::parse(pretty));
+}
+
+TEST_CASE("output: JSON of non-finite numbers and invalid UTF-8 stays valid") {
+    Report r;
+    r.command = "x";
+    Table t;
+    t.key = "rows";
+    t.fields = {{"v", "v", FieldKind::real}, {"s", "s", FieldKind::text}};
+    t.add_row({std::numeric_limits<double>::infinity(), std::string("bad \xff byte")});
+    t.add_row({std::nan(""), std::string("ok")});
+    r.tables.push_back(std::move(t));
+    const json doc = json::parse(render(r, opts(Format::json)));
+    CHECK(doc.at("rows")[0].at("v").is_null());
+    CHECK(doc.at("rows")[1].at("v").is_null());
+    CHECK(doc.at("rows")[0].at("s").is_string());
+}
+
+TEST_CASE("output: CSV has a header, units in headers, plain values") {
+    SUBCASE("automatic units: bytes") {
+        const auto lines = lines_of(render(sample_report(), opts(Format::csv)));
+        REQUIRE(lines.size() == 3);
+        CHECK(lines[0] == "index,name,total,free,bandwidth [GB/s],ratio,share,ok,reserved");
+        CHECK(lines[1] == "0,NVIDIA H100,85899345920,1610612736,55.5,0.125,87.25,true,");
+        // Commas and quotes are quoted as RFC 4180 says.
+        CHECK(lines[2] == "1,\"GPU, \"\"B\"\"\",4096,1048576,2000,2,5,false,512");
+    }
+    SUBCASE("MiB: whole MiB, as nvidia-smi prints them") {
+        const auto lines = lines_of(render(sample_report(), opts(Format::csv, Unit::MiB)));
+        REQUIRE(lines.size() == 3);
+        CHECK(lines[0] == "index,name,total [MiB],free [MiB],bandwidth [GiB/s],ratio,share,ok,reserved [MiB]");
+        const auto cells = split(lines[1], ',');
+        REQUIRE(cells.size() == 9);
+        CHECK(cells[2] == "81920");
+        CHECK(cells[3] == "1536");
+        CHECK(cells[4] == "51.688");  // 55.5e9 / 2^30 = 51.6885
+    }
+    SUBCASE("GiB: three decimals") {
+        const auto lines = lines_of(render(sample_report(), opts(Format::csv, Unit::GiB)));
+        REQUIRE(lines.size() == 3);
+        CHECK(lines[0].find("total [GiB],free [GiB]") != std::string::npos);
+        const auto cells = split(lines[1], ',');
+        CHECK(cells[2] == "80");
+        CHECK(cells[3] == "1.5");
+    }
+    SUBCASE("B: no unit in the header") {
+        const auto lines = lines_of(render(sample_report(), opts(Format::csv, Unit::B)));
+        CHECK(lines[0].find(",total,free,") != std::string::npos);
+        CHECK(lines[1].find(",85899345920,") != std::string::npos);
+    }
+    SUBCASE("decimal units") {
+        const auto lines = lines_of(render(sample_report(), opts(Format::csv, Unit::GB)));
+        CHECK(lines[0].find("total [GB]") != std::string::npos);
+        CHECK(lines[0].find("bandwidth [GB/s]") != std::string::npos);
+        CHECK(split(lines[1], ',')[2] == "85.899");
+    }
+    SUBCASE("--no-header") {
+        const auto lines = lines_of(render(sample_report(), opts(Format::csv, Unit::automatic, false)));
+        REQUIRE(lines.size() == 2);
+        CHECK(lines[0].rfind("0,NVIDIA H100,", 0) == 0);
+    }
+    SUBCASE("every row has as many cells as the header") {
+        for (const auto& line : lines_of(render(sample_report(), opts(Format::csv)))) {
+            CAPTURE(line);
+            // The quoted cell holds one comma.
+            const auto commas = std::count(line.begin(), line.end(), ',') - (line.find('"') != std::string::npos ? 1 : 0);
+            CHECK(commas == 8);
+        }
+    }
+}
+
+TEST_CASE("output: CSV separates tables by a blank line") {
+    Report r = sample_report();
+    Table extra;
+    extra.key = "other";
+    extra.fields = {{"pid", "pid", FieldKind::integer}};
+    extra.add_row({std::int64_t{1234}});
+    r.tables.push_back(std::move(extra));
+    const auto lines = lines_of(render(r, opts(Format::csv)));
+    REQUIRE(lines.size() == 6);
+    CHECK(lines[3].empty());
+    CHECK(lines[4] == "pid");
+    CHECK(lines[5] == "1234");
+}
+
+TEST_CASE("output: value is bare, tab-separated values of the first table") {
+    Report r = sample_report();
+    Table extra;
+    extra.key = "other";
+    extra.fields = {{"pid", "pid", FieldKind::integer}};
+    extra.add_row({std::int64_t{1234}});
+    r.tables.push_back(std::move(extra));
+    SUBCASE("bytes by default") {
+        const auto lines = lines_of(render(r, opts(Format::value)));
+        REQUIRE(lines.size() == 2);  // no header, no second table
+        const auto cells = split(lines[0], '\t');
+        REQUIRE(cells.size() == 9);
+        CHECK(cells[0] == "0");
+        CHECK(cells[1] == "NVIDIA H100");
+        CHECK(cells[2] == "85899345920");
+        CHECK(cells[7] == "true");
+        CHECK(cells[8] == "");
+        CHECK(split(lines[1], '\t').at(1) == "GPU, \"B\"");  // no CSV quoting
+    }
+    SUBCASE("in the unit asked for") {
+        const auto lines = lines_of(render(r, opts(Format::value, Unit::MiB)));
+        REQUIRE(lines.size() == 2);
+        CHECK(split(lines[0], '\t').at(3) == "1536");
+        CHECK(split(lines[1], '\t').at(3) == "1");
+    }
+    SUBCASE("one column gives one value per line") {
+        Report one;
+        Table t;
+        t.key = "devices";
+        t.fields = {{"free", "free", FieldKind::bytes}};
+        t.add_row({kFree});
+        t.add_row({std::uint64_t{3} << 20});
+        one.tables.push_back(std::move(t));
+        CHECK(render(one, opts(Format::value, Unit::MiB)) == "1536\n3\n");
+        CHECK(render(one, opts(Format::value)) == "1610612736\n3145728\n");
+    }
+    SUBCASE("no tables: nothing") { CHECK(render(Report{}, opts(Format::value)).empty()); }
+}
+
+TEST_CASE("output: table is aligned, human units, optional header") {
+    Report r = sample_report();
+    r.text_before.push_back("before");
+    r.text_after.push_back("after");
+    const auto lines = lines_of(render(r, opts(Format::table)));
+    REQUIRE(lines.size() == 5);
+    CHECK(lines[0] == "before");
+    CHECK(lines[4] == "after");
+    CHECK(lines[1].rfind("cuda  name", 0) == 0);
+    CHECK(lines[2].find("80 GiB") != std::string::npos);
+    CHECK(lines[2].find("1.5 GiB") != std::string::npos);
+    CHECK(lines[2].find("55.5 GB/s") != std::string::npos);
+    CHECK(lines[2].find("87.2") != std::string::npos);  // one decimal for "share"
+    CHECK(lines[2].find("yes") != std::string::npos);
+    CHECK(lines[3].find("no") != std::string::npos);
+    // Missing values show as '-'.
+    CHECK(lines[2].back() == '-');
+    // Numbers are right-aligned: the "free" column ends at the same place on every line.
+    const auto end_of = [](const std::string& line, const std::string& cell) { return line.find(cell) + cell.size(); };
+    CHECK(end_of(lines[1], "free") == end_of(lines[2], "1.5 GiB"));
+    CHECK(end_of(lines[1], "free") == end_of(lines[3], "1 MiB"));
+    // No trailing blanks.
+    for (const auto& line : lines) CHECK((line.empty() || line.back() != ' '));
+
+    const auto no_header = lines_of(render(sample_report(), opts(Format::table, Unit::automatic, false)));
+    REQUIRE(no_header.size() == 2);
+    CHECK(no_header[0].at(no_header[0].find_first_not_of(' ')) == '0');
+    CHECK(no_header[0].find("cuda") == std::string::npos);
+
+    const auto mib = render(sample_report(), opts(Format::table, Unit::MiB));
+    CHECK(mib.find("81920 MiB") != std::string::npos);
+}
+
+TEST_CASE("output: render_json_error keeps the report and adds ok:false and the error") {
+    Report r = sample_report();
+    const UsageError usage("invalid device 'x'");
+    const json doc = json::parse(render_json_error(r, usage, opts(Format::json)));
+    CHECK(doc.at("schema_version") == kSchemaVersion);
+    CHECK(doc.at("ok") == false);
+    CHECK(doc.at("command") == "sample");
+    CHECK(doc.at("devices").size() == 2);
+    CHECK(doc.at("error").at("status") == 2);
+    CHECK(doc.at("error").at("status").is_number_integer());
+    CHECK(doc.at("error").at("code") == "usage_error");
+    CHECK(doc.at("error").at("message") == "invalid device 'x'");
+
+    OutputOptions compact = opts(Format::json);
+    compact.compact_json = true;
+    const std::string line = render_json_error(Report{}, OutOfMemoryError("too big", 1), compact);
+    CHECK(lines_of(line).size() == 1);
+    const json oom = json::parse(line);
+    CHECK(oom.at("error").at("status") == 5);
+    CHECK(oom.at("error").at("code") == "out_of_memory");
+    CHECK(oom.at("ok") == false);
+
+    CHECK(json::parse(render_json_error(Report{}, NoDeviceError("none"), compact)).at("error").at("status") == 3);
+    CHECK(json::parse(render_json_error(Report{}, InterruptedError(), compact)).at("error").at("status") == 130);
+}
+
+TEST_CASE("output: exit status names are distinct") {
+    const ExitStatus all[] = {ExitStatus::success,         ExitStatus::runtime_error, ExitStatus::usage_error,
+                              ExitStatus::no_device,       ExitStatus::verification_failed,
+                              ExitStatus::out_of_memory,   ExitStatus::below_expectation, ExitStatus::interrupted};
+    std::vector<std::string> names;
+    for (ExitStatus s : all) names.emplace_back(exit_status_name(s));
+    std::sort(names.begin(), names.end());
+    CHECK(std::unique(names.begin(), names.end()) == names.end());
+    CHECK(std::string(exit_status_name(ExitStatus::below_expectation)) == "below_expectation");
+}
+
+TEST_CASE("output: a bandwidth held as an integer is GB/s in JSON too") {
+    // JSON printed bytes/s for integer bandwidth cells while CSV, value and
+    // table printed GB/s for the same cell.
+    Report r;
+    r.command = "x";
+    Table t;
+    t.key = "rows";
+    t.fields = {{"bw_unsigned", "bw", FieldKind::bandwidth}, {"bw_signed", "bw", FieldKind::bandwidth}};
+    t.add_row({std::uint64_t{55500000000ULL}, std::int64_t{2000000000}});
+    r.tables.push_back(std::move(t));
+    const json doc = json::parse(render(r, opts(Format::json)));
+    CHECK(doc.at("rows")[0].at("bw_unsigned").get<double>() == doctest::Approx(55.5));
+    CHECK(doc.at("rows")[0].at("bw_signed").get<double>() == doctest::Approx(2.0));
+    CHECK(render(r, opts(Format::value)) == "55.5\t2\n");
+}
