@@ -59,5 +59,6 @@ CLI::Validator range_validator();
 void setup_info(CLI::App& app, Context& ctx);
 void setup_memset(CLI::App& app, Context& ctx);
 void setup_copy(CLI::App& app, Context& ctx);
+void setup_alloc_test(CLI::App& app, Context& ctx);
 
 }  // namespace gpumem::cli
