@@ -1,6 +1,7 @@
 #include "alloc_apis.hpp"
 
 #include <algorithm>
+#include <type_traits>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -353,6 +354,19 @@ std::size_t ApiAllocation::size() const noexcept {
                 return owner.size();
         },
         owner_);
+}
+
+ApiAllocation::ApiAllocation(ApiAllocation&& other) noexcept : api_(other.api_), owner_(std::move(other.owner_)) {
+    other.owner_.emplace<std::monostate>();
+}
+
+ApiAllocation& ApiAllocation::operator=(ApiAllocation&& other) noexcept {
+    if (this != &other) {
+        owner_ = std::move(other.owner_);  // frees what this one held
+        api_ = other.api_;
+        other.owner_.emplace<std::monostate>();
+    }
+    return *this;
 }
 
 void ApiAllocation::reset() noexcept { owner_.emplace<std::monostate>(); }

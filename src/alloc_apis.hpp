@@ -126,6 +126,13 @@ public:
     // other errors. `stream` is used by AllocApi::async only. `bytes` for vmm
     // is rounded up to the granularity.
     ApiAllocation(AllocApi api, int device, std::size_t bytes, cudaStream_t stream = nullptr);
+    ~ApiAllocation() = default;
+    // A moved-from allocation is empty (a moved-from variant would still
+    // hold its alternative).
+    ApiAllocation(ApiAllocation&& other) noexcept;
+    ApiAllocation& operator=(ApiAllocation&& other) noexcept;
+    ApiAllocation(const ApiAllocation&) = delete;
+    ApiAllocation& operator=(const ApiAllocation&) = delete;
 
     AllocApi api() const noexcept { return api_; }
     void* data() const noexcept;
