@@ -239,9 +239,12 @@ void note_allocation_failure(Context& ctx, const PartialAllocationError& e) {
 
 void run_latency_mode(LatencyCli& c, Context& ctx) {
     ctx.report.command = "alloc-test latency";
+    if (!c.save_costs.empty()) {
+        const DeviceSpec spec = chosen_device_spec(ctx.globals, "0");
+        if (spec.all || spec.selectors.size() != 1)
+            throw UsageError("--save-costs writes one device's table; choose one device with -d");
+    }
     const Devices devices = choose_devices(ctx);
-    if (!c.save_costs.empty() && devices.ordinals.size() != 1)
-        throw UsageError("--save-costs writes one device's table; choose one device with -d");
     ProgressSink sink(ctx, devices.ordinals.size(), "alloc-test latency");
     const std::vector<LatencyResult> results = run_on_devices(
         devices.ordinals, [&](int device, const StopToken& stop) { return run_latency(device, c.options, stop, sink.fn()); });
