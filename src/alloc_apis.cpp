@@ -20,7 +20,8 @@ struct ApiName {
 };
 
 constexpr ApiName kApiNames[] = {
-    {AllocApi::device, "device"},   {AllocApi::async, "async"},         {AllocApi::managed, "managed"},
+    {AllocApi::device, "device"},   {AllocApi::async, "async"},         {AllocApi::async_pool, "async-pool"},
+    {AllocApi::managed, "managed"},
     {AllocApi::host, "host"},       {AllocApi::host_wc, "host-wc"},     {AllocApi::host_mapped, "host-mapped"},
     {AllocApi::registered, "registered"}, {AllocApi::vmm, "vmm"},
 };
@@ -130,7 +131,8 @@ std::vector<AllocApi> parse_alloc_api_list(const std::vector<std::string>& items
 }
 
 bool alloc_api_uses_device_memory(AllocApi api) noexcept {
-    return api == AllocApi::device || api == AllocApi::async || api == AllocApi::managed || api == AllocApi::vmm;
+    return api == AllocApi::device || api == AllocApi::async || api == AllocApi::async_pool || api == AllocApi::managed ||
+           api == AllocApi::vmm;
 }
 
 void ensure_context(int device) {
@@ -261,17 +263,52 @@ ManagedAllocation& ManagedAllocation::operator=(ManagedAllocation&& other) noexc
     return *this;
 }
 
+// --- RetainingPool ---
+
+RetainingPool::RetainingPool(int device) : device_(device) {
+    AutoDevice guard(device);
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.handleTypes = cudaMemHandleTypeNone;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    GPUMEM_CUDA_CALL(cudaMemPoolCreate(&pool_, &props));
+    std::uint64_t keep_everything = ~0ULL;
+    const cudaError_t status = cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep_everything);
+    if (status != cudaSuccess) {
+        cudaMemPoolDestroy(pool_);
+        pool_ = nullptr;
+        throw_cuda_error(status, "cudaMemPoolSetAttribute(cudaMemPoolAttrReleaseThreshold)");
+    }
+}
+
+RetainingPool::~RetainingPool() noexcept {
+    if (pool_ == nullptr) return;
+    try {
+        AutoDevice guard(device_);
+        log_failure(cudaMemPoolDestroy(pool_), "cudaMemPoolDestroy");
+    } catch (...) {
+    }
+}
+
+AllocResources::AllocResources(int device, const std::vector<AllocApi>& apis) : stream_(device) {
+    if (std::find(apis.begin(), apis.end(), AllocApi::async_pool) != apis.end()) pool_ = std::make_unique<RetainingPool>(device);
+}
+
 // --- AsyncAllocation ---
 
-AsyncAllocation::AsyncAllocation(int device, std::size_t bytes, cudaStream_t stream) : stream_(stream), device_(device) {
+AsyncAllocation::AsyncAllocation(int device, std::size_t bytes, cudaStream_t stream, cudaMemPool_t pool)
+    : stream_(stream), synchronize_(pool == nullptr), device_(device) {
     if (bytes == 0) return;
     AutoDevice guard(device);
     void* p = nullptr;
-    const cudaError_t status = cudaMallocAsync(&p, bytes, stream);
+    const cudaError_t status = pool ? cudaMallocFromPoolAsync(&p, bytes, pool, stream) : cudaMallocAsync(&p, bytes, stream);
     if (status != cudaSuccess)
-        throw_allocation_error(status, "cudaMallocAsync", bytes, format_bytes(bytes) + " on device " + std::to_string(device));
+        throw_allocation_error(status, pool ? "cudaMallocFromPoolAsync" : "cudaMallocAsync", bytes,
+                               format_bytes(bytes) + " on device " + std::to_string(device));
     ptr_ = p;
     bytes_ = bytes;
+    if (!synchronize_) return;
     // An allocation failure can also surface at the synchronize.
     const cudaError_t sync = cudaStreamSynchronize(stream);
     if (sync != cudaSuccess) {
@@ -288,7 +325,7 @@ void AsyncAllocation::reset() noexcept {
     try {
         AutoDevice guard(device_);
         log_failure(cudaFreeAsync(ptr_, stream_), "cudaFreeAsync");
-        log_failure(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (after cudaFreeAsync)");
+        if (synchronize_) log_failure(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (after cudaFreeAsync)");
     } catch (...) {
     }
     ptr_ = nullptr;
@@ -299,6 +336,7 @@ AsyncAllocation::AsyncAllocation(AsyncAllocation&& other) noexcept
     : ptr_(std::exchange(other.ptr_, nullptr)),
       bytes_(std::exchange(other.bytes_, 0)),
       stream_(other.stream_),
+      synchronize_(other.synchronize_),
       device_(other.device_) {}
 
 AsyncAllocation& AsyncAllocation::operator=(AsyncAllocation&& other) noexcept {
@@ -307,6 +345,7 @@ AsyncAllocation& AsyncAllocation::operator=(AsyncAllocation&& other) noexcept {
         ptr_ = std::exchange(other.ptr_, nullptr);
         bytes_ = std::exchange(other.bytes_, 0);
         stream_ = other.stream_;
+        synchronize_ = other.synchronize_;
         device_ = other.device_;
     }
     return *this;
@@ -314,12 +353,17 @@ AsyncAllocation& AsyncAllocation::operator=(AsyncAllocation&& other) noexcept {
 
 // --- ApiAllocation ---
 
-ApiAllocation::ApiAllocation(AllocApi api, int device, std::size_t bytes, cudaStream_t stream) : api_(api) {
+ApiAllocation::ApiAllocation(AllocApi api, int device, std::size_t bytes, cudaStream_t stream, cudaMemPool_t pool)
+    : api_(api) {
     switch (api) {
         case AllocApi::device: owner_.emplace<DeviceAllocation>(device, bytes); break;
         case AllocApi::async:
             if (stream == nullptr) throw Error("internal error: the async allocation API needs a stream");
             owner_.emplace<AsyncAllocation>(device, bytes, stream);
+            break;
+        case AllocApi::async_pool:
+            if (stream == nullptr || pool == nullptr) throw Error("internal error: the async-pool API needs a stream and a pool");
+            owner_.emplace<AsyncAllocation>(device, bytes, stream, pool);
             break;
         case AllocApi::managed: owner_.emplace<ManagedAllocation>(device, bytes); break;
         case AllocApi::host:

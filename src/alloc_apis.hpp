@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -20,7 +21,11 @@ namespace gpumem {
 
 enum class AllocApi {
     device,       // cudaMalloc / cudaFree
-    async,        // cudaMallocAsync / cudaFreeAsync on a stream, each followed by a stream synchronize
+    async,        // cudaMallocAsync / cudaFreeAsync on a stream, each followed by a stream synchronize:
+                  // with the default pool's release threshold (0) every allocation grows the pool
+                  // and every synchronize returns the memory to the driver
+    async_pool,   // cudaMallocFromPoolAsync / cudaFreeAsync served by a pool that keeps its memory
+                  // (release threshold UINT64_MAX), no synchronize: the host cost of a pool hit
     managed,      // cudaMallocManaged / cudaFree
     host,         // cudaHostAlloc (page-locked, as cudaMallocHost) / cudaFreeHost
     host_wc,      // cudaHostAlloc(WriteCombined)
@@ -92,14 +97,32 @@ private:
     int device_ = -1;
 };
 
-// cudaMallocAsync on `stream` and a synchronize, so the memory is ready when
-// the constructor returns; freeing is cudaFreeAsync and a synchronize, which
-// also returns the pool's memory to the driver under the default release
-// threshold (0). The stream must outlive the allocation.
+// A device memory pool of its own that never returns memory to the driver
+// while it lives (release threshold UINT64_MAX), so that allocations after
+// the first are served from the pool. Destroying it releases everything.
+class RetainingPool {
+public:
+    explicit RetainingPool(int device);
+    ~RetainingPool() noexcept;
+    RetainingPool(const RetainingPool&) = delete;
+    RetainingPool& operator=(const RetainingPool&) = delete;
+    cudaMemPool_t get() const noexcept { return pool_; }
+
+private:
+    cudaMemPool_t pool_ = nullptr;
+    int device_ = -1;
+};
+
+// Without a pool: cudaMallocAsync on `stream` and a synchronize, so the
+// memory is ready when the constructor returns; freeing is cudaFreeAsync and
+// a synchronize, which also returns the default pool's memory to the driver
+// under its default release threshold (0). With a pool: cudaMallocFromPoolAsync
+// and cudaFreeAsync, no synchronize. The stream (and pool) must outlive the
+// allocation.
 class AsyncAllocation {
 public:
     AsyncAllocation() = default;
-    AsyncAllocation(int device, std::size_t bytes, cudaStream_t stream);
+    AsyncAllocation(int device, std::size_t bytes, cudaStream_t stream, cudaMemPool_t pool = nullptr);
     ~AsyncAllocation() noexcept;
     AsyncAllocation(AsyncAllocation&& other) noexcept;
     AsyncAllocation& operator=(AsyncAllocation&& other) noexcept;
@@ -114,6 +137,7 @@ private:
     void* ptr_ = nullptr;
     std::size_t bytes_ = 0;
     cudaStream_t stream_ = nullptr;
+    bool synchronize_ = true;
     int device_ = -1;
 };
 
@@ -123,9 +147,9 @@ class ApiAllocation {
 public:
     ApiAllocation() = default;
     // Throws OutOfMemoryError when the allocation itself fails, CudaError on
-    // other errors. `stream` is used by AllocApi::async only. `bytes` for vmm
-    // is rounded up to the granularity.
-    ApiAllocation(AllocApi api, int device, std::size_t bytes, cudaStream_t stream = nullptr);
+    // other errors. `stream` is used by the async APIs, `pool` by async_pool
+    // only. `bytes` for vmm is rounded up to the granularity.
+    ApiAllocation(AllocApi api, int device, std::size_t bytes, cudaStream_t stream = nullptr, cudaMemPool_t pool = nullptr);
     ~ApiAllocation() = default;
     // A moved-from allocation is empty (a moved-from variant would still
     // hold its alternative).
@@ -143,6 +167,21 @@ public:
 private:
     AllocApi api_ = AllocApi::device;
     std::variant<std::monostate, DeviceAllocation, HostAllocation, ManagedAllocation, AsyncAllocation, VmmAllocation> owner_;
+};
+
+// What the async APIs need on one device: a stream, and for async_pool a
+// retaining pool (created only when that API is used).
+class AllocResources {
+public:
+    AllocResources(int device, const std::vector<AllocApi>& apis);
+    cudaStream_t stream() const noexcept { return stream_.get(); }
+    cudaMemPool_t pool() const noexcept { return pool_ ? pool_->get() : nullptr; }
+    // Waits for the stream, so pool memory is back when this returns.
+    void synchronize() const { stream_.synchronize(); }
+
+private:
+    std::unique_ptr<RetainingPool> pool_;  // destroyed after the stream (declared first)
+    CudaStream stream_;
 };
 
 // Makes `device` current and creates its primary context if needed (driver

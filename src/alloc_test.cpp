@@ -331,13 +331,14 @@ private:
     DeviceAllocation flags_;  // [0] release flag (stays 0), [1] timed-out flag
 };
 
-SyncProbe probe_synchronization(AllocApi api, int device, cudaStream_t alloc_stream) {
+SyncProbe probe_synchronization(AllocApi api, int device, const AllocResources& resources) {
     SyncProbe result;
     result.api = api;
     if (api == AllocApi::managed) check_managed_fits(device, kSyncProbeBytes);
     SyncProber prober(device);
     ApiAllocation allocation;
-    auto [alloc_synced, alloc_us] = prober.probe([&] { allocation = ApiAllocation(api, device, kSyncProbeBytes, alloc_stream); });
+    auto [alloc_synced, alloc_us] = prober.probe(
+        [&] { allocation = ApiAllocation(api, device, kSyncProbeBytes, resources.stream(), resources.pool()); });
     auto [free_synced, free_us] = prober.probe([&] { allocation.reset(); });
     result.alloc_syncs = alloc_synced;
     result.alloc_us = alloc_us;
@@ -352,7 +353,7 @@ LatencyResult run_latency(int device, const LatencyOptions& options, const StopT
     ensure_context(device);
     LatencyResult result;
     result.device = device;
-    CudaStream stream(device);  // the async API's stream
+    AllocResources resources(device, options.apis);
     const std::uint64_t total_steps = options.apis.size() * options.sizes.size() *
                                       static_cast<std::uint64_t>(options.iterations + options.warmup);
     std::uint64_t step = 0;
@@ -365,7 +366,7 @@ LatencyResult run_latency(int device, const LatencyOptions& options, const StopT
             row.allocated = alloc_api_rounded_size(api, device, size);
             for (int i = 0; i < options.warmup; ++i) {
                 stop.throw_if_stopped();
-                ApiAllocation warm(api, device, size, stream.get());
+                ApiAllocation warm(api, device, size, resources.stream(), resources.pool());
                 warm.reset();
                 report(progress, "latency", ++step, total_steps);
             }
@@ -375,7 +376,7 @@ LatencyResult run_latency(int device, const LatencyOptions& options, const StopT
             for (int i = 0; i < options.iterations; ++i) {
                 stop.throw_if_stopped();
                 const auto t0 = Clock::now();
-                ApiAllocation allocation(api, device, size, stream.get());
+                ApiAllocation allocation(api, device, size, resources.stream(), resources.pool());
                 const auto t1 = Clock::now();
                 allocation.reset();
                 const auto t2 = Clock::now();
@@ -389,20 +390,31 @@ LatencyResult run_latency(int device, const LatencyOptions& options, const StopT
         }
         if (options.probe_sync) {
             stop.throw_if_stopped();
-            result.sync.push_back(probe_synchronization(api, device, stream.get()));
+            result.sync.push_back(probe_synchronization(api, device, resources));
         }
     }
+    resources.synchronize();
     return result;
 }
 
 // ---------------------------------------------------------------------------
 // Cost table
 
-AllocCostTable cost_table_from_latency(const LatencyResult& result, const std::string& device_name) {
+std::string cost_table_api_name(AllocApi api) {
+    switch (api) {
+        case AllocApi::async: return "async_grow";
+        case AllocApi::async_pool: return "async";
+        default: return alloc_api_name(api);
+    }
+}
+
+AllocCostTable cost_table_from_latency(const LatencyResult& result, const std::string& device_name,
+                                       const std::string& source) {
     AllocCostTable table;
     table.device = device_name;
+    table.source = source;
     for (const LatencyRow& row : result.rows) {
-        const std::string name = alloc_api_name(row.api);
+        const std::string name = cost_table_api_name(row.api);
         auto it = std::find_if(table.apis.begin(), table.apis.end(), [&](const CostTableApi& a) { return a.api == name; });
         if (it == table.apis.end()) {
             table.apis.push_back(CostTableApi{name, {}, {}});
@@ -412,11 +424,11 @@ AllocCostTable cost_table_from_latency(const LatencyResult& result, const std::s
         it->free.push_back({row.size, row.free_us.median});
     }
     for (CostTableApi& api : table.apis) {
-        auto by_size = [](const CostPoint& a, const CostPoint& b) { return a.size_bytes < b.size_bytes; };
+        auto by_size = [](const CostTablePoint& a, const CostTablePoint& b) { return a.bytes < b.bytes; };
         std::stable_sort(api.alloc.begin(), api.alloc.end(), by_size);
         std::stable_sort(api.free.begin(), api.free.end(), by_size);
         // A size measured twice keeps its first measurement.
-        auto same = [](const CostPoint& a, const CostPoint& b) { return a.size_bytes == b.size_bytes; };
+        auto same = [](const CostTablePoint& a, const CostTablePoint& b) { return a.bytes == b.bytes; };
         api.alloc.erase(std::unique(api.alloc.begin(), api.alloc.end(), same), api.alloc.end());
         api.free.erase(std::unique(api.free.begin(), api.free.end(), same), api.free.end());
     }
@@ -429,11 +441,12 @@ std::string write_cost_table_json(const AllocCostTable& table) {
     doc["schema_version"] = table.schema_version;
     doc["kind"] = kCostTableKind;
     doc["device"] = table.device;
+    doc["source"] = table.source;
     Json apis = Json::object();
     for (const CostTableApi& api : table.apis) {
-        auto points = [](const std::vector<CostPoint>& v) {
+        auto points = [](const std::vector<CostTablePoint>& v) {
             Json a = Json::array();
-            for (const CostPoint& p : v) a.push_back(Json::array({p.size_bytes, p.median_us}));
+            for (const CostTablePoint& p : v) a.push_back(Json{{"bytes", p.bytes}, {"median_us", p.median_us}});
             return a;
         };
         apis[api.api] = Json{{"alloc", points(api.alloc)}, {"free", points(api.free)}};
@@ -443,7 +456,7 @@ std::string write_cost_table_json(const AllocCostTable& table) {
 }
 
 AllocCostTable read_cost_table_json(const std::string& text) {
-    using Json = nlohmann::json;
+    using Json = nlohmann::ordered_json;  // keeps the APIs in the file's order
     auto fail = [](const std::string& why) { return UsageError("invalid cost table: " + why); };
     Json doc;
     try {
@@ -461,6 +474,10 @@ AllocCostTable read_cost_table_json(const std::string& text) {
     if (table.schema_version != 1) throw fail("unsupported schema_version " + std::to_string(table.schema_version));
     if (!doc.contains("device") || !doc["device"].is_string()) throw fail("\"device\" must be a string");
     table.device = doc["device"].get<std::string>();
+    if (doc.contains("source")) {
+        if (!doc["source"].is_string()) throw fail("\"source\" must be a string");
+        table.source = doc["source"].get<std::string>();
+    }
     if (!doc.contains("apis") || !doc["apis"].is_object()) throw fail("\"apis\" must be an object");
     for (auto it = doc["apis"].begin(); it != doc["apis"].end(); ++it) {
         const std::string where = "apis." + it.key();
@@ -469,14 +486,18 @@ AllocCostTable read_cost_table_json(const std::string& text) {
         api.api = it.key();
         for (const char* op : {"alloc", "free"}) {
             const std::string path = where + "." + op;
-            if (!it.value().contains(op) || !it.value()[op].is_array()) throw fail(path + " must be an array");
-            std::vector<CostPoint>& points = std::string(op) == "alloc" ? api.alloc : api.free;
+            if (!it.value().contains(op) || !it.value()[op].is_array() || it.value()[op].empty())
+                throw fail(path + " must be a non-empty array");
+            std::vector<CostTablePoint>& points = std::string(op) == "alloc" ? api.alloc : api.free;
             for (const Json& p : it.value()[op]) {
-                if (!p.is_array() || p.size() != 2 || !p[0].is_number_unsigned() || !p[1].is_number() || p[1].get<double>() < 0)
-                    throw fail(path + " must hold [size_bytes, median_us] pairs of non-negative numbers");
-                const CostPoint point{p[0].get<std::uint64_t>(), p[1].get<double>()};
-                if (!points.empty() && point.size_bytes <= points.back().size_bytes)
-                    throw fail(path + " sizes must ascend");
+                if (!p.is_object() || !p.contains("bytes") || !p.contains("median_us") || !p["bytes"].is_number_unsigned() ||
+                    !p["median_us"].is_number())
+                    throw fail(path + " must hold {\"bytes\": N, \"median_us\": X} points");
+                const CostTablePoint point{p["bytes"].get<std::uint64_t>(), p["median_us"].get<double>()};
+                if (point.bytes == 0) throw fail(path + ": \"bytes\" must be positive");
+                if (!(point.median_us >= 0) || !std::isfinite(point.median_us))
+                    throw fail(path + ": \"median_us\" must be a finite number >= 0");
+                if (!points.empty() && point.bytes <= points.back().bytes) throw fail(path + " points must ascend in bytes");
                 points.push_back(point);
             }
         }
@@ -662,7 +683,7 @@ ChurnResult run_churn(int device, const ChurnOptions& options, const StopToken& 
         const std::uint64_t largest = *std::max_element(options.sizes.begin(), options.sizes.end());
         check_managed_fits(device, result.max_live + largest);
     }
-    CudaStream stream(device);
+    AllocResources resources(device, {options.api});
     ChurnPlanner planner(options.seed, options.sizes, result.max_live, options.slots);
     LatencySamples alloc_us, free_us;
     auto sample_used = [&] {
@@ -695,7 +716,8 @@ ChurnResult run_churn(int device, const ChurnOptions& options, const StopToken& 
             if (step.allocate) {
                 try {
                     const auto t0 = Clock::now();
-                    ApiAllocation allocation(options.api, device, static_cast<std::size_t>(step.size), stream.get());
+                    ApiAllocation allocation(options.api, device, static_cast<std::size_t>(step.size), resources.stream(),
+                                             resources.pool());
                     const auto t1 = Clock::now();
                     alloc_us.add(micros_between(t0, t1));
                     live_bytes += allocation.size();
@@ -729,7 +751,7 @@ ChurnResult run_churn(int device, const ChurnOptions& options, const StopToken& 
             MixMemoryOptions mo;
             mo.device = device;
             mo.growth = options.growth;
-            mo.stream = stream.get();
+            mo.stream = resources.stream();
             slots.emplace_back(mo);
         }
         std::uint64_t allocations_seen = 0;
@@ -772,6 +794,7 @@ ChurnResult run_churn(int device, const ChurnOptions& options, const StopToken& 
             }
         slots.clear();
     }
+    resources.synchronize();
     result.alloc_us = alloc_us.summary();
     result.free_us = free_us.summary();
     result.seconds = seconds_since(start);

@@ -238,25 +238,36 @@ void check_managed_fits(int device, std::uint64_t bytes);
 // ---------------------------------------------------------------------------
 // Cost table for reuse-sim (`--save-costs`)
 
-struct CostPoint {
-    std::uint64_t size_bytes = 0;
+// The format is reuse-sim's (branch reusesim, src/reuse_sim/cost_table.hpp),
+// written here by a small writer of our own until the branches meet.
+// TODO(merge): switch write_cost_table_json/read_cost_table_json to
+// reuse_sim::cost_table_to_json/parse_cost_table.
+struct CostTablePoint {
+    std::uint64_t bytes = 0;
     double median_us = 0;
 };
 struct CostTableApi {
-    std::string api;  // alloc_api_name
-    std::vector<CostPoint> alloc, free;
+    std::string api;  // the table's API name (cost_table_api_name)
+    std::vector<CostTablePoint> alloc, free;
 };
 struct AllocCostTable {
     int schema_version = 1;
     std::string device;  // device name, e.g. "NVIDIA H100 80GB HBM3"
+    std::string source;  // what measured it
     std::vector<CostTableApi> apis;
 };
 inline constexpr const char* kCostTableKind = "gpumem-cost-table";
 
-AllocCostTable cost_table_from_latency(const LatencyResult& result, const std::string& device_name);
-// JSON: {"schema_version":1,"kind":"gpumem-cost-table","device":NAME,
-//        "apis":{"device":{"alloc":[[size_bytes,median_us],...],"free":[...]},...}}
-// Points ascend by size. TODO(merge): switch to the reuse_sim cost-table writer.
+// reuse-sim's name for what an API measures: device and host as they are;
+// async (the pool grows at each allocation and returns the memory at each
+// synchronize) is reuse-sim's "async_grow"; async-pool (served by the pool)
+// is its "async"; the others keep alloc-test's names (reuse-sim ignores them).
+std::string cost_table_api_name(AllocApi api);
+AllocCostTable cost_table_from_latency(const LatencyResult& result, const std::string& device_name,
+                                       const std::string& source = "gpumem alloc-test latency");
+// JSON: {"schema_version":1,"kind":"gpumem-cost-table","device":NAME,"source":TEXT,
+//        "apis":{"device":{"alloc":[{"bytes":4096,"median_us":35.0},...],"free":[...]},...}}
+// Points ascend by bytes.
 std::string write_cost_table_json(const AllocCostTable& table);
 // Throws UsageError describing what is wrong with the document.
 AllocCostTable read_cost_table_json(const std::string& text);

@@ -21,6 +21,7 @@
 #include "progress.hpp"
 #include "sizes.hpp"
 #include "timing.hpp"
+#include "version.hpp"
 
 namespace gpumem::cli {
 namespace {
@@ -293,7 +294,10 @@ void run_latency_mode(LatencyCli& c, Context& ctx) {
         ctx.report.extra["sync_probe"] = {{"kernel_ms", kSyncProbeKernelMs}, {"bytes", kSyncProbeBytes}};
     }
     if (!c.save_costs.empty()) {
-        write_file(c.save_costs, write_cost_table_json(cost_table_from_latency(results.front(), devices.identities.front().name)));
+        const std::string source = std::string("gpumem ") + GPUMEM_VERSION + " alloc-test latency: host-clock medians of " +
+                                   std::to_string(c.options.iterations) + " iterations";
+        write_file(c.save_costs,
+                   write_cost_table_json(cost_table_from_latency(results.front(), devices.identities.front().name, source)));
         ctx.report.extra["cost_table"] = c.save_costs;
         ctx.report.text_after.push_back("cost table written to " + c.save_costs);
     }

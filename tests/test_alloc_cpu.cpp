@@ -187,7 +187,8 @@ TEST_CASE("alloc API and pattern names") {
     CHECK(parse_alloc_api_list({"device"}) == std::vector<AllocApi>{AllocApi::device});
     CHECK(parse_alloc_api_list({"device,async", "vmm", "device"}) ==
           std::vector<AllocApi>{AllocApi::device, AllocApi::async, AllocApi::vmm});
-    CHECK(parse_alloc_api_list({"all"}).size() == 8);
+    CHECK(parse_alloc_api_list({"all"}).size() == 9);
+    CHECK(parse_alloc_api("async-pool") == AllocApi::async_pool);
     for (AllocApi a : all_alloc_apis()) CHECK(parse_alloc_api(alloc_api_name(a)) == a);
     CHECK(parse_alloc_api("host-wc") == AllocApi::host_wc);
     CHECK_THROWS_AS(parse_alloc_api_list({"cuda"}), UsageError);
@@ -237,31 +238,40 @@ TEST_CASE("alloc cost table: write_cost_table_json round trip") {
     };
     // Sizes out of order and an API in between: points still ascend per API.
     lr.rows = {row(AllocApi::device, 1 << 20, 34, 27), row(AllocApi::device, 4096, 35, 28), row(AllocApi::host, 4096, 450, 200),
-               row(AllocApi::device, 1ULL << 30, 129, 320)};
-    const AllocCostTable table = cost_table_from_latency(lr, "NVIDIA H200 \"test\"");
-    REQUIRE(table.apis.size() == 2);
+               row(AllocApi::device, 1ULL << 30, 129, 320), row(AllocApi::async, 4096, 50, 20),
+               row(AllocApi::async_pool, 4096, 0.4, 0.3), row(AllocApi::vmm, 4096, 60, 40)};
+    const AllocCostTable table = cost_table_from_latency(lr, "NVIDIA H200 \"test\"", "unit test");
+    REQUIRE(table.apis.size() == 5);
     CHECK(table.apis[0].api == "device");
     CHECK(table.apis[0].alloc.size() == 3);
-    CHECK(table.apis[0].alloc[0].size_bytes == 4096);
+    CHECK(table.apis[0].alloc[0].bytes == 4096);
     CHECK(table.apis[0].free[2].median_us == 320);
+    // reuse-sim's names: the growing async cycle is async_grow, the pool-served one async.
+    CHECK(table.apis[2].api == "async_grow");
+    CHECK(table.apis[3].api == "async");
+    CHECK(table.apis[4].api == "vmm");
 
     const std::string text = write_cost_table_json(table);
     const auto doc = nlohmann::json::parse(text);
     CHECK(doc["schema_version"] == 1);
     CHECK(doc["kind"] == "gpumem-cost-table");
     CHECK(doc["device"] == "NVIDIA H200 \"test\"");
-    CHECK(doc["apis"]["device"]["alloc"][0][0] == 4096);
-    CHECK(doc["apis"]["device"]["alloc"][0][1] == 35.0);
-    CHECK(doc["apis"]["host"]["free"][0][1] == 200.0);
+    CHECK(doc["source"] == "unit test");
+    CHECK(doc["apis"]["device"]["alloc"][0]["bytes"] == 4096);
+    CHECK(doc["apis"]["device"]["alloc"][0]["median_us"] == 35.0);
+    CHECK(doc["apis"]["host"]["free"][0]["median_us"] == 200.0);
+    CHECK(doc["apis"]["async"]["alloc"][0]["median_us"] == 0.4);
+    CHECK(doc["apis"]["async_grow"]["free"][0]["median_us"] == 20.0);
 
     const AllocCostTable back = read_cost_table_json(text);
     CHECK(back.device == table.device);
+    CHECK(back.source == table.source);
     REQUIRE(back.apis.size() == table.apis.size());
     for (std::size_t i = 0; i < back.apis.size(); ++i) {
         CHECK(back.apis[i].api == table.apis[i].api);
         REQUIRE(back.apis[i].alloc.size() == table.apis[i].alloc.size());
         for (std::size_t k = 0; k < back.apis[i].alloc.size(); ++k) {
-            CHECK(back.apis[i].alloc[k].size_bytes == table.apis[i].alloc[k].size_bytes);
+            CHECK(back.apis[i].alloc[k].bytes == table.apis[i].alloc[k].bytes);
             CHECK(back.apis[i].alloc[k].median_us == table.apis[i].alloc[k].median_us);
             CHECK(back.apis[i].free[k].median_us == table.apis[i].free[k].median_us);
         }
@@ -270,7 +280,7 @@ TEST_CASE("alloc cost table: write_cost_table_json round trip") {
 }
 
 TEST_CASE("alloc cost table: malformed documents are usage errors") {
-    const std::string good = R"({"schema_version":1,"kind":"gpumem-cost-table","device":"x","apis":{"device":{"alloc":[[4096,1.5]],"free":[[4096,2]]}}})";
+    const std::string good = R"({"schema_version":1,"kind":"gpumem-cost-table","device":"x","apis":{"device":{"alloc":[{"bytes":4096,"median_us":1.5}],"free":[{"bytes":4096,"median_us":2}]}}})";
     CHECK_NOTHROW(read_cost_table_json(good));
     auto bad = [](const std::string& text) { CHECK_THROWS_AS(read_cost_table_json(text), UsageError); };
     bad("not json");
@@ -279,10 +289,21 @@ TEST_CASE("alloc cost table: malformed documents are usage errors") {
     bad(R"({"schema_version":2,"kind":"gpumem-cost-table","device":"x","apis":{}})");
     bad(R"({"schema_version":1,"kind":"gpumem-cost-table","apis":{}})");
     bad(R"({"schema_version":1,"kind":"gpumem-cost-table","device":"x"})");
-    bad(R"({"schema_version":1,"kind":"gpumem-cost-table","device":"x","apis":{"device":{"alloc":[[4096,1]]}}})");
-    bad(R"({"schema_version":1,"kind":"gpumem-cost-table","device":"x","apis":{"device":{"alloc":[[4096]],"free":[]}}})");
-    bad(R"({"schema_version":1,"kind":"gpumem-cost-table","device":"x","apis":{"device":{"alloc":[[-1,1]],"free":[]}}})");
-    bad(R"({"schema_version":1,"kind":"gpumem-cost-table","device":"x","apis":{"device":{"alloc":[[8192,1],[4096,1]],"free":[]}}})");
+    const std::string p1 = R"({"bytes":4096,"median_us":1})";
+    auto doc = [](const std::string& alloc, const std::string& free) {
+        return R"({"schema_version":1,"kind":"gpumem-cost-table","device":"x","apis":{"device":{"alloc":)" + alloc +
+               R"(,"free":)" + free + "}}}";
+    };
+    CHECK_NOTHROW(read_cost_table_json(doc("[" + p1 + "]", "[" + p1 + "]")));
+    bad(R"({"schema_version":1,"kind":"gpumem-cost-table","device":"x","apis":{"device":{"alloc":[{"bytes":4096,"median_us":1}]}}})");
+    bad(doc("[" + p1 + "]", "[]"));                                    // empty curve
+    bad(doc("[[4096,1]]", "[" + p1 + "]"));                            // pairs instead of points
+    bad(doc(R"([{"bytes":4096}])", "[" + p1 + "]"));                   // no median
+    bad(doc(R"([{"bytes":-1,"median_us":1}])", "[" + p1 + "]"));       // negative size
+    bad(doc(R"([{"bytes":0,"median_us":1}])", "[" + p1 + "]"));        // zero size
+    bad(doc(R"([{"bytes":4096,"median_us":-1}])", "[" + p1 + "]"));    // negative time
+    bad(doc(R"([{"bytes":8192,"median_us":1},{"bytes":4096,"median_us":1}])", "[" + p1 + "]"));  // descending
+    bad(R"({"schema_version":1,"kind":"gpumem-cost-table","device":"x","source":5,"apis":{}})");
 }
 
 TEST_CASE("alloc run_on_devices: a failing device stops the others and its error wins") {

@@ -185,7 +185,7 @@ TEST_CASE("gpu alloc-test latency: every API runs, the sync probe answers, every
     REQUIRE(r.status == 0);
     const Json doc = parse_json(r);
     const Json& rows = doc["latency"];
-    REQUIRE(rows.size() == 8 * 3);
+    REQUIRE(rows.size() == 9 * 3);
     for (const Json& row : rows) {
         INFO(row.dump());
         CHECK(row["iterations"] == 5);
@@ -209,24 +209,28 @@ TEST_CASE("gpu alloc-test latency: every API runs, the sync probe answers, every
 TEST_CASE("gpu alloc-test latency --save-costs writes a cost table that parses") {
     const std::string path = "/tmp/gpumem-test-costs.json";
     std::remove(path.c_str());
-    const RunResult r = run_gpumem({"alloc-test", "latency", "--api", "device,async,host", "--sizes", "4KiB,1MiB,16MiB",
-                                    "--iterations", "5", "--no-sync-probe", "--save-costs", path});
+    const RunResult r = run_gpumem({"alloc-test", "latency", "--api", "device,async,async-pool,host", "--sizes",
+                                    "4KiB,1MiB,16MiB", "--iterations", "5", "--no-sync-probe", "--save-costs", path});
     REQUIRE(r.status == 0);
     CHECK(r.out.find("cost table written to") != std::string::npos);
     const std::string text = slurp(path);
     const AllocCostTable table = read_cost_table_json(text);
     CHECK(!table.device.empty());
-    REQUIRE(table.apis.size() == 3);
+    REQUIRE(table.apis.size() == 4);
     for (const CostTableApi& api : table.apis) {
         REQUIRE(api.alloc.size() == 3);
         REQUIRE(api.free.size() == 3);
-        CHECK(api.alloc[0].size_bytes == 4096);
-        CHECK(api.alloc[2].size_bytes == 16 * MiB);
-        for (const CostPoint& p : api.alloc) CHECK(p.median_us > 0);
+        CHECK(api.alloc[0].bytes == 4096);
+        CHECK(api.alloc[2].bytes == 16 * MiB);
+        for (const CostTablePoint& p : api.alloc) CHECK(p.median_us > 0);
     }
     const Json doc = Json::parse(text);
     CHECK(doc["kind"] == "gpumem-cost-table");
-    CHECK(doc["apis"].contains("async"));
+    // reuse-sim's API names (src/reuse_sim/cost_table.hpp on branch reusesim).
+    for (const char* api : {"device", "async_grow", "async", "host"}) CHECK(doc["apis"].contains(api));
+    // A pool hit costs far less than growing the pool and releasing it again.
+    CHECK(doc["apis"]["async"]["alloc"][0]["median_us"].get<double>() <
+          doc["apis"]["async_grow"]["alloc"][0]["median_us"].get<double>());
     std::remove(path.c_str());
 }
 
@@ -306,7 +310,7 @@ TEST_CASE("gpu alloc-test fill without the hook passes every pattern") {
 
 TEST_CASE("gpu alloc-test churn: direct and through MixMemory") {
     const std::uint64_t before = free_now();
-    for (const char* api : {"device", "async", "vmm", "host"}) {
+    for (const char* api : {"device", "async", "async-pool", "vmm", "host"}) {
         const RunResult r = run_gpumem({"alloc-test", "churn", "--api", api, "--ops", "600", "--sizes", "4KiB..16MiB", "--json"});
         REQUIRE(r.status == 0);
         const Json row = parse_json(r)["churn"][0];
@@ -400,12 +404,12 @@ TEST_CASE("gpu alloc-test -d all runs every device") {
 
 TEST_CASE("gpu ApiAllocation: each API allocates, and frees on reset") {
     ensure_context(0);
-    CudaStream stream(0);
     for (AllocApi api : all_alloc_apis()) {
         INFO(alloc_api_name(api));
         const std::uint64_t before = free_now();
         {
-            ApiAllocation a(api, 0, 64 * MiB, stream.get());
+            AllocResources resources(0, {api});
+            ApiAllocation a(api, 0, 64 * MiB, resources.stream(), resources.pool());
             CHECK(a.data() != nullptr);
             CHECK(a.size() >= 64 * MiB);
             // Memory that really is on the device shows in cudaMemGetInfo
@@ -418,6 +422,7 @@ TEST_CASE("gpu ApiAllocation: each API allocates, and frees on reset") {
         CHECK(std::llabs(diff(free_now(), before)) <= static_cast<long long>(kFreeSlack));
     }
     // VMM memory is usable by kernels: fill and verify it.
+    CudaStream stream(0);
     ApiAllocation v(AllocApi::vmm, 0, 4 * MiB, stream.get());
     DeviceAllocation result(0, sizeof(VerifyResult));
     launch_fill_pattern(v.data(), v.size() / 8, Pattern::address, 1, stream.get());
@@ -439,8 +444,8 @@ TEST_CASE("gpu alloc-test core: the modes leave free memory unchanged in-process
     lo.sizes = {4096, 8 * MiB};
     lo.iterations = 3;
     const LatencyResult lr = run_latency(0, lo, stop);
-    CHECK(lr.rows.size() == 16);
-    CHECK(lr.sync.size() == 8);
+    CHECK(lr.rows.size() == 18);
+    CHECK(lr.sync.size() == 9);
     CHECK(std::llabs(diff(free_now(), before)) <= static_cast<long long>(kFreeSlack));
 
     MaxResult mr = run_max(0, MaxOptions{}, stop);
