@@ -20,3 +20,44 @@ complete -c gpumem -n $gpumem_copy -l peer -x -a 'all 0 1 2 3 4 5 6 7' -d 'p2p d
 complete -c gpumem -n $gpumem_copy -l no-affinity -d "Do not pin host threads to the GPU's CPUs"
 complete -c gpumem -n $gpumem_copy -l no-chart -d 'No bar chart after a sweep'
 complete -c gpumem -n $gpumem_copy -l expect-min -x -d 'Exit 6 below this many GB/s'
+
+# fish completion for gpumem: the alloc-test subcommand.
+complete -c gpumem -n __fish_use_subcommand -f -a alloc-test -d 'Allocation stress tests'
+set -l __gpumem_at '__fish_seen_subcommand_from alloc-test'
+set -l __gpumem_at_modes 'latency max fill churn hold'
+complete -c gpumem -n "$__gpumem_at; and not __fish_seen_subcommand_from $__gpumem_at_modes" -f -a latency -d 'Allocation and free latency per API and size'
+complete -c gpumem -n "$__gpumem_at; and not __fish_seen_subcommand_from $__gpumem_at_modes" -f -a max -d 'Largest single allocation and total obtainable'
+complete -c gpumem -n "$__gpumem_at; and not __fish_seen_subcommand_from $__gpumem_at_modes" -f -a fill -d 'Allocate, write patterns and verify them'
+complete -c gpumem -n "$__gpumem_at; and not __fish_seen_subcommand_from $__gpumem_at_modes" -f -a churn -d 'Random allocate/free, directly or through MixMemory'
+complete -c gpumem -n "$__gpumem_at; and not __fish_seen_subcommand_from $__gpumem_at_modes" -f -a hold -d 'Allocate and hold memory until a duration or a signal'
+set -l __gpumem_at_latency "$__gpumem_at; and __fish_seen_subcommand_from latency"
+set -l __gpumem_at_max "$__gpumem_at; and __fish_seen_subcommand_from max"
+set -l __gpumem_at_fill "$__gpumem_at; and __fish_seen_subcommand_from fill"
+set -l __gpumem_at_churn "$__gpumem_at; and __fish_seen_subcommand_from churn"
+set -l __gpumem_at_hold "$__gpumem_at; and __fish_seen_subcommand_from hold"
+complete -c gpumem -n "$__gpumem_at_latency" -l api -x -a 'device async async-pool managed host host-wc host-mapped registered vmm all' -d 'Allocation APIs (comma list)'
+complete -c gpumem -n "$__gpumem_at_latency" -l sizes -x -d 'Sizes: A,B,C or A..B, A..B:xF, A..B:+S'
+complete -c gpumem -n "$__gpumem_at_latency" -l iterations -x -d 'Timed pairs per size'
+complete -c gpumem -n "$__gpumem_at_latency" -l warmup -x -d 'Untimed pairs first'
+complete -c gpumem -n "$__gpumem_at_latency" -l no-sync-probe -d 'Skip the synchronization probe'
+complete -c gpumem -n "$__gpumem_at_latency" -l save-costs -r -F -d 'Write a cost table for reuse-sim'
+complete -c gpumem -n "$__gpumem_at_max" -l granularity -x -d 'Precision of the search'
+complete -c gpumem -n "$__gpumem_at_max" -l chunk -x -d 'Piece size for the total obtainable'
+complete -c gpumem -n "$__gpumem_at_fill" -l total -x -d 'SIZE or PCT% of free memory'
+complete -c gpumem -n "$__gpumem_at_fill" -l chunk -x -d 'Allocation piece size'
+complete -c gpumem -n "$__gpumem_at_fill" -l verify -d 'Read every pattern back'
+complete -c gpumem -n "$__gpumem_at_fill" -l pattern -x -a 'zeros ones walking address random all' -d 'Patterns (comma list)'
+complete -c gpumem -n "$__gpumem_at_fill" -l passes -x -d 'Repeat all patterns'
+complete -c gpumem -n "$__gpumem_at_fill" -l seed -x -d 'Seed of walking and random'
+complete -c gpumem -n "$__gpumem_at_churn" -l sizes -x -d 'Sizes to draw from'
+complete -c gpumem -n "$__gpumem_at_churn" -l ops -x -d 'Operations'
+complete -c gpumem -n "$__gpumem_at_churn" -l duration -x -d 'Run this long: 30s, 2m'
+complete -c gpumem -n "$__gpumem_at_churn" -l seed -x -d 'Seed of the operations'
+complete -c gpumem -n "$__gpumem_at_churn" -l via -x -a 'direct mixmemory' -d 'How to allocate'
+complete -c gpumem -n "$__gpumem_at_churn" -l api -x -a 'device async async-pool managed host host-wc host-mapped registered vmm' -d 'Allocation API (direct)'
+complete -c gpumem -n "$__gpumem_at_churn" -l slots -x -d 'MixMemory objects'
+complete -c gpumem -n "$__gpumem_at_churn" -l growth -x -a 'exact 512B 2MiB x1.5 x2' -d 'MixMemory growth'
+complete -c gpumem -n "$__gpumem_at_churn" -l max-live -x -d 'Most live bytes: SIZE or PCT%'
+complete -c gpumem -n "$__gpumem_at_hold" -l total -x -d 'SIZE or PCT% of free memory'
+complete -c gpumem -n "$__gpumem_at_hold" -l duration -x -d 'Hold this long (default: until a signal)'
+complete -c gpumem -n "$__gpumem_at_hold" -l chunk -x -d 'Allocation piece size'
