@@ -484,12 +484,13 @@ AllocCostTable read_cost_table_json(const std::string& text) {
         if (!it.value().is_object()) throw fail(where + " must be an object");
         CostTableApi api;
         api.api = it.key();
-        for (const char* op : {"alloc", "free"}) {
-            const std::string path = where + "." + op;
-            if (!it.value().contains(op) || !it.value()[op].is_array() || it.value()[op].empty())
-                throw fail(path + " must be a non-empty array");
-            std::vector<CostTablePoint>& points = std::string(op) == "alloc" ? api.alloc : api.free;
-            for (const Json& p : it.value()[op]) {
+        // Every operation is checked; alloc and free are kept (reuse-sim's
+        // tables also hold others, such as memset's "set").
+        for (auto op = it.value().begin(); op != it.value().end(); ++op) {
+            const std::string path = where + "." + op.key();
+            if (!op.value().is_array() || op.value().empty()) throw fail(path + " must be a non-empty array");
+            std::vector<CostTablePoint> points;
+            for (const Json& p : op.value()) {
                 if (!p.is_object() || !p.contains("bytes") || !p.contains("median_us") || !p["bytes"].is_number_unsigned() ||
                     !p["median_us"].is_number())
                     throw fail(path + " must hold {\"bytes\": N, \"median_us\": X} points");
@@ -500,6 +501,8 @@ AllocCostTable read_cost_table_json(const std::string& text) {
                 if (!points.empty() && point.bytes <= points.back().bytes) throw fail(path + " points must ascend in bytes");
                 points.push_back(point);
             }
+            if (op.key() == "alloc") api.alloc = std::move(points);
+            if (op.key() == "free") api.free = std::move(points);
         }
         table.apis.push_back(std::move(api));
     }

@@ -269,7 +269,8 @@ AllocCostTable cost_table_from_latency(const LatencyResult& result, const std::s
 //        "apis":{"device":{"alloc":[{"bytes":4096,"median_us":35.0},...],"free":[...]},...}}
 // Points ascend by bytes.
 std::string write_cost_table_json(const AllocCostTable& table);
-// Throws UsageError describing what is wrong with the document.
+// Throws UsageError describing what is wrong with the document. Operations
+// other than alloc and free (reuse-sim's memset "set") are checked and skipped.
 AllocCostTable read_cost_table_json(const std::string& text);
 
 // ---------------------------------------------------------------------------
