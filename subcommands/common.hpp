@@ -61,5 +61,6 @@ void setup_info(CLI::App& app, Context& ctx);
 void setup_memset(CLI::App& app, Context& ctx);
 void setup_copy(CLI::App& app, Context& ctx);
 void setup_reuse_sim(CLI::App& app, Context& ctx);
+void setup_alloc_test(CLI::App& app, Context& ctx);
 
 }  // namespace gpumem::cli

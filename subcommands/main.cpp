@@ -90,6 +90,7 @@ int main(int argc, char** argv) {
     gpumem::cli::setup_memset(app, ctx);
     gpumem::cli::setup_copy(app, ctx);
     gpumem::cli::setup_reuse_sim(app, ctx);
+    gpumem::cli::setup_alloc_test(app, ctx);
 
     const bool json = json_requested(argc, argv);
     // Name the subcommand in a JSON error document even when parsing fails.

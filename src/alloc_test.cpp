@@ -1,0 +1,850 @@
+#include "alloc_test.hpp"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "cuda_check.hpp"
+#include "mix_memory.hpp"
+#include "nvml.hpp"
+
+namespace gpumem {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double micros_between(Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::micro>(b - a).count();
+}
+
+double seconds_since(Clock::time_point a) { return std::chrono::duration<double>(Clock::now() - a).count(); }
+
+std::string trimmed(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return std::string(s);
+}
+
+// Splits comma lists inside each item.
+std::vector<std::string> split_items(const std::vector<std::string>& items) {
+    std::vector<std::string> out;
+    for (const std::string& item : items) {
+        std::size_t start = 0;
+        while (start <= item.size()) {
+            const std::size_t comma = item.find(',', start);
+            out.push_back(trimmed(std::string_view(item).substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
+            if (comma == std::string::npos) break;
+            start = comma + 1;
+        }
+    }
+    return out;
+}
+
+void report(const ProgressFn& progress, const char* phase, std::uint64_t done, std::uint64_t total) {
+    if (progress) progress(phase, done, total);
+}
+
+constexpr std::uint64_t kLargePage = 2ULL << 20;
+// Managed memory asked for must leave at least this much of free memory.
+constexpr std::uint64_t kManagedHeadroom = 64ULL << 20;
+
+// Latencies of a run that may be long (churn --duration): a uniform
+// reservoir of at most kMaxSamples values, and the exact maximum.
+class LatencySamples {
+public:
+    static constexpr std::size_t kMaxSamples = 1u << 20;
+    void add(double v) {
+        ++count_;
+        max_ = std::max(max_, v);
+        if (values_.size() < kMaxSamples) {
+            values_.push_back(v);
+        } else {
+            const std::uint64_t j = rng_() % count_;
+            if (j < kMaxSamples) values_[j] = v;
+        }
+    }
+    Summary summary() const {
+        Summary s = summarize(values_);
+        if (count_) s.max = max_;
+        s.count = count_;
+        return s;
+    }
+
+private:
+    std::vector<double> values_;
+    std::uint64_t count_ = 0;
+    double max_ = 0;
+    std::mt19937_64 rng_{12345};
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Pure helpers
+
+double parse_duration_seconds(std::string_view text) {
+    const std::string original(text);
+    const std::string s = trimmed(text);
+    auto fail = [&](const std::string& why) { return UsageError("invalid duration '" + original + "': " + why); };
+    std::size_t i = 0;
+    bool digit = false, point = false;
+    while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || (s[i] == '.' && !point))) {
+        if (s[i] == '.') point = true; else digit = true;
+        ++i;
+    }
+    if (!digit) throw fail("expected a number with an optional unit: 30, 30s, 500ms, 2m, 1h");
+    const double value = std::strtod(s.substr(0, i).c_str(), nullptr);
+    const std::string unit = trimmed(std::string_view(s).substr(i));
+    double scale = 0;
+    if (unit.empty() || unit == "s" || unit == "sec") scale = 1;
+    else if (unit == "ms") scale = 1e-3;
+    else if (unit == "us") scale = 1e-6;
+    else if (unit == "m" || unit == "min") scale = 60;
+    else if (unit == "h") scale = 3600;
+    else if (unit == "d") scale = 86400;
+    else throw fail("unknown unit '" + unit + "' (use ms, s, m, h or d)");
+    const double seconds = value * scale;
+    if (!(seconds > 0)) throw fail("must be greater than zero");
+    if (seconds > 365.0 * 86400) throw fail("longer than a year");
+    return seconds;
+}
+
+const char* pattern_name(Pattern pattern) noexcept {
+    switch (pattern) {
+        case Pattern::zeros: return "zeros";
+        case Pattern::ones: return "ones";
+        case Pattern::walking: return "walking";
+        case Pattern::address: return "address";
+        case Pattern::random: return "random";
+    }
+    return "?";
+}
+
+const std::vector<Pattern>& all_patterns() {
+    static const std::vector<Pattern> patterns = {Pattern::zeros, Pattern::ones, Pattern::walking, Pattern::address,
+                                                  Pattern::random};
+    return patterns;
+}
+
+Pattern parse_pattern(std::string_view text) {
+    const std::string name = trimmed(text);
+    for (Pattern p : all_patterns())
+        if (name == pattern_name(p)) return p;
+    throw UsageError("unknown pattern '" + name + "' (known: zeros, ones, walking, address, random, all)");
+}
+
+std::vector<Pattern> parse_pattern_list(const std::vector<std::string>& items) {
+    std::vector<Pattern> patterns;
+    auto add = [&patterns](Pattern p) {
+        if (std::find(patterns.begin(), patterns.end(), p) == patterns.end()) patterns.push_back(p);
+    };
+    for (const std::string& piece : split_items(items)) {
+        if (piece == "all") {
+            for (Pattern p : all_patterns()) add(p);
+        } else {
+            add(parse_pattern(piece));
+        }
+    }
+    if (patterns.empty()) throw UsageError("no pattern given (known: zeros, ones, walking, address, random, all)");
+    return patterns;
+}
+
+std::vector<std::uint64_t> plan_chunks(std::uint64_t total, std::uint64_t chunk) {
+    std::vector<std::uint64_t> pieces;
+    if (total == 0) return pieces;
+    if (chunk == 0) chunk = total;
+    pieces.assign(static_cast<std::size_t>(total / chunk), chunk);
+    if (total % chunk) pieces.push_back(total % chunk);
+    return pieces;
+}
+
+std::uint64_t largest_succeeding(std::uint64_t limit, std::uint64_t granularity,
+                                 const std::function<bool(std::uint64_t)>& probe, int* probes) {
+    if (granularity == 0) granularity = 1;
+    // Invariant: `lo` granules are known to succeed (0 trivially), `hi` granules to fail.
+    std::uint64_t lo = 0;
+    std::uint64_t hi = limit / granularity + 1;
+    int count = 0;
+    while (hi - lo > 1) {
+        const std::uint64_t mid = lo + (hi - lo) / 2;
+        ++count;
+        if (probe(mid * granularity))
+            lo = mid;
+        else
+            hi = mid;
+    }
+    if (probes) *probes = count;
+    return lo * granularity;
+}
+
+ChunkedObtain obtain_in_chunks(std::uint64_t chunk, std::uint64_t granularity,
+                               const std::function<bool(std::uint64_t)>& try_allocate, const std::function<void()>& poll) {
+    ChunkedObtain got;
+    if (granularity == 0) granularity = 1;
+    std::uint64_t size = chunk;
+    while (size > 0) {
+        if (poll) poll();
+        if (try_allocate(size)) {
+            if (size == chunk) {
+                ++got.full_chunks;
+                got.full_bytes += size;
+            } else {
+                ++got.tail_pieces;
+                got.tail_bytes += size;
+            }
+            continue;
+        }
+        if (size <= granularity) break;
+        size = std::max(granularity, size / 2 / granularity * granularity);
+    }
+    return got;
+}
+
+ChurnPlanner::ChurnPlanner(std::uint64_t seed, std::vector<std::uint64_t> sizes, std::uint64_t max_live, std::size_t slots)
+    : rng_(seed), sizes_(std::move(sizes)), max_live_(max_live), slots_(slots == 0 ? 1 : slots) {
+    if (sizes_.empty()) throw UsageError("churn needs at least one size");
+}
+
+// Modulo rather than std::uniform_int_distribution: the sequence for a seed
+// is then the same with every standard library.
+ChurnPlanner::Step ChurnPlanner::next_direct(std::size_t live_count, std::uint64_t live_bytes) {
+    Step step;
+    step.size = sizes_[rng_() % sizes_.size()];
+    const bool coin = (rng_() & 1) != 0;
+    if (live_count == 0 || (coin && live_bytes + step.size <= max_live_)) {
+        step.allocate = true;
+    } else {
+        step.allocate = false;
+        step.victim = static_cast<std::size_t>(rng_() % live_count);
+    }
+    return step;
+}
+
+ChurnPlanner::Step ChurnPlanner::next_slot_request() {
+    Step step;
+    step.slot = static_cast<std::size_t>(rng_() % slots_);
+    step.size = sizes_[rng_() % sizes_.size()];
+    return step;
+}
+
+// ---------------------------------------------------------------------------
+// Shared by fill and hold
+
+std::uint64_t resolve_total(const SizeSpec& total, std::uint64_t free_bytes) {
+    if (total.is_percent) {
+        const std::uint64_t bytes = total.resolve(free_bytes) / kLargePage * kLargePage;
+        return std::max<std::uint64_t>(bytes, kLargePage);
+    }
+    // Whole 8-byte words: the pattern kernels test words.
+    return total.bytes >= 8 ? total.bytes / 8 * 8 : total.bytes;
+}
+
+std::vector<DeviceAllocation> allocate_chunks(int device, std::uint64_t total, std::uint64_t chunk, const StopToken& stop,
+                                              const ProgressFn& progress) {
+    const std::vector<std::uint64_t> plan = plan_chunks(total, chunk);
+    std::vector<DeviceAllocation> pieces;
+    pieces.reserve(plan.size());
+    std::uint64_t done = 0;
+    for (std::uint64_t bytes : plan) {
+        stop.throw_if_stopped();
+        try {
+            pieces.emplace_back(device, static_cast<std::size_t>(bytes));
+        } catch (const OutOfMemoryError& e) {
+            const std::uint64_t count = pieces.size();
+            pieces.clear();  // everything is freed before the error is reported
+            std::string free_text;
+            try {
+                free_text = "; " + format_bytes(device_memory_info(device).free) + " free now";
+            } catch (const Error&) {
+            }
+            throw PartialAllocationError("device " + std::to_string(device) + ": cudaMalloc of " + format_bytes(bytes) +
+                                             " failed after " + format_bytes(done) + " of the " + format_bytes(total) +
+                                             " asked for were allocated (" + std::to_string(count) + " pieces of up to " +
+                                             format_bytes(chunk) + "); all of it was freed" + free_text,
+                                         device, total, done, count);
+        }
+        done += bytes;
+        report(progress, "allocating", done, total);
+    }
+    return pieces;
+}
+
+// ---------------------------------------------------------------------------
+// latency
+
+void check_managed_fits(int device, std::uint64_t bytes) {
+    const DeviceMemoryInfo info = device_memory_info(device);
+    if (bytes + kManagedHeadroom > info.free)
+        throw OutOfMemoryError("refusing to ask for " + format_bytes(bytes) + " of managed memory on device " +
+                                   std::to_string(device) + ": only " + format_bytes(info.free) +
+                                   " is free (oversubscribed managed memory can hang the GPU)",
+                               bytes);
+}
+
+namespace {
+
+// Spins a one-thread kernel on its own stream for kSyncProbeKernelMs and
+// tells whether `op` returned before the kernel ended.
+class SyncProber {
+public:
+    explicit SyncProber(int device) : stream_(device), flags_(device, 64) {
+        GPUMEM_CUDA_CALL(cudaMemsetAsync(flags_.data(), 0, 64, stream_.get()));
+        stream_.synchronize();
+    }
+
+    // Returns (synchronized?, microseconds the operation took).
+    std::pair<std::optional<bool>, double> probe(const std::function<void()>& op) {
+        auto* flag = static_cast<int*>(flags_.data());
+        const auto timeout_ns = static_cast<std::uint64_t>(kSyncProbeKernelMs * 1e6);
+        launch_spin(flag, flag + 1, timeout_ns, stream_.get());
+        const auto t0 = Clock::now();
+        op();
+        const auto t1 = Clock::now();
+        const cudaError_t status = cudaStreamQuery(stream_.get());
+        cudaGetLastError();  // a "not ready" answer must not linger as the thread's last error
+        const double us = micros_between(t0, t1);
+        std::optional<bool> synced;
+        if (status == cudaErrorNotReady) {
+            synced = false;  // returned while the kernel was still running
+        } else if (status == cudaSuccess) {
+            // The kernel cannot end sooner than kSyncProbeKernelMs after its
+            // launch, so the operation waited for it, unless it is that slow
+            // by itself.
+            if (us >= 0.5 * kSyncProbeKernelMs * 1000.0) synced = true;
+        } else {
+            throw_cuda_error(status, "cudaStreamQuery");
+        }
+        stream_.synchronize();
+        return {synced, us};
+    }
+
+private:
+    CudaStream stream_;
+    DeviceAllocation flags_;  // [0] release flag (stays 0), [1] timed-out flag
+};
+
+SyncProbe probe_synchronization(AllocApi api, int device, const AllocResources& resources) {
+    SyncProbe result;
+    result.api = api;
+    if (api == AllocApi::managed) check_managed_fits(device, kSyncProbeBytes);
+    SyncProber prober(device);
+    ApiAllocation allocation;
+    auto [alloc_synced, alloc_us] = prober.probe(
+        [&] { allocation = ApiAllocation(api, device, kSyncProbeBytes, resources.stream(), resources.pool()); });
+    auto [free_synced, free_us] = prober.probe([&] { allocation.reset(); });
+    result.alloc_syncs = alloc_synced;
+    result.alloc_us = alloc_us;
+    result.free_syncs = free_synced;
+    result.free_us = free_us;
+    return result;
+}
+
+}  // namespace
+
+LatencyResult run_latency(int device, const LatencyOptions& options, const StopToken& stop, const ProgressFn& progress) {
+    ensure_context(device);
+    LatencyResult result;
+    result.device = device;
+    AllocResources resources(device, options.apis);
+    const std::uint64_t total_steps = options.apis.size() * options.sizes.size() *
+                                      static_cast<std::uint64_t>(options.iterations + options.warmup);
+    std::uint64_t step = 0;
+    for (AllocApi api : options.apis) {
+        for (std::uint64_t size : options.sizes) {
+            if (api == AllocApi::managed) check_managed_fits(device, size);
+            LatencyRow row;
+            row.api = api;
+            row.size = size;
+            row.allocated = alloc_api_rounded_size(api, device, size);
+            for (int i = 0; i < options.warmup; ++i) {
+                stop.throw_if_stopped();
+                ApiAllocation warm(api, device, size, resources.stream(), resources.pool());
+                warm.reset();
+                report(progress, "latency", ++step, total_steps);
+            }
+            std::vector<double> alloc_us, free_us;
+            alloc_us.reserve(options.iterations);
+            free_us.reserve(options.iterations);
+            for (int i = 0; i < options.iterations; ++i) {
+                stop.throw_if_stopped();
+                const auto t0 = Clock::now();
+                ApiAllocation allocation(api, device, size, resources.stream(), resources.pool());
+                const auto t1 = Clock::now();
+                allocation.reset();
+                const auto t2 = Clock::now();
+                alloc_us.push_back(micros_between(t0, t1));
+                free_us.push_back(micros_between(t1, t2));
+                report(progress, "latency", ++step, total_steps);
+            }
+            row.alloc_us = summarize(std::move(alloc_us));
+            row.free_us = summarize(std::move(free_us));
+            result.rows.push_back(row);
+        }
+        if (options.probe_sync) {
+            stop.throw_if_stopped();
+            result.sync.push_back(probe_synchronization(api, device, resources));
+        }
+    }
+    resources.synchronize();
+    return result;
+}
+
+// ---------------------------------------------------------------------------
+// Cost table
+
+std::string cost_table_api_name(AllocApi api) {
+    switch (api) {
+        case AllocApi::async: return "async_grow";
+        case AllocApi::async_pool: return "async";
+        default: return alloc_api_name(api);
+    }
+}
+
+AllocCostTable cost_table_from_latency(const LatencyResult& result, const std::string& device_name,
+                                       const std::string& source) {
+    AllocCostTable table;
+    table.device = device_name;
+    table.source = source;
+    for (const LatencyRow& row : result.rows) {
+        const std::string name = cost_table_api_name(row.api);
+        auto it = std::find_if(table.apis.begin(), table.apis.end(), [&](const CostTableApi& a) { return a.api == name; });
+        if (it == table.apis.end()) {
+            table.apis.push_back(CostTableApi{name, {}, {}});
+            it = table.apis.end() - 1;
+        }
+        it->alloc.push_back({row.size, row.alloc_us.median});
+        it->free.push_back({row.size, row.free_us.median});
+    }
+    for (CostTableApi& api : table.apis) {
+        auto by_size = [](const CostTablePoint& a, const CostTablePoint& b) { return a.bytes < b.bytes; };
+        std::stable_sort(api.alloc.begin(), api.alloc.end(), by_size);
+        std::stable_sort(api.free.begin(), api.free.end(), by_size);
+        // A size measured twice keeps its first measurement.
+        auto same = [](const CostTablePoint& a, const CostTablePoint& b) { return a.bytes == b.bytes; };
+        api.alloc.erase(std::unique(api.alloc.begin(), api.alloc.end(), same), api.alloc.end());
+        api.free.erase(std::unique(api.free.begin(), api.free.end(), same), api.free.end());
+    }
+    return table;
+}
+
+std::string write_cost_table_json(const AllocCostTable& table) {
+    using Json = nlohmann::ordered_json;
+    Json doc = Json::object();
+    doc["schema_version"] = table.schema_version;
+    doc["kind"] = kCostTableKind;
+    doc["device"] = table.device;
+    doc["source"] = table.source;
+    Json apis = Json::object();
+    for (const CostTableApi& api : table.apis) {
+        auto points = [](const std::vector<CostTablePoint>& v) {
+            Json a = Json::array();
+            for (const CostTablePoint& p : v) a.push_back(Json{{"bytes", p.bytes}, {"median_us", p.median_us}});
+            return a;
+        };
+        apis[api.api] = Json{{"alloc", points(api.alloc)}, {"free", points(api.free)}};
+    }
+    doc["apis"] = std::move(apis);
+    return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+AllocCostTable read_cost_table_json(const std::string& text) {
+    using Json = nlohmann::ordered_json;  // keeps the APIs in the file's order
+    auto fail = [](const std::string& why) { return UsageError("invalid cost table: " + why); };
+    Json doc;
+    try {
+        doc = Json::parse(text);
+    } catch (const Json::parse_error& e) {
+        throw fail(std::string("not JSON (") + e.what() + ")");
+    }
+    if (!doc.is_object()) throw fail("the document is not a JSON object");
+    if (!doc.contains("kind") || doc["kind"] != kCostTableKind)
+        throw fail(std::string("\"kind\" must be \"") + kCostTableKind + "\"");
+    if (!doc.contains("schema_version") || !doc["schema_version"].is_number_integer())
+        throw fail("\"schema_version\" must be an integer");
+    AllocCostTable table;
+    table.schema_version = doc["schema_version"].get<int>();
+    if (table.schema_version != 1) throw fail("unsupported schema_version " + std::to_string(table.schema_version));
+    if (!doc.contains("device") || !doc["device"].is_string()) throw fail("\"device\" must be a string");
+    table.device = doc["device"].get<std::string>();
+    if (doc.contains("source")) {
+        if (!doc["source"].is_string()) throw fail("\"source\" must be a string");
+        table.source = doc["source"].get<std::string>();
+    }
+    if (!doc.contains("apis") || !doc["apis"].is_object()) throw fail("\"apis\" must be an object");
+    for (auto it = doc["apis"].begin(); it != doc["apis"].end(); ++it) {
+        const std::string where = "apis." + it.key();
+        if (!it.value().is_object()) throw fail(where + " must be an object");
+        CostTableApi api;
+        api.api = it.key();
+        // Every operation is checked; alloc and free are kept (reuse-sim's
+        // tables also hold others, such as memset's "set").
+        for (auto op = it.value().begin(); op != it.value().end(); ++op) {
+            const std::string path = where + "." + op.key();
+            if (!op.value().is_array() || op.value().empty()) throw fail(path + " must be a non-empty array");
+            std::vector<CostTablePoint> points;
+            for (const Json& p : op.value()) {
+                if (!p.is_object() || !p.contains("bytes") || !p.contains("median_us") || !p["bytes"].is_number_unsigned() ||
+                    !p["median_us"].is_number())
+                    throw fail(path + " must hold {\"bytes\": N, \"median_us\": X} points");
+                const CostTablePoint point{p["bytes"].get<std::uint64_t>(), p["median_us"].get<double>()};
+                if (point.bytes == 0) throw fail(path + ": \"bytes\" must be positive");
+                if (!(point.median_us >= 0) || !std::isfinite(point.median_us))
+                    throw fail(path + ": \"median_us\" must be a finite number >= 0");
+                if (!points.empty() && point.bytes <= points.back().bytes) throw fail(path + " points must ascend in bytes");
+                points.push_back(point);
+            }
+            if (op.key() == "alloc") api.alloc = std::move(points);
+            if (op.key() == "free") api.free = std::move(points);
+        }
+        table.apis.push_back(std::move(api));
+    }
+    return table;
+}
+
+// ---------------------------------------------------------------------------
+// max
+
+MaxResult run_max(int device, const MaxOptions& options, const StopToken& stop, const ProgressFn& progress) {
+    ensure_context(device);
+    MaxResult result;
+    result.device = device;
+    const DeviceMemoryInfo before = device_memory_info(device);
+    result.total = before.total;
+    result.free_before = before.free;
+
+    // No single allocation exceeds the device's total memory, so the search
+    // is bounded by it. Each probe frees at once.
+    const int expected_probes = static_cast<int>(std::ceil(std::log2(static_cast<double>(before.total / options.granularity + 2))));
+    int probed = 0;
+    result.largest_single = largest_succeeding(
+        before.total, options.granularity,
+        [&](std::uint64_t bytes) {
+            stop.throw_if_stopped();
+            report(progress, "searching", static_cast<std::uint64_t>(++probed), static_cast<std::uint64_t>(expected_probes));
+            try {
+                DeviceAllocation probe(device, static_cast<std::size_t>(bytes));
+                return true;
+            } catch (const OutOfMemoryError&) {
+                return false;
+            }
+        },
+        &result.probes);
+
+    std::vector<DeviceAllocation> pieces;
+    pieces.reserve(static_cast<std::size_t>(before.total / options.chunk + 64));
+    std::uint64_t held = 0;
+    result.chunks = obtain_in_chunks(
+        options.chunk, options.granularity,
+        [&](std::uint64_t bytes) {
+            try {
+                pieces.emplace_back(device, static_cast<std::size_t>(bytes));
+                held += bytes;
+                return true;
+            } catch (const OutOfMemoryError&) {
+                return false;
+            }
+        },
+        [&] {
+            stop.throw_if_stopped();
+            report(progress, "allocating", held, before.free);
+        });
+    pieces.clear();
+    result.free_after = device_memory_info(device).free;
+    return result;
+}
+
+// ---------------------------------------------------------------------------
+// fill
+
+namespace {
+
+std::uint64_t read_word(const void* address, cudaStream_t stream) {
+    std::uint64_t v = 0;
+    GPUMEM_CUDA_CALL(cudaMemcpyAsync(&v, address, sizeof v, cudaMemcpyDeviceToHost, stream));
+    GPUMEM_CUDA_CALL(cudaStreamSynchronize(stream));
+    return v;
+}
+
+// The test hook: inverts one 64-bit word (global index over all pieces).
+void corrupt_word(const std::vector<DeviceAllocation>& pieces, std::uint64_t index, cudaStream_t stream) {
+    std::uint64_t words = 0;
+    for (const DeviceAllocation& p : pieces) words += p.size() / 8;
+    if (words == 0) return;
+    index %= words;
+    for (const DeviceAllocation& p : pieces) {
+        const std::uint64_t n = p.size() / 8;
+        if (index < n) {
+            auto* address = static_cast<std::uint64_t*>(p.data()) + index;
+            const std::uint64_t flipped = ~read_word(address, stream);
+            GPUMEM_CUDA_CALL(cudaMemcpyAsync(address, &flipped, sizeof flipped, cudaMemcpyHostToDevice, stream));
+            GPUMEM_CUDA_CALL(cudaStreamSynchronize(stream));
+            return;
+        }
+        index -= n;
+    }
+}
+
+}  // namespace
+
+FillResult run_fill(int device, const FillOptions& options, const StopToken& stop, const ProgressFn& progress) {
+    ensure_context(device);
+    FillResult result;
+    result.device = device;
+    result.free_before = device_memory_info(device).free;
+    result.requested = resolve_total(options.total, result.free_before);
+    CudaStream stream(device);
+
+    const auto t0 = Clock::now();
+    std::vector<DeviceAllocation> pieces = allocate_chunks(device, result.requested, options.chunk, stop, progress);
+    result.alloc_seconds = seconds_since(t0);
+    result.chunks = pieces.size();
+    std::uint64_t words = 0;
+    for (const DeviceAllocation& p : pieces) {
+        result.allocated += p.size();
+        words += p.size() / 8;
+    }
+    if (options.patterns.empty() || pieces.empty()) return result;
+
+    DeviceAllocation verify_results(device, pieces.size() * sizeof(VerifyResult));
+    auto* results_device = static_cast<VerifyResult*>(verify_results.data());
+    std::vector<VerifyResult> results_host(pieces.size());
+    CudaEvent write_start(device), write_end(device), read_start(device), read_end(device);
+    const std::uint64_t steps = static_cast<std::uint64_t>(options.passes) * options.patterns.size();
+    std::uint64_t step = 0;
+    bool corrupted = false;
+
+    for (int pass = 0; pass < options.passes; ++pass) {
+        for (Pattern pattern : options.patterns) {
+            stop.throw_if_stopped();
+            // A different seed per pass, so walking and random differ between passes.
+            const std::uint64_t seed = options.seed + static_cast<std::uint64_t>(pass);
+            write_start.record(stream.get());
+            for (const DeviceAllocation& p : pieces) launch_fill_pattern(p.data(), p.size() / 8, pattern, seed, stream.get());
+            write_end.record(stream.get());
+            if (options.corrupt_word && !corrupted) {
+                corrupt_word(pieces, *options.corrupt_word, stream.get());
+                corrupted = true;
+            }
+            if (options.verify) {
+                for (std::size_t i = 0; i < pieces.size(); ++i) reset_verify_result(results_device + i, stream.get());
+                read_start.record(stream.get());
+                for (std::size_t i = 0; i < pieces.size(); ++i)
+                    launch_verify_pattern(pieces[i].data(), pieces[i].size() / 8, pattern, seed, results_device + i,
+                                          stream.get());
+                read_end.record(stream.get());
+                GPUMEM_CUDA_CALL(cudaMemcpyAsync(results_host.data(), results_device, pieces.size() * sizeof(VerifyResult),
+                                                 cudaMemcpyDeviceToHost, stream.get()));
+            }
+            stream.synchronize();
+            result.write_seconds += write_end.elapsed_ms_since(write_start) / 1000.0;
+            result.bytes_written += words * 8;
+            if (options.verify) {
+                result.read_seconds += read_end.elapsed_ms_since(read_start) / 1000.0;
+                result.bytes_read += words * 8;
+                for (std::size_t i = 0; i < pieces.size(); ++i) {
+                    const VerifyResult& r = results_host[i];
+                    if (r.mismatches == 0) continue;
+                    result.mismatched_words += r.mismatches;
+                    if (result.mismatches.size() >= kMaxReportedMismatches) continue;
+                    FillMismatch m;
+                    m.pattern = pattern;
+                    m.pass = pass + 1;
+                    m.chunk = i;
+                    m.chunk_base = reinterpret_cast<std::uint64_t>(pieces[i].data());
+                    m.offset = r.first_bad_index * 8;
+                    m.expected = pattern_word(pattern, seed, r.first_bad_index, m.chunk_base + m.offset);
+                    m.actual = read_word(static_cast<const char*>(pieces[i].data()) + m.offset, stream.get());
+                    m.words_in_chunk = r.mismatches;
+                    result.mismatches.push_back(m);
+                }
+            }
+            report(progress, options.verify ? "writing and verifying" : "writing", ++step, steps);
+        }
+    }
+    return result;
+}
+
+// ---------------------------------------------------------------------------
+// churn
+
+ChurnResult run_churn(int device, const ChurnOptions& options, const StopToken& stop, const ProgressFn& progress) {
+    ensure_context(device);
+    ChurnResult result;
+    result.device = device;
+    const DeviceMemoryInfo start_info = device_memory_info(device);
+    const std::uint64_t used_at_start = start_info.total - start_info.free;
+    result.max_live = options.max_live.resolve(start_info.free);
+    if (options.api == AllocApi::managed) {
+        const std::uint64_t largest = *std::max_element(options.sizes.begin(), options.sizes.end());
+        check_managed_fits(device, result.max_live + largest);
+    }
+    AllocResources resources(device, {options.api});
+    ChurnPlanner planner(options.seed, options.sizes, result.max_live, options.slots);
+    LatencySamples alloc_us, free_us;
+    auto sample_used = [&] {
+        std::size_t free = 0, total = 0;
+        GPUMEM_CUDA_CALL(cudaMemGetInfo(&free, &total));
+        const std::uint64_t used = total - free;
+        if (used > used_at_start) result.peak_used = std::max<std::uint64_t>(result.peak_used, used - used_at_start);
+    };
+    const auto start = Clock::now();
+    const auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.duration_s));
+    const std::uint64_t progress_total =
+        options.ops ? options.ops : static_cast<std::uint64_t>(std::max(1.0, options.duration_s * 1000.0));
+    auto keep_going = [&] {
+        if (options.ops && result.ops >= options.ops) return false;
+        if (options.duration_s > 0 && Clock::now() >= deadline) return false;
+        return true;
+    };
+    auto tick = [&] {
+        ++result.ops;
+        if (progress && (result.ops & 63) == 0)
+            progress("churn", options.ops ? result.ops : static_cast<std::uint64_t>(seconds_since(start) * 1000.0), progress_total);
+    };
+
+    if (options.via == ChurnOptions::Via::direct) {
+        std::vector<ApiAllocation> live;
+        std::uint64_t live_bytes = 0;
+        while (keep_going()) {
+            stop.throw_if_stopped();
+            const ChurnPlanner::Step step = planner.next_direct(live.size(), live_bytes);
+            if (step.allocate) {
+                try {
+                    const auto t0 = Clock::now();
+                    ApiAllocation allocation(options.api, device, static_cast<std::size_t>(step.size), resources.stream(),
+                                             resources.pool());
+                    const auto t1 = Clock::now();
+                    alloc_us.add(micros_between(t0, t1));
+                    live_bytes += allocation.size();
+                    result.bytes_allocated += allocation.size();
+                    live.push_back(std::move(allocation));
+                    ++result.allocations;
+                    result.peak_live = std::max(result.peak_live, live_bytes);
+                    sample_used();
+                } catch (const OutOfMemoryError&) {
+                    ++result.failures;
+                }
+            } else {
+                ApiAllocation& victim = live[step.victim];
+                const std::uint64_t bytes = victim.size();
+                const auto t0 = Clock::now();
+                victim.reset();
+                const auto t1 = Clock::now();
+                free_us.add(micros_between(t0, t1));
+                live_bytes -= bytes;
+                std::swap(victim, live.back());
+                live.pop_back();
+                ++result.frees;
+            }
+            tick();
+        }
+        live.clear();
+    } else {
+        std::vector<MixMemory> slots;
+        slots.reserve(options.slots);
+        for (std::size_t i = 0; i < options.slots; ++i) {
+            MixMemoryOptions mo;
+            mo.device = device;
+            mo.growth = options.growth;
+            mo.stream = resources.stream();
+            slots.emplace_back(mo);
+        }
+        std::uint64_t allocations_seen = 0;
+        while (keep_going()) {
+            stop.throw_if_stopped();
+            const ChurnPlanner::Step step = planner.next_slot_request();
+            try {
+                const auto t0 = Clock::now();
+                slots[step.slot].device(static_cast<std::size_t>(step.size));
+                const auto t1 = Clock::now();
+                alloc_us.add(micros_between(t0, t1));
+            } catch (const OutOfMemoryError&) {
+                ++result.failures;
+            }
+            std::uint64_t capacity = 0, allocations = 0;
+            for (const MixMemory& m : slots) {
+                capacity += m.device_capacity();
+                allocations += m.counters().device_allocations;
+            }
+            result.peak_live = std::max(result.peak_live, capacity);
+            if (allocations != allocations_seen) {
+                allocations_seen = allocations;
+                sample_used();
+            }
+            tick();
+        }
+        for (const MixMemory& m : slots) {
+            const MixMemoryCounters& c = m.counters();
+            result.allocations += c.device_allocations;
+            result.frees += c.device_frees;
+            result.reuses += c.device_reuses;
+            result.bytes_allocated += c.device_bytes_allocated;
+        }
+        // MixMemory counts a free when a growth replaces a buffer; the buffers
+        // still held are released here, as the process would at its end.
+        for (MixMemory& m : slots)
+            if (m.device_capacity() > 0) {
+                m.release_device();
+                ++result.frees;
+            }
+        slots.clear();
+    }
+    resources.synchronize();
+    result.alloc_us = alloc_us.summary();
+    result.free_us = free_us.summary();
+    result.seconds = seconds_since(start);
+    return result;
+}
+
+// ---------------------------------------------------------------------------
+// hold
+
+HeldMemory allocate_held(int device, const SizeSpec& total, std::uint64_t chunk, const StopToken& stop,
+                         const ProgressFn& progress) {
+    ensure_context(device);
+    HeldMemory held;
+    held.device = device;
+    held.free_before = device_memory_info(device).free;
+    held.requested = resolve_total(total, held.free_before);
+    const auto t0 = Clock::now();
+    held.pieces = allocate_chunks(device, held.requested, chunk, stop, progress);
+    held.alloc_seconds = seconds_since(t0);
+    for (const DeviceAllocation& p : held.pieces) held.bytes += p.size();
+    return held;
+}
+
+bool wait_interruptibly(double seconds) {
+    const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    while (!interrupt_requested()) {
+        if (seconds > 0 && Clock::now() >= until) return true;
+        // Short sleeps: a signal is noticed within 20 ms even where it does
+        // not interrupt nanosleep (it may land on another thread).
+        timespec step{0, 20 * 1000 * 1000};
+        nanosleep(&step, nullptr);
+    }
+    return false;
+}
+
+// ---------------------------------------------------------------------------
+
+std::optional<double> peak_memory_bandwidth_for(const std::string& uuid) {
+    std::string why_not;
+    std::unique_ptr<Nvml> nvml = Nvml::open(why_not);
+    if (!nvml) return std::nullopt;
+    try {
+        for (unsigned i = 0; i < nvml->device_count(); ++i)
+            if (normalize_uuid(nvml->identity(i).uuid) == normalize_uuid(uuid)) return nvml->peak_memory_bandwidth(i);
+    } catch (const Error&) {
+    }
+    return std::nullopt;
+}
+
+}  // namespace gpumem

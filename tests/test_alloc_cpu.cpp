@@ -1,0 +1,346 @@
+// CPU suite for alloc-test's pure logic: percentiles, ranges and chunk
+// plans, the binary search and the back-off, the churn planner, durations,
+// API and pattern names, the pattern generators, the cost-table format and
+// the per-device thread runner.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "alloc_apis.hpp"
+#include "alloc_test.hpp"
+#include "errors.hpp"
+#include "kernels.hpp"
+#include "sizes.hpp"
+#include "stats.hpp"
+
+using namespace gpumem;
+
+TEST_CASE("alloc percentiles: linear interpolation between closest ranks") {
+    std::vector<double> v;
+    for (int i = 1; i <= 100; ++i) v.push_back(i);
+    const Summary s = summarize(v);
+    CHECK(s.count == 100);
+    CHECK(s.median == doctest::Approx(50.5));
+    CHECK(s.p90 == doctest::Approx(90.1));
+    CHECK(s.p99 == doctest::Approx(99.01));
+    CHECK(s.min == 1);
+    CHECK(s.max == 100);
+    // Order does not matter.
+    std::vector<double> shuffled = {5, 1, 4, 2, 3};
+    CHECK(summarize(shuffled).median == 3);
+    CHECK(summarize(shuffled).p90 == doctest::Approx(4.6));
+    CHECK(summarize({7}).p99 == 7);
+    CHECK(summarize({}).count == 0);
+    CHECK(percentile_sorted({1, 2}, 50) == doctest::Approx(1.5));
+}
+
+TEST_CASE("alloc ranges: the default latency and churn sizes") {
+    CHECK(parse_size_range("4KiB,1MiB,16MiB,256MiB,1GiB") ==
+          std::vector<std::uint64_t>{4096, 1 << 20, 16 << 20, 256 << 20, 1ULL << 30});
+    const auto churn = parse_size_range("4KiB..64MiB");
+    CHECK(churn.size() == 15);  // 2^12 .. 2^26
+    CHECK(churn.front() == 4096);
+    CHECK(churn.back() == 64ULL << 20);
+}
+
+TEST_CASE("alloc chunk plans cover the total exactly") {
+    CHECK(plan_chunks(10, 3) == std::vector<std::uint64_t>{3, 3, 3, 1});
+    CHECK(plan_chunks(9, 3) == std::vector<std::uint64_t>{3, 3, 3});
+    CHECK(plan_chunks(2, 8) == std::vector<std::uint64_t>{2});
+    CHECK(plan_chunks(0, 8).empty());
+    const auto big = plan_chunks(95ULL << 30, 1ULL << 30);
+    CHECK(big.size() == 95);
+    std::uint64_t sum = 0;
+    for (auto b : plan_chunks((7ULL << 30) + 12345, 1ULL << 30)) sum += b;
+    CHECK(sum == (7ULL << 30) + 12345);
+}
+
+TEST_CASE("alloc totals: percentages round down to 2 MiB, sizes to whole words") {
+    const std::uint64_t free = (80ULL << 30) + 12345;
+    const std::uint64_t t = resolve_total(parse_size_spec("95%", {false, true}), free);
+    CHECK(t % (2ULL << 20) == 0);
+    CHECK(t <= free * 95 / 100);
+    CHECK(t + (2ULL << 20) > free * 95 / 100);
+    CHECK(resolve_total(parse_size_spec("200%", {false, true}), free) > free);
+    CHECK(resolve_total(parse_size_spec("1001", {false, true}), free) == 1000);
+    CHECK(resolve_total(parse_size_spec("1GiB", {false, true}), free) == 1ULL << 30);
+}
+
+TEST_CASE("alloc largest_succeeding finds the largest granule a monotonic probe accepts") {
+    const std::uint64_t g = 2ULL << 20;
+    for (std::uint64_t capacity : std::vector<std::uint64_t>{0, 1, g - 1, g, 3 * g + 5, 79ULL << 30, 80ULL << 30}) {
+        int probes = 0;
+        const std::uint64_t limit = 80ULL << 30;
+        const std::uint64_t got =
+            largest_succeeding(limit, g, [&](std::uint64_t bytes) { return bytes <= capacity; }, &probes);
+        CHECK(got == std::min(capacity, limit) / g * g);
+        CHECK(probes <= static_cast<int>(std::ceil(std::log2(static_cast<double>(limit / g + 1)))) + 1);
+    }
+    // Every probe is a multiple of the granularity and within the limit.
+    largest_succeeding(100, 7, [](std::uint64_t b) {
+        CHECK(b % 7 == 0);
+        CHECK(b <= 100);
+        return b <= 50;
+    });
+}
+
+TEST_CASE("alloc obtain_in_chunks backs off like cuda_memtest down to the granularity") {
+    const std::uint64_t g = 2ULL << 20, chunk = 1ULL << 30;
+    for (std::uint64_t capacity : std::vector<std::uint64_t>{0, g, chunk - g, chunk, (5ULL << 30) + (300ULL << 20) + 7}) {
+        std::uint64_t used = 0;
+        int polls = 0;
+        const ChunkedObtain got = obtain_in_chunks(
+            chunk, g,
+            [&](std::uint64_t bytes) {
+                CHECK(bytes % g == 0);
+                if (used + bytes > capacity) return false;
+                used += bytes;
+                return true;
+            },
+            [&] { ++polls; });
+        CHECK(got.total() == used);
+        CHECK(got.full_chunks == capacity / chunk);
+        CHECK(got.full_bytes == capacity / chunk * chunk);
+        CHECK(got.total() == capacity / g * g);  // the back-off takes everything down to one granule
+        CHECK(polls > 0);
+    }
+    // A poll that throws stops the loop (Ctrl-C).
+    CHECK_THROWS_AS(obtain_in_chunks(chunk, g, [](std::uint64_t) { return true; }, [] { throw InterruptedError(); }),
+                    InterruptedError);
+}
+
+TEST_CASE("alloc churn planner: repeatable for a seed, respects the live cap") {
+    const std::vector<std::uint64_t> sizes = parse_size_range("4KiB..64MiB");
+    const std::uint64_t cap = 256ULL << 20;
+    auto simulate = [&](std::uint64_t seed) {
+        ChurnPlanner planner(seed, sizes, cap);
+        std::vector<std::uint64_t> live;
+        std::uint64_t live_bytes = 0, allocs = 0, frees = 0, max_live = 0;
+        std::vector<std::uint64_t> trace;
+        for (int i = 0; i < 20000; ++i) {
+            const auto step = planner.next_direct(live.size(), live_bytes);
+            if (step.allocate) {
+                CHECK(std::find(sizes.begin(), sizes.end(), step.size) != sizes.end());
+                live.push_back(step.size);
+                live_bytes += step.size;
+                ++allocs;
+                trace.push_back(step.size);
+            } else {
+                REQUIRE(step.victim < live.size());
+                live_bytes -= live[step.victim];
+                live[step.victim] = live.back();
+                live.pop_back();
+                ++frees;
+                trace.push_back(0);
+            }
+            max_live = std::max(max_live, live_bytes);
+        }
+        CHECK(max_live <= cap);
+        CHECK(allocs > 5000);
+        CHECK(frees > 5000);
+        return trace;
+    };
+    CHECK(simulate(1) == simulate(1));
+    CHECK(simulate(1) != simulate(2));
+
+    // The first allocation into an empty set happens even above the cap.
+    ChurnPlanner tiny(3, {1ULL << 30}, 1);
+    CHECK(tiny.next_direct(0, 0).allocate);
+    CHECK_FALSE(tiny.next_direct(1, 1ULL << 30).allocate);
+
+    // Slot requests cover every slot and only the given sizes.
+    ChurnPlanner slots(9, {4096, 8192}, 0, 4);
+    std::map<std::size_t, int> seen;
+    for (int i = 0; i < 1000; ++i) {
+        const auto step = slots.next_slot_request();
+        CHECK(step.slot < 4);
+        CHECK((step.size == 4096 || step.size == 8192));
+        ++seen[step.slot];
+    }
+    CHECK(seen.size() == 4);
+    CHECK_THROWS_AS(ChurnPlanner(1, {}, 10), UsageError);
+}
+
+TEST_CASE("alloc durations") {
+    CHECK(parse_duration_seconds("30") == 30);
+    CHECK(parse_duration_seconds("30s") == 30);
+    CHECK(parse_duration_seconds("1.5s") == 1.5);
+    CHECK(parse_duration_seconds("500ms") == doctest::Approx(0.5));
+    CHECK(parse_duration_seconds("2m") == 120);
+    CHECK(parse_duration_seconds("1h") == 3600);
+    CHECK(parse_duration_seconds(" 10 s ") == 10);
+    CHECK_THROWS_AS(parse_duration_seconds(""), UsageError);
+    CHECK_THROWS_AS(parse_duration_seconds("0"), UsageError);
+    CHECK_THROWS_AS(parse_duration_seconds("-1s"), UsageError);
+    CHECK_THROWS_AS(parse_duration_seconds("5x"), UsageError);
+    CHECK_THROWS_AS(parse_duration_seconds("s"), UsageError);
+    CHECK_THROWS_AS(parse_duration_seconds("400d"), UsageError);
+}
+
+TEST_CASE("alloc API and pattern names") {
+    CHECK(parse_alloc_api_list({"device"}) == std::vector<AllocApi>{AllocApi::device});
+    CHECK(parse_alloc_api_list({"device,async", "vmm", "device"}) ==
+          std::vector<AllocApi>{AllocApi::device, AllocApi::async, AllocApi::vmm});
+    CHECK(parse_alloc_api_list({"all"}).size() == 9);
+    CHECK(parse_alloc_api("async-pool") == AllocApi::async_pool);
+    for (AllocApi a : all_alloc_apis()) CHECK(parse_alloc_api(alloc_api_name(a)) == a);
+    CHECK(parse_alloc_api("host-wc") == AllocApi::host_wc);
+    CHECK_THROWS_AS(parse_alloc_api_list({"cuda"}), UsageError);
+    CHECK_THROWS_AS(parse_alloc_api_list({"device,"}), UsageError);
+    CHECK(alloc_api_uses_device_memory(AllocApi::vmm));
+    CHECK_FALSE(alloc_api_uses_device_memory(AllocApi::registered));
+
+    CHECK(parse_pattern_list({"all"}).size() == 5);
+    CHECK(parse_pattern_list({"random,zeros", "random"}) == std::vector<Pattern>{Pattern::random, Pattern::zeros});
+    for (Pattern p : all_patterns()) CHECK(parse_pattern(pattern_name(p)) == p);
+    CHECK_THROWS_AS(parse_pattern_list({"stripes"}), UsageError);
+    CHECK_THROWS_AS(parse_pattern_list({}), UsageError);
+}
+
+TEST_CASE("alloc pattern generators (pattern_word) as the kernels compute them") {
+    const std::uint64_t base = 0x7f0000000000ULL;
+    for (std::uint64_t i : {0ULL, 1ULL, 63ULL, 64ULL, 1000003ULL}) {
+        CHECK(pattern_word(Pattern::zeros, 1, i, base + 8 * i) == 0);
+        CHECK(pattern_word(Pattern::ones, 1, i, base + 8 * i) == ~0ULL);
+        const std::uint64_t w = pattern_word(Pattern::walking, 1, i, base + 8 * i);
+        CHECK(w == 1ULL << ((i + 1) & 63));
+        CHECK(pattern_word(Pattern::address, 1, i, base + 8 * i) == base + 8 * i);
+    }
+    // Walking ones visit every bit over 64 consecutive words.
+    std::uint64_t all = 0;
+    for (std::uint64_t i = 0; i < 64; ++i) all |= pattern_word(Pattern::walking, 5, i, 0);
+    CHECK(all == ~0ULL);
+    // Random: a function of (seed, index) only, and well spread.
+    CHECK(pattern_word(Pattern::random, 7, 42, 0) == pattern_word(Pattern::random, 7, 42, 123));
+    CHECK(pattern_word(Pattern::random, 7, 42, 0) != pattern_word(Pattern::random, 8, 42, 0));
+    CHECK(pattern_word(Pattern::random, 7, 42, 0) != pattern_word(Pattern::random, 7, 43, 0));
+    int bits = 0;
+    for (std::uint64_t i = 0; i < 1000; ++i) bits += __builtin_popcountll(pattern_word(Pattern::random, 1, i, 0));
+    CHECK(bits / 1000.0 == doctest::Approx(32).epsilon(0.05));
+}
+
+TEST_CASE("alloc cost table: write_cost_table_json round trip") {
+    LatencyResult lr;
+    auto row = [](AllocApi api, std::uint64_t size, double a, double f) {
+        LatencyRow r;
+        r.api = api;
+        r.size = size;
+        r.allocated = size;
+        r.alloc_us.median = a;
+        r.free_us.median = f;
+        return r;
+    };
+    // Sizes out of order and an API in between: points still ascend per API.
+    lr.rows = {row(AllocApi::device, 1 << 20, 34, 27), row(AllocApi::device, 4096, 35, 28), row(AllocApi::host, 4096, 450, 200),
+               row(AllocApi::device, 1ULL << 30, 129, 320), row(AllocApi::async, 4096, 50, 20),
+               row(AllocApi::async_pool, 4096, 0.4, 0.3), row(AllocApi::vmm, 4096, 60, 40)};
+    const AllocCostTable table = cost_table_from_latency(lr, "NVIDIA H200 \"test\"", "unit test");
+    REQUIRE(table.apis.size() == 5);
+    CHECK(table.apis[0].api == "device");
+    CHECK(table.apis[0].alloc.size() == 3);
+    CHECK(table.apis[0].alloc[0].bytes == 4096);
+    CHECK(table.apis[0].free[2].median_us == 320);
+    // reuse-sim's names: the growing async cycle is async_grow, the pool-served one async.
+    CHECK(table.apis[2].api == "async_grow");
+    CHECK(table.apis[3].api == "async");
+    CHECK(table.apis[4].api == "vmm");
+
+    const std::string text = write_cost_table_json(table);
+    const auto doc = nlohmann::json::parse(text);
+    CHECK(doc["schema_version"] == 1);
+    CHECK(doc["kind"] == "gpumem-cost-table");
+    CHECK(doc["device"] == "NVIDIA H200 \"test\"");
+    CHECK(doc["source"] == "unit test");
+    CHECK(doc["apis"]["device"]["alloc"][0]["bytes"] == 4096);
+    CHECK(doc["apis"]["device"]["alloc"][0]["median_us"] == 35.0);
+    CHECK(doc["apis"]["host"]["free"][0]["median_us"] == 200.0);
+    CHECK(doc["apis"]["async"]["alloc"][0]["median_us"] == 0.4);
+    CHECK(doc["apis"]["async_grow"]["free"][0]["median_us"] == 20.0);
+
+    const AllocCostTable back = read_cost_table_json(text);
+    CHECK(back.device == table.device);
+    CHECK(back.source == table.source);
+    REQUIRE(back.apis.size() == table.apis.size());
+    for (std::size_t i = 0; i < back.apis.size(); ++i) {
+        CHECK(back.apis[i].api == table.apis[i].api);
+        REQUIRE(back.apis[i].alloc.size() == table.apis[i].alloc.size());
+        for (std::size_t k = 0; k < back.apis[i].alloc.size(); ++k) {
+            CHECK(back.apis[i].alloc[k].bytes == table.apis[i].alloc[k].bytes);
+            CHECK(back.apis[i].alloc[k].median_us == table.apis[i].alloc[k].median_us);
+            CHECK(back.apis[i].free[k].median_us == table.apis[i].free[k].median_us);
+        }
+    }
+    CHECK(write_cost_table_json(back) == text);
+}
+
+TEST_CASE("alloc cost table: malformed documents are usage errors") {
+    const std::string good = R"({"schema_version":1,"kind":"gpumem-cost-table","device":"x","apis":{"device":{"alloc":[{"bytes":4096,"median_us":1.5}],"free":[{"bytes":4096,"median_us":2}]}}})";
+    CHECK_NOTHROW(read_cost_table_json(good));
+    auto bad = [](const std::string& text) { CHECK_THROWS_AS(read_cost_table_json(text), UsageError); };
+    bad("not json");
+    bad("[]");
+    bad(R"({"schema_version":1,"kind":"other","device":"x","apis":{}})");
+    bad(R"({"schema_version":2,"kind":"gpumem-cost-table","device":"x","apis":{}})");
+    bad(R"({"schema_version":1,"kind":"gpumem-cost-table","apis":{}})");
+    bad(R"({"schema_version":1,"kind":"gpumem-cost-table","device":"x"})");
+    const std::string p1 = R"({"bytes":4096,"median_us":1})";
+    auto doc = [](const std::string& alloc, const std::string& free) {
+        return R"({"schema_version":1,"kind":"gpumem-cost-table","device":"x","apis":{"device":{"alloc":)" + alloc +
+               R"(,"free":)" + free + "}}}";
+    };
+    CHECK_NOTHROW(read_cost_table_json(doc("[" + p1 + "]", "[" + p1 + "]")));
+    // reuse-sim's own tables hold other operations too; a curve may be missing.
+    const AllocCostTable other = read_cost_table_json(
+        R"({"schema_version":1,"kind":"gpumem-cost-table","device":"x","apis":{"memset":{"set":[{"bytes":4096,"median_us":2}]},"device":{"alloc":[{"bytes":4096,"median_us":1}]}}})");
+    REQUIRE(other.apis.size() == 2);
+    CHECK(other.apis[0].alloc.empty());
+    CHECK(other.apis[1].alloc.size() == 1);
+    CHECK(other.apis[1].free.empty());
+    bad(R"({"schema_version":1,"kind":"gpumem-cost-table","device":"x","apis":{"memset":{"set":[]}}})");
+    bad(doc("[" + p1 + "]", "[]"));                                    // empty curve
+    bad(doc("[[4096,1]]", "[" + p1 + "]"));                            // pairs instead of points
+    bad(doc(R"([{"bytes":4096}])", "[" + p1 + "]"));                   // no median
+    bad(doc(R"([{"bytes":-1,"median_us":1}])", "[" + p1 + "]"));       // negative size
+    bad(doc(R"([{"bytes":0,"median_us":1}])", "[" + p1 + "]"));        // zero size
+    bad(doc(R"([{"bytes":4096,"median_us":-1}])", "[" + p1 + "]"));    // negative time
+    bad(doc(R"([{"bytes":8192,"median_us":1},{"bytes":4096,"median_us":1}])", "[" + p1 + "]"));  // descending
+    bad(R"({"schema_version":1,"kind":"gpumem-cost-table","device":"x","source":5,"apis":{}})");
+}
+
+TEST_CASE("alloc run_on_devices: a failing device stops the others and its error wins") {
+    std::atomic<int> stopped_by_sibling{0};
+    const auto start = std::chrono::steady_clock::now();
+    try {
+        run_on_devices(std::vector<int>{0, 1, 2}, [&](int device, const StopToken& stop) -> int {
+            if (device == 1) throw OutOfMemoryError("device 1 is full", 1);
+            try {
+                while (std::chrono::steady_clock::now() - start < std::chrono::seconds(10)) {
+                    stop.throw_if_stopped();
+                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                }
+            } catch (const StoppedBySiblingError&) {
+                ++stopped_by_sibling;
+                throw;
+            }
+            return device;
+        });
+        FAIL("no exception");
+    } catch (const OutOfMemoryError& e) {
+        CHECK(std::string(e.what()) == "device 1 is full");
+    }
+    CHECK(stopped_by_sibling == 2);
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+
+    // Results come back in device order; one device runs on the calling thread.
+    const auto caller = std::this_thread::get_id();
+    const auto ids = run_on_devices(std::vector<int>{4}, [&](int, const StopToken&) { return std::this_thread::get_id(); });
+    CHECK(ids.front() == caller);
+    const auto doubled = run_on_devices(std::vector<int>{3, 1, 2}, [](int d, const StopToken&) { return 2 * d; });
+    CHECK(doubled == std::vector<int>{6, 2, 4});
+}
