@@ -408,104 +408,23 @@ std::string cost_table_api_name(AllocApi api) {
     }
 }
 
-AllocCostTable cost_table_from_latency(const LatencyResult& result, const std::string& device_name,
-                                       const std::string& source) {
-    AllocCostTable table;
+reuse_sim::CostTable cost_table_from_latency(const LatencyResult& result, const std::string& device_name,
+                                             const std::string& source) {
+    reuse_sim::CostTable table;
     table.device = device_name;
     table.source = source;
     for (const LatencyRow& row : result.rows) {
-        const std::string name = cost_table_api_name(row.api);
-        auto it = std::find_if(table.apis.begin(), table.apis.end(), [&](const CostTableApi& a) { return a.api == name; });
-        if (it == table.apis.end()) {
-            table.apis.push_back(CostTableApi{name, {}, {}});
-            it = table.apis.end() - 1;
+        auto& operations = table.apis[cost_table_api_name(row.api)];
+        operations["alloc"].points.push_back({row.size, row.alloc_us.median});
+        operations["free"].points.push_back({row.size, row.free_us.median});
+    }
+    for (auto& [api, operations] : table.apis)
+        for (auto& [operation, curve] : operations) {
+            auto& points = curve.points;
+            std::stable_sort(points.begin(), points.end(), [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
+            points.erase(std::unique(points.begin(), points.end(), [](const auto& a, const auto& b) { return a.bytes == b.bytes; }),
+                         points.end());
         }
-        it->alloc.push_back({row.size, row.alloc_us.median});
-        it->free.push_back({row.size, row.free_us.median});
-    }
-    for (CostTableApi& api : table.apis) {
-        auto by_size = [](const CostTablePoint& a, const CostTablePoint& b) { return a.bytes < b.bytes; };
-        std::stable_sort(api.alloc.begin(), api.alloc.end(), by_size);
-        std::stable_sort(api.free.begin(), api.free.end(), by_size);
-        // A size measured twice keeps its first measurement.
-        auto same = [](const CostTablePoint& a, const CostTablePoint& b) { return a.bytes == b.bytes; };
-        api.alloc.erase(std::unique(api.alloc.begin(), api.alloc.end(), same), api.alloc.end());
-        api.free.erase(std::unique(api.free.begin(), api.free.end(), same), api.free.end());
-    }
-    return table;
-}
-
-std::string write_cost_table_json(const AllocCostTable& table) {
-    using Json = nlohmann::ordered_json;
-    Json doc = Json::object();
-    doc["schema_version"] = table.schema_version;
-    doc["kind"] = kCostTableKind;
-    doc["device"] = table.device;
-    doc["source"] = table.source;
-    Json apis = Json::object();
-    for (const CostTableApi& api : table.apis) {
-        auto points = [](const std::vector<CostTablePoint>& v) {
-            Json a = Json::array();
-            for (const CostTablePoint& p : v) a.push_back(Json{{"bytes", p.bytes}, {"median_us", p.median_us}});
-            return a;
-        };
-        apis[api.api] = Json{{"alloc", points(api.alloc)}, {"free", points(api.free)}};
-    }
-    doc["apis"] = std::move(apis);
-    return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
-}
-
-AllocCostTable read_cost_table_json(const std::string& text) {
-    using Json = nlohmann::ordered_json;  // keeps the APIs in the file's order
-    auto fail = [](const std::string& why) { return UsageError("invalid cost table: " + why); };
-    Json doc;
-    try {
-        doc = Json::parse(text);
-    } catch (const Json::parse_error& e) {
-        throw fail(std::string("not JSON (") + e.what() + ")");
-    }
-    if (!doc.is_object()) throw fail("the document is not a JSON object");
-    if (!doc.contains("kind") || doc["kind"] != kCostTableKind)
-        throw fail(std::string("\"kind\" must be \"") + kCostTableKind + "\"");
-    if (!doc.contains("schema_version") || !doc["schema_version"].is_number_integer())
-        throw fail("\"schema_version\" must be an integer");
-    AllocCostTable table;
-    table.schema_version = doc["schema_version"].get<int>();
-    if (table.schema_version != 1) throw fail("unsupported schema_version " + std::to_string(table.schema_version));
-    if (!doc.contains("device") || !doc["device"].is_string()) throw fail("\"device\" must be a string");
-    table.device = doc["device"].get<std::string>();
-    if (doc.contains("source")) {
-        if (!doc["source"].is_string()) throw fail("\"source\" must be a string");
-        table.source = doc["source"].get<std::string>();
-    }
-    if (!doc.contains("apis") || !doc["apis"].is_object()) throw fail("\"apis\" must be an object");
-    for (auto it = doc["apis"].begin(); it != doc["apis"].end(); ++it) {
-        const std::string where = "apis." + it.key();
-        if (!it.value().is_object()) throw fail(where + " must be an object");
-        CostTableApi api;
-        api.api = it.key();
-        // Every operation is checked; alloc and free are kept (reuse-sim's
-        // tables also hold others, such as memset's "set").
-        for (auto op = it.value().begin(); op != it.value().end(); ++op) {
-            const std::string path = where + "." + op.key();
-            if (!op.value().is_array() || op.value().empty()) throw fail(path + " must be a non-empty array");
-            std::vector<CostTablePoint> points;
-            for (const Json& p : op.value()) {
-                if (!p.is_object() || !p.contains("bytes") || !p.contains("median_us") || !p["bytes"].is_number_unsigned() ||
-                    !p["median_us"].is_number())
-                    throw fail(path + " must hold {\"bytes\": N, \"median_us\": X} points");
-                const CostTablePoint point{p["bytes"].get<std::uint64_t>(), p["median_us"].get<double>()};
-                if (point.bytes == 0) throw fail(path + ": \"bytes\" must be positive");
-                if (!(point.median_us >= 0) || !std::isfinite(point.median_us))
-                    throw fail(path + ": \"median_us\" must be a finite number >= 0");
-                if (!points.empty() && point.bytes <= points.back().bytes) throw fail(path + " points must ascend in bytes");
-                points.push_back(point);
-            }
-            if (op.key() == "alloc") api.alloc = std::move(points);
-            if (op.key() == "free") api.free = std::move(points);
-        }
-        table.apis.push_back(std::move(api));
-    }
     return table;
 }
 

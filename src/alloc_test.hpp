@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "alloc_apis.hpp"
+#include "reuse_sim/cost_table.hpp"
 #include "cuda_raii.hpp"
 #include "errors.hpp"
 #include "interrupt.hpp"
@@ -238,40 +239,17 @@ void check_managed_fits(int device, std::uint64_t bytes);
 // ---------------------------------------------------------------------------
 // Cost table for reuse-sim (`--save-costs`)
 
-// The format is reuse-sim's (branch reusesim, src/reuse_sim/cost_table.hpp),
-// written here by a small writer of our own until the branches meet.
-// TODO(merge): switch write_cost_table_json/read_cost_table_json to
-// reuse_sim::cost_table_to_json/parse_cost_table.
-struct CostTablePoint {
-    std::uint64_t bytes = 0;
-    double median_us = 0;
-};
-struct CostTableApi {
-    std::string api;  // the table's API name (cost_table_api_name)
-    std::vector<CostTablePoint> alloc, free;
-};
-struct AllocCostTable {
-    int schema_version = 1;
-    std::string device;  // device name, e.g. "NVIDIA H100 80GB HBM3"
-    std::string source;  // what measured it
-    std::vector<CostTableApi> apis;
-};
-inline constexpr const char* kCostTableKind = "gpumem-cost-table";
-
+// The cost table is reuse-sim's (src/reuse_sim/cost_table.hpp); alloc-test
+// fills it from latency medians.
+//
 // reuse-sim's name for what an API measures: device and host as they are;
 // async (the pool grows at each allocation and returns the memory at each
 // synchronize) is reuse-sim's "async_grow"; async-pool (served by the pool)
 // is its "async"; the others keep alloc-test's names (reuse-sim ignores them).
 std::string cost_table_api_name(AllocApi api);
-AllocCostTable cost_table_from_latency(const LatencyResult& result, const std::string& device_name,
-                                       const std::string& source = "gpumem alloc-test latency");
-// JSON: {"schema_version":1,"kind":"gpumem-cost-table","device":NAME,"source":TEXT,
-//        "apis":{"device":{"alloc":[{"bytes":4096,"median_us":35.0},...],"free":[...]},...}}
-// Points ascend by bytes.
-std::string write_cost_table_json(const AllocCostTable& table);
-// Throws UsageError describing what is wrong with the document. Operations
-// other than alloc and free (reuse-sim's memset "set") are checked and skipped.
-AllocCostTable read_cost_table_json(const std::string& text);
+// Points ascend by bytes; a size measured twice keeps its first measurement.
+reuse_sim::CostTable cost_table_from_latency(const LatencyResult& result, const std::string& device_name,
+                                             const std::string& source = "gpumem alloc-test latency");
 
 // ---------------------------------------------------------------------------
 // max

@@ -296,8 +296,8 @@ void run_latency_mode(LatencyCli& c, Context& ctx) {
     if (!c.save_costs.empty()) {
         const std::string source = std::string("gpumem ") + GPUMEM_VERSION + " alloc-test latency: host-clock medians of " +
                                    std::to_string(c.options.iterations) + " iterations";
-        write_file(c.save_costs,
-                   write_cost_table_json(cost_table_from_latency(results.front(), devices.identities.front().name, source)));
+        write_file(c.save_costs, reuse_sim::cost_table_to_json(
+                                     cost_table_from_latency(results.front(), devices.identities.front().name, source)));
         ctx.report.extra["cost_table"] = c.save_costs;
         ctx.report.text_after.push_back("cost table written to " + c.save_costs);
     }

@@ -115,7 +115,8 @@ CostTable parse_cost_table(const std::string& text, const std::string& name, std
     if (!doc.contains("apis") || !doc["apis"].is_object()) throw bad("no \"apis\" object");
     CostTable t;
     t.device = doc.contains("device") && doc["device"].is_string() ? doc["device"].get<std::string>() : std::string("unknown device");
-    t.source = name;
+    // What measured the table, as its writer said; else where it was read from.
+    t.source = doc.contains("source") && doc["source"].is_string() ? doc["source"].get<std::string>() : name;
     for (auto api = doc["apis"].begin(); api != doc["apis"].end(); ++api) {
         if (!api.value().is_object()) throw bad("apis." + api.key() + " is not an object");
         for (auto op = api.value().begin(); op != api.value().end(); ++op) {
