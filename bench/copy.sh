@@ -114,7 +114,7 @@ report=$(cat <<MD
 - device: $device (driver $driver); PCIe link now Gen$gen x$width, maximum Gen$gen_max x$width_max
 - PCIe theoretical rate per direction (maximum link, GT/s x encoding x lanes / 8, before packet overheads): $theory GB/s
 - baseline: \`$raw $size 16 7\`: cudaMemcpyAsync, pinned memory, spin kernel holding the stream, 4 warm-up copies, events around 16 copies, median of 7 samples ($raw_note)
-- gpumem: \`$gpumem copy DIR -d 0 --size $size --json\` at its default timing (2 warm-up copies, copies per sample filling ~20 ms, median of 5 samples)
+- gpumem: \`$gpumem copy DIR -d 0 --size $size --json\` at its default timing (2 warm-up copies, copies per sample filling ~10 ms, median of 5 samples)
 - $rounds interleaved rounds; each figure is the median of the rounds, GB/s = 1e9 bytes/s
 
 | direction | raw GB/s | gpumem GB/s | gpumem / raw | >= 0.99 |

@@ -752,18 +752,4 @@ bool wait_interruptibly(double seconds) {
     return false;
 }
 
-// ---------------------------------------------------------------------------
-
-std::optional<double> peak_memory_bandwidth_for(const std::string& uuid) {
-    std::string why_not;
-    std::unique_ptr<Nvml> nvml = Nvml::open(why_not);
-    if (!nvml) return std::nullopt;
-    try {
-        for (unsigned i = 0; i < nvml->device_count(); ++i)
-            if (normalize_uuid(nvml->identity(i).uuid) == normalize_uuid(uuid)) return nvml->peak_memory_bandwidth(i);
-    } catch (const Error&) {
-    }
-    return std::nullopt;
-}
-
 }  // namespace gpumem

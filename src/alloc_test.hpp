@@ -351,8 +351,4 @@ HeldMemory allocate_held(int device, const SizeSpec& total, std::uint64_t chunk,
 // signal ended the wait early.
 bool wait_interruptibly(double seconds);
 
-// ---------------------------------------------------------------------------
-// Peak memory bandwidth (bytes/s) of the GPU with this UUID through NVML, if available.
-std::optional<double> peak_memory_bandwidth_for(const std::string& uuid);
-
 }  // namespace gpumem

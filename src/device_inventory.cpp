@@ -3,6 +3,9 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
+#include <exception>
+#include <thread>
 #include <cstdlib>
 
 #include <spdlog/spdlog.h>
@@ -30,7 +33,9 @@ DeviceInventory::~DeviceInventory() = default;
 DeviceInventory DeviceInventory::open() {
     DeviceInventory inv;
     std::string why_not;
+    const auto t0 = std::chrono::steady_clock::now();
     inv.nvml_ = Nvml::open(why_not);
+    spdlog::debug("NVML load and init: {:.2f} ms", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     if (!inv.nvml_) {
         // No NVML: the CUDA runtime can still answer, at the price of a context.
         std::vector<DeviceIdentity> devices;
@@ -48,9 +53,33 @@ DeviceInventory DeviceInventory::open() {
     }
     inv.source_ = "nvml";
 
-    std::vector<DeviceIdentity> all;
+    // The first query of a device attaches it (~6.6 ms on an H200), and
+    // NVML is thread-safe: attach every device at once rather than in turn.
     const unsigned count = inv.nvml_->device_count();
-    for (unsigned i = 0; i < count; ++i) all.push_back(inv.nvml_->identity(i));
+    std::vector<DeviceIdentity> all(count);
+    std::vector<std::exception_ptr> failures(count);
+    {
+        std::vector<std::thread> threads;
+        const Nvml& nvml = *inv.nvml_;
+        for (unsigned i = 1; i < count; ++i)
+            threads.emplace_back([&, i] {
+                try {
+                    all[i] = nvml.identity(i);
+                } catch (...) {
+                    failures[i] = std::current_exception();
+                }
+            });
+        try {
+            if (count > 0) all[0] = nvml.identity(0);
+        } catch (...) {
+            failures[0] = std::current_exception();
+        }
+        for (std::thread& t : threads) t.join();
+    }
+    for (const std::exception_ptr& f : failures)
+        if (f) std::rethrow_exception(f);
+    spdlog::debug("NVML identities of {} devices: {:.2f} ms", count,
+                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
 
     const auto entries = parse_cuda_visible_devices(std::getenv("CUDA_VISIBLE_DEVICES"));
     const DeviceOrder order = parse_cuda_device_order(std::getenv("CUDA_DEVICE_ORDER"));
@@ -103,22 +132,24 @@ NvmlDeviceFigures nvml_figures_for(const PciAddress& pci) {
         spdlog::debug("NVML unavailable ({}): no peak bandwidth or PCIe figures", why_not);
         return figures;
     }
-    for (unsigned i = 0, n = nvml->device_count(); i < n; ++i) {
-        const DeviceIdentity id = nvml->identity(i);
-        if (!(id.pci == pci)) continue;
-        figures.name = id.name;
-        figures.peak_memory_bandwidth = nvml->peak_memory_bandwidth(i);
-        figures.pcie = nvml->pcie_link(i);
-        figures.cpu_affinity = nvml->cpu_affinity(i);
-        break;
+    try {
+        const std::optional<unsigned> index = nvml->index_of(pci);
+        if (!index) return figures;
+        figures.name = nvml->identity(*index).name;
+        figures.peak_memory_bandwidth = nvml->peak_memory_bandwidth(*index);
+        figures.pcie = nvml->pcie_link(*index);
+        figures.cpu_affinity = nvml->cpu_affinity(*index);
+    } catch (const Error& e) {  // extras only: never fail a run over them
+        spdlog::debug("NVML figures unavailable: {}", e.what());
     }
     return figures;
 }
 
-InventorySnapshot DeviceInventory::snapshot(const std::vector<std::size_t>& positions, bool with_processes) const {
+InventorySnapshot DeviceInventory::snapshot(const std::vector<std::size_t>& positions, const SnapshotFields& fields) const {
     InventorySnapshot snap;
     snap.source = source_;
-    if (nvml_) {
+    if (!fields.versions) {
+    } else if (nvml_) {
         snap.driver_version = nvml_->driver_version();
         snap.cuda_driver_version = nvml_->cuda_driver_version();
     } else {
@@ -131,11 +162,11 @@ InventorySnapshot DeviceInventory::snapshot(const std::vector<std::size_t>& posi
         if (nvml_) {
             const auto index = static_cast<unsigned>(r.id.nvml_index);
             r.memory = nvml_->memory(index);
-            r.bar1 = nvml_->bar1(index);
-            r.compute_capability = nvml_->compute_capability(index);
-            r.pcie = nvml_->pcie_link(index);
-            r.peak_memory_bandwidth = nvml_->peak_memory_bandwidth(index);
-            if (with_processes) r.processes = nvml_->compute_processes(index);
+            if (fields.bar1) r.bar1 = nvml_->bar1(index);
+            if (fields.compute_capability) r.compute_capability = nvml_->compute_capability(index);
+            if (fields.pcie) r.pcie = nvml_->pcie_link(index);
+            if (fields.peak_bandwidth) r.peak_memory_bandwidth = nvml_->peak_memory_bandwidth(index);
+            if (fields.processes) r.processes = nvml_->compute_processes(index);
         } else {
             GPUMEM_CUDA_CALL(cudaSetDevice(r.id.cuda_index));
             std::size_t free_bytes = 0, total_bytes = 0;

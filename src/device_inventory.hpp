@@ -43,6 +43,17 @@ struct NvmlDeviceFigures {
 };
 NvmlDeviceFigures nvml_figures_for(const PciAddress& pci);
 
+// Which figures a snapshot reads. Each NVML query costs time, and a
+// one-liner asking for `used` should pay for nothing else.
+struct SnapshotFields {
+    bool versions = true;  // driver and CUDA driver versions
+    bool bar1 = true;
+    bool compute_capability = true;
+    bool pcie = true;
+    bool peak_bandwidth = true;
+    bool processes = false;
+};
+
 class DeviceInventory {
 public:
     // Loads NVML, or falls back to the CUDA runtime with a warning. Throws
@@ -57,7 +68,7 @@ public:
     const std::vector<DeviceIdentity>& visible() const noexcept { return visible_; }
     const std::string& source() const noexcept { return source_; }
     // Fresh figures for the given positions in visible().
-    InventorySnapshot snapshot(const std::vector<std::size_t>& positions, bool with_processes) const;
+    InventorySnapshot snapshot(const std::vector<std::size_t>& positions, const SnapshotFields& fields = {}) const;
     // NVML, when it was loaded (for PCIe and bandwidth figures).
     const Nvml* nvml() const noexcept { return nvml_.get(); }
 

@@ -55,6 +55,8 @@ struct Nvml::Api {
     nvmlReturn_t (*system_process_name)(unsigned, char*, unsigned) = nullptr;
     nvmlReturn_t (*device_count)(unsigned*) = nullptr;
     nvmlReturn_t (*device_handle)(unsigned, nvmlDevice_t*) = nullptr;
+    nvmlReturn_t (*device_handle_by_pci)(const char*, nvmlDevice_t*) = nullptr;
+    nvmlReturn_t (*device_index)(nvmlDevice_t, unsigned*) = nullptr;
     nvmlReturn_t (*device_name)(nvmlDevice_t, char*, unsigned) = nullptr;
     nvmlReturn_t (*device_uuid)(nvmlDevice_t, char*, unsigned) = nullptr;
     nvmlReturn_t (*device_pci)(nvmlDevice_t, nvmlPciInfo_t*) = nullptr;
@@ -101,6 +103,8 @@ std::unique_ptr<Nvml> Nvml::open(std::string& why_not) {
     load(a.system_process_name, "nvmlSystemGetProcessName");
     load(a.device_count, "nvmlDeviceGetCount_v2");
     load(a.device_handle, "nvmlDeviceGetHandleByIndex_v2");
+    load(a.device_handle_by_pci, "nvmlDeviceGetHandleByPciBusId_v2");
+    load(a.device_index, "nvmlDeviceGetIndex");
     load(a.device_name, "nvmlDeviceGetName");
     load(a.device_uuid, "nvmlDeviceGetUUID");
     load(a.device_pci, "nvmlDeviceGetPciInfo_v3");
@@ -153,6 +157,20 @@ unsigned Nvml::device_count() const {
     const nvmlReturn_t r = api_->device_count(&n);
     if (r != NVML_SUCCESS) throw Error("nvmlDeviceGetCount failed: " + api_->message(r));
     return n;
+}
+
+std::optional<unsigned> Nvml::index_of(const PciAddress& pci) const {
+    if (api_->device_handle_by_pci && api_->device_index) {
+        nvmlDevice_t h = nullptr;
+        unsigned index = 0;
+        if (api_->device_handle_by_pci(pci.to_string().c_str(), &h) == NVML_SUCCESS &&
+            api_->device_index(h, &index) == NVML_SUCCESS)
+            return index;
+        return std::nullopt;
+    }
+    for (unsigned i = 0, n = device_count(); i < n; ++i)
+        if (identity(i).pci == pci) return i;
+    return std::nullopt;
 }
 
 DeviceIdentity Nvml::identity(unsigned index) const {

@@ -16,6 +16,7 @@
 #include "alloc_apis.hpp"
 #include "alloc_test.hpp"
 #include "common.hpp"
+#include "device_inventory.hpp"
 #include "errors.hpp"
 #include "interrupt.hpp"
 #include "progress.hpp"
@@ -399,7 +400,7 @@ void run_fill_mode(FillCli& c, Context& ctx) {
         ctx.report.text_before.push_back(device_line(id));
         const double seconds = r.write_seconds + r.read_seconds;
         const double rate = seconds > 0 ? static_cast<double>(r.bytes_written + r.bytes_read) / seconds : 0;
-        const std::optional<double> peak = peak_memory_bandwidth_for(id.uuid);
+        const std::optional<double> peak = nvml_figures_for(id.pci).peak_memory_bandwidth;
         const bool wrote = r.bytes_written > 0;
         const char* verdict = !wrote ? "allocated" : !c.options.verify ? "written" : r.mismatched_words ? "FAILED" : "ok";
         t.add_row(cells(static_cast<std::int64_t>(id.cuda_index), r.free_before, r.requested, r.allocated,

@@ -31,13 +31,12 @@ namespace {
 
 // Defaults for a quick check that is both fast and steady. A PCIe copy
 // engine reaches its full rate well below 64 MiB (one copy ~1.2 ms at Gen5),
-// while pinning 64 MiB costs ~20 ms where 512 MiB costs ~170 ms; samples of
-// ~20 ms each are long enough for a coefficient of variation under 1%. The
-// whole process stays near the ~0.3 s a CUDA context takes to create.
-// Sweeps take 10 ms samples: a 4KiB..1GiB sweep then stays near 2 s.
+// while pinning 64 MiB costs ~20 ms where 512 MiB costs ~170 ms. Samples of
+// ~10 ms each gave a coefficient of variation of 0.03-0.13% on an H200
+// (bench/results), far under 1%, so the whole process stays near the ~0.3 s
+// a CUDA context takes to create. Sweeps use the same 10 ms.
 constexpr const char* kDefaultSize = "64MiB";
-constexpr double kDefaultSampleSeconds = 0.02;
-constexpr double kDefaultSweepSampleSeconds = 0.01;
+constexpr double kDefaultSampleSeconds = 0.01;
 constexpr int kDefaultSamples = 5;
 constexpr int kDefaultWarmup = 2;
 
@@ -95,9 +94,7 @@ CopyRequest check_options(const CopyOptions& o) {
     }
     q.auto_iterations = o.iterations <= 0;
     q.timing = TimingPlan{o.warmup, q.auto_iterations ? 1 : o.iterations, o.samples};
-    q.sample_seconds = o.sample_time_given ? o.sample_time
-                       : q.sizes.size() > 1 ? kDefaultSweepSampleSeconds
-                                            : kDefaultSampleSeconds;
+    q.sample_seconds = o.sample_time_given ? o.sample_time : kDefaultSampleSeconds;
     q.verify = o.verify;
     if (!o.corrupt_offset.empty()) {
         if (!o.verify) throw UsageError("--debug-corrupt-offset needs --verify");
@@ -337,7 +334,7 @@ void setup_copy(CLI::App& app, Context& ctx) {
     sub->add_option("--samples", o->samples, "Timed samples; the median is reported")->capture_default_str()->check(CLI::Range(1, 1000));
     sub->add_option("--warmup", o->warmup, "Untimed copies before the samples")->capture_default_str()->check(CLI::Range(0, 1000));
     sub->add_option("--sample-time", o->sample_time,
-                    "Seconds one sample should last when --iterations is not given (default 0.02, 0.01 in a sweep)")
+                    "Seconds one sample should last when --iterations is not given (default 0.01)")
         ->type_name("SECONDS")
         ->check(CLI::Range(0.001, 10.0));
     sub->add_flag("--verify", o->verify, "Fill the source with a pattern and check every destination byte; exit 4 on mismatch");

@@ -212,6 +212,22 @@ void run_pick(const InfoOptions& opts, const InventorySnapshot& snap, Context& c
     ctx.printed = true;
 }
 
+// The NVML queries the chosen output needs.
+SnapshotFields fields_needed(const InfoOptions& opts, Format format) {
+    SnapshotFields need{false, false, false, false, false, opts.processes};
+    // Table and JSON carry the driver versions in their header / document.
+    need.versions = format == Format::table || format == Format::json;
+    for (std::size_t i : select_fields(opts.query, format)) {
+        const std::string& key = info_fields()[i].field.key;
+        if (key.rfind("bar1_", 0) == 0) need.bar1 = true;
+        if (key == "compute_capability") need.compute_capability = true;
+        if (key.rfind("pcie_", 0) == 0) need.pcie = true;
+        if (key == "peak_memory_bandwidth") need.peak_bandwidth = true;
+        if (key == "driver_version" || key == "cuda_driver_version") need.versions = true;
+    }
+    return need;
+}
+
 void run_info(const InfoOptions& opts, Context& ctx) {
     ctx.report.command = "info";
     // Every argument is checked before the driver is touched, so bad input
@@ -221,11 +237,11 @@ void run_info(const InfoOptions& opts, Context& ctx) {
     DeviceInventory inventory = DeviceInventory::open();
     const auto positions = resolve_device_spec(spec, inventory.visible());
     if (opts.pick > 0) {
-        run_pick(opts, inventory.snapshot(positions, false), ctx);
+        run_pick(opts, inventory.snapshot(positions, SnapshotFields{false, false, false, false, false, false}), ctx);
         return;
     }
     if (opts.loop_seconds <= 0) {
-        ctx.report = build_report(opts, inventory.snapshot(positions, opts.processes), ctx.output.format);
+        ctx.report = build_report(opts, inventory.snapshot(positions, fields_needed(opts, ctx.output.format)), ctx.output.format);
         for (const auto& w : ctx.report.warnings) spdlog::warn("{}", w);
         return;
     }
@@ -236,7 +252,7 @@ void run_info(const InfoOptions& opts, Context& ctx) {
     for (long long i = 0; opts.count == 0 || i < opts.count; ++i) {
         if (i > 0) interruptible_sleep(opts.loop_seconds);
         throw_if_interrupted();
-        Report r = build_report(opts, inventory.snapshot(positions, opts.processes), ctx.output.format);
+        Report r = build_report(opts, inventory.snapshot(positions, fields_needed(opts, ctx.output.format)), ctx.output.format);
         const auto now = std::chrono::system_clock::now();
         r.extra["timestamp"] = std::chrono::duration<double>(now.time_since_epoch()).count();
         if (i == 0)
