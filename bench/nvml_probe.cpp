@@ -28,7 +28,10 @@ int main(int argc, char** argv) {
     const auto t3 = clk::now();
     const int r_mem = get_mem(dev, &mem);
     const auto t4 = clk::now();
-    std::printf("flags=%u dlopen=%.2fms init=%.2fms(rc %d) handle=%.2fms(rc %d) meminfo=%.2fms(rc %d) used=%llu\n", flags,
-                ms(t0, t1), ms(t1, t2), r_init, ms(t2, t3), r_handle, ms(t3, t4), r_mem, mem.used);
+    auto shutdown = reinterpret_cast<int (*)()>(dlsym(lib, "nvmlShutdown"));
+    const int r_shutdown = shutdown();
+    const auto t5 = clk::now();
+    std::printf("flags=%u dlopen=%.2fms init=%.2fms(rc %d) handle=%.2fms(rc %d) meminfo=%.2fms(rc %d) shutdown=%.2fms(rc %d) used=%llu\n",
+                flags, ms(t0, t1), ms(t1, t2), r_init, ms(t2, t3), r_handle, ms(t3, t4), r_mem, ms(t4, t5), r_shutdown, mem.used);
     return 0;
 }

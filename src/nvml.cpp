@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <cstring>
+#include <future>
 #include <fstream>
 
 #include <spdlog/spdlog.h>
@@ -83,7 +84,35 @@ struct Nvml::Api {
     std::string message(nvmlReturn_t r) const { return error_string ? error_string(r) : std::to_string(r); }
 };
 
+namespace {
+
+struct OpenResult {
+    std::unique_ptr<Nvml> nvml;
+    std::string why_not;
+};
+std::future<OpenResult> g_opening;  // set by start_opening, taken by open
+
+}  // namespace
+
+void Nvml::start_opening() {
+    if (g_opening.valid()) return;
+    g_opening = std::async(std::launch::async, [] {
+        OpenResult r;
+        r.nvml = open_now(r.why_not);
+        return r;
+    });
+}
+
 std::unique_ptr<Nvml> Nvml::open(std::string& why_not) {
+    if (g_opening.valid()) {
+        OpenResult r = g_opening.get();
+        why_not = r.why_not;
+        return std::move(r.nvml);
+    }
+    return open_now(why_not);
+}
+
+std::unique_ptr<Nvml> Nvml::open_now(std::string& why_not) {
     // RTLD_LOCAL keeps NVML's symbols out of the global namespace.
     void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (lib == nullptr) {

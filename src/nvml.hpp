@@ -38,6 +38,9 @@ public:
     // Loads libnvidia-ml.so.1 and initialises it; nullptr with `why_not` set if
     // either fails.
     static std::unique_ptr<Nvml> open(std::string& why_not);
+    // Starts open() on a background thread so that NVML's start-up overlaps
+    // the caller's own; the next open() in the process takes its result.
+    static void start_opening();
     ~Nvml();
     Nvml(const Nvml&) = delete;
     Nvml& operator=(const Nvml&) = delete;
@@ -67,6 +70,7 @@ public:
 
 private:
     Nvml() = default;
+    static std::unique_ptr<Nvml> open_now(std::string& why_not);
     void* library_ = nullptr;
     std::unique_ptr<Api> api_;
 };

@@ -573,9 +573,10 @@ void run_hold_mode(HoldCli& c, Context& ctx) {
 
 }  // namespace
 
-void setup_alloc_test(CLI::App& app, Context& ctx) {
+void setup_alloc_test(CLI::App& app, Context& ctx, bool full) {
     CLI::App* sub = app.add_subcommand(
         "alloc-test", "Allocation stress tests: latency, max, fill, churn, hold (see gpumem(1), ALLOC-TEST)");
+    if (!full) return;  // listed in --help; options only for the subcommand invoked
     // The mode is a subcommand; the hidden positional only catches unknown
     // modes so that the message can name them.
     auto unknown_mode = std::make_shared<std::string>();

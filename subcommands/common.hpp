@@ -56,11 +56,13 @@ bool progress_enabled(const GlobalOptions& globals);
 CLI::Validator size_validator(bool allow_percent);
 CLI::Validator range_validator();
 
-// Subcommand registration, one per file.
-void setup_info(CLI::App& app, Context& ctx);
-void setup_memset(CLI::App& app, Context& ctx);
-void setup_copy(CLI::App& app, Context& ctx);
-void setup_reuse_sim(CLI::App& app, Context& ctx);
-void setup_alloc_test(CLI::App& app, Context& ctx);
+// Subcommand registration, one per file. With full = false only the name and
+// description are registered (enough for `gpumem --help`): registering every
+// option of every subcommand took over half of gpumem's own start-up.
+void setup_info(CLI::App& app, Context& ctx, bool full);
+void setup_memset(CLI::App& app, Context& ctx, bool full);
+void setup_copy(CLI::App& app, Context& ctx, bool full);
+void setup_reuse_sim(CLI::App& app, Context& ctx, bool full);
+void setup_alloc_test(CLI::App& app, Context& ctx, bool full);
 
 }  // namespace gpumem::cli

@@ -266,9 +266,10 @@ void run_info(const InfoOptions& opts, Context& ctx) {
 
 }  // namespace
 
-void setup_info(CLI::App& app, Context& ctx) {
+void setup_info(CLI::App& app, Context& ctx, bool full) {
     auto opts = std::make_shared<InfoOptions>();
     CLI::App* sub = app.add_subcommand("info", "Show device memory (NVML; creates no CUDA context)");
+    if (!full) return;  // listed in --help; options only for the subcommand invoked
     sub->add_option("--query", opts->query,
                     "Comma list of fields: index, nvml_index, name, uuid, pci_bus_id, total, reserved, used, free, "
                     "bar1_total, bar1_used, bar1_free, compute_capability, pcie_gen, pcie_width, pcie_gen_max, "

@@ -67,6 +67,24 @@ std::string version_text() {
     return text;
 }
 
+// The subcommand named on the command line, found before CLI11 parses so
+// that only its options need registering; "" when there is none.
+std::string invoked_subcommand(int argc, char** argv) {
+    static const char* const names[] = {"info", "memset", "copy", "reuse-sim", "alloc-test"};
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "-d" || a == "--device" || a == "--format" || a == "--units") {
+            ++i;  // the option's value
+            continue;
+        }
+        if (!a.empty() && a[0] == '-') continue;
+        for (const char* name : names)
+            if (a == name) return a;
+        return "";
+    }
+    return "";
+}
+
 int fail(const gpumem::Error& error, gpumem::cli::Context& ctx, bool json) {
     std::fprintf(stderr, "gpumem: error: %s\n", one_line(error.what()).c_str());
     if (json) gpumem::cli::write_stdout(gpumem::cli::render_json_error(ctx.report, error, ctx.output));
@@ -86,17 +104,18 @@ int main(int argc, char** argv) {
     gpumem::cli::setup_global_options(app, ctx.globals);
     bool show_version = false;
     app.add_flag("-V,--version", show_version, "Print the version, the CUDA runtime and the driver, then exit");
-    gpumem::cli::setup_info(app, ctx);
-    gpumem::cli::setup_memset(app, ctx);
-    gpumem::cli::setup_copy(app, ctx);
-    gpumem::cli::setup_reuse_sim(app, ctx);
-    gpumem::cli::setup_alloc_test(app, ctx);
+    const std::string invoked = invoked_subcommand(argc, argv);
+    // info's cost is NVML's start-up (~10 ms): begin it now, beside parsing.
+    if (invoked == "info") gpumem::Nvml::start_opening();
+    gpumem::cli::setup_info(app, ctx, invoked == "info");
+    gpumem::cli::setup_memset(app, ctx, invoked == "memset");
+    gpumem::cli::setup_copy(app, ctx, invoked == "copy");
+    gpumem::cli::setup_reuse_sim(app, ctx, invoked == "reuse-sim");
+    gpumem::cli::setup_alloc_test(app, ctx, invoked == "alloc-test");
 
     const bool json = json_requested(argc, argv);
     // Name the subcommand in a JSON error document even when parsing fails.
-    for (int i = 1; i < argc; ++i)
-        for (const CLI::App* sub : app.get_subcommands({}))
-            if (ctx.report.command.empty() && sub->get_name() == argv[i]) ctx.report.command = argv[i];
+    ctx.report.command = invoked;
     if (json) ctx.output.format = gpumem::cli::Format::json;
     try {
         app.parse(argc, argv);

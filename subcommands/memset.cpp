@@ -137,9 +137,10 @@ void run_memset_command(const MemsetOptions& o, Context& ctx) {
 
 }  // namespace
 
-void setup_memset(CLI::App& app, Context& ctx) {
+void setup_memset(CLI::App& app, Context& ctx, bool full) {
     auto o = std::make_shared<MemsetOptions>();
     CLI::App* sub = app.add_subcommand("memset", "Fill device or host memory with 8/16/32-bit words; time and verify it");
+    if (!full) return;  // listed in --help; options only for the subcommand invoked
     sub->add_option("-s,--size", o->size, "Buffer size (SIZE, or PCT% of free device memory)")->capture_default_str()->check(size_validator(true));
     sub->add_option("--value", o->value, "Word value, decimal or 0x hexadecimal")->capture_default_str()->type_name("V");
     sub->add_option("--width", o->width_bits, "Word width in bits (cuMemsetD8/D16/D32)")->capture_default_str()

@@ -509,13 +509,14 @@ void run_reuse_sim(const ReuseSimOptions& o, Context& ctx) {
 
 }  // namespace
 
-void setup_reuse_sim(CLI::App& app, Context& ctx) {
+void setup_reuse_sim(CLI::App& app, Context& ctx, bool full) {
     auto o = std::make_shared<ReuseSimOptions>();
     CLI::App* sub = app.add_subcommand(
         "reuse-sim",
         "Replay an allocation trace or a built-in workload through reuse strategies (naive, grow-only, "
         "shape-persistent, ring, RMM pool and binning, PyTorch caching allocator, cudaMallocAsync pool) on a "
         "simulated device and compare them; no GPU needed unless --execute");
+    if (!full) return;  // listed in --help; options only for the subcommand invoked
     sub->footer("Sizes take units (4KiB, 1.5GiB). Strategies: naive, grow-only, shape-persistent, ring, pool, binning, "
                 "torch-caching, async-pool, or all. See gpumem(1), section REUSE-SIM.");
     auto* workload = sub->add_option("--workload", o->workload, "Built-in workload: inference, dynamic, detector, llm-decode, training (default dynamic)")
