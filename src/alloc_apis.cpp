@@ -224,45 +224,6 @@ VmmAllocation& VmmAllocation::operator=(VmmAllocation&& other) noexcept {
     return *this;
 }
 
-// --- ManagedAllocation ---
-
-ManagedAllocation::ManagedAllocation(int device, std::size_t bytes) : device_(device) {
-    if (bytes == 0) return;
-    AutoDevice guard(device);
-    void* p = nullptr;
-    const cudaError_t status = cudaMallocManaged(&p, bytes, cudaMemAttachGlobal);
-    if (status != cudaSuccess)
-        throw_allocation_error(status, "cudaMallocManaged", bytes, format_bytes(bytes) + " on device " + std::to_string(device));
-    ptr_ = p;
-    bytes_ = bytes;
-}
-
-ManagedAllocation::~ManagedAllocation() noexcept { reset(); }
-
-void ManagedAllocation::reset() noexcept {
-    if (ptr_ == nullptr) return;
-    try {
-        AutoDevice guard(device_);
-        log_failure(cudaFree(ptr_), "cudaFree (managed)");
-    } catch (...) {
-    }
-    ptr_ = nullptr;
-    bytes_ = 0;
-}
-
-ManagedAllocation::ManagedAllocation(ManagedAllocation&& other) noexcept
-    : ptr_(std::exchange(other.ptr_, nullptr)), bytes_(std::exchange(other.bytes_, 0)), device_(other.device_) {}
-
-ManagedAllocation& ManagedAllocation::operator=(ManagedAllocation&& other) noexcept {
-    if (this != &other) {
-        reset();
-        ptr_ = std::exchange(other.ptr_, nullptr);
-        bytes_ = std::exchange(other.bytes_, 0);
-        device_ = other.device_;
-    }
-    return *this;
-}
-
 // --- RetainingPool ---
 
 RetainingPool::RetainingPool(int device) : device_(device) {
@@ -365,7 +326,8 @@ ApiAllocation::ApiAllocation(AllocApi api, int device, std::size_t bytes, cudaSt
             if (stream == nullptr || pool == nullptr) throw Error("internal error: the async-pool API needs a stream and a pool");
             owner_.emplace<AsyncAllocation>(device, bytes, stream, pool);
             break;
-        case AllocApi::managed: owner_.emplace<ManagedAllocation>(device, bytes); break;
+        // The caller checks free memory first: oversubscribing managed memory can hang the GPU.
+        case AllocApi::managed: owner_.emplace<DeviceAllocation>(device, bytes, DeviceMemoryKind::managed); break;
         case AllocApi::host:
         case AllocApi::host_wc:
         case AllocApi::host_mapped:

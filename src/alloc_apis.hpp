@@ -75,28 +75,6 @@ private:
     int device_ = -1;
 };
 
-// cudaMallocManaged(cudaMemAttachGlobal). The caller checks free memory
-// first: oversubscribing managed memory can hang the GPU.
-class ManagedAllocation {
-public:
-    ManagedAllocation() = default;
-    ManagedAllocation(int device, std::size_t bytes);
-    ~ManagedAllocation() noexcept;
-    ManagedAllocation(ManagedAllocation&& other) noexcept;
-    ManagedAllocation& operator=(ManagedAllocation&& other) noexcept;
-    ManagedAllocation(const ManagedAllocation&) = delete;
-    ManagedAllocation& operator=(const ManagedAllocation&) = delete;
-
-    void* data() const noexcept { return ptr_; }
-    std::size_t size() const noexcept { return bytes_; }
-    void reset() noexcept;
-
-private:
-    void* ptr_ = nullptr;
-    std::size_t bytes_ = 0;
-    int device_ = -1;
-};
-
 // A device memory pool of its own that never returns memory to the driver
 // while it lives (release threshold UINT64_MAX), so that allocations after
 // the first are served from the pool. Destroying it releases everything.
@@ -166,7 +144,7 @@ public:
 
 private:
     AllocApi api_ = AllocApi::device;
-    std::variant<std::monostate, DeviceAllocation, HostAllocation, ManagedAllocation, AsyncAllocation, VmmAllocation> owner_;
+    std::variant<std::monostate, DeviceAllocation, HostAllocation, AsyncAllocation, VmmAllocation> owner_;
 };
 
 // What the async APIs need on one device: a stream, and for async_pool a

@@ -122,13 +122,15 @@ float CudaEvent::elapsed_ms_since(const CudaEvent& start) const {
 
 // --- DeviceAllocation ---
 
-DeviceAllocation::DeviceAllocation(int device, std::size_t bytes) : device_(device) {
+DeviceAllocation::DeviceAllocation(int device, std::size_t bytes, DeviceMemoryKind kind) : device_(device) {
     if (bytes == 0) return;
     AutoDevice guard(device);
     void* p = nullptr;
-    const cudaError_t status = cudaMalloc(&p, bytes);
+    const bool managed = kind == DeviceMemoryKind::managed;
+    const cudaError_t status = managed ? cudaMallocManaged(&p, bytes, cudaMemAttachGlobal) : cudaMalloc(&p, bytes);
     if (status != cudaSuccess)
-        throw_allocation_error(status, "cudaMalloc", bytes, format_bytes(bytes) + " on device " + std::to_string(device));
+        throw_allocation_error(status, managed ? "cudaMallocManaged" : "cudaMalloc", bytes,
+                               format_bytes(bytes) + " on device " + std::to_string(device));
     ptr_ = p;
     bytes_ = bytes;
 }

@@ -85,11 +85,16 @@ private:
     int device_ = -1;
 };
 
-// Device memory from cudaMalloc. Failure to allocate throws OutOfMemoryError.
+// plain: cudaMalloc; managed: cudaMallocManaged(cudaMemAttachGlobal). Both
+// are freed with cudaFree.
+enum class DeviceMemoryKind { plain, managed };
+
+// Device memory from cudaMalloc (or managed memory). Failure to allocate
+// throws OutOfMemoryError.
 class DeviceAllocation {
 public:
     DeviceAllocation() = default;
-    DeviceAllocation(int device, std::size_t bytes);
+    DeviceAllocation(int device, std::size_t bytes, DeviceMemoryKind kind = DeviceMemoryKind::plain);
     ~DeviceAllocation() noexcept;
     DeviceAllocation(DeviceAllocation&& other) noexcept;
     DeviceAllocation& operator=(DeviceAllocation&& other) noexcept;
