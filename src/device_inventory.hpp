@@ -71,6 +71,10 @@ public:
     InventorySnapshot snapshot(const std::vector<std::size_t>& positions, const SnapshotFields& fields = {}) const;
     // NVML, when it was loaded (for PCIe and bandwidth figures).
     const Nvml* nvml() const noexcept { return nvml_.get(); }
+    // The process exits after this inventory: skip nvmlShutdown (see Nvml).
+    void skip_nvml_shutdown() noexcept {
+        if (nvml_) nvml_->skip_shutdown();
+    }
 
 private:
     DeviceInventory() = default;

@@ -165,6 +165,7 @@ std::unique_ptr<Nvml> Nvml::open_now(std::string& why_not) {
 }
 
 Nvml::~Nvml() {
+    if (skip_shutdown_) return;  // the library stays loaded with NVML in it
     if (api_ && api_->shutdown) api_->shutdown();
     if (library_ != nullptr) dlclose(library_);
 }

@@ -237,10 +237,12 @@ void run_info(const InfoOptions& opts, Context& ctx) {
     DeviceInventory inventory = DeviceInventory::open();
     const auto positions = resolve_device_spec(spec, inventory.visible());
     if (opts.pick > 0) {
+        inventory.skip_nvml_shutdown();
         run_pick(opts, inventory.snapshot(positions, SnapshotFields{false, false, false, false, false, false}), ctx);
         return;
     }
     if (opts.loop_seconds <= 0) {
+        inventory.skip_nvml_shutdown();  // one query and the process ends
         ctx.report = build_report(opts, inventory.snapshot(positions, fields_needed(opts, ctx.output.format)), ctx.output.format);
         for (const auto& w : ctx.report.warnings) spdlog::warn("{}", w);
         return;
