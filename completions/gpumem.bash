@@ -45,7 +45,7 @@ _gpumem_value_opts="-d --device --format --units
     --costs --timeline --timeline-points --save-trace"
 
 # Values that are comma lists, as CONTEXT:OPTION (CONTEXT: subcommand or
-# subcommand_mode, dashes as underscores). `all` is offered first only.
+# subcommand_mode, dashes as underscores).
 _gpumem_list_opts="info:--query alloc_test_latency:--api alloc_test_fill:--pattern reuse_sim:--strategy"
 
 # Values that are file names.
@@ -160,16 +160,19 @@ _gpumem() {
         values=$(_gpumem_values "$prev" "$bin" "$ctx")
         [[ -z $values ]] && return 0  # a number or a size: nothing to offer
         if [[ " $_gpumem_list_opts " == *" $ctx:$prev "* ]]; then
-            # Comma list: complete the last item; `all` only first, no item twice.
+            # Comma list: complete the last item; `all` only first, no item
+            # twice, nothing after `all`.
             local head=${cur%"${cur##*,}"} item
-            if [[ -n $head ]]; then
+            if [[ ,$head == *,all,* ]]; then
+                values=""  # all already names every item
+            elif [[ -n $head ]]; then
                 local rest=""
                 for item in $values; do
                     [[ $item == all || ,$head == *,"$item",* ]] || rest+=" $item"
                 done
                 values=$rest
             fi
-            COMPREPLY=($(compgen -P "$head" -W "$values" -- "${cur##*,}"))
+            [[ -n $values ]] && COMPREPLY=($(compgen -P "$head" -W "$values" -- "${cur##*,}"))
             compopt -o nospace 2>/dev/null
         else
             COMPREPLY=($(compgen -W "$values" -- "$cur"))
