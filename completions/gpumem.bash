@@ -9,7 +9,7 @@
 # _gpumem_file_opts. Words for its first positional argument go in
 # _gpumem_args_<name>. A subcommand with modes (alloc-test) lists them in
 # _gpumem_modes_<name>, each with its options in _gpumem_opts_<name>_<mode>.
-# tests/test_completions.cpp checks every option of `gpumem SUB --help` is here.
+# tests/test_completions.cpp checks these against `gpumem --help`.
 
 _gpumem_subcommands="info memset copy alloc-test reuse-sim"
 
@@ -126,7 +126,7 @@ _gpumem() {
     for ((i = 1; i < cword; i++)); do
         w=${words[i]}
         if ((skip)); then skip=0; continue; fi
-        if [[ $w == = ]]; then skip=1; continue; fi  # --opt = value, split by readline
+        if [[ $w == = ]]; then skip=1; continue; fi  # OPTION = VALUE, split by readline
         if _gpumem_takes_value "$w"; then
             [[ ${words[i + 1]-} == = ]] || skip=1
             continue

@@ -2,12 +2,13 @@
 # share/fish/vendor_completions.d; or: source completions/gpumem.fish
 #
 # To add a subcommand: add it to the `set -l subcommands` line and the
-# descriptions below, then add its options under a `__fish_seen_subcommand_from
-# NAME` condition, as for info (-x -a 'WORDS' for fixed values, -a
-# '(__gpumem_comma_list WORDS)' for comma lists, -r -F for file names). A
-# subcommand with modes (alloc-test) lists them like the subcommands, and each
-# mode's options go under a "SUB; and MODE" condition. tests/test_completions.cpp
-# checks that every option of `gpumem SUB --help` is here.
+# descriptions below, then add its options under a condition variable named
+# after it (dashes as underscores: `set -l NAME "__fish_seen_subcommand_from
+# NAME"`, then `complete -c gpumem -n $NAME ...`), as for info: -x -a 'WORDS'
+# for fixed values, -a '(__gpumem_comma_list WORDS)' for comma lists, -r -F
+# for file names. A subcommand with modes (alloc-test) lists them in
+# `set -l NAME_modes` and like the subcommands, each mode's options under
+# $NAME_MODE. tests/test_completions.cpp checks these against `gpumem --help`.
 
 set -l subcommands info memset copy alloc-test reuse-sim
 
@@ -131,41 +132,41 @@ complete -c gpumem -n $nomode -a fill -d 'Allocate in chunks, write patterns and
 complete -c gpumem -n $nomode -a churn -d 'Random allocate/free, directly or through MixMemory'
 complete -c gpumem -n $nomode -a hold -d 'Allocate memory and hold it until --duration ends or a signal'
 
-set -l latency "$alloc_test; and __fish_seen_subcommand_from latency"
-complete -c gpumem -n $latency -l api -x -a "(__gpumem_comma_list all $alloc_apis)" -d 'Allocation APIs (comma list or repeated)'
-complete -c gpumem -n $latency -l sizes -x -d 'Sizes: SIZE, A,B,C or a range A..B'
-complete -c gpumem -n $latency -l iterations -x -d 'Timed allocate/free pairs per size'
-complete -c gpumem -n $latency -l warmup -x -d 'Untimed pairs before them'
-complete -c gpumem -n $latency -l no-sync-probe -d 'Skip the probe of whether allocation and free synchronize'
-complete -c gpumem -n $latency -l save-costs -r -F -d 'Write the medians as a cost table (JSON) for reuse-sim'
+set -l alloc_test_latency "$alloc_test; and __fish_seen_subcommand_from latency"
+complete -c gpumem -n $alloc_test_latency -l api -x -a "(__gpumem_comma_list all $alloc_apis)" -d 'Allocation APIs (comma list or repeated)'
+complete -c gpumem -n $alloc_test_latency -l sizes -x -d 'Sizes: SIZE, A,B,C or a range A..B'
+complete -c gpumem -n $alloc_test_latency -l iterations -x -d 'Timed allocate/free pairs per size'
+complete -c gpumem -n $alloc_test_latency -l warmup -x -d 'Untimed pairs before them'
+complete -c gpumem -n $alloc_test_latency -l no-sync-probe -d 'Skip the probe of whether allocation and free synchronize'
+complete -c gpumem -n $alloc_test_latency -l save-costs -r -F -d 'Write the medians as a cost table (JSON) for reuse-sim'
 
-set -l max "$alloc_test; and __fish_seen_subcommand_from max"
-complete -c gpumem -n $max -l granularity -x -d 'Precision of the search and smallest back-off piece'
-complete -c gpumem -n $max -l chunk -x -d 'Piece size for the total obtainable'
+set -l alloc_test_max "$alloc_test; and __fish_seen_subcommand_from max"
+complete -c gpumem -n $alloc_test_max -l granularity -x -d 'Precision of the search and smallest back-off piece'
+complete -c gpumem -n $alloc_test_max -l chunk -x -d 'Piece size for the total obtainable'
 
-set -l fill "$alloc_test; and __fish_seen_subcommand_from fill"
-complete -c gpumem -n $fill -l total -x -d 'How much: SIZE or PCT% of free memory'
-complete -c gpumem -n $fill -l chunk -x -d 'Allocation piece size'
-complete -c gpumem -n $fill -l verify -d 'Read every pattern back and compare'
-complete -c gpumem -n $fill -l pattern -x -a "(__gpumem_comma_list all $patterns)" -d 'Patterns (comma list or repeated)'
-complete -c gpumem -n $fill -l passes -x -d 'Repeat all patterns N times'
-complete -c gpumem -n $fill -l seed -x -d 'Seed of the walking and random patterns'
+set -l alloc_test_fill "$alloc_test; and __fish_seen_subcommand_from fill"
+complete -c gpumem -n $alloc_test_fill -l total -x -d 'How much: SIZE or PCT% of free memory'
+complete -c gpumem -n $alloc_test_fill -l chunk -x -d 'Allocation piece size'
+complete -c gpumem -n $alloc_test_fill -l verify -d 'Read every pattern back and compare'
+complete -c gpumem -n $alloc_test_fill -l pattern -x -a "(__gpumem_comma_list all $patterns)" -d 'Patterns (comma list or repeated)'
+complete -c gpumem -n $alloc_test_fill -l passes -x -d 'Repeat all patterns N times'
+complete -c gpumem -n $alloc_test_fill -l seed -x -d 'Seed of the walking and random patterns'
 
-set -l churn "$alloc_test; and __fish_seen_subcommand_from churn"
-complete -c gpumem -n $churn -l sizes -x -d 'Sizes to draw from: a list or range'
-complete -c gpumem -n $churn -l ops -x -d 'Operations'
-complete -c gpumem -n $churn -l duration -x -d 'Run this long: 30s, 500ms, 2m'
-complete -c gpumem -n $churn -l seed -x -d 'Seed of the operation stream'
-complete -c gpumem -n $churn -l via -x -a 'direct mixmemory' -d 'The API\'s own calls or MixMemory slots'
-complete -c gpumem -n $churn -l api -x -a "$alloc_apis" -d 'Allocation API for --via direct'
-complete -c gpumem -n $churn -l slots -x -d 'MixMemory objects'
-complete -c gpumem -n $churn -l growth -x -a 'exact 512B 2MiB x1.5 x2' -d 'MixMemory growth'
-complete -c gpumem -n $churn -l max-live -x -d 'Most live bytes at once: SIZE or PCT% of free'
+set -l alloc_test_churn "$alloc_test; and __fish_seen_subcommand_from churn"
+complete -c gpumem -n $alloc_test_churn -l sizes -x -d 'Sizes to draw from: a list or range'
+complete -c gpumem -n $alloc_test_churn -l ops -x -d 'Operations'
+complete -c gpumem -n $alloc_test_churn -l duration -x -d 'Run this long: 30s, 500ms, 2m'
+complete -c gpumem -n $alloc_test_churn -l seed -x -d 'Seed of the operation stream'
+complete -c gpumem -n $alloc_test_churn -l via -x -a 'direct mixmemory' -d 'The API\'s own calls or MixMemory slots'
+complete -c gpumem -n $alloc_test_churn -l api -x -a "$alloc_apis" -d 'Allocation API for --via direct'
+complete -c gpumem -n $alloc_test_churn -l slots -x -d 'MixMemory objects'
+complete -c gpumem -n $alloc_test_churn -l growth -x -a 'exact 512B 2MiB x1.5 x2' -d 'MixMemory growth'
+complete -c gpumem -n $alloc_test_churn -l max-live -x -d 'Most live bytes at once: SIZE or PCT% of free'
 
-set -l hold "$alloc_test; and __fish_seen_subcommand_from hold"
-complete -c gpumem -n $hold -l total -x -d 'How much: SIZE or PCT% of free memory'
-complete -c gpumem -n $hold -l duration -x -d 'Hold this long (default: until a signal)'
-complete -c gpumem -n $hold -l chunk -x -d 'Allocation piece size'
+set -l alloc_test_hold "$alloc_test; and __fish_seen_subcommand_from hold"
+complete -c gpumem -n $alloc_test_hold -l total -x -d 'How much: SIZE or PCT% of free memory'
+complete -c gpumem -n $alloc_test_hold -l duration -x -d 'Hold this long (default: until a signal)'
+complete -c gpumem -n $alloc_test_hold -l chunk -x -d 'Allocation piece size'
 
 # reuse-sim
 set -l reuse_sim "__fish_seen_subcommand_from reuse-sim"
