@@ -1,0 +1,315 @@
+// The shell completions (completions/gpumem.bash, _gpumem, gpumem.fish)
+// against `gpumem --help`, `gpumem SUB --help` and `gpumem SUB MODE --help`:
+// every subcommand and mode is offered, every long option is offered for its
+// own subcommand (or mode), every fixed choice that --help shows ({a,b,c})
+// is a value, and no option is offered that --help does not list (hidden
+// --debug-* test hooks, removed options). Fails when someone adds an option
+// or a subcommand and forgets the completions. Where each file keeps what is
+// read here is described at the top of that file.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cli_harness.hpp"
+
+namespace {
+
+std::string completions_dir() {
+    const char* dir = std::getenv("GPUMEM_TESTS_DIR");
+    return std::string(dir ? dir : GPUMEM_TESTS_SOURCE_DIR) + "/../completions";
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        std::size_t end = text.find('\n', start);
+        if (end == std::string::npos) end = text.size();
+        lines.push_back(text.substr(start, end - start));
+        start = end + 1;
+    }
+    return lines;
+}
+
+std::vector<std::string> split(const std::string& text, char sep) {
+    std::vector<std::string> items;
+    std::size_t start = 0;
+    for (;;) {
+        const std::size_t end = text.find(sep, start);
+        items.push_back(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
+        if (end == std::string::npos) return items;
+        start = end + 1;
+    }
+}
+
+// What one --help lists.
+struct Help {
+    std::vector<std::string> options;                   // long options, with their dashes
+    std::vector<std::string> subcommands;               // subcommands (alloc-test: modes)
+    std::map<std::string, std::vector<std::string>> choices;  // option -> {a,b,c}
+};
+
+// CLI11's layout: a section title ("Options:", "Subcommands:") at column 0,
+// entries indented by two spaces, wrapped descriptions indented further.
+Help parse_help(const std::string& text) {
+    Help help;
+    std::string section;
+    for (const std::string& line : lines_of(text)) {
+        if (line.empty()) continue;
+        if (line[0] != ' ') {
+            section = line;
+            continue;
+        }
+        if (line.size() < 3 || line[1] != ' ' || line[2] == ' ') continue;  // a wrapped description
+        // The entry's head: up to the description, two spaces on.
+        const std::size_t description = line.find("  ", 2);
+        const std::string head = line.substr(2, description == std::string::npos ? std::string::npos : description - 2);
+        const std::string names = head.substr(0, head.find(' '));
+        if (section == "Subcommands:") {
+            help.subcommands.push_back(names);
+        } else if (section == "Options:" && names[0] == '-') {
+            const std::size_t open = head.find(":{"), close = head.find('}');
+            for (const std::string& name : split(names, ',')) {
+                if (name.rfind("--", 0) != 0) continue;  // -s: short names are not checked
+                help.options.push_back(name);
+                if (open != std::string::npos && close != std::string::npos && close > open)
+                    help.choices[name] = split(head.substr(open + 2, close - open - 2), ',');
+            }
+        }
+    }
+    return help;
+}
+
+Help help_of(const std::vector<std::string>& words) {
+    std::vector<std::string> args = words;
+    args.push_back("--help");
+    const RunResult r = run_gpumem(args);
+    std::string command = "gpumem";
+    for (const std::string& w : args) command += " " + w;
+    INFO(command, ": ", r.err);
+    REQUIRE(r.status == 0);
+    return parse_help(r.out);
+}
+
+bool is_word_char(char c, const std::string& extra) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || extra.find(c) != std::string::npos;
+}
+
+// `word` occurs in `text` with no name character right before or after it.
+bool has_word(const std::string& text, const std::string& word, const std::string& extra = "-") {
+    for (std::size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) {
+        const bool before_ok = at == 0 || !is_word_char(text[at - 1], extra);
+        const std::size_t after = at + word.size();
+        const bool after_ok = after >= text.size() || !is_word_char(text[after], extra);
+        if (before_ok && after_ok) return true;
+    }
+    return false;
+}
+
+// The text between `start` and the next `end`; empty (and a failed check)
+// when `start` is missing.
+std::string block(const std::string& text, const std::string& start, const std::string& end, const std::string& file) {
+    const std::size_t at = text.find(start);
+    INFO(file, " has no ", start);
+    CHECK(at != std::string::npos);
+    if (at == std::string::npos) return "";
+    const std::size_t from = at + start.size();
+    const std::size_t to = text.find(end, from);
+    return text.substr(from, to == std::string::npos ? std::string::npos : to - from);
+}
+
+// The file without its comment lines; for fish only its `complete` lines.
+std::string code_of(const std::string& text, bool fish) {
+    std::string code;
+    for (const std::string& line : lines_of(text)) {
+        const std::size_t first = line.find_first_not_of(' ');
+        if (first != std::string::npos && line[first] == '#') continue;
+        if (fish && line.rfind("complete ", 0) != 0) continue;
+        code += line + "\n";
+    }
+    return code;
+}
+
+// The long options a file offers: --NAME (bash, zsh) or -l NAME (fish).
+std::set<std::string> offered_options(const std::string& code, bool fish) {
+    std::set<std::string> names;
+    const std::string marker = fish ? "-l " : "--";
+    for (std::size_t at = code.find(marker); at != std::string::npos; at = code.find(marker, at + 1)) {
+        if (at > 0 && is_word_char(code[at - 1], "-")) continue;
+        std::size_t end = at + marker.size();
+        if (end >= code.size() || !std::isalpha(static_cast<unsigned char>(code[end]))) continue;
+        while (end < code.size() && is_word_char(code[end], "-")) ++end;
+        names.insert("--" + code.substr(at + marker.size(), end - at - marker.size()));
+    }
+    return names;
+}
+
+struct Completions {
+    std::string bash, zsh, fish;
+};
+
+Completions read_completions() {
+    Completions c{slurp(completions_dir() + "/gpumem.bash"), slurp(completions_dir() + "/_gpumem"),
+                  slurp(completions_dir() + "/gpumem.fish")};
+    INFO("completions read from ", completions_dir());
+    REQUIRE(!c.bash.empty());
+    REQUIRE(!c.zsh.empty());
+    REQUIRE(!c.fish.empty());
+    return c;
+}
+
+// Where each file lists the options of a context ("" for the global ones,
+// else the subcommand, or subcommand_mode, dashes as underscores).
+std::string bash_options(const Completions& c, const std::string& ctx) {
+    return ctx.empty() ? block(c.bash, "_gpumem_global_opts=\"", "\"", "gpumem.bash")
+                       : block(c.bash, "_gpumem_opts_" + ctx + "=\"", "\"", "gpumem.bash");
+}
+
+std::string zsh_options(const Completions& c, const std::string& ctx) {
+    return block(c.zsh, ctx.empty() ? "local -a global_opts=(" : "local -a opts_" + ctx + "=(", "\n  )", "_gpumem");
+}
+
+std::string fish_options(const Completions& c, const std::string& ctx) {
+    std::string lines;
+    for (const std::string& line : lines_of(c.fish)) {
+        if (line.rfind("complete -c gpumem ", 0) != 0) continue;
+        const bool global = line.find(" -n ") == std::string::npos;
+        if (ctx.empty() ? global : line.find(" -n $" + ctx + " ") != std::string::npos) lines += line + "\n";
+    }
+    return lines;
+}
+
+// Subcommand (ctx "") or mode names (ctx: the subcommand) each file offers.
+std::string bash_names(const Completions& c, const std::string& ctx) {
+    return block(c.bash, ctx.empty() ? "_gpumem_subcommands=\"" : "_gpumem_modes_" + ctx + "=\"", "\"", "gpumem.bash");
+}
+
+std::string zsh_names(const Completions& c, const std::string& ctx) {
+    return block(c.zsh, ctx.empty() ? "local -a _gpumem_subcommands=(" : "local -a modes_" + ctx + "=(", "\n  )",
+                 "_gpumem");
+}
+
+std::string fish_names(const Completions& c, const std::string& ctx) {
+    return block(c.fish, ctx.empty() ? "set -l subcommands " : "set -l " + ctx + "_modes ", "\n", "gpumem.fish");
+}
+
+std::string ctx_name(std::string name) {
+    for (char& ch : name)
+        if (ch == '-') ch = '_';
+    return name;
+}
+
+// Every --help of gpumem: "" for gpumem --help, "info", "alloc-test latency"...
+std::map<std::string, Help> all_helps() {
+    std::map<std::string, Help> helps;
+    helps[""] = help_of({});
+    for (const std::string& sub : helps[""].subcommands) {
+        helps[sub] = help_of({sub});
+        for (const std::string& mode : helps[sub].subcommands) helps[sub + " " + mode] = help_of({sub, mode});
+    }
+    return helps;
+}
+
+std::string ctx_of(const std::string& command) {
+    const std::size_t space = command.find(' ');
+    return space == std::string::npos ? ctx_name(command)
+                                      : ctx_name(command.substr(0, space)) + "_" + ctx_name(command.substr(space + 1));
+}
+
+}  // namespace
+
+TEST_CASE("completions: --help parses into subcommands, modes and options") {
+    const auto helps = all_helps();
+    const Help& root = helps.at("");
+    CHECK(root.subcommands.size() >= 5);
+    CHECK(std::find(root.options.begin(), root.options.end(), "--device") != root.options.end());
+    CHECK(std::find(root.options.begin(), root.options.end(), "--version") != root.options.end());
+    REQUIRE(helps.count("copy"));
+    const Help& copy = helps.at("copy");
+    CHECK(std::find(copy.options.begin(), copy.options.end(), "--host-memory") != copy.options.end());
+    CHECK(std::find(copy.options.begin(), copy.options.end(), "--size") != copy.options.end());
+    CHECK(root.choices.at("--format") == std::vector<std::string>{"table", "json", "csv", "value"});
+    REQUIRE(helps.count("alloc-test latency"));
+    const Help& latency = helps.at("alloc-test latency");
+    CHECK(std::find(latency.options.begin(), latency.options.end(), "--save-costs") != latency.options.end());
+}
+
+TEST_CASE("completions: every subcommand and mode is offered") {
+    const Completions c = read_completions();
+    for (const auto& [command, help] : all_helps()) {
+        if (help.subcommands.empty()) continue;
+        const std::string ctx = ctx_of(command);
+        const std::string bash = bash_names(c, ctx), zsh = zsh_names(c, ctx), fish = fish_names(c, ctx);
+        for (const std::string& name : help.subcommands) {
+            const std::string label = "gpumem " + (command.empty() ? "" : command + " ") + name;
+            INFO(label);
+            CHECK(has_word(bash, name));
+            CHECK(zsh.find("'" + name + ":") != std::string::npos);
+            CHECK(has_word(fish, name));
+        }
+    }
+}
+
+TEST_CASE("completions: every option is offered for its subcommand") {
+    const Completions c = read_completions();
+    const auto helps = all_helps();
+    const Help& root = helps.at("");
+    for (const auto& [command, help] : helps) {
+        std::vector<std::string> own;
+        for (const std::string& option : help.options)
+            if (command.empty() ||
+                std::find(root.options.begin(), root.options.end(), option) == root.options.end())
+                own.push_back(option);  // a subcommand's --help also lists --help
+        if (own.empty()) continue;
+        const std::string ctx = ctx_of(command);
+        const std::string bash = bash_options(c, ctx), zsh = zsh_options(c, ctx), fish = fish_options(c, ctx);
+        for (const std::string& option : own) {
+            const std::string label = "gpumem " + (command.empty() ? "" : command + " ") + option;
+            INFO(label);
+            CHECK(has_word(bash, option));
+            CHECK(has_word(zsh, option));
+            CHECK(has_word(fish, "-l " + option.substr(2)));
+        }
+    }
+}
+
+TEST_CASE("completions: every fixed choice is a value") {
+    const Completions c = read_completions();
+    for (const auto& [command, help] : all_helps()) {
+        for (const auto& [option, values] : help.choices) {
+            for (const std::string& value : values) {
+                const std::string label = "gpumem " + (command.empty() ? "" : command + " ") + option + " " + value;
+                INFO(label);
+                CHECK(has_word(c.bash, value, "-."));
+                CHECK(has_word(c.zsh, value, "-."));
+                CHECK(has_word(c.fish, value, "-."));
+            }
+        }
+    }
+}
+
+TEST_CASE("completions: no option that --help does not list") {
+    const Completions c = read_completions();
+    std::set<std::string> listed;
+    for (const auto& [command, help] : all_helps()) listed.insert(help.options.begin(), help.options.end());
+    const std::pair<std::string, const std::string*> files[] = {{"gpumem.bash", &c.bash}, {"_gpumem", &c.zsh},
+                                                                      {"gpumem.fish", &c.fish}};
+    for (const auto& [file, text] : files) {
+        const bool fish = file == "gpumem.fish";
+        const std::set<std::string> offered = offered_options(code_of(*text, fish), fish);
+        CHECK(offered.size() > 50);
+        for (const std::string& option : offered) {
+            const std::string label = file + " offers " + option;
+            INFO(label);
+            CHECK(listed.count(option) == 1);
+        }
+        INFO(file);
+        CHECK(text->find("debug-") == std::string::npos);
+    }
+}
