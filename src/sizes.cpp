@@ -208,11 +208,17 @@ std::vector<std::uint64_t> parse_size_range(std::string_view text, std::size_t m
     }
     long double current = static_cast<long double>(first);
     std::uint64_t previous = 0;
+    // A factor just above 1 rounds to the same size for billions of steps
+    // (fuzz_sizes found 1..2T:x1.000000002 spinning for hours); sane factors
+    // repeat a size a few thousand times at most.
+    std::uint64_t repeats = 0;
     while (current <= static_cast<long double>(last) + 0.5L) {
         const auto value = static_cast<std::uint64_t>(std::nearbyint(current));
         if (sizes.empty() || value != previous) {
             sizes.push_back(value);
             if (sizes.size() > max_count) throw too_many();
+        } else if (++repeats > 1000000) {
+            throw UsageError("invalid size range '" + original + "': the factor is too close to 1");
         }
         previous = value;
         current = step ? current + static_cast<long double>(step) : current * factor;

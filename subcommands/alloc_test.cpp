@@ -2,6 +2,7 @@
 // churn, hold). The modes' logic lives in src/alloc_test.cpp; this file
 // parses and validates options (before any GPU work), runs the modes on the
 // chosen devices and turns their results into a Report.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -98,10 +99,16 @@ void validate(LatencyCli& c) {
     c.options.warmup = c.warmup;
     c.options.probe_sync = !c.no_sync_probe;
     if (!c.save_costs.empty()) {
-        const auto slash = c.save_costs.find_last_of('/');
-        const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : c.save_costs.substr(0, slash));
-        if (access(dir.c_str(), W_OK) != 0)
-            throw UsageError("--save-costs: cannot write into '" + dir + "': " + std::strerror(errno));
+        // Open it for writing now, before any GPU work: access() on the
+        // folder says yes to root everywhere (even /proc) and misses a
+        // folder named as the file. A file this check creates is removed.
+        const char* path = c.save_costs.c_str();
+        int fd = ::open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        const bool created = fd >= 0;
+        if (fd < 0 && errno == EEXIST) fd = ::open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+        if (fd < 0) throw UsageError("--save-costs: cannot write '" + c.save_costs + "': " + std::strerror(errno));
+        ::close(fd);
+        if (created) ::unlink(path);
     }
 }
 

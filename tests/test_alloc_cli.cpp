@@ -70,6 +70,15 @@ TEST_CASE("alloc-test cli: invalid combinations are usage errors") {
     check_usage_error({"alloc-test", "max", "-d", "nonsense"}, "invalid device");
 }
 
+TEST_CASE("alloc-test cli: an unwritable --save-costs is a usage error before any GPU work") {
+    // access() on the folder passed for root (also into /proc) and for a
+    // folder named as the file: the driver was reached first (exit 3 here,
+    // a full measurement then exit 1 on a GPU machine).
+    check_usage_error({"alloc-test", "latency", "--save-costs", "/proc/gpumem-costs.json"}, "--save-costs");
+    check_usage_error({"alloc-test", "latency", "--save-costs", "/tmp"}, "--save-costs");
+    check_usage_error({"alloc-test", "latency", "--save-costs", "/nonexistent/dir/costs.json"}, "--save-costs");
+}
+
 TEST_CASE("alloc-test cli: --json usage errors are one JSON document") {
     const RunResult r = run_gpumem({"alloc-test", "fill", "--pattern", "x", "--json"});
     CHECK(r.status == 2);

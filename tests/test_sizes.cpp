@@ -44,6 +44,10 @@ TEST_CASE("size ranges") {
     CHECK(parse_size_range("1KiB..4KiB:+1KiB") == std::vector<std::uint64_t>{1024, 2048, 3072, 4096});
     CHECK(parse_size_range("1K,3K") == std::vector<std::uint64_t>{1024, 3072});
     CHECK(parse_size_range("5M") == std::vector<std::uint64_t>{5 << 20});
+    // Found by fuzz_sizes: a factor this close to 1 looped for hours.
+    CHECK_THROWS_AS(parse_size_range("0x001..2T:x1.0000000020000002"), gpumem::UsageError);
+    CHECK_THROWS_AS(parse_size_range("1..1T:x1.000000001"), gpumem::UsageError);
+    CHECK(parse_size_range("1..8:x1.5") == std::vector<std::uint64_t>{1, 2, 3, 5, 8});
     CHECK_THROWS_AS(parse_size_range("1GiB..1MiB"), UsageError);
     CHECK_THROWS_AS(parse_size_range("1B..1TiB:+1B"), UsageError);
     CHECK_THROWS_AS(parse_size_range("1K..4K:x1"), UsageError);

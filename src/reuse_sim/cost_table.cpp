@@ -102,7 +102,9 @@ CostTable parse_cost_table(const std::string& text, const std::string& name, std
     Json doc;
     try {
         doc = Json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {
+        // Not only parse_error: a number too large for a double (1e400) is
+        // out_of_range while parsing, and just as much the file's fault.
         throw UsageError(name + ": invalid JSON: " + e.what());
     }
     if (!doc.is_object()) throw bad("the document is not an object");

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Runs every libFuzzer target of a fuzz build for SECONDS each, one after the
+# other (one process at a time: -workers/-jobs are left at 1), on a scratch
+# copy of its seed corpus, and prints one line per target:
+#   TARGET  EXECUTIONS  SECONDS  ok|FINDING
+# Exits 1 when any target finds something (its crash-* / timeout-* / oom-*
+# input is kept under the scratch directory, whose path is printed).
+#   fuzz/run.sh BUILD_DIR SECONDS_PER_TARGET [TARGET...]
+set -u
+if [ $# -lt 2 ]; then
+  echo "usage: fuzz/run.sh BUILD_DIR SECONDS_PER_TARGET [TARGET...]" >&2
+  exit 2
+fi
+build=$1
+seconds=$2
+shift 2
+here=$(cd "$(dirname "$0")" && pwd)
+if [ $# -gt 0 ]; then targets=("$@"); else
+  targets=()
+  for d in "$here"/corpus/*/; do targets+=("$(basename "$d")"); done
+fi
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/gpumem-fuzz.XXXXXX")
+findings=0
+printf '%-22s %12s %8s  %s\n' target executions seconds result
+for t in "${targets[@]}"; do
+  exe=$build/fuzz/$t
+  if [ ! -x "$exe" ]; then
+    echo "$t: $exe not built (ninja -C $build fuzz)" >&2
+    findings=$((findings + 1))
+    continue
+  fi
+  corpus=$scratch/$t/corpus
+  artifacts=$scratch/$t/artifacts
+  mkdir -p "$corpus" "$artifacts"
+  cp "$here/corpus/$t"/* "$corpus"/ 2>/dev/null
+  log=$scratch/$t/log
+  start=$(date +%s)
+  "$exe" "$corpus" -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 \
+    -print_final_stats=1 -artifact_prefix="$artifacts/" >"$log" 2>&1
+  rc=$?
+  elapsed=$(( $(date +%s) - start ))
+  execs=$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\).*/\1/p' "$log" | tail -n 1)
+  result=ok
+  if [ $rc -ne 0 ] || ls "$artifacts" | grep -q .; then
+    result="FINDING (exit $rc; log $log, inputs in $artifacts)"
+    findings=$((findings + 1))
+  fi
+  printf '%-22s %12s %8s  %s\n' "$t" "${execs:-?}" "$elapsed" "$result"
+done
+if [ $findings -gt 0 ]; then
+  echo "$findings target(s) with findings; scratch kept in $scratch" >&2
+  exit 1
+fi
+rm -rf "$scratch"
