@@ -92,7 +92,12 @@ std::vector<std::size_t> select_fields(const std::string& query, Format format) 
                 if (!names.empty()) names += ", ";
                 names += f.field.key;
             }
-            throw UsageError("unknown --query field '" + name + "' (known: " + names + ")");
+            std::string message = "unknown --query field '";
+            message += name;
+            message += "' (known: ";
+            message += names;
+            message += ")";
+            throw UsageError(message);
         }
         chosen.push_back(found);
     }

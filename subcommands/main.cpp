@@ -32,7 +32,7 @@ std::string one_line(std::string text) {
 // anything, so look for it in argv directly.
 bool json_requested(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
-        std::string a = argv[i];  // not const: `return a` moves
+        const std::string a = argv[i];
         if (a == "--json" || a == "--format=json") return true;
         if (a == "--format" && i + 1 < argc && std::string(argv[i + 1]) == "json") return true;
     }
@@ -70,7 +70,7 @@ std::string version_text() {
 std::string invoked_subcommand(int argc, char** argv) {
     static const char* const names[] = {"info", "memset", "copy", "reuse-sim", "alloc-test"};
     for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
+        std::string a = argv[i];  // not const: `return a` moves
         if (a == "-d" || a == "--device" || a == "--format" || a == "--units") {
             ++i;  // the option's value
             continue;
