@@ -441,7 +441,8 @@ MaxResult run_max(int device, const MaxOptions& options, const StopToken& stop, 
 
     // No single allocation exceeds the device's total memory, so the search
     // is bounded by it. Each probe frees at once.
-    const int expected_probes = static_cast<int>(std::ceil(std::log2(static_cast<double>(before.total / options.granularity + 2))));
+    const std::uint64_t granules = before.total / options.granularity;  // whole granules: integer division intended
+    const int expected_probes = static_cast<int>(std::ceil(std::log2(static_cast<double>(granules + 2))));
     int probed = 0;
     result.largest_single = largest_succeeding(
         before.total, options.granularity,
@@ -746,7 +747,7 @@ bool wait_interruptibly(double seconds) {
         if (seconds > 0 && Clock::now() >= until) return true;
         // Short sleeps: a signal is noticed within 20 ms even where it does
         // not interrupt nanosleep (it may land on another thread).
-        timespec step{0, 20 * 1000 * 1000};
+        timespec step{0, 20L * 1000 * 1000};
         nanosleep(&step, nullptr);
     }
     return false;

@@ -1,6 +1,7 @@
 #include "device_spec.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -115,7 +116,7 @@ DeviceSpec parse_device_spec(std::string_view text) {
         if (all_digits(part)) {
             if (part.size() > 6) throw UsageError("invalid device '" + sel.text + "': index too large");
             sel.kind = DeviceSelector::Kind::cuda_index;
-            sel.index = std::atoi(std::string(part).c_str());
+            std::from_chars(part.data(), part.data() + part.size(), sel.index);  // all digits, at most 6
         } else if (starts_with_ci(part, "GPU-")) {
             sel.kind = DeviceSelector::Kind::uuid_prefix;
             sel.uuid_prefix = normalize_uuid(part);

@@ -53,7 +53,7 @@ void* MixMemory::device(std::size_t bytes) {
     DeviceAllocation fresh(options_.device, capacity);  // throws OutOfMemoryError
     if (options_.zero_fill) {
         AutoDevice guard(options_.device);
-        const cudaStream_t stream = options_.stream ? options_.stream : cudaStreamPerThread;
+        cudaStream_t stream = options_.stream ? options_.stream : cudaStreamPerThread;
         GPUMEM_CUDA_CALL(cudaMemsetAsync(fresh.data(), 0, capacity, stream));
     }
     device_owned_ = std::move(fresh);

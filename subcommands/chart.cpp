@@ -60,7 +60,9 @@ std::vector<std::string> render_bar_chart(const std::string& title, const std::v
     for (const ChartBar& b : bars) {
         const double fraction = largest > 0 && std::isfinite(b.value) ? b.value / largest : 0.0;
         const auto [bar, cells] = bar_cells(fraction, bar_width, style.unicode);
-        std::string line = pad_left(b.label, label_width) + axis + bar;
+        std::string line = pad_left(b.label, label_width);
+        line += axis;
+        line += bar;
         line += std::string(static_cast<std::size_t>(bar_width - cells), ' ');
         line += ' ';
         line += pad_left(b.value_text, value_width);

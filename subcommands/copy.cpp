@@ -128,8 +128,12 @@ int terminal_columns() {
     winsize ws{};
     if (isatty(STDOUT_FILENO) == 1 && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
         return std::clamp<int>(ws.ws_col, 40, 160);
-    if (const char* columns = std::getenv("COLUMNS"))
-        if (const int n = std::atoi(columns); n > 0) return std::clamp(n, 40, 160);
+    if (const char* columns = std::getenv("COLUMNS")) {
+        // strtol, not atoi: an out-of-range COLUMNS is undefined behaviour for atoi.
+        char* end = nullptr;
+        const long n = std::strtol(columns, &end, 10);
+        if (end != columns && n > 0) return static_cast<int>(std::clamp(n, 40L, 160L));
+    }
     return 80;
 }
 

@@ -2,11 +2,13 @@
 #include <time.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <map>
 #include <memory>
 #include <sstream>
+#include <string_view>
 
 #include <spdlog/spdlog.h>
 
@@ -61,8 +63,9 @@ const std::vector<InfoField>& info_fields() {
     return fields;
 }
 
-const std::vector<std::string> kDefaultTableFields = {"index", "nvml_index", "name", "pci_bus_id", "total",
-                                                     "reserved", "used", "free", "compute_capability"};
+// string_view, not string: a static that allocates could throw before main (cert-err58-cpp).
+constexpr std::array<std::string_view, 9> kDefaultTableFields = {"index", "nvml_index", "name", "pci_bus_id", "total",
+                                                                 "reserved", "used", "free", "compute_capability"};
 
 std::vector<std::size_t> select_fields(const std::string& query, Format format) {
     const auto& all = info_fields();
@@ -85,8 +88,16 @@ std::vector<std::size_t> select_fields(const std::string& query, Format format) 
             if (all[i].field.key == name || (all[i].alias && name == all[i].alias)) found = i;
         if (found == all.size()) {
             std::string names;
-            for (const auto& f : all) names += (names.empty() ? "" : ", ") + f.field.key;
-            throw UsageError("unknown --query field '" + name + "' (known: " + names + ")");
+            for (const auto& f : all) {
+                if (!names.empty()) names += ", ";
+                names += f.field.key;
+            }
+            std::string message = "unknown --query field '";
+            message += name;
+            message += "' (known: ";
+            message += names;
+            message += ")";
+            throw UsageError(message);
         }
         chosen.push_back(found);
     }

@@ -22,8 +22,6 @@
 
 namespace {
 
-using gpumem::ExitStatus;
-
 std::string one_line(std::string text) {
     for (char& c : text)
         if (c == '\n' || c == '\r') c = ' ';
@@ -72,7 +70,7 @@ std::string version_text() {
 std::string invoked_subcommand(int argc, char** argv) {
     static const char* const names[] = {"info", "memset", "copy", "reuse-sim", "alloc-test"};
     for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
+        std::string a = argv[i];  // not const: `return a` moves
         if (a == "-d" || a == "--device" || a == "--format" || a == "--units") {
             ++i;  // the option's value
             continue;
@@ -91,9 +89,7 @@ int fail(const gpumem::Error& error, gpumem::cli::Context& ctx, bool json) {
     return static_cast<int>(error.status());
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run_gpumem(int argc, char** argv) {
     gpumem::cli::Context ctx;
     CLI::App app{"gpumem: GPU memory operations from the command line: query, allocate, fill, copy, and simulate reuse.",
                  "gpumem"};
@@ -160,4 +156,21 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
         return fail(gpumem::Error(std::string("internal error: ") + e.what()), ctx, json);
     }
+}
+
+}  // namespace
+
+// Last resort: an exception that escapes run_gpumem (from option registration,
+// from a parse callback that throws something other than gpumem::Error or
+// CLI11's errors, or from printing an error) would otherwise reach
+// std::terminate and abort with a core dump instead of a documented status.
+int main(int argc, char** argv) {
+    try {
+        return run_gpumem(argc, argv);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "gpumem: error: internal error: %s\n", e.what());
+    } catch (...) {
+        std::fputs("gpumem: error: internal error: unknown exception\n", stderr);
+    }
+    return static_cast<int>(gpumem::ExitStatus::runtime_error);
 }

@@ -64,7 +64,7 @@ std::string cell_text(const Cell& cell, const Field& field, Unit unit) {
     if (auto p = std::get_if<std::string>(&cell)) return *p;
     if (auto p = std::get_if<bool>(&cell)) return *p ? "yes" : "no";
     switch (field.kind) {
-        case FieldKind::bytes: return format_bytes(static_cast<std::uint64_t>(as_double(cell) + 0.5), unit);
+        case FieldKind::bytes: return format_bytes(static_cast<std::uint64_t>(std::round(std::max(0.0, as_double(cell)))), unit);
         case FieldKind::bandwidth: return format_bandwidth(as_double(cell), unit);
         case FieldKind::percent: return format_decimal(as_double(cell), field.decimals) + "%";
         case FieldKind::real: return format_decimal(as_double(cell), field.decimals);
@@ -82,7 +82,7 @@ std::string cell_plain(const Cell& cell, const Field& field, Unit unit) {
     switch (field.kind) {
         case FieldKind::bytes:
             if (auto p = std::get_if<std::uint64_t>(&cell)) return bytes_plain(*p, unit);
-            return bytes_plain(static_cast<std::uint64_t>(std::max(0.0, as_double(cell)) + 0.5), unit);
+            return bytes_plain(static_cast<std::uint64_t>(std::round(std::max(0.0, as_double(cell)))), unit);
         case FieldKind::bandwidth: return format_decimal(bandwidth_in_unit(as_double(cell), unit), 3);
         case FieldKind::percent:
         case FieldKind::real: return format_decimal(as_double(cell), std::max(field.decimals, 3));

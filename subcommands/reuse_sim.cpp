@@ -377,6 +377,7 @@ void run_reuse_sim(const ReuseSimOptions& o, Context& ctx) {
     if (tee) tee->close();
 
     std::vector<rs::LaneResult> results;
+    results.reserve(lanes.size());
     for (const auto& lane : lanes) results.push_back(rs::summarize(*lane));
 
     Table table_rows = comparison_table(results, o.execute);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -144,7 +145,12 @@ CostTable parse_cost_table(const std::string& text, const std::string& name, std
     for (const auto& [api, op] : used_curves()) {
         if (t.find(api, op)) continue;
         t.apis[api][op] = *builtin.find(api, op);
-        if (missing) missing->push_back(api + "." + op);
+        if (missing) {
+            std::string name = api;
+            name += '.';
+            name += op;
+            missing->push_back(std::move(name));
+        }
     }
     return t;
 }

@@ -34,6 +34,8 @@ public:
         auto next = by_address_.upper_bound(b.address);
         const bool has_prev = next != by_address_.begin();
         auto prev = has_prev ? std::prev(next) : by_address_.end();
+        // prev is end() only when has_prev is false, and then it is not dereferenced.
+        // cppcheck-suppress derefInvalidIterator
         const bool merge_prev = has_prev && prev->first + prev->second.size == b.address && !b.head;
         const bool merge_next = next != by_address_.end() && b.address + b.size == next->first && !next->second.head;
         free_bytes_ += b.size;

@@ -43,7 +43,7 @@ private:
         z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
         return z ^ (z >> 31);
     }
-    std::uint64_t state_[4];
+    std::uint64_t state_[4]{};  // every word is set by the constructor; {} keeps cppcheck's uninitMemberVar quiet
 };
 
 }  // namespace gpumem::reuse_sim

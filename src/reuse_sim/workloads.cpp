@@ -127,7 +127,7 @@ public:
         outs.push_back(alloc(std::max<std::uint64_t>(n, 1) * 16, kBoxes));
         outs.push_back(alloc(std::max<std::uint64_t>(n, 1) * 4, kScores));
         outs.push_back(alloc(std::max<std::uint64_t>(n, 1) * 8, kLabels));
-        for (std::uint64_t i = 0; i < (n + 7) / 8; ++i) outs.push_back(alloc(3 * 64 * 64 * 4, kCrop));
+        for (std::uint64_t i = 0; i < (n + 7) / 8; ++i) outs.push_back(alloc(std::uint64_t{3} * 64 * 64 * 4, kCrop));
         for (std::uint64_t id : outs) free(id);
     }
 
