@@ -1,5 +1,8 @@
 #include "trace_reader.hpp"
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -25,7 +28,9 @@ const char* trace_format_name(TraceFormat format) noexcept {
 
 // ---------------------------------------------------------------- LineReader
 
-LineReader::LineReader(const std::string& path) : path_(path), buffer_(1 << 20) {
+LineReader::LineReader(const std::string& path) : path_(path) {
+    constexpr std::size_t kLargeBuffer = 1 << 20;
+    std::size_t buffer_bytes = kLargeBuffer;
     if (path == "-") {
         file_ = stdin;
         path_ = "<stdin>";
@@ -33,7 +38,15 @@ LineReader::LineReader(const std::string& path) : path_(path), buffer_(1 << 20) 
         file_ = std::fopen(path.c_str(), "rb");
         if (!file_) throw UsageError(path + ": cannot open trace: " + std::strerror(errno));
         owns_file_ = true;
+        // A small regular file needs no 1 MiB block: one read holds it. This
+        // keeps a reader of a short trace (tests, the fuzzer, format
+        // detection, which opens the file again) from zeroing a megabyte.
+        struct stat st {};
+        if (fstat(fileno(file_), &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 0 &&
+            static_cast<std::uint64_t>(st.st_size) < kLargeBuffer)
+            buffer_bytes = std::max<std::size_t>(static_cast<std::size_t>(st.st_size) + 1, 4096);
     }
+    buffer_.resize(buffer_bytes);
 }
 
 LineReader::~LineReader() {
