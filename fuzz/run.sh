@@ -6,6 +6,11 @@
 # Exits 1 when any target finds something (its crash-* / timeout-* / oom-*
 # input is kept under the scratch directory, whose path is printed).
 #   fuzz/run.sh BUILD_DIR SECONDS_PER_TARGET [TARGET...]
+# FUZZ_MAX_RUNS=N also stops a target after N executions (the hardening goal
+# is 10 million or 30 minutes: FUZZ_MAX_RUNS=10000000 fuzz/run.sh B 1800).
+# A dictionary fuzz/TARGET.dict is used when there is one. stdout and stderr
+# of the targets are closed (-close_fd_mask=3): libFuzzer and the sanitizers
+# report on their own copy of stderr, which goes to the log.
 set -u
 if [ $# -lt 2 ]; then
   echo "usage: fuzz/run.sh BUILD_DIR SECONDS_PER_TARGET [TARGET...]" >&2
@@ -35,8 +40,11 @@ for t in "${targets[@]}"; do
   cp "$here/corpus/$t"/* "$corpus"/ 2>/dev/null
   log=$scratch/$t/log
   start=$(date +%s)
-  "$exe" "$corpus" -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 \
-    -print_final_stats=1 -artifact_prefix="$artifacts/" >"$log" 2>&1
+  extra=()
+  [ -f "$here/$t.dict" ] && extra+=("-dict=$here/$t.dict")
+  [ -n "${FUZZ_MAX_RUNS:-}" ] && extra+=("-runs=$FUZZ_MAX_RUNS")
+  "$exe" "$corpus" -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 -close_fd_mask=3 \
+    -print_final_stats=1 -artifact_prefix="$artifacts/" "${extra[@]}" >"$log" 2>&1
   rc=$?
   elapsed=$(( $(date +%s) - start ))
   execs=$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\).*/\1/p' "$log" | tail -n 1)

@@ -17,7 +17,8 @@ void setup_global_options(CLI::App& app, GlobalOptions& g) {
         ->each([&g](const std::string&) { g.device_given = true; });
     app.add_option("--format", g.format, "Output format: table, json, csv or value")
         ->type_name("FMT")
-        ->check(CLI::IsMember({"table", "json", "csv", "value"}));
+        ->check(CLI::IsMember({"table", "json", "csv", "value"}))
+        ->each([&g](const std::string&) { g.format_given = true; });
     app.add_flag("--json", g.json, "Same as --format json: one JSON document on stdout");
     app.add_flag("--csv", g.csv, "Same as --format csv");
     app.add_flag("--no-header", g.no_header, "Omit the header line of table and CSV output");
@@ -31,6 +32,13 @@ void setup_global_options(CLI::App& app, GlobalOptions& g) {
 OutputOptions resolve_output_options(const GlobalOptions& g) {
     OutputOptions o;
     if (g.json && g.csv) throw UsageError("--json and --csv cannot be combined");
+    // --json --format csv used to give JSON silently; a script that says two
+    // different things is told so instead.
+    if (g.format_given && g.json && g.format != "json")
+        throw UsageError("--json and --format " + g.format + " cannot be combined");
+    if (g.format_given && g.csv && g.format != "csv")
+        throw UsageError("--csv and --format " + g.format + " cannot be combined");
+    if (g.quiet && g.verbosity > 0) throw UsageError("--quiet and --verbose cannot be combined");
     o.format = parse_format(g.format);
     if (g.json) o.format = Format::json;
     if (g.csv) o.format = Format::csv;

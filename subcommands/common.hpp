@@ -17,6 +17,7 @@ struct GlobalOptions {
     std::string device;  // the -d SPEC as given
     bool device_given = false;  // -d was given (possibly empty, which is an error)
     std::string format = "table";
+    bool format_given = false;  // --format was given (so that --json/--csv may not contradict it)
     bool json = false;
     bool csv = false;
     bool no_header = false;
