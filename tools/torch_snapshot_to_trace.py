@@ -6,6 +6,11 @@
 The snapshot is what torch.cuda.memory._snapshot() returns (or what
 torch.cuda.memory._dump_snapshot() writes): a pickled dict of plain Python
 values, so it is loaded here with `pickle` alone; torch is not imported.
+A pickle can name any Python callable for the loader to run, so a snapshot
+from elsewhere could run code as whoever converts it: the loader here
+refuses every global (class or function) and accepts only plain values
+(dicts, lists, tuples, strings, bytes, numbers, booleans, None), which is
+all a real snapshot holds. Malformed events are errors naming the event.
 
 Only the allocator's history in snapshot["device_traces"][N] is used:
 
@@ -26,21 +31,95 @@ Exit status: 0 ok, 1 unreadable or unexpected snapshot, 2 bad arguments.
 
 import argparse
 import heapq
+import io
 import pickle
+import reprlib
+import struct
 import sys
+
+# Larger than any snapshot history (torch keeps at most max_entries events
+# per device, a few hundred bytes each); a bound on what a file may make the
+# loader build in memory.
+MAX_SNAPSHOT_BYTES = 4 << 30
 
 
 class SnapshotError(Exception):
     pass
 
 
+class _PlainValuesUnpickler(pickle._Unpickler):  # pylint: disable=protected-access
+    """Builds plain values only: any GLOBAL / STACK_GLOBAL opcode (a class or
+    function to call, the way a pickle runs code) is refused.
+
+    The pure-Python unpickler, not the C one: the C unpickler keeps its memo
+    in an array indexed by the pickle's own PUT numbers, so a 10-byte file
+    with LONG_BINPUT 0x30000000 makes it allocate and zero 12 GB (50 s; found
+    by fuzz/fuzz_torch_snapshot.py). The Python one keeps a dict: memory
+    follows the file's size. It loads a 7 MB, 100k-event snapshot in about
+    4 s instead of 0.8 s, a fair price for a one-off conversion.
+
+    Its BYTEARRAY8 allocates the length the file declares before reading it
+    (an 11 GB bytearray for a 631-byte input, also found by the fuzzer), so
+    that opcode is bounded by the size of the input."""
+
+    def __init__(self, data):
+        super().__init__(io.BytesIO(data))
+        self._input_size = len(data)
+
+    def _load_bytearray8(self):
+        (size,) = struct.unpack("<Q", self.read(8))
+        if size > self._input_size:
+            raise pickle.UnpicklingError(f"BYTEARRAY8 of {size} bytes in a {self._input_size}-byte input")
+        data = self.read(size)
+        if len(data) != size:
+            raise pickle.UnpicklingError("BYTEARRAY8: input truncated")
+        self.append(bytearray(data))
+
+    dispatch = dict(pickle._Unpickler.dispatch)  # pylint: disable=protected-access
+    dispatch[pickle.BYTEARRAY8[0]] = _load_bytearray8
+
+    def find_class(self, module, name):
+        raise pickle.UnpicklingError(
+            f"refers to {module}.{name}: a memory snapshot holds plain values only, refusing to load code")
+
+
+def loads_snapshot(data):
+    """Unpickles snapshot bytes with plain values only; SnapshotError otherwise."""
+    try:
+        return _PlainValuesUnpickler(data).load()
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, KeyError, IndexError,
+            AttributeError, OverflowError, UnicodeDecodeError, RecursionError, MemoryError,
+            struct.error) as e:
+        # Truncated or corrupt pickles surface as any of these from the C
+        # unpickler (a bad memo key, a short string, an unknown protocol...).
+        raise SnapshotError(f"cannot load snapshot: {type(e).__name__}: {e}") from None
+
+
 def _device_trace(snapshot, device):
     if not isinstance(snapshot, dict) or "device_traces" not in snapshot:
         raise SnapshotError("not a memory snapshot: no 'device_traces' (was memory history recorded?)")
     traces = snapshot["device_traces"]
+    if not isinstance(traces, (list, tuple)):
+        raise SnapshotError(f"'device_traces' is a {type(traces).__name__}, not a list")
     if device < 0 or device >= len(traces):
         raise SnapshotError(f"device {device} not in snapshot ({len(traces)} device trace(s))")
-    return traces[device]
+    trace = traces[device]
+    if not isinstance(trace, (list, tuple)):
+        raise SnapshotError(f"device trace {device} is a {type(trace).__name__}, not a list")
+    return trace
+
+
+def _integer(e, index, key, default=None):
+    """Event field `key` as a non-negative int (a missing one is `default`)."""
+    value = e.get(key, default)
+    if value is None and default is not None:
+        value = default  # torch writes stream None on some versions
+    # bool is an int subclass, and a float or a numeric string would be a
+    # corrupt snapshot: only ints are addresses, sizes and streams.
+    if type(value) is not int or value < 0:
+        raise SnapshotError(f"event {index} ({reprlib.repr(e.get('action'))}): '{key}' is {reprlib.repr(value)}, "
+                            "not a non-negative integer")
+    return value
 
 
 def convert(snapshot, out, device=0, source="snapshot"):
@@ -49,8 +128,11 @@ def convert(snapshot, out, device=0, source="snapshot"):
     Returns a summary dict with counts, for cross-checks.
     """
     trace = _device_trace(snapshot, device)
+    for index, e in enumerate(trace):
+        if not isinstance(e, dict):
+            raise SnapshotError(f"event {index} is a {type(e).__name__}, not a dict")
     counts = {}
-    streams = sorted({int(e.get("stream", 0) or 0) for e in trace if e.get("action") == "alloc"})
+    streams = sorted({_integer(e, i, "stream", 0) for i, e in enumerate(trace) if e.get("action") == "alloc"})
     stream_index = {s: i for i, s in enumerate(streams)}
 
     live = {}  # addr -> (id, size)
@@ -63,14 +145,18 @@ def convert(snapshot, out, device=0, source="snapshot"):
     out.write("# gpumem-trace v1\n")
     out.write(f"# converted from {source} (PyTorch memory snapshot, device {device})\n")
     out.write("action,id,size,stream,tag\n")
-    for e in trace:
+    for index, e in enumerate(trace):
         action = e.get("action")
+        if not isinstance(action, str):
+            raise SnapshotError(f"event {index}: 'action' is {action!r}, not a string")
         counts[action] = counts.get(action, 0) + 1
         if action == "alloc":
-            addr = int(e["addr"])
-            size = int(e["size"])
+            addr = _integer(e, index, "addr")
+            size = _integer(e, index, "size")
+            if size == 0:
+                raise SnapshotError(f"event {index}: alloc of 0 bytes")
             if addr in live:
-                raise SnapshotError(f"alloc at 0x{addr:x} which is already live (corrupt trace?)")
+                raise SnapshotError(f"event {index}: alloc at 0x{addr:x} which is already live (corrupt trace?)")
             if free_ids:
                 ident = heapq.heappop(free_ids)
             else:
@@ -79,9 +165,9 @@ def convert(snapshot, out, device=0, source="snapshot"):
             live[addr] = (ident, size)
             live_bytes += size
             peak_live = max(peak_live, live_bytes)
-            out.write(f"alloc,{ident},{size},{stream_index[int(e.get('stream', 0) or 0)]},\n")
+            out.write(f"alloc,{ident},{size},{stream_index[_integer(e, index, 'stream', 0)]},\n")
         elif action == "free_completed":
-            addr = int(e["addr"])
+            addr = _integer(e, index, "addr")
             entry = live.pop(addr, None)
             if entry is None:
                 # Allocated before history recording started, or the ring
@@ -89,7 +175,7 @@ def convert(snapshot, out, device=0, source="snapshot"):
                 skipped_frees += 1
                 continue
             ident, size = entry
-            if int(e.get("size", size)) != size:
+            if _integer(e, index, "size", size) != size:
                 size_mismatches += 1
             live_bytes -= size
             heapq.heappush(free_ids, ident)
@@ -113,9 +199,15 @@ def convert(snapshot, out, device=0, source="snapshot"):
 def load_snapshot(path):
     try:
         with open(path, "rb") as f:
-            return pickle.load(f)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ModuleNotFoundError) as e:
-        raise SnapshotError(f"{path}: cannot load snapshot: {e}") from e
+            data = f.read(MAX_SNAPSHOT_BYTES + 1)
+    except OSError as e:
+        raise SnapshotError(f"{path}: {e.strerror}") from None
+    if len(data) > MAX_SNAPSHOT_BYTES:
+        raise SnapshotError(f"{path}: larger than {MAX_SNAPSHOT_BYTES >> 30} GiB: not a memory snapshot")
+    try:
+        return loads_snapshot(data)
+    except SnapshotError as e:
+        raise SnapshotError(f"{path}: {e}") from None
 
 
 def main(argv=None):
