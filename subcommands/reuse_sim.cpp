@@ -348,6 +348,9 @@ void run_reuse_sim(const ReuseSimOptions& o, Context& ctx) {
         spdlog::warn("{}", report.warnings.back());
     }
     const rs::CostModel costs(table);
+    // The GPU, too, before the simulation: without one, --execute fails at
+    // once (exit 3) instead of after a long replay whose table it then prints.
+    const int execute_on = o.execute ? execute_device(ctx.globals) : -1;
 
     std::unique_ptr<rs::EventSource> source = make_source();
     const bool has_ring = std::find(kinds.begin(), kinds.end(), rs::StrategyKind::ring) != kinds.end();
@@ -439,10 +442,15 @@ void run_reuse_sim(const ReuseSimOptions& o, Context& ctx) {
     Table& shown = report.tables.back();
 
     if (o.execute) {
-        const int device = execute_device(ctx.globals);
+        const int device = execute_on;
         const rs::CudaDeviceMemory before = rs::cuda_device_memory(device);
         Json runs = Json::array();
         std::vector<std::string> mismatches;
+        // Lanes whose real device refused requests the simulated one granted:
+        // the GPU had less free memory than the replay needs. Their call
+        // counts then differ too, but the cause is memory, not the model.
+        std::vector<std::string> out_of_memory;
+        std::uint64_t refused = 0;
         for (std::size_t i = 0; i < kinds.size(); ++i) {
             throw_if_interrupted();
             std::unique_ptr<rs::EventSource> real_source = make_source();
@@ -463,7 +471,12 @@ void run_reuse_sim(const ReuseSimOptions& o, Context& ctx) {
                 calls[sim_calls[k].first] = {{"simulated", sim_calls[k].second}, {"real", real_calls[k].second}};
                 if (sim_calls[k].second != real_calls[k].second) agree = false;
             }
-            if (!agree) mismatches.push_back(names[i]);
+            if (measured.ooms > results[i].ooms) {
+                out_of_memory.push_back(names[i]);
+                refused += measured.ooms - results[i].ooms;
+            } else if (!agree) {
+                mismatches.push_back(names[i]);
+            }
             shown.rows[i].back() = measured.measured_us / 1000.0;
             runs.push_back({{"strategy", names[i]},
                             {"calls", std::move(calls)},
@@ -486,6 +499,15 @@ void run_reuse_sim(const ReuseSimOptions& o, Context& ctx) {
         report.text_after.push_back("--execute on GPU " + std::to_string(device) + " (" + before.name +
                                     "): GPU ms is the host time of the real CUDA calls; upstream call counts " +
                                     (mismatches.empty() ? "agree with the simulation" : "DIFFER from the simulation"));
+        if (!out_of_memory.empty()) {
+            std::string list;
+            for (const auto& m : out_of_memory) list += (list.empty() ? "" : ", ") + m;
+            if (ctx.output.format == Format::table) mark_best(shown, ctx.output.unit);
+            throw OutOfMemoryError("--execute: GPU " + std::to_string(device) + " ran out of memory replaying " + list +
+                                       ": " + std::to_string(refused) + " request(s) refused that the simulated device granted (" +
+                                       format_bytes(before.free_bytes, ctx.output.unit) + " free before; --capacity simulates a smaller device)",
+                                   summary.largest_request);
+        }
         if (!mismatches.empty()) {
             std::string list;
             for (const auto& m : mismatches) list += (list.empty() ? "" : ", ") + m;
