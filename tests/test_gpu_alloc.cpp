@@ -25,6 +25,7 @@
 #include "alloc_apis.hpp"
 #include "alloc_test.hpp"
 #include "cli_harness.hpp"
+#include "memory_levels.hpp"
 
 using namespace gpumem;
 using Json = nlohmann::json;
@@ -421,7 +422,7 @@ TEST_CASE("gpu ApiAllocation: each API allocates, and frees on reset") {
             CHECK_FALSE(static_cast<bool>(a));
             CHECK(static_cast<bool>(moved));
         }
-        CHECK(std::llabs(diff(free_now(), before)) <= static_cast<long long>(kFreeSlack));
+        CHECK_MEMORY_LEVEL(std::llabs(diff(free_now(), before)) <= static_cast<long long>(kFreeSlack));
     }
     // VMM memory is usable by kernels: fill and verify it.
     CudaStream stream(0);
@@ -448,11 +449,11 @@ TEST_CASE("gpu alloc-test core: the modes leave free memory unchanged in-process
     const LatencyResult lr = run_latency(0, lo, stop);
     CHECK(lr.rows.size() == 18);
     CHECK(lr.sync.size() == 9);
-    CHECK(std::llabs(diff(free_now(), before)) <= static_cast<long long>(kFreeSlack));
+    CHECK_MEMORY_LEVEL(std::llabs(diff(free_now(), before)) <= static_cast<long long>(kFreeSlack));
 
     MaxResult mr = run_max(0, MaxOptions{}, stop);
     CHECK(mr.chunks.total() > 0);
-    CHECK(std::llabs(diff(free_now(), before)) <= static_cast<long long>(kFreeSlack));
+    CHECK_MEMORY_LEVEL(std::llabs(diff(free_now(), before)) <= static_cast<long long>(kFreeSlack));
 
     FillOptions fo;
     fo.total = parse_size_spec("1GiB", {false, true});
@@ -463,7 +464,7 @@ TEST_CASE("gpu alloc-test core: the modes leave free memory unchanged in-process
     CHECK(fr.allocated == GiB);
     CHECK(fr.chunks == 4);
     CHECK(fr.mismatched_words == 0);
-    CHECK(std::llabs(diff(free_now(), before)) <= static_cast<long long>(kFreeSlack));
+    CHECK_MEMORY_LEVEL(std::llabs(diff(free_now(), before)) <= static_cast<long long>(kFreeSlack));
 
     for (auto via : {ChurnOptions::Via::direct, ChurnOptions::Via::mixmemory}) {
         ChurnOptions co;
@@ -474,7 +475,7 @@ TEST_CASE("gpu alloc-test core: the modes leave free memory unchanged in-process
         const ChurnResult cr = run_churn(0, co, stop);
         CHECK(cr.ops == 500);
         CHECK(cr.failures == 0);
-        CHECK(std::llabs(diff(free_now(), before)) <= static_cast<long long>(kFreeSlack));
+        CHECK_MEMORY_LEVEL(std::llabs(diff(free_now(), before)) <= static_cast<long long>(kFreeSlack));
     }
 
     {
@@ -482,7 +483,7 @@ TEST_CASE("gpu alloc-test core: the modes leave free memory unchanged in-process
         CHECK(held.bytes == 2 * GiB);
         CHECK(free_now() + 2 * GiB <= before + kFreeSlack);
     }
-    CHECK(std::llabs(diff(free_now(), before)) <= static_cast<long long>(kFreeSlack));
+    CHECK_MEMORY_LEVEL(std::llabs(diff(free_now(), before)) <= static_cast<long long>(kFreeSlack));
 
     // A failing chunked allocation frees what it got before throwing.
     try {
@@ -492,7 +493,7 @@ TEST_CASE("gpu alloc-test core: the modes leave free memory unchanged in-process
         CHECK(e.allocated_bytes() > 0);
         CHECK(e.status() == ExitStatus::out_of_memory);
     }
-    CHECK(std::llabs(diff(free_now(), before)) <= static_cast<long long>(kFreeSlack));
+    CHECK_MEMORY_LEVEL(std::llabs(diff(free_now(), before)) <= static_cast<long long>(kFreeSlack));
 }
 
 TEST_CASE("gpu alloc-test core: managed memory beyond free memory is refused, not asked for") {

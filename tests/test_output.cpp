@@ -87,7 +87,8 @@ TEST_CASE("output: --format names") {
 
 TEST_CASE("output: JSON is one document with a schema version, numbers as numbers, bytes as bytes") {
     for (Unit unit : {Unit::automatic, Unit::MiB, Unit::GB}) {
-        CAPTURE(unit_name(unit));
+        const std::string unit_label = unit_name(unit);
+        CAPTURE(unit_label);
         const std::string text = render(sample_report(), opts(Format::json, unit));
         CHECK(text.back() == '\n');
         const json doc = json::parse(text);  // throws (failing the test) if invalid

@@ -263,7 +263,8 @@ TEST_CASE("capacity: a strategy that cannot allocate counts an OOM and the trace
 
 TEST_CASE("every strategy frees everything on teardown") {
     for (rs::StrategyKind k : rs::all_strategies()) {
-        CAPTURE(rs::strategy_name(k));
+        const std::string strategy = rs::strategy_name(k);
+        CAPTURE(strategy);
         VectorSource source({A(1, 1000), A(2, 5 * MiB), F(1), A(3, 300 * KiB), S(), A(4, 30 * MiB)});
         rs::Lane lane(rs::strategy_name(k), std::make_unique<rs::SimulatedUpstream>(rs::kUnlimited, nullptr));
         rs::StrategyOptions o;
