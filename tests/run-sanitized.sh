@@ -1,34 +1,32 @@
 #!/usr/bin/env bash
-# Builds gpumem with AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer
-# included) in a second build directory and runs the test suites there with
-# tests/run-tests.sh. GPU suites exit 77 without a GPU and count as skipped;
-# the CPU suites, and the gpumem binary the CLI tests spawn, run sanitized.
-# Any sanitizer report fails the run: UBSan halts on its first error, ASan
-# and LSan exit non-zero, and run-tests.sh counts a crashed suite as failed.
-# Prints the run-tests.sh summary line last.
-#   tests/run-sanitized.sh [BUILD_DIR]       (default build-asan)
-#   NINJA_JOBS (default 2)
+# The CPU suites under AddressSanitizer + UndefinedBehaviorSanitizer
+# (LeakSanitizer included), in a second build directory built with clang and
+# -Dfuzz=true: that option instruments every C++ object of the build (ASan,
+# UBSan with -fno-sanitize-recover, so any UB report aborts the process, and
+# libFuzzer's coverage hooks), so the same directory also holds the fuzz
+# targets (fuzz/run.sh BUILD_DIR SECONDS) and CI builds it once for both.
+# The gpumem binary that the CLI and bad-input suites spawn is the sanitized
+# one. GPU suites exit 77 without a GPU and count as skipped.
 #
-# Meson's b_sanitize also reaches nvcc, as -Xcompiler=-fsanitize=...: the host
-# half of kernels.cu is instrumented like the C++ files, the device code is
-# not (nvcc ignores host flags there), and the static CUDA runtime is a
-# prebuilt archive, so it is not instrumented either. -Db_lundef=false is what
-# Meson needs to link sanitized shared objects; harmless here. Only one GPU
-# architecture is built: the kernels never run in this build, so building
-# them for every architecture would only cost time.
+# Not instrumented: the device code and host stubs of src/kernels.cu (nvcc
+# compiles it with its own host compiler) and the prebuilt static CUDA
+# runtime; only one GPU architecture is built, as the kernels never run here.
+# Any report fails the run: ASan and LSan exit non-zero, UBSan aborts, and
+# run-tests.sh counts a crashed or failing suite as failed. There are no
+# suppressions. Prints the run-tests.sh summary line last.
+#   tests/run-sanitized.sh [BUILD_DIR]       (default build-san)
+#   NINJA_JOBS (default 2)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/.."
-build=${1:-build-asan}
+build=${1:-build-san}
 
 if [ ! -f "$build/build.ninja" ]; then
-  meson setup "$build" -Db_sanitize=address,undefined -Db_lundef=false \
-    -Dbuildtype=debugoptimized -Dman_pages=disabled -Dgpu_archs=90 </dev/null
+  CC=clang CXX=clang++ meson setup "$build" -Dfuzz=true -Dtests=true -Dgpu_archs=90 \
+    -Dman_pages=disabled -Dcompletions=false </dev/null >/dev/null
 fi
-ninja -j"${NINJA_JOBS:-2}" -C "$build" </dev/null
+ninja -j"${NINJA_JOBS:-2}" -C "$build" all fuzz </dev/null >/dev/null
 
-export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-export ASAN_OPTIONS=detect_leaks=1
-# Only if a leak outside gpumem's control ever needs one; each entry must say why.
-[ -f "$here/lsan.supp" ] && export LSAN_OPTIONS=suppressions=$here/lsan.supp:print_suppressions=0
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=1
+export UBSAN_OPTIONS=print_stacktrace=1
 exec "$here/run-tests.sh" "$build" </dev/null

@@ -18,25 +18,27 @@ passed=0 failed=0 skipped=0 broken=0
 for s in "${suites[@]}"; do
   exe=$build/tests/$s
   log=$(mktemp)
+  start=$SECONDS
   "$exe" --no-colors=true >"$log" 2>&1
   rc=$?
+  took="$((SECONDS - start)) s"
   summary=$(grep -E '^\[doctest\] test cases:' "$log" | tail -n 1)
   if [ $rc -eq 77 ]; then
     n=$("$exe" --count 2>/dev/null | sed -n 's/.*passing the current filters: \([0-9]*\).*/\1/p')
     n=${n:-1}
     skipped=$((skipped + n))
-    printf '%-12s SKIP (%s cases): %s\n' "$s" "$n" "$(tail -n 1 "$log")"
+    printf '%-18s SKIP (%s cases): %s\n' "$s" "$n" "$(tail -n 1 "$log")"
   elif [ -n "$summary" ]; then
     p=$(sed -n 's/.*| *\([0-9]*\) passed.*/\1/p' <<<"$summary")
     f=$(sed -n 's/.*| *\([0-9]*\) failed.*/\1/p' <<<"$summary")
     k=$(sed -n 's/.*| *\([0-9]*\) skipped.*/\1/p' <<<"$summary")
     passed=$((passed + ${p:-0})); failed=$((failed + ${f:-0})); skipped=$((skipped + ${k:-0}))
     if [ $rc -ne 0 ] && [ "${f:-0}" -eq 0 ]; then failed=$((failed + 1)); broken=1; fi
-    printf '%-12s %s\n' "$s" "${summary#\[doctest\] }"
+    printf '%-18s %s  (%s)\n' "$s" "${summary#\[doctest\] test cases: }" "$took"
     [ $rc -ne 0 ] && { grep -E 'ERROR|FATAL|error:|failed' "$log" | head -n 40; }
   else
     failed=$((failed + 1)); broken=1
-    printf '%-12s CRASHED (exit %d)\n' "$s" "$rc"
+    printf '%-18s CRASHED (exit %d, %s)\n' "$s" "$rc" "$took"
     tail -n 20 "$log"
   fi
   rm -f "$log"

@@ -8,7 +8,8 @@
 #   - cppcheck --enable=warning,performance,portability on the same .cpp files
 #     (it reads the .cu file's host headers through them).
 # False positives are suppressed inline (NOLINT / cppcheck-suppress) with a
-# comment saying why. Exits non-zero when either tool reports anything.
+# comment saying why. Exits non-zero when either tool reports anything; the
+# last line counts the two tools: "N passed, N failed, 0 skipped".
 #   tests/static-analysis.sh [BUILD_DIR]     (default build; it must be configured)
 #   JOBS (default 2): parallel clang-tidy processes
 set -uo pipefail
@@ -28,6 +29,7 @@ fi
 
 mapfile -t files < <(cd src && git ls-files '*.cpp' | sed 's|^|src/|'; cd ../subcommands && git ls-files '*.cpp' | sed 's|^|subcommands/|')
 status=0
+tools_failed=0  # of the two tools
 
 echo "clang-tidy: ${#files[@]} files"
 # run-clang-tidy takes regular expressions: anchor each path.
@@ -37,6 +39,7 @@ if ! "$tidy" -j"${JOBS:-2}" -quiet -p "$build" "${patterns[@]}" >"$build/clang-t
   sed 's/\x1b\[[0-9;]*m//g' "$build/clang-tidy.log" | grep -E '(warning|error):' | sort -u
   echo "clang-tidy: findings (full log in $build/clang-tidy.log)"
   status=1
+  tools_failed=1
 fi
 
 echo "cppcheck: ${#files[@]} files"
@@ -44,7 +47,9 @@ if ! cppcheck --enable=warning,performance,portability --inline-suppr --error-ex
      -q -I src -I src/reuse_sim -I subcommands -I "$build" --suppress=missingIncludeSystem "${files[@]}"; then
   echo "cppcheck: findings"
   status=1
+  tools_failed=$((tools_failed + 1))
 fi
 
 [ $status -eq 0 ] && echo "static analysis: clean (clang-tidy and cppcheck, ${#files[@]} files)"
+echo "$((2 - tools_failed)) passed, $tools_failed failed, 0 skipped"
 exit $status

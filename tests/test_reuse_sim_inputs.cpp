@@ -71,7 +71,8 @@ TEST_CASE("gpumem CSV: malformed lines name the file and the line") {
         {"# only a comment\naction,id,size\nalloc,1,100,0,\n", ":2: expected the gpumem trace header"},
     };
     for (const auto& [text, expected] : cases) {
-        CAPTURE(text);
+        const std::string input = text;  // clang 14 cannot capture a structured binding (CAPTURE is a lambda)
+        CAPTURE(input);
         TempFile f(text);
         const std::string msg = usage_error([&] {
             auto src = rs::open_trace(f.path, rs::TraceFormat::gpumem);
@@ -120,7 +121,8 @@ TEST_CASE("RMM log CSV: malformed lines") {
         {"Thread,Time,Action,Pointer,Size,Stream\n1,t,allocate,0x10,1,stream0\n", ":2: Stream: expected a hexadecimal"},
     };
     for (const auto& [text, expected] : cases) {
-        CAPTURE(text);
+        const std::string input = text;  // clang 14 cannot capture a structured binding (CAPTURE is a lambda)
+        CAPTURE(input);
         TempFile f(text);
         const std::string msg = usage_error([&] {
             auto src = rs::open_trace(f.path, rs::TraceFormat::rmm);
@@ -248,7 +250,8 @@ TEST_CASE("cost table: malformed files are usage errors naming the file") {
         {R"({"schema_version":1,"kind":"gpumem-cost-table","apis":{"device":{"alloc":[{"bytes":10,"median_us":10e48576}]}}})", "invalid JSON"},
     };
     for (const auto& [text, expected] : cases) {
-        CAPTURE(text);
+        const std::string input = text;  // clang 14 cannot capture a structured binding (CAPTURE is a lambda)
+        CAPTURE(input);
         TempFile f(text, ".json");
         const std::string msg = usage_error([&] { rs::read_cost_table(f.path); });
         CHECK(contains(msg, f.path + ": "));
