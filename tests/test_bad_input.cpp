@@ -298,3 +298,61 @@ TEST_CASE("bad input: documented status, one stderr line, nothing on stdout") {
     }
     CHECK(json_cases >= 20);
 }
+
+// The third trace format, PyTorch memory snapshots, is read by
+// tools/torch_snapshot_to_trace.py: bad files exit 1 with one line on stderr,
+// and a pickle that names a callable is refused, not run (the same contract
+// as gpumem's, for a tool that loads files people pass around).
+TEST_CASE("bad input: torch snapshot converter refuses bad and hostile snapshots") {
+    const char* tests_dir = std::getenv("GPUMEM_TESTS_DIR");
+    const std::string tool = std::string(tests_dir ? tests_dir : GPUMEM_TESTS_SOURCE_DIR) + "/../tools/torch_snapshot_to_trace.py";
+    if (run_program("/usr/bin/env", {"python3", "-c", "pass"}).status != 0) {
+        MESSAGE("python3 not found: converter cases not run");
+        return;
+    }
+    const Scratch& s = scratch();
+    const std::string marker = s.path("converter-ran-code");
+    // GLOBAL os.system, a string, TUPLE1, REDUCE: pickle.load would run it.
+    s.write("hostile.pickle", "cos\nsystem\n(S'touch " + marker + "'\ntR.");
+    s.write("not_a_pickle.pickle", "action,id,size,stream,tag\n");
+    s.write("truncated.pickle", std::string("\x80\x04\x95\x10\x00\x00\x00\x00\x00\x00\x00}\x94(\x8c", 15));
+    s.write("no_traces.pickle", "(dp0\nVsegments\np1\n(lp2\ns.");           // {'segments': []}
+    s.write("bad_event.pickle", "(dp0\nVdevice_traces\np1\n(lp2\n(lp3\nI7\naas.");  // device_traces [[7]]
+    // {'device_traces': [[{'action': 'alloc', 'addr': 'x', 'size': 1}]]}
+    s.write("bad_addr.pickle",
+            "(dp0\nVdevice_traces\np1\n(lp2\n(lp3\n(dp4\nVaction\np5\nValloc\np6\nsVaddr\np7\nVx\np8\nsVsize\np9\nI1\nsaas.");
+    // LONG_BINPUT with a memo index of 0x30000000: 12 GB for the C unpickler.
+    s.write("memo_bomb.pickle", std::string("(dp0\nr\x00\x00\x00\x30.", 11));
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"hostile.pickle", "refusing to load code"},
+        {"not_a_pickle.pickle", "cannot load snapshot"},
+        {"truncated.pickle", "cannot load snapshot"},
+        {"missing.pickle", "No such file"},
+        {"no_traces.pickle", "no 'device_traces'"},
+        {"bad_event.pickle", "event 0: expected a dict, found int"},
+        {"bad_addr.pickle", "'addr' is 'x'"},
+        {"memo_bomb.pickle", "no 'device_traces'"},
+    };
+    for (const auto& [name, expected] : cases) {
+        const std::string file = name;  // CAPTURE cannot take a structured binding under clang 14
+        CAPTURE(file);
+        const RunResult r = run_program("/usr/bin/env", {"python3", tool, s.path(name), s.path("out.csv")});
+        CAPTURE(r.err);
+        CHECK(r.status == 1);
+        CHECK(r.stderr_lines() == 1);
+        CHECK(r.err.rfind("torch_snapshot_to_trace: error: ", 0) == 0);
+        CHECK(r.err.find(expected) != std::string::npos);
+        CHECK(r.out.empty());
+    }
+    CHECK(access(marker.c_str(), F_OK) != 0);  // os.system never ran
+    // A device the snapshot does not have is an error too, and a good snapshot converts.
+    // {'device_traces': [[{'action': 'alloc', 'addr': 4096, 'size': 512}]]}
+    s.write("good.pickle",
+            "(dp0\nVdevice_traces\np1\n(lp2\n(lp3\n(dp4\nVaction\np5\nValloc\np6\nsVaddr\np7\nI4096\nsVsize\np8\nI512\nsaas.");
+    const RunResult wrong_device = run_program("/usr/bin/env", {"python3", tool, s.path("good.pickle"), "-", "--device", "3"});
+    CHECK(wrong_device.status == 1);
+    CHECK(wrong_device.err.find("device 3 not in snapshot") != std::string::npos);
+    const RunResult good = run_program("/usr/bin/env", {"python3", tool, s.path("good.pickle"), "-"});
+    CHECK(good.status == 0);
+    CHECK(good.out.find("\nalloc,0,512,0,\n") != std::string::npos);
+}

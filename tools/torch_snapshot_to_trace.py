@@ -100,12 +100,12 @@ def _device_trace(snapshot, device):
         raise SnapshotError("not a memory snapshot: no 'device_traces' (was memory history recorded?)")
     traces = snapshot["device_traces"]
     if not isinstance(traces, (list, tuple)):
-        raise SnapshotError(f"'device_traces' is a {type(traces).__name__}, not a list")
+        raise SnapshotError(f"'device_traces': expected a list, found {type(traces).__name__}")
     if device < 0 or device >= len(traces):
         raise SnapshotError(f"device {device} not in snapshot ({len(traces)} device trace(s))")
     trace = traces[device]
     if not isinstance(trace, (list, tuple)):
-        raise SnapshotError(f"device trace {device} is a {type(trace).__name__}, not a list")
+        raise SnapshotError(f"device trace {device}: expected a list, found {type(trace).__name__}")
     return trace
 
 
@@ -130,7 +130,7 @@ def convert(snapshot, out, device=0, source="snapshot"):
     trace = _device_trace(snapshot, device)
     for index, e in enumerate(trace):
         if not isinstance(e, dict):
-            raise SnapshotError(f"event {index} is a {type(e).__name__}, not a dict")
+            raise SnapshotError(f"event {index}: expected a dict, found {type(e).__name__}")
     counts = {}
     streams = sorted({_integer(e, i, "stream", 0) for i, e in enumerate(trace) if e.get("action") == "alloc"})
     stream_index = {s: i for i, s in enumerate(streams)}
