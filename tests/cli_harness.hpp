@@ -1,20 +1,25 @@
 // Runs the gpumem binary (path in $GPUMEM_BIN), or any program, with
 // arguments and environment changes, and captures its exit status, stdout and
-// stderr; start_* runs it in the background.
+// stderr; start_* runs it in the background (Started: signal it, wait with a
+// deadline, read its stdout line by line while it runs).
 #pragma once
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 extern char** environ;
@@ -42,43 +47,146 @@ inline std::string slurp(const std::string& path) {
     return ss.str();
 }
 
-// A program started in the background with its stdout and stderr going to
-// temporary files; wait() collects them.
-struct Started {
-    pid_t pid = -1;
-    std::string out_path, err_path;
-
-    RunResult wait() {
-        RunResult r;
-        if (pid > 0) {
-            int wstatus = 0;
-            while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
-            }
-            r.status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
-            pid = -1;
-        }
-        r.out = slurp(out_path);
-        r.err = slurp(err_path);
-        unlink(out_path.c_str());
-        unlink(err_path.c_str());
-        return r;
+// A program started in the background, its stderr going to a temporary
+// file and its stdout to another, or to a pipe read while it runs
+// (read_line, read_rest). wait() collects the exit status and the output;
+// a child still running when its Started goes away is killed and reaped.
+class Started {
+public:
+    Started() = default;
+    Started(const Started&) = delete;
+    Started& operator=(const Started&) = delete;
+    Started(Started&& other) noexcept { *this = std::move(other); }
+    Started& operator=(Started&& other) noexcept {
+        std::swap(pid_, other.pid_);
+        std::swap(status_, other.status_);
+        std::swap(out_fd_, other.out_fd_);
+        out_path_.swap(other.out_path_);
+        err_path_.swap(other.err_path_);
+        buffer_.swap(other.buffer_);
+        return *this;
     }
-    // Still running? (An exited child stays unreaped for wait().)
+    ~Started() {
+        if (pid_ > 0) {
+            kill(pid_, SIGKILL);
+            waitpid(pid_, nullptr, 0);
+        }
+        if (out_fd_ >= 0) close(out_fd_);
+        if (!out_path_.empty()) unlink(out_path_.c_str());
+        if (!err_path_.empty()) unlink(err_path_.c_str());
+    }
+
+    pid_t pid() const noexcept { return pid_; }
+    void signal(int sig) const {
+        if (pid_ > 0) kill(pid_, sig);
+    }
+    // Still running? (An exited child stays unreaped until a wait.)
     bool running() const {
-        if (pid <= 0) return false;
+        if (pid_ <= 0) return false;
         siginfo_t info{};
-        if (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return false;
+        if (waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return false;
         return info.si_pid == 0;
     }
+    // Waits up to `seconds` for the exit: the status (128 + signal if
+    // killed), or -1 when it did not end in time, and then it is killed.
+    int wait_within(double seconds) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+        while (pid_ > 0) {
+            int wstatus = 0;
+            if (waitpid(pid_, &wstatus, WNOHANG) == pid_) {
+                pid_ = -1;
+                status_ = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
+                break;
+            }
+            if (std::chrono::steady_clock::now() >= deadline) {
+                kill(pid_, SIGKILL);
+                waitpid(pid_, nullptr, 0);
+                pid_ = -1;
+                status_ = -1;
+                break;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        }
+        return status_;
+    }
+    // Waits for the exit, however long; the status and everything printed.
+    RunResult wait() {
+        if (pid_ > 0) {
+            int wstatus = 0;
+            while (waitpid(pid_, &wstatus, 0) < 0 && errno == EINTR) {
+            }
+            status_ = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
+            pid_ = -1;
+        }
+        RunResult r;
+        r.status = status_;
+        r.out = out_fd_ >= 0 ? read_rest() : slurp(out_path_);
+        r.err = err();
+        return r;
+    }
+    std::string err() const { return slurp(err_path_); }
+    // Without a stdout pipe: what it has printed so far.
+    std::string out_so_far() const { return slurp(out_path_); }
+
+    // With a stdout pipe: the next line, or "" when none came within `seconds`.
+    std::string read_line(double seconds) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+        while (true) {
+            const auto nl = buffer_.find('\n');
+            if (nl != std::string::npos) {
+                std::string line = buffer_.substr(0, nl);
+                buffer_.erase(0, nl + 1);
+                return line;
+            }
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+            if (left.count() <= 0 || out_fd_ < 0) return "";
+            pollfd p{out_fd_, POLLIN, 0};
+            if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+            char chunk[4096];
+            const ssize_t n = read(out_fd_, chunk, sizeof chunk);
+            if (n <= 0) return "";
+            buffer_.append(chunk, static_cast<std::size_t>(n));
+        }
+    }
+    // With a stdout pipe: everything not read yet, until the pipe closes.
+    std::string read_rest() {
+        char chunk[4096];
+        ssize_t n;
+        while (out_fd_ >= 0 && (n = read(out_fd_, chunk, sizeof chunk)) > 0) buffer_.append(chunk, static_cast<std::size_t>(n));
+        std::string rest;
+        rest.swap(buffer_);
+        return rest;
+    }
+
+private:
+    friend Started start_program(const std::string&, const std::vector<std::string>&, const std::vector<std::string>&, bool);
+    pid_t pid_ = -1;
+    int status_ = -1;
+    int out_fd_ = -1;  // read end of the stdout pipe, or -1
+    std::string out_path_, err_path_;
+    std::string buffer_;  // read from the pipe, not yet returned
 };
 
 // env_overrides: "NAME=value" to set, "NAME" alone to unset. stdin is /dev/null.
+// stdout_pipe: stdout goes to a pipe that read_line/read_rest read while the
+// program runs, instead of a file.
 inline Started start_program(const std::string& bin, const std::vector<std::string>& args,
-                             const std::vector<std::string>& env_overrides = {}) {
+                             const std::vector<std::string>& env_overrides = {}, bool stdout_pipe = false) {
+    Started started;
     char out_path[] = "/tmp/gpumem-test-outXXXXXX";
     char err_path[] = "/tmp/gpumem-test-errXXXXXX";
-    const int out_fd = mkstemp(out_path);
+    int out_pipe[2] = {-1, -1};
+    int out_fd = -1;
+    if (stdout_pipe) {
+        if (pipe(out_pipe) != 0) throw std::runtime_error("pipe failed");
+        out_fd = out_pipe[1];
+        started.out_fd_ = out_pipe[0];
+    } else {
+        out_fd = mkstemp(out_path);
+        started.out_path_ = out_path;
+    }
     const int err_fd = mkstemp(err_path);
+    started.err_path_ = err_path;
     std::vector<std::string> env_strings;
     for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
     for (const std::string& o : env_overrides) {
@@ -101,10 +209,8 @@ inline Started start_program(const std::string& bin, const std::vector<std::stri
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&actions, out_fd, 1);
     posix_spawn_file_actions_adddup2(&actions, err_fd, 2);
-    Started started;
-    started.out_path = out_path;
-    started.err_path = err_path;
-    if (posix_spawn(&started.pid, bin.c_str(), &actions, nullptr, argv.data(), envp.data()) != 0) started.pid = -1;
+    if (stdout_pipe) posix_spawn_file_actions_addclose(&actions, out_pipe[0]);
+    if (posix_spawn(&started.pid_, bin.c_str(), &actions, nullptr, argv.data(), envp.data()) != 0) started.pid_ = -1;
     posix_spawn_file_actions_destroy(&actions);
     close(out_fd);
     close(err_fd);
@@ -121,6 +227,7 @@ inline RunResult run_gpumem(const std::vector<std::string>& args, const std::vec
     return run_program(gpumem_binary(), args, env_overrides);
 }
 
-inline Started start_gpumem(const std::vector<std::string>& args, const std::vector<std::string>& env_overrides = {}) {
-    return start_program(gpumem_binary(), args, env_overrides);
+inline Started start_gpumem(const std::vector<std::string>& args, const std::vector<std::string>& env_overrides = {},
+                            bool stdout_pipe = false) {
+    return start_program(gpumem_binary(), args, env_overrides, stdout_pipe);
 }

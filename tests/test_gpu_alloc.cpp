@@ -5,10 +5,7 @@
 // free everything while the context lives on.
 #include <doctest/doctest.h>
 
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -77,96 +74,6 @@ void check_freed(std::uint64_t before, const char* what) {
     INFO(what << ": free before " << before << ", after " << after);
     CHECK(std::llabs(diff(after, before)) <= static_cast<long long>(kFreeSlack));
 }
-
-// A child whose stdout is read line by line while it runs (run_gpumem waits
-// for the exit, hold must be watched while it holds).
-class Child {
-public:
-    explicit Child(const std::vector<std::string>& args) {
-        int out_pipe[2];
-        REQUIRE(pipe(out_pipe) == 0);
-        char err_path[] = "/tmp/gpumem-test-child-errXXXXXX";
-        const int err_fd = mkstemp(err_path);
-        err_path_ = err_path;
-        const std::string bin = gpumem_binary();
-        std::vector<std::string> argv_strings{bin};
-        argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-        std::vector<char*> argv;
-        for (auto& s : argv_strings) argv.push_back(s.data());
-        argv.push_back(nullptr);
-        posix_spawn_file_actions_t actions;
-        posix_spawn_file_actions_init(&actions);
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-        posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
-        posix_spawn_file_actions_adddup2(&actions, err_fd, 2);
-        posix_spawn_file_actions_addclose(&actions, out_pipe[0]);
-        REQUIRE(posix_spawn(&pid_, bin.c_str(), &actions, nullptr, argv.data(), environ) == 0);
-        posix_spawn_file_actions_destroy(&actions);
-        close(out_pipe[1]);
-        close(err_fd);
-        out_fd_ = out_pipe[0];
-    }
-    ~Child() {
-        if (pid_ > 0) {
-            kill(pid_, SIGKILL);
-            waitpid(pid_, nullptr, 0);
-        }
-        if (out_fd_ >= 0) close(out_fd_);
-        unlink(err_path_.c_str());
-    }
-
-    // The next line of stdout, or "" when none came within `seconds`.
-    std::string read_line(double seconds) {
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-        while (true) {
-            const auto nl = buffer_.find('\n');
-            if (nl != std::string::npos) {
-                std::string line = buffer_.substr(0, nl);
-                buffer_.erase(0, nl + 1);
-                return line;
-            }
-            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-            if (left.count() <= 0) return "";
-            pollfd p{out_fd_, POLLIN, 0};
-            if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
-            char chunk[4096];
-            const ssize_t n = read(out_fd_, chunk, sizeof chunk);
-            if (n <= 0) return "";
-            buffer_.append(chunk, static_cast<std::size_t>(n));
-        }
-    }
-    // Everything left on stdout until it closes.
-    std::string read_rest() {
-        char chunk[4096];
-        ssize_t n;
-        while ((n = read(out_fd_, chunk, sizeof chunk)) > 0) buffer_.append(chunk, static_cast<std::size_t>(n));
-        std::string rest;
-        rest.swap(buffer_);
-        return rest;
-    }
-    void signal(int sig) { kill(pid_, sig); }
-    // Exit status (128 + signal when killed), or -1 if it did not end in time.
-    int wait(double seconds) {
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-        while (std::chrono::steady_clock::now() < deadline) {
-            int status = 0;
-            const pid_t r = waitpid(pid_, &status, WNOHANG);
-            if (r == pid_) {
-                pid_ = -1;
-                return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        }
-        return -1;
-    }
-    std::string err() const { return slurp(err_path_); }
-
-private:
-    pid_t pid_ = -1;
-    int out_fd_ = -1;
-    std::string err_path_;
-    std::string buffer_;
-};
 
 int device_count() {
     int n = 0;
@@ -352,14 +259,14 @@ TEST_CASE("gpu alloc-test churn is repeatable for a seed") {
 TEST_CASE("gpu alloc-test hold: ready line, visible in gpumem info, frees on SIGTERM") {
     const std::uint64_t used_before = info_used();
     const std::uint64_t free_before = free_now();
-    Child hold({"alloc-test", "hold", "4GiB"});
+    Started hold = start_gpumem({"alloc-test", "hold", "4GiB"}, {}, /*stdout_pipe=*/true);
     const std::string ready = hold.read_line(60);
     INFO("ready line: " << ready << "\nstderr: " << hold.err());
     REQUIRE(ready.rfind("ready: held 4 GiB on device 0 (GPU-", 0) == 0);
     const std::uint64_t used_held = info_used();
     CHECK(used_held >= used_before + 4 * GiB);
     hold.signal(SIGTERM);
-    CHECK(hold.wait(30) == 130);
+    CHECK(hold.wait_within(30) == 130);
     const std::string rest = hold.read_rest();
     CHECK(rest.find("signal") != std::string::npos);
     CHECK(hold.err().find("interrupted") != std::string::npos);
@@ -369,14 +276,14 @@ TEST_CASE("gpu alloc-test hold: ready line, visible in gpumem info, frees on SIG
 }
 
 TEST_CASE("gpu alloc-test hold --json: a ready event, then the final document; --duration ends with 0") {
-    Child hold({"alloc-test", "hold", "1GiB", "--duration", "1s", "--json"});
+    Started hold = start_gpumem({"alloc-test", "hold", "1GiB", "--duration", "1s", "--json"}, {}, /*stdout_pipe=*/true);
     const std::string event_line = hold.read_line(60);
     Json event;
     REQUIRE_NOTHROW(event = Json::parse(event_line));
     CHECK(event["event"] == "ready");
     CHECK(event["held"] == GiB);
     CHECK(event["devices"][0]["uuid"].get<std::string>().rfind("GPU-", 0) == 0);
-    CHECK(hold.wait(30) == 0);
+    CHECK(hold.wait_within(30) == 0);
     const std::string rest = hold.read_rest();
     CHECK(std::count(rest.begin(), rest.end(), '\n') == 1);  // JSON Lines: one more line
     const Json doc = Json::parse(rest);
@@ -387,10 +294,10 @@ TEST_CASE("gpu alloc-test hold --json: a ready event, then the final document; -
 
 TEST_CASE("gpu alloc-test fill stops on SIGINT with exit 130 and frees") {
     const std::uint64_t before = free_now();
-    Child fill({"alloc-test", "fill", "2GiB", "--verify", "--passes", "1000000"});
+    Started fill = start_gpumem({"alloc-test", "fill", "2GiB", "--verify", "--passes", "1000000"}, {}, /*stdout_pipe=*/true);
     std::this_thread::sleep_for(std::chrono::milliseconds(2500));
     fill.signal(SIGINT);
-    CHECK(fill.wait(20) == 130);
+    CHECK(fill.wait_within(20) == 130);
     check_freed(before, "fill after SIGINT");
 }
 

@@ -104,33 +104,6 @@ private:
     void* p_ = nullptr;
 };
 
-// Reaps a child within `seconds`; the exit status (128 + signal if killed),
-// -1 on timeout (the child is then killed).
-struct Reaped {
-    int status = -1;
-    double seconds = 0;
-};
-Reaped reap_within(Started& child, double seconds) {
-    const auto start = Clock::now();
-    const auto deadline = start + std::chrono::duration<double>(seconds);
-    Reaped r;
-    while (Clock::now() < deadline) {
-        int wstatus = 0;
-        if (waitpid(child.pid, &wstatus, WNOHANG) == child.pid) {
-            r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-            r.status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
-            child.pid = -1;
-            return r;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    kill(child.pid, SIGKILL);
-    waitpid(child.pid, nullptr, 0);
-    child.pid = -1;
-    r.seconds = seconds;
-    return r;
-}
-
 int lines(const std::string& text) {
     int n = 0;
     for (char c : text) n += c == '\n';
@@ -175,9 +148,8 @@ TEST_CASE("gpu faults: out of memory part way through every subcommand exits 5 a
                 std::vector<std::string> a = args;
                 if (json) a.push_back("--json");
                 Started child = start_gpumem(a);
-                const Reaped reaped = reap_within(child, 120);
-                RunResult r = child.wait();
-                r.status = reaped.status;
+                child.wait_within(120);
+                const RunResult r = child.wait();
                 INFO(join(a) << "\nexit " << r.status << "\nstdout: " << r.out.substr(0, 3000) << "\nstderr: " << r.err);
                 CHECK(r.status == 5);
                 CHECK(lines(r.err) == 1);
@@ -220,17 +192,19 @@ TEST_CASE("gpu faults: SIGINT and SIGTERM stop long runs with 130 within a secon
             const bool loaded = used() >= used_before + GiB;
             std::this_thread::sleep_for(std::chrono::milliseconds(500));
             const bool still_running = child.running();
-            kill(child.pid, sig);
-            const Reaped reaped = reap_within(child, 10);
-            RunResult r = child.wait();
+            const auto signalled = Clock::now();
+            child.signal(sig);
+            child.wait_within(10);
+            const double seconds = std::chrono::duration<double>(Clock::now() - signalled).count();
+            const RunResult r = child.wait();
             const std::uint64_t used_after = used.settle_to(used_before, 3);
-            INFO(join(args) << " (signal " << sig << ")\nexit " << reaped.status << " after " << reaped.seconds
+            INFO(join(args) << " (signal " << sig << ")\nexit " << r.status << " after " << seconds
                             << " s\nused before " << used_before / MiB << " MiB, after " << used_after / MiB
                             << " MiB\nstderr: " << r.err);
             CHECK(loaded);
             CHECK(still_running);
-            CHECK(reaped.status == 130);
-            CHECK(reaped.seconds < 1.0);
+            CHECK(r.status == 130);
+            CHECK(seconds < 1.0);
             CHECK(r.err.find("interrupted") != std::string::npos);
             CHECK(std::llabs(diff(used_after, used_before)) <= kSlack);
         }
@@ -250,13 +224,13 @@ TEST_CASE("gpu faults: two gpumem processes stressing one GPU both finish and ve
     for (const auto& pair : pairs) {
         Started first = start_gpumem(pair[0]);
         Started second = start_gpumem(pair[1]);
-        const Reaped a = reap_within(first, 300);
-        const Reaped b = reap_within(second, 300);
-        RunResult ra = first.wait(), rb = second.wait();
-        INFO(join(pair[0]) << " -> " << a.status << "\nstderr: " << ra.err << "\n"
-                           << join(pair[1]) << " -> " << b.status << "\nstderr: " << rb.err);
-        CHECK(a.status == 0);
-        CHECK(b.status == 0);
+        first.wait_within(300);
+        second.wait_within(300);
+        const RunResult ra = first.wait(), rb = second.wait();
+        INFO(join(pair[0]) << " -> " << ra.status << "\nstderr: " << ra.err << "\n"
+                           << join(pair[1]) << " -> " << rb.status << "\nstderr: " << rb.err);
+        CHECK(ra.status == 0);
+        CHECK(rb.status == 0);
         for (const RunResult* r : {&ra, &rb}) {
             nlohmann::json doc;
             REQUIRE_NOTHROW(doc = nlohmann::json::parse(r->out));

@@ -578,10 +578,10 @@ TEST_CASE("gpu info: --loop --count prints one JSON document per line") {
 
 TEST_CASE("gpu info: Ctrl-C ends a --loop with exit 130, JSON Lines intact") {
     Started s = start_gpumem({"info", "--loop", "0.2", "--json"});
-    REQUIRE(s.pid > 0);
+    REQUIRE(s.pid() > 0);
     // Wait for two samples (at most 5 s), then interrupt.
-    for (int i = 0; i < 100 && lines_of(slurp(s.out_path)).size() < 2; ++i) sleep_seconds(0.05);
-    kill(s.pid, SIGINT);
+    for (int i = 0; i < 100 && lines_of(s.out_so_far()).size() < 2; ++i) sleep_seconds(0.05);
+    s.signal(SIGINT);
     const RunResult r = s.wait();
     CHECK(r.status == 130);
     CHECK(r.stderr_lines() == 1);
@@ -599,11 +599,11 @@ TEST_CASE("gpu info: Ctrl-C ends a --loop with exit 130, JSON Lines intact") {
 
 TEST_CASE("gpu info: creates no CUDA context" * doctest::skip(!have_nvidia_smi())) {
     Started s = start_gpumem({"info", "--loop", "0.2", "--count", "10"});
-    REQUIRE(s.pid > 0);
+    REQUIRE(s.pid() > 0);
     int polls = 0;
     bool listed = false;
     while (s.running()) {
-        listed = listed || smi_compute_pids().count(s.pid) > 0;
+        listed = listed || smi_compute_pids().count(s.pid()) > 0;
         ++polls;
     }
     const RunResult r = s.wait();
