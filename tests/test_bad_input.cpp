@@ -297,6 +297,7 @@ TEST_CASE("bad input: documented status, one stderr line, nothing on stdout") {
         CHECK(j.stderr_lines() <= 1);
     }
     CHECK(json_cases >= 20);
+    MESSAGE(cases.size() << " bad invocations, " << json_cases << " of them also with --json");
 }
 
 // The third trace format, PyTorch memory snapshots, is read by
@@ -323,6 +324,9 @@ TEST_CASE("bad input: torch snapshot converter refuses bad and hostile snapshots
             "(dp0\nVdevice_traces\np1\n(lp2\n(lp3\n(dp4\nVaction\np5\nValloc\np6\nsVaddr\np7\nVx\np8\nsVsize\np9\nI1\nsaas.");
     // LONG_BINPUT with a memo index of 0x30000000: 12 GB for the C unpickler.
     s.write("memo_bomb.pickle", std::string("(dp0\nr\x00\x00\x00\x30.", 11));
+    // BYTEARRAY8 (protocol 5) declaring 11 GB in a 15-byte file: the Python
+    // unpickler would allocate all of it before reading.
+    s.write("bytearray_bomb.pickle", std::string("\x80\x05\x96\x12\x34\x56\x9b\x02\x00\x00\x00" "abc.", 15));
     const std::vector<std::pair<std::string, std::string>> cases = {
         {"hostile.pickle", "refusing to load code"},
         {"not_a_pickle.pickle", "cannot load snapshot"},
@@ -332,6 +336,7 @@ TEST_CASE("bad input: torch snapshot converter refuses bad and hostile snapshots
         {"bad_event.pickle", "event 0: expected a dict, found int"},
         {"bad_addr.pickle", "'addr' is 'x'"},
         {"memo_bomb.pickle", "no 'device_traces'"},
+        {"bytearray_bomb.pickle", "BYTEARRAY8 of 11196052498 bytes"},
     };
     for (const auto& [name, expected] : cases) {
         const std::string file = name;  // CAPTURE cannot take a structured binding under clang 14
