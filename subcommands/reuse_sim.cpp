@@ -25,6 +25,12 @@
 namespace gpumem::cli {
 namespace {
 
+std::string comma_list(const std::vector<std::string>& items) {
+    std::string list;
+    for (const auto& item : items) list += (list.empty() ? "" : ", ") + item;
+    return list;
+}
+
 namespace rs = gpumem::reuse_sim;
 
 struct ReuseSimOptions {
@@ -342,15 +348,13 @@ void run_reuse_sim(const ReuseSimOptions& o, Context& ctx) {
     std::vector<std::string> missing_costs;
     const rs::CostTable table = o.costs.empty() ? rs::default_cost_table() : rs::read_cost_table(o.costs, &missing_costs);
     if (!missing_costs.empty()) {
-        std::string list;
-        for (const auto& m : missing_costs) list += (list.empty() ? "" : ", ") + m;
-        report.warnings.push_back(o.costs + ": no " + list + "; built-in figures used for those");
+        report.warnings.push_back(o.costs + ": no " + comma_list(missing_costs) + "; built-in figures used for those");
         spdlog::warn("{}", report.warnings.back());
     }
     const rs::CostModel costs(table);
     // The GPU, too, before the simulation: without one, --execute fails at
     // once (exit 3) instead of after a long replay whose table it then prints.
-    const int execute_on = o.execute ? execute_device(ctx.globals) : -1;
+    const int device = o.execute ? execute_device(ctx.globals) : -1;
 
     std::unique_ptr<rs::EventSource> source = make_source();
     const bool has_ring = std::find(kinds.begin(), kinds.end(), rs::StrategyKind::ring) != kinds.end();
@@ -442,7 +446,6 @@ void run_reuse_sim(const ReuseSimOptions& o, Context& ctx) {
     Table& shown = report.tables.back();
 
     if (o.execute) {
-        const int device = execute_on;
         const rs::CudaDeviceMemory before = rs::cuda_device_memory(device);
         Json runs = Json::array();
         std::vector<std::string> mismatches;
@@ -493,26 +496,24 @@ void run_reuse_sim(const ReuseSimOptions& o, Context& ctx) {
                                    {"device_name", before.name},
                                    {"free_bytes_before", before.free_bytes},
                                    {"free_bytes_after", after.free_bytes},
-                                   {"verified", mismatches.empty()},
+                                   {"verified", mismatches.empty() && out_of_memory.empty()},
                                    {"runs", std::move(runs)}};
         report.text_after.push_back("");
         report.text_after.push_back("--execute on GPU " + std::to_string(device) + " (" + before.name +
                                     "): GPU ms is the host time of the real CUDA calls; upstream call counts " +
-                                    (mismatches.empty() ? "agree with the simulation" : "DIFFER from the simulation"));
+                                    (!out_of_memory.empty() ? "not compared: the GPU ran out of memory"
+                                     : mismatches.empty()   ? "agree with the simulation"
+                                                            : "DIFFER from the simulation"));
         if (!out_of_memory.empty()) {
-            std::string list;
-            for (const auto& m : out_of_memory) list += (list.empty() ? "" : ", ") + m;
             if (ctx.output.format == Format::table) mark_best(shown, ctx.output.unit);
-            throw OutOfMemoryError("--execute: GPU " + std::to_string(device) + " ran out of memory replaying " + list +
+            throw OutOfMemoryError("--execute: GPU " + std::to_string(device) + " ran out of memory replaying " + comma_list(out_of_memory) +
                                        ": " + std::to_string(refused) + " request(s) refused that the simulated device granted (" +
                                        format_bytes(before.free_bytes, ctx.output.unit) + " free before; --capacity simulates a smaller device)",
                                    summary.largest_request);
         }
         if (!mismatches.empty()) {
-            std::string list;
-            for (const auto& m : mismatches) list += (list.empty() ? "" : ", ") + m;
             if (ctx.output.format == Format::table) mark_best(shown, ctx.output.unit);
-            throw VerificationError("--execute: real upstream calls differ from the simulated ones for " + list +
+            throw VerificationError("--execute: real upstream calls differ from the simulated ones for " + comma_list(mismatches) +
                                     " (see \"execute\" in --json)");
         }
     }
