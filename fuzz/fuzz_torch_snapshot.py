@@ -166,7 +166,8 @@ def mutate(data, rng, corpus):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description="Fuzz tools/torch_snapshot_to_trace.py's reader of PyTorch memory snapshots (pickles).")
     parser.add_argument("corpus", help="seed directory (read; never written)")
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--runs", type=int, default=0, help="stop after N executions (0: no limit)")
@@ -176,6 +177,8 @@ def main(argv=None):
 
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
     rng = random.Random(seed)
+    if not os.path.isdir(args.corpus):
+        parser.error(f"{args.corpus}: not a directory (the seed corpus, e.g. fuzz/corpus/fuzz_torch_snapshot)")
     corpus = []
     for name in sorted(os.listdir(args.corpus)):
         with open(os.path.join(args.corpus, name), "rb") as f:
