@@ -37,7 +37,8 @@ for t in "${targets[@]}"; do
   artifacts=$scratch/$t/artifacts
   log=$scratch/$t/log
   if [ -f "$here/$t.py" ]; then
-    # A Python target (the torch snapshot reader): same limits, same
+    # A Python target (the torch snapshot reader): the same 5 s per input and
+    # 64 KiB input limit (no RSS limit), the same
     # "stat::number_of_executed_units" line; it never writes its corpus.
     mkdir -p "$artifacts"
     start=$(date +%s)

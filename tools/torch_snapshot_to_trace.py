@@ -90,7 +90,7 @@ def loads_snapshot(data):
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, KeyError, IndexError,
             AttributeError, OverflowError, UnicodeDecodeError, RecursionError, MemoryError,
             struct.error) as e:
-        # Truncated or corrupt pickles surface as any of these from the C
+        # Truncated or corrupt pickles surface as any of these from the
         # unpickler (a bad memo key, a short string, an unknown protocol...).
         raise SnapshotError(f"cannot load snapshot: {type(e).__name__}: {e}") from None
 
