@@ -8,7 +8,7 @@
 #include <exception>
 #include <string_view>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 
 template <typename F>
 inline void fuzz_expect_only_gpumem_errors(F&& body) {

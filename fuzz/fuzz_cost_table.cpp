@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "cost_table.hpp"
+#include "reuse_sim/cost_table.hpp"
 #include "fuzz_common.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t size) {

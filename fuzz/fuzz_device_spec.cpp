@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "device_spec.hpp"
+#include "base/device_spec.hpp"
 #include "fuzz_common.hpp"
 
 namespace {

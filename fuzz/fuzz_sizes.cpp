@@ -4,7 +4,7 @@
 #include <cstddef>
 
 #include "fuzz_common.hpp"
-#include "sizes.hpp"
+#include "base/sizes.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t size) {
     if (size > 256) return 0;  // sizes come from a command line

@@ -11,8 +11,8 @@
 #include <string>
 
 #include "fuzz_common.hpp"
-#include "simulator.hpp"
-#include "trace_reader.hpp"
+#include "reuse_sim/simulator.hpp"
+#include "reuse_sim/trace_reader.hpp"
 
 namespace rs = gpumem::reuse_sim;
 

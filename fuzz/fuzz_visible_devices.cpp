@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "device_spec.hpp"
+#include "base/device_spec.hpp"
 #include "fuzz_common.hpp"
 
 namespace {

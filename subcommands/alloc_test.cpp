@@ -1,5 +1,5 @@
 // gpumem alloc-test: scripted allocation stress tests (latency, max, fill,
-// churn, hold). The modes' logic lives in src/alloc_test.cpp; this file
+// churn, hold). The modes' logic lives in src/bench/alloc_modes.cpp; this file
 // parses and validates options (before any GPU work), runs the modes on the
 // chosen devices and turns their results into a Report.
 #include <fcntl.h>
@@ -14,15 +14,15 @@
 
 #include <spdlog/spdlog.h>
 
-#include "alloc_apis.hpp"
-#include "alloc_test.hpp"
+#include "bench/alloc_apis.hpp"
+#include "bench/alloc_modes.hpp"
 #include "common.hpp"
-#include "device_inventory.hpp"
-#include "errors.hpp"
-#include "interrupt.hpp"
+#include "core/device_inventory.hpp"
+#include "base/errors.hpp"
+#include "base/interrupt.hpp"
 #include "progress.hpp"
-#include "sizes.hpp"
-#include "timing.hpp"
+#include "base/sizes.hpp"
+#include "core/timing.hpp"
 #include "version.hpp"
 
 namespace gpumem::cli {

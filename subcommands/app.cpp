@@ -17,10 +17,10 @@
 #include <spdlog/spdlog.h>
 
 #include "common.hpp"
-#include "cuda_devices.hpp"
-#include "errors.hpp"
-#include "interrupt.hpp"
-#include "nvml.hpp"
+#include "core/cuda_devices.hpp"
+#include "base/errors.hpp"
+#include "base/interrupt.hpp"
+#include "core/nvml.hpp"
 #include "version.hpp"
 
 namespace {

@@ -4,9 +4,9 @@
 
 #include <cstdio>
 
-#include "cuda_devices.hpp"
-#include "errors.hpp"
-#include "sizes.hpp"
+#include "core/cuda_devices.hpp"
+#include "base/errors.hpp"
+#include "base/sizes.hpp"
 
 namespace gpumem::cli {
 

@@ -8,7 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "device_spec.hpp"
+#include "base/device_spec.hpp"
 #include "output.hpp"
 
 namespace gpumem::cli {

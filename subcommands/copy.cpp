@@ -15,16 +15,16 @@
 #include <spdlog/spdlog.h>
 
 #include "common.hpp"
-#include "copy_bench.hpp"
+#include "bench/copy_bench.hpp"
 #include "copy_report.hpp"
-#include "cpu_affinity.hpp"
-#include "cuda_check.hpp"
-#include "cuda_devices.hpp"
-#include "device_inventory.hpp"
-#include "errors.hpp"
-#include "interrupt.hpp"
+#include "base/cpu_affinity.hpp"
+#include "core/cuda_check.hpp"
+#include "core/cuda_devices.hpp"
+#include "core/device_inventory.hpp"
+#include "base/errors.hpp"
+#include "base/interrupt.hpp"
 #include "progress.hpp"
-#include "sizes.hpp"
+#include "base/sizes.hpp"
 
 namespace gpumem::cli {
 namespace {

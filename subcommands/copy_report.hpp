@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "chart.hpp"
-#include "copy_plan.hpp"
+#include "base/copy_plan.hpp"
 #include "output.hpp"
 
 namespace gpumem::cli {

@@ -13,10 +13,10 @@
 #include <spdlog/spdlog.h>
 
 #include "common.hpp"
-#include "cuda_devices.hpp"
-#include "device_inventory.hpp"
-#include "errors.hpp"
-#include "interrupt.hpp"
+#include "core/cuda_devices.hpp"
+#include "core/device_inventory.hpp"
+#include "base/errors.hpp"
+#include "base/interrupt.hpp"
 
 namespace gpumem::cli {
 namespace {

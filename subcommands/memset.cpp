@@ -7,13 +7,13 @@
 #include <spdlog/spdlog.h>
 
 #include "common.hpp"
-#include "cuda_check.hpp"
-#include "cuda_raii.hpp"
-#include "device_inventory.hpp"
-#include "errors.hpp"
-#include "interrupt.hpp"
-#include "memset_bench.hpp"
-#include "sizes.hpp"
+#include "core/cuda_check.hpp"
+#include "core/cuda_raii.hpp"
+#include "core/device_inventory.hpp"
+#include "base/errors.hpp"
+#include "base/interrupt.hpp"
+#include "bench/memset_bench.hpp"
+#include "base/sizes.hpp"
 
 namespace gpumem::cli {
 namespace {

@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "errors.hpp"
-#include "sizes.hpp"
+#include "base/errors.hpp"
+#include "base/sizes.hpp"
 
 namespace gpumem::cli {
 

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "timing.hpp"
+#include "core/timing.hpp"
 
 namespace gpumem::cli {
 

@@ -12,15 +12,15 @@
 #include <spdlog/spdlog.h>
 
 #include "common.hpp"
-#include "cost_table.hpp"
-#include "cuda_devices.hpp"
-#include "cuda_upstream.hpp"
-#include "errors.hpp"
-#include "interrupt.hpp"
-#include "simulator.hpp"
-#include "sizes.hpp"
-#include "trace_reader.hpp"
-#include "workloads.hpp"
+#include "reuse_sim/cost_table.hpp"
+#include "core/cuda_devices.hpp"
+#include "bench/cuda_upstream.hpp"
+#include "base/errors.hpp"
+#include "base/interrupt.hpp"
+#include "reuse_sim/simulator.hpp"
+#include "base/sizes.hpp"
+#include "reuse_sim/trace_reader.hpp"
+#include "reuse_sim/workloads.hpp"
 
 namespace gpumem::cli {
 namespace {

@@ -15,8 +15,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "cuda_devices.hpp"
-#include "errors.hpp"
+#include "core/cuda_devices.hpp"
+#include "base/errors.hpp"
 
 namespace {
 

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "cost_table.hpp"
-#include "simulator.hpp"
-#include "strategy.hpp"
+#include "reuse_sim/cost_table.hpp"
+#include "reuse_sim/simulator.hpp"
+#include "reuse_sim/strategy.hpp"
 
 namespace rs = gpumem::reuse_sim;
 

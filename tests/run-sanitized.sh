@@ -8,7 +8,7 @@
 # The gpumem binary that the CLI and bad-input suites spawn is the sanitized
 # one. GPU suites exit 77 without a GPU and count as skipped.
 #
-# Not instrumented: the device code and host stubs of src/kernels.cu (nvcc
+# Not instrumented: the device code and host stubs of src/core/kernels.cu (nvcc
 # compiles it with its own host compiler) and the prebuilt static CUDA
 # runtime; only one GPU architecture is built, as the kernels never run here.
 # Any report fails the run: ASan and LSan exit non-zero, UBSan aborts, and

@@ -2,7 +2,7 @@
 # Static analysis of gpumem's own code (src/ and subcommands/, with the project
 # headers they include; not tests/, bench/ or third-party headers):
 #   - clang-tidy with the check set in .clang-tidy (every warning is an error),
-#     over the C++ files in BUILD_DIR/compile_commands.json. src/kernels.cu is
+#     over the C++ files in BUILD_DIR/compile_commands.json. src/core/kernels.cu is
 #     left out: clang-tidy 14 cannot parse CUDA 13's headers in CUDA mode.
 #     Its host code is covered by the sanitizer build and by nvcc's warnings.
 #   - cppcheck --enable=warning,performance,portability on the same .cpp files
@@ -44,7 +44,7 @@ fi
 
 echo "cppcheck: ${#files[@]} files"
 if ! cppcheck --enable=warning,performance,portability --inline-suppr --error-exitcode=1 --std=c++17 --language=c++ \
-     -q -I src -I src/reuse_sim -I subcommands -I "$build" --suppress=missingIncludeSystem "${files[@]}"; then
+     -q -I src -I subcommands -I "$build" --suppress=missingIncludeSystem "${files[@]}"; then
   echo "cppcheck: findings"
   status=1
   tools_failed=$((tools_failed + 1))

@@ -12,12 +12,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "alloc_apis.hpp"
-#include "alloc_test.hpp"
-#include "errors.hpp"
-#include "kernels.hpp"
-#include "sizes.hpp"
-#include "stats.hpp"
+#include "bench/alloc_apis.hpp"
+#include "bench/alloc_modes.hpp"
+#include "base/errors.hpp"
+#include "core/kernels.hpp"
+#include "base/sizes.hpp"
+#include "base/stats.hpp"
 
 using namespace gpumem;
 

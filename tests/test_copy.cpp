@@ -10,12 +10,12 @@
 
 #include "chart.hpp"
 #include "cli_harness.hpp"
-#include "copy_plan.hpp"
+#include "base/copy_plan.hpp"
 #include "copy_report.hpp"
-#include "cpu_affinity.hpp"
-#include "errors.hpp"
+#include "base/cpu_affinity.hpp"
+#include "base/errors.hpp"
 #include "output.hpp"
-#include "sizes.hpp"
+#include "base/sizes.hpp"
 
 using namespace gpumem;
 using namespace gpumem::cli;

@@ -4,8 +4,8 @@
 
 #include <cstdlib>
 
-#include "device_spec.hpp"
-#include "errors.hpp"
+#include "base/device_spec.hpp"
+#include "base/errors.hpp"
 
 using namespace gpumem;
 

@@ -19,8 +19,8 @@
 #include <cuda_runtime_api.h>
 #include <nlohmann/json.hpp>
 
-#include "alloc_apis.hpp"
-#include "alloc_test.hpp"
+#include "bench/alloc_apis.hpp"
+#include "bench/alloc_modes.hpp"
 #include "cli_harness.hpp"
 #include "memory_levels.hpp"
 

@@ -15,11 +15,11 @@
 
 #include "cli_harness.hpp"
 #include "memory_levels.hpp"
-#include "cuda_raii.hpp"
-#include "driver_api.hpp"
-#include "errors.hpp"
-#include "memset_bench.hpp"
-#include "mix_memory.hpp"
+#include "core/cuda_raii.hpp"
+#include "core/driver_api.hpp"
+#include "base/errors.hpp"
+#include "bench/memset_bench.hpp"
+#include "core/mix_memory.hpp"
 
 using namespace gpumem;
 

@@ -29,8 +29,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_harness.hpp"
-#include "cuda_devices.hpp"
-#include "nvml.hpp"
+#include "core/cuda_devices.hpp"
+#include "core/nvml.hpp"
 
 namespace {
 

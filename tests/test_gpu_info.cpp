@@ -24,8 +24,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_harness.hpp"
-#include "cuda_devices.hpp"
-#include "device_spec.hpp"
+#include "core/cuda_devices.hpp"
+#include "base/device_spec.hpp"
 
 using nlohmann::json;
 using Args = std::vector<std::string>;

@@ -10,11 +10,11 @@
 
 #include "cli_harness.hpp"
 #include "memory_levels.hpp"
-#include "cuda_upstream.hpp"
-#include "errors.hpp"
-#include "interrupt.hpp"
-#include "simulator.hpp"
-#include "workloads.hpp"
+#include "bench/cuda_upstream.hpp"
+#include "base/errors.hpp"
+#include "base/interrupt.hpp"
+#include "reuse_sim/simulator.hpp"
+#include "reuse_sim/workloads.hpp"
 
 namespace rs = gpumem::reuse_sim;
 

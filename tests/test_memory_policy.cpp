@@ -2,9 +2,9 @@
 
 #include <limits>
 
-#include "errors.hpp"
-#include "memory_policy.hpp"
-#include "memset_bench.hpp"
+#include "base/errors.hpp"
+#include "base/memory_policy.hpp"
+#include "bench/memset_bench.hpp"
 
 using namespace gpumem;
 

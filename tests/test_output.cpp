@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 #include "output.hpp"
 #include "version.hpp"
 

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reuse_sim_helpers.hpp"
-#include "trace_reader.hpp"
+#include "reuse_sim/trace_reader.hpp"
 
 namespace {
 

@@ -6,11 +6,11 @@
 #include <random>
 #include <unordered_map>
 
-#include "errors.hpp"
-#include "flat_map.hpp"
+#include "base/errors.hpp"
+#include "reuse_sim/flat_map.hpp"
 #include "reuse_sim_helpers.hpp"
-#include "trace_reader.hpp"
-#include "workloads.hpp"
+#include "reuse_sim/trace_reader.hpp"
+#include "reuse_sim/workloads.hpp"
 
 namespace {
 

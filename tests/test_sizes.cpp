@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 
-#include "errors.hpp"
-#include "sizes.hpp"
+#include "base/errors.hpp"
+#include "base/sizes.hpp"
 
 using namespace gpumem;
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "stats.hpp"
+#include "base/stats.hpp"
 
 using namespace gpumem;
 

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <doctest/doctest.h>
 
-#include "device_spec.hpp"
-#include "errors.hpp"
+#include "base/device_spec.hpp"
+#include "base/errors.hpp"
 
 using namespace gpumem;
 

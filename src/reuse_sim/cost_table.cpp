@@ -1,4 +1,4 @@
-#include "cost_table.hpp"
+#include "reuse_sim/cost_table.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 
 namespace gpumem::reuse_sim {
 

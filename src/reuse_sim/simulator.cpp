@@ -1,9 +1,9 @@
-#include "simulator.hpp"
+#include "reuse_sim/simulator.hpp"
 
 #include <algorithm>
 #include <chrono>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 
 namespace gpumem::reuse_sim {
 

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "events.hpp"
-#include "flat_map.hpp"
-#include "strategy.hpp"
-#include "upstream.hpp"
+#include "reuse_sim/events.hpp"
+#include "reuse_sim/flat_map.hpp"
+#include "reuse_sim/strategy.hpp"
+#include "reuse_sim/upstream.hpp"
 
 namespace gpumem::reuse_sim {
 

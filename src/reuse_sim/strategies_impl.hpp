@@ -3,7 +3,7 @@
 
 #include <memory>
 
-#include "strategy.hpp"
+#include "reuse_sim/strategy.hpp"
 
 namespace gpumem::reuse_sim::detail {
 

@@ -15,9 +15,9 @@
 // reproducible).
 #include <algorithm>
 
-#include "flat_map.hpp"
-#include "free_list.hpp"
-#include "strategies_impl.hpp"
+#include "reuse_sim/flat_map.hpp"
+#include "reuse_sim/free_list.hpp"
+#include "reuse_sim/strategies_impl.hpp"
 
 namespace gpumem::reuse_sim::detail {
 namespace {

@@ -3,8 +3,8 @@
 // (cudaMallocAsync).
 #include <algorithm>
 
-#include "flat_map.hpp"
-#include "strategies_impl.hpp"
+#include "reuse_sim/flat_map.hpp"
+#include "reuse_sim/strategies_impl.hpp"
 
 namespace gpumem::reuse_sim::detail {
 namespace {

@@ -22,7 +22,7 @@
 #include <memory>
 #include <set>
 
-#include "strategies_impl.hpp"
+#include "reuse_sim/strategies_impl.hpp"
 
 namespace gpumem::reuse_sim::detail {
 namespace {

@@ -1,11 +1,11 @@
-#include "strategy.hpp"
+#include "reuse_sim/strategy.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <string>
 
-#include "errors.hpp"
-#include "strategies_impl.hpp"
+#include "base/errors.hpp"
+#include "reuse_sim/strategies_impl.hpp"
 
 namespace gpumem::reuse_sim {
 

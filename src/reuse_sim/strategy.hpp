@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "upstream.hpp"
+#include "reuse_sim/upstream.hpp"
 
 namespace gpumem::reuse_sim {
 

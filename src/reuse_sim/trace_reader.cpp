@@ -1,4 +1,4 @@
-#include "trace_reader.hpp"
+#include "reuse_sim/trace_reader.hpp"
 
 #include <sys/stat.h>
 
@@ -7,7 +7,7 @@
 #include <charconv>
 #include <cstring>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 
 namespace gpumem::reuse_sim {
 

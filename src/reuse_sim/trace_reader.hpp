@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "events.hpp"
+#include "reuse_sim/events.hpp"
 
 namespace gpumem::reuse_sim {
 

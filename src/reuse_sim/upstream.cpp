@@ -1,4 +1,4 @@
-#include "upstream.hpp"
+#include "reuse_sim/upstream.hpp"
 
 namespace gpumem::reuse_sim {
 

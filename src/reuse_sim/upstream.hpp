@@ -10,8 +10,8 @@
 #include <map>
 #include <vector>
 
-#include "cost_table.hpp"
-#include "free_list.hpp"
+#include "reuse_sim/cost_table.hpp"
+#include "reuse_sim/free_list.hpp"
 
 namespace gpumem::reuse_sim {
 

@@ -1,10 +1,10 @@
-#include "workloads.hpp"
+#include "reuse_sim/workloads.hpp"
 
 #include <algorithm>
 
-#include "errors.hpp"
-#include "rng.hpp"
-#include "sizes.hpp"
+#include "base/errors.hpp"
+#include "reuse_sim/rng.hpp"
+#include "base/sizes.hpp"
 
 namespace gpumem::reuse_sim {
 

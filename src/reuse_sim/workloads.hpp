@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "events.hpp"
+#include "reuse_sim/events.hpp"
 
 namespace gpumem::reuse_sim {
 

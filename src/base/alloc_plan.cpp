@@ -1,0 +1,191 @@
+#include "base/alloc_plan.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+
+#include "base/errors.hpp"
+
+namespace gpumem {
+namespace {
+
+constexpr std::uint64_t kLargePage = 2ULL << 20;
+
+std::string trimmed(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return std::string(s);
+}
+
+// Splits comma lists inside each item.
+std::vector<std::string> split_items(const std::vector<std::string>& items) {
+    std::vector<std::string> out;
+    for (const std::string& item : items) {
+        std::size_t start = 0;
+        while (start <= item.size()) {
+            const std::size_t comma = item.find(',', start);
+            out.push_back(trimmed(std::string_view(item).substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
+            if (comma == std::string::npos) break;
+            start = comma + 1;
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+double parse_duration_seconds(std::string_view text) {
+    const std::string original(text);
+    const std::string s = trimmed(text);
+    auto fail = [&](const std::string& why) { return UsageError("invalid duration '" + original + "': " + why); };
+    std::size_t i = 0;
+    bool digit = false, point = false;
+    while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || (s[i] == '.' && !point))) {
+        if (s[i] == '.') point = true; else digit = true;
+        ++i;
+    }
+    if (!digit) throw fail("expected a number with an optional unit: 30, 30s, 500ms, 2m, 1h");
+    const double value = std::strtod(s.substr(0, i).c_str(), nullptr);
+    const std::string unit = trimmed(std::string_view(s).substr(i));
+    double scale = 0;
+    if (unit.empty() || unit == "s" || unit == "sec") scale = 1;
+    else if (unit == "ms") scale = 1e-3;
+    else if (unit == "us") scale = 1e-6;
+    else if (unit == "m" || unit == "min") scale = 60;
+    else if (unit == "h") scale = 3600;
+    else if (unit == "d") scale = 86400;
+    else throw fail("unknown unit '" + unit + "' (use ms, s, m, h or d)");
+    const double seconds = value * scale;
+    if (!(seconds > 0)) throw fail("must be greater than zero");
+    if (seconds > 365.0 * 86400) throw fail("longer than a year");
+    return seconds;
+}
+
+const char* pattern_name(Pattern pattern) noexcept {
+    switch (pattern) {
+        case Pattern::zeros: return "zeros";
+        case Pattern::ones: return "ones";
+        case Pattern::walking: return "walking";
+        case Pattern::address: return "address";
+        case Pattern::random: return "random";
+    }
+    return "?";
+}
+
+const std::vector<Pattern>& all_patterns() {
+    static const std::vector<Pattern> patterns = {Pattern::zeros, Pattern::ones, Pattern::walking, Pattern::address,
+                                                  Pattern::random};
+    return patterns;
+}
+
+Pattern parse_pattern(std::string_view text) {
+    const std::string name = trimmed(text);
+    for (Pattern p : all_patterns())
+        if (name == pattern_name(p)) return p;
+    throw UsageError("unknown pattern '" + name + "' (known: zeros, ones, walking, address, random, all)");
+}
+
+std::vector<Pattern> parse_pattern_list(const std::vector<std::string>& items) {
+    std::vector<Pattern> patterns;
+    auto add = [&patterns](Pattern p) {
+        if (std::find(patterns.begin(), patterns.end(), p) == patterns.end()) patterns.push_back(p);
+    };
+    for (const std::string& piece : split_items(items)) {
+        if (piece == "all") {
+            for (Pattern p : all_patterns()) add(p);
+        } else {
+            add(parse_pattern(piece));
+        }
+    }
+    if (patterns.empty()) throw UsageError("no pattern given (known: zeros, ones, walking, address, random, all)");
+    return patterns;
+}
+
+std::vector<std::uint64_t> plan_chunks(std::uint64_t total, std::uint64_t chunk) {
+    std::vector<std::uint64_t> pieces;
+    if (total == 0) return pieces;
+    if (chunk == 0) chunk = total;
+    pieces.assign(static_cast<std::size_t>(total / chunk), chunk);
+    if (total % chunk) pieces.push_back(total % chunk);
+    return pieces;
+}
+
+std::uint64_t largest_succeeding(std::uint64_t limit, std::uint64_t granularity,
+                                 const std::function<bool(std::uint64_t)>& probe, int* probes) {
+    if (granularity == 0) granularity = 1;
+    // Invariant: `lo` granules are known to succeed (0 trivially), `hi` granules to fail.
+    std::uint64_t lo = 0;
+    std::uint64_t hi = limit / granularity + 1;
+    int count = 0;
+    while (hi - lo > 1) {
+        const std::uint64_t mid = lo + (hi - lo) / 2;
+        ++count;
+        if (probe(mid * granularity))
+            lo = mid;
+        else
+            hi = mid;
+    }
+    if (probes) *probes = count;
+    return lo * granularity;
+}
+
+ChunkedObtain obtain_in_chunks(std::uint64_t chunk, std::uint64_t granularity,
+                               const std::function<bool(std::uint64_t)>& try_allocate, const std::function<void()>& poll) {
+    ChunkedObtain got;
+    if (granularity == 0) granularity = 1;
+    std::uint64_t size = chunk;
+    while (size > 0) {
+        if (poll) poll();
+        if (try_allocate(size)) {
+            if (size == chunk) {
+                ++got.full_chunks;
+                got.full_bytes += size;
+            } else {
+                ++got.tail_pieces;
+                got.tail_bytes += size;
+            }
+            continue;
+        }
+        if (size <= granularity) break;
+        size = std::max(granularity, size / 2 / granularity * granularity);
+    }
+    return got;
+}
+
+ChurnPlanner::ChurnPlanner(std::uint64_t seed, std::vector<std::uint64_t> sizes, std::uint64_t max_live, std::size_t slots)
+    : rng_(seed), sizes_(std::move(sizes)), max_live_(max_live), slots_(slots == 0 ? 1 : slots) {
+    if (sizes_.empty()) throw UsageError("churn needs at least one size");
+}
+
+// Modulo rather than std::uniform_int_distribution: the sequence for a seed
+// is then the same with every standard library.
+ChurnPlanner::Step ChurnPlanner::next_direct(std::size_t live_count, std::uint64_t live_bytes) {
+    Step step;
+    step.size = sizes_[rng_() % sizes_.size()];
+    const bool coin = (rng_() & 1) != 0;
+    if (live_count == 0 || (coin && live_bytes + step.size <= max_live_)) {
+        step.allocate = true;
+    } else {
+        step.allocate = false;
+        step.victim = static_cast<std::size_t>(rng_() % live_count);
+    }
+    return step;
+}
+
+ChurnPlanner::Step ChurnPlanner::next_slot_request() {
+    Step step;
+    step.slot = static_cast<std::size_t>(rng_() % slots_);
+    step.size = sizes_[rng_() % sizes_.size()];
+    return step;
+}
+
+std::uint64_t resolve_total(const SizeSpec& total, std::uint64_t free_bytes) {
+    if (total.is_percent) {
+        const std::uint64_t bytes = total.resolve(free_bytes) / kLargePage * kLargePage;
+        return std::max<std::uint64_t>(bytes, kLargePage);
+    }
+    // Whole 8-byte words: the pattern kernels test words.
+    return total.bytes >= 8 ? total.bytes / 8 * 8 : total.bytes;
+}
+
+}  // namespace gpumem

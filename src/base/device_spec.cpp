@@ -1,0 +1,283 @@
+#include "base/device_spec.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <numeric>
+#include <tuple>
+
+#include "base/errors.hpp"
+
+namespace gpumem {
+namespace {
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+    return s;
+}
+
+bool all_digits(std::string_view s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+}
+
+bool parse_hex_field(std::string_view s, std::size_t max_digits, std::uint32_t& out) {
+    if (s.empty() || s.size() > max_digits) return false;
+    std::uint32_t v = 0;
+    for (char c : s) {
+        if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
+        v = v * 16 + static_cast<std::uint32_t>(std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : std::tolower(c) - 'a' + 10);
+    }
+    out = v;
+    return true;
+}
+
+bool starts_with_ci(std::string_view s, std::string_view prefix) {
+    if (s.size() < prefix.size()) return false;
+    for (std::size_t i = 0; i < prefix.size(); ++i)
+        if (std::tolower(static_cast<unsigned char>(s[i])) != std::tolower(static_cast<unsigned char>(prefix[i]))) return false;
+    return true;
+}
+
+std::vector<std::string_view> split_commas(std::string_view s) {
+    std::vector<std::string_view> parts;
+    std::size_t start = 0;
+    while (true) {
+        const auto comma = s.find(',', start);
+        parts.push_back(s.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+        if (comma == std::string_view::npos) break;
+        start = comma + 1;
+    }
+    return parts;
+}
+
+std::string describe(const DeviceIdentity& d) {
+    return d.uuid.empty() ? d.pci.to_string() : d.uuid;
+}
+
+}  // namespace
+
+bool PciAddress::operator<(const PciAddress& o) const noexcept {
+    return std::tie(domain, bus, device, function) < std::tie(o.domain, o.bus, o.device, o.function);
+}
+
+std::string PciAddress::to_string() const {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%04x:%02x:%02x.%x", domain, bus, device, function);
+    return buf;
+}
+
+std::optional<PciAddress> parse_pci_address(std::string_view text) {
+    const std::string_view s = trim(text);
+    const auto dot = s.rfind('.');
+    if (dot == std::string_view::npos) return std::nullopt;
+    std::vector<std::string_view> fields;
+    std::size_t start = 0;
+    const std::string_view head = s.substr(0, dot);
+    while (true) {
+        const auto colon = head.find(':', start);
+        fields.push_back(head.substr(start, colon == std::string_view::npos ? std::string_view::npos : colon - start));
+        if (colon == std::string_view::npos) break;
+        start = colon + 1;
+    }
+    PciAddress a;
+    if (fields.size() == 3) {
+        if (!parse_hex_field(fields[0], 8, a.domain)) return std::nullopt;
+        fields.erase(fields.begin());
+    }
+    if (fields.size() != 2) return std::nullopt;
+    if (!parse_hex_field(fields[0], 2, a.bus) || !parse_hex_field(fields[1], 2, a.device)) return std::nullopt;
+    if (!parse_hex_field(s.substr(dot + 1), 1, a.function) || a.device > 0x1f || a.function > 7) return std::nullopt;
+    return a;
+}
+
+std::string normalize_uuid(std::string_view uuid) {
+    std::string out(trim(uuid));
+    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+    return out;
+}
+
+DeviceSpec parse_device_spec(std::string_view text) {
+    DeviceSpec spec;
+    spec.text = std::string(text);
+    const std::string_view s = trim(text);
+    if (s.empty()) throw UsageError("invalid device '': expected an index, a UUID (GPU-...), a PCI bus id or 'all'");
+    if (s == "all") {
+        spec.all = true;
+        return spec;
+    }
+    for (std::string_view raw : split_commas(s)) {
+        const std::string_view part = trim(raw);
+        DeviceSelector sel;
+        sel.text = std::string(part);
+        if (part.empty()) throw UsageError("invalid device list '" + spec.text + "': empty entry");
+        if (all_digits(part)) {
+            if (part.size() > 6) throw UsageError("invalid device '" + sel.text + "': index too large");
+            sel.kind = DeviceSelector::Kind::cuda_index;
+            std::from_chars(part.data(), part.data() + part.size(), sel.index);  // all digits, at most 6
+        } else if (starts_with_ci(part, "GPU-")) {
+            sel.kind = DeviceSelector::Kind::uuid_prefix;
+            sel.uuid_prefix = normalize_uuid(part);
+            // "GPU-" alone would be a prefix of every UUID.
+            if (sel.uuid_prefix.size() == 4)
+                throw UsageError("invalid device '" + sel.text + "': give at least one hex digit of the UUID after 'GPU-'");
+            const bool ok = std::all_of(sel.uuid_prefix.begin() + 4, sel.uuid_prefix.end(),
+                                        [](unsigned char c) { return std::isxdigit(c) || c == '-'; });
+            if (!ok) throw UsageError("invalid device '" + sel.text + "': a UUID holds only hex digits and '-'");
+        } else if (auto pci = parse_pci_address(part)) {
+            sel.kind = DeviceSelector::Kind::pci_address;
+            sel.pci = *pci;
+        } else if (part == "all") {
+            throw UsageError("invalid device list '" + spec.text + "': 'all' cannot be combined with other devices");
+        } else if (part.front() == '-') {
+            throw UsageError("invalid device '" + sel.text + "': indices cannot be negative");
+        } else {
+            throw UsageError("invalid device '" + sel.text +
+                             "': expected an index (0), a UUID or its prefix (GPU-d944...), a PCI bus id (0000:18:00.0) or 'all'");
+        }
+        // A device written twice the same way is an error whatever devices
+        // exist, so say so now rather than after loading the driver.
+        for (const DeviceSelector& earlier : spec.selectors) {
+            const bool same = earlier.kind == sel.kind &&
+                              (sel.kind == DeviceSelector::Kind::cuda_index   ? earlier.index == sel.index
+                               : sel.kind == DeviceSelector::Kind::uuid_prefix ? earlier.uuid_prefix == sel.uuid_prefix
+                                                                               : earlier.pci == sel.pci);
+            if (same)
+                throw UsageError("invalid device list '" + spec.text + "': device '" + sel.text + "' is named twice");
+        }
+        spec.selectors.push_back(std::move(sel));
+    }
+    return spec;
+}
+
+std::vector<std::size_t> resolve_device_spec(const DeviceSpec& spec, const std::vector<DeviceIdentity>& visible) {
+    if (visible.empty()) throw NoDeviceError("no CUDA device is visible" +
+                                             std::string(std::getenv("CUDA_VISIBLE_DEVICES") ? " (CUDA_VISIBLE_DEVICES is set)" : ""));
+    std::vector<std::size_t> chosen;
+    if (spec.all) {
+        chosen.resize(visible.size());
+        std::iota(chosen.begin(), chosen.end(), 0);
+        return chosen;
+    }
+    for (const DeviceSelector& sel : spec.selectors) {
+        std::vector<std::size_t> matches;
+        for (std::size_t i = 0; i < visible.size(); ++i) {
+            const DeviceIdentity& d = visible[i];
+            switch (sel.kind) {
+                case DeviceSelector::Kind::cuda_index:
+                    if (d.cuda_index == sel.index) matches.push_back(i);
+                    break;
+                case DeviceSelector::Kind::uuid_prefix:
+                    if (normalize_uuid(d.uuid).rfind(sel.uuid_prefix, 0) == 0) matches.push_back(i);
+                    break;
+                case DeviceSelector::Kind::pci_address:
+                    if (d.pci == sel.pci) matches.push_back(i);
+                    break;
+            }
+        }
+        if (matches.empty()) {
+            if (sel.kind == DeviceSelector::Kind::cuda_index)
+                throw UsageError("invalid device '" + sel.text + "': only " + std::to_string(visible.size()) +
+                                 " device" + (visible.size() == 1 ? " is" : "s are") + " visible (0.." +
+                                 std::to_string(visible.size() - 1) + ")");
+            throw UsageError("invalid device '" + sel.text + "': no visible GPU has this " +
+                             (sel.kind == DeviceSelector::Kind::uuid_prefix ? "UUID" : "PCI bus id"));
+        }
+        if (matches.size() > 1)
+            throw UsageError("invalid device '" + sel.text + "': matches " + std::to_string(matches.size()) +
+                             " GPUs (" + describe(visible[matches[0]]) + ", " + describe(visible[matches[1]]) +
+                             "); give more of the UUID");
+        if (std::find(chosen.begin(), chosen.end(), matches[0]) != chosen.end())
+            throw UsageError("invalid device list '" + spec.text + "': device '" + sel.text + "' is named twice");
+        chosen.push_back(matches[0]);
+    }
+    return chosen;
+}
+
+std::optional<std::vector<VisibleDevicesEntry>> parse_cuda_visible_devices(const char* value) {
+    // The rules below are the CUDA driver's as observed on driver 580
+    // (tests/test_gpu_info.cpp compares them with the CUDA runtime on a GPU).
+    if (value == nullptr) return std::nullopt;
+    std::vector<VisibleDevicesEntry> entries;
+    for (std::string_view part : split_commas(value)) {  // no trimming: " GPU-..." is invalid
+        VisibleDevicesEntry e;
+        if (part.substr(0, 4) == "GPU-") {  // case-sensitive; the hex digits are not
+            const std::string_view hex = part.substr(4);
+            const bool ok = std::any_of(hex.begin(), hex.end(), [](unsigned char c) { return std::isxdigit(c); }) &&
+                            std::all_of(hex.begin(), hex.end(), [](unsigned char c) { return std::isxdigit(c) || c == '-'; });
+            if (!ok) break;
+            e.kind = VisibleDevicesEntry::Kind::uuid_prefix;
+            e.uuid_prefix = normalize_uuid(part);
+        } else if (part.substr(0, 4) == "MIG-") {
+            e.kind = VisibleDevicesEntry::Kind::mig;
+            e.uuid_prefix = normalize_uuid(part);
+        } else {
+            // An index reads as strtol does: leading blanks and a sign are
+            // accepted, whatever follows the digits is ignored ("1a" is 1),
+            // and the value is truncated to 32 bits; negative is invalid.
+            const std::string text(part);
+            char* end = nullptr;
+            const long long v = std::strtoll(text.c_str(), &end, 10);
+            if (end == text.c_str()) break;  // no digits
+            const auto index = static_cast<std::int32_t>(static_cast<std::uint32_t>(static_cast<unsigned long long>(v)));
+            if (index < 0) break;
+            e.kind = VisibleDevicesEntry::Kind::index;
+            e.index = index;
+        }
+        // The list holds one kind of entry: the first of another kind ends it.
+        if (!entries.empty() && e.kind != entries.front().kind) break;
+        entries.push_back(std::move(e));
+    }
+    return entries;
+}
+
+DeviceOrder parse_cuda_device_order(const char* value) {
+    if (value != nullptr && std::string_view(value) == "PCI_BUS_ID") return DeviceOrder::pci_bus_id;
+    return DeviceOrder::fastest_first;
+}
+
+std::optional<std::vector<std::size_t>> cuda_base_order(const std::vector<DeviceIdentity>& all, DeviceOrder order) {
+    std::vector<std::size_t> positions(all.size());
+    std::iota(positions.begin(), positions.end(), 0);
+    const bool same_model = std::all_of(all.begin(), all.end(), [&](const DeviceIdentity& d) { return d.name == all.front().name; });
+    // FASTEST_FIRST ranks by a performance estimate only the CUDA driver knows;
+    // among identical GPUs it falls back to PCI order.
+    if (order == DeviceOrder::fastest_first && !same_model) return std::nullopt;
+    std::stable_sort(positions.begin(), positions.end(), [&](std::size_t a, std::size_t b) { return all[a].pci < all[b].pci; });
+    return positions;
+}
+
+std::optional<std::vector<std::size_t>> apply_cuda_visible_devices(
+    const std::vector<DeviceIdentity>& all, const std::optional<std::vector<std::size_t>>& base_order,
+    const std::optional<std::vector<VisibleDevicesEntry>>& entries) {
+    if (!entries) return base_order;
+    std::vector<std::size_t> visible;
+    for (const VisibleDevicesEntry& e : *entries) {
+        std::optional<std::size_t> position;
+        if (e.kind == VisibleDevicesEntry::Kind::mig) return std::nullopt;
+        if (e.kind == VisibleDevicesEntry::Kind::index) {
+            if (!base_order) return std::nullopt;
+            if (e.index >= 0 && static_cast<std::size_t>(e.index) < base_order->size()) position = (*base_order)[e.index];
+        } else {
+            // A prefix of the UUID, or the UUID followed by more characters.
+            // (Several matches: taken as invalid; not observed on a real driver.)
+            std::vector<std::size_t> matches;
+            for (std::size_t i = 0; i < all.size(); ++i) {
+                const std::string uuid = normalize_uuid(all[i].uuid);
+                if (uuid.rfind(e.uuid_prefix, 0) == 0 || (!uuid.empty() && e.uuid_prefix.rfind(uuid, 0) == 0))
+                    matches.push_back(i);
+            }
+            if (matches.size() == 1) position = matches[0];
+        }
+        if (!position) break;  // CUDA hides this entry and every later one
+        if (std::find(visible.begin(), visible.end(), *position) != visible.end())
+            throw NoDeviceError("CUDA_VISIBLE_DEVICES names a device twice, which CUDA rejects (cudaErrorInvalidDevice): "
+                                "no CUDA program here can use a GPU");
+        visible.push_back(*position);
+    }
+    return visible;
+}
+
+}  // namespace gpumem

@@ -1,0 +1,380 @@
+#include "bench/alloc_apis.hpp"
+
+#include <algorithm>
+#include <type_traits>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "core/cuda_check.hpp"
+#include "core/driver_api.hpp"
+#include "base/errors.hpp"
+#include "base/sizes.hpp"
+
+namespace gpumem {
+namespace {
+
+struct ApiName {
+    AllocApi api;
+    const char* name;
+};
+
+constexpr ApiName kApiNames[] = {
+    {AllocApi::device, "device"},   {AllocApi::async, "async"},         {AllocApi::async_pool, "async-pool"},
+    {AllocApi::managed, "managed"},
+    {AllocApi::host, "host"},       {AllocApi::host_wc, "host-wc"},     {AllocApi::host_mapped, "host-mapped"},
+    {AllocApi::registered, "registered"}, {AllocApi::vmm, "vmm"},
+};
+
+std::string trimmed(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return std::string(s);
+}
+
+void log_failure(cudaError_t status, const char* call) noexcept {
+    if (status == cudaSuccess) return;
+    cudaGetLastError();
+    try {
+        spdlog::error("{} failed while freeing: {}", call, cudaGetErrorName(status));
+    } catch (...) {
+    }
+}
+
+void log_driver_failure(CUresult result, const char* call) noexcept {
+    if (result == CUDA_SUCCESS) return;
+    try {
+        const char* name = "CUDA_ERROR_UNKNOWN";
+        if (driver_api().cuGetErrorName) driver_api().cuGetErrorName(result, &name);
+        spdlog::error("{} failed while freeing: {}", call, name);
+    } catch (...) {
+    }
+}
+
+// Like check_driver, but an out-of-memory result names the size asked for.
+void check_vmm(CUresult result, const char* call, std::size_t bytes, int device) {
+    if (result == CUDA_ERROR_OUT_OF_MEMORY)
+        throw OutOfMemoryError(std::string(call) + " of " + format_bytes(bytes) + " on device " + std::to_string(device) +
+                                   " failed: CUDA_ERROR_OUT_OF_MEMORY",
+                               bytes);
+    check_driver(result, call);
+}
+
+CUmemAllocationProp vmm_properties(int device) {
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = device;
+    return prop;
+}
+
+HostMemoryKind host_kind_of(AllocApi api) {
+    switch (api) {
+        case AllocApi::host_wc: return HostMemoryKind::write_combined;
+        case AllocApi::host_mapped: return HostMemoryKind::mapped;
+        case AllocApi::registered: return HostMemoryKind::registered;
+        default: return HostMemoryKind::pinned;
+    }
+}
+
+}  // namespace
+
+AllocApi parse_alloc_api(std::string_view text) {
+    const std::string name = trimmed(text);
+    for (const ApiName& a : kApiNames)
+        if (name == a.name) return a.api;
+    throw UsageError("unknown allocation API '" + name + "' (known: " + alloc_api_names() + ", all)");
+}
+
+const char* alloc_api_name(AllocApi api) noexcept {
+    for (const ApiName& a : kApiNames)
+        if (a.api == api) return a.name;
+    return "?";
+}
+
+const std::vector<AllocApi>& all_alloc_apis() {
+    static const std::vector<AllocApi> apis = [] {
+        std::vector<AllocApi> v;
+        for (const ApiName& a : kApiNames) v.push_back(a.api);
+        return v;
+    }();
+    return apis;
+}
+
+std::string alloc_api_names() {
+    std::string names;
+    for (const ApiName& a : kApiNames) names += (names.empty() ? "" : ", ") + std::string(a.name);
+    return names;
+}
+
+std::vector<AllocApi> parse_alloc_api_list(const std::vector<std::string>& items) {
+    std::vector<AllocApi> apis;
+    auto add = [&apis](AllocApi api) {
+        if (std::find(apis.begin(), apis.end(), api) == apis.end()) apis.push_back(api);
+    };
+    for (const std::string& item : items) {
+        std::size_t start = 0;
+        while (start <= item.size()) {
+            const std::size_t comma = item.find(',', start);
+            const std::string piece = trimmed(std::string_view(item).substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+            if (piece == "all") {
+                for (AllocApi a : all_alloc_apis()) add(a);
+            } else {
+                add(parse_alloc_api(piece));  // an empty piece is an unknown API
+            }
+            if (comma == std::string::npos) break;
+            start = comma + 1;
+        }
+    }
+    if (apis.empty()) throw UsageError("no allocation API given (known: " + alloc_api_names() + ", all)");
+    return apis;
+}
+
+bool alloc_api_uses_device_memory(AllocApi api) noexcept {
+    return api == AllocApi::device || api == AllocApi::async || api == AllocApi::async_pool || api == AllocApi::managed ||
+           api == AllocApi::vmm;
+}
+
+void ensure_context(int device) {
+    GPUMEM_CUDA_CALL(cudaSetDevice(device));
+    // cudaFree(nullptr) is the documented way to create the primary context
+    // and make it current on this thread without allocating anything.
+    GPUMEM_CUDA_CALL(cudaFree(nullptr));
+}
+
+DeviceMemoryInfo device_memory_info(int device) {
+    AutoDevice guard(device);
+    std::size_t free = 0, total = 0;
+    GPUMEM_CUDA_CALL(cudaMemGetInfo(&free, &total));
+    return {free, total};
+}
+
+std::size_t vmm_granularity(int device) {
+    const CUmemAllocationProp prop = vmm_properties(device);
+    std::size_t granularity = 0;
+    check_driver(driver_api().cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+                 "cuMemGetAllocationGranularity");
+    return granularity == 0 ? 1 : granularity;
+}
+
+std::size_t alloc_api_rounded_size(AllocApi api, int device, std::size_t bytes) {
+    if (api != AllocApi::vmm) return bytes;
+    const std::size_t g = vmm_granularity(device);
+    return (bytes + g - 1) / g * g;
+}
+
+// --- VmmAllocation ---
+
+VmmAllocation::VmmAllocation(int device, std::size_t bytes) : bytes_(bytes), device_(device) {
+    const DriverApi& api = driver_api();
+    const CUmemAllocationProp prop = vmm_properties(device);
+    check_vmm(api.cuMemCreate(&handle_, bytes, &prop, 0), "cuMemCreate", bytes, device);
+    has_handle_ = true;
+    try {
+        check_vmm(api.cuMemAddressReserve(&address_, bytes, 0, 0, 0), "cuMemAddressReserve", bytes, device);
+        check_vmm(api.cuMemMap(address_, bytes, 0, handle_, 0), "cuMemMap", bytes, device);
+        mapped_ = true;
+        CUmemAccessDesc access{};
+        access.location = prop.location;
+        access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        check_vmm(api.cuMemSetAccess(address_, bytes, &access, 1), "cuMemSetAccess", bytes, device);
+    } catch (...) {
+        reset();
+        throw;
+    }
+}
+
+VmmAllocation::~VmmAllocation() noexcept { reset(); }
+
+void VmmAllocation::reset() noexcept {
+    if (!has_handle_ && address_ == 0) return;
+    try {
+        AutoDevice guard(device_);
+        const DriverApi& api = driver_api();
+        if (mapped_) log_driver_failure(api.cuMemUnmap(address_, bytes_), "cuMemUnmap");
+        if (address_ != 0) log_driver_failure(api.cuMemAddressFree(address_, bytes_), "cuMemAddressFree");
+        if (has_handle_) log_driver_failure(api.cuMemRelease(handle_), "cuMemRelease");
+    } catch (...) {
+    }
+    handle_ = 0;
+    has_handle_ = false;
+    address_ = 0;
+    mapped_ = false;
+    bytes_ = 0;
+}
+
+VmmAllocation::VmmAllocation(VmmAllocation&& other) noexcept
+    : handle_(std::exchange(other.handle_, 0)),
+      has_handle_(std::exchange(other.has_handle_, false)),
+      address_(std::exchange(other.address_, 0)),
+      mapped_(std::exchange(other.mapped_, false)),
+      bytes_(std::exchange(other.bytes_, 0)),
+      device_(other.device_) {}
+
+VmmAllocation& VmmAllocation::operator=(VmmAllocation&& other) noexcept {
+    if (this != &other) {
+        reset();
+        handle_ = std::exchange(other.handle_, 0);
+        has_handle_ = std::exchange(other.has_handle_, false);
+        address_ = std::exchange(other.address_, 0);
+        mapped_ = std::exchange(other.mapped_, false);
+        bytes_ = std::exchange(other.bytes_, 0);
+        device_ = other.device_;
+    }
+    return *this;
+}
+
+// --- RetainingPool ---
+
+RetainingPool::RetainingPool(int device) : device_(device) {
+    AutoDevice guard(device);
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.handleTypes = cudaMemHandleTypeNone;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    GPUMEM_CUDA_CALL(cudaMemPoolCreate(&pool_, &props));
+    std::uint64_t keep_everything = ~0ULL;
+    const cudaError_t status = cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep_everything);
+    if (status != cudaSuccess) {
+        cudaMemPoolDestroy(pool_);
+        pool_ = nullptr;
+        throw_cuda_error(status, "cudaMemPoolSetAttribute(cudaMemPoolAttrReleaseThreshold)");
+    }
+}
+
+RetainingPool::~RetainingPool() noexcept {
+    if (pool_ == nullptr) return;
+    try {
+        AutoDevice guard(device_);
+        log_failure(cudaMemPoolDestroy(pool_), "cudaMemPoolDestroy");
+    } catch (...) {
+    }
+}
+
+AllocResources::AllocResources(int device, const std::vector<AllocApi>& apis) : stream_(device) {
+    if (std::find(apis.begin(), apis.end(), AllocApi::async_pool) != apis.end()) pool_ = std::make_unique<RetainingPool>(device);
+}
+
+// --- AsyncAllocation ---
+
+AsyncAllocation::AsyncAllocation(int device, std::size_t bytes, cudaStream_t stream, cudaMemPool_t pool)
+    : stream_(stream), synchronize_(pool == nullptr), device_(device) {
+    if (bytes == 0) return;
+    AutoDevice guard(device);
+    void* p = nullptr;
+    const cudaError_t status = pool ? cudaMallocFromPoolAsync(&p, bytes, pool, stream) : cudaMallocAsync(&p, bytes, stream);
+    if (status != cudaSuccess)
+        throw_allocation_error(status, pool ? "cudaMallocFromPoolAsync" : "cudaMallocAsync", bytes,
+                               format_bytes(bytes) + " on device " + std::to_string(device));
+    ptr_ = p;
+    bytes_ = bytes;
+    if (!synchronize_) return;
+    // An allocation failure can also surface at the synchronize.
+    const cudaError_t sync = cudaStreamSynchronize(stream);
+    if (sync != cudaSuccess) {
+        reset();
+        throw_allocation_error(sync, "cudaMallocAsync (stream synchronize)", bytes,
+                               format_bytes(bytes) + " on device " + std::to_string(device));
+    }
+}
+
+AsyncAllocation::~AsyncAllocation() noexcept { reset(); }
+
+void AsyncAllocation::reset() noexcept {
+    if (ptr_ == nullptr) return;
+    try {
+        AutoDevice guard(device_);
+        log_failure(cudaFreeAsync(ptr_, stream_), "cudaFreeAsync");
+        if (synchronize_) log_failure(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (after cudaFreeAsync)");
+    } catch (...) {
+    }
+    ptr_ = nullptr;
+    bytes_ = 0;
+}
+
+AsyncAllocation::AsyncAllocation(AsyncAllocation&& other) noexcept
+    : ptr_(std::exchange(other.ptr_, nullptr)),
+      bytes_(std::exchange(other.bytes_, 0)),
+      stream_(other.stream_),
+      synchronize_(other.synchronize_),
+      device_(other.device_) {}
+
+AsyncAllocation& AsyncAllocation::operator=(AsyncAllocation&& other) noexcept {
+    if (this != &other) {
+        reset();
+        ptr_ = std::exchange(other.ptr_, nullptr);
+        bytes_ = std::exchange(other.bytes_, 0);
+        stream_ = other.stream_;
+        synchronize_ = other.synchronize_;
+        device_ = other.device_;
+    }
+    return *this;
+}
+
+// --- ApiAllocation ---
+
+ApiAllocation::ApiAllocation(AllocApi api, int device, std::size_t bytes, cudaStream_t stream, cudaMemPool_t pool)
+    : api_(api) {
+    switch (api) {
+        case AllocApi::device: owner_.emplace<DeviceAllocation>(device, bytes); break;
+        case AllocApi::async:
+            if (stream == nullptr) throw Error("internal error: the async allocation API needs a stream");
+            owner_.emplace<AsyncAllocation>(device, bytes, stream);
+            break;
+        case AllocApi::async_pool:
+            if (stream == nullptr || pool == nullptr) throw Error("internal error: the async-pool API needs a stream and a pool");
+            owner_.emplace<AsyncAllocation>(device, bytes, stream, pool);
+            break;
+        // The caller checks free memory first: oversubscribing managed memory can hang the GPU.
+        case AllocApi::managed: owner_.emplace<DeviceAllocation>(device, bytes, DeviceMemoryKind::managed); break;
+        case AllocApi::host:
+        case AllocApi::host_wc:
+        case AllocApi::host_mapped:
+        case AllocApi::registered: owner_.emplace<HostAllocation>(host_kind_of(api), bytes, device); break;
+        case AllocApi::vmm: {
+            AutoDevice guard(device);
+            owner_.emplace<VmmAllocation>(device, alloc_api_rounded_size(api, device, bytes));
+            break;
+        }
+    }
+}
+
+void* ApiAllocation::data() const noexcept {
+    return std::visit(
+        [](const auto& owner) -> void* {
+            if constexpr (std::is_same_v<std::decay_t<decltype(owner)>, std::monostate>)
+                return nullptr;
+            else
+                return owner.data();
+        },
+        owner_);
+}
+
+std::size_t ApiAllocation::size() const noexcept {
+    return std::visit(
+        [](const auto& owner) -> std::size_t {
+            if constexpr (std::is_same_v<std::decay_t<decltype(owner)>, std::monostate>)
+                return 0;
+            else
+                return owner.size();
+        },
+        owner_);
+}
+
+ApiAllocation::ApiAllocation(ApiAllocation&& other) noexcept : api_(other.api_), owner_(std::move(other.owner_)) {
+    other.owner_.emplace<std::monostate>();
+}
+
+ApiAllocation& ApiAllocation::operator=(ApiAllocation&& other) noexcept {
+    if (this != &other) {
+        owner_ = std::move(other.owner_);  // frees what this one held
+        api_ = other.api_;
+        other.owner_.emplace<std::monostate>();
+    }
+    return *this;
+}
+
+void ApiAllocation::reset() noexcept { owner_.emplace<std::monostate>(); }
+
+}  // namespace gpumem

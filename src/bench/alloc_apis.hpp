@@ -1,0 +1,175 @@
+// One interface over the allocation APIs alloc-test measures: cudaMalloc,
+// stream-ordered cudaMallocAsync, managed memory, the pinned host kinds and
+// the driver's virtual memory management (cuMemCreate + cuMemMap). Every
+// allocation has an RAII owner, so nothing stays allocated on any path.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "core/cuda_raii.hpp"
+
+namespace gpumem {
+
+enum class AllocApi {
+    device,       // cudaMalloc / cudaFree
+    async,        // cudaMallocAsync / cudaFreeAsync on a stream, each followed by a stream synchronize:
+                  // with the default pool's release threshold (0) every allocation grows the pool
+                  // and every synchronize returns the memory to the driver
+    async_pool,   // cudaMallocFromPoolAsync / cudaFreeAsync served by a pool that keeps its memory
+                  // (release threshold UINT64_MAX), no synchronize: the host cost of a pool hit
+    managed,      // cudaMallocManaged / cudaFree
+    host,         // cudaHostAlloc (page-locked, as cudaMallocHost) / cudaFreeHost
+    host_wc,      // cudaHostAlloc(WriteCombined)
+    host_mapped,  // cudaHostAlloc(Mapped) + cudaHostGetDevicePointer
+    registered,   // mmap + cudaHostRegister / cudaHostUnregister + munmap
+    vmm,          // cuMemCreate + cuMemAddressReserve + cuMemMap + cuMemSetAccess, and back
+};
+
+AllocApi parse_alloc_api(std::string_view text);  // throws UsageError naming the known APIs
+const char* alloc_api_name(AllocApi api) noexcept;
+const std::vector<AllocApi>& all_alloc_apis();
+std::string alloc_api_names();  // "device, async, ..." for help and messages
+// Names (each may itself be a comma list) or `all`; repeats dropped, order kept.
+std::vector<AllocApi> parse_alloc_api_list(const std::vector<std::string>& items);
+// Whether the API's memory is GPU memory (counts against cudaMemGetInfo's free).
+bool alloc_api_uses_device_memory(AllocApi api) noexcept;
+
+// Granularity of VMM physical allocations on `device` (cuMemGetAllocationGranularity,
+// minimum; 2 MiB on current GPUs). Needs the device's context current.
+std::size_t vmm_granularity(int device);
+// Bytes an allocation of `bytes` really takes through `api`: VMM rounds up
+// to its granularity; the others are reported as requested.
+std::size_t alloc_api_rounded_size(AllocApi api, int device, std::size_t bytes);
+
+// Physical memory + reserved address range + mapping + access rights.
+// Releases whatever steps completed, in reverse order.
+class VmmAllocation {
+public:
+    VmmAllocation() = default;
+    VmmAllocation(int device, std::size_t bytes);  // bytes: a multiple of vmm_granularity(device)
+    ~VmmAllocation() noexcept;
+    VmmAllocation(VmmAllocation&& other) noexcept;
+    VmmAllocation& operator=(VmmAllocation&& other) noexcept;
+    VmmAllocation(const VmmAllocation&) = delete;
+    VmmAllocation& operator=(const VmmAllocation&) = delete;
+
+    void* data() const noexcept { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(address_)); }
+    std::size_t size() const noexcept { return bytes_; }
+    void reset() noexcept;
+
+private:
+    CUmemGenericAllocationHandle handle_ = 0;
+    bool has_handle_ = false;
+    CUdeviceptr address_ = 0;
+    bool mapped_ = false;
+    std::size_t bytes_ = 0;
+    int device_ = -1;
+};
+
+// A device memory pool of its own that never returns memory to the driver
+// while it lives (release threshold UINT64_MAX), so that allocations after
+// the first are served from the pool. Destroying it releases everything.
+class RetainingPool {
+public:
+    explicit RetainingPool(int device);
+    ~RetainingPool() noexcept;
+    RetainingPool(const RetainingPool&) = delete;
+    RetainingPool& operator=(const RetainingPool&) = delete;
+    cudaMemPool_t get() const noexcept { return pool_; }
+
+private:
+    cudaMemPool_t pool_ = nullptr;
+    int device_ = -1;
+};
+
+// Without a pool: cudaMallocAsync on `stream` and a synchronize, so the
+// memory is ready when the constructor returns; freeing is cudaFreeAsync and
+// a synchronize, which also returns the default pool's memory to the driver
+// under its default release threshold (0). With a pool: cudaMallocFromPoolAsync
+// and cudaFreeAsync, no synchronize. The stream (and pool) must outlive the
+// allocation.
+class AsyncAllocation {
+public:
+    AsyncAllocation() = default;
+    AsyncAllocation(int device, std::size_t bytes, cudaStream_t stream, cudaMemPool_t pool = nullptr);
+    ~AsyncAllocation() noexcept;
+    AsyncAllocation(AsyncAllocation&& other) noexcept;
+    AsyncAllocation& operator=(AsyncAllocation&& other) noexcept;
+    AsyncAllocation(const AsyncAllocation&) = delete;
+    AsyncAllocation& operator=(const AsyncAllocation&) = delete;
+
+    void* data() const noexcept { return ptr_; }
+    std::size_t size() const noexcept { return bytes_; }
+    void reset() noexcept;
+
+private:
+    void* ptr_ = nullptr;
+    std::size_t bytes_ = 0;
+    cudaStream_t stream_ = nullptr;
+    bool synchronize_ = true;
+    int device_ = -1;
+};
+
+// One allocation through any AllocApi. Host kinds reuse HostAllocation and
+// cudaMalloc reuses DeviceAllocation.
+class ApiAllocation {
+public:
+    ApiAllocation() = default;
+    // Throws OutOfMemoryError when the allocation itself fails, CudaError on
+    // other errors. `stream` is used by the async APIs, `pool` by async_pool
+    // only. `bytes` for vmm is rounded up to the granularity.
+    ApiAllocation(AllocApi api, int device, std::size_t bytes, cudaStream_t stream = nullptr, cudaMemPool_t pool = nullptr);
+    ~ApiAllocation() = default;
+    // A moved-from allocation is empty (a moved-from variant would still
+    // hold its alternative).
+    ApiAllocation(ApiAllocation&& other) noexcept;
+    ApiAllocation& operator=(ApiAllocation&& other) noexcept;
+    ApiAllocation(const ApiAllocation&) = delete;
+    ApiAllocation& operator=(const ApiAllocation&) = delete;
+
+    AllocApi api() const noexcept { return api_; }
+    void* data() const noexcept;
+    std::size_t size() const noexcept;
+    explicit operator bool() const noexcept { return !std::holds_alternative<std::monostate>(owner_); }
+    void reset() noexcept;  // frees now
+
+private:
+    AllocApi api_ = AllocApi::device;
+    std::variant<std::monostate, DeviceAllocation, HostAllocation, AsyncAllocation, VmmAllocation> owner_;
+};
+
+// What the async APIs need on one device: a stream, and for async_pool a
+// retaining pool (created only when that API is used).
+class AllocResources {
+public:
+    AllocResources(int device, const std::vector<AllocApi>& apis);
+    cudaStream_t stream() const noexcept { return stream_.get(); }
+    cudaMemPool_t pool() const noexcept { return pool_ ? pool_->get() : nullptr; }
+    // Waits for the stream, so pool memory is back when this returns.
+    void synchronize() const { stream_.synchronize(); }
+
+private:
+    std::unique_ptr<RetainingPool> pool_;  // destroyed after the stream (declared first)
+    CudaStream stream_;
+};
+
+// Makes `device` current and creates its primary context if needed (driver
+// API calls such as VMM's need a current context on the calling thread).
+void ensure_context(int device);
+
+struct DeviceMemoryInfo {
+    std::uint64_t free = 0, total = 0;
+};
+// cudaMemGetInfo on `device` (its context counts as used).
+DeviceMemoryInfo device_memory_info(int device);
+
+}  // namespace gpumem

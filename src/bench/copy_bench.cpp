@@ -1,0 +1,617 @@
+#include "bench/copy_bench.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <exception>
+#include <fstream>
+#include <limits>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "base/cpu_affinity.hpp"
+#include "core/cuda_check.hpp"
+#include "core/cuda_raii.hpp"
+#include "base/errors.hpp"
+#include "base/interrupt.hpp"
+#include "core/kernels.hpp"
+#include "core/mix_memory.hpp"
+#include "base/sizes.hpp"
+
+namespace gpumem {
+namespace {
+
+// The random pattern depends only on (seed, word index); the address pattern
+// would differ between source and destination.
+constexpr Pattern kPattern = Pattern::random;
+// Most copies per sample when timed with the host clock: no stream queue
+// bounds them, but a sample of tiny pageable copies should not run long.
+constexpr int kMaxHostTimedIterations = 4096;
+// Left free on the device for the context's own allocations and rounding.
+constexpr std::uint64_t kDeviceMemoryMargin = 64ULL << 20;
+constexpr std::uint64_t kNoIndex = std::numeric_limits<std::uint64_t>::max();
+
+// ---- Host-side pattern work, spread over the CPUs this thread may use ----
+
+// Calls fn(begin, end) over [0, count) in contiguous chunks, on several
+// threads when each gets at least `min_chunk`. Threads inherit the caller's
+// CPU affinity, so they run next to the GPU.
+template <typename Fn>
+void parallel_chunks(std::uint64_t count, std::uint64_t min_chunk, Fn&& fn) {
+    const std::uint64_t by_size = std::max<std::uint64_t>(1, count / std::max<std::uint64_t>(1, min_chunk));
+    const auto threads = static_cast<unsigned>(std::min<std::uint64_t>({by_size, allowed_cpu_count(), 32}));
+    if (threads <= 1) {
+        fn(std::uint64_t{0}, count);
+        return;
+    }
+    const std::uint64_t chunk = (count + threads - 1) / threads;
+    std::exception_ptr failure;
+    std::mutex failure_mutex;
+    std::vector<std::thread> pool;
+    auto run = [&](std::uint64_t begin, std::uint64_t end) {
+        try {
+            fn(begin, end);
+        } catch (...) {
+            std::lock_guard<std::mutex> lock(failure_mutex);
+            if (!failure) failure = std::current_exception();
+        }
+    };
+    try {
+        for (unsigned t = 1; t < threads; ++t) {
+            const std::uint64_t begin = t * chunk;
+            if (begin >= count) break;
+            pool.emplace_back(run, begin, std::min(count, begin + chunk));
+        }
+    } catch (...) {
+        for (auto& th : pool) th.join();
+        throw;
+    }
+    run(0, std::min(count, chunk));
+    for (auto& th : pool) th.join();
+    if (failure) std::rethrow_exception(failure);
+}
+
+constexpr std::uint64_t kMinChunkBytes = 16ULL << 20;
+
+// CPU stores to write-combined memory wait in per-core buffers until a
+// serialising instruction; a full fence drains them before a DMA reads.
+void flush_write_combining() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_sfence();
+#endif
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+std::uint64_t expected_word(std::uint64_t seed, std::uint64_t index) { return pattern_word(kPattern, seed, index, 0); }
+
+// Writes the pattern into whole words covering [data, data + bytes): the
+// buffer holds copy_buffer_bytes(bytes), so a partial last word is defined.
+void fill_host_pattern(void* data, std::uint64_t bytes, std::uint64_t seed) {
+    auto* words = static_cast<std::uint64_t*>(data);
+    parallel_chunks((bytes + 7) / 8, kMinChunkBytes / 8, [&](std::uint64_t begin, std::uint64_t end) {
+        for (std::uint64_t i = begin; i < end; ++i) words[i] = expected_word(seed, i);
+        flush_write_combining();
+    });
+}
+
+void zero_host(void* data, std::uint64_t bytes) {
+    auto* p = static_cast<unsigned char*>(data);
+    parallel_chunks(bytes, kMinChunkBytes, [&](std::uint64_t begin, std::uint64_t end) {
+        std::memset(p + begin, 0, end - begin);
+        flush_write_combining();
+    });
+}
+
+// Offset of the first of `n` bytes that differ from the expected word's bytes
+// (memory order, whatever the byte order), or n when they all match.
+unsigned first_differing_byte(const unsigned char* actual, std::uint64_t expected, unsigned n) {
+    unsigned char want[8];
+    std::memcpy(want, &expected, sizeof want);
+    for (unsigned k = 0; k < n; ++k)
+        if (actual[k] != want[k]) return k;
+    return n;
+}
+
+// Folds the partial last word (bytes % 8 bytes at `tail`) into `v`.
+void check_tail(CopyVerification& v, const unsigned char* tail, std::uint64_t bytes, std::uint64_t seed) {
+    const auto rest = static_cast<unsigned>(bytes % 8);
+    if (rest == 0) return;
+    const std::uint64_t index = bytes / 8;
+    const unsigned k = first_differing_byte(tail, expected_word(seed, index), rest);
+    if (k == rest) return;
+    ++v.mismatched_words;
+    if (!v.first_bad_offset) v.first_bad_offset = index * 8 + k;
+}
+
+CopyVerification verify_host(const void* data, std::uint64_t bytes, std::uint64_t seed) {
+    const auto* words = static_cast<const std::uint64_t*>(data);
+    std::mutex merge;
+    std::uint64_t mismatches = 0, first = kNoIndex;
+    parallel_chunks(bytes / 8, kMinChunkBytes / 8, [&](std::uint64_t begin, std::uint64_t end) {
+        std::uint64_t local = 0, local_first = kNoIndex;
+        for (std::uint64_t i = begin; i < end; ++i)
+            if (words[i] != expected_word(seed, i)) {
+                if (local_first == kNoIndex) local_first = i;
+                ++local;
+            }
+        if (local == 0) return;
+        std::lock_guard<std::mutex> lock(merge);
+        mismatches += local;
+        first = std::min(first, local_first);
+    });
+    CopyVerification v;
+    v.checked = true;
+    v.mismatched_words = mismatches;
+    if (mismatches) {
+        const auto* bad = reinterpret_cast<const unsigned char*>(words + first);
+        v.first_bad_offset = first * 8 + first_differing_byte(bad, expected_word(seed, first), 8);
+    }
+    check_tail(v, static_cast<const unsigned char*>(data) + bytes / 8 * 8, bytes, seed);
+    return v;
+}
+
+void read_device_bytes(void* host, const void* device_ptr, std::size_t n, cudaStream_t stream) {
+    GPUMEM_CUDA_CALL(cudaMemcpyAsync(host, device_ptr, n, cudaMemcpyDeviceToHost, stream));
+    GPUMEM_CUDA_CALL(cudaStreamSynchronize(stream));
+}
+
+// Checks [data, data + bytes) in device memory of `device` with a kernel.
+CopyVerification verify_device(int device, const void* data, std::uint64_t bytes, std::uint64_t seed) {
+    AutoDevice guard(device);
+    CudaStream stream(device);
+    DeviceAllocation result_buffer(device, sizeof(VerifyResult));
+    auto* result = static_cast<VerifyResult*>(result_buffer.data());
+    reset_verify_result(result, stream.get());
+    launch_verify_pattern(data, bytes / 8, kPattern, seed, result, stream.get());
+    VerifyResult counted{};
+    read_device_bytes(&counted, result, sizeof counted, stream.get());
+    CopyVerification v;
+    v.checked = true;
+    v.mismatched_words = counted.mismatches;
+    const auto* base = static_cast<const unsigned char*>(data);
+    if (counted.mismatches) {
+        unsigned char word[8];
+        read_device_bytes(word, base + counted.first_bad_index * 8, 8, stream.get());
+        v.first_bad_offset = counted.first_bad_index * 8 + first_differing_byte(word, expected_word(seed, counted.first_bad_index), 8);
+    }
+    if (bytes % 8) {
+        unsigned char tail[8] = {};
+        read_device_bytes(tail, base + bytes / 8 * 8, bytes % 8, stream.get());
+        check_tail(v, tail, bytes, seed);
+    }
+    return v;
+}
+
+void fill_device_pattern(int device, void* data, std::uint64_t bytes, std::uint64_t seed) {
+    AutoDevice guard(device);
+    CudaStream stream(device);
+    launch_fill_pattern(data, (bytes + 7) / 8, kPattern, seed, stream.get());
+    stream.synchronize();
+}
+
+void zero_device(int device, void* data, std::uint64_t bytes) {
+    AutoDevice guard(device);
+    CudaStream stream(device);
+    GPUMEM_CUDA_CALL(cudaMemsetAsync(data, 0, bytes, stream.get()));
+    stream.synchronize();
+}
+
+// The address a copy kernel on `device` uses for page-locked host memory
+// (with unified addressing normally the host address itself). Memory the
+// device has not mapped is an error here rather than a fault in the kernel.
+void* device_view_of_host(void* host, int device, HostMemoryKind kind) {
+    AutoDevice guard(device);
+    void* p = nullptr;
+    const cudaError_t status = cudaHostGetDevicePointer(&p, host, 0);
+    if (status == cudaSuccess && p != nullptr) return p;
+    cudaGetLastError();
+    throw Error(std::string("--engine sm: ") + host_memory_kind_name(kind) + " host memory is not mapped for device " +
+                std::to_string(device) + " (cudaHostGetDevicePointer: " + cudaGetErrorName(status) + ")");
+}
+
+// Enables peer access both ways for its lifetime (what this scope enabled,
+// it disables again), so a later run without peer access measures the staged path.
+class PeerAccessScope {
+public:
+    PeerAccessScope(int device, int peer) : device_(device), peer_(peer) {
+        forward_ = enable(device, peer);
+        try {
+            backward_ = enable(peer, device);
+        } catch (...) {
+            if (forward_) disable(device, peer);
+            throw;
+        }
+    }
+    ~PeerAccessScope() noexcept {
+        if (backward_) disable(peer_, device_);
+        if (forward_) disable(device_, peer_);
+    }
+    PeerAccessScope(const PeerAccessScope&) = delete;
+    PeerAccessScope& operator=(const PeerAccessScope&) = delete;
+
+private:
+    static bool enable(int from, int to) {
+        AutoDevice guard(from);
+        const cudaError_t status = cudaDeviceEnablePeerAccess(to, 0);
+        if (status == cudaErrorPeerAccessAlreadyEnabled) {
+            cudaGetLastError();
+            return false;
+        }
+        GPUMEM_CUDA_TRY(status, "cudaDeviceEnablePeerAccess");
+        return true;
+    }
+    static void disable(int from, int to) noexcept {
+        try {
+            AutoDevice guard(from);
+            if (cudaDeviceDisablePeerAccess(to) != cudaSuccess) {
+                cudaGetLastError();
+                spdlog::warn("cudaDeviceDisablePeerAccess({} -> {}) failed", from, to);
+            }
+        } catch (...) {
+        }
+    }
+    int device_, peer_;
+    bool forward_ = false, backward_ = false;
+};
+
+// One stream of copies: h2d, d2h, d2d, h2h or p2p (bidir has two lanes).
+struct Lane {
+    std::string flow;
+    CopyDirection kind = CopyDirection::h2d;
+    void* dst = nullptr;
+    const void* src = nullptr;
+    void* dst_view = nullptr;  // what a copy kernel addresses
+    const void* src_view = nullptr;
+    bool src_on_host = false, dst_on_host = false;
+    int src_device = -1, dst_device = -1;  // owners of the device-side buffers
+    CudaStream stream;                     // on the plan's device
+};
+
+cudaMemcpyKind memcpy_kind(CopyDirection kind) {
+    switch (kind) {
+        case CopyDirection::h2d: return cudaMemcpyHostToDevice;
+        case CopyDirection::d2h: return cudaMemcpyDeviceToHost;
+        case CopyDirection::d2d: return cudaMemcpyDeviceToDevice;
+        case CopyDirection::h2h: return cudaMemcpyHostToHost;
+        default: return cudaMemcpyDefault;
+    }
+}
+
+void enqueue_copy(const Lane& lane, std::uint64_t bytes, CopyEngine engine, int sm_count, cudaStream_t stream) {
+    if (engine == CopyEngine::sm) {
+        launch_sm_copy(lane.dst_view, lane.src_view, bytes, sm_count, stream);
+    } else if (lane.kind == CopyDirection::p2p) {
+        GPUMEM_CUDA_TRY(cudaMemcpyPeerAsync(lane.dst, lane.dst_device, lane.src, lane.src_device, bytes, stream),
+                        "cudaMemcpyPeerAsync");
+    } else {
+        GPUMEM_CUDA_TRY(cudaMemcpyAsync(lane.dst, lane.src, bytes, memcpy_kind(lane.kind), stream), "cudaMemcpyAsync");
+    }
+}
+
+// Untimed copies (all lanes at once) before the samples. Returns the
+// shortest host-measured time of one round, used to size the samples.
+double warm_up(std::vector<Lane>& lanes, std::uint64_t bytes, CopyEngine engine, int sm_count, int rounds) {
+    double best = std::numeric_limits<double>::infinity();
+    for (int i = 0; i < rounds; ++i) {
+        const double t0 = host_seconds();
+        for (Lane& l : lanes) enqueue_copy(l, bytes, engine, sm_count, l.stream.get());
+        for (Lane& l : lanes) l.stream.synchronize();
+        best = std::min(best, host_seconds() - t0);
+        throw_if_interrupted();
+    }
+    return best;
+}
+
+// Several lanes held by one spin kernel: the other streams wait on an event
+// recorded behind it, so every lane starts the moment it is released, and
+// each lane's time comes from its own events.
+std::vector<std::vector<double>> time_lanes_with_events(int device, std::vector<Lane>& lanes, std::uint64_t bytes,
+                                                        CopyEngine engine, int sm_count, int iterations, int samples) {
+    StreamBlocker blocker(device);
+    CudaEvent gate(device, false);
+    std::vector<CudaEvent> starts, stops;
+    for (std::size_t l = 0; l < lanes.size(); ++l) {
+        starts.emplace_back(device);
+        stops.emplace_back(device);
+    }
+    std::vector<std::vector<double>> seconds(lanes.size());
+    for (int s = 0; s < samples; ++s) {
+        blocker.block(lanes[0].stream.get());
+        gate.record(lanes[0].stream.get());
+        for (std::size_t l = 1; l < lanes.size(); ++l)
+            GPUMEM_CUDA_CALL(cudaStreamWaitEvent(lanes[l].stream.get(), gate.get(), 0));
+        for (std::size_t l = 0; l < lanes.size(); ++l) starts[l].record(lanes[l].stream.get());
+        for (std::size_t l = 0; l < lanes.size(); ++l)
+            for (int i = 0; i < iterations; ++i) enqueue_copy(lanes[l], bytes, engine, sm_count, lanes[l].stream.get());
+        for (std::size_t l = 0; l < lanes.size(); ++l) stops[l].record(lanes[l].stream.get());
+        blocker.release();
+        for (Lane& l : lanes) l.stream.synchronize();
+        if (blocker.timed_out()) spdlog::warn("the streams were released by timeout; this sample may include launch overhead");
+        for (std::size_t l = 0; l < lanes.size(); ++l)
+            seconds[l].push_back(stops[l].elapsed_ms_since(starts[l]) / 1000.0 / iterations);
+        throw_if_interrupted();
+    }
+    return seconds;
+}
+
+// Several host-timed lanes at once: the driver stages pageable copies on the
+// calling thread, so each lane gets its own thread, started together.
+std::vector<std::vector<double>> time_lanes_on_threads(int device, std::vector<Lane>& lanes, std::uint64_t bytes,
+                                                       CopyEngine engine, int sm_count, int iterations, int samples) {
+    std::vector<std::vector<double>> seconds(lanes.size());
+    for (int s = 0; s < samples; ++s) {
+        std::atomic<bool> go{false};
+        std::vector<double> elapsed(lanes.size(), 0.0);
+        std::exception_ptr failure;
+        std::mutex failure_mutex;
+        auto batch = [&](std::size_t l) {
+            try {
+                // A new thread starts on device 0; set, never restore (a restore
+                // to device 0 would create a context there).
+                GPUMEM_CUDA_CALL(cudaSetDevice(device));
+                while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+                const double t0 = host_seconds();
+                for (int i = 0; i < iterations; ++i) enqueue_copy(lanes[l], bytes, engine, sm_count, lanes[l].stream.get());
+                lanes[l].stream.synchronize();
+                elapsed[l] = host_seconds() - t0;
+            } catch (...) {
+                std::lock_guard<std::mutex> lock(failure_mutex);
+                if (!failure) failure = std::current_exception();
+            }
+        };
+        std::vector<std::thread> helpers;
+        try {
+            for (std::size_t l = 1; l < lanes.size(); ++l) helpers.emplace_back(batch, l);
+        } catch (...) {
+            go.store(true, std::memory_order_release);
+            for (auto& t : helpers) t.join();
+            throw;
+        }
+        go.store(true, std::memory_order_release);
+        batch(0);
+        for (auto& t : helpers) t.join();
+        if (failure) std::rethrow_exception(failure);
+        for (std::size_t l = 0; l < lanes.size(); ++l) seconds[l].push_back(elapsed[l] / iterations);
+        throw_if_interrupted();
+    }
+    return seconds;
+}
+
+std::optional<std::uint64_t> available_host_memory() {
+    std::ifstream meminfo("/proc/meminfo");
+    std::string key;
+    std::uint64_t value = 0;
+    std::string unit;
+    while (meminfo >> key >> value) {
+        std::getline(meminfo, unit);
+        if (key == "MemAvailable:") return value * 1024;
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+bool peer_access_possible(int device, int peer) {
+    int can = 0;
+    GPUMEM_CUDA_CALL(cudaDeviceCanAccessPeer(&can, device, peer));
+    return can != 0;
+}
+
+void check_copy_fits(const CopyPlan& plan) {
+    if (plan.sizes.empty()) return;
+    const std::uint64_t largest = *std::max_element(plan.sizes.begin(), plan.sizes.end());
+    const CopyMemoryNeeds needs = copy_memory_needs(plan.direction, plan.host_kind, largest, plan.verify);
+    const std::string what = std::string("copy ") + copy_direction_name(plan.direction) + " of " + format_bytes(largest);
+    auto check_device = [&](int device, std::uint64_t need) {
+        if (need == 0) return;
+        AutoDevice guard(device);
+        std::size_t free_bytes = 0, total_bytes = 0;
+        GPUMEM_CUDA_CALL(cudaMemGetInfo(&free_bytes, &total_bytes));
+        if (need + kDeviceMemoryMargin > free_bytes)
+            throw OutOfMemoryError(what + " needs " + format_bytes(need) + " of memory on device " + std::to_string(device) +
+                                       ", but only " + format_bytes(free_bytes) + " is free",
+                                   need);
+    };
+    check_device(plan.device, needs.device);
+    if (plan.direction == CopyDirection::p2p) check_device(plan.peer, needs.peer);
+    if (needs.host) {
+        const auto available = available_host_memory();
+        if (available && needs.host > *available)
+            throw OutOfMemoryError(what + " needs " + format_bytes(needs.host) + " of host memory, but only " +
+                                       format_bytes(*available) + " is available",
+                                   needs.host);
+    }
+}
+
+std::vector<CopyResult> run_copy_plan(const CopyPlan& plan, const std::function<void(const CopyResult&)>& on_result) {
+    if (plan.sizes.empty()) throw UsageError("no copy size given");
+    if (std::find(plan.sizes.begin(), plan.sizes.end(), 0u) != plan.sizes.end()) throw UsageError("copy sizes must be above zero");
+    validate_copy_combination(plan.direction, plan.host_kind, plan.engine);
+    const bool p2p = plan.direction == CopyDirection::p2p;
+    if (p2p && (plan.peer < 0 || plan.peer == plan.device)) throw UsageError("p2p needs a peer device other than the device itself");
+    if (p2p && plan.engine == CopyEngine::sm && !plan.peer_access)
+        throw UsageError("--engine sm copies to a peer only with peer access");
+    if (plan.timing.samples < 1 || plan.timing.warmup < 0 || (!plan.auto_iterations && plan.timing.iterations < 1))
+        throw UsageError("samples and iterations must be at least 1");
+
+    const std::uint64_t capacity = copy_buffer_bytes(*std::max_element(plan.sizes.begin(), plan.sizes.end()));
+    const int device = plan.device;
+    AutoDevice guard(device);
+    int sm_count = 0;
+    GPUMEM_CUDA_CALL(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
+    std::optional<PeerAccessScope> peer_scope;
+    if (p2p && plan.peer_access) peer_scope.emplace(device, plan.peer);
+
+    // Buffers for the largest size, reused by every size of a sweep.
+    MixMemoryOptions mix_options;
+    mix_options.device = device;
+    mix_options.host_kind = plan.host_kind;
+    MixMemory forward(mix_options), backward(mix_options);
+    DeviceAllocation device_a, device_b;
+    HostAllocation host_a, host_b;
+    std::optional<bool> huge_pages;
+    std::vector<Lane> lanes;
+    auto add_lane = [&](const char* flow, CopyDirection kind, void* dst, const void* src) {
+        Lane lane;
+        lane.flow = flow;
+        lane.kind = kind;
+        lane.dst = dst;
+        lane.src = src;
+        lane.src_on_host = kind == CopyDirection::h2d || kind == CopyDirection::h2h;
+        lane.dst_on_host = kind == CopyDirection::d2h || kind == CopyDirection::h2h;
+        lane.src_device = device;
+        lane.dst_device = kind == CopyDirection::p2p ? plan.peer : device;
+        lane.stream = CudaStream(device);
+        lanes.push_back(std::move(lane));
+    };
+    switch (plan.direction) {
+        case CopyDirection::h2d:
+            add_lane("h2d", CopyDirection::h2d, forward.device(capacity), forward.host(capacity));
+            break;
+        case CopyDirection::d2h:
+            add_lane("d2h", CopyDirection::d2h, forward.host(capacity), forward.device(capacity));
+            break;
+        case CopyDirection::bidir:
+            add_lane("bidir-h2d", CopyDirection::h2d, forward.device(capacity), forward.host(capacity));
+            add_lane("bidir-d2h", CopyDirection::d2h, backward.host(capacity), backward.device(capacity));
+            break;
+        case CopyDirection::d2d:
+            device_a = DeviceAllocation(device, capacity);
+            device_b = DeviceAllocation(device, capacity);
+            add_lane("d2d", CopyDirection::d2d, device_b.data(), device_a.data());
+            break;
+        case CopyDirection::h2h:
+            host_a = HostAllocation(plan.host_kind, capacity, device);
+            host_b = HostAllocation(plan.host_kind, capacity, device);
+            add_lane("h2h", CopyDirection::h2h, host_b.data(), host_a.data());
+            break;
+        case CopyDirection::p2p:
+            device_a = DeviceAllocation(device, capacity);
+            device_b = DeviceAllocation(plan.peer, capacity);
+            add_lane("p2p", CopyDirection::p2p, device_b.data(), device_a.data());
+            break;
+    }
+    if (plan.host_kind == HostMemoryKind::pageable_huge || plan.host_kind == HostMemoryKind::huge_only) {
+        if (plan.direction == CopyDirection::h2h) huge_pages = host_a.huge_pages() && host_b.huge_pages();
+        else if (copy_uses_host_memory(plan.direction)) huge_pages = forward.host_huge_pages();
+    }
+    const bool host_pinned = host_memory_is_pinned(plan.host_kind);
+    for (Lane& lane : lanes) {
+        const bool kernel = plan.engine == CopyEngine::sm;
+        lane.src_view = kernel && lane.src_on_host ? device_view_of_host(const_cast<void*>(lane.src), device, plan.host_kind) : lane.src;
+        lane.dst_view = kernel && lane.dst_on_host ? device_view_of_host(lane.dst, device, plan.host_kind) : lane.dst;
+        // Touch pageable pages now: an untouched source reads the shared zero
+        // page, and an untouched destination faults during the samples.
+        if (!host_pinned) {
+            if (lane.src_on_host) zero_host(const_cast<void*>(lane.src), capacity);
+            if (lane.dst_on_host) zero_host(lane.dst, capacity);
+        }
+    }
+
+    const CopyTiming timing = copy_timing_for(plan.direction, plan.host_kind, plan.engine, plan.peer_access);
+    const int lane_count = static_cast<int>(lanes.size());
+    const int max_iterations =
+        timing == CopyTiming::events ? std::max(1, kMaxQueuedOperations / lane_count) : kMaxHostTimedIterations;
+    // Sizing the samples needs at least one timed round.
+    const int warmup = plan.auto_iterations ? std::max(1, plan.timing.warmup) : plan.timing.warmup;
+
+    std::vector<CopyResult> results;
+    for (const std::uint64_t bytes : plan.sizes) {
+        throw_if_interrupted();
+        const std::uint64_t seed = plan.seed ^ (bytes * 0x9E3779B97F4A7C15ULL);
+        if (plan.verify) {
+            for (Lane& lane : lanes) {
+                // The source holds the pattern; the destination starts zeroed,
+                // so a copy that never happened cannot pass.
+                if (lane.src_on_host) fill_host_pattern(const_cast<void*>(lane.src), bytes, seed);
+                else fill_device_pattern(lane.src_device, const_cast<void*>(lane.src), bytes, seed);
+                if (lane.dst_on_host) zero_host(lane.dst, bytes);
+                else zero_device(lane.dst_device, lane.dst, bytes);
+            }
+        }
+        const double round_seconds = warm_up(lanes, bytes, plan.engine, sm_count, warmup);
+        const int iterations = plan.auto_iterations ? iterations_for_budget(round_seconds, plan.sample_seconds, max_iterations)
+                                                    : std::min(plan.timing.iterations, max_iterations);
+        if (!plan.auto_iterations && plan.timing.iterations > max_iterations)
+            spdlog::warn("{} copies per sample is more than can be queued at once; using {}", plan.timing.iterations, max_iterations);
+
+        std::vector<std::vector<double>> seconds;
+        if (timing == CopyTiming::events && lanes.size() == 1) {
+            const Lane& lane = lanes[0];
+            seconds.push_back(time_on_stream(device, lane.stream.get(), TimingPlan{0, iterations, plan.timing.samples},
+                                             [&](cudaStream_t s) { enqueue_copy(lane, bytes, plan.engine, sm_count, s); }));
+        } else if (timing == CopyTiming::events) {
+            seconds = time_lanes_with_events(device, lanes, bytes, plan.engine, sm_count, iterations, plan.timing.samples);
+        } else if (lanes.size() == 1) {
+            Lane& lane = lanes[0];
+            // One host-timed operation is a batch of copies and one stream sync.
+            std::vector<double> batches = time_on_host(TimingPlan{0, 1, plan.timing.samples}, [&] {
+                for (int i = 0; i < iterations; ++i) enqueue_copy(lane, bytes, plan.engine, sm_count, lane.stream.get());
+                lane.stream.synchronize();
+            });
+            for (double& b : batches) b /= iterations;
+            seconds.push_back(std::move(batches));
+        } else {
+            seconds = time_lanes_on_threads(device, lanes, bytes, plan.engine, sm_count, iterations, plan.timing.samples);
+        }
+
+        for (std::size_t l = 0; l < lanes.size(); ++l) {
+            const Lane& lane = lanes[l];
+            CopyResult r;
+            r.flow = lane.flow;
+            r.direction = plan.direction;
+            r.device = device;
+            if (p2p) {
+                r.peer = plan.peer;
+                r.peer_access = plan.peer_access;
+            }
+            if (copy_uses_host_memory(plan.direction)) r.host_kind = plan.host_kind;
+            r.host_huge_pages = huge_pages;
+            r.engine = plan.engine;
+            r.timing = timing;
+            r.bytes = bytes;
+            r.iterations = iterations;
+            r.warmup = warmup;
+            r.seconds = seconds[l];
+            if (plan.verify) {
+                if (plan.corrupt_offset && *plan.corrupt_offset < bytes) {
+                    const std::uint64_t at = *plan.corrupt_offset;
+                    if (lane.dst_on_host) {
+                        static_cast<volatile unsigned char*>(lane.dst)[at] ^= 0xFF;
+                        flush_write_combining();
+                    } else {
+                        AutoDevice on_dst(lane.dst_device);
+                        CudaStream stream(lane.dst_device);
+                        unsigned char b = 0;
+                        read_device_bytes(&b, static_cast<unsigned char*>(lane.dst) + at, 1, stream.get());
+                        b ^= 0xFF;
+                        GPUMEM_CUDA_CALL(cudaMemcpyAsync(static_cast<unsigned char*>(lane.dst) + at, &b, 1, cudaMemcpyHostToDevice, stream.get()));
+                        stream.synchronize();
+                    }
+                }
+                if (!lane.dst_on_host) {
+                    r.verification = verify_device(lane.dst_device, lane.dst, bytes, seed);
+                } else if (plan.host_kind == HostMemoryKind::write_combined) {
+                    // The CPU reads write-combined memory uncached; check a device copy instead.
+                    DeviceAllocation scratch(device, copy_buffer_bytes(bytes));
+                    GPUMEM_CUDA_CALL(cudaMemcpyAsync(scratch.data(), lane.dst, bytes, cudaMemcpyHostToDevice, lane.stream.get()));
+                    lane.stream.synchronize();
+                    r.verification = verify_device(device, scratch.data(), bytes, seed);
+                } else {
+                    r.verification = verify_host(lane.dst, bytes, seed);
+                }
+            }
+            results.push_back(r);
+            if (on_result) on_result(results.back());
+        }
+    }
+    return results;
+}
+
+}  // namespace gpumem

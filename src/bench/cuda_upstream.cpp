@@ -1,0 +1,217 @@
+#include "bench/cuda_upstream.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <chrono>
+#include <unordered_map>
+#include <vector>
+
+#include "core/cuda_check.hpp"
+#include "base/errors.hpp"
+
+namespace gpumem::reuse_sim {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double elapsed_us(Clock::time_point since) {
+    return std::chrono::duration<double, std::micro>(Clock::now() - since).count();
+}
+
+class CudaUpstream final : public Upstream {
+public:
+    CudaUpstream(int device, std::uint64_t capacity, const CostModel* costs)
+        : device_(device), capacity_(capacity), costs_(costs) {
+        GPUMEM_CUDA_TRY(cudaSetDevice(device_), "cudaSetDevice");
+    }
+
+    ~CudaUpstream() override {
+        // Everything goes back, whatever happened: errors here cannot be
+        // reported any more, so they are cleared and ignored.
+        cudaSetDevice(device_);
+        cudaDeviceSynchronize();
+        for (const auto& [address, size] : device_live_) cudaFree(reinterpret_cast<void*>(address));
+        for (const auto& [address, stream] : async_live_) cudaFreeAsync(reinterpret_cast<void*>(address), stream_handle_or_null(stream));
+        cudaDeviceSynchronize();
+        if (pool_) {
+            cudaMemPoolTrimTo(pool_, 0);
+            cudaMemPoolDestroy(pool_);
+        }
+        for (cudaStream_t s : streams_)
+            if (s) cudaStreamDestroy(s);
+        cudaGetLastError();
+    }
+
+    bool allocate(std::uint64_t size, std::uint32_t stream, std::uint64_t& address) override {
+        (void)stream;  // cudaMalloc has no stream
+        if (!fits(size)) {
+            ++counters_.device_alloc_failures;
+            return false;
+        }
+        void* p = nullptr;
+        const auto t = Clock::now();
+        const cudaError_t status = cudaMalloc(&p, size);
+        counters_.measured_us += elapsed_us(t);
+        if (status == cudaErrorMemoryAllocation) {
+            cudaGetLastError();
+            ++counters_.device_alloc_failures;
+            return false;
+        }
+        if (status != cudaSuccess) throw_cuda_error(status, "cudaMalloc");
+        address = reinterpret_cast<std::uint64_t>(p);
+        device_live_.emplace(address, size);
+        ++counters_.device_allocs;
+        counters_.device_reserved_bytes += size;
+        add_reserved(size);
+        if (costs_) counters_.modelled_us += costs_->device_alloc(size);
+        return true;
+    }
+
+    void deallocate(std::uint64_t address, std::uint64_t size, std::uint32_t) override {
+        const auto t = Clock::now();
+        const cudaError_t status = cudaFree(reinterpret_cast<void*>(address));
+        counters_.measured_us += elapsed_us(t);
+        if (status != cudaSuccess) throw_cuda_error(status, "cudaFree");
+        device_live_.erase(address);
+        ++counters_.device_frees;
+        counters_.device_reserved_bytes -= size;
+        sub_reserved(size);
+        if (costs_) counters_.modelled_us += costs_->device_free(size);
+    }
+
+    bool allocate_async(std::uint64_t size, std::uint32_t stream, std::uint64_t& address) override {
+        ensure_pool();
+        void* p = nullptr;
+        cudaStream_t s = stream_handle(stream);
+        const auto t = Clock::now();
+        const cudaError_t status = cudaMallocFromPoolAsync(&p, size, pool_, s);
+        counters_.measured_us += elapsed_us(t);
+        if (status == cudaErrorMemoryAllocation) {
+            cudaGetLastError();
+            ++counters_.async_alloc_failures;
+            return false;
+        }
+        if (status != cudaSuccess) throw_cuda_error(status, "cudaMallocFromPoolAsync");
+        address = reinterpret_cast<std::uint64_t>(p);
+        async_live_.emplace(address, stream);
+        ++counters_.async_allocs;
+        if (costs_) counters_.modelled_us += costs_->async_alloc(size);
+        observe_pool();
+        return true;
+    }
+
+    void deallocate_async(std::uint64_t address, std::uint64_t size, std::uint32_t stream) override {
+        const auto t = Clock::now();
+        const cudaError_t status = cudaFreeAsync(reinterpret_cast<void*>(address), stream_handle(stream));
+        counters_.measured_us += elapsed_us(t);
+        if (status != cudaSuccess) throw_cuda_error(status, "cudaFreeAsync");
+        async_live_.erase(address);
+        ++counters_.async_frees;
+        if (costs_) counters_.modelled_us += costs_->async_free(size);
+    }
+
+    void set_release_threshold(std::uint64_t bytes) override {
+        threshold_ = bytes;
+        if (pool_) set_threshold();
+    }
+
+    void fill_zero(std::uint64_t address, std::uint64_t size) override {
+        const auto t = Clock::now();
+        const cudaError_t status = cudaMemset(reinterpret_cast<void*>(address), 0, size);
+        counters_.measured_us += elapsed_us(t);
+        if (status != cudaSuccess) throw_cuda_error(status, "cudaMemset");
+        ++counters_.fills;
+        if (costs_) counters_.modelled_us += costs_->memset(size);
+    }
+
+    void synchronize() override {
+        const auto t = Clock::now();
+        const cudaError_t status = cudaDeviceSynchronize();
+        counters_.measured_us += elapsed_us(t);
+        if (status != cudaSuccess) throw_cuda_error(status, "cudaDeviceSynchronize");
+        ++counters_.synchronizations;
+        observe_pool();
+    }
+
+private:
+    bool fits(std::uint64_t size) const noexcept {
+        return size <= capacity_ && counters_.reserved_bytes <= capacity_ - size;
+    }
+
+    cudaStream_t stream_handle(std::uint32_t index) {
+        if (index >= streams_.size()) streams_.resize(index + 1, nullptr);
+        if (!streams_[index]) GPUMEM_CUDA_TRY(cudaStreamCreateWithFlags(&streams_[index], cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+        return streams_[index];
+    }
+    cudaStream_t stream_handle_or_null(std::uint32_t index) const noexcept {
+        return index < streams_.size() ? streams_[index] : nullptr;
+    }
+
+    void ensure_pool() {
+        if (pool_) return;
+        // A private pool: the device's default pool and its settings stay untouched.
+        cudaMemPoolProps props{};
+        props.allocType = cudaMemAllocationTypePinned;
+        props.location.type = cudaMemLocationTypeDevice;
+        props.location.id = device_;
+        GPUMEM_CUDA_TRY(cudaMemPoolCreate(&pool_, &props), "cudaMemPoolCreate");
+        set_threshold();
+    }
+    void set_threshold() {
+        std::uint64_t value = threshold_;  // cuuint64_t
+        GPUMEM_CUDA_TRY(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &value), "cudaMemPoolSetAttribute");
+    }
+    // The pool's reserved size: growth and release as the driver did them.
+    void observe_pool() {
+        if (!pool_) return;
+        std::uint64_t reserved = 0;  // cuuint64_t
+        if (cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &reserved) != cudaSuccess) {
+            cudaGetLastError();
+            return;
+        }
+        if (reserved > counters_.pool_reserved_bytes) {
+            ++counters_.pool_grows;
+            add_reserved(reserved - counters_.pool_reserved_bytes);
+        } else if (reserved < counters_.pool_reserved_bytes) {
+            ++counters_.pool_releases;
+            sub_reserved(counters_.pool_reserved_bytes - reserved);
+        }
+        counters_.pool_reserved_bytes = reserved;
+    }
+
+    int device_;
+    std::uint64_t capacity_;
+    const CostModel* costs_;
+    std::uint64_t threshold_ = 0;
+    cudaMemPool_t pool_ = nullptr;
+    std::vector<cudaStream_t> streams_;
+    std::unordered_map<std::uint64_t, std::uint64_t> device_live_;  // address -> size
+    std::unordered_map<std::uint64_t, std::uint32_t> async_live_;   // address -> stream
+};
+
+}  // namespace
+
+CudaDeviceMemory cuda_device_memory(int device) {
+    int count = 0;
+    const cudaError_t status = cudaGetDeviceCount(&count);
+    if (status != cudaSuccess || count == 0) {
+        cudaGetLastError();
+        throw NoDeviceError(std::string("no usable GPU: ") + (status != cudaSuccess ? cudaGetErrorString(status) : "no device"));
+    }
+    if (device < 0 || device >= count) throw NoDeviceError("no CUDA device " + std::to_string(device));
+    GPUMEM_CUDA_TRY(cudaSetDevice(device), "cudaSetDevice");
+    CudaDeviceMemory m;
+    std::size_t free_bytes = 0, total_bytes = 0;
+    GPUMEM_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+    m.free_bytes = free_bytes;
+    m.total_bytes = total_bytes;
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, device) == cudaSuccess) m.name = prop.name;
+    return m;
+}
+
+std::unique_ptr<Upstream> make_cuda_upstream(int device, std::uint64_t capacity, const CostModel* costs) {
+    return std::make_unique<CudaUpstream>(device, capacity, costs);
+}
+
+}  // namespace gpumem::reuse_sim

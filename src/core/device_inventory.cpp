@@ -1,0 +1,186 @@
+#include "core/device_inventory.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <thread>
+#include <cstdlib>
+
+#include <spdlog/spdlog.h>
+
+#include "core/cuda_check.hpp"
+#include "core/cuda_devices.hpp"
+#include "base/errors.hpp"
+
+namespace gpumem {
+namespace {
+
+// Index in `all` of the device at `pci`, or -1.
+int find_by_pci(const std::vector<DeviceIdentity>& all, const PciAddress& pci) {
+    for (std::size_t i = 0; i < all.size(); ++i)
+        if (all[i].pci == pci) return static_cast<int>(i);
+    return -1;
+}
+
+}  // namespace
+
+DeviceInventory::DeviceInventory(DeviceInventory&&) noexcept = default;
+DeviceInventory& DeviceInventory::operator=(DeviceInventory&&) noexcept = default;
+DeviceInventory::~DeviceInventory() = default;
+
+DeviceInventory DeviceInventory::open() {
+    DeviceInventory inv;
+    std::string why_not;
+    const auto t0 = std::chrono::steady_clock::now();
+    inv.nvml_ = Nvml::open(why_not);
+    spdlog::debug("NVML load and init: {:.2f} ms", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    if (!inv.nvml_) {
+        // No NVML: the CUDA runtime can still answer, at the price of a context.
+        std::vector<DeviceIdentity> devices;
+        try {
+            devices = cuda_visible_devices();
+        } catch (const NoDeviceError& e) {
+            throw NoDeviceError(std::string(e.what()) + " (" + why_not + ")");
+        }
+        spdlog::warn("NVML unavailable ({}); using the CUDA runtime, which creates a context (~500 MB) on each device queried",
+                     why_not);
+        inv.source_ = "cuda-runtime";
+        inv.visible_ = std::move(devices);
+        inv.base_index_.assign(inv.visible_.size(), -1);
+        return inv;
+    }
+    inv.source_ = "nvml";
+
+    // The first query of a device attaches it (~6.6 ms on an H200), and
+    // NVML is thread-safe: attach every device at once rather than in turn.
+    const unsigned count = inv.nvml_->device_count();
+    std::vector<DeviceIdentity> all(count);
+    std::vector<std::exception_ptr> failures(count);
+    {
+        std::vector<std::thread> threads;
+        const Nvml& nvml = *inv.nvml_;
+        for (unsigned i = 1; i < count; ++i)
+            threads.emplace_back([&, i] {
+                try {
+                    all[i] = nvml.identity(i);
+                } catch (...) {
+                    failures[i] = std::current_exception();
+                }
+            });
+        try {
+            if (count > 0) all[0] = nvml.identity(0);
+        } catch (...) {
+            failures[0] = std::current_exception();
+        }
+        for (std::thread& t : threads) t.join();
+    }
+    for (const std::exception_ptr& f : failures)
+        if (f) std::rethrow_exception(f);
+    spdlog::debug("NVML identities of {} devices: {:.2f} ms", count,
+                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+
+    const auto entries = parse_cuda_visible_devices(std::getenv("CUDA_VISIBLE_DEVICES"));
+    const DeviceOrder order = parse_cuda_device_order(std::getenv("CUDA_DEVICE_ORDER"));
+    std::optional<std::vector<std::size_t>> base = cuda_base_order(all, order);
+    std::optional<std::vector<std::size_t>> visible = apply_cuda_visible_devices(all, base, entries);
+
+    const bool has_mig = entries && std::any_of(entries->begin(), entries->end(), [](const VisibleDevicesEntry& e) {
+                             return e.kind == VisibleDevicesEntry::Kind::mig;
+                         });
+    if (!visible && !base && !has_mig) {
+        // Mixed GPU models under FASTEST_FIRST: only the driver knows the order.
+        spdlog::debug("CUDA order undecidable from NVML (mixed models); asking the CUDA runtime");
+        std::vector<std::size_t> order_from_cuda;
+        for (const DeviceIdentity& d : cuda_base_order_devices()) {
+            const int pos = find_by_pci(all, d.pci);
+            if (pos >= 0) order_from_cuda.push_back(static_cast<std::size_t>(pos));
+        }
+        base = order_from_cuda;
+        visible = apply_cuda_visible_devices(all, base, entries);
+    }
+    if (!visible) {
+        // MIG entries: let CUDA apply the variable itself.
+        spdlog::debug("CUDA_VISIBLE_DEVICES holds MIG entries; asking the CUDA runtime");
+        std::vector<std::size_t> mapped;
+        for (const DeviceIdentity& d : cuda_visible_devices()) {
+            const int pos = find_by_pci(all, d.pci);
+            if (pos >= 0) mapped.push_back(static_cast<std::size_t>(pos));
+        }
+        visible = mapped;
+    }
+
+    for (std::size_t cuda_index = 0; cuda_index < visible->size(); ++cuda_index) {
+        DeviceIdentity d = all[(*visible)[cuda_index]];
+        d.cuda_index = static_cast<int>(cuda_index);
+        int base_index = -1;
+        if (base)
+            for (std::size_t b = 0; b < base->size(); ++b)
+                if ((*base)[b] == (*visible)[cuda_index]) base_index = static_cast<int>(b);
+        inv.visible_.push_back(std::move(d));
+        inv.base_index_.push_back(base_index);
+    }
+    return inv;
+}
+
+NvmlDeviceFigures nvml_figures_for(const PciAddress& pci) {
+    NvmlDeviceFigures figures;
+    std::string why_not;
+    const auto nvml = Nvml::open(why_not);
+    if (!nvml) {
+        spdlog::debug("NVML unavailable ({}): no peak bandwidth or PCIe figures", why_not);
+        return figures;
+    }
+    try {
+        const std::optional<unsigned> index = nvml->index_of(pci);
+        if (!index) return figures;
+        figures.name = nvml->identity(*index).name;
+        figures.peak_memory_bandwidth = nvml->peak_memory_bandwidth(*index);
+        figures.pcie = nvml->pcie_link(*index);
+        figures.cpu_affinity = nvml->cpu_affinity(*index);
+    } catch (const Error& e) {  // extras only: never fail a run over them
+        spdlog::debug("NVML figures unavailable: {}", e.what());
+    }
+    return figures;
+}
+
+InventorySnapshot DeviceInventory::snapshot(const std::vector<std::size_t>& positions, const SnapshotFields& fields) const {
+    InventorySnapshot snap;
+    snap.source = source_;
+    if (!fields.versions) {
+    } else if (nvml_) {
+        snap.driver_version = nvml_->driver_version();
+        snap.cuda_driver_version = nvml_->cuda_driver_version();
+    } else {
+        snap.cuda_driver_version = cuda_driver_version_via_runtime();
+    }
+    for (std::size_t pos : positions) {
+        DeviceReport r;
+        r.id = visible_.at(pos);
+        r.base_index = base_index_.at(pos);
+        if (nvml_) {
+            const auto index = static_cast<unsigned>(r.id.nvml_index);
+            r.memory = nvml_->memory(index);
+            if (fields.bar1) r.bar1 = nvml_->bar1(index);
+            if (fields.compute_capability) r.compute_capability = nvml_->compute_capability(index);
+            if (fields.pcie) r.pcie = nvml_->pcie_link(index);
+            if (fields.peak_bandwidth) r.peak_memory_bandwidth = nvml_->peak_memory_bandwidth(index);
+            if (fields.processes) r.processes = nvml_->compute_processes(index);
+        } else {
+            GPUMEM_CUDA_CALL(cudaSetDevice(r.id.cuda_index));
+            std::size_t free_bytes = 0, total_bytes = 0;
+            GPUMEM_CUDA_CALL(cudaMemGetInfo(&free_bytes, &total_bytes));
+            r.memory.total = total_bytes;
+            r.memory.free = free_bytes;
+            r.memory.used = total_bytes - free_bytes;
+            cudaDeviceProp prop{};
+            GPUMEM_CUDA_CALL(cudaGetDeviceProperties(&prop, r.id.cuda_index));
+            r.compute_capability = std::make_pair(prop.major, prop.minor);
+        }
+        snap.devices.push_back(std::move(r));
+    }
+    return snap;
+}
+
+}  // namespace gpumem

@@ -1,0 +1,87 @@
+// The GPUs of this machine as `gpumem info` reports them: NVML for the
+// figures (no CUDA context), CUDA's numbering derived from NVML plus
+// CUDA_VISIBLE_DEVICES / CUDA_DEVICE_ORDER, and the CUDA runtime only where
+// that numbering cannot be decided, or when NVML is missing.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/device_spec.hpp"
+#include "core/nvml.hpp"
+
+namespace gpumem {
+
+struct DeviceReport {
+    DeviceIdentity id;   // cuda_index and nvml_index
+    int base_index = -1;  // CUDA's index with CUDA_VISIBLE_DEVICES unset: the value to put in it
+    NvmlMemory memory;
+    std::optional<NvmlBar1> bar1;
+    std::optional<std::pair<int, int>> compute_capability;
+    std::optional<NvmlPcieLink> pcie;
+    std::optional<double> peak_memory_bandwidth;  // bytes/s
+    std::vector<NvmlProcess> processes;
+};
+
+struct InventorySnapshot {
+    std::string source;  // "nvml" or "cuda-runtime"
+    std::string driver_version;
+    int cuda_driver_version = 0;
+    std::vector<DeviceReport> devices;
+};
+
+// NVML figures for a device found through the CUDA runtime, matched by PCI
+// address. Empty when NVML is unavailable: callers treat these as extras.
+struct NvmlDeviceFigures {
+    std::optional<double> peak_memory_bandwidth;  // bytes/s
+    std::optional<NvmlPcieLink> pcie;
+    std::vector<int> cpu_affinity;
+    std::string name;
+};
+NvmlDeviceFigures nvml_figures_for(const PciAddress& pci);
+
+// Which figures a snapshot reads. Each NVML query costs time, and a
+// one-liner asking for `used` should pay for nothing else.
+struct SnapshotFields {
+    bool versions = true;  // driver and CUDA driver versions
+    bool bar1 = true;
+    bool compute_capability = true;
+    bool pcie = true;
+    bool peak_bandwidth = true;
+    bool processes = false;
+};
+
+class DeviceInventory {
+public:
+    // Loads NVML, or falls back to the CUDA runtime with a warning. Throws
+    // NoDeviceError naming what is missing when neither works.
+    static DeviceInventory open();
+
+    DeviceInventory(DeviceInventory&&) noexcept;
+    DeviceInventory& operator=(DeviceInventory&&) noexcept;
+    ~DeviceInventory();
+
+    // Visible devices in CUDA order; resolve `-d` specs against this.
+    const std::vector<DeviceIdentity>& visible() const noexcept { return visible_; }
+    const std::string& source() const noexcept { return source_; }
+    // Fresh figures for the given positions in visible().
+    InventorySnapshot snapshot(const std::vector<std::size_t>& positions, const SnapshotFields& fields = {}) const;
+    // NVML, when it was loaded (for PCIe and bandwidth figures).
+    const Nvml* nvml() const noexcept { return nvml_.get(); }
+    // The process exits after this inventory: skip nvmlShutdown (see Nvml).
+    void skip_nvml_shutdown() noexcept {
+        if (nvml_) nvml_->skip_shutdown();
+    }
+
+private:
+    DeviceInventory() = default;
+    std::unique_ptr<Nvml> nvml_;
+    std::string source_;
+    std::vector<DeviceIdentity> visible_;  // cuda_index = position; nvml_index when known
+    std::vector<int> base_index_;          // parallel to visible_
+};
+
+}  // namespace gpumem

@@ -1,0 +1,325 @@
+#include "core/nvml.hpp"
+
+#include <dlfcn.h>
+
+#include <cstring>
+#include <future>
+#include <fstream>
+
+#include <spdlog/spdlog.h>
+
+#include "base/errors.hpp"
+
+namespace gpumem {
+namespace {
+
+// The few NVML declarations gpumem needs, with the layouts of nvml.h.
+using nvmlReturn_t = int;
+using nvmlDevice_t = struct nvmlDevice_st*;
+constexpr nvmlReturn_t NVML_SUCCESS = 0;
+constexpr nvmlReturn_t NVML_ERROR_INSUFFICIENT_SIZE = 7;
+constexpr unsigned NVML_CLOCK_MEM = 2;
+constexpr unsigned long long NVML_VALUE_NOT_AVAILABLE = ~0ULL;
+
+struct nvmlPciInfo_t {
+    char busIdLegacy[16];
+    unsigned domain, bus, device, pciDeviceId, pciSubSystemId;
+    char busId[32];
+};
+struct nvmlMemory_t {
+    unsigned long long total, free, used;
+};
+struct nvmlMemory_v2_t {
+    unsigned version;
+    unsigned long long total, reserved, free, used;
+};
+// NVML_STRUCT_VERSION(Memory, 2): the struct's size with the version in the top byte.
+constexpr unsigned nvmlMemory_v2 = static_cast<unsigned>(sizeof(nvmlMemory_v2_t)) | (2u << 24);
+static_assert(nvmlMemory_v2 == 0x02000028, "nvmlMemory_v2_t layout must match nvml.h");
+struct nvmlBAR1Memory_t {
+    unsigned long long bar1Total, bar1Free, bar1Used;
+};
+struct nvmlProcessInfo_t {
+    unsigned pid;
+    unsigned long long usedGpuMemory;
+    unsigned gpuInstanceId, computeInstanceId;
+};
+
+}  // namespace
+
+struct Nvml::Api {
+    nvmlReturn_t (*init)() = nullptr;
+    nvmlReturn_t (*shutdown)() = nullptr;
+    const char* (*error_string)(nvmlReturn_t) = nullptr;
+    nvmlReturn_t (*system_driver_version)(char*, unsigned) = nullptr;
+    nvmlReturn_t (*system_cuda_driver_version)(int*) = nullptr;
+    nvmlReturn_t (*system_process_name)(unsigned, char*, unsigned) = nullptr;
+    nvmlReturn_t (*device_count)(unsigned*) = nullptr;
+    nvmlReturn_t (*device_handle)(unsigned, nvmlDevice_t*) = nullptr;
+    nvmlReturn_t (*device_handle_by_pci)(const char*, nvmlDevice_t*) = nullptr;
+    nvmlReturn_t (*device_index)(nvmlDevice_t, unsigned*) = nullptr;
+    nvmlReturn_t (*device_name)(nvmlDevice_t, char*, unsigned) = nullptr;
+    nvmlReturn_t (*device_uuid)(nvmlDevice_t, char*, unsigned) = nullptr;
+    nvmlReturn_t (*device_pci)(nvmlDevice_t, nvmlPciInfo_t*) = nullptr;
+    nvmlReturn_t (*device_memory)(nvmlDevice_t, nvmlMemory_t*) = nullptr;
+    nvmlReturn_t (*device_memory_v2)(nvmlDevice_t, nvmlMemory_v2_t*) = nullptr;
+    nvmlReturn_t (*device_bar1)(nvmlDevice_t, nvmlBAR1Memory_t*) = nullptr;
+    nvmlReturn_t (*device_cc)(nvmlDevice_t, int*, int*) = nullptr;
+    nvmlReturn_t (*device_processes)(nvmlDevice_t, unsigned*, nvmlProcessInfo_t*) = nullptr;
+    nvmlReturn_t (*device_pcie_gen_cur)(nvmlDevice_t, unsigned*) = nullptr;
+    nvmlReturn_t (*device_pcie_gen_max)(nvmlDevice_t, unsigned*) = nullptr;
+    nvmlReturn_t (*device_pcie_width_cur)(nvmlDevice_t, unsigned*) = nullptr;
+    nvmlReturn_t (*device_pcie_width_max)(nvmlDevice_t, unsigned*) = nullptr;
+    nvmlReturn_t (*device_bus_width)(nvmlDevice_t, unsigned*) = nullptr;
+    nvmlReturn_t (*device_max_clock)(nvmlDevice_t, unsigned, unsigned*) = nullptr;
+    nvmlReturn_t (*device_cpu_affinity)(nvmlDevice_t, unsigned, unsigned long*) = nullptr;
+
+    nvmlDevice_t handle(unsigned index) const {
+        nvmlDevice_t h = nullptr;
+        const nvmlReturn_t r = device_handle(index, &h);
+        if (r != NVML_SUCCESS)
+            throw Error("nvmlDeviceGetHandleByIndex(" + std::to_string(index) + ") failed: " + error_string(r));
+        return h;
+    }
+    std::string message(nvmlReturn_t r) const { return error_string ? error_string(r) : std::to_string(r); }
+};
+
+namespace {
+
+struct OpenResult {
+    std::unique_ptr<Nvml> nvml;
+    std::string why_not;
+};
+std::future<OpenResult> g_opening;  // set by start_opening, taken by open
+
+}  // namespace
+
+void Nvml::start_opening() {
+    if (g_opening.valid()) return;
+    g_opening = std::async(std::launch::async, [] {
+        OpenResult r;
+        r.nvml = open_now(r.why_not);
+        return r;
+    });
+}
+
+std::unique_ptr<Nvml> Nvml::open(std::string& why_not) {
+    if (g_opening.valid()) {
+        OpenResult r = g_opening.get();
+        why_not = r.why_not;
+        return std::move(r.nvml);
+    }
+    return open_now(why_not);
+}
+
+std::unique_ptr<Nvml> Nvml::open_now(std::string& why_not) {
+    // RTLD_LOCAL keeps NVML's symbols out of the global namespace.
+    void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+        why_not = "libnvidia-ml.so.1 not found";
+        return nullptr;
+    }
+    std::unique_ptr<Nvml> nvml(new Nvml());
+    nvml->library_ = lib;
+    nvml->api_ = std::make_unique<Api>();
+    Api& a = *nvml->api_;
+    auto load = [lib](auto& fn, const char* name) { fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name)); };
+    load(a.init, "nvmlInit_v2");
+    load(a.shutdown, "nvmlShutdown");
+    load(a.error_string, "nvmlErrorString");
+    load(a.system_driver_version, "nvmlSystemGetDriverVersion");
+    load(a.system_cuda_driver_version, "nvmlSystemGetCudaDriverVersion_v2");
+    load(a.system_process_name, "nvmlSystemGetProcessName");
+    load(a.device_count, "nvmlDeviceGetCount_v2");
+    load(a.device_handle, "nvmlDeviceGetHandleByIndex_v2");
+    load(a.device_handle_by_pci, "nvmlDeviceGetHandleByPciBusId_v2");
+    load(a.device_index, "nvmlDeviceGetIndex");
+    load(a.device_name, "nvmlDeviceGetName");
+    load(a.device_uuid, "nvmlDeviceGetUUID");
+    load(a.device_pci, "nvmlDeviceGetPciInfo_v3");
+    load(a.device_memory, "nvmlDeviceGetMemoryInfo");
+    load(a.device_memory_v2, "nvmlDeviceGetMemoryInfo_v2");
+    load(a.device_bar1, "nvmlDeviceGetBAR1MemoryInfo");
+    load(a.device_cc, "nvmlDeviceGetCudaComputeCapability");
+    load(a.device_processes, "nvmlDeviceGetComputeRunningProcesses_v3");
+    load(a.device_pcie_gen_cur, "nvmlDeviceGetCurrPcieLinkGeneration");
+    load(a.device_pcie_gen_max, "nvmlDeviceGetMaxPcieLinkGeneration");
+    load(a.device_pcie_width_cur, "nvmlDeviceGetCurrPcieLinkWidth");
+    load(a.device_pcie_width_max, "nvmlDeviceGetMaxPcieLinkWidth");
+    load(a.device_bus_width, "nvmlDeviceGetMemoryBusWidth");
+    load(a.device_max_clock, "nvmlDeviceGetMaxClockInfo");
+    load(a.device_cpu_affinity, "nvmlDeviceGetCpuAffinity");
+    if (!a.init || !a.shutdown || !a.error_string || !a.device_count || !a.device_handle || !a.device_name ||
+        !a.device_uuid || !a.device_pci || !a.device_memory) {
+        why_not = "libnvidia-ml.so.1 lacks required functions (driver too old)";
+        a.shutdown = nullptr;  // init never ran, so there is nothing to shut down
+        return nullptr;  // the destructor closes the library; init never ran, so no shutdown
+    }
+    const nvmlReturn_t r = a.init();
+    if (r != NVML_SUCCESS) {
+        why_not = std::string("nvmlInit failed: ") + a.error_string(r);
+        a.shutdown = nullptr;  // nothing to shut down
+        return nullptr;
+    }
+    return nvml;
+}
+
+Nvml::~Nvml() {
+    if (skip_shutdown_) return;  // the library stays loaded with NVML in it
+    if (api_ && api_->shutdown) api_->shutdown();
+    if (library_ != nullptr) dlclose(library_);
+}
+
+std::string Nvml::driver_version() const {
+    char buf[96] = {};
+    if (api_->system_driver_version && api_->system_driver_version(buf, sizeof buf) == NVML_SUCCESS) return buf;
+    return "";
+}
+
+int Nvml::cuda_driver_version() const {
+    int v = 0;
+    if (api_->system_cuda_driver_version && api_->system_cuda_driver_version(&v) == NVML_SUCCESS) return v;
+    return 0;
+}
+
+unsigned Nvml::device_count() const {
+    unsigned n = 0;
+    const nvmlReturn_t r = api_->device_count(&n);
+    if (r != NVML_SUCCESS) throw Error("nvmlDeviceGetCount failed: " + api_->message(r));
+    return n;
+}
+
+std::optional<unsigned> Nvml::index_of(const PciAddress& pci) const {
+    if (api_->device_handle_by_pci && api_->device_index) {
+        nvmlDevice_t h = nullptr;
+        unsigned index = 0;
+        if (api_->device_handle_by_pci(pci.to_string().c_str(), &h) == NVML_SUCCESS &&
+            api_->device_index(h, &index) == NVML_SUCCESS)
+            return index;
+        return std::nullopt;
+    }
+    for (unsigned i = 0, n = device_count(); i < n; ++i)
+        if (identity(i).pci == pci) return i;
+    return std::nullopt;
+}
+
+DeviceIdentity Nvml::identity(unsigned index) const {
+    nvmlDevice_t h = api_->handle(index);
+    DeviceIdentity id;
+    id.nvml_index = static_cast<int>(index);
+    char buf[128] = {};
+    if (api_->device_name(h, buf, sizeof buf) == NVML_SUCCESS) id.name = buf;
+    std::memset(buf, 0, sizeof buf);
+    if (api_->device_uuid(h, buf, sizeof buf) == NVML_SUCCESS) id.uuid = buf;
+    nvmlPciInfo_t pci{};
+    if (api_->device_pci(h, &pci) == NVML_SUCCESS) {
+        id.pci.domain = pci.domain;
+        id.pci.bus = pci.bus;
+        id.pci.device = pci.device;
+        id.pci.function = 0;
+        if (auto parsed = parse_pci_address(pci.busId)) id.pci = *parsed;
+    }
+    return id;
+}
+
+NvmlMemory Nvml::memory(unsigned index) const {
+    nvmlDevice_t h = api_->handle(index);
+    NvmlMemory m;
+    if (api_->device_memory_v2) {
+        nvmlMemory_v2_t v2{};
+        v2.version = nvmlMemory_v2;
+        if (api_->device_memory_v2(h, &v2) == NVML_SUCCESS) {
+            m.total = v2.total;
+            m.reserved = v2.reserved;
+            m.used = v2.used;
+            m.free = v2.free;
+            m.has_reserved = true;
+            return m;
+        }
+    }
+    nvmlMemory_t v1{};
+    const nvmlReturn_t r = api_->device_memory(h, &v1);
+    if (r != NVML_SUCCESS) throw Error("nvmlDeviceGetMemoryInfo failed: " + api_->message(r));
+    m.total = v1.total;
+    m.used = v1.used;
+    m.free = v1.free;
+    return m;
+}
+
+std::optional<NvmlBar1> Nvml::bar1(unsigned index) const {
+    nvmlBAR1Memory_t b{};
+    if (!api_->device_bar1 || api_->device_bar1(api_->handle(index), &b) != NVML_SUCCESS) return std::nullopt;
+    return NvmlBar1{b.bar1Total, b.bar1Used, b.bar1Free};
+}
+
+std::optional<std::pair<int, int>> Nvml::compute_capability(unsigned index) const {
+    int major = 0, minor = 0;
+    if (!api_->device_cc || api_->device_cc(api_->handle(index), &major, &minor) != NVML_SUCCESS) return std::nullopt;
+    return std::make_pair(major, minor);
+}
+
+std::optional<NvmlPcieLink> Nvml::pcie_link(unsigned index) const {
+    nvmlDevice_t h = api_->handle(index);
+    NvmlPcieLink link;
+    if (!api_->device_pcie_gen_max || !api_->device_pcie_width_max) return std::nullopt;
+    if (api_->device_pcie_gen_max(h, &link.max_generation) != NVML_SUCCESS ||
+        api_->device_pcie_width_max(h, &link.max_width) != NVML_SUCCESS)
+        return std::nullopt;
+    if (api_->device_pcie_gen_cur) api_->device_pcie_gen_cur(h, &link.current_generation);
+    if (api_->device_pcie_width_cur) api_->device_pcie_width_cur(h, &link.current_width);
+    return link;
+}
+
+std::optional<double> Nvml::peak_memory_bandwidth(unsigned index) const {
+    if (!api_->device_bus_width || !api_->device_max_clock) return std::nullopt;
+    nvmlDevice_t h = api_->handle(index);
+    unsigned bus_bits = 0, clock_mhz = 0;
+    if (api_->device_bus_width(h, &bus_bits) != NVML_SUCCESS || api_->device_max_clock(h, NVML_CLOCK_MEM, &clock_mhz) != NVML_SUCCESS ||
+        bus_bits == 0 || clock_mhz == 0)
+        return std::nullopt;
+    return 2.0 * clock_mhz * 1e6 * bus_bits / 8.0;
+}
+
+std::vector<NvmlProcess> Nvml::compute_processes(unsigned index) const {
+    std::vector<NvmlProcess> out;
+    if (!api_->device_processes) return out;
+    nvmlDevice_t h = api_->handle(index);
+    std::vector<nvmlProcessInfo_t> infos(16);
+    unsigned count = static_cast<unsigned>(infos.size());
+    nvmlReturn_t r = api_->device_processes(h, &count, infos.data());
+    while (r == NVML_ERROR_INSUFFICIENT_SIZE && infos.size() < 65536) {
+        infos.resize(std::max<std::size_t>(count + 8, infos.size() * 2));
+        count = static_cast<unsigned>(infos.size());
+        r = api_->device_processes(h, &count, infos.data());
+    }
+    if (r != NVML_SUCCESS) throw Error("nvmlDeviceGetComputeRunningProcesses failed: " + api_->message(r));
+    for (unsigned i = 0; i < count; ++i) {
+        NvmlProcess p;
+        p.pid = infos[i].pid;
+        if (infos[i].usedGpuMemory != NVML_VALUE_NOT_AVAILABLE) p.used_memory = infos[i].usedGpuMemory;
+        char name[256] = {};
+        if (api_->system_process_name && api_->system_process_name(p.pid, name, sizeof name) == NVML_SUCCESS) {
+            p.name = name;
+        } else {
+            std::ifstream comm("/proc/" + std::to_string(p.pid) + "/comm");
+            std::getline(comm, p.name);
+        }
+        out.push_back(std::move(p));
+    }
+    return out;
+}
+
+std::vector<int> Nvml::cpu_affinity(unsigned index) const {
+    std::vector<int> cpus;
+    if (!api_->device_cpu_affinity) return cpus;
+    constexpr unsigned words = 64;  // 4096 CPUs
+    unsigned long mask[words] = {};
+    if (api_->device_cpu_affinity(api_->handle(index), words, mask) != NVML_SUCCESS) return cpus;
+    constexpr int bits = static_cast<int>(sizeof(unsigned long) * 8);
+    for (unsigned w = 0; w < words; ++w)
+        for (int b = 0; b < bits; ++b)
+            if (mask[w] & (1UL << b)) cpus.push_back(static_cast<int>(w) * bits + b);
+    return cpus;
+}
+
+}  // namespace gpumem

@@ -1,0 +1,85 @@
+// NVML, loaded at run time with dlopen so that gpumem starts on machines with
+// no driver and never links libnvidia-ml. NVML answers memory questions
+// without creating a CUDA context: no GPU memory is taken and gpumem does not
+// appear in any process list.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/device_spec.hpp"
+
+namespace gpumem {
+
+struct NvmlMemory {
+    std::uint64_t total = 0, reserved = 0, used = 0, free = 0;
+    bool has_reserved = false;  // memory info v2 answered; `used` excludes driver-reserved memory
+};
+
+struct NvmlBar1 {
+    std::uint64_t total = 0, used = 0, free = 0;
+};
+
+struct NvmlPcieLink {
+    unsigned current_generation = 0, current_width = 0, max_generation = 0, max_width = 0;
+};
+
+struct NvmlProcess {
+    unsigned pid = 0;
+    std::string name;
+    std::optional<std::uint64_t> used_memory;  // absent when NVML cannot tell (e.g. other containers)
+};
+
+class Nvml {
+public:
+    // Loads libnvidia-ml.so.1 and initialises it; nullptr with `why_not` set if
+    // either fails.
+    static std::unique_ptr<Nvml> open(std::string& why_not);
+    // Starts open() on a background thread so that NVML's start-up overlaps
+    // the caller's own; the next open() in the process takes its result.
+    static void start_opening();
+    ~Nvml();
+    Nvml(const Nvml&) = delete;
+    Nvml& operator=(const Nvml&) = delete;
+
+    std::string driver_version() const;
+    int cuda_driver_version() const;  // e.g. 13000; 0 if unknown
+    unsigned device_count() const;
+
+    // NVML index of the device at `pci`, attaching only that device (each
+    // attach costs ~6.6 ms on an H200; a scan by index attaches them all).
+    std::optional<unsigned> index_of(const PciAddress& pci) const;
+
+    // Identity of NVML device `index` (nvml_index set; cuda_index left at -1).
+    DeviceIdentity identity(unsigned index) const;
+    NvmlMemory memory(unsigned index) const;
+    std::optional<NvmlBar1> bar1(unsigned index) const;
+    std::optional<std::pair<int, int>> compute_capability(unsigned index) const;
+    std::optional<NvmlPcieLink> pcie_link(unsigned index) const;
+    // Peak memory bandwidth in bytes/s from the maximum memory clock and the bus
+    // width (double data rate), as NVIDIA computes its datasheet figure.
+    std::optional<double> peak_memory_bandwidth(unsigned index) const;
+    std::vector<NvmlProcess> compute_processes(unsigned index) const;
+    // CPUs close to the GPU, as a list of CPU numbers; empty if unknown.
+    std::vector<int> cpu_affinity(unsigned index) const;
+
+    // Leave NVML initialised when this object goes: for a process about to
+    // exit, whose NVML resources the driver releases with the process anyway.
+    // nvmlShutdown took 2.1-2.6 ms on an H200 (bench/nvml_probe), a tenth of
+    // a `gpumem info` one-liner.
+    void skip_shutdown() noexcept { skip_shutdown_ = true; }
+
+    struct Api;
+
+private:
+    Nvml() = default;
+    static std::unique_ptr<Nvml> open_now(std::string& why_not);
+    void* library_ = nullptr;
+    std::unique_ptr<Api> api_;
+    bool skip_shutdown_ = false;
+};
+
+}  // namespace gpumem
