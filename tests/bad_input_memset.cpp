@@ -1,0 +1,35 @@
+// Bad invocations of gpumem memset: see bad_input.hpp.
+#include "bad_input.hpp"
+
+namespace bad_input {
+
+std::vector<BadCase> memset_cases(const Scratch& s) {
+    (void)s;
+    return {
+        {{"memset", "-s", "0"}, {2}, true},
+        {{"memset", "-s", "-1"}},
+        {{"memset", "-s", "1.5.5GiB"}},
+        {{"memset", "-s", "99999999999999999999"}},
+        {{"memset", "-s", "18446744073709551616"}},
+        {{"memset", "-s", "16EiB"}},
+        {{"memset", "-s", "1GiBB"}},
+        {{"memset", "-s", "10001%"}},
+        {{"memset", "-s", "0%"}},
+        {{"memset", "-s", ""}},
+        {{"memset", "--width", "7"}, {2}, true},
+        {{"memset", "--width", "64"}},
+        {{"memset", "--value", "0x1ff", "--width", "8"}},
+        {{"memset", "--value", "banana"}},
+        {{"memset", "--value", "-1"}},
+        {{"memset", "--offset", "-4"}},
+        {{"memset", "--target", "tape"}, {2}, true},
+        {{"memset", "--host-memory", "floppy"}},
+        {{"memset", "-n", "0"}},
+        {{"memset", "-n", "-3"}},
+        {{"memset", "--samples", "0"}},
+        {{"memset", "--warmup", "x"}},
+        {{"memset", "-s", "1MiB", "--offset", "2MiB"}},
+    };
+}
+
+}  // namespace bad_input
