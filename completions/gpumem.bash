@@ -13,7 +13,7 @@
 
 _gpumem_subcommands="info memset copy alloc-test reuse-sim"
 
-_gpumem_global_opts="-d --device --format --json --csv --no-header --units -v --verbose -q --quiet -V --version -h --help"
+_gpumem_global_opts="-d --device --format --json --csv --no-header --units -v --verbose -q --quiet -V --version --list --schema -h --help"
 _gpumem_opts_info="--query --processes --pick --min-free -l --loop --count"
 _gpumem_opts_memset="-s --size --value --width --offset --target --host-memory -n --iterations --warmup --samples --verify"
 _gpumem_opts_copy="-s --size --sizes --host-memory --engine -n --iterations --samples --warmup --sample-time --verify
@@ -33,7 +33,7 @@ _gpumem_opts_reuse_sim="--workload --steps --seed --change-rate --batch --layers
     --save-trace --no-chart --execute"
 
 # Options whose next word is their value (all subcommands).
-_gpumem_value_opts="-d --device --format --units
+_gpumem_value_opts="-d --device --format --units --list
     --query --pick --min-free -l --loop --count
     -s --size --value --width --offset --target --host-memory -n --iterations --warmup --samples
     --sizes --engine --sample-time --peer --expect-min

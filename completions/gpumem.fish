@@ -66,6 +66,8 @@ complete -c gpumem -l units -x -a 'auto B KiB MiB GiB TiB KB kB MB GB TB' -d 'Un
 complete -c gpumem -s v -l verbose -d 'More log output on stderr (-vv for debug)'
 complete -c gpumem -s q -l quiet -d 'Only errors on stderr; no progress'
 complete -c gpumem -s V -l version -d 'Print the version, the CUDA runtime and the driver'
+complete -c gpumem -l list -d 'Print the names a list holds' -xa '(gpumem --list --format value 2>/dev/null)'
+complete -c gpumem -l schema -d 'Print the JSON Schema of every command\'s document'
 complete -c gpumem -s h -l help -d 'Print help'
 
 # Subcommands.

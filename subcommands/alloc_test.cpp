@@ -16,7 +16,7 @@
 
 #include "bench/alloc_apis.hpp"
 #include "bench/alloc_modes.hpp"
-#include "common.hpp"
+#include "legacy.hpp"
 #include "core/device_inventory.hpp"
 #include "base/errors.hpp"
 #include "base/interrupt.hpp"
@@ -580,9 +580,8 @@ void run_hold_mode(HoldCli& c, Context& ctx) {
 
 }  // namespace
 
-void setup_alloc_test(CLI::App& app, Context& ctx, bool full) {
-    CLI::App* sub = app.add_subcommand(
-        "alloc-test", "Allocation stress tests: latency, max, fill, churn, hold (see gpumem(1), ALLOC-TEST)");
+void setup_alloc_test(CLI::App& sub_app, Context& ctx, bool full) {
+    CLI::App* sub = &sub_app;
     if (!full) return;  // listed in --help; options only for the subcommand invoked
     // The mode is a subcommand; the hidden positional only catches unknown
     // modes so that the message can name them.

@@ -1,5 +1,7 @@
-// The whole command line: parse argv, run the chosen subcommand and map every
-// failure to a documented exit status. main() is one call to this; the
+// The whole command line: the table of commands, and the one way each runs:
+// parse argv, check the global options and the command's own (pure, before
+// any driver call), execute, report, render, write; every failure mapped to
+// a documented exit status. main() is one call to run_gpumem; the
 // command-line fuzz target calls it with RunMode::parse_only.
 #include "app.hpp"
 
@@ -8,41 +10,102 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <iostream>
 #include <new>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "common.hpp"
-#include "core/cuda_devices.hpp"
 #include "base/errors.hpp"
 #include "base/interrupt.hpp"
+#include "base/text.hpp"
+#include "command.hpp"
+#include "commands.hpp"
+#include "core/cuda_devices.hpp"
 #include "core/nvml.hpp"
+#include "legacy.hpp"
+#include "lists.hpp"
 #include "version.hpp"
 
+namespace gpumem::cli {
 namespace {
 
-std::string one_line(std::string text) {
-    for (char& c : text)
-        if (c == '\n' || c == '\r') c = ' ';
-    return text;
+// Every command, once. A command with modes has a row for the group (no
+// `make`) and one per mode ("alloc-test latency"). Rows whose `make` is
+// null and that are not groups still run through legacy.cpp (being
+// converted to the Command contract).
+const CommandEntry kCommands[] = {
+    {"info", "Show device memory (NVML; creates no CUDA context)", nullptr, nullptr},
+    {"memset", "Fill device or host memory with 8/16/32-bit words; time and verify it", make_memset_command, memset_schema},
+    {"copy", "Measure copy bandwidth (h2d, d2h, d2d, h2h, bidir, p2p) as nvbandwidth does, for any host memory kind", nullptr,
+     nullptr},
+    {"alloc-test", "Allocation stress tests: latency, max, fill, churn, hold (see gpumem(1), ALLOC-TEST)", nullptr, nullptr},
+    {"reuse-sim",
+     "Replay an allocation trace or a built-in workload through reuse strategies (naive, grow-only, shape-persistent, "
+     "ring, RMM pool and binning, PyTorch caching allocator, cudaMallocAsync pool) on a simulated device and compare "
+     "them; no GPU needed unless --execute",
+     nullptr, nullptr},
+};
+
+std::string_view first_word(std::string_view name) { return name.substr(0, name.find(' ')); }
+bool is_mode(const CommandEntry& e) { return e.name.find(' ') != std::string_view::npos; }
+bool is_group(const CommandEntry& e) {
+    return std::any_of(std::begin(kCommands), std::end(kCommands),
+                       [&e](const CommandEntry& m) { return is_mode(m) && first_word(m.name) == e.name; });
 }
 
-// --json must hold for errors found while parsing too, before CLI11 has set
-// anything, so look for it in argv directly.
+// Options of gpumem itself that take a value, so that a scan of argv skips it.
+bool takes_value(const std::string& a) { return a == "-d" || a == "--device" || a == "--format" || a == "--units"; }
+
+// --json holds for errors found while parsing too, before CLI11 has set
+// anything, so argv is read directly. Formats that contradict each other
+// (--json --csv) are a usage error whose message alone is printed: no
+// document in any format.
 bool json_requested(int argc, char** argv) {
+    bool json = false, other = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        if (a == "--json" || a == "--format=json") return true;
-        if (a == "--format" && i + 1 < argc && std::string(argv[i + 1]) == "json") return true;
+        std::optional<std::string> format;
+        if (a == "--json") format = "json";
+        if (a == "--csv") format = "csv";
+        if (a.rfind("--format=", 0) == 0) format = a.substr(9);
+        if (a == "--format" && i + 1 < argc) format = argv[i + 1];
+        // A format that does not exist requests nothing (its own error says so).
+        if (!format || kFormats.find(*format) == nullptr) continue;
+        (*format == "json" ? json : other) = true;
     }
-    return false;
+    return json && !other;
 }
 
-void setup_logging(const gpumem::cli::GlobalOptions& g) {
+// The command row named on the command line (a mode when it has modes),
+// found before CLI11 parses so that only its options need registering:
+// registering every option of every command took over half of start-up.
+const CommandEntry* invoked_entry(int argc, char** argv) {
+    const CommandEntry* found = nullptr;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (takes_value(a)) {
+            ++i;
+            continue;
+        }
+        if (a.empty() || a[0] == '-') continue;
+        if (found == nullptr) {
+            for (const CommandEntry& e : kCommands)
+                if (!is_mode(e) && e.name == a) found = &e;
+            if (found == nullptr || !is_group(*found)) return found;
+            continue;
+        }
+        for (const CommandEntry& e : kCommands)
+            if (is_mode(e) && first_word(e.name) == found->name && e.name.substr(found->name.size() + 1) == a) return &e;
+        return found;
+    }
+    return found;
+}
+
+void setup_logging(const Globals& g) {
     auto logger = std::make_shared<spdlog::logger>("gpumem", std::make_shared<spdlog::sinks::stderr_sink_mt>());
     logger->set_pattern("%n: %l: %v");
     spdlog::level::level_enum level = spdlog::level::warn;
@@ -54,132 +117,217 @@ void setup_logging(const gpumem::cli::GlobalOptions& g) {
 }
 
 std::string version_text() {
-    std::string text = std::string("gpumem ") + GPUMEM_VERSION + "\nCUDA runtime " + gpumem::cuda_runtime_version_string() +
-                       " (static)\n";
+    std::string text = std::string("gpumem ") + GPUMEM_VERSION + "\nCUDA runtime " + cuda_runtime_version_string() + " (static)\n";
     std::string why_not;
-    if (auto nvml = gpumem::Nvml::open(why_not)) {
-        text += "NVIDIA driver " + nvml->driver_version() + " (CUDA " +
-                gpumem::format_cuda_version(nvml->cuda_driver_version()) + ")\n";
-    } else if (const int v = gpumem::cuda_driver_version_via_runtime(); v > 0) {
-        text += "NVIDIA driver with CUDA " + gpumem::format_cuda_version(v) + "\n";
+    if (auto nvml = Nvml::open(why_not)) {
+        text += "NVIDIA driver " + nvml->driver_version() + " (CUDA " + format_cuda_version(nvml->cuda_driver_version()) + ")\n";
+    } else if (const int v = cuda_driver_version_via_runtime(); v > 0) {
+        text += "NVIDIA driver with CUDA " + format_cuda_version(v) + "\n";
     } else {
         text += "NVIDIA driver: not found\n";
     }
     return text;
 }
 
-// The subcommand named on the command line, found before CLI11 parses so
-// that only its options need registering; "" when there is none.
-std::string invoked_subcommand(int argc, char** argv) {
-    static const char* const names[] = {"info", "memset", "copy", "reuse-sim", "alloc-test"};
-    for (int i = 1; i < argc; ++i) {
-        std::string a = argv[i];  // not const: `return a` moves
-        if (a == "-d" || a == "--device" || a == "--format" || a == "--units") {
-            ++i;  // the option's value
-            continue;
-        }
-        if (!a.empty() && a[0] == '-') continue;
-        for (const char* name : names)
-            if (a == name) return a;
-        return "";
-    }
-    return "";
+std::string schema_text() {
+    Json all = Json::object();
+    for (const CommandEntry& e : kCommands)
+        if (e.schema) all[std::string(e.name)] = schema_json(e.schema());
+    return all.dump(2) + "\n";
 }
 
-int fail(const gpumem::Error& error, gpumem::cli::Context& ctx, bool json) {
+// The group's subcommand catches a missing or unknown mode itself, so that
+// the message names the modes.
+void setup_group(CLI::App& group, const CommandEntry& entry) {
+    std::string modes;
+    for (const CommandEntry& e : kCommands)
+        if (is_mode(e) && first_word(e.name) == entry.name) modes += (modes.empty() ? "" : ", ") + std::string(e.name.substr(entry.name.size() + 1));
+    auto unknown = std::make_shared<std::string>();
+    group.require_subcommand(0, 1);
+    group.add_option("MODE", *unknown, modes + " (each has its own --help)");
+    group.callback([&group, unknown, modes, name = std::string(entry.name)] {
+        if (group.get_subcommands().empty()) {
+            if (unknown->empty()) throw UsageError(name + " needs a mode: " + modes);
+            throw UsageError("unknown " + name + " mode '" + *unknown + "' (expected " + modes + ")");
+        }
+        if (!unknown->empty()) throw UsageError("unexpected argument '" + *unknown + "'");
+    });
+}
+
+struct Parsed {
+    GlobalOptions raw;
+    bool version = false;
+    std::optional<std::string> list;
+    bool schema = false;
+};
+
+void add_own_options(CLI::App& app, Parsed& p) {
+    add_global_options(app, p.raw);
+    app.add_flag("-V,--version", p.version, "Print the version, the CUDA runtime and the driver, then exit");
+    app.add_option("--list", p.list, "Print the names a list holds (directions, strategies, fields...); without NAME, the lists")
+        ->type_name("[NAME]")
+        ->expected(0, 1);
+    app.add_flag("--schema", p.schema, "Print the JSON Schema of every command's --json document, then exit");
+}
+
+int fail(const Error& error, const Report& report, const OutputOptions& output, bool json) {
     std::fprintf(stderr, "gpumem: error: %s\n", one_line(error.what()).c_str());
-    if (json) gpumem::cli::write_stdout(gpumem::cli::render_json_error(ctx.report, error, ctx.output));
+    // stdout itself failed: no document can follow.
+    if (json && dynamic_cast<const OutputError*>(&error) == nullptr) {
+        try {
+            write_stdout(render_json_error(report, error, output));
+        } catch (const OutputError&) {
+        }
+    }
     return static_cast<int>(error.status());
 }
 
-int run_command_line(int argc, char** argv, gpumem::cli::RunMode mode) {
-    const bool parse_only = mode == gpumem::cli::RunMode::parse_only;
-    gpumem::cli::Context ctx;
+// Runs a Command through its contract. Results measured before a failure
+// still go to stdout in text formats, and in the JSON error document.
+int run_command(Command& command, const Globals& globals, RunMode mode, bool json) {
+    command.check(globals);
+    if (mode == RunMode::parse_only) return 0;  // everything before the first driver call has run
+    install_interrupt_handlers();
+    Session session(globals);
+    try {
+        command.execute(session);
+    } catch (const Error& e) {
+        const Report partial = command.report(globals.output);
+        for (const auto& w : partial.warnings) spdlog::warn("{}", w);
+        const bool json_out = json || globals.output.format == Format::json;
+        if (!json_out && !session.final_written() && partial.has_rows() && dynamic_cast<const OutputError*>(&e) == nullptr)
+            write_stdout(render(partial, globals.output));
+        return fail(e, partial, globals.output, json_out);
+    }
+    const Report report = command.report(globals.output);
+    for (const auto& w : report.warnings) spdlog::warn("{}", w);
+    if (!session.final_written()) write_stdout(render(report, globals.output));
+    return 0;
+}
+
+int run_command_line(int argc, char** argv, RunMode mode) {
+    const bool parse_only = mode == RunMode::parse_only;
     CLI::App app{"gpumem: GPU memory operations from the command line: query, allocate, fill, copy, and simulate reuse.",
                  "gpumem"};
     app.footer("Exit status: 0 ok, 1 runtime/CUDA error, 2 usage error, 3 no usable GPU or driver, "
-               "4 verification failed, 5 out of memory, 6 below --expect-min, 130 interrupted. See gpumem(1).");
+               "4 verification failed, 5 out of memory, 6 below --expect-min, 130 interrupted; "
+               "killed by SIGPIPE (141) when stdout's reader goes away. See gpumem(1).");
     app.fallthrough();
     app.require_subcommand(0, 1);
-    gpumem::cli::setup_global_options(app, ctx.globals);
-    bool show_version = false;
-    app.add_flag("-V,--version", show_version, "Print the version, the CUDA runtime and the driver, then exit");
-    const std::string invoked = invoked_subcommand(argc, argv);
+    Parsed parsed;
+    add_own_options(app, parsed);
+
+    const CommandEntry* invoked = invoked_entry(argc, argv);
     // info's cost is NVML's start-up (~10 ms): begin it now, beside parsing.
-    if (invoked == "info" && !parse_only) gpumem::Nvml::start_opening();
-    gpumem::cli::setup_info(app, ctx, invoked == "info");
-    gpumem::cli::setup_memset(app, ctx, invoked == "memset");
-    gpumem::cli::setup_copy(app, ctx, invoked == "copy");
-    gpumem::cli::setup_reuse_sim(app, ctx, invoked == "reuse-sim");
-    gpumem::cli::setup_alloc_test(app, ctx, invoked == "alloc-test");
+    if (invoked && invoked->name == "info" && !parse_only) Nvml::start_opening();
+    LegacyContext legacy;
+    std::unique_ptr<Command> command;
+    std::vector<std::pair<const CommandEntry*, CLI::App*>> subs;
+    for (const CommandEntry& e : kCommands) {
+        if (is_mode(e)) continue;
+        CLI::App* sub = app.add_subcommand(std::string(e.name), std::string(e.summary));
+        subs.emplace_back(&e, sub);
+        const bool full = invoked && first_word(invoked->name) == e.name;
+        if (!e.make && !is_group(e)) {  // not yet converted
+            setup_legacy(std::string(e.name), app, *sub, legacy, full);
+            continue;
+        }
+        if (!full) continue;  // listed in --help; options only for the command invoked
+        if (is_group(e)) {
+            setup_group(*sub, e);
+            for (const CommandEntry& m : kCommands) {
+                if (!is_mode(m) || first_word(m.name) != e.name) continue;
+                CLI::App* mode_sub = sub->add_subcommand(std::string(m.name.substr(e.name.size() + 1)), std::string(m.summary));
+                subs.emplace_back(&m, mode_sub);
+                if (&m == invoked && m.make) {
+                    command = m.make();
+                    command->add_options(*mode_sub);
+                } else if (!m.make) {
+                    setup_legacy(std::string(m.name), app, *mode_sub, legacy, &m == invoked);
+                }
+            }
+        } else if (&e == invoked) {
+            command = e.make();
+            command->add_options(*sub);
+        }
+    }
 
     const bool json = json_requested(argc, argv);
-    // Name the subcommand in a JSON error document even when parsing fails.
-    ctx.report.command = invoked;
-    if (json) ctx.output.format = gpumem::cli::Format::json;
+    Report empty;
+    empty.command = invoked ? std::string(invoked->name) : "";
+    OutputOptions error_output;
+    if (json) error_output.format = Format::json;
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp&) {
-        gpumem::cli::write_stdout(app.help());
+        write_stdout(app.help());
         return 0;
     } catch (const CLI::CallForAllHelp&) {
-        gpumem::cli::write_stdout(app.help("", CLI::AppFormatMode::All));
+        write_stdout(app.help("", CLI::AppFormatMode::All));
         return 0;
     } catch (const CLI::ParseError& e) {
         if (e.get_exit_code() == 0) return 0;
-        return fail(gpumem::UsageError(std::string(e.what()) + " (see gpumem --help)"), ctx, json);
-    } catch (const gpumem::Error& e) {  // thrown by subcommand callbacks that validate combinations
-        return fail(e, ctx, json);
+        return fail(UsageError(std::string(e.what()) + " (see gpumem --help)"), empty, error_output, json);
+    } catch (const Error& e) {  // thrown by option callbacks that validate values and combinations
+        return fail(e, empty, error_output, json);
     }
 
-    if (show_version) {
-        if (!parse_only) gpumem::cli::write_stdout(version_text());  // version_text asks the driver
-        return 0;
-    }
-    setup_logging(ctx.globals);
     try {
-        ctx.output = gpumem::cli::resolve_output_options(ctx.globals);
-        if (!ctx.run) {
-            throw gpumem::UsageError("a subcommand is required: info, memset, copy, alloc-test or reuse-sim (see gpumem --help)");
+        if (parsed.version) {
+            if (!parse_only) write_stdout(version_text());  // version_text asks the driver
+            return 0;
         }
-        if (parse_only) return 0;  // everything before the first driver call has run
-        gpumem::install_interrupt_handlers();
-        ctx.run();
-        if (!ctx.printed) gpumem::cli::write_stdout(gpumem::cli::render(ctx.report, ctx.output));
-        return 0;
-    } catch (const gpumem::Error& e) {
-        // Results measured before the failure still go to stdout in text modes.
-        const bool has_rows = std::any_of(ctx.report.tables.begin(), ctx.report.tables.end(),
-                                          [](const gpumem::cli::Table& t) { return !t.rows.empty(); });
-        if (!json && !ctx.printed && has_rows && ctx.output.format != gpumem::cli::Format::json)
-            gpumem::cli::write_stdout(gpumem::cli::render(ctx.report, ctx.output));
-        return fail(e, ctx, json || ctx.output.format == gpumem::cli::Format::json);
+        const Globals globals = check_globals(parsed.raw);
+        error_output = globals.output;
+        setup_logging(globals);
+        if (parsed.list) {
+            write_stdout(render(list_report(*parsed.list), globals.output));
+            return 0;
+        }
+        if (parsed.schema) {
+            write_stdout(schema_text());
+            return 0;
+        }
+        if (legacy.ctx.run) return run_legacy(legacy, globals, parse_only, json);
+        if (!command) {
+            std::string names;
+            for (const CommandEntry& e : kCommands)
+                if (!is_mode(e)) names += (names.empty() ? "" : ", ") + std::string(e.name);
+            throw UsageError("a command is required: " + names + " (see gpumem --help)");
+        }
+        return run_command(*command, globals, mode, json);
+    } catch (const Error& e) {
+        return fail(e, empty, error_output, json || error_output.format == Format::json);
     } catch (const CLI::ParseError& e) {
-        return fail(gpumem::UsageError(e.what()), ctx, json);
+        return fail(UsageError(e.what()), empty, error_output, json);
     } catch (const std::bad_alloc&) {
-        return fail(gpumem::Error("out of host memory"), ctx, json);
+        return fail(Error("out of host memory"), empty, error_output, json);
     } catch (const std::exception& e) {
-        return fail(gpumem::Error(std::string("internal error: ") + e.what()), ctx, json);
+        return fail(Error(std::string("internal error: ") + e.what()), empty, error_output, json);
     }
 }
 
 }  // namespace
-
-namespace gpumem::cli {
 
 // Last resort: an exception that escapes run_command_line (from option
 // registration, from a parse callback that throws something other than
 // gpumem::Error or CLI11's errors, or from printing an error) would otherwise
 // reach std::terminate and abort with a core dump instead of a documented status.
 int run_gpumem(int argc, char** argv, RunMode mode) noexcept {
+    if (mode == RunMode::full) ignore_sigpipe();
     try {
         return run_command_line(argc, argv, mode);
+    } catch (const StdoutClosed&) {
+        return kClosedPipeStatus;
+    } catch (const Error& e) {  // writing --help or an error document failed
+        std::fprintf(stderr, "gpumem: error: %s\n", one_line(e.what()).c_str());
+        return static_cast<int>(e.status());
     } catch (const std::exception& e) {
         std::fprintf(stderr, "gpumem: error: internal error: %s\n", e.what());
     } catch (...) {
         std::fputs("gpumem: error: internal error: unknown exception\n", stderr);
     }
-    return static_cast<int>(gpumem::ExitStatus::runtime_error);
+    return static_cast<int>(ExitStatus::runtime_error);
 }
 
 }  // namespace gpumem::cli

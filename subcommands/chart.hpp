@@ -1,10 +1,14 @@
-// Horizontal bar charts for the terminal: Unicode block elements (eighths of
-// a cell) on a UTF-8 terminal, plain ASCII otherwise. Pure: returns lines.
+// Charts for the terminal, Unicode block elements on a UTF-8 terminal and
+// plain ASCII otherwise: horizontal bars (copy sweeps) and level rows, one
+// line of column heights per series over time (reuse-sim). Pure: returns lines.
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
+
+#include "terminal.hpp"
 
 namespace gpumem::cli {
 
@@ -23,8 +27,21 @@ struct ChartStyle {
 // than style.width columns unless the labels alone are.
 std::vector<std::string> render_bar_chart(const std::string& title, const std::vector<ChartBar>& bars, const ChartStyle& style);
 
-// Columns a UTF-8 string takes on a terminal, counting one per code point
-// (enough for the box and block characters used here).
-std::size_t display_width(const std::string& utf8);
+// One row of a level chart: a label and its values over time.
+struct LevelSeries {
+    std::string label;
+    std::vector<double> values;
+};
+
+struct LevelChartStyle {
+    bool unicode = false;
+    std::size_t width = 60;   // columns of levels; values are folded into them by their maximum
+    bool shared_scale = false;  // every row on the largest peak, instead of each on its own
+};
+
+// One line per series: the label, `width` columns of levels, and the row's
+// peak as `peak_text` writes it.
+std::vector<std::string> render_level_chart(const std::vector<LevelSeries>& series, const LevelChartStyle& style,
+                                            const std::function<std::string(double peak)>& peak_text);
 
 }  // namespace gpumem::cli

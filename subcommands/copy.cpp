@@ -14,7 +14,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common.hpp"
+#include "legacy.hpp"
 #include "bench/copy_bench.hpp"
 #include "copy_report.hpp"
 #include "base/cpu_affinity.hpp"
@@ -314,10 +314,9 @@ void run_copy_command(const CopyOptions& o, Context& ctx) {
 
 }  // namespace
 
-void setup_copy(CLI::App& app, Context& ctx, bool full) {
+void setup_copy(CLI::App& sub_app, Context& ctx, bool full) {
     auto o = std::make_shared<CopyOptions>();
-    CLI::App* sub = app.add_subcommand(
-        "copy", "Measure copy bandwidth (h2d, d2h, d2d, h2h, bidir, p2p) as nvbandwidth does, for any host memory kind");
+    CLI::App* sub = &sub_app;
     if (!full) return;  // listed in --help; options only for the subcommand invoked
     sub->add_option("direction", o->direction, "h2d, d2h, d2d (within a device), h2h, bidir (h2d and d2h at once) or p2p")
         ->required()

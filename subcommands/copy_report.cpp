@@ -99,7 +99,7 @@ Report build_copy_report(const std::vector<CopyResult>& results, const CopyRepor
         const bool m = r.measured();
         std::vector<Cell> row;
         for (const Field& field : f) {
-            const std::string& k = field.key;
+            const std::string_view k = field.key;
             if (k == "device") row.push_back(static_cast<std::int64_t>(r.device));
             else if (k == "peer") row.push_back(r.peer >= 0 ? Cell(static_cast<std::int64_t>(r.peer)) : Cell());
             else if (k == "peer_access") row.push_back(r.peer_access ? Cell(*r.peer_access) : Cell());

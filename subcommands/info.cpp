@@ -12,7 +12,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common.hpp"
+#include "legacy.hpp"
 #include "core/cuda_devices.hpp"
 #include "core/device_inventory.hpp"
 #include "base/errors.hpp"
@@ -104,7 +104,7 @@ std::vector<std::size_t> select_fields(const std::string& query, Format format) 
     return chosen;
 }
 
-Cell device_cell(const std::string& key, const DeviceReport& d, const InventorySnapshot& snap) {
+Cell device_cell(std::string_view key, const DeviceReport& d, const InventorySnapshot& snap) {
     const auto& m = d.memory;
     if (key == "index") return static_cast<std::int64_t>(d.id.cuda_index);
     if (key == "nvml_index") return d.id.nvml_index >= 0 ? Cell(static_cast<std::int64_t>(d.id.nvml_index)) : Cell();
@@ -229,7 +229,7 @@ SnapshotFields fields_needed(const InfoOptions& opts, Format format) {
     // Table and JSON carry the driver versions in their header / document.
     need.versions = format == Format::table || format == Format::json;
     for (std::size_t i : select_fields(opts.query, format)) {
-        const std::string& key = info_fields()[i].field.key;
+        const std::string_view key = info_fields()[i].field.key;
         if (key.rfind("bar1_", 0) == 0) need.bar1 = true;
         if (key == "compute_capability") need.compute_capability = true;
         if (key.rfind("pcie_", 0) == 0) need.pcie = true;
@@ -279,9 +279,9 @@ void run_info(const InfoOptions& opts, Context& ctx) {
 
 }  // namespace
 
-void setup_info(CLI::App& app, Context& ctx, bool full) {
+void setup_info(CLI::App& sub_app, Context& ctx, bool full) {
     auto opts = std::make_shared<InfoOptions>();
-    CLI::App* sub = app.add_subcommand("info", "Show device memory (NVML; creates no CUDA context)");
+    CLI::App* sub = &sub_app;
     if (!full) return;  // listed in --help; options only for the subcommand invoked
     sub->add_option("--query", opts->query,
                     "Comma list of fields: index, nvml_index, name, uuid, pci_bus_id, total, reserved, used, free, "

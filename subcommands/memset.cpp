@@ -1,23 +1,26 @@
 // gpumem memset: fill device (or host) memory with 8/16/32-bit words, time it
 // against the memory's peak bandwidth, and optionally verify every word.
-#include <cuda_runtime_api.h>
-
 #include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
-#include "common.hpp"
-#include "core/cuda_check.hpp"
-#include "core/cuda_raii.hpp"
-#include "core/device_inventory.hpp"
 #include "base/errors.hpp"
 #include "base/interrupt.hpp"
-#include "bench/memset_bench.hpp"
 #include "base/sizes.hpp"
+#include "base/text.hpp"
+#include "bench/alloc_apis.hpp"
+#include "bench/memset_bench.hpp"
+#include "commands.hpp"
+#include "core/cuda_devices.hpp"
+#include "core/device_inventory.hpp"
 
 namespace gpumem::cli {
 namespace {
 
+// What CLI11 fills.
 struct MemsetOptions {
     std::string size = "256MiB";
     std::string value = "0";
@@ -29,136 +32,184 @@ struct MemsetOptions {
     int warmup = 2;
     int samples = 5;
     bool verify = false;
-    std::string corrupt_offset;  // hidden test hook
+    std::optional<std::string> corrupt_offset;  // hidden test hook
 };
 
-std::string hex(std::uint32_t value, int width) {
-    char buf[16];
-    std::snprintf(buf, sizeof buf, "0x%0*x", width * 2, value);
-    return buf;
+enum class MemsetTarget { device, host };
+constexpr Named<MemsetTarget> kTargetRows[] = {
+    {"device", MemsetTarget::device, "device memory (cudaMalloc), set with cuMemsetD8/D16/D32"},
+    {"host", MemsetTarget::host, "host memory of --host-memory's kind, set by the CPU"},
+};
+const NameTable<MemsetTarget> kTargets{"memset target", kTargetRows};
+
+// Checked: everything but what depends on the device (a size in % of free).
+struct MemsetRequest {
+    DeviceSpec devices;
+    SizeSpec size;
+    MemsetPlan plan;  // device and (for %) size set per device
+};
+
+// One device's memset.
+struct MemsetRow {
+    DeviceIdentity device;
+    MemsetPlan plan;
+    MemsetResult result;
+    std::optional<double> peak_bps;  // NVML's peak memory bandwidth (device target)
+};
+
+struct MemsetResults {
+    std::vector<MemsetRow> rows;
+};
+
+void add_options(CLI::App& sub, MemsetOptions& o) {
+    sub.add_option("-s,--size", o.size, "Buffer size (SIZE, or PCT% of free device memory)")->capture_default_str()->check(size_validator(true));
+    sub.add_option("--value", o.value, "Word value, decimal or 0x hexadecimal")->capture_default_str()->type_name("V");
+    sub.add_option("--width", o.width_bits, "Word width in bits (cuMemsetD8/D16/D32)")->capture_default_str()->check(CLI::IsMember({8, 16, 32}));
+    sub.add_option("--offset", o.offset, "First byte set; bytes [offset, size) are set")->capture_default_str()->type_name("SIZE");
+    sub.add_option("--target", o.target, "Memory to set: " + kTargets.names())->capture_default_str()->check(names_validator(kTargets));
+    sub.add_option("--host-memory", o.host_memory, std::string("Host memory kind with --target host: ") + host_memory_kind_names())
+        ->capture_default_str()
+        ->type_name("KIND");
+    sub.add_option("-n,--iterations", o.iterations, "Memsets per timed sample")->capture_default_str()->check(CLI::Range(1, kMaxQueuedOperations));
+    sub.add_option("--warmup", o.warmup, "Untimed memsets first")->capture_default_str()->check(CLI::Range(0, 1000));
+    sub.add_option("--samples", o.samples, "Timed samples (the median is reported)")->capture_default_str()->check(CLI::Range(1, 1000));
+    sub.add_flag("--verify", o.verify, "Check every word afterwards (and that bytes before --offset are untouched); exit 4 on mismatch");
+    sub.add_option("--debug-corrupt-offset", o.corrupt_offset, "Test hook: corrupt this byte of the region before verifying")->group("");
 }
 
-// Everything about the plan that does not depend on the device.
-MemsetPlan plan_from_options(const MemsetOptions& o) {
-    MemsetPlan plan;
+MemsetRequest check(const MemsetOptions& o, const Globals& globals) {
+    MemsetRequest q;
+    q.devices = device_spec_or(globals, "0");
+    MemsetPlan& plan = q.plan;
     plan.width = o.width_bits / 8;
     plan.value = static_cast<std::uint32_t>(parse_unsigned(o.value, 0xFFFFFFFFULL));
     plan.offset = parse_size(o.offset, true);
-    plan.host_target = o.target == "host";
+    plan.host_target = kTargets.parse(o.target) == MemsetTarget::host;
     plan.host_kind = parse_host_memory_kind(o.host_memory);
     plan.timing = TimingPlan{o.warmup, o.iterations, o.samples};
     plan.verify = o.verify;
-    if (!o.corrupt_offset.empty()) {
-        plan.corrupt_offset = parse_size(o.corrupt_offset, true);
+    if (o.corrupt_offset) {
+        plan.corrupt_offset = parse_size(*o.corrupt_offset, true);
         plan.verify = true;
     }
-    return plan;
+    q.size = parse_size_spec(o.size, {false, true});
+    if (q.size.is_percent && plan.host_target)
+        throw UsageError("--size as a percentage needs --target device (it means % of free device memory)");
+    if (!q.size.is_percent) {
+        check_buffer_size(q.size.bytes, "--size");
+        plan.size = q.size.bytes;
+        validate_memset_plan(plan);
+    }
+    return q;
 }
 
-void run_memset_command(const MemsetOptions& o, Context& ctx) {
-    ctx.report.command = "memset";
-    MemsetPlan base = plan_from_options(o);
-    const SizeSpec size = parse_size_spec(o.size, {false, true});
-    if (size.is_percent && base.host_target) throw UsageError("--size as a percentage needs --target device (it means % of free device memory)");
-    if (!size.is_percent) {
-        base.size = size.bytes;
-        validate_memset_plan(base);
-    }
-    const auto devices = resolve_cuda_devices(ctx.globals, "0");
-
-    Table table;
-    table.key = "results";
-    table.fields = {{"device", "dev", FieldKind::integer},
-                    {"target", "target", FieldKind::text},
-                    {"bytes", "bytes", FieldKind::bytes},
-                    {"width_bits", "width", FieldKind::integer},
-                    {"value", "value", FieldKind::text},
-                    {"median_us", "median us", FieldKind::real, 1},
-                    {"bandwidth_gbps", "bandwidth", FieldKind::bandwidth},
-                    {"min_gbps", "min", FieldKind::bandwidth},
-                    {"max_gbps", "max", FieldKind::bandwidth},
-                    {"cv_percent", "cv", FieldKind::percent, 2},
-                    {"peak_percent", "of peak", FieldKind::percent, 1},
-                    {"verified", "verified", FieldKind::text},
-                    {"mismatches", "mismatches", FieldKind::integer}};
-    ctx.report.tables.push_back(table);
-    Table& rows = ctx.report.tables.back();
-    Json details = Json::array();
+void execute(const MemsetRequest& q, MemsetResults& results, Session&) {
     std::uint64_t total_mismatches = 0;
     std::string first_failure;
-
-    for (const DeviceIdentity& device : devices) {
+    for (const DeviceIdentity& device : select_cuda_devices(q.devices)) {
         throw_if_interrupted();
-        MemsetPlan plan = base;
-        plan.device = device.cuda_index;
-        if (size.is_percent) {
-            AutoDevice guard(plan.device);
-            std::size_t free_bytes = 0, total_bytes = 0;
-            GPUMEM_CUDA_CALL(cudaMemGetInfo(&free_bytes, &total_bytes));
-            // Round down to a whole word so any percentage gives a valid plan.
-            plan.size = size.resolve(free_bytes) / plan.width * plan.width;
-            validate_memset_plan(plan);
+        MemsetRow row{device, q.plan, {}, std::nullopt};
+        row.plan.device = device.cuda_index;
+        if (q.size.is_percent) {
+            // Whole words, so that any percentage gives a valid plan.
+            row.plan.size = q.size.resolve(device_memory_info(row.plan.device).free) / row.plan.width * row.plan.width;
+            validate_memset_plan(row.plan);
         }
-        spdlog::info("memset of {} on device {} ({})", format_bytes(plan.size - plan.offset), plan.device, device.name);
-        const MemsetResult r = run_memset(plan);
-        const double bytes = static_cast<double>(r.bytes_set);
-        const auto peak = plan.host_target ? std::optional<double>() : nvml_figures_for(device.pci).peak_memory_bandwidth;
-        const double bw_median = bytes / r.seconds.median;
-        const std::string target = plan.host_target ? std::string("host:") + host_memory_kind_name(plan.host_kind) : "device";
-        rows.add_row({static_cast<std::int64_t>(plan.device), target, r.bytes_set, static_cast<std::int64_t>(plan.width * 8),
-                      hex(plan.value, plan.width), r.seconds.median * 1e6, bw_median, bytes / r.seconds.max,
-                      bytes / r.seconds.min, r.seconds.cv * 100.0, peak ? Cell(100.0 * bw_median / *peak) : Cell(),
-                      r.verified ? std::string(r.mismatches ? "FAILED" : "ok") : std::string("no"),
-                      r.verified ? Cell(static_cast<std::int64_t>(r.mismatches)) : Cell()});
-        Json d = {{"device", plan.device},
-                  {"uuid", device.uuid},
-                  {"name", device.name},
-                  {"buffer_bytes", plan.size},
-                  {"offset", plan.offset},
-                  {"samples_us", Json::array()},
-                  {"iterations", plan.timing.iterations},
-                  {"warmup", plan.timing.warmup},
-                  {"mean_us", r.seconds.mean * 1e6},
-                  {"stdev_us", r.seconds.stdev * 1e6},
-                  {"peak_gbps", peak ? Json(*peak / 1e9) : Json()}};
-        for (double s : r.sample_seconds) d["samples_us"].push_back(s * 1e6);
-        if (plan.host_target) d["huge_pages"] = r.host_huge_pages;
-        if (r.first_bad_offset) d["first_bad_offset"] = *r.first_bad_offset;
-        details.push_back(d);
-        if (r.mismatches && first_failure.empty())
-            first_failure = "device " + std::to_string(plan.device) + ": first bad byte at offset " + std::to_string(*r.first_bad_offset);
-        total_mismatches += r.mismatches;
+        spdlog::info("memset of {} on device {} ({})", format_bytes(row.plan.size - row.plan.offset), row.plan.device, device.name);
+        row.result = run_memset(row.plan);
+        if (!row.plan.host_target) row.peak_bps = nvml_figures_for(device.pci).peak_memory_bandwidth;
+        if (row.result.mismatches && first_failure.empty())
+            first_failure = "device " + std::to_string(row.plan.device) + ": first bad byte at offset " +
+                            std::to_string(*row.result.first_bad_offset);
+        total_mismatches += row.result.mismatches;
+        results.rows.push_back(std::move(row));
     }
-    ctx.report.extra["details"] = details;
-    ctx.report.extra["bandwidth_note"] = "GB/s = 1e9 bytes/s of bytes set; time is per memset, median of samples";
     if (total_mismatches)
         throw VerificationError("verification failed: " + std::to_string(total_mismatches) + " mismatching words (" + first_failure + ")");
 }
 
+double median_bps(const MemsetRow& r) { return static_cast<double>(r.result.bytes_set) / r.result.seconds.median; }
+
+constexpr Column<MemsetRow> kResultColumns[] = {
+    {{"device", "dev", FieldKind::integer}, [](const MemsetRow& r) -> Cell { return std::int64_t{r.plan.device}; }},
+    {{"target", "target", FieldKind::text},
+     [](const MemsetRow& r) -> Cell {
+         return r.plan.host_target ? std::string("host:") + host_memory_kind_name(r.plan.host_kind) : std::string("device");
+     }},
+    {{"bytes", "bytes", FieldKind::bytes}, [](const MemsetRow& r) -> Cell { return r.result.bytes_set; }},
+    {{"width_bits", "width", FieldKind::integer}, [](const MemsetRow& r) -> Cell { return std::int64_t{r.plan.width * 8}; }},
+    {{"value", "value", FieldKind::text}, [](const MemsetRow& r) -> Cell { return hex_padded(r.plan.value, r.plan.width); }},
+    {{"median_us", "median us", FieldKind::real, 1}, [](const MemsetRow& r) -> Cell { return r.result.seconds.median * 1e6; }},
+    {{"bandwidth_gbps", "bandwidth", FieldKind::bandwidth}, [](const MemsetRow& r) -> Cell { return median_bps(r); }},
+    {{"min_gbps", "min", FieldKind::bandwidth},
+     [](const MemsetRow& r) -> Cell { return static_cast<double>(r.result.bytes_set) / r.result.seconds.max; }},
+    {{"max_gbps", "max", FieldKind::bandwidth},
+     [](const MemsetRow& r) -> Cell { return static_cast<double>(r.result.bytes_set) / r.result.seconds.min; }},
+    {{"cv_percent", "cv", FieldKind::percent, 2}, [](const MemsetRow& r) -> Cell { return r.result.seconds.cv * 100.0; }},
+    {{"peak_percent", "of peak", FieldKind::percent, 1},
+     [](const MemsetRow& r) -> Cell { return r.peak_bps ? Cell(100.0 * median_bps(r) / *r.peak_bps) : Cell(); }},
+    {{"verified", "verified", FieldKind::text},
+     [](const MemsetRow& r) -> Cell { return std::string(!r.result.verified ? "no" : r.result.mismatches ? "FAILED" : "ok"); }},
+    {{"mismatches", "mismatches", FieldKind::integer},
+     [](const MemsetRow& r) -> Cell { return r.result.verified ? Cell(static_cast<std::int64_t>(r.result.mismatches)) : Cell(); }},
+};
+
+constexpr Column<MemsetRow> kDetailColumns[] = {
+    {{"device", "", FieldKind::integer}, [](const MemsetRow& r) -> Cell { return std::int64_t{r.plan.device}; }},
+    {{"uuid", "", FieldKind::text}, [](const MemsetRow& r) -> Cell { return r.device.uuid; }},
+    {{"name", "", FieldKind::text}, [](const MemsetRow& r) -> Cell { return r.device.name; }},
+    {{"buffer_bytes", "", FieldKind::bytes}, [](const MemsetRow& r) -> Cell { return r.plan.size; }},
+    {{"offset", "", FieldKind::bytes}, [](const MemsetRow& r) -> Cell { return r.plan.offset; }},
+    {{"samples_us", "", FieldKind::list},
+     [](const MemsetRow& r) -> Cell {
+         std::vector<double> us;
+         for (double s : r.result.sample_seconds) us.push_back(s * 1e6);
+         return us;
+     }},
+    {{"iterations", "", FieldKind::integer}, [](const MemsetRow& r) -> Cell { return std::int64_t{r.plan.timing.iterations}; }},
+    {{"warmup", "", FieldKind::integer}, [](const MemsetRow& r) -> Cell { return std::int64_t{r.plan.timing.warmup}; }},
+    {{"mean_us", "", FieldKind::real}, [](const MemsetRow& r) -> Cell { return r.result.seconds.mean * 1e6; }},
+    {{"stdev_us", "", FieldKind::real}, [](const MemsetRow& r) -> Cell { return r.result.seconds.stdev * 1e6; }},
+    {{"peak_gbps", "", FieldKind::bandwidth}, [](const MemsetRow& r) -> Cell { return optional_cell(r.peak_bps); }},
+    {{"huge_pages", "", FieldKind::boolean},
+     [](const MemsetRow& r) -> Cell { return r.plan.host_target ? Cell(r.result.host_huge_pages) : Cell(); },
+     Shown::always, true},
+    {{"first_bad_offset", "", FieldKind::bytes},
+     [](const MemsetRow& r) -> Cell { return optional_cell(r.result.first_bad_offset); }, Shown::always, true},
+};
+
+const FieldSchemaSet& detail_schema() {
+    static const FieldSchemaSet set = Columns<MemsetRow>(kDetailColumns).schema();
+    return set;
+}
+
+constexpr const char* kBandwidthNote = "GB/s = 1e9 bytes/s of bytes set; time is per memset, median of samples";
+
+constexpr Column<MemsetResults> kDocumentColumns[] = {
+    {{"details", "", FieldKind::records},
+     [](const MemsetResults& r) -> Cell { return records_cell(make_records(Columns<MemsetRow>(kDetailColumns), r.rows)); },
+     Shown::always, false, detail_schema},
+    {{"bandwidth_note", "", FieldKind::text}, [](const MemsetResults&) -> Cell { return std::string(kBandwidthNote); }},
+};
+
+Report report(const MemsetRequest&, const MemsetResults& results, const OutputOptions& output) {
+    Report r;
+    r.command = "memset";
+    r.tables.push_back(make_table("results", Columns<MemsetRow>(kResultColumns), results.rows, output.format));
+    r.fields = make_record(Columns<MemsetResults>(kDocumentColumns), results);
+    return r;
+}
+
 }  // namespace
 
-void setup_memset(CLI::App& app, Context& ctx, bool full) {
-    auto o = std::make_shared<MemsetOptions>();
-    CLI::App* sub = app.add_subcommand("memset", "Fill device or host memory with 8/16/32-bit words; time and verify it");
-    if (!full) return;  // listed in --help; options only for the subcommand invoked
-    sub->add_option("-s,--size", o->size, "Buffer size (SIZE, or PCT% of free device memory)")->capture_default_str()->check(size_validator(true));
-    sub->add_option("--value", o->value, "Word value, decimal or 0x hexadecimal")->capture_default_str()->type_name("V");
-    sub->add_option("--width", o->width_bits, "Word width in bits (cuMemsetD8/D16/D32)")->capture_default_str()
-        ->check(CLI::IsMember({8, 16, 32}));
-    sub->add_option("--offset", o->offset, "First byte set; bytes [offset, size) are set")->capture_default_str()->type_name("SIZE");
-    sub->add_option("--target", o->target, "Memory to set: device or host")->capture_default_str()->check(CLI::IsMember({"device", "host"}));
-    sub->add_option("--host-memory", o->host_memory, std::string("Host memory kind with --target host: ") + host_memory_kind_names())->capture_default_str()
-        ->type_name("KIND");
-    sub->add_option("-n,--iterations", o->iterations, "Memsets per timed sample")->capture_default_str()->check(CLI::Range(1, kMaxQueuedOperations));
-    sub->add_option("--warmup", o->warmup, "Untimed memsets first")->capture_default_str()->check(CLI::Range(0, 1000));
-    sub->add_option("--samples", o->samples, "Timed samples (the median is reported)")->capture_default_str()->check(CLI::Range(1, 1000));
-    sub->add_flag("--verify", o->verify, "Check every word afterwards (and that bytes before --offset are untouched); exit 4 on mismatch");
-    sub->add_option("--debug-corrupt-offset", o->corrupt_offset, "Test hook: corrupt this byte of the region before verifying")
-        ->group("");
-    sub->callback([o, &ctx] {
-        plan_from_options(*o);  // usage errors now, before any device work
-        ctx.run = [o, &ctx] { run_memset_command(*o, ctx); };
-    });
+std::unique_ptr<Command> make_memset_command() {
+    return make_command(CommandFunctions<MemsetOptions, MemsetRequest, MemsetResults>{add_options, check, execute, report});
+}
+
+DocumentSchema memset_schema() {
+    return {"memset",
+            {{"results", Columns<MemsetRow>(kResultColumns).schema()}},
+            Columns<MemsetResults>(kDocumentColumns).schema()};
 }
 
 }  // namespace gpumem::cli

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "terminal.hpp"
 #include "version.hpp"
 
 namespace gpumem::cli {
@@ -19,19 +20,59 @@ std::string csv_escape(const std::string& s) {
     return out + "\"";
 }
 
+// Numbers in text cells: 0 for what is not a number.
 double as_double(const Cell& cell) {
+    const double v = cell_number(cell);
+    return std::isnan(v) ? 0 : v;
+}
+
+Json record_json(const Record& record) {
+    Json obj = Json::object();
+    for (const auto& [field, value] : record.entries) obj[std::string(field.key)] = cell_json(value, field);
+    return obj;
+}
+
+constexpr auto kReplaceInvalidUtf8 = nlohmann::ordered_json::error_handler_t::replace;
+
+std::string dump(const Json& doc, bool compact) {
+    return (compact ? doc.dump(-1, ' ', false, kReplaceInvalidUtf8) : doc.dump(2, ' ', false, kReplaceInvalidUtf8)) + "\n";
+}
+
+}  // namespace
+
+Cell record_cell(Record record) { return std::make_shared<const Record>(std::move(record)); }
+Cell records_cell(RecordList records) { return std::make_shared<const RecordList>(std::move(records)); }
+
+bool Report::has_rows() const noexcept {
+    return std::any_of(tables.begin(), tables.end(), [](const Table& t) { return !t.rows.empty(); });
+}
+
+double cell_number(const Cell& cell) noexcept {
     if (auto p = std::get_if<double>(&cell)) return *p;
     if (auto p = std::get_if<std::uint64_t>(&cell)) return static_cast<double>(*p);
     if (auto p = std::get_if<std::int64_t>(&cell)) return static_cast<double>(*p);
-    return 0;
+    return std::nan("");
 }
 
 Json cell_json(const Cell& cell, const Field& field) {
     if (std::holds_alternative<std::monostate>(cell)) return nullptr;
     if (auto p = std::get_if<std::string>(&cell)) return *p;
     if (auto p = std::get_if<bool>(&cell)) return *p;
+    if (auto p = std::get_if<std::vector<std::string>>(&cell)) return *p;
+    if (auto p = std::get_if<std::vector<double>>(&cell)) {
+        Json list = Json::array();
+        for (double v : *p) list.push_back(std::isfinite(v) ? Json(v) : Json(nullptr));
+        return list;
+    }
+    if (auto p = std::get_if<std::shared_ptr<const Record>>(&cell)) return *p ? record_json(**p) : Json(nullptr);
+    if (auto p = std::get_if<std::shared_ptr<const RecordList>>(&cell)) {
+        Json list = Json::array();
+        if (*p)
+            for (const Record& r : **p) list.push_back(record_json(r));
+        return list;
+    }
     if (field.kind == FieldKind::bandwidth) {  // GB/s, whichever type holds the bytes/s
-        const double v = as_double(cell);
+        const double v = cell_number(cell);
         return std::isfinite(v) ? Json(v / 1e9) : Json(nullptr);
     }
     if (auto p = std::get_if<std::uint64_t>(&cell)) return *p;
@@ -41,6 +82,8 @@ Json cell_json(const Cell& cell, const Field& field) {
     return v;
 }
 
+namespace {
+
 // Machine-format number of bytes in a unit: whole numbers up to MiB/MB (as
 // nvidia-smi prints MiB), three decimals above.
 std::string bytes_plain(std::uint64_t bytes, Unit unit) {
@@ -49,18 +92,36 @@ std::string bytes_plain(std::uint64_t bytes, Unit unit) {
     return format_decimal(bytes_in_unit(bytes, unit), 3);
 }
 
+// Lists and records in a table or CSV cell (not used by any table today).
+std::string nested_text(const Cell& cell) {
+    if (auto p = std::get_if<std::vector<std::string>>(&cell)) {
+        std::string s;
+        for (const auto& v : *p) s += (s.empty() ? "" : ";") + v;
+        return s;
+    }
+    if (auto p = std::get_if<std::vector<double>>(&cell)) {
+        std::string s;
+        for (double v : *p) s += (s.empty() ? "" : ";") + format_decimal(v, 6);
+        return s;
+    }
+    return cell_json(cell, Field{}).dump();
+}
+
+bool is_nested(const Cell& cell) noexcept { return cell.index() >= 6; }
+
 }  // namespace
 
-Format parse_format(const std::string& text) {
-    if (text == "table") return Format::table;
-    if (text == "json") return Format::json;
-    if (text == "csv") return Format::csv;
-    if (text == "value") return Format::value;
-    throw UsageError("unknown format '" + text + "' (expected table, json, csv or value)");
-}
+constexpr Named<Format> kFormatRows[] = {
+    {"table", Format::table, "an aligned table for people (the default)"},
+    {"json", Format::json, "one JSON document (JSON Lines when repeating)"},
+    {"csv", Format::csv, "CSV with a header line, units in the headers"},
+    {"value", Format::value, "bare tab-separated values of the first table, for shell variables"},
+};
+const NameTable<Format> kFormats{"format", kFormatRows};
 
 std::string cell_text(const Cell& cell, const Field& field, Unit unit) {
     if (std::holds_alternative<std::monostate>(cell)) return "-";
+    if (is_nested(cell)) return nested_text(cell);
     if (auto p = std::get_if<std::string>(&cell)) return *p;
     if (auto p = std::get_if<bool>(&cell)) return *p ? "yes" : "no";
     switch (field.kind) {
@@ -77,6 +138,7 @@ std::string cell_text(const Cell& cell, const Field& field, Unit unit) {
 
 std::string cell_plain(const Cell& cell, const Field& field, Unit unit) {
     if (std::holds_alternative<std::monostate>(cell)) return "";
+    if (is_nested(cell)) return nested_text(cell);
     if (auto p = std::get_if<std::string>(&cell)) return *p;
     if (auto p = std::get_if<bool>(&cell)) return *p ? "true" : "false";
     switch (field.kind) {
@@ -95,9 +157,9 @@ std::string cell_plain(const Cell& cell, const Field& field, Unit unit) {
 
 std::string csv_header(const Field& field, Unit unit) {
     if (field.kind == FieldKind::bytes && unit != Unit::automatic && unit != Unit::B)
-        return field.key + " [" + unit_name(unit) + "]";
-    if (field.kind == FieldKind::bandwidth) return field.key + " [" + bandwidth_unit_name(unit) + "]";
-    return field.key;
+        return std::string(field.key) + " [" + unit_name(unit) + "]";
+    if (field.kind == FieldKind::bandwidth) return std::string(field.key) + " [" + bandwidth_unit_name(unit) + "]";
+    return std::string(field.key);
 }
 
 Json report_to_json(const Report& report) {
@@ -112,11 +174,12 @@ Json report_to_json(const Report& report) {
         for (const auto& row : table.rows) {
             Json obj = Json::object();
             for (std::size_t i = 0; i < table.fields.size() && i < row.size(); ++i)
-                obj[table.fields[i].key] = cell_json(row[i], table.fields[i]);
+                obj[std::string(table.fields[i].key)] = cell_json(row[i], table.fields[i]);
             rows.push_back(std::move(obj));
         }
-        doc[table.key] = std::move(rows);
+        doc[std::string(table.key)] = std::move(rows);
     }
+    for (const auto& [field, value] : report.fields.entries) doc[std::string(field.key)] = cell_json(value, field);
     for (auto it = report.extra.begin(); it != report.extra.end(); ++it) doc[it.key()] = it.value();
     if (!report.warnings.empty()) doc["warnings"] = report.warnings;
     return doc;
@@ -126,8 +189,7 @@ std::string render(const Report& report, const OutputOptions& options) {
     std::ostringstream out;
     switch (options.format) {
         case Format::json: {
-            const Json doc = report_to_json(report);
-            out << (options.compact_json ? doc.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) : doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)) << '\n';
+            out << dump(report_to_json(report), options.compact_json);
             break;
         }
         case Format::csv: {
@@ -167,12 +229,12 @@ std::string render(const Report& report, const OutputOptions& options) {
                 first_table = false;
                 std::vector<std::size_t> width(table.fields.size());
                 std::vector<std::vector<std::string>> cells;
-                for (std::size_t i = 0; i < table.fields.size(); ++i) width[i] = table.fields[i].header.size();
+                for (std::size_t i = 0; i < table.fields.size(); ++i) width[i] = display_width(table.fields[i].header);
                 for (const auto& row : table.rows) {
                     std::vector<std::string> texts;
                     for (std::size_t i = 0; i < table.fields.size(); ++i) {
                         texts.push_back(i < row.size() ? cell_text(row[i], table.fields[i], options.unit) : "");
-                        width[i] = std::max(width[i], texts.back().size());
+                        width[i] = std::max(width[i], display_width(texts.back()));
                     }
                     cells.push_back(std::move(texts));
                 }
@@ -180,7 +242,7 @@ std::string render(const Report& report, const OutputOptions& options) {
                     std::string line;
                     for (std::size_t i = 0; i < texts.size(); ++i) {
                         const bool left = table.fields[i].kind == FieldKind::text;
-                        const std::string pad(width[i] - std::min(width[i], texts[i].size()), ' ');
+                        const std::string pad(width[i] - std::min(width[i], display_width(texts[i])), ' ');
                         if (i) line += "  ";
                         line += left ? texts[i] + pad : pad + texts[i];
                     }
@@ -189,7 +251,7 @@ std::string render(const Report& report, const OutputOptions& options) {
                 };
                 if (options.header) {
                     std::vector<std::string> headers;
-                    for (const Field& f : table.fields) headers.push_back(f.header);
+                    for (const Field& f : table.fields) headers.emplace_back(f.header);
                     emit(headers);
                 }
                 for (const auto& texts : cells) emit(texts);
@@ -207,7 +269,92 @@ std::string render_json_error(const Report& report, const Error& error, const Ou
     doc["error"] = {{"status", static_cast<int>(error.status())},
                     {"code", exit_status_name(error.status())},
                     {"message", error.what()}};
-    return (options.compact_json ? doc.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) : doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)) + "\n";
+    return dump(doc, options.compact_json);
+}
+
+}  // namespace gpumem::cli
+
+namespace gpumem::cli {
+namespace {
+
+// JSON Schema of one field's value. Every value may be null: a figure that
+// was not measured, or that the GPU does not report, is null.
+Json value_schema(const FieldSchema& f) {
+    Json s = Json::object();
+    auto nullable = [](const char* type) { return Json::array({type, "null"}); };
+    switch (f.field.kind) {
+        case FieldKind::text: s["type"] = nullable("string"); break;
+        case FieldKind::integer:
+        case FieldKind::bytes: s["type"] = nullable("integer"); break;
+        case FieldKind::real:
+        case FieldKind::percent:
+        case FieldKind::bandwidth: s["type"] = nullable("number"); break;
+        case FieldKind::boolean: s["type"] = nullable("boolean"); break;
+        case FieldKind::list: s["type"] = "array"; break;
+        case FieldKind::record: s["type"] = nullable("object"); break;
+        case FieldKind::records: s["type"] = "array"; break;
+    }
+    if (f.values) {
+        Json names = Json::array();
+        for (std::string_view v : f.values()) names.push_back(std::string(v));
+        names.push_back(nullptr);
+        s["enum"] = names;
+    }
+    const bool header = !f.field.header.empty();
+    if (f.field.kind == FieldKind::bytes) s["description"] = "bytes";
+    if (f.field.kind == FieldKind::bandwidth) s["description"] = "GB/s (1e9 bytes/s)";
+    if (f.field.kind == FieldKind::percent) s["description"] = "percent";
+    if (header && !s.contains("description")) s["description"] = std::string(f.field.header);
+    return s;
+}
+
+Json object_schema(const FieldSchemaSet& set);
+
+Json field_schema(const FieldSchema& f) {
+    Json s = value_schema(f);
+    if (f.nested && f.field.kind == FieldKind::record) {
+        Json obj = object_schema(f.nested());
+        obj["type"] = Json::array({"object", "null"});
+        return obj;
+    }
+    if (f.nested && f.field.kind == FieldKind::records) s["items"] = object_schema(f.nested());
+    return s;
+}
+
+Json object_schema(const FieldSchemaSet& set) {
+    Json props = Json::object(), required = Json::array();
+    for (const FieldSchema& f : set.fields) {
+        props[std::string(f.field.key)] = field_schema(f);
+        if (!f.omit_null) required.push_back(std::string(f.field.key));
+    }
+    return {{"type", "object"}, {"properties", props}, {"required", required}, {"additionalProperties", false}};
+}
+
+}  // namespace
+
+Json schema_json(const DocumentSchema& schema) {
+    Json props = Json::object();
+    props["schema_version"] = {{"const", kSchemaVersion}};
+    props["tool"] = {{"const", "gpumem"}};
+    props["version"] = {{"type", "string"}};
+    props["command"] = {{"type", "string"}};
+    props["ok"] = {{"type", "boolean"}};
+    Json required = Json::array({"schema_version", "tool", "version", "command", "ok"});
+    for (const auto& [key, set] : schema.tables) props[std::string(key)] = {{"type", "array"}, {"items", object_schema(set)}};
+    for (const FieldSchema& f : schema.fields.fields) props[std::string(f.field.key)] = field_schema(f);
+    props["warnings"] = {{"type", "array"}, {"items", {{"type", "string"}}}};
+    props["error"] = {{"type", "object"},
+                      {"properties",
+                       {{"status", {{"type", "integer"}}}, {"code", {{"type", "string"}}}, {"message", {{"type", "string"}}}}},
+                      {"required", {"status", "code", "message"}}};
+    // A failure may stop before any table or field was filled: only the
+    // envelope is required; a success also has every table and field.
+    return {{"$schema", "https://json-schema.org/draft/2020-12/schema"},
+            {"title", "gpumem " + schema.command},
+            {"type", "object"},
+            {"properties", props},
+            {"required", required},
+            {"additionalProperties", false}};
 }
 
 }  // namespace gpumem::cli

@@ -1,17 +1,24 @@
-// The one output layer: subcommands fill a Report with typed cells and this
-// renders it as an aligned table, one JSON document, CSV or bare values.
-// Rendering returns strings; only main and the loop writers touch stdout.
+// The one output layer. A command's report() turns its typed results into a
+// Report through column tables (Column<Row>: a key, a header, a kind and how
+// to read the value from a row), declared once per result type; this file
+// renders a Report as an aligned table, one JSON document, CSV or bare
+// values, and derives each command's JSON schema from the same columns.
+// Rendering returns strings: only writer.cpp touches stdout.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "base/errors.hpp"
+#include "base/name_table.hpp"
 #include "base/sizes.hpp"
 
 namespace gpumem::cli {
@@ -20,7 +27,7 @@ namespace gpumem::cli {
 using Json = nlohmann::ordered_json;
 
 enum class Format { table, json, csv, value };
-Format parse_format(const std::string& text);  // throws UsageError
+extern const NameTable<Format> kFormats;
 
 struct OutputOptions {
     Format format = Format::table;
@@ -29,21 +36,36 @@ struct OutputOptions {
     bool compact_json = false;  // one document per line (loops)
 };
 
-// How a cell is shown. JSON numbers keep their base unit: bytes, bytes/s is
-// shown as GB/s (the key says so), times as the key's unit.
-enum class FieldKind { text, integer, real, bytes, bandwidth, percent, boolean };
+// How a value is shown. JSON numbers keep their base unit: bytes as bytes,
+// bandwidth (held as bytes/s) as GB/s (the key says so), times in the key's
+// unit. list, record and records exist in JSON only.
+enum class FieldKind { text, integer, real, bytes, bandwidth, percent, boolean, list, record, records };
 
 struct Field {
-    std::string key;     // JSON key and CSV header
-    std::string header;  // table header
+    std::string_view key;     // JSON key and CSV header
+    std::string_view header;  // table header
     FieldKind kind = FieldKind::text;
-    int decimals = 2;    // for real and percent
+    int decimals = 2;         // real and percent
 };
 
-using Cell = std::variant<std::monostate, std::string, std::int64_t, std::uint64_t, double, bool>;
+struct Record;
+using RecordList = std::vector<Record>;
+// One value: a scalar of a table cell or a JSON field, or (JSON only) a list
+// of numbers or strings, a nested record or a list of records.
+using Cell = std::variant<std::monostate, std::string, std::int64_t, std::uint64_t, double, bool, std::vector<double>,
+                          std::vector<std::string>, std::shared_ptr<const Record>, std::shared_ptr<const RecordList>>;
+
+// Keys and values in order; rendered as a JSON object.
+struct Record {
+    std::vector<std::pair<Field, Cell>> entries;
+    void add(const Field& field, Cell value) { entries.emplace_back(field, std::move(value)); }
+    bool empty() const noexcept { return entries.empty(); }
+};
+Cell record_cell(Record record);
+Cell records_cell(RecordList records);
 
 struct Table {
-    std::string key;  // name of the JSON array
+    std::string_view key;  // name of the JSON array
     std::vector<Field> fields;
     std::vector<std::vector<Cell>> rows;
 
@@ -53,23 +75,158 @@ struct Table {
 struct Report {
     std::string command;
     std::vector<Table> tables;
-    Json extra = Json::object();  // merged into the JSON document
+    Record fields;                         // JSON: top-level keys after the tables
     std::vector<std::string> text_before;  // table mode: lines printed above the tables
     std::vector<std::string> text_after;   // table mode: lines printed below the tables
     std::vector<std::string> warnings;     // JSON: "warnings" array (also logged to stderr)
+    // TEMPORARY (issue #13): untyped keys of commands not yet converted to
+    // column tables (legacy.hpp). Goes with legacy.hpp.
+    Json extra = Json::object();
+
+    bool has_rows() const noexcept;
 };
+
+// ---------------------------------------------------------------------------
+// Column tables: a result type described once, read by report() and schema().
+
+// Where a column appears: in every format, only in the human table, or only
+// in machine formats (JSON, CSV, value).
+enum class Shown { always, table_only, machine_only };
+
+template <typename Row>
+struct Column {
+    Field field;
+    Cell (*get)(const Row&);
+    Shown shown = Shown::always;
+    bool omit_null = false;  // records: leave the key out when the value is null
+    // Fields of the nested record(s), for the schema (FieldKind::record/records).
+    const struct FieldSchemaSet& (*nested)() = nullptr;
+    // The values a text field takes, for the schema (a name table's names).
+    std::vector<std::string_view> (*values)() = nullptr;
+};
+
+// A column table without its row type: what the schema is made from.
+struct FieldSchema {
+    Field field;
+    bool omit_null = false;
+    const struct FieldSchemaSet& (*nested)() = nullptr;
+    std::vector<std::string_view> (*values)() = nullptr;
+};
+struct FieldSchemaSet {
+    std::vector<FieldSchema> fields;
+};
+
+template <typename Row>
+class Columns {
+public:
+    template <std::size_t N>
+    constexpr Columns(const Column<Row> (&columns)[N]) noexcept : columns_(columns), size_(N) {}  // NOLINT(google-explicit-constructor)
+    constexpr const Column<Row>* begin() const noexcept { return columns_; }
+    constexpr const Column<Row>* end() const noexcept { return columns_ + size_; }
+
+    FieldSchemaSet schema(Format format = Format::json) const {
+        FieldSchemaSet set;
+        for (const Column<Row>& c : *this)
+            if (shown_in(c.shown, format)) set.fields.push_back({c.field, c.omit_null, c.nested, c.values});
+        return set;
+    }
+
+    static bool shown_in(Shown shown, Format format) noexcept {
+        return shown == Shown::always || (shown == Shown::table_only) == (format == Format::table);
+    }
+
+private:
+    const Column<Row>* columns_;
+    std::size_t size_;
+};
+
+// A table of `rows` through `columns`, for `format`; `keep` may drop columns
+// (those that mean nothing for these rows, such as peer columns without p2p).
+template <typename Row, typename Keep>
+Table make_table(std::string_view key, const Columns<Row>& columns, const std::vector<Row>& rows, Format format, Keep keep) {
+    Table table;
+    table.key = key;
+    std::vector<const Column<Row>*> used;
+    for (const Column<Row>& c : columns)
+        if (Columns<Row>::shown_in(c.shown, format) && keep(c.field)) {
+            used.push_back(&c);
+            table.fields.push_back(c.field);
+        }
+    table.rows.reserve(rows.size());
+    for (const Row& row : rows) {
+        std::vector<Cell> cells;
+        cells.reserve(used.size());
+        for (const Column<Row>* c : used) cells.push_back(c->get(row));
+        table.rows.push_back(std::move(cells));
+    }
+    return table;
+}
+template <typename Row>
+Table make_table(std::string_view key, const Columns<Row>& columns, const std::vector<Row>& rows, Format format) {
+    return make_table(key, columns, rows, format, [](const Field&) { return true; });
+}
+
+// The fields of `value` through `columns` (machine columns), as a record.
+template <typename T>
+Record make_record(const Columns<T>& columns, const T& value) {
+    Record record;
+    for (const Column<T>& c : columns) {
+        if (!Columns<T>::shown_in(c.shown, Format::json)) continue;
+        Cell cell = c.get(value);
+        if (c.omit_null && std::holds_alternative<std::monostate>(cell)) continue;
+        record.add(c.field, std::move(cell));
+    }
+    return record;
+}
+template <typename T>
+RecordList make_records(const Columns<T>& columns, const std::vector<T>& values) {
+    RecordList list;
+    list.reserve(values.size());
+    for (const T& v : values) list.push_back(make_record(columns, v));
+    return list;
+}
+// Adds every field of `value` to `record`.
+template <typename T>
+void add_fields(Record& record, const Columns<T>& columns, const T& value) {
+    for (auto& entry : make_record(columns, value).entries) record.entries.push_back(std::move(entry));
+}
+
+// ---------------------------------------------------------------------------
+// A command's document, for `gpumem --schema` and the man page check.
+
+struct DocumentSchema {
+    std::string command;
+    std::vector<std::pair<std::string_view, FieldSchemaSet>> tables;  // JSON arrays of rows
+    FieldSchemaSet fields;                                            // top-level keys
+};
+// JSON Schema (draft 2020-12) of a command's document, success and failure.
+Json schema_json(const DocumentSchema& schema);
+
+// ---------------------------------------------------------------------------
+// Rendering
 
 std::string render(const Report& report, const OutputOptions& options);
 // The JSON document for a failure, with whatever the report already holds.
 std::string render_json_error(const Report& report, const Error& error, const OutputOptions& options);
 Json report_to_json(const Report& report);
+Json cell_json(const Cell& cell, const Field& field);
 
 // Cell rendered for humans / for machines (CSV and value).
 std::string cell_text(const Cell& cell, const Field& field, Unit unit);
 std::string cell_plain(const Cell& cell, const Field& field, Unit unit);
+// A number held by a cell, whatever its type; NaN for non-numbers.
+double cell_number(const Cell& cell) noexcept;
 // Header of a field in CSV, with the unit where it is not the base unit.
 std::string csv_header(const Field& field, Unit unit);
 
+// Cell helpers for report code: nullopt becomes null.
+template <typename T>
+Cell optional_cell(const std::optional<T>& value) {
+    return value ? Cell(*value) : Cell();
+}
+
+// Goes up when a key of any document changes meaning or goes away (gpumem
+// --schema lists every key); new keys alone leave it.
 inline constexpr int kSchemaVersion = 1;
 
 }  // namespace gpumem::cli

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "core/timing.hpp"
+#include <chrono>
 
 namespace gpumem::cli {
 
@@ -13,7 +13,7 @@ Progress::~Progress() noexcept { finish(); }
 
 void Progress::update(std::uint64_t done, const std::string& detail) {
     if (!enabled_) return;
-    const double now = host_seconds();
+    const double now = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
     if (drawn_ && now - last_draw_ < 0.1 && done < total_) return;
     last_draw_ = now;
     drawn_ = true;

@@ -11,7 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common.hpp"
+#include "legacy.hpp"
 #include "reuse_sim/cost_table.hpp"
 #include "core/cuda_devices.hpp"
 #include "bench/cuda_upstream.hpp"
@@ -209,13 +209,6 @@ Table comparison_table(const std::vector<rs::LaneResult>& results, bool with_mea
     return t;
 }
 
-double cell_number(const Cell& c) {
-    if (auto p = std::get_if<std::uint64_t>(&c)) return static_cast<double>(*p);
-    if (auto p = std::get_if<std::int64_t>(&c)) return static_cast<double>(*p);
-    if (auto p = std::get_if<double>(&c)) return *p;
-    return std::nan("");
-}
-
 // Table mode: the best value of each compared column gets a '*' (others a
 // space, to keep the digits aligned). Columns where all rows agree are left alone.
 void mark_best(Table& t, Unit unit) {
@@ -327,7 +320,7 @@ std::string trace_format_label(const ReuseSimOptions& o) {
     return rs::trace_format_name(f);
 }
 
-int execute_device(const GlobalOptions& globals) {
+int execute_device(const LegacyGlobals& globals) {
     const DeviceSpec spec = chosen_device_spec(globals, "0");
     if (spec.all || spec.selectors.size() != 1) throw UsageError("--execute runs on one device: give -d with a single GPU");
     const std::vector<DeviceIdentity> visible = cuda_visible_devices();  // NoDeviceError without a GPU
@@ -533,13 +526,9 @@ void run_reuse_sim(const ReuseSimOptions& o, Context& ctx) {
 
 }  // namespace
 
-void setup_reuse_sim(CLI::App& app, Context& ctx, bool full) {
+void setup_reuse_sim(CLI::App& sub_app, Context& ctx, bool full) {
     auto o = std::make_shared<ReuseSimOptions>();
-    CLI::App* sub = app.add_subcommand(
-        "reuse-sim",
-        "Replay an allocation trace or a built-in workload through reuse strategies (naive, grow-only, "
-        "shape-persistent, ring, RMM pool and binning, PyTorch caching allocator, cudaMallocAsync pool) on a "
-        "simulated device and compare them; no GPU needed unless --execute");
+    CLI::App* sub = &sub_app;
     if (!full) return;  // listed in --help; options only for the subcommand invoked
     sub->footer("Sizes take units (4KiB, 1.5GiB). Strategies: naive, grow-only, shape-persistent, ring, pool, binning, "
                 "torch-caching, async-pool, or all. See gpumem(1), section REUSE-SIM.");

@@ -43,8 +43,8 @@ Report sample_report() {
     t.add_row({std::int64_t{1}, std::string("GPU, \"B\""), std::uint64_t{4096}, std::uint64_t{1048576}, 2.0e12, 2.0, 5.0,
                false, std::uint64_t{512}});
     r.tables.push_back(std::move(t));
-    r.extra["source"] = "test";
-    r.extra["count"] = 2;
+    r.fields.add({"source", "", FieldKind::text}, std::string("test"));
+    r.fields.add({"count", "", FieldKind::integer}, std::int64_t{2});
     return r;
 }
 
@@ -75,13 +75,13 @@ std::vector<std::string> split(const std::string& line, char sep) {
 }  // namespace
 
 TEST_CASE("output: --format names") {
-    CHECK(parse_format("table") == Format::table);
-    CHECK(parse_format("json") == Format::json);
-    CHECK(parse_format("csv") == Format::csv);
-    CHECK(parse_format("value") == Format::value);
+    CHECK(kFormats.parse("table") == Format::table);
+    CHECK(kFormats.parse("json") == Format::json);
+    CHECK(kFormats.parse("csv") == Format::csv);
+    CHECK(kFormats.parse("value") == Format::value);
     for (const char* bad : {"", "JSON", "xml", "yaml", "tsv"}) {
         CAPTURE(bad);
-        CHECK_THROWS_AS(parse_format(bad), UsageError);
+        CHECK_THROWS_AS(kFormats.parse(bad), UsageError);
     }
 }
 

@@ -63,3 +63,15 @@ TEST_CASE("formatting bytes and bandwidth") {
     CHECK(parse_unit("MiB") == Unit::MiB);
     CHECK_THROWS_AS(parse_unit("mib"), UsageError);
 }
+
+TEST_CASE("sizes: three dots, or two ranges, are a typo and not a range") {
+    CHECK_THROWS_AS(parse_size_range("4KiB...1GiB"), UsageError);
+    CHECK_THROWS_AS(parse_size_range("4KiB..1MiB..1GiB"), UsageError);
+    CHECK(parse_size_range("4KiB..16KiB").size() == 3);
+}
+
+TEST_CASE("sizes: a buffer beyond the 48-bit address space is a usage error") {
+    CHECK_NOTHROW(check_buffer_size(kLargestBufferBytes, "--size"));
+    CHECK_THROWS_WITH_AS(check_buffer_size(0x8000000000000000ULL, "--size"),
+                         doctest::Contains("beyond what any GPU or host can address"), UsageError);
+}

@@ -1,6 +1,10 @@
 #include "base/interrupt.hpp"
 
+#include <time.h>
+
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <csignal>
 
 #include "base/errors.hpp"
@@ -40,5 +44,23 @@ void throw_if_interrupted() {
 }
 
 void request_interrupt_for_testing(int signal) noexcept { g_signal = signal; }
+
+bool sleep_interruptibly(double seconds) {
+    using Clock = std::chrono::steady_clock;
+    const bool forever = !(seconds > 0);
+    const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(forever ? 0.0 : seconds));
+    while (g_signal == 0) {
+        auto step = std::chrono::duration_cast<Clock::duration>(std::chrono::milliseconds(50));
+        if (!forever) {
+            const auto left = until - Clock::now();
+            if (left <= Clock::duration::zero()) return true;
+            step = std::min(step, left);
+        }
+        const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(step).count();
+        timespec ts{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+        nanosleep(&ts, nullptr);  // a signal ends it early (EINTR)
+    }
+    return false;
+}
 
 }  // namespace gpumem

@@ -10,4 +10,8 @@ int interrupt_signal() noexcept;  // the signal received, 0 if none
 void throw_if_interrupted();      // throws InterruptedError
 void request_interrupt_for_testing(int signal) noexcept;
 
+// Sleeps `seconds` (<= 0: until a signal) in short steps, waking early on
+// Ctrl-C or SIGTERM; false when a signal ended the wait.
+bool sleep_interruptibly(double seconds);
+
 }  // namespace gpumem

@@ -43,33 +43,24 @@ long double suffix_multiplier(std::string_view suffix) {
 
 }  // namespace
 
-Unit parse_unit(std::string_view text) {
-    const std::string s(trim(text));
-    static const struct { const char* name; Unit unit; } table[] = {
-        {"auto", Unit::automatic}, {"B", Unit::B},   {"KiB", Unit::KiB}, {"MiB", Unit::MiB},
-        {"GiB", Unit::GiB},        {"TiB", Unit::TiB}, {"KB", Unit::KB},  {"MB", Unit::MB},
-        {"GB", Unit::GB},          {"TB", Unit::TB},   {"kB", Unit::KB},
-    };
-    for (const auto& entry : table)
-        if (s == entry.name) return entry.unit;
-    throw UsageError("unknown unit '" + s + "' (expected auto, B, KiB, MiB, GiB, TiB, KB, MB, GB or TB)");
-}
+constexpr Named<Unit> kUnitRows[] = {
+    {"auto", Unit::automatic, "binary units chosen per value for people, plain bytes in JSON, CSV and values"},
+    {"B", Unit::B, "bytes"},
+    {"KiB", Unit::KiB, "1024 bytes"},
+    {"MiB", Unit::MiB, "1024^2 bytes (nvidia-smi's MiB)"},
+    {"GiB", Unit::GiB, "1024^3 bytes"},
+    {"TiB", Unit::TiB, "1024^4 bytes"},
+    {"KB", Unit::KB, "1000 bytes"},
+    {"kB", Unit::KB, "1000 bytes (same as KB)"},
+    {"MB", Unit::MB, "1000^2 bytes"},
+    {"GB", Unit::GB, "1000^3 bytes"},
+    {"TB", Unit::TB, "1000^4 bytes"},
+};
+const NameTable<Unit> kUnits{"unit", kUnitRows};
 
-const char* unit_name(Unit unit) noexcept {
-    switch (unit) {
-        case Unit::automatic: return "auto";
-        case Unit::B: return "B";
-        case Unit::KiB: return "KiB";
-        case Unit::MiB: return "MiB";
-        case Unit::GiB: return "GiB";
-        case Unit::TiB: return "TiB";
-        case Unit::KB: return "KB";
-        case Unit::MB: return "MB";
-        case Unit::GB: return "GB";
-        case Unit::TB: return "TB";
-    }
-    return "?";
-}
+Unit parse_unit(std::string_view text) { return kUnits.parse(trim(text)); }
+
+const char* unit_name(Unit unit) noexcept { return kUnits.name_of(unit).data(); }
 
 std::uint64_t unit_bytes(Unit unit) noexcept {
     switch (unit) {
@@ -158,6 +149,12 @@ std::uint64_t parse_size(std::string_view text, bool allow_zero) {
     return parse_size_spec(text, SizeParseOptions{allow_zero, false}).bytes;
 }
 
+void check_buffer_size(std::uint64_t bytes, std::string_view option) {
+    if (bytes > kLargestBufferBytes)
+        throw UsageError(std::string(option) + " " + format_bytes(bytes) + " is beyond what any GPU or host can address (" +
+                         format_bytes(kLargestBufferBytes) + ")");
+}
+
 std::vector<std::uint64_t> parse_size_range(std::string_view text, std::size_t max_count) {
     const std::string original(text);
     const std::string_view s = trim(text);
@@ -180,6 +177,9 @@ std::vector<std::uint64_t> parse_size_range(std::string_view text, std::size_t m
         return sizes;
     }
 
+    // `4KiB...1GiB` would read as 4KiB to .1GiB: a typo, not a range.
+    if (s.find("...") != std::string_view::npos || s.find("..", dots + 2) != std::string_view::npos)
+        throw UsageError("invalid size range '" + original + "': write the range as A..B, with two dots once");
     const std::string_view first_text = s.substr(0, dots);
     std::string_view rest = s.substr(dots + 2);
     std::string_view step_text;
@@ -238,6 +238,17 @@ std::uint64_t parse_unsigned(std::string_view text, std::uint64_t max_value) {
     const unsigned long long v = std::strtoull(digits.c_str(), nullptr, hex ? 16 : 10);
     if (errno == ERANGE || v > max_value)
         throw UsageError("number '" + s + "' is larger than " + std::to_string(max_value));
+    return v;
+}
+
+double parse_real(std::string_view text) {
+    const std::string s(trim(text));
+    const bool ok = !s.empty() && s.find_first_not_of("0123456789.eE+-") == std::string::npos;
+    char* end = nullptr;
+    errno = 0;
+    const double v = ok ? std::strtod(s.c_str(), &end) : 0.0;
+    if (!ok || end != s.c_str() + s.size()) throw UsageError("invalid number '" + s + "' (expected a decimal number such as 0.5)");
+    if (errno == ERANGE || !std::isfinite(v)) throw UsageError("number '" + s + "' is out of range");
     return v;
 }
 

@@ -7,12 +7,15 @@
 #include <string_view>
 #include <vector>
 
+#include "base/name_table.hpp"
+
 namespace gpumem {
 
 // Display unit. `automatic` picks a binary unit per value for humans and plain
 // bytes for machine formats.
 enum class Unit { automatic, B, KiB, MiB, GiB, TiB, KB, MB, GB, TB };
 
+extern const NameTable<Unit> kUnits;
 Unit parse_unit(std::string_view text);  // throws UsageError
 const char* unit_name(Unit unit) noexcept;
 std::uint64_t unit_bytes(Unit unit) noexcept;  // automatic -> 1
@@ -43,12 +46,22 @@ struct SizeParseOptions {
 SizeSpec parse_size_spec(std::string_view text, SizeParseOptions options = {});
 std::uint64_t parse_size(std::string_view text, bool allow_zero = false);
 
+// No GPU or host can hold a buffer beyond the 48-bit virtual address space
+// that CUDA and x86-64 Linux give a process (256 TiB); a size past it is a
+// typing error, found before any driver call instead of as an out of memory.
+inline constexpr std::uint64_t kLargestBufferBytes = 1ULL << 48;
+// UsageError naming `option` when `bytes` is beyond kLargestBufferBytes.
+void check_buffer_size(std::uint64_t bytes, std::string_view option);
+
 // `SIZE`, `A,B,C`, `A..B` (doubling), `A..B:xF` (times F), `A..B:+S` (step S).
 // Ascending order is kept as written; at most max_count sizes.
 std::vector<std::uint64_t> parse_size_range(std::string_view text, std::size_t max_count = 4096);
 
 // Integer with optional 0x prefix, for values like memset patterns.
 std::uint64_t parse_unsigned(std::string_view text, std::uint64_t max_value);
+// A finite decimal number (`0.5`, `1e-3`), the whole text; NaN, infinities
+// and numbers beyond double's range are refused. Throws UsageError.
+double parse_real(std::string_view text);
 
 // Human form: `512 B`, `4 KiB`, `1.5 GiB`; with a fixed unit, the value in it.
 std::string format_bytes(std::uint64_t bytes, Unit unit = Unit::automatic);

@@ -95,4 +95,11 @@ int cuda_driver_version_via_runtime() noexcept {
     return v;
 }
 
+std::vector<DeviceIdentity> select_cuda_devices(const DeviceSpec& spec) {
+    const std::vector<DeviceIdentity> visible = cuda_visible_devices();
+    std::vector<DeviceIdentity> chosen;
+    for (std::size_t i : resolve_device_spec(spec, visible)) chosen.push_back(visible[i]);
+    return chosen;
+}
+
 }  // namespace gpumem

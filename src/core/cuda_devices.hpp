@@ -16,6 +16,11 @@ bool driver_library_present() noexcept;
 // Throws NoDeviceError when there is no driver or no device.
 std::vector<DeviceIdentity> cuda_visible_devices();
 
+// The devices a -d SPEC names among cuda_visible_devices(), in the order
+// given: UsageError for a device that does not exist, NoDeviceError without
+// a driver or device.
+std::vector<DeviceIdentity> select_cuda_devices(const DeviceSpec& spec);
+
 // Like cuda_visible_devices(), but ignoring CUDA_VISIBLE_DEVICES: CUDA's base
 // order. Must run before any other CUDA call in the process.
 std::vector<DeviceIdentity> cuda_base_order_devices();

@@ -1,0 +1,21 @@
+// Small text helpers shared by every command: hexadecimal numbers, joined
+// lists, one-line messages.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpumem {
+
+// 0x1f
+std::string hex(std::uint64_t value);
+// 0x0000001f: `bytes` bytes wide, zero-padded (memset words).
+std::string hex_padded(std::uint64_t value, int bytes);
+// "a, b, c" (or with `separator`).
+std::string join(const std::vector<std::string>& items, std::string_view separator = ", ");
+// Newlines and carriage returns become spaces: errors are one line on stderr.
+std::string one_line(std::string text);
+
+}  // namespace gpumem

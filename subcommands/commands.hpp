@@ -1,0 +1,14 @@
+// The commands that follow the Command contract, one file each; app.cpp's
+// table lists them.
+#pragma once
+
+#include <memory>
+
+#include "command.hpp"
+
+namespace gpumem::cli {
+
+std::unique_ptr<Command> make_memset_command();
+DocumentSchema memset_schema();
+
+}  // namespace gpumem::cli

@@ -1,0 +1,43 @@
+#include "lists.hpp"
+
+#include "base/errors.hpp"
+#include "base/sizes.hpp"
+
+namespace gpumem::cli {
+
+const std::vector<ListEntry>& name_lists() {
+    static const std::vector<ListEntry> lists = {
+        {"formats", "--format", [] { return view_of(kFormats); }},
+        {"units", "--units", [] { return view_of(kUnits); }},
+    };
+    return lists;
+}
+
+Report list_report(std::string_view name) {
+    Report report;
+    report.command = "list";
+    if (name.empty()) {
+        Table table;
+        table.key = "lists";
+        table.fields = {{"list", "list", FieldKind::text}, {"names", "names of", FieldKind::text}, {"used_by", "used by", FieldKind::text}};
+        for (const ListEntry& e : name_lists())
+            table.add_row({std::string(e.name), std::string(e.view().what), std::string(e.used_by)});
+        report.tables.push_back(std::move(table));
+        return report;
+    }
+    for (const ListEntry& e : name_lists()) {
+        if (e.name != name) continue;
+        const NameListView view = e.view();
+        Table table;
+        table.key = "names";
+        table.fields = {{"name", "name", FieldKind::text}, {"description", "description", FieldKind::text}};
+        for (const auto& [n, help] : view.rows) table.add_row({std::string(n), std::string(help)});
+        report.tables.push_back(std::move(table));
+        return report;
+    }
+    std::string known;
+    for (const ListEntry& e : name_lists()) known += (known.empty() ? "" : ", ") + std::string(e.name);
+    throw UsageError("unknown list '" + std::string(name) + "' (known: " + known + ")");
+}
+
+}  // namespace gpumem::cli
