@@ -48,7 +48,12 @@ int run_legacy(LegacyContext& legacy, const Globals& globals, bool parse_only, b
         if (!json_out && !ctx.printed && ctx.report.has_rows() && dynamic_cast<const OutputError*>(&e) == nullptr)
             write_stdout(render(ctx.report, ctx.output));
         std::fprintf(stderr, "gpumem: error: %s\n", one_line(e.what()).c_str());
-        if (json_out && dynamic_cast<const OutputError*>(&e) == nullptr) write_stdout(render_json_error(ctx.report, e, ctx.output));
+        if (json_out && dynamic_cast<const OutputError*>(&e) == nullptr) {
+            try {
+                write_stdout(render_json_error(ctx.report, e, ctx.output));
+            } catch (const OutputError&) {  // the error's own status stands
+            }
+        }
         return static_cast<int>(e.status());
     }
 }

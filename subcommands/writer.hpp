@@ -13,12 +13,10 @@
 
 namespace gpumem::cli {
 
-// stdout's reader went away (EPIPE). Not an Error: nothing is printed about
-// it, on stderr or stdout; run_gpumem unwinds and returns kClosedPipeStatus.
-class StdoutClosed : public std::exception {
-public:
-    const char* what() const noexcept override { return "stdout closed"; }
-};
+// stdout's reader went away (EPIPE). Deliberately not a std::exception, so
+// that no handler of errors reports it: nothing is printed about it, on
+// stderr or stdout; run_gpumem unwinds and returns kClosedPipeStatus.
+class StdoutClosed {};
 
 // A write to stdout failed (disk full, a closed descriptor): exit 1. No JSON
 // error document follows it, since stdout is what failed.

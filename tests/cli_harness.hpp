@@ -47,6 +47,17 @@ inline std::string slurp(const std::string& path) {
     return ss.str();
 }
 
+// Where a started program's stdout goes.
+struct StdoutTo {
+    enum class Kind { file, pipe, path, closed_pipe };
+    Kind kind = Kind::file;
+    std::string path;  // Kind::path
+    static StdoutTo file() { return {}; }  // a temporary file, read at the end
+    static StdoutTo pipe() { return {Kind::pipe, {}}; }  // read while it runs (read_line, read_rest)
+    static StdoutTo to(std::string p) { return {Kind::path, std::move(p)}; }  // such as /dev/full
+    static StdoutTo closed_pipe() { return {Kind::closed_pipe, {}}; }  // a pipe whose reader is gone: EPIPE
+};
+
 // A program started in the background, its stderr going to a temporary
 // file and its stdout to another, or to a pipe read while it runs
 // (read_line, read_rest). wait() collects the exit status and the output;
@@ -120,7 +131,7 @@ public:
         }
         RunResult r;
         r.status = status_;
-        r.out = out_fd_ >= 0 ? read_rest() : slurp(out_path_);
+        r.out = out_fd_ >= 0 ? read_rest() : out_path_.empty() ? std::string() : slurp(out_path_);
         r.err = err();
         return r;
     }
@@ -159,7 +170,8 @@ public:
     }
 
 private:
-    friend Started start_program(const std::string&, const std::vector<std::string>&, const std::vector<std::string>&, bool);
+    friend Started start_program(const std::string&, const std::vector<std::string>&, const std::vector<std::string>&,
+                                 StdoutTo);
     pid_t pid_ = -1;
     int status_ = -1;
     int out_fd_ = -1;  // read end of the stdout pipe, or -1
@@ -171,16 +183,24 @@ private:
 // stdout_pipe: stdout goes to a pipe that read_line/read_rest read while the
 // program runs, instead of a file.
 inline Started start_program(const std::string& bin, const std::vector<std::string>& args,
-                             const std::vector<std::string>& env_overrides = {}, bool stdout_pipe = false) {
+                             const std::vector<std::string>& env_overrides, StdoutTo stdout_to) {
     Started started;
     char out_path[] = "/tmp/gpumem-test-outXXXXXX";
     char err_path[] = "/tmp/gpumem-test-errXXXXXX";
     int out_pipe[2] = {-1, -1};
     int out_fd = -1;
+    const bool stdout_pipe = stdout_to.kind == StdoutTo::Kind::pipe;
     if (stdout_pipe) {
         if (pipe(out_pipe) != 0) throw std::runtime_error("pipe failed");
         out_fd = out_pipe[1];
         started.out_fd_ = out_pipe[0];
+    } else if (stdout_to.kind == StdoutTo::Kind::closed_pipe) {
+        if (pipe(out_pipe) != 0) throw std::runtime_error("pipe failed");
+        close(out_pipe[0]);  // the reader went away before the first write
+        out_fd = out_pipe[1];
+    } else if (stdout_to.kind == StdoutTo::Kind::path) {
+        out_fd = open(stdout_to.path.c_str(), O_WRONLY | O_CLOEXEC);
+        if (out_fd < 0) throw std::runtime_error("cannot open " + stdout_to.path);
     } else {
         out_fd = mkstemp(out_path);
         started.out_path_ = out_path;
@@ -217,6 +237,11 @@ inline Started start_program(const std::string& bin, const std::vector<std::stri
     return started;
 }
 
+inline Started start_program(const std::string& bin, const std::vector<std::string>& args,
+                             const std::vector<std::string>& env_overrides = {}, bool stdout_pipe = false) {
+    return start_program(bin, args, env_overrides, stdout_pipe ? StdoutTo::pipe() : StdoutTo::file());
+}
+
 inline RunResult run_program(const std::string& bin, const std::vector<std::string>& args,
                              const std::vector<std::string>& env_overrides = {}) {
     return start_program(bin, args, env_overrides).wait();
@@ -230,4 +255,10 @@ inline RunResult run_gpumem(const std::vector<std::string>& args, const std::vec
 inline Started start_gpumem(const std::vector<std::string>& args, const std::vector<std::string>& env_overrides = {},
                             bool stdout_pipe = false) {
     return start_program(gpumem_binary(), args, env_overrides, stdout_pipe);
+}
+
+// Runs gpumem with stdout sent elsewhere (/dev/full, a closed pipe).
+inline RunResult run_gpumem_to(const StdoutTo& stdout_to, const std::vector<std::string>& args,
+                               const std::vector<std::string>& env_overrides = {}) {
+    return start_program(gpumem_binary(), args, env_overrides, stdout_to).wait();
 }

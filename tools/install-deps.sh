@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the Debian packages gpumem builds with (and, with --ci, what CI's
+# checks add), as root directly or through sudo as any other user, on a fresh
+# Debian 12 machine with the CUDA toolkit in /usr/local/cuda. The README's
+# quick start and .ci/run both call it, so the list lives here only.
+#   tools/install-deps.sh [--ci]
+set -euo pipefail
+
+# cmake: Meson finds doctest, which ships no pkg-config file, through CMake.
+build=(meson ninja-build pkg-config cmake g++ libcli11-dev libspdlog-dev libfmt-dev doctest-dev nlohmann-json3-dev scdoc)
+# CI's further stages: clang with its sanitizer runtime (sanitized build,
+# fuzzing), clang-tidy and cppcheck (static analysis), python3 (fuzz target
+# of the snapshot converter).
+ci=(clang libclang-rt-14-dev clang-tidy cppcheck python3)
+
+packages=("${build[@]}")
+case "${1:-}" in
+  --ci) packages+=("${ci[@]}") ;;
+  "") ;;
+  *) echo "usage: tools/install-deps.sh [--ci]" >&2; exit 2 ;;
+esac
+
+as_root=()
+if [ "$(id -u)" -ne 0 ]; then
+  if ! command -v sudo >/dev/null; then
+    echo "tools/install-deps.sh: run as root, or install sudo" >&2
+    exit 1
+  fi
+  as_root=(sudo)
+  # In CI nobody can type a password.
+  [ -t 0 ] || as_root=(sudo -n)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${as_root[@]}" apt-get update -q
+"${as_root[@]}" apt-get install -y -q --no-install-recommends "${packages[@]}"
