@@ -205,8 +205,66 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
     return 0;
 }
 
+// The CLI11 tree: every command's name and summary (for --help), and the
+// options of the invoked one only. Returns the invoked Command, or null for
+// a command still on the legacy path (then legacy.ctx.run is set by parsing).
+std::unique_ptr<Command> register_commands(CLI::App& app, const CommandEntry* invoked, LegacyContext& legacy) {
+    std::unique_ptr<Command> command;
+    auto attach = [&](const CommandEntry& e, CLI::App& sub) {
+        if (&e != invoked) return;
+        command = e.make();
+        command->add_options(sub);
+    };
+    for (const CommandEntry& e : kCommands) {
+        if (is_mode(e)) continue;
+        CLI::App* sub = app.add_subcommand(std::string(e.name), std::string(e.summary));
+        const bool full = invoked && first_word(invoked->name) == e.name;
+        if (!e.make && !is_group(e)) {  // not yet converted
+            setup_legacy(std::string(e.name), app, *sub, legacy, full);
+            continue;
+        }
+        if (!full) continue;  // listed in --help; options only for the command invoked
+        if (!is_group(e)) {
+            attach(e, *sub);
+            continue;
+        }
+        setup_group(*sub, e);
+        for (const CommandEntry& m : kCommands)
+            if (is_mode(m) && first_word(m.name) == e.name)
+                attach(m, *sub->add_subcommand(std::string(m.name.substr(e.name.size() + 1)), std::string(m.summary)));
+    }
+    return command;
+}
+
+// After parsing: the global options, then --version, --list, --schema or
+// the command.
+int dispatch(const Parsed& parsed, Command* command, LegacyContext& legacy, RunMode mode, bool json, OutputOptions& error_output) {
+    if (parsed.version) {
+        if (mode == RunMode::full) write_stdout(version_text());  // version_text asks the driver
+        return 0;
+    }
+    const Globals globals = check_globals(parsed.raw);
+    error_output = globals.output;
+    setup_logging(globals);
+    if (parsed.list) {
+        write_stdout(render(list_report(*parsed.list), globals.output));
+        return 0;
+    }
+    if (parsed.schema) {
+        write_stdout(schema_text());
+        return 0;
+    }
+    if (legacy.ctx.run) return run_legacy(legacy, globals, mode == RunMode::parse_only, json);
+    if (!command) {
+        std::string names;
+        for (const CommandEntry& e : kCommands)
+            if (!is_mode(e)) names += (names.empty() ? "" : ", ") + std::string(e.name);
+        throw UsageError("a command is required: " + names + " (see gpumem --help)");
+    }
+    return run_command(*command, globals, mode, json);
+}
+
 int run_command_line(int argc, char** argv, RunMode mode) {
-    const bool parse_only = mode == RunMode::parse_only;
     CLI::App app{"gpumem: GPU memory operations from the command line: query, allocate, fill, copy, and simulate reuse.",
                  "gpumem"};
     app.footer("Exit status: 0 ok, 1 runtime/CUDA error, 2 usage error, 3 no usable GPU or driver, "
@@ -216,41 +274,11 @@ int run_command_line(int argc, char** argv, RunMode mode) {
     app.require_subcommand(0, 1);
     Parsed parsed;
     add_own_options(app, parsed);
-
     const CommandEntry* invoked = invoked_entry(argc, argv);
     // info's cost is NVML's start-up (~10 ms): begin it now, beside parsing.
-    if (invoked && invoked->name == "info" && !parse_only) Nvml::start_opening();
+    if (invoked && invoked->name == "info" && mode == RunMode::full) Nvml::start_opening();
     LegacyContext legacy;
-    std::unique_ptr<Command> command;
-    std::vector<std::pair<const CommandEntry*, CLI::App*>> subs;
-    for (const CommandEntry& e : kCommands) {
-        if (is_mode(e)) continue;
-        CLI::App* sub = app.add_subcommand(std::string(e.name), std::string(e.summary));
-        subs.emplace_back(&e, sub);
-        const bool full = invoked && first_word(invoked->name) == e.name;
-        if (!e.make && !is_group(e)) {  // not yet converted
-            setup_legacy(std::string(e.name), app, *sub, legacy, full);
-            continue;
-        }
-        if (!full) continue;  // listed in --help; options only for the command invoked
-        if (is_group(e)) {
-            setup_group(*sub, e);
-            for (const CommandEntry& m : kCommands) {
-                if (!is_mode(m) || first_word(m.name) != e.name) continue;
-                CLI::App* mode_sub = sub->add_subcommand(std::string(m.name.substr(e.name.size() + 1)), std::string(m.summary));
-                subs.emplace_back(&m, mode_sub);
-                if (&m == invoked && m.make) {
-                    command = m.make();
-                    command->add_options(*mode_sub);
-                } else if (!m.make) {
-                    setup_legacy(std::string(m.name), app, *mode_sub, legacy, &m == invoked);
-                }
-            }
-        } else if (&e == invoked) {
-            command = e.make();
-            command->add_options(*sub);
-        }
-    }
+    std::unique_ptr<Command> command = register_commands(app, invoked, legacy);
 
     const bool json = json_requested(argc, argv);
     Report empty;
@@ -271,31 +299,8 @@ int run_command_line(int argc, char** argv, RunMode mode) {
     } catch (const Error& e) {  // thrown by option callbacks that validate values and combinations
         return fail(e, empty, error_output, json);
     }
-
     try {
-        if (parsed.version) {
-            if (!parse_only) write_stdout(version_text());  // version_text asks the driver
-            return 0;
-        }
-        const Globals globals = check_globals(parsed.raw);
-        error_output = globals.output;
-        setup_logging(globals);
-        if (parsed.list) {
-            write_stdout(render(list_report(*parsed.list), globals.output));
-            return 0;
-        }
-        if (parsed.schema) {
-            write_stdout(schema_text());
-            return 0;
-        }
-        if (legacy.ctx.run) return run_legacy(legacy, globals, parse_only, json);
-        if (!command) {
-            std::string names;
-            for (const CommandEntry& e : kCommands)
-                if (!is_mode(e)) names += (names.empty() ? "" : ", ") + std::string(e.name);
-            throw UsageError("a command is required: " + names + " (see gpumem --help)");
-        }
-        return run_command(*command, globals, mode, json);
+        return dispatch(parsed, command.get(), legacy, mode, json, error_output);
     } catch (const Error& e) {
         return fail(e, empty, error_output, json || error_output.format == Format::json);
     } catch (const CLI::ParseError& e) {
