@@ -90,7 +90,7 @@ void run_memset_command(const MemsetOptions& o, Context& ctx) {
     for (const DeviceIdentity& device : devices) {
         throw_if_interrupted();
         MemsetPlan plan = base;
-        plan.device = device.cuda_index;
+        plan.device = device.cuda_index.value();
         if (size.is_percent) {
             AutoDevice guard(plan.device);
             std::size_t free_bytes = 0, total_bytes = 0;
@@ -99,18 +99,18 @@ void run_memset_command(const MemsetOptions& o, Context& ctx) {
             plan.size = size.resolve(free_bytes) / plan.width * plan.width;
             validate_memset_plan(plan);
         }
-        spdlog::info("memset of {} on device {} ({})", format_bytes(plan.size - plan.offset), plan.device, device.name);
+        spdlog::info("memset of {} on device {} ({})", format_bytes(plan.size - plan.offset), plan.device.ordinal(), device.name);
         const MemsetResult r = run_memset(plan);
         const double bytes = static_cast<double>(r.bytes_set);
         const auto peak = plan.host_target ? std::optional<double>() : nvml_figures_for(device.pci).peak_memory_bandwidth;
         const double bw_median = bytes / r.seconds.median;
         const std::string target = plan.host_target ? std::string("host:") + host_memory_kind_name(plan.host_kind) : "device";
-        rows.add_row({static_cast<std::int64_t>(plan.device), target, r.bytes_set, static_cast<std::int64_t>(plan.width * 8),
+        rows.add_row({static_cast<std::int64_t>(plan.device.ordinal()), target, r.bytes_set, static_cast<std::int64_t>(plan.width * 8),
                       hex(plan.value, plan.width), r.seconds.median * 1e6, bw_median, bytes / r.seconds.max,
                       bytes / r.seconds.min, r.seconds.cv * 100.0, peak ? Cell(100.0 * bw_median / *peak) : Cell(),
                       r.verified ? std::string(r.mismatches ? "FAILED" : "ok") : std::string("no"),
                       r.verified ? Cell(static_cast<std::int64_t>(r.mismatches)) : Cell()});
-        Json d = {{"device", plan.device},
+        Json d = {{"device", plan.device.ordinal()},
                   {"uuid", device.uuid},
                   {"name", device.name},
                   {"buffer_bytes", plan.size},
@@ -126,7 +126,7 @@ void run_memset_command(const MemsetOptions& o, Context& ctx) {
         if (r.first_bad_offset) d["first_bad_offset"] = *r.first_bad_offset;
         details.push_back(d);
         if (r.mismatches && first_failure.empty())
-            first_failure = "device " + std::to_string(plan.device) + ": first bad byte at offset " + std::to_string(*r.first_bad_offset);
+            first_failure = "device " + to_string(plan.device) + ": first bad byte at offset " + std::to_string(*r.first_bad_offset);
         total_mismatches += r.mismatches;
     }
     ctx.report.extra["details"] = details;
