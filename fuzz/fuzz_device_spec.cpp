@@ -14,8 +14,8 @@ std::vector<gpumem::DeviceIdentity> fake_devices() {
     const char* uuids[] = {"GPU-0a1b2c3d-0000-1111-2222-333344445555", "GPU-0a1b9999-0000-1111-2222-333344445555",
                            "GPU-ffffffff-aaaa-bbbb-cccc-dddddddddddd", "GPU-12345678-9abc-def0-1234-56789abcdef0"};
     for (int i = 0; i < 4; ++i) {
-        v[i].cuda_index = i;
-        v[i].nvml_index = 3 - i;
+        v[i].cuda_index = gpumem::DeviceId(i);
+        v[i].nvml_index = static_cast<unsigned>(3 - i);
         v[i].uuid = uuids[i];
         v[i].pci = {0, static_cast<std::uint32_t>(0x18 + 0x20 * i), 0, 0};
         v[i].name = "Fake GPU";

@@ -15,8 +15,8 @@ std::vector<gpumem::DeviceIdentity> fake_devices() {
     const char* uuids[] = {"GPU-0a1b2c3d-0000-1111-2222-333344445555", "GPU-0a1b9999-0000-1111-2222-333344445555",
                            "GPU-ffffffff-aaaa-bbbb-cccc-dddddddddddd"};
     for (int i = 0; i < 3; ++i) {
-        v[i].cuda_index = i;
-        v[i].nvml_index = 2 - i;
+        v[i].cuda_index = gpumem::DeviceId(i);
+        v[i].nvml_index = static_cast<unsigned>(2 - i);
         v[i].uuid = uuids[i];
         v[i].pci = {0, static_cast<std::uint32_t>(0x40 - 0x10 * i), 0, 0};
         v[i].name = i == 1 ? "Fake big GPU" : "Fake GPU";

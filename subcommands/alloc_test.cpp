@@ -166,13 +166,13 @@ void validate(HoldCli& c) {
 
 struct Devices {
     std::vector<DeviceIdentity> identities;
-    std::vector<int> ordinals;
+    std::vector<DeviceId> ordinals;
 };
 
 Devices choose_devices(const Context& ctx) {
     Devices d;
     d.identities = resolve_cuda_devices(ctx.globals, "0");
-    for (const DeviceIdentity& id : d.identities) d.ordinals.push_back(id.cuda_index);
+    for (const DeviceIdentity& id : d.identities) d.ordinals.push_back(id.cuda_index.value());
     return d;
 }
 
@@ -204,7 +204,7 @@ private:
 };
 
 std::string device_line(const DeviceIdentity& id) {
-    return "device " + std::to_string(id.cuda_index) + ": " + id.name + " (" + id.uuid + ")";
+    return "device " + to_string(id.cuda_index.value()) + ": " + id.name + " (" + id.uuid + ")";
 }
 
 // A row from cells of any type. (Built one cell at a time: an initializer
@@ -238,7 +238,7 @@ void write_file(const std::string& path, const std::string& text) {
 
 // A failed chunked allocation is reported in the JSON document too.
 void note_allocation_failure(Context& ctx, const PartialAllocationError& e) {
-    ctx.report.extra["allocation_failure"] = {{"index", e.device()},
+    ctx.report.extra["allocation_failure"] = {{"index", e.device().ordinal()},
                                               {"requested", e.requested_bytes()},
                                               {"allocated_before_failure", e.allocated_bytes()},
                                               {"pieces_before_failure", e.pieces()}};
@@ -256,7 +256,7 @@ void run_latency_mode(LatencyCli& c, Context& ctx) {
     const Devices devices = choose_devices(ctx);
     ProgressSink sink(ctx, devices.ordinals.size(), "alloc-test latency");
     const std::vector<LatencyResult> results = run_on_devices(
-        devices.ordinals, [&](int device, const StopToken& stop) { return run_latency(device, c.options, stop, sink.fn()); });
+        devices.ordinals, [&](DeviceId device, const StopToken& stop) { return run_latency(device, c.options, stop, sink.fn()); });
     sink.finish();
 
     const bool any_vmm = std::find(c.options.apis.begin(), c.options.apis.end(), AllocApi::vmm) != c.options.apis.end();
@@ -281,7 +281,7 @@ void run_latency_mode(LatencyCli& c, Context& ctx) {
         for (const LatencyRow& row : r.rows) {
             const auto probe = std::find_if(r.sync.begin(), r.sync.end(), [&](const SyncProbe& p) { return p.api == row.api; });
             std::vector<Cell> row_cells =
-                cells(static_cast<std::int64_t>(devices.identities[d].cuda_index), std::string(alloc_api_name(row.api)), row.size);
+                cells(static_cast<std::int64_t>(devices.identities[d].cuda_index.value().ordinal()), std::string(alloc_api_name(row.api)), row.size);
             if (any_vmm) append(row_cells, row.allocated);
             append(row_cells, static_cast<std::int64_t>(row.alloc_us.count), row.alloc_us.median, row.alloc_us.p90,
                    row.alloc_us.p99, row.alloc_us.max, row.free_us.median, row.free_us.p90, row.free_us.p99,
@@ -318,7 +318,7 @@ void run_max_mode(MaxCli& c, Context& ctx) {
     const Devices devices = choose_devices(ctx);
     ProgressSink sink(ctx, devices.ordinals.size(), "alloc-test max");
     const std::vector<MaxResult> results = run_on_devices(
-        devices.ordinals, [&](int device, const StopToken& stop) { return run_max(device, c.options, stop, sink.fn()); });
+        devices.ordinals, [&](DeviceId device, const StopToken& stop) { return run_max(device, c.options, stop, sink.fn()); });
     sink.finish();
     Table t;
     t.key = "max";
@@ -339,7 +339,7 @@ void run_max_mode(MaxCli& c, Context& ctx) {
         const MaxResult& r = results[d];
         ctx.report.text_before.push_back(device_line(devices.identities[d]));
         const std::uint64_t got = r.chunks.total();
-        t.add_row(cells(static_cast<std::int64_t>(devices.identities[d].cuda_index), r.total, r.free_before,
+        t.add_row(cells(static_cast<std::int64_t>(devices.identities[d].cuda_index.value().ordinal()), r.total, r.free_before,
                         r.largest_single, percent_of(r.largest_single, r.free_before), c.options.chunk,
                         r.chunks.full_chunks, r.chunks.tail_pieces, got, percent_of(got, r.free_before),
                         percent_of(got, r.total), r.free_before > got ? r.free_before - got : std::uint64_t{0},
@@ -373,7 +373,7 @@ void run_fill_mode(FillCli& c, Context& ctx) {
     std::vector<FillResult> results;
     try {
         results = run_on_devices(devices.ordinals,
-                                 [&](int device, const StopToken& stop) { return run_fill(device, c.options, stop, sink.fn()); });
+                                 [&](DeviceId device, const StopToken& stop) { return run_fill(device, c.options, stop, sink.fn()); });
     } catch (const PartialAllocationError& e) {
         note_allocation_failure(ctx, e);
         throw;
@@ -410,7 +410,7 @@ void run_fill_mode(FillCli& c, Context& ctx) {
         const std::optional<double> peak = nvml_figures_for(id.pci).peak_memory_bandwidth;
         const bool wrote = r.bytes_written > 0;
         const char* verdict = !wrote ? "allocated" : !c.options.verify ? "written" : r.mismatched_words ? "FAILED" : "ok";
-        t.add_row(cells(static_cast<std::int64_t>(id.cuda_index), r.free_before, r.requested, r.allocated,
+        t.add_row(cells(static_cast<std::int64_t>(id.cuda_index.value().ordinal()), r.free_before, r.requested, r.allocated,
                         static_cast<std::uint64_t>(r.chunks), r.alloc_seconds, patterns_text(c.options.patterns),
                         static_cast<std::int64_t>(c.options.passes), r.bytes_written, r.bytes_read,
                         r.write_seconds > 0 ? Cell(r.bytes_written / r.write_seconds) : Cell(),
@@ -418,7 +418,7 @@ void run_fill_mode(FillCli& c, Context& ctx) {
                         peak ? Cell(*peak) : Cell(), peak && rate > 0 ? Cell(100.0 * rate / *peak) : Cell(),
                         r.mismatched_words, std::string(verdict)));
         for (const FillMismatch& m : r.mismatches) {
-            mismatches.push_back({{"index", id.cuda_index},
+            mismatches.push_back({{"index", id.cuda_index.value().ordinal()},
                                   {"pattern", pattern_name(m.pattern)},
                                   {"pass", m.pass},
                                   {"chunk", m.chunk},
@@ -431,7 +431,7 @@ void run_fill_mode(FillCli& c, Context& ctx) {
         }
         if (r.mismatched_words && failure.empty()) {
             const FillMismatch& m = r.mismatches.front();
-            failure = "device " + std::to_string(id.cuda_index) + ": " + std::to_string(r.mismatched_words) +
+            failure = "device " + to_string(id.cuda_index.value()) + ": " + std::to_string(r.mismatched_words) +
                       " word(s) read back wrong; first at " + hex(m.chunk_base + m.offset) + " (chunk " +
                       std::to_string(m.chunk) + " at " + hex(m.chunk_base) + " + " + hex(m.offset) + ", pattern " +
                       pattern_name(m.pattern) + ", pass " + std::to_string(m.pass) + "): expected " + hex(m.expected) +
@@ -462,7 +462,7 @@ void run_churn_mode(ChurnCli& c, Context& ctx) {
     const Devices devices = choose_devices(ctx);
     ProgressSink sink(ctx, devices.ordinals.size(), "alloc-test churn");
     const std::vector<ChurnResult> results = run_on_devices(
-        devices.ordinals, [&](int device, const StopToken& stop) { return run_churn(device, c.options, stop, sink.fn()); });
+        devices.ordinals, [&](DeviceId device, const StopToken& stop) { return run_churn(device, c.options, stop, sink.fn()); });
     sink.finish();
     const bool mix = c.options.via == ChurnOptions::Via::mixmemory;
     Table t;
@@ -488,7 +488,7 @@ void run_churn_mode(ChurnCli& c, Context& ctx) {
     for (std::size_t d = 0; d < results.size(); ++d) {
         const ChurnResult& r = results[d];
         ctx.report.text_before.push_back(device_line(devices.identities[d]));
-        std::vector<Cell> row = cells(static_cast<std::int64_t>(devices.identities[d].cuda_index), c.via,
+        std::vector<Cell> row = cells(static_cast<std::int64_t>(devices.identities[d].cuda_index.value().ordinal()), c.via,
                                       std::string(alloc_api_name(c.options.api)), r.ops, r.allocations, r.frees);
         if (mix) row.push_back(r.reuses);
         row.push_back(r.failures);
@@ -526,7 +526,7 @@ void run_hold_mode(HoldCli& c, Context& ctx) {
     ProgressSink sink(ctx, devices.ordinals.size(), "alloc-test hold");
     std::vector<HeldMemory> held;
     try {
-        held = run_on_devices(devices.ordinals, [&](int device, const StopToken& stop) {
+        held = run_on_devices(devices.ordinals, [&](DeviceId device, const StopToken& stop) {
             return allocate_held(device, c.total_spec, c.chunk_bytes, stop, sink.fn());
         });
     } catch (const PartialAllocationError& e) {
@@ -543,8 +543,8 @@ void run_hold_mode(HoldCli& c, Context& ctx) {
         const DeviceIdentity& id = devices.identities[d];
         total += held[d].bytes;
         line += (d ? ", " : "") + format_bytes(held[d].bytes, ctx.output.unit) + " on device " +
-                std::to_string(id.cuda_index) + " (" + id.uuid + ")";
-        event_devices.push_back({{"index", id.cuda_index}, {"uuid", id.uuid}, {"held", held[d].bytes}});
+                to_string(id.cuda_index.value()) + " (" + id.uuid + ")";
+        event_devices.push_back({{"index", id.cuda_index.value().ordinal()}, {"uuid", id.uuid}, {"held", held[d].bytes}});
     }
     event["held"] = total;
     event["devices"] = event_devices;
@@ -570,7 +570,7 @@ void run_hold_mode(HoldCli& c, Context& ctx) {
                 {"ended", "ended by", FieldKind::text}};
     for (std::size_t d = 0; d < held.size(); ++d) {
         const HeldMemory& h = held[d];
-        t.add_row(cells(static_cast<std::int64_t>(devices.identities[d].cuda_index), devices.identities[d].uuid,
+        t.add_row(cells(static_cast<std::int64_t>(devices.identities[d].cuda_index.value().ordinal()), devices.identities[d].uuid,
                         h.free_before, h.requested, h.bytes, piece_counts[d], h.alloc_seconds, held_seconds,
                         std::string(completed ? "duration" : "signal")));
     }

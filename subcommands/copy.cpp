@@ -161,7 +161,7 @@ std::vector<CopyUnit> copy_units(const CopyRequest& q, const std::vector<DeviceI
     if (q.peer_spec && !q.peer_spec->all && devices.size() == 1)
         for (const DeviceIdentity& p : peers)
             if (p.cuda_index == devices.front().cuda_index)
-                throw UsageError("--peer " + q.peer_spec->text + " names device " + std::to_string(p.cuda_index) +
+                throw UsageError("--peer " + q.peer_spec->text + " names device " + to_string(p.cuda_index.value()) +
                                  " itself; p2p copies to another device");
     for (const DeviceIdentity& d : devices)
         for (const DeviceIdentity& p : peers)
@@ -217,7 +217,7 @@ void run_copy_command(const CopyOptions& o, Context& ctx) {
 
     for (const CopyUnit& unit : units) {
         throw_if_interrupted();
-        const int device = unit.device.cuda_index;
+        const int device = unit.device.cuda_index.value().ordinal();
         // Pin first, so the context's own threads and first-touched host pages
         // start out next to the GPU.
         std::optional<ScopedCpuAffinity> pin;
@@ -242,7 +242,7 @@ void run_copy_command(const CopyOptions& o, Context& ctx) {
 
         CopyPlan base;
         base.direction = q.direction;
-        base.device = device;
+        base.device = DeviceId(device);
         base.host_kind = q.host_kind;
         base.engine = q.engine;
         base.sizes = q.sizes;
@@ -255,7 +255,7 @@ void run_copy_command(const CopyOptions& o, Context& ctx) {
         std::vector<CopyPlan> plans;
         if (unit.peer) {
             base.peer = unit.peer->cuda_index;
-            const bool possible = peer_access_possible(device, base.peer);
+            const bool possible = peer_access_possible(base.device, *base.peer);
             if (q.engine == CopyEngine::ce) {
                 CopyPlan staged = base;
                 staged.peer_access = false;
@@ -267,7 +267,7 @@ void run_copy_command(const CopyOptions& o, Context& ctx) {
                 plans.push_back(direct);
             } else {
                 const std::string why = "device " + std::to_string(device) + " cannot access device " +
-                                        std::to_string(base.peer) + " directly (cudaDeviceCanAccessPeer is 0)";
+                                        to_string(*base.peer) + " directly (cudaDeviceCanAccessPeer is 0)";
                 spdlog::warn("{}", why);
                 add_skipped(results, direct, why);
             }

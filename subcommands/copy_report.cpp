@@ -14,17 +14,17 @@ std::string host_label(const CopyResult& r) { return r.host_kind ? host_memory_k
 
 // Results drawn as one chart: everything but the size.
 std::string series_key(const CopyResult& r) {
-    return std::to_string(r.device) + "|" + std::to_string(r.peer) + "|" + (r.peer_access ? (*r.peer_access ? "1" : "0") : "-") +
+    return to_string(r.device) + "|" + (r.peer ? to_string(*r.peer) : "-") + "|" + (r.peer_access ? (*r.peer_access ? "1" : "0") : "-") +
            "|" + r.flow + "|" + host_label(r) + "|" + copy_engine_name(r.engine);
 }
 
 std::string series_title(const CopyResult& r) {
     std::string t = "bandwidth by size: " + r.flow;
     if (r.direction == CopyDirection::p2p) {
-        t += " " + std::to_string(r.device) + " -> " + std::to_string(r.peer) + ", peer access " +
+        t += " " + to_string(r.device) + " -> " + to_string(r.peer.value()) + ", peer access " +
              (r.peer_access.value_or(false) ? "on" : "off");
     } else {
-        t += ", device " + std::to_string(r.device);
+        t += ", device " + to_string(r.device);
     }
     if (r.host_kind) t += ", " + host_label(r);
     return t + ", " + copy_engine_name(r.engine);
@@ -33,9 +33,9 @@ std::string series_title(const CopyResult& r) {
 }  // namespace
 
 std::string describe_copy(const CopyResult& r) {
-    std::string d = "device " + std::to_string(r.device) + " " + r.flow;
+    std::string d = "device " + to_string(r.device) + " " + r.flow;
     if (r.direction == CopyDirection::p2p)
-        d += " to device " + std::to_string(r.peer) + " (peer access " + (r.peer_access.value_or(false) ? "on" : "off") + ", ";
+        d += " to device " + to_string(r.peer.value()) + " (peer access " + (r.peer_access.value_or(false) ? "on" : "off") + ", ";
     else
         d += " (";
     if (r.host_kind) d += host_label(r) + ", ";
@@ -100,8 +100,8 @@ Report build_copy_report(const std::vector<CopyResult>& results, const CopyRepor
         std::vector<Cell> row;
         for (const Field& field : f) {
             const std::string_view k = field.key;
-            if (k == "device") row.push_back(static_cast<std::int64_t>(r.device));
-            else if (k == "peer") row.push_back(r.peer >= 0 ? Cell(static_cast<std::int64_t>(r.peer)) : Cell());
+            if (k == "device") row.push_back(static_cast<std::int64_t>(r.device.ordinal()));
+            else if (k == "peer") row.push_back(r.peer ? Cell(static_cast<std::int64_t>(r.peer->ordinal())) : Cell());
             else if (k == "peer_access") row.push_back(r.peer_access ? Cell(*r.peer_access) : Cell());
             else if (k == "direction") row.push_back(r.flow);
             else if (k == "host_memory") row.push_back(r.host_kind ? Cell(host_label(r)) : Cell());
@@ -130,9 +130,9 @@ Report build_copy_report(const std::vector<CopyResult>& results, const CopyRepor
         table.add_row(std::move(row));
         Json samples = Json::array();
         for (double s : r.seconds) samples.push_back(s * 1e6);
-        Json detail = {{"device", r.device}, {"direction", r.flow}, {"bytes", r.bytes}};
+        Json detail = {{"device", r.device.ordinal()}, {"direction", r.flow}, {"bytes", r.bytes}};
         if (r.direction == CopyDirection::p2p) {
-            detail["peer"] = r.peer;
+            detail["peer"] = r.peer.value().ordinal();
             detail["peer_access"] = r.peer_access.value_or(false);
         }
         detail["samples_us"] = samples;

@@ -106,8 +106,8 @@ std::vector<std::size_t> select_fields(const std::string& query, Format format) 
 
 Cell device_cell(std::string_view key, const DeviceReport& d, const InventorySnapshot& snap) {
     const auto& m = d.memory;
-    if (key == "index") return static_cast<std::int64_t>(d.id.cuda_index);
-    if (key == "nvml_index") return d.id.nvml_index >= 0 ? Cell(static_cast<std::int64_t>(d.id.nvml_index)) : Cell();
+    if (key == "index") return static_cast<std::int64_t>(d.id.cuda_index.value().ordinal());
+    if (key == "nvml_index") return d.id.nvml_index ? Cell(static_cast<std::int64_t>(*d.id.nvml_index)) : Cell();
     if (key == "name") return d.id.name;
     if (key == "uuid") return d.id.uuid;
     if (key == "pci_bus_id") return d.id.pci.to_string();
@@ -129,7 +129,7 @@ Cell device_cell(std::string_view key, const DeviceReport& d, const InventorySna
     if (key == "peak_memory_bandwidth") return d.peak_memory_bandwidth ? Cell(*d.peak_memory_bandwidth) : Cell();
     if (key == "driver_version") return snap.driver_version.empty() ? Cell() : Cell(snap.driver_version);
     if (key == "cuda_driver_version") return format_cuda_version(snap.cuda_driver_version);
-    if (key == "visible_devices_id") return d.base_index >= 0 ? std::to_string(d.base_index) : d.id.uuid;
+    if (key == "visible_devices_id") return d.base_index ? std::to_string(*d.base_index) : d.id.uuid;
     return Cell();
 }
 
@@ -156,7 +156,7 @@ Report build_report(const InfoOptions& opts, const InventorySnapshot& snap, Form
                         {"used_memory", "used", FieldKind::bytes}};
         for (const DeviceReport& d : snap.devices)
             for (const NvmlProcess& p : d.processes)
-                procs.add_row({static_cast<std::int64_t>(d.id.cuda_index), static_cast<std::int64_t>(p.pid), p.name,
+                procs.add_row({static_cast<std::int64_t>(d.id.cuda_index.value().ordinal()), static_cast<std::int64_t>(p.pid), p.name,
                                p.used_memory ? Cell(static_cast<std::uint64_t>(*p.used_memory)) : Cell()});
         if (format == Format::table && procs.rows.empty()) report.text_after.push_back("\nNo compute processes.");
         report.tables.push_back(std::move(procs));
@@ -206,9 +206,9 @@ void run_pick(const InfoOptions& opts, const InventorySnapshot& snap, Context& c
         // Indices for CUDA_VISIBLE_DEVICES count in CUDA's order with the
         // variable unset; where that is unknown, the UUID is unambiguous.
         const DeviceReport& d = *candidates[i];
-        const std::string id = d.base_index >= 0 ? std::to_string(d.base_index) : d.id.uuid;
+        const std::string id = d.base_index ? std::to_string(*d.base_index) : d.id.uuid;
         list += (list.empty() ? "" : ",") + id;
-        picked.push_back({{"index", d.id.cuda_index}, {"visible_devices_id", id}, {"free", d.memory.free}});
+        picked.push_back({{"index", d.id.cuda_index.value().ordinal()}, {"visible_devices_id", id}, {"free", d.memory.free}});
     }
     ctx.report.command = "info";
     ctx.report.extra["pick"] = list;

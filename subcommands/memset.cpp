@@ -109,17 +109,17 @@ void execute(const MemsetRequest& q, MemsetResults& results, Session&) {
     for (const DeviceIdentity& device : select_cuda_devices(q.devices)) {
         throw_if_interrupted();
         MemsetRow row{device, q.plan, {}, std::nullopt};
-        row.plan.device = device.cuda_index;
+        row.plan.device = device.cuda_index.value();
         if (q.size.is_percent) {
             // Whole words, so that any percentage gives a valid plan.
             row.plan.size = q.size.resolve(device_memory_info(row.plan.device).free) / row.plan.width * row.plan.width;
             validate_memset_plan(row.plan);
         }
-        spdlog::info("memset of {} on device {} ({})", format_bytes(row.plan.size - row.plan.offset), row.plan.device, device.name);
+        spdlog::info("memset of {} on device {} ({})", format_bytes(row.plan.size - row.plan.offset), row.plan.device.ordinal(), device.name);
         row.result = run_memset(row.plan);
         if (!row.plan.host_target) row.peak_bps = nvml_figures_for(device.pci).peak_memory_bandwidth;
         if (row.result.mismatches && first_failure.empty())
-            first_failure = "device " + std::to_string(row.plan.device) + ": first bad byte at offset " +
+            first_failure = "device " + to_string(row.plan.device) + ": first bad byte at offset " +
                             std::to_string(*row.result.first_bad_offset);
         total_mismatches += row.result.mismatches;
         results.rows.push_back(std::move(row));
@@ -131,7 +131,7 @@ void execute(const MemsetRequest& q, MemsetResults& results, Session&) {
 double median_bps(const MemsetRow& r) { return static_cast<double>(r.result.bytes_set) / r.result.seconds.median; }
 
 constexpr Column<MemsetRow> kResultColumns[] = {
-    {{"device", "dev", FieldKind::integer}, [](const MemsetRow& r) -> Cell { return std::int64_t{r.plan.device}; }},
+    {{"device", "dev", FieldKind::integer}, [](const MemsetRow& r) -> Cell { return std::int64_t{r.plan.device.ordinal()}; }},
     {{"target", "target", FieldKind::text},
      [](const MemsetRow& r) -> Cell {
          return r.plan.host_target ? std::string("host:") + host_memory_kind_name(r.plan.host_kind) : std::string("device");
@@ -155,7 +155,7 @@ constexpr Column<MemsetRow> kResultColumns[] = {
 };
 
 constexpr Column<MemsetRow> kDetailColumns[] = {
-    {{"device", "", FieldKind::integer}, [](const MemsetRow& r) -> Cell { return std::int64_t{r.plan.device}; }},
+    {{"device", "", FieldKind::integer}, [](const MemsetRow& r) -> Cell { return std::int64_t{r.plan.device.ordinal()}; }},
     {{"uuid", "", FieldKind::text}, [](const MemsetRow& r) -> Cell { return r.device.uuid; }},
     {{"name", "", FieldKind::text}, [](const MemsetRow& r) -> Cell { return r.device.name; }},
     {{"buffer_bytes", "", FieldKind::bytes}, [](const MemsetRow& r) -> Cell { return r.plan.size; }},

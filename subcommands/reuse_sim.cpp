@@ -325,7 +325,7 @@ int execute_device(const LegacyGlobals& globals) {
     if (spec.all || spec.selectors.size() != 1) throw UsageError("--execute runs on one device: give -d with a single GPU");
     const std::vector<DeviceIdentity> visible = cuda_visible_devices();  // NoDeviceError without a GPU
     const auto positions = resolve_device_spec(spec, visible);
-    return visible[positions.front()].cuda_index;
+    return visible[positions.front()].cuda_index.value().ordinal();
 }
 
 void run_reuse_sim(const ReuseSimOptions& o, Context& ctx) {
@@ -439,7 +439,7 @@ void run_reuse_sim(const ReuseSimOptions& o, Context& ctx) {
     Table& shown = report.tables.back();
 
     if (o.execute) {
-        const rs::CudaDeviceMemory before = rs::cuda_device_memory(device);
+        const rs::CudaDeviceMemory before = rs::cuda_device_memory(DeviceId(device));
         Json runs = Json::array();
         std::vector<std::string> mismatches;
         // Lanes whose real device refused requests the simulated one granted:
@@ -450,7 +450,7 @@ void run_reuse_sim(const ReuseSimOptions& o, Context& ctx) {
         for (std::size_t i = 0; i < kinds.size(); ++i) {
             throw_if_interrupted();
             std::unique_ptr<rs::EventSource> real_source = make_source();
-            rs::Lane lane(names[i], rs::make_cuda_upstream(device, capacity, &costs));
+            rs::Lane lane(names[i], rs::make_cuda_upstream(DeviceId(device), capacity, &costs));
             lane.strategy = rs::make_strategy(kinds[i], sopts, *lane.upstream);
             rs::ReplayOptions eopts;
             eopts.sync_every = o.sync_every;
@@ -484,7 +484,7 @@ void run_reuse_sim(const ReuseSimOptions& o, Context& ctx) {
                             {"wall_seconds", rsum.seconds},
                             {"counts_agree", agree}});
         }
-        const rs::CudaDeviceMemory after = rs::cuda_device_memory(device);
+        const rs::CudaDeviceMemory after = rs::cuda_device_memory(DeviceId(device));
         report.extra["execute"] = {{"device", device},
                                    {"device_name", before.name},
                                    {"free_bytes_before", before.free_bytes},

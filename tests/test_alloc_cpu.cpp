@@ -226,7 +226,7 @@ TEST_CASE("alloc pattern generators (pattern_word) as the kernels compute them")
 }
 
 TEST_CASE("alloc cost table: latency medians in reuse-sim's format, read back by reuse-sim") {
-    LatencyResult lr;
+    LatencyResult lr(DeviceId(0));
     auto row = [](AllocApi api, std::uint64_t size, double a, double f) {
         LatencyRow r;
         r.api = api;
@@ -269,8 +269,8 @@ TEST_CASE("alloc run_on_devices: a failing device stops the others and its error
     std::atomic<int> stopped_by_sibling{0};
     const auto start = std::chrono::steady_clock::now();
     try {
-        run_on_devices(std::vector<int>{0, 1, 2}, [&](int device, const StopToken& stop) -> int {
-            if (device == 1) throw OutOfMemoryError("device 1 is full", 1);
+        run_on_devices(std::vector<DeviceId>{DeviceId(0), DeviceId(1), DeviceId(2)}, [&](DeviceId device, const StopToken& stop) -> int {
+            if (device == DeviceId(1)) throw OutOfMemoryError("device 1 is full", 1);
             try {
                 while (std::chrono::steady_clock::now() - start < std::chrono::seconds(10)) {
                     stop.throw_if_stopped();
@@ -280,7 +280,7 @@ TEST_CASE("alloc run_on_devices: a failing device stops the others and its error
                 ++stopped_by_sibling;
                 throw;
             }
-            return device;
+            return device.ordinal();
         });
         FAIL("no exception");
     } catch (const OutOfMemoryError& e) {
@@ -291,8 +291,9 @@ TEST_CASE("alloc run_on_devices: a failing device stops the others and its error
 
     // Results come back in device order; one device runs on the calling thread.
     const auto caller = std::this_thread::get_id();
-    const auto ids = run_on_devices(std::vector<int>{4}, [&](int, const StopToken&) { return std::this_thread::get_id(); });
+    const auto ids = run_on_devices(std::vector<DeviceId>{DeviceId(4)}, [&](DeviceId, const StopToken&) { return std::this_thread::get_id(); });
     CHECK(ids.front() == caller);
-    const auto doubled = run_on_devices(std::vector<int>{3, 1, 2}, [](int d, const StopToken&) { return 2 * d; });
+    const auto doubled = run_on_devices(std::vector<DeviceId>{DeviceId(3), DeviceId(1), DeviceId(2)},
+                                        [](DeviceId d, const StopToken&) { return 2 * d.ordinal(); });
     CHECK(doubled == std::vector<int>{6, 2, 4});
 }

@@ -298,7 +298,7 @@ TEST_CASE("copy report: d2d says bytes are counted once; bidir and host-clock ro
 
 TEST_CASE("copy report: p2p rows carry peer columns; unmeasured rows are null with a reason") {
     CopyResult staged = fake("p2p", CopyDirection::p2p, 1 << 20, {1e-4});
-    staged.peer = 1;
+    staged.peer = DeviceId(1);
     staged.peer_access = false;
     CopyResult direct = staged;
     direct.peer_access = true;

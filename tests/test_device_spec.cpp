@@ -22,8 +22,8 @@ PciAddress pci(std::uint32_t domain, std::uint32_t bus, std::uint32_t device, st
 
 DeviceIdentity gpu(int cuda_index, const std::string& uuid, PciAddress address, const std::string& name = "NVIDIA H100 80GB HBM3") {
     DeviceIdentity d;
-    d.cuda_index = cuda_index;
-    d.nvml_index = cuda_index;
+    d.cuda_index = DeviceId(cuda_index);
+    d.nvml_index = static_cast<unsigned>(cuda_index);
     d.uuid = uuid;
     d.pci = address;
     d.name = name;
@@ -88,14 +88,14 @@ TEST_CASE("device spec: parses indices, UUIDs, PCI ids, lists and all") {
         CHECK_FALSE(s.all);
         REQUIRE(s.selectors.size() == 1);
         CHECK(s.selectors[0].kind == DeviceSelector::Kind::cuda_index);
-        CHECK(s.selectors[0].index == 0);
-        CHECK(parse_device_spec(" 12 ").selectors.at(0).index == 12);
+        CHECK(s.selectors[0].index == DeviceId(0));
+        CHECK(parse_device_spec(" 12 ").selectors.at(0).index == DeviceId(12));
     }
     SUBCASE("comma list keeps the order given") {
         const DeviceSpec s = parse_device_spec("3,1");
         REQUIRE(s.selectors.size() == 2);
-        CHECK(s.selectors[0].index == 3);
-        CHECK(s.selectors[1].index == 1);
+        CHECK(s.selectors[0].index == DeviceId(3));
+        CHECK(s.selectors[1].index == DeviceId(1));
         CHECK(parse_device_spec("0, 2").selectors.size() == 2);
     }
     SUBCASE("UUID prefix, case-insensitive") {

@@ -313,13 +313,13 @@ TEST_CASE("gpu alloc-test -d all runs every device") {
 // In this process: the owners free while the context lives on
 
 TEST_CASE("gpu ApiAllocation: each API allocates, and frees on reset") {
-    ensure_context(0);
+    ensure_context(DeviceId(0));
     for (AllocApi api : all_alloc_apis()) {
         INFO(alloc_api_name(api));
         const std::uint64_t before = free_now();
         {
-            AllocResources resources(0, {api});
-            ApiAllocation a(api, 0, 64 * MiB, resources.stream(), resources.pool());
+            AllocResources resources(DeviceId(0), {api});
+            ApiAllocation a(api, DeviceId(0), 64 * MiB, resources.stream(), resources.pool());
             CHECK(a.data() != nullptr);
             CHECK(a.size() >= 64 * MiB);
             // Memory that really is on the device shows in cudaMemGetInfo
@@ -332,9 +332,9 @@ TEST_CASE("gpu ApiAllocation: each API allocates, and frees on reset") {
         CHECK_MEMORY_LEVEL(std::llabs(diff(free_now(), before)) <= static_cast<long long>(kFreeSlack));
     }
     // VMM memory is usable by kernels: fill and verify it.
-    CudaStream stream(0);
-    ApiAllocation v(AllocApi::vmm, 0, 4 * MiB, stream.get());
-    DeviceAllocation result(0, sizeof(VerifyResult));
+    CudaStream stream(DeviceId(0));
+    ApiAllocation v(AllocApi::vmm, DeviceId(0), 4 * MiB, stream.get());
+    DeviceAllocation result(DeviceId(0), sizeof(VerifyResult));
     launch_fill_pattern(v.data(), v.size() / 8, Pattern::address, 1, stream.get());
     reset_verify_result(static_cast<VerifyResult*>(result.data()), stream.get());
     launch_verify_pattern(v.data(), v.size() / 8, Pattern::address, 1, static_cast<VerifyResult*>(result.data()), stream.get());
@@ -345,7 +345,7 @@ TEST_CASE("gpu ApiAllocation: each API allocates, and frees on reset") {
 }
 
 TEST_CASE("gpu alloc-test core: the modes leave free memory unchanged in-process") {
-    ensure_context(0);
+    ensure_context(DeviceId(0));
     StopToken stop;
     const std::uint64_t before = free_now();
 
@@ -353,12 +353,12 @@ TEST_CASE("gpu alloc-test core: the modes leave free memory unchanged in-process
     lo.apis = all_alloc_apis();
     lo.sizes = {4096, 8 * MiB};
     lo.iterations = 3;
-    const LatencyResult lr = run_latency(0, lo, stop);
+    const LatencyResult lr = run_latency(DeviceId(0), lo, stop);
     CHECK(lr.rows.size() == 18);
     CHECK(lr.sync.size() == 9);
     CHECK_MEMORY_LEVEL(std::llabs(diff(free_now(), before)) <= static_cast<long long>(kFreeSlack));
 
-    MaxResult mr = run_max(0, MaxOptions{}, stop);
+    MaxResult mr = run_max(DeviceId(0), MaxOptions{}, stop);
     CHECK(mr.chunks.total() > 0);
     CHECK_MEMORY_LEVEL(std::llabs(diff(free_now(), before)) <= static_cast<long long>(kFreeSlack));
 
@@ -367,7 +367,7 @@ TEST_CASE("gpu alloc-test core: the modes leave free memory unchanged in-process
     fo.chunk = 300 * MiB + 8;  // a chunk that is no multiple of the page size
     fo.verify = true;
     fo.patterns = all_patterns();
-    const FillResult fr = run_fill(0, fo, stop);
+    const FillResult fr = run_fill(DeviceId(0), fo, stop);
     CHECK(fr.allocated == GiB);
     CHECK(fr.chunks == 4);
     CHECK(fr.mismatched_words == 0);
@@ -379,14 +379,14 @@ TEST_CASE("gpu alloc-test core: the modes leave free memory unchanged in-process
         co.sizes = parse_size_range("4KiB..32MiB");
         co.ops = 500;
         co.max_live = parse_size_spec("1GiB", {false, true});
-        const ChurnResult cr = run_churn(0, co, stop);
+        const ChurnResult cr = run_churn(DeviceId(0), co, stop);
         CHECK(cr.ops == 500);
         CHECK(cr.failures == 0);
         CHECK_MEMORY_LEVEL(std::llabs(diff(free_now(), before)) <= static_cast<long long>(kFreeSlack));
     }
 
     {
-        HeldMemory held = allocate_held(0, parse_size_spec("2GiB", {false, true}), GiB, stop);
+        HeldMemory held = allocate_held(DeviceId(0), parse_size_spec("2GiB", {false, true}), GiB, stop);
         CHECK(held.bytes == 2 * GiB);
         CHECK(free_now() + 2 * GiB <= before + kFreeSlack);
     }
@@ -394,7 +394,7 @@ TEST_CASE("gpu alloc-test core: the modes leave free memory unchanged in-process
 
     // A failing chunked allocation frees what it got before throwing.
     try {
-        allocate_chunks(0, 4 * total_memory(), GiB, stop);
+        allocate_chunks(DeviceId(0), 4 * total_memory(), GiB, stop);
         FAIL("allocation of four times the device's memory succeeded");
     } catch (const PartialAllocationError& e) {
         CHECK(e.allocated_bytes() > 0);
@@ -404,7 +404,7 @@ TEST_CASE("gpu alloc-test core: the modes leave free memory unchanged in-process
 }
 
 TEST_CASE("gpu alloc-test core: managed memory beyond free memory is refused, not asked for") {
-    ensure_context(0);
-    CHECK_THROWS_AS(check_managed_fits(0, free_now()), OutOfMemoryError);
-    CHECK_NOTHROW(check_managed_fits(0, 64 * MiB));
+    ensure_context(DeviceId(0));
+    CHECK_THROWS_AS(check_managed_fits(DeviceId(0), free_now()), OutOfMemoryError);
+    CHECK_NOTHROW(check_managed_fits(DeviceId(0), 64 * MiB));
 }

@@ -26,14 +26,14 @@ using namespace gpumem;
 namespace {
 
 std::size_t free_device_memory(int device) {
-    AutoDevice guard(device);
+    AutoDevice guard(DeviceId{device});
     std::size_t free_bytes = 0, total = 0;
     REQUIRE(cudaMemGetInfo(&free_bytes, &total) == cudaSuccess);
     return free_bytes;
 }
 
 std::size_t total_device_memory(int device) {
-    AutoDevice guard(device);
+    AutoDevice guard(DeviceId{device});
     std::size_t free_bytes = 0, total = 0;
     REQUIRE(cudaMemGetInfo(&free_bytes, &total) == cudaSuccess);
     return total;
@@ -146,9 +146,9 @@ TEST_CASE("MixMemory throws out-of-memory and stays empty and usable") {
 
 TEST_CASE("MixMemory rejects a device that does not exist") {
     MixMemoryOptions bad;
-    bad.device = device_count();
+    bad.device = DeviceId(device_count());
     CHECK_THROWS_AS(MixMemory{bad}, UsageError);
-    bad.device = -1;
+    bad.device = DeviceId(-1);
     CHECK_THROWS_AS(MixMemory{bad}, UsageError);
 }
 
@@ -158,7 +158,7 @@ TEST_CASE("MixMemory zero-fills on growth when asked, on a stream") {
     MixMemory mm(o);
     // Dirty memory first so that zeros cannot come from a fresh page.
     {
-        DeviceAllocation dirty(0, 8 * kMiB);
+        DeviceAllocation dirty(DeviceId(0), 8 * kMiB);
         REQUIRE(cudaMemset(dirty.data(), 0xAB, 8 * kMiB) == cudaSuccess);
         REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
     }
@@ -184,7 +184,7 @@ TEST_CASE("every host memory kind allocates, is writable and is released") {
             CHECK(p[kMiB - 1] == kMiB - 1);
             if (kind == HostMemoryKind::huge_only) CHECK(mm.host_huge_pages());
             // The copy engines can read it.
-            DeviceAllocation d(0, 4 * kMiB);
+            DeviceAllocation d(DeviceId(0), 4 * kMiB);
             CHECK(cudaMemcpy(d.data(), p, 4 * kMiB, cudaMemcpyHostToDevice) == cudaSuccess);
         } catch (const OutOfMemoryError& e) {
             // Only huge-only may fail, on machines with no reserved huge pages.
@@ -201,28 +201,28 @@ TEST_CASE("AutoDevice switches only when needed and restores the current device"
     REQUIRE(cudaSetDevice(0) == cudaSuccess);
     const auto calls = AutoDevice::set_device_calls();
     {
-        AutoDevice same(0);
+        AutoDevice same(DeviceId(0));
         CHECK_FALSE(same.switched());
         MixMemory mm(MixMemoryOptions{});
         mm.device(kMiB);
         mm.host(kMiB);
     }
     CHECK(AutoDevice::set_device_calls() == calls);  // nothing switched for device 0
-    CHECK(current_device() == 0);
+    CHECK(current_device() == DeviceId(0));
     if (device_count() >= 2) {
         REQUIRE(cudaSetDevice(1) == cudaSuccess);
         REQUIRE(cudaFree(nullptr) == cudaSuccess);  // device 1's context exists: it must be restored
         {
             MixMemoryOptions o;
-            o.device = 0;
+            o.device = DeviceId(0);
             MixMemory mm(o);
             void* p = mm.device(kMiB);
-            CHECK(current_device() == 1);  // restored after the allocation
+            CHECK(current_device() == DeviceId(1));  // restored after the allocation
             cudaPointerAttributes attr{};
             REQUIRE(cudaPointerGetAttributes(&attr, p) == cudaSuccess);
             CHECK(attr.device == 0);  // allocated on the buffer's device
         }
-        CHECK(current_device() == 1);  // and after the free
+        CHECK(current_device() == DeviceId(1));  // and after the free
         CHECK(AutoDevice::set_device_calls() >= calls + 4);
         REQUIRE(cudaSetDevice(0) == cudaSuccess);
     } else {
@@ -284,11 +284,11 @@ const int g_child_exit = [] {
     int code = 0;
     try {
         {
-            AutoDevice guard(1);  // the thread's default device 0 has no context
-            DeviceAllocation buffer(1, 1 << 20);
+            AutoDevice guard(DeviceId(1));  // the thread's default device 0 has no context
+            DeviceAllocation buffer(DeviceId(1), 1 << 20);
         }
-        code = primary_context_active(0) ? 10 : 0;  // 10: a context appeared on device 0
-        if (code == 0 && current_device() != 1) code = 11;
+        code = primary_context_active(DeviceId(0)) ? 10 : 0;  // 10: a context appeared on device 0
+        if (code == 0 && current_device() != DeviceId(1)) code = 11;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "child: %s\n", e.what());
         code = 12;

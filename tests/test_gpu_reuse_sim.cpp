@@ -22,7 +22,7 @@ namespace {
 
 constexpr std::uint64_t MiB = 1 << 20;
 
-std::uint64_t device_free() { return rs::cuda_device_memory(0).free_bytes; }
+std::uint64_t device_free() { return rs::cuda_device_memory(gpumem::DeviceId(0)).free_bytes; }
 
 std::int64_t difference(std::uint64_t a, std::uint64_t b) { return static_cast<std::int64_t>(a) - static_cast<std::int64_t>(b); }
 
@@ -65,7 +65,7 @@ TEST_CASE("gpu reuse-sim: the CUDA upstream matches the simulation and frees eve
         rs::Replay(std::vector<rs::Lane*>{&sim}, {}).run(*source);
         REQUIRE(source->rewind());
         {
-            rs::Lane real(rs::strategy_name(kind), rs::make_cuda_upstream(0, rs::kUnlimited, &costs));
+            rs::Lane real(rs::strategy_name(kind), rs::make_cuda_upstream(gpumem::DeviceId(0), rs::kUnlimited, &costs));
             real.strategy = rs::make_strategy(kind, o, *real.upstream);
             rs::Replay replay(std::vector<rs::Lane*>{&real}, {});
             replay.run(*source);
@@ -90,7 +90,7 @@ TEST_CASE("gpu reuse-sim: an interrupted real replay still frees everything") {
     w.steps = 50;
     auto source = rs::make_workload(w);
     {
-        rs::Lane real("naive", rs::make_cuda_upstream(0, rs::kUnlimited, nullptr));
+        rs::Lane real("naive", rs::make_cuda_upstream(gpumem::DeviceId(0), rs::kUnlimited, nullptr));
         real.strategy = rs::make_strategy(rs::StrategyKind::naive, {}, *real.upstream);
         rs::ReplayOptions o;
         o.poll = [] { gpumem::throw_if_interrupted(); };

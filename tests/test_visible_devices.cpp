@@ -18,7 +18,7 @@ namespace {
 
 DeviceIdentity nvml_gpu(int nvml_index, const std::string& uuid, std::uint32_t bus, const std::string& name = "NVIDIA H200") {
     DeviceIdentity d;
-    d.nvml_index = nvml_index;
+    d.nvml_index = static_cast<unsigned>(nvml_index);
     d.uuid = uuid;
     d.pci.bus = bus;
     d.name = name;

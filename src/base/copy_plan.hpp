@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/device_id.hpp"
 #include "base/memory_policy.hpp"
 #include "base/stats.hpp"
 
@@ -72,8 +73,8 @@ struct CopyVerification {
 struct CopyResult {
     std::string flow;  // h2d, d2h, d2d, h2h, p2p, bidir-h2d or bidir-d2h
     CopyDirection direction = CopyDirection::h2d;
-    int device = 0;
-    int peer = -1;                                 // p2p: the destination device
+    DeviceId device{0};
+    std::optional<DeviceId> peer;                  // p2p: the destination device
     std::optional<bool> peer_access;               // p2p: whether peer access was enabled
     std::optional<HostMemoryKind> host_kind;       // directions that use host memory
     std::optional<bool> host_huge_pages;           // pageable-huge / huge-only: whether huge pages were used

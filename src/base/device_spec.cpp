@@ -116,7 +116,9 @@ DeviceSpec parse_device_spec(std::string_view text) {
         if (all_digits(part)) {
             if (part.size() > 6) throw UsageError("invalid device '" + sel.text + "': index too large");
             sel.kind = DeviceSelector::Kind::cuda_index;
-            std::from_chars(part.data(), part.data() + part.size(), sel.index);  // all digits, at most 6
+            int ordinal = 0;
+            std::from_chars(part.data(), part.data() + part.size(), ordinal);  // all digits, at most 6
+            sel.index = DeviceId(ordinal);
         } else if (starts_with_ci(part, "GPU-")) {
             sel.kind = DeviceSelector::Kind::uuid_prefix;
             sel.uuid_prefix = normalize_uuid(part);

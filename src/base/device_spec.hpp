@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/device_id.hpp"
+
 namespace gpumem {
 
 // PCI address domain:bus:device.function, comparable across NVML's
@@ -31,9 +33,9 @@ std::optional<PciAddress> parse_pci_address(std::string_view text);
 
 // What identifies one physical GPU, whichever API found it.
 struct DeviceIdentity {
-    int cuda_index = -1;  // ordinal a CUDA program in this environment uses; -1: hidden from CUDA
-    int nvml_index = -1;  // NVML's (PCI-ordered) index; -1: unknown
-    std::string uuid;     // GPU-xxxxxxxx-xxxx-...
+    std::optional<DeviceId> cuda_index;  // ordinal a CUDA program in this environment uses; empty: hidden from CUDA
+    std::optional<unsigned> nvml_index;  // NVML's (PCI-ordered) index; empty: unknown
+    std::string uuid;                    // GPU-xxxxxxxx-xxxx-...
     PciAddress pci;
     std::string name;
 };
@@ -42,8 +44,8 @@ struct DeviceIdentity {
 struct DeviceSelector {
     enum class Kind { cuda_index, uuid_prefix, pci_address };
     Kind kind = Kind::cuda_index;
-    int index = -1;
-    std::string uuid_prefix;  // lower case, starting with "gpu-"
+    std::optional<DeviceId> index;  // Kind::cuda_index only
+    std::string uuid_prefix;        // lower case, starting with "gpu-"
     PciAddress pci;
     std::string text;  // as written, for messages
 };

@@ -52,19 +52,19 @@ void log_driver_failure(CUresult result, const char* call) noexcept {
 }
 
 // Like check_driver, but an out-of-memory result names the size asked for.
-void check_vmm(CUresult result, const char* call, std::size_t bytes, int device) {
+void check_vmm(CUresult result, const char* call, std::size_t bytes, DeviceId device) {
     if (result == CUDA_ERROR_OUT_OF_MEMORY)
-        throw OutOfMemoryError(std::string(call) + " of " + format_bytes(bytes) + " on device " + std::to_string(device) +
+        throw OutOfMemoryError(std::string(call) + " of " + format_bytes(bytes) + " on device " + to_string(device) +
                                    " failed: CUDA_ERROR_OUT_OF_MEMORY",
                                bytes);
     check_driver(result, call);
 }
 
-CUmemAllocationProp vmm_properties(int device) {
+CUmemAllocationProp vmm_properties(DeviceId device) {
     CUmemAllocationProp prop{};
     prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
     prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = device;
+    prop.location.id = device.ordinal();
     return prop;
 }
 
@@ -135,21 +135,21 @@ bool alloc_api_uses_device_memory(AllocApi api) noexcept {
            api == AllocApi::vmm;
 }
 
-void ensure_context(int device) {
-    GPUMEM_CUDA_CALL(cudaSetDevice(device));
+void ensure_context(DeviceId device) {
+    GPUMEM_CUDA_CALL(cudaSetDevice(device.ordinal()));
     // cudaFree(nullptr) is the documented way to create the primary context
     // and make it current on this thread without allocating anything.
     GPUMEM_CUDA_CALL(cudaFree(nullptr));
 }
 
-DeviceMemoryInfo device_memory_info(int device) {
+DeviceMemoryInfo device_memory_info(DeviceId device) {
     AutoDevice guard(device);
     std::size_t free = 0, total = 0;
     GPUMEM_CUDA_CALL(cudaMemGetInfo(&free, &total));
     return {free, total};
 }
 
-std::size_t vmm_granularity(int device) {
+std::size_t vmm_granularity(DeviceId device) {
     const CUmemAllocationProp prop = vmm_properties(device);
     std::size_t granularity = 0;
     check_driver(driver_api().cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
@@ -157,7 +157,7 @@ std::size_t vmm_granularity(int device) {
     return granularity == 0 ? 1 : granularity;
 }
 
-std::size_t alloc_api_rounded_size(AllocApi api, int device, std::size_t bytes) {
+std::size_t alloc_api_rounded_size(AllocApi api, DeviceId device, std::size_t bytes) {
     if (api != AllocApi::vmm) return bytes;
     const std::size_t g = vmm_granularity(device);
     return (bytes + g - 1) / g * g;
@@ -165,7 +165,7 @@ std::size_t alloc_api_rounded_size(AllocApi api, int device, std::size_t bytes) 
 
 // --- VmmAllocation ---
 
-VmmAllocation::VmmAllocation(int device, std::size_t bytes) : bytes_(bytes), device_(device) {
+VmmAllocation::VmmAllocation(DeviceId device, std::size_t bytes) : bytes_(bytes), device_(device) {
     const DriverApi& api = driver_api();
     const CUmemAllocationProp prop = vmm_properties(device);
     check_vmm(api.cuMemCreate(&handle_, bytes, &prop, 0), "cuMemCreate", bytes, device);
@@ -189,7 +189,7 @@ VmmAllocation::~VmmAllocation() noexcept { reset(); }
 void VmmAllocation::reset() noexcept {
     if (!has_handle_ && address_ == 0) return;
     try {
-        AutoDevice guard(device_);
+        AutoDevice guard(*device_);
         const DriverApi& api = driver_api();
         if (mapped_) log_driver_failure(api.cuMemUnmap(address_, bytes_), "cuMemUnmap");
         if (address_ != 0) log_driver_failure(api.cuMemAddressFree(address_, bytes_), "cuMemAddressFree");
@@ -226,13 +226,13 @@ VmmAllocation& VmmAllocation::operator=(VmmAllocation&& other) noexcept {
 
 // --- RetainingPool ---
 
-RetainingPool::RetainingPool(int device) : device_(device) {
+RetainingPool::RetainingPool(DeviceId device) : device_(device) {
     AutoDevice guard(device);
     cudaMemPoolProps props{};
     props.allocType = cudaMemAllocationTypePinned;
     props.handleTypes = cudaMemHandleTypeNone;
     props.location.type = cudaMemLocationTypeDevice;
-    props.location.id = device;
+    props.location.id = device.ordinal();
     GPUMEM_CUDA_CALL(cudaMemPoolCreate(&pool_, &props));
     std::uint64_t keep_everything = ~0ULL;
     const cudaError_t status = cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep_everything);
@@ -252,13 +252,13 @@ RetainingPool::~RetainingPool() noexcept {
     }
 }
 
-AllocResources::AllocResources(int device, const std::vector<AllocApi>& apis) : stream_(device) {
+AllocResources::AllocResources(DeviceId device, const std::vector<AllocApi>& apis) : stream_(device) {
     if (std::find(apis.begin(), apis.end(), AllocApi::async_pool) != apis.end()) pool_ = std::make_unique<RetainingPool>(device);
 }
 
 // --- AsyncAllocation ---
 
-AsyncAllocation::AsyncAllocation(int device, std::size_t bytes, cudaStream_t stream, cudaMemPool_t pool)
+AsyncAllocation::AsyncAllocation(DeviceId device, std::size_t bytes, cudaStream_t stream, cudaMemPool_t pool)
     : stream_(stream), synchronize_(pool == nullptr), device_(device) {
     if (bytes == 0) return;
     AutoDevice guard(device);
@@ -266,7 +266,7 @@ AsyncAllocation::AsyncAllocation(int device, std::size_t bytes, cudaStream_t str
     const cudaError_t status = pool ? cudaMallocFromPoolAsync(&p, bytes, pool, stream) : cudaMallocAsync(&p, bytes, stream);
     if (status != cudaSuccess)
         throw_allocation_error(status, pool ? "cudaMallocFromPoolAsync" : "cudaMallocAsync", bytes,
-                               format_bytes(bytes) + " on device " + std::to_string(device));
+                               format_bytes(bytes) + " on device " + to_string(device));
     ptr_ = p;
     bytes_ = bytes;
     if (!synchronize_) return;
@@ -275,7 +275,7 @@ AsyncAllocation::AsyncAllocation(int device, std::size_t bytes, cudaStream_t str
     if (sync != cudaSuccess) {
         reset();
         throw_allocation_error(sync, "cudaMallocAsync (stream synchronize)", bytes,
-                               format_bytes(bytes) + " on device " + std::to_string(device));
+                               format_bytes(bytes) + " on device " + to_string(device));
     }
 }
 
@@ -284,7 +284,7 @@ AsyncAllocation::~AsyncAllocation() noexcept { reset(); }
 void AsyncAllocation::reset() noexcept {
     if (ptr_ == nullptr) return;
     try {
-        AutoDevice guard(device_);
+        AutoDevice guard(*device_);
         log_failure(cudaFreeAsync(ptr_, stream_), "cudaFreeAsync");
         if (synchronize_) log_failure(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (after cudaFreeAsync)");
     } catch (...) {
@@ -314,7 +314,7 @@ AsyncAllocation& AsyncAllocation::operator=(AsyncAllocation&& other) noexcept {
 
 // --- ApiAllocation ---
 
-ApiAllocation::ApiAllocation(AllocApi api, int device, std::size_t bytes, cudaStream_t stream, cudaMemPool_t pool)
+ApiAllocation::ApiAllocation(AllocApi api, DeviceId device, std::size_t bytes, cudaStream_t stream, cudaMemPool_t pool)
     : api_(api) {
     switch (api) {
         case AllocApi::device: owner_.emplace<DeviceAllocation>(device, bytes); break;

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -45,17 +46,17 @@ bool alloc_api_uses_device_memory(AllocApi api) noexcept;
 
 // Granularity of VMM physical allocations on `device` (cuMemGetAllocationGranularity,
 // minimum; 2 MiB on current GPUs). Needs the device's context current.
-std::size_t vmm_granularity(int device);
+std::size_t vmm_granularity(DeviceId device);
 // Bytes an allocation of `bytes` really takes through `api`: VMM rounds up
 // to its granularity; the others are reported as requested.
-std::size_t alloc_api_rounded_size(AllocApi api, int device, std::size_t bytes);
+std::size_t alloc_api_rounded_size(AllocApi api, DeviceId device, std::size_t bytes);
 
 // Physical memory + reserved address range + mapping + access rights.
 // Releases whatever steps completed, in reverse order.
 class VmmAllocation {
 public:
     VmmAllocation() = default;
-    VmmAllocation(int device, std::size_t bytes);  // bytes: a multiple of vmm_granularity(device)
+    VmmAllocation(DeviceId device, std::size_t bytes);  // bytes: a multiple of vmm_granularity(device)
     ~VmmAllocation() noexcept;
     VmmAllocation(VmmAllocation&& other) noexcept;
     VmmAllocation& operator=(VmmAllocation&& other) noexcept;
@@ -72,7 +73,7 @@ private:
     CUdeviceptr address_ = 0;
     bool mapped_ = false;
     std::size_t bytes_ = 0;
-    int device_ = -1;
+    std::optional<DeviceId> device_;
 };
 
 // A device memory pool of its own that never returns memory to the driver
@@ -80,7 +81,7 @@ private:
 // the first are served from the pool. Destroying it releases everything.
 class RetainingPool {
 public:
-    explicit RetainingPool(int device);
+    explicit RetainingPool(DeviceId device);
     ~RetainingPool() noexcept;
     RetainingPool(const RetainingPool&) = delete;
     RetainingPool& operator=(const RetainingPool&) = delete;
@@ -88,7 +89,7 @@ public:
 
 private:
     cudaMemPool_t pool_ = nullptr;
-    int device_ = -1;
+    DeviceId device_;
 };
 
 // Without a pool: cudaMallocAsync on `stream` and a synchronize, so the
@@ -100,7 +101,7 @@ private:
 class AsyncAllocation {
 public:
     AsyncAllocation() = default;
-    AsyncAllocation(int device, std::size_t bytes, cudaStream_t stream, cudaMemPool_t pool = nullptr);
+    AsyncAllocation(DeviceId device, std::size_t bytes, cudaStream_t stream, cudaMemPool_t pool = nullptr);
     ~AsyncAllocation() noexcept;
     AsyncAllocation(AsyncAllocation&& other) noexcept;
     AsyncAllocation& operator=(AsyncAllocation&& other) noexcept;
@@ -116,7 +117,7 @@ private:
     std::size_t bytes_ = 0;
     cudaStream_t stream_ = nullptr;
     bool synchronize_ = true;
-    int device_ = -1;
+    std::optional<DeviceId> device_;
 };
 
 // One allocation through any AllocApi. Host kinds reuse HostAllocation and
@@ -127,7 +128,7 @@ public:
     // Throws OutOfMemoryError when the allocation itself fails, CudaError on
     // other errors. `stream` is used by the async APIs, `pool` by async_pool
     // only. `bytes` for vmm is rounded up to the granularity.
-    ApiAllocation(AllocApi api, int device, std::size_t bytes, cudaStream_t stream = nullptr, cudaMemPool_t pool = nullptr);
+    ApiAllocation(AllocApi api, DeviceId device, std::size_t bytes, cudaStream_t stream = nullptr, cudaMemPool_t pool = nullptr);
     ~ApiAllocation() = default;
     // A moved-from allocation is empty (a moved-from variant would still
     // hold its alternative).
@@ -151,7 +152,7 @@ private:
 // retaining pool (created only when that API is used).
 class AllocResources {
 public:
-    AllocResources(int device, const std::vector<AllocApi>& apis);
+    AllocResources(DeviceId device, const std::vector<AllocApi>& apis);
     cudaStream_t stream() const noexcept { return stream_.get(); }
     cudaMemPool_t pool() const noexcept { return pool_ ? pool_->get() : nullptr; }
     // Waits for the stream, so pool memory is back when this returns.
@@ -164,12 +165,12 @@ private:
 
 // Makes `device` current and creates its primary context if needed (driver
 // API calls such as VMM's need a current context on the calling thread).
-void ensure_context(int device);
+void ensure_context(DeviceId device);
 
 struct DeviceMemoryInfo {
     std::uint64_t free = 0, total = 0;
 };
 // cudaMemGetInfo on `device` (its context counts as used).
-DeviceMemoryInfo device_memory_info(int device);
+DeviceMemoryInfo device_memory_info(DeviceId device);
 
 }  // namespace gpumem

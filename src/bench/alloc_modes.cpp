@@ -68,7 +68,7 @@ private:
 // ---------------------------------------------------------------------------
 // Shared by fill and hold
 
-std::vector<DeviceAllocation> allocate_chunks(int device, std::uint64_t total, std::uint64_t chunk, const StopToken& stop,
+std::vector<DeviceAllocation> allocate_chunks(DeviceId device, std::uint64_t total, std::uint64_t chunk, const StopToken& stop,
                                               const ProgressFn& progress) {
     const std::vector<std::uint64_t> plan = plan_chunks(total, chunk);
     std::vector<DeviceAllocation> pieces;
@@ -86,7 +86,7 @@ std::vector<DeviceAllocation> allocate_chunks(int device, std::uint64_t total, s
                 free_text = "; " + format_bytes(device_memory_info(device).free) + " free now";
             } catch (const Error&) {
             }
-            throw PartialAllocationError("device " + std::to_string(device) + ": cudaMalloc of " + format_bytes(bytes) +
+            throw PartialAllocationError("device " + to_string(device) + ": cudaMalloc of " + format_bytes(bytes) +
                                              " failed after " + format_bytes(done) + " of the " + format_bytes(total) +
                                              " asked for were allocated (" + std::to_string(count) + " pieces of up to " +
                                              format_bytes(chunk) + "); all of it was freed" + free_text,
@@ -101,11 +101,11 @@ std::vector<DeviceAllocation> allocate_chunks(int device, std::uint64_t total, s
 // ---------------------------------------------------------------------------
 // latency
 
-void check_managed_fits(int device, std::uint64_t bytes) {
+void check_managed_fits(DeviceId device, std::uint64_t bytes) {
     const DeviceMemoryInfo info = device_memory_info(device);
     if (bytes + kManagedHeadroom > info.free)
         throw OutOfMemoryError("refusing to ask for " + format_bytes(bytes) + " of managed memory on device " +
-                                   std::to_string(device) + ": only " + format_bytes(info.free) +
+                                   to_string(device) + ": only " + format_bytes(info.free) +
                                    " is free (oversubscribed managed memory can hang the GPU)",
                                bytes);
 }
@@ -116,7 +116,7 @@ namespace {
 // tells whether `op` returned before the kernel ended.
 class SyncProber {
 public:
-    explicit SyncProber(int device) : stream_(device), flags_(device, 64) {
+    explicit SyncProber(DeviceId device) : stream_(device), flags_(device, 64) {
         GPUMEM_CUDA_CALL(cudaMemsetAsync(flags_.data(), 0, 64, stream_.get()));
         stream_.synchronize();
     }
@@ -152,7 +152,7 @@ private:
     DeviceAllocation flags_;  // [0] release flag (stays 0), [1] timed-out flag
 };
 
-SyncProbe probe_synchronization(AllocApi api, int device, const AllocResources& resources) {
+SyncProbe probe_synchronization(AllocApi api, DeviceId device, const AllocResources& resources) {
     SyncProbe result;
     result.api = api;
     if (api == AllocApi::managed) check_managed_fits(device, kSyncProbeBytes);
@@ -170,10 +170,9 @@ SyncProbe probe_synchronization(AllocApi api, int device, const AllocResources& 
 
 }  // namespace
 
-LatencyResult run_latency(int device, const LatencyOptions& options, const StopToken& stop, const ProgressFn& progress) {
+LatencyResult run_latency(DeviceId device, const LatencyOptions& options, const StopToken& stop, const ProgressFn& progress) {
     ensure_context(device);
-    LatencyResult result;
-    result.device = device;
+    LatencyResult result(device);
     AllocResources resources(device, options.apis);
     const std::uint64_t total_steps = options.apis.size() * options.sizes.size() *
                                       static_cast<std::uint64_t>(options.iterations + options.warmup);
@@ -252,10 +251,9 @@ reuse_sim::CostTable cost_table_from_latency(const LatencyResult& result, const 
 // ---------------------------------------------------------------------------
 // max
 
-MaxResult run_max(int device, const MaxOptions& options, const StopToken& stop, const ProgressFn& progress) {
+MaxResult run_max(DeviceId device, const MaxOptions& options, const StopToken& stop, const ProgressFn& progress) {
     ensure_context(device);
-    MaxResult result;
-    result.device = device;
+    MaxResult result(device);
     const DeviceMemoryInfo before = device_memory_info(device);
     result.total = before.total;
     result.free_before = before.free;
@@ -335,10 +333,9 @@ void corrupt_word(const std::vector<DeviceAllocation>& pieces, std::uint64_t ind
 
 }  // namespace
 
-FillResult run_fill(int device, const FillOptions& options, const StopToken& stop, const ProgressFn& progress) {
+FillResult run_fill(DeviceId device, const FillOptions& options, const StopToken& stop, const ProgressFn& progress) {
     ensure_context(device);
-    FillResult result;
-    result.device = device;
+    FillResult result(device);
     result.free_before = device_memory_info(device).free;
     result.requested = resolve_total(options.total, result.free_before);
     CudaStream stream(device);
@@ -416,10 +413,9 @@ FillResult run_fill(int device, const FillOptions& options, const StopToken& sto
 // ---------------------------------------------------------------------------
 // churn
 
-ChurnResult run_churn(int device, const ChurnOptions& options, const StopToken& stop, const ProgressFn& progress) {
+ChurnResult run_churn(DeviceId device, const ChurnOptions& options, const StopToken& stop, const ProgressFn& progress) {
     ensure_context(device);
-    ChurnResult result;
-    result.device = device;
+    ChurnResult result(device);
     const DeviceMemoryInfo start_info = device_memory_info(device);
     const std::uint64_t used_at_start = start_info.total - start_info.free;
     result.max_live = options.max_live.resolve(start_info.free);
@@ -548,11 +544,10 @@ ChurnResult run_churn(int device, const ChurnOptions& options, const StopToken& 
 // ---------------------------------------------------------------------------
 // hold
 
-HeldMemory allocate_held(int device, const SizeSpec& total, std::uint64_t chunk, const StopToken& stop,
+HeldMemory allocate_held(DeviceId device, const SizeSpec& total, std::uint64_t chunk, const StopToken& stop,
                          const ProgressFn& progress) {
     ensure_context(device);
-    HeldMemory held;
-    held.device = device;
+    HeldMemory held(device);
     held.free_before = device_memory_info(device).free;
     held.requested = resolve_total(total, held.free_before);
     const auto t0 = Clock::now();

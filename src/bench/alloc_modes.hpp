@@ -60,9 +60,9 @@ private:
 // after all have joined, the first real error in device order is rethrown
 // (the others' owners have freed their memory by then).
 template <typename Fn>
-auto run_on_devices(const std::vector<int>& devices, Fn fn)
-    -> std::vector<decltype(fn(0, std::declval<const StopToken&>()))> {
-    using Result = decltype(fn(0, std::declval<const StopToken&>()));
+auto run_on_devices(const std::vector<DeviceId>& devices, Fn fn)
+    -> std::vector<decltype(fn(std::declval<DeviceId>(), std::declval<const StopToken&>()))> {
+    using Result = decltype(fn(std::declval<DeviceId>(), std::declval<const StopToken&>()));
     StopToken stop;
     std::vector<std::optional<Result>> results(devices.size());
     std::vector<std::exception_ptr> errors(devices.size());
@@ -109,21 +109,21 @@ using ProgressFn = std::function<void(const char* phase, std::uint64_t done, std
 // allocated so far has been freed when this reaches the caller.
 class PartialAllocationError : public OutOfMemoryError {
 public:
-    PartialAllocationError(const std::string& message, int device, std::uint64_t requested, std::uint64_t allocated,
+    PartialAllocationError(const std::string& message, DeviceId device, std::uint64_t requested, std::uint64_t allocated,
                            std::uint64_t pieces)
         : OutOfMemoryError(message, requested), device_(device), allocated_(allocated), pieces_(pieces) {}
-    int device() const noexcept { return device_; }
+    DeviceId device() const noexcept { return device_; }
     std::uint64_t allocated_bytes() const noexcept { return allocated_; }
     std::uint64_t pieces() const noexcept { return pieces_; }
 
 private:
-    int device_;
+    DeviceId device_;
     std::uint64_t allocated_, pieces_;
 };
 
 // cudaMalloc `total` bytes on `device` in pieces of `chunk`. Throws
 // PartialAllocationError (exit 5) naming how far it got when a piece fails.
-std::vector<DeviceAllocation> allocate_chunks(int device, std::uint64_t total, std::uint64_t chunk, const StopToken& stop,
+std::vector<DeviceAllocation> allocate_chunks(DeviceId device, std::uint64_t total, std::uint64_t chunk, const StopToken& stop,
                                               const ProgressFn& progress = {});
 
 // ---------------------------------------------------------------------------
@@ -154,7 +154,8 @@ struct SyncProbe {
 };
 
 struct LatencyResult {
-    int device = -1;
+    explicit LatencyResult(DeviceId on) : device(on) {}
+    DeviceId device;
     std::vector<LatencyRow> rows;
     std::vector<SyncProbe> sync;  // one per API when probe_sync
 };
@@ -164,12 +165,12 @@ inline constexpr double kSyncProbeKernelMs = 50.0;
 // Size of the probe allocation (one VMM granule, one large page).
 inline constexpr std::uint64_t kSyncProbeBytes = 2ULL << 20;
 
-LatencyResult run_latency(int device, const LatencyOptions& options, const StopToken& stop,
+LatencyResult run_latency(DeviceId device, const LatencyOptions& options, const StopToken& stop,
                           const ProgressFn& progress = {});
 
 // Refuses (OutOfMemoryError, exit 5) to ask for managed memory beyond what
 // the device has free: oversubscribed managed memory can hang the GPU.
-void check_managed_fits(int device, std::uint64_t bytes);
+void check_managed_fits(DeviceId device, std::uint64_t bytes);
 
 // ---------------------------------------------------------------------------
 // Cost table for reuse-sim (`--save-costs`)
@@ -195,14 +196,15 @@ struct MaxOptions {
 };
 
 struct MaxResult {
-    int device = -1;
+    explicit MaxResult(DeviceId on) : device(on) {}
+    DeviceId device;
     std::uint64_t total = 0, free_before = 0, free_after = 0;
     std::uint64_t largest_single = 0;
     int probes = 0;
     ChunkedObtain chunks;
 };
 
-MaxResult run_max(int device, const MaxOptions& options, const StopToken& stop, const ProgressFn& progress = {});
+MaxResult run_max(DeviceId device, const MaxOptions& options, const StopToken& stop, const ProgressFn& progress = {});
 
 // ---------------------------------------------------------------------------
 // fill
@@ -227,7 +229,8 @@ struct FillMismatch {
 };
 
 struct FillResult {
-    int device = -1;
+    explicit FillResult(DeviceId on) : device(on) {}
+    DeviceId device;
     std::uint64_t free_before = 0, requested = 0, allocated = 0;
     std::size_t chunks = 0;
     double alloc_seconds = 0;
@@ -238,7 +241,7 @@ struct FillResult {
 };
 inline constexpr std::size_t kMaxReportedMismatches = 16;
 
-FillResult run_fill(int device, const FillOptions& options, const StopToken& stop, const ProgressFn& progress = {});
+FillResult run_fill(DeviceId device, const FillOptions& options, const StopToken& stop, const ProgressFn& progress = {});
 
 // ---------------------------------------------------------------------------
 // churn
@@ -257,7 +260,8 @@ struct ChurnOptions {
 };
 
 struct ChurnResult {
-    int device = -1;
+    explicit ChurnResult(DeviceId on) : device(on) {}
+    DeviceId device;
     std::uint64_t ops = 0, allocations = 0, frees = 0, reuses = 0, failures = 0;
     Summary alloc_us, free_us;  // mixmemory: alloc_us is every request (reuse or growth)
     std::uint64_t peak_live = 0;        // own accounting: live bytes, or the sum of MixMemory capacities
@@ -267,19 +271,20 @@ struct ChurnResult {
     double seconds = 0;
 };
 
-ChurnResult run_churn(int device, const ChurnOptions& options, const StopToken& stop, const ProgressFn& progress = {});
+ChurnResult run_churn(DeviceId device, const ChurnOptions& options, const StopToken& stop, const ProgressFn& progress = {});
 
 // ---------------------------------------------------------------------------
 // hold
 
 struct HeldMemory {
-    int device = -1;
+    explicit HeldMemory(DeviceId on) : device(on) {}
+    DeviceId device;
     std::uint64_t free_before = 0, requested = 0, bytes = 0;
     double alloc_seconds = 0;
     std::vector<DeviceAllocation> pieces;
 };
 
-HeldMemory allocate_held(int device, const SizeSpec& total, std::uint64_t chunk, const StopToken& stop,
+HeldMemory allocate_held(DeviceId device, const SizeSpec& total, std::uint64_t chunk, const StopToken& stop,
                          const ProgressFn& progress = {});
 
 // Sleeps `seconds` (<= 0: until a signal) in short steps; returns false when a

@@ -162,7 +162,7 @@ void read_device_bytes(void* host, const void* device_ptr, std::size_t n, cudaSt
 }
 
 // Checks [data, data + bytes) in device memory of `device` with a kernel.
-CopyVerification verify_device(int device, const void* data, std::uint64_t bytes, std::uint64_t seed) {
+CopyVerification verify_device(DeviceId device, const void* data, std::uint64_t bytes, std::uint64_t seed) {
     AutoDevice guard(device);
     CudaStream stream(device);
     DeviceAllocation result_buffer(device, sizeof(VerifyResult));
@@ -188,14 +188,14 @@ CopyVerification verify_device(int device, const void* data, std::uint64_t bytes
     return v;
 }
 
-void fill_device_pattern(int device, void* data, std::uint64_t bytes, std::uint64_t seed) {
+void fill_device_pattern(DeviceId device, void* data, std::uint64_t bytes, std::uint64_t seed) {
     AutoDevice guard(device);
     CudaStream stream(device);
     launch_fill_pattern(data, (bytes + 7) / 8, kPattern, seed, stream.get());
     stream.synchronize();
 }
 
-void zero_device(int device, void* data, std::uint64_t bytes) {
+void zero_device(DeviceId device, void* data, std::uint64_t bytes) {
     AutoDevice guard(device);
     CudaStream stream(device);
     GPUMEM_CUDA_CALL(cudaMemsetAsync(data, 0, bytes, stream.get()));
@@ -205,21 +205,21 @@ void zero_device(int device, void* data, std::uint64_t bytes) {
 // The address a copy kernel on `device` uses for page-locked host memory
 // (with unified addressing normally the host address itself). Memory the
 // device has not mapped is an error here rather than a fault in the kernel.
-void* device_view_of_host(void* host, int device, HostMemoryKind kind) {
+void* device_view_of_host(void* host, DeviceId device, HostMemoryKind kind) {
     AutoDevice guard(device);
     void* p = nullptr;
     const cudaError_t status = cudaHostGetDevicePointer(&p, host, 0);
     if (status == cudaSuccess && p != nullptr) return p;
     cudaGetLastError();
     throw Error(std::string("--engine sm: ") + host_memory_kind_name(kind) + " host memory is not mapped for device " +
-                std::to_string(device) + " (cudaHostGetDevicePointer: " + cudaGetErrorName(status) + ")");
+                to_string(device) + " (cudaHostGetDevicePointer: " + cudaGetErrorName(status) + ")");
 }
 
 // Enables peer access both ways for its lifetime (what this scope enabled,
 // it disables again), so a later run without peer access measures the staged path.
 class PeerAccessScope {
 public:
-    PeerAccessScope(int device, int peer) : device_(device), peer_(peer) {
+    PeerAccessScope(DeviceId device, DeviceId peer) : device_(device), peer_(peer) {
         forward_ = enable(device, peer);
         try {
             backward_ = enable(peer, device);
@@ -236,9 +236,9 @@ public:
     PeerAccessScope& operator=(const PeerAccessScope&) = delete;
 
 private:
-    static bool enable(int from, int to) {
+    static bool enable(DeviceId from, DeviceId to) {
         AutoDevice guard(from);
-        const cudaError_t status = cudaDeviceEnablePeerAccess(to, 0);
+        const cudaError_t status = cudaDeviceEnablePeerAccess(to.ordinal(), 0);
         if (status == cudaErrorPeerAccessAlreadyEnabled) {
             cudaGetLastError();
             return false;
@@ -246,22 +246,24 @@ private:
         GPUMEM_CUDA_TRY(status, "cudaDeviceEnablePeerAccess");
         return true;
     }
-    static void disable(int from, int to) noexcept {
+    static void disable(DeviceId from, DeviceId to) noexcept {
         try {
             AutoDevice guard(from);
-            if (cudaDeviceDisablePeerAccess(to) != cudaSuccess) {
+            if (cudaDeviceDisablePeerAccess(to.ordinal()) != cudaSuccess) {
                 cudaGetLastError();
-                spdlog::warn("cudaDeviceDisablePeerAccess({} -> {}) failed", from, to);
+                spdlog::warn("cudaDeviceDisablePeerAccess({} -> {}) failed", from.ordinal(), to.ordinal());
             }
         } catch (...) {
         }
     }
-    int device_, peer_;
+    DeviceId device_, peer_;
     bool forward_ = false, backward_ = false;
 };
 
 // One stream of copies: h2d, d2h, d2d, h2h or p2p (bidir has two lanes).
 struct Lane {
+    Lane(DeviceId src, DeviceId dst) : src_device(src), dst_device(dst) {}
+
     std::string flow;
     CopyDirection kind = CopyDirection::h2d;
     void* dst = nullptr;
@@ -269,8 +271,8 @@ struct Lane {
     void* dst_view = nullptr;  // what a copy kernel addresses
     const void* src_view = nullptr;
     bool src_on_host = false, dst_on_host = false;
-    int src_device = -1, dst_device = -1;  // owners of the device-side buffers
-    CudaStream stream;                     // on the plan's device
+    DeviceId src_device, dst_device;  // owners of the device-side buffers
+    CudaStream stream;                // on the plan's device
 };
 
 cudaMemcpyKind memcpy_kind(CopyDirection kind) {
@@ -287,7 +289,7 @@ void enqueue_copy(const Lane& lane, std::uint64_t bytes, CopyEngine engine, int 
     if (engine == CopyEngine::sm) {
         launch_sm_copy(lane.dst_view, lane.src_view, bytes, sm_count, stream);
     } else if (lane.kind == CopyDirection::p2p) {
-        GPUMEM_CUDA_TRY(cudaMemcpyPeerAsync(lane.dst, lane.dst_device, lane.src, lane.src_device, bytes, stream),
+        GPUMEM_CUDA_TRY(cudaMemcpyPeerAsync(lane.dst, lane.dst_device.ordinal(), lane.src, lane.src_device.ordinal(), bytes, stream),
                         "cudaMemcpyPeerAsync");
     } else {
         GPUMEM_CUDA_TRY(cudaMemcpyAsync(lane.dst, lane.src, bytes, memcpy_kind(lane.kind), stream), "cudaMemcpyAsync");
@@ -311,7 +313,7 @@ double warm_up(std::vector<Lane>& lanes, std::uint64_t bytes, CopyEngine engine,
 // Several lanes held by one spin kernel: the other streams wait on an event
 // recorded behind it, so every lane starts the moment it is released, and
 // each lane's time comes from its own events.
-std::vector<std::vector<double>> time_lanes_with_events(int device, std::vector<Lane>& lanes, std::uint64_t bytes,
+std::vector<std::vector<double>> time_lanes_with_events(DeviceId device, std::vector<Lane>& lanes, std::uint64_t bytes,
                                                         CopyEngine engine, int sm_count, int iterations, int samples) {
     StreamBlocker blocker(device);
     CudaEvent gate(device, false);
@@ -342,7 +344,7 @@ std::vector<std::vector<double>> time_lanes_with_events(int device, std::vector<
 
 // Several host-timed lanes at once: the driver stages pageable copies on the
 // calling thread, so each lane gets its own thread, started together.
-std::vector<std::vector<double>> time_lanes_on_threads(int device, std::vector<Lane>& lanes, std::uint64_t bytes,
+std::vector<std::vector<double>> time_lanes_on_threads(DeviceId device, std::vector<Lane>& lanes, std::uint64_t bytes,
                                                        CopyEngine engine, int sm_count, int iterations, int samples) {
     std::vector<std::vector<double>> seconds(lanes.size());
     for (int s = 0; s < samples; ++s) {
@@ -354,7 +356,7 @@ std::vector<std::vector<double>> time_lanes_on_threads(int device, std::vector<L
             try {
                 // A new thread starts on device 0; set, never restore (a restore
                 // to device 0 would create a context there).
-                GPUMEM_CUDA_CALL(cudaSetDevice(device));
+                GPUMEM_CUDA_CALL(cudaSetDevice(device.ordinal()));
                 while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
                 const double t0 = host_seconds();
                 for (int i = 0; i < iterations; ++i) enqueue_copy(lanes[l], bytes, engine, sm_count, lanes[l].stream.get());
@@ -397,9 +399,9 @@ std::optional<std::uint64_t> available_host_memory() {
 
 }  // namespace
 
-bool peer_access_possible(int device, int peer) {
+bool peer_access_possible(DeviceId device, DeviceId peer) {
     int can = 0;
-    GPUMEM_CUDA_CALL(cudaDeviceCanAccessPeer(&can, device, peer));
+    GPUMEM_CUDA_CALL(cudaDeviceCanAccessPeer(&can, device.ordinal(), peer.ordinal()));
     return can != 0;
 }
 
@@ -408,18 +410,18 @@ void check_copy_fits(const CopyPlan& plan) {
     const std::uint64_t largest = *std::max_element(plan.sizes.begin(), plan.sizes.end());
     const CopyMemoryNeeds needs = copy_memory_needs(plan.direction, plan.host_kind, largest, plan.verify);
     const std::string what = std::string("copy ") + copy_direction_name(plan.direction) + " of " + format_bytes(largest);
-    auto check_device = [&](int device, std::uint64_t need) {
+    auto check_device = [&](DeviceId device, std::uint64_t need) {
         if (need == 0) return;
         AutoDevice guard(device);
         std::size_t free_bytes = 0, total_bytes = 0;
         GPUMEM_CUDA_CALL(cudaMemGetInfo(&free_bytes, &total_bytes));
         if (need + kDeviceMemoryMargin > free_bytes)
-            throw OutOfMemoryError(what + " needs " + format_bytes(need) + " of memory on device " + std::to_string(device) +
+            throw OutOfMemoryError(what + " needs " + format_bytes(need) + " of memory on device " + to_string(device) +
                                        ", but only " + format_bytes(free_bytes) + " is free",
                                    need);
     };
     check_device(plan.device, needs.device);
-    if (plan.direction == CopyDirection::p2p) check_device(plan.peer, needs.peer);
+    if (plan.direction == CopyDirection::p2p) check_device(plan.peer.value(), needs.peer);
     if (needs.host) {
         const auto available = available_host_memory();
         if (available && needs.host > *available)
@@ -434,19 +436,21 @@ std::vector<CopyResult> run_copy_plan(const CopyPlan& plan, const std::function<
     if (std::find(plan.sizes.begin(), plan.sizes.end(), 0u) != plan.sizes.end()) throw UsageError("copy sizes must be above zero");
     validate_copy_combination(plan.direction, plan.host_kind, plan.engine);
     const bool p2p = plan.direction == CopyDirection::p2p;
-    if (p2p && (plan.peer < 0 || plan.peer == plan.device)) throw UsageError("p2p needs a peer device other than the device itself");
+    if (p2p && (!plan.peer || *plan.peer == plan.device)) throw UsageError("p2p needs a peer device other than the device itself");
     if (p2p && plan.engine == CopyEngine::sm && !plan.peer_access)
         throw UsageError("--engine sm copies to a peer only with peer access");
     if (plan.timing.samples < 1 || plan.timing.warmup < 0 || (!plan.auto_iterations && plan.timing.iterations < 1))
         throw UsageError("samples and iterations must be at least 1");
 
     const std::uint64_t capacity = copy_buffer_bytes(*std::max_element(plan.sizes.begin(), plan.sizes.end()));
-    const int device = plan.device;
+    const DeviceId device = plan.device;
+    // Only p2p has a peer, and then it is checked above.
+    const DeviceId peer = p2p ? *plan.peer : device;
     AutoDevice guard(device);
     int sm_count = 0;
-    GPUMEM_CUDA_CALL(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
+    GPUMEM_CUDA_CALL(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device.ordinal()));
     std::optional<PeerAccessScope> peer_scope;
-    if (p2p && plan.peer_access) peer_scope.emplace(device, plan.peer);
+    if (p2p && plan.peer_access) peer_scope.emplace(device, peer);
 
     // Buffers for the largest size, reused by every size of a sweep.
     MixMemoryOptions mix_options;
@@ -458,15 +462,13 @@ std::vector<CopyResult> run_copy_plan(const CopyPlan& plan, const std::function<
     std::optional<bool> huge_pages;
     std::vector<Lane> lanes;
     auto add_lane = [&](const char* flow, CopyDirection kind, void* dst, const void* src) {
-        Lane lane;
+        Lane lane(device, kind == CopyDirection::p2p ? peer : device);
         lane.flow = flow;
         lane.kind = kind;
         lane.dst = dst;
         lane.src = src;
         lane.src_on_host = kind == CopyDirection::h2d || kind == CopyDirection::h2h;
         lane.dst_on_host = kind == CopyDirection::d2h || kind == CopyDirection::h2h;
-        lane.src_device = device;
-        lane.dst_device = kind == CopyDirection::p2p ? plan.peer : device;
         lane.stream = CudaStream(device);
         lanes.push_back(std::move(lane));
     };
@@ -493,7 +495,7 @@ std::vector<CopyResult> run_copy_plan(const CopyPlan& plan, const std::function<
             break;
         case CopyDirection::p2p:
             device_a = DeviceAllocation(device, capacity);
-            device_b = DeviceAllocation(plan.peer, capacity);
+            device_b = DeviceAllocation(peer, capacity);
             add_lane("p2p", CopyDirection::p2p, device_b.data(), device_a.data());
             break;
     }

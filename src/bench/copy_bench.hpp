@@ -21,9 +21,9 @@ inline constexpr std::uint64_t kCopyPatternSeed = 0x636f70792d676d75ULL;
 
 struct CopyPlan {
     CopyDirection direction = CopyDirection::h2d;
-    int device = 0;
-    int peer = -1;            // p2p: destination device
-    bool peer_access = true;  // p2p: enable peer access (both ways) for the run, disable it after
+    DeviceId device{0};
+    std::optional<DeviceId> peer;  // p2p: destination device
+    bool peer_access = true;       // p2p: enable peer access (both ways) for the run, disable it after
     HostMemoryKind host_kind = HostMemoryKind::pinned;
     CopyEngine engine = CopyEngine::ce;
     std::vector<std::uint64_t> sizes;  // bytes; buffers are sized for the largest and reused
@@ -38,7 +38,7 @@ struct CopyPlan {
 };
 
 // Whether `device` can map `peer`'s memory (cudaDeviceCanAccessPeer).
-bool peer_access_possible(int device, int peer);
+bool peer_access_possible(DeviceId device, DeviceId peer);
 
 // Throws OutOfMemoryError (exit 5) when the plan's largest size does not fit
 // in free device memory (cudaMemGetInfo, on the device and the peer) or in

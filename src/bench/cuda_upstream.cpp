@@ -20,15 +20,15 @@ double elapsed_us(Clock::time_point since) {
 
 class CudaUpstream final : public Upstream {
 public:
-    CudaUpstream(int device, std::uint64_t capacity, const CostModel* costs)
+    CudaUpstream(DeviceId device, std::uint64_t capacity, const CostModel* costs)
         : device_(device), capacity_(capacity), costs_(costs) {
-        GPUMEM_CUDA_TRY(cudaSetDevice(device_), "cudaSetDevice");
+        GPUMEM_CUDA_TRY(cudaSetDevice(device_.ordinal()), "cudaSetDevice");
     }
 
     ~CudaUpstream() override {
         // Everything goes back, whatever happened: errors here cannot be
         // reported any more, so they are cleared and ignored.
-        cudaSetDevice(device_);
+        cudaSetDevice(device_.ordinal());
         cudaDeviceSynchronize();
         for (const auto& [address, size] : device_live_) cudaFree(reinterpret_cast<void*>(address));
         for (const auto& [address, stream] : async_live_) cudaFreeAsync(reinterpret_cast<void*>(address), stream_handle_or_null(stream));
@@ -153,7 +153,7 @@ private:
         cudaMemPoolProps props{};
         props.allocType = cudaMemAllocationTypePinned;
         props.location.type = cudaMemLocationTypeDevice;
-        props.location.id = device_;
+        props.location.id = device_.ordinal();
         GPUMEM_CUDA_TRY(cudaMemPoolCreate(&pool_, &props), "cudaMemPoolCreate");
         set_threshold();
     }
@@ -179,7 +179,7 @@ private:
         counters_.pool_reserved_bytes = reserved;
     }
 
-    int device_;
+    DeviceId device_;
     std::uint64_t capacity_;
     const CostModel* costs_;
     std::uint64_t threshold_ = 0;
@@ -191,26 +191,26 @@ private:
 
 }  // namespace
 
-CudaDeviceMemory cuda_device_memory(int device) {
+CudaDeviceMemory cuda_device_memory(DeviceId device) {
     int count = 0;
     const cudaError_t status = cudaGetDeviceCount(&count);
     if (status != cudaSuccess || count == 0) {
         cudaGetLastError();
         throw NoDeviceError(std::string("no usable GPU: ") + (status != cudaSuccess ? cudaGetErrorString(status) : "no device"));
     }
-    if (device < 0 || device >= count) throw NoDeviceError("no CUDA device " + std::to_string(device));
-    GPUMEM_CUDA_TRY(cudaSetDevice(device), "cudaSetDevice");
+    if (device.ordinal() < 0 || device.ordinal() >= count) throw NoDeviceError("no CUDA device " + to_string(device));
+    GPUMEM_CUDA_TRY(cudaSetDevice(device.ordinal()), "cudaSetDevice");
     CudaDeviceMemory m;
     std::size_t free_bytes = 0, total_bytes = 0;
     GPUMEM_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
     m.free_bytes = free_bytes;
     m.total_bytes = total_bytes;
     cudaDeviceProp prop{};
-    if (cudaGetDeviceProperties(&prop, device) == cudaSuccess) m.name = prop.name;
+    if (cudaGetDeviceProperties(&prop, device.ordinal()) == cudaSuccess) m.name = prop.name;
     return m;
 }
 
-std::unique_ptr<Upstream> make_cuda_upstream(int device, std::uint64_t capacity, const CostModel* costs) {
+std::unique_ptr<Upstream> make_cuda_upstream(DeviceId device, std::uint64_t capacity, const CostModel* costs) {
     return std::make_unique<CudaUpstream>(device, capacity, costs);
 }
 

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "base/device_id.hpp"
 #include "reuse_sim/upstream.hpp"
 
 namespace gpumem::reuse_sim {
@@ -21,11 +22,11 @@ struct CudaDeviceMemory {
 
 // Makes `device` current and reports its memory (cudaMemGetInfo). Throws
 // NoDeviceError without a driver or device, CudaError otherwise.
-CudaDeviceMemory cuda_device_memory(int device);
+CudaDeviceMemory cuda_device_memory(DeviceId device);
 
 // `capacity` is enforced like the simulated device's, so that --capacity
 // runs compare; `costs` (may be null) adds the modelled time beside the
 // measured one.
-std::unique_ptr<Upstream> make_cuda_upstream(int device, std::uint64_t capacity, const CostModel* costs);
+std::unique_ptr<Upstream> make_cuda_upstream(DeviceId device, std::uint64_t capacity, const CostModel* costs);
 
 }  // namespace gpumem::reuse_sim

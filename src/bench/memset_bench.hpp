@@ -13,7 +13,7 @@
 namespace gpumem {
 
 struct MemsetPlan {
-    int device = 0;
+    DeviceId device{0};
     std::uint64_t size = 0;    // bytes of the buffer
     std::uint64_t offset = 0;  // first byte set; [offset, size) is set
     int width = 1;             // bytes per word: 1, 2 or 4 (cuMemsetD8/D16/D32)

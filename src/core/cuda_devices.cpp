@@ -56,7 +56,7 @@ std::vector<DeviceIdentity> cuda_visible_devices() {
         cudaDeviceProp prop{};
         GPUMEM_CUDA_TRY(cudaGetDeviceProperties(&prop, i), "cudaGetDeviceProperties");
         DeviceIdentity d;
-        d.cuda_index = i;
+        d.cuda_index = DeviceId(i);
         d.name = prop.name;
         d.uuid = format_uuid(prop.uuid);
         d.pci.domain = static_cast<std::uint32_t>(prop.pciDomainID);

@@ -31,25 +31,25 @@ std::size_t round_up(std::size_t value, std::size_t to) { return (value + to - 1
 
 }  // namespace
 
-int current_device() {
+DeviceId current_device() {
     int device = -1;
     GPUMEM_CUDA_CALL(cudaGetDevice(&device));
-    return device;
+    return DeviceId(device);
 }
 
-AutoDevice::AutoDevice(int device) {
-    const int current = current_device();
+AutoDevice::AutoDevice(DeviceId device) {
+    const DeviceId current = current_device();
     if (current == device) return;
     const bool restore = primary_context_active(current);
-    GPUMEM_CUDA_TRY(cudaSetDevice(device), "cudaSetDevice");
+    GPUMEM_CUDA_TRY(cudaSetDevice(device.ordinal()), "cudaSetDevice");
     g_set_device_calls.fetch_add(1, std::memory_order_relaxed);
     previous_ = current;
     restore_ = restore;
 }
 
 AutoDevice::~AutoDevice() noexcept {
-    if (previous_ == -1 || !restore_) return;
-    log_failure(cudaSetDevice(previous_), "cudaSetDevice (restore)");
+    if (!previous_ || !restore_) return;
+    log_failure(cudaSetDevice(previous_->ordinal()), "cudaSetDevice (restore)");
     g_set_device_calls.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -57,7 +57,7 @@ std::uint64_t AutoDevice::set_device_calls() noexcept { return g_set_device_call
 
 // --- CudaStream ---
 
-CudaStream::CudaStream(int device) : device_(device) {
+CudaStream::CudaStream(DeviceId device) : device_(device) {
     AutoDevice guard(device);
     GPUMEM_CUDA_CALL(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
 }
@@ -65,7 +65,7 @@ CudaStream::CudaStream(int device) : device_(device) {
 CudaStream::~CudaStream() noexcept {
     if (stream_ == nullptr) return;
     try {
-        AutoDevice guard(device_);
+        AutoDevice guard(*device_);
         log_failure(cudaStreamDestroy(stream_), "cudaStreamDestroy");
     } catch (...) {
     }
@@ -87,7 +87,7 @@ void CudaStream::synchronize() const { GPUMEM_CUDA_CALL(cudaStreamSynchronize(st
 
 // --- CudaEvent ---
 
-CudaEvent::CudaEvent(int device, bool timing) : device_(device) {
+CudaEvent::CudaEvent(DeviceId device, bool timing) : device_(device) {
     AutoDevice guard(device);
     GPUMEM_CUDA_CALL(cudaEventCreateWithFlags(&event_, timing ? cudaEventDefault : cudaEventDisableTiming));
 }
@@ -95,7 +95,7 @@ CudaEvent::CudaEvent(int device, bool timing) : device_(device) {
 CudaEvent::~CudaEvent() noexcept {
     if (event_ == nullptr) return;
     try {
-        AutoDevice guard(device_);
+        AutoDevice guard(*device_);
         log_failure(cudaEventDestroy(event_), "cudaEventDestroy");
     } catch (...) {
     }
@@ -122,7 +122,7 @@ float CudaEvent::elapsed_ms_since(const CudaEvent& start) const {
 
 // --- DeviceAllocation ---
 
-DeviceAllocation::DeviceAllocation(int device, std::size_t bytes, DeviceMemoryKind kind) : device_(device) {
+DeviceAllocation::DeviceAllocation(DeviceId device, std::size_t bytes, DeviceMemoryKind kind) : device_(device) {
     if (bytes == 0) return;
     AutoDevice guard(device);
     void* p = nullptr;
@@ -130,7 +130,7 @@ DeviceAllocation::DeviceAllocation(int device, std::size_t bytes, DeviceMemoryKi
     const cudaError_t status = managed ? cudaMallocManaged(&p, bytes, cudaMemAttachGlobal) : cudaMalloc(&p, bytes);
     if (status != cudaSuccess)
         throw_allocation_error(status, managed ? "cudaMallocManaged" : "cudaMalloc", bytes,
-                               format_bytes(bytes) + " on device " + std::to_string(device));
+                               format_bytes(bytes) + " on device " + to_string(device));
     ptr_ = p;
     bytes_ = bytes;
 }
@@ -140,7 +140,7 @@ DeviceAllocation::~DeviceAllocation() noexcept { reset(); }
 void DeviceAllocation::reset() noexcept {
     if (ptr_ == nullptr) return;
     try {
-        AutoDevice guard(device_);
+        AutoDevice guard(*device_);
         log_failure(cudaFree(ptr_), "cudaFree");
     } catch (...) {
     }
@@ -163,7 +163,7 @@ DeviceAllocation& DeviceAllocation::operator=(DeviceAllocation&& other) noexcept
 
 // --- HostAllocation ---
 
-HostAllocation::HostAllocation(HostMemoryKind kind, std::size_t bytes, int device) : kind_(kind), device_(device) {
+HostAllocation::HostAllocation(HostMemoryKind kind, std::size_t bytes, DeviceId device) : kind_(kind), device_(device) {
     if (bytes == 0) return;
     const std::string what = format_bytes(bytes) + " of " + host_memory_kind_name(kind) + " host memory";
     auto map_pages = [&](bool huge) -> void* {
@@ -249,12 +249,12 @@ void HostAllocation::reset() noexcept {
             case HostMemoryKind::pinned:
             case HostMemoryKind::write_combined:
             case HostMemoryKind::mapped: {
-                AutoDevice guard(device_);
+                AutoDevice guard(*device_);
                 log_failure(cudaFreeHost(ptr_), "cudaFreeHost");
                 break;
             }
             case HostMemoryKind::registered: {
-                AutoDevice guard(device_);
+                AutoDevice guard(*device_);
                 log_failure(cudaHostUnregister(ptr_), "cudaHostUnregister");
                 munmap(ptr_, mapping_bytes_);
                 break;

@@ -7,13 +7,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
+#include "base/device_id.hpp"
 #include "base/memory_policy.hpp"
 
 namespace gpumem {
 
 // Current device of the calling thread.
-int current_device();
+DeviceId current_device();
 
 // Makes `device` current for its lifetime and restores the previous device.
 // Switches only when the device differs, so nested guards cost nothing.
@@ -23,14 +25,14 @@ int current_device();
 // restoring it would create that context for nothing.
 class AutoDevice {
 public:
-    explicit AutoDevice(int device);
+    explicit AutoDevice(DeviceId device);
     ~AutoDevice() noexcept;
     AutoDevice(const AutoDevice&) = delete;
     AutoDevice& operator=(const AutoDevice&) = delete;
     AutoDevice(AutoDevice&&) = delete;
     AutoDevice& operator=(AutoDevice&&) = delete;
 
-    bool switched() const noexcept { return previous_ != -1; }
+    bool switched() const noexcept { return previous_.has_value(); }
 
     // Number of cudaSetDevice calls made by guards in this process (switch and
     // restore), so tests can prove guards switch only when needed.
@@ -38,10 +40,10 @@ public:
 
     // Whether the destructor will switch back (false when the previous
     // device has no context; see above).
-    bool restores() const noexcept { return previous_ != -1 && restore_; }
+    bool restores() const noexcept { return previous_ && restore_; }
 
 private:
-    int previous_ = -1;  // device to restore; -1 when nothing was switched
+    std::optional<DeviceId> previous_;  // device to restore; empty when nothing was switched
     bool restore_ = false;
 };
 
@@ -49,7 +51,7 @@ class CudaStream {
 public:
     CudaStream() = default;
     // A non-blocking stream on `device`: never serialises with the legacy stream.
-    explicit CudaStream(int device);
+    explicit CudaStream(DeviceId device);
     ~CudaStream() noexcept;
     CudaStream(CudaStream&& other) noexcept;
     CudaStream& operator=(CudaStream&& other) noexcept;
@@ -57,18 +59,18 @@ public:
     CudaStream& operator=(const CudaStream&) = delete;
 
     cudaStream_t get() const noexcept { return stream_; }
-    int device() const noexcept { return device_; }
+    std::optional<DeviceId> device() const noexcept { return device_; }
     void synchronize() const;
 
 private:
     cudaStream_t stream_ = nullptr;
-    int device_ = -1;
+    std::optional<DeviceId> device_;
 };
 
 class CudaEvent {
 public:
     CudaEvent() = default;
-    explicit CudaEvent(int device, bool timing = true);
+    explicit CudaEvent(DeviceId device, bool timing = true);
     ~CudaEvent() noexcept;
     CudaEvent(CudaEvent&& other) noexcept;
     CudaEvent& operator=(CudaEvent&& other) noexcept;
@@ -82,7 +84,7 @@ public:
 
 private:
     cudaEvent_t event_ = nullptr;
-    int device_ = -1;
+    std::optional<DeviceId> device_;
 };
 
 // plain: cudaMalloc; managed: cudaMallocManaged(cudaMemAttachGlobal). Both
@@ -94,7 +96,7 @@ enum class DeviceMemoryKind { plain, managed };
 class DeviceAllocation {
 public:
     DeviceAllocation() = default;
-    DeviceAllocation(int device, std::size_t bytes, DeviceMemoryKind kind = DeviceMemoryKind::plain);
+    DeviceAllocation(DeviceId device, std::size_t bytes, DeviceMemoryKind kind = DeviceMemoryKind::plain);
     ~DeviceAllocation() noexcept;
     DeviceAllocation(DeviceAllocation&& other) noexcept;
     DeviceAllocation& operator=(DeviceAllocation&& other) noexcept;
@@ -103,14 +105,14 @@ public:
 
     void* data() const noexcept { return ptr_; }
     std::size_t size() const noexcept { return bytes_; }
-    int device() const noexcept { return device_; }
+    std::optional<DeviceId> device() const noexcept { return device_; }
     explicit operator bool() const noexcept { return ptr_ != nullptr; }
     void reset() noexcept;  // frees now
 
 private:
     void* ptr_ = nullptr;
     std::size_t bytes_ = 0;
-    int device_ = -1;
+    std::optional<DeviceId> device_;
 };
 
 // Host memory of any HostMemoryKind. Page-locked kinds belong to the CUDA
@@ -118,7 +120,7 @@ private:
 class HostAllocation {
 public:
     HostAllocation() = default;
-    HostAllocation(HostMemoryKind kind, std::size_t bytes, int device);
+    HostAllocation(HostMemoryKind kind, std::size_t bytes, DeviceId device);
     ~HostAllocation() noexcept;
     HostAllocation(HostAllocation&& other) noexcept;
     HostAllocation& operator=(HostAllocation&& other) noexcept;
@@ -142,7 +144,7 @@ private:
     std::size_t mapping_bytes_ = 0;  // mmap'ed length for pageable kinds
     HostMemoryKind kind_ = HostMemoryKind::pinned;
     bool huge_pages_ = false;
-    int device_ = -1;
+    std::optional<DeviceId> device_;
 };
 
 }  // namespace gpumem

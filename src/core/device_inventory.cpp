@@ -17,11 +17,11 @@
 namespace gpumem {
 namespace {
 
-// Index in `all` of the device at `pci`, or -1.
-int find_by_pci(const std::vector<DeviceIdentity>& all, const PciAddress& pci) {
+// Position in `all` of the device at `pci`.
+std::optional<std::size_t> find_by_pci(const std::vector<DeviceIdentity>& all, const PciAddress& pci) {
     for (std::size_t i = 0; i < all.size(); ++i)
-        if (all[i].pci == pci) return static_cast<int>(i);
-    return -1;
+        if (all[i].pci == pci) return i;
+    return std::nullopt;
 }
 
 }  // namespace
@@ -48,7 +48,7 @@ DeviceInventory DeviceInventory::open() {
                      why_not);
         inv.source_ = "cuda-runtime";
         inv.visible_ = std::move(devices);
-        inv.base_index_.assign(inv.visible_.size(), -1);
+        inv.base_index_.assign(inv.visible_.size(), std::nullopt);
         return inv;
     }
     inv.source_ = "nvml";
@@ -94,8 +94,7 @@ DeviceInventory DeviceInventory::open() {
         spdlog::debug("CUDA order undecidable from NVML (mixed models); asking the CUDA runtime");
         std::vector<std::size_t> order_from_cuda;
         for (const DeviceIdentity& d : cuda_base_order_devices()) {
-            const int pos = find_by_pci(all, d.pci);
-            if (pos >= 0) order_from_cuda.push_back(static_cast<std::size_t>(pos));
+            if (const auto pos = find_by_pci(all, d.pci)) order_from_cuda.push_back(*pos);
         }
         base = order_from_cuda;
         visible = apply_cuda_visible_devices(all, base, entries);
@@ -105,19 +104,18 @@ DeviceInventory DeviceInventory::open() {
         spdlog::debug("CUDA_VISIBLE_DEVICES holds MIG entries; asking the CUDA runtime");
         std::vector<std::size_t> mapped;
         for (const DeviceIdentity& d : cuda_visible_devices()) {
-            const int pos = find_by_pci(all, d.pci);
-            if (pos >= 0) mapped.push_back(static_cast<std::size_t>(pos));
+            if (const auto pos = find_by_pci(all, d.pci)) mapped.push_back(*pos);
         }
         visible = mapped;
     }
 
     for (std::size_t cuda_index = 0; cuda_index < visible->size(); ++cuda_index) {
         DeviceIdentity d = all[(*visible)[cuda_index]];
-        d.cuda_index = static_cast<int>(cuda_index);
-        int base_index = -1;
+        d.cuda_index = DeviceId(static_cast<int>(cuda_index));
+        std::optional<unsigned> base_index;
         if (base)
             for (std::size_t b = 0; b < base->size(); ++b)
-                if ((*base)[b] == (*visible)[cuda_index]) base_index = static_cast<int>(b);
+                if ((*base)[b] == (*visible)[cuda_index]) base_index = static_cast<unsigned>(b);
         inv.visible_.push_back(std::move(d));
         inv.base_index_.push_back(base_index);
     }
@@ -160,7 +158,8 @@ InventorySnapshot DeviceInventory::snapshot(const std::vector<std::size_t>& posi
         r.id = visible_.at(pos);
         r.base_index = base_index_.at(pos);
         if (nvml_) {
-            const auto index = static_cast<unsigned>(r.id.nvml_index);
+            // NVML found every visible device, so each has its NVML index.
+            const unsigned index = r.id.nvml_index.value();
             r.memory = nvml_->memory(index);
             if (fields.bar1) r.bar1 = nvml_->bar1(index);
             if (fields.compute_capability) r.compute_capability = nvml_->compute_capability(index);
@@ -168,14 +167,14 @@ InventorySnapshot DeviceInventory::snapshot(const std::vector<std::size_t>& posi
             if (fields.peak_bandwidth) r.peak_memory_bandwidth = nvml_->peak_memory_bandwidth(index);
             if (fields.processes) r.processes = nvml_->compute_processes(index);
         } else {
-            GPUMEM_CUDA_CALL(cudaSetDevice(r.id.cuda_index));
+            GPUMEM_CUDA_CALL(cudaSetDevice(r.id.cuda_index->ordinal()));
             std::size_t free_bytes = 0, total_bytes = 0;
             GPUMEM_CUDA_CALL(cudaMemGetInfo(&free_bytes, &total_bytes));
             r.memory.total = total_bytes;
             r.memory.free = free_bytes;
             r.memory.used = total_bytes - free_bytes;
             cudaDeviceProp prop{};
-            GPUMEM_CUDA_CALL(cudaGetDeviceProperties(&prop, r.id.cuda_index));
+            GPUMEM_CUDA_CALL(cudaGetDeviceProperties(&prop, r.id.cuda_index->ordinal()));
             r.compute_capability = std::make_pair(prop.major, prop.minor);
         }
         snap.devices.push_back(std::move(r));

@@ -16,8 +16,11 @@
 namespace gpumem {
 
 struct DeviceReport {
-    DeviceIdentity id;   // cuda_index and nvml_index
-    int base_index = -1;  // CUDA's index with CUDA_VISIBLE_DEVICES unset: the value to put in it
+    DeviceIdentity id;  // cuda_index and nvml_index
+    // CUDA's index with CUDA_VISIBLE_DEVICES unset: the value to put in it.
+    // Not a DeviceId: this process numbers its devices after the variable.
+    // Empty when unknown (NVML unavailable).
+    std::optional<unsigned> base_index;
     NvmlMemory memory;
     std::optional<NvmlBar1> bar1;
     std::optional<std::pair<int, int>> compute_capability;
@@ -81,7 +84,7 @@ private:
     std::unique_ptr<Nvml> nvml_;
     std::string source_;
     std::vector<DeviceIdentity> visible_;  // cuda_index = position; nvml_index when known
-    std::vector<int> base_index_;          // parallel to visible_
+    std::vector<std::optional<unsigned>> base_index_;  // parallel to visible_
 };
 
 }  // namespace gpumem

@@ -49,13 +49,13 @@ const DriverApi& driver_api() {
     return api;
 }
 
-bool primary_context_active(int ordinal) {
+bool primary_context_active(DeviceId device) {
     const DriverApi& api = driver_api();
-    CUdevice device = 0;
-    check_driver(api.cuDeviceGet(&device, ordinal), "cuDeviceGet");
+    CUdevice handle = 0;
+    check_driver(api.cuDeviceGet(&handle, device.ordinal()), "cuDeviceGet");
     unsigned flags = 0;
     int active = 0;
-    check_driver(api.cuDevicePrimaryCtxGetState(device, &flags, &active), "cuDevicePrimaryCtxGetState");
+    check_driver(api.cuDevicePrimaryCtxGetState(handle, &flags, &active), "cuDevicePrimaryCtxGetState");
     return active != 0;
 }
 

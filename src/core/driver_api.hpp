@@ -8,6 +8,8 @@
 
 #include <string>
 
+#include "base/device_id.hpp"
+
 namespace gpumem {
 
 struct DriverApi {
@@ -33,7 +35,7 @@ const DriverApi& driver_api();
 
 // Whether the primary context of CUDA device `ordinal` is active, i.e. whether
 // making the device current would not create a context (~500 MB) on it.
-bool primary_context_active(int ordinal);
+bool primary_context_active(DeviceId device);
 
 // Throws CudaError naming `call` and the driver's error name.
 void check_driver(CUresult result, const char* call);

@@ -11,8 +11,8 @@ namespace gpumem {
 MixMemory::MixMemory(MixMemoryOptions options) : options_(options) {
     int count = 0;
     GPUMEM_CUDA_CALL(cudaGetDeviceCount(&count));
-    if (options_.device < 0 || options_.device >= count)
-        throw UsageError("MixMemory: device " + std::to_string(options_.device) + " does not exist (" +
+    if (options_.device.ordinal() < 0 || options_.device.ordinal() >= count)
+        throw UsageError("MixMemory: device " + to_string(options_.device) + " does not exist (" +
                          std::to_string(count) + " visible)");
 }
 

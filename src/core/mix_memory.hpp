@@ -17,7 +17,7 @@
 namespace gpumem {
 
 struct MixMemoryOptions {
-    int device = 0;
+    DeviceId device{0};
     HostMemoryKind host_kind = HostMemoryKind::pinned;
     GrowthPolicy growth = GrowthPolicy::exact();
     bool zero_fill = false;  // zero new memory on growth (device: on `stream`)
@@ -73,7 +73,7 @@ public:
     bool owns_device() const noexcept { return static_cast<bool>(device_owned_); }
     bool owns_host() const noexcept { return static_cast<bool>(host_owned_); }
     bool host_huge_pages() const noexcept { return host_owned_.huge_pages(); }
-    int device_id() const noexcept { return options_.device; }
+    DeviceId device_id() const noexcept { return options_.device; }
     const MixMemoryOptions& options() const noexcept { return options_; }
     const MixMemoryCounters& counters() const noexcept { return counters_; }
 

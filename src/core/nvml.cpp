@@ -206,7 +206,7 @@ std::optional<unsigned> Nvml::index_of(const PciAddress& pci) const {
 DeviceIdentity Nvml::identity(unsigned index) const {
     nvmlDevice_t h = api_->handle(index);
     DeviceIdentity id;
-    id.nvml_index = static_cast<int>(index);
+    id.nvml_index = index;
     char buf[128] = {};
     if (api_->device_name(h, buf, sizeof buf) == NVML_SUCCESS) id.name = buf;
     std::memset(buf, 0, sizeof buf);

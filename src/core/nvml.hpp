@@ -53,7 +53,7 @@ public:
     // attach costs ~6.6 ms on an H200; a scan by index attaches them all).
     std::optional<unsigned> index_of(const PciAddress& pci) const;
 
-    // Identity of NVML device `index` (nvml_index set; cuda_index left at -1).
+    // Identity of NVML device `index` (nvml_index set; cuda_index left empty).
     DeviceIdentity identity(unsigned index) const;
     NvmlMemory memory(unsigned index) const;
     std::optional<NvmlBar1> bar1(unsigned index) const;

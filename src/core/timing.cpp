@@ -25,7 +25,7 @@ double host_seconds() noexcept {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-StreamBlocker::StreamBlocker(int device) : flag_(HostMemoryKind::mapped, 64, device) {
+StreamBlocker::StreamBlocker(DeviceId device) : flag_(HostMemoryKind::mapped, 64, device) {
     *flag_word(flag_, 0) = 1;
     *flag_word(flag_, 1) = 0;
 }
@@ -47,7 +47,7 @@ void StreamBlocker::release() noexcept {
 
 bool StreamBlocker::timed_out() const noexcept { return *flag_word(flag_, 1) != 0; }
 
-std::vector<double> time_on_stream(int device, cudaStream_t stream, const TimingPlan& plan,
+std::vector<double> time_on_stream(DeviceId device, cudaStream_t stream, const TimingPlan& plan,
                                    const std::function<void(cudaStream_t)>& op) {
     AutoDevice guard(device);
     const int iterations = std::max(1, std::min(plan.iterations, kMaxQueuedOperations));

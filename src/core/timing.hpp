@@ -29,7 +29,7 @@ inline constexpr int kMaxQueuedOperations = 512;
 // kernel polls.
 class StreamBlocker {
 public:
-    explicit StreamBlocker(int device);
+    explicit StreamBlocker(DeviceId device);
     ~StreamBlocker() noexcept;  // releases a still-blocked stream
     StreamBlocker(const StreamBlocker&) = delete;
     StreamBlocker& operator=(const StreamBlocker&) = delete;
@@ -46,7 +46,7 @@ private:
 
 // Seconds per operation for each sample. `op` enqueues one operation on the
 // stream it is given. Checks for Ctrl-C between samples.
-std::vector<double> time_on_stream(int device, cudaStream_t stream, const TimingPlan& plan,
+std::vector<double> time_on_stream(DeviceId device, cudaStream_t stream, const TimingPlan& plan,
                                    const std::function<void(cudaStream_t)>& op);
 
 // Seconds per operation for each sample, host clock (synchronous work such
