@@ -192,16 +192,16 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
     try {
         command.execute(session);
     } catch (const Error& e) {
-        const Report partial = command.report(globals.output);
+        const Report partial = command.report(session.output());
         for (const auto& w : partial.warnings) spdlog::warn("{}", w);
-        const bool json_out = json || globals.output.format == Format::json;
+        const bool json_out = json || session.output().format == Format::json;
         if (!json_out && !session.final_written() && partial.has_rows() && dynamic_cast<const OutputError*>(&e) == nullptr)
-            write_stdout(render(partial, globals.output));
-        return fail(e, partial, globals.output, json_out);
+            write_stdout(render(partial, session.output()));
+        return fail(e, partial, session.output(), json_out);
     }
-    const Report report = command.report(globals.output);
+    const Report report = command.report(session.output());
     for (const auto& w : report.warnings) spdlog::warn("{}", w);
-    if (!session.final_written()) write_stdout(render(report, globals.output));
+    if (!session.final_written()) write_stdout(render(report, session.output()));
     return 0;
 }
 
