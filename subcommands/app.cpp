@@ -38,7 +38,7 @@ namespace {
 // null and that are not groups still run through legacy.cpp (being
 // converted to the Command contract).
 const CommandEntry kCommands[] = {
-    {"info", "Show device memory (NVML; creates no CUDA context)", nullptr, nullptr},
+    {"info", "Show device memory (NVML; creates no CUDA context)", make_info_command, info_schema},
     {"memset", "Fill device or host memory with 8/16/32-bit words; time and verify it", make_memset_command, memset_schema},
     {"copy", "Measure copy bandwidth (h2d, d2h, d2d, h2h, bidir, p2p) as nvbandwidth does, for any host memory kind", nullptr,
      nullptr},

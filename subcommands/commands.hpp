@@ -8,6 +8,9 @@
 
 namespace gpumem::cli {
 
+std::unique_ptr<Command> make_info_command();
+DocumentSchema info_schema();
+
 std::unique_ptr<Command> make_memset_command();
 DocumentSchema memset_schema();
 

@@ -2,6 +2,7 @@
 
 #include "base/errors.hpp"
 #include "base/sizes.hpp"
+#include "info_fields.hpp"
 
 namespace gpumem::cli {
 
@@ -9,6 +10,7 @@ const std::vector<ListEntry>& name_lists() {
     static const std::vector<ListEntry> lists = {
         {"formats", "--format", [] { return view_of(kFormats); }},
         {"units", "--units", [] { return view_of(kUnits); }},
+        {"fields", "info --query", info_fields_view},
     };
     return lists;
 }
