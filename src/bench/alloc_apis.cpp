@@ -13,22 +13,10 @@
 namespace gpumem {
 namespace {
 
-struct ApiName {
-    AllocApi api;
-    const char* name;
-};
-
-constexpr ApiName kApiNames[] = {
-    {AllocApi::device, "device"},   {AllocApi::async, "async"},         {AllocApi::async_pool, "async-pool"},
-    {AllocApi::managed, "managed"},
-    {AllocApi::host, "host"},       {AllocApi::host_wc, "host-wc"},     {AllocApi::host_mapped, "host-mapped"},
-    {AllocApi::registered, "registered"}, {AllocApi::vmm, "vmm"},
-};
-
-std::string trimmed(std::string_view s) {
+std::string_view trimmed(std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
     while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    return std::string(s);
+    return s;
 }
 
 void log_failure(cudaError_t status, const char* call) noexcept {
@@ -78,55 +66,34 @@ HostMemoryKind host_kind_of(AllocApi api) {
 
 }  // namespace
 
-AllocApi parse_alloc_api(std::string_view text) {
-    const std::string name = trimmed(text);
-    for (const ApiName& a : kApiNames)
-        if (name == a.name) return a.api;
-    throw UsageError("unknown allocation API '" + name + "' (known: " + alloc_api_names() + ", all)");
-}
+constexpr Named<AllocApi> kAllocApiRows[] = {
+    {"device", AllocApi::device, "cudaMalloc / cudaFree"},
+    {"async", AllocApi::async, "cudaMallocAsync / cudaFreeAsync, each with a stream synchronize: a pool miss"},
+    {"async-pool", AllocApi::async_pool, "cudaMallocFromPoolAsync / cudaFreeAsync on a pool that keeps its memory: a pool hit"},
+    {"managed", AllocApi::managed, "cudaMallocManaged / cudaFree, never more than the device has free"},
+    {"host", AllocApi::host, "cudaHostAlloc (page-locked, as cudaMallocHost) / cudaFreeHost"},
+    {"host-wc", AllocApi::host_wc, "cudaHostAlloc(WriteCombined) / cudaFreeHost"},
+    {"host-mapped", AllocApi::host_mapped, "cudaHostAlloc(Mapped) and cudaHostGetDevicePointer / cudaFreeHost"},
+    {"registered", AllocApi::registered, "mmap and cudaHostRegister / cudaHostUnregister and munmap"},
+    {"vmm", AllocApi::vmm, "cuMemCreate, cuMemAddressReserve, cuMemMap, cuMemSetAccess, and back"},
+};
+constexpr NameTable<AllocApi> kAllocApis{"allocation API", kAllocApiRows};
 
-const char* alloc_api_name(AllocApi api) noexcept {
-    for (const ApiName& a : kApiNames)
-        if (a.api == api) return a.name;
-    return "?";
-}
+AllocApi parse_alloc_api(std::string_view text) { return kAllocApis.parse(trimmed(text)); }
+
+// The rows' names are string literals, so data() is a C string.
+const char* alloc_api_name(AllocApi api) noexcept { return kAllocApis.name_of(api).data(); }
 
 const std::vector<AllocApi>& all_alloc_apis() {
-    static const std::vector<AllocApi> apis = [] {
-        std::vector<AllocApi> v;
-        for (const ApiName& a : kApiNames) v.push_back(a.api);
-        return v;
-    }();
+    static const std::vector<AllocApi> apis = kAllocApis.values();
     return apis;
 }
 
-std::string alloc_api_names() {
-    std::string names;
-    for (const ApiName& a : kApiNames) names += (names.empty() ? "" : ", ") + std::string(a.name);
-    return names;
-}
+std::string alloc_api_names() { return kAllocApis.names(", "); }
 
 std::vector<AllocApi> parse_alloc_api_list(const std::vector<std::string>& items) {
-    std::vector<AllocApi> apis;
-    auto add = [&apis](AllocApi api) {
-        if (std::find(apis.begin(), apis.end(), api) == apis.end()) apis.push_back(api);
-    };
-    for (const std::string& item : items) {
-        std::size_t start = 0;
-        while (start <= item.size()) {
-            const std::size_t comma = item.find(',', start);
-            const std::string piece = trimmed(std::string_view(item).substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-            if (piece == "all") {
-                for (AllocApi a : all_alloc_apis()) add(a);
-            } else {
-                add(parse_alloc_api(piece));  // an empty piece is an unknown API
-            }
-            if (comma == std::string::npos) break;
-            start = comma + 1;
-        }
-    }
-    if (apis.empty()) throw UsageError("no allocation API given (known: " + alloc_api_names() + ", all)");
-    return apis;
+    if (items.empty()) throw UsageError("no allocation API given (expected " + kAllocApis.names() + ", or all)");
+    return kAllocApis.parse_list(items, ListRules{/*allow_all=*/true, /*allow_repeats=*/true, /*allow_empty=*/false});
 }
 
 bool alloc_api_uses_device_memory(AllocApi api) noexcept {

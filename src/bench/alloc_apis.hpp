@@ -15,6 +15,7 @@
 #include <variant>
 #include <vector>
 
+#include "base/name_table.hpp"
 #include "core/cuda_raii.hpp"
 
 namespace gpumem {
@@ -34,7 +35,11 @@ enum class AllocApi {
     vmm,          // cuMemCreate + cuMemAddressReserve + cuMemMap + cuMemSetAccess, and back
 };
 
-AllocApi parse_alloc_api(std::string_view text);  // throws UsageError naming the known APIs
+// The API names, in the order `all` runs them, each with a one-line help.
+extern const NameTable<AllocApi> kAllocApis;
+
+// Thin wrappers over kAllocApis.
+AllocApi parse_alloc_api(std::string_view text);  // surrounding blanks ignored; throws UsageError naming the known APIs
 const char* alloc_api_name(AllocApi api) noexcept;
 const std::vector<AllocApi>& all_alloc_apis();
 std::string alloc_api_names();  // "device, async, ..." for help and messages
