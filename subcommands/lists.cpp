@@ -1,7 +1,10 @@
 #include "lists.hpp"
 
 #include "base/errors.hpp"
+#include "base/alloc_plan.hpp"
+#include "base/memory_policy.hpp"
 #include "base/sizes.hpp"
+#include "bench/alloc_apis.hpp"
 #include "info_fields.hpp"
 
 namespace gpumem::cli {
@@ -10,6 +13,10 @@ const std::vector<ListEntry>& name_lists() {
     static const std::vector<ListEntry> lists = {
         {"formats", "--format", [] { return view_of(kFormats); }},
         {"units", "--units", [] { return view_of(kUnits); }},
+        {"host-memory", "memset, copy --host-memory", [] { return view_of(kHostMemoryKinds); }},
+        {"growth", "alloc-test churn, reuse-sim --growth", [] { return view_of(kGrowthRules); }},
+        {"apis", "alloc-test latency, churn --api", [] { return view_of(kAllocApis); }},
+        {"patterns", "alloc-test fill --pattern", [] { return view_of(kPatterns); }},
         {"fields", "info --query", info_fields_view},
     };
     return lists;
