@@ -11,4 +11,7 @@ namespace gpumem::cli {
 std::unique_ptr<Command> make_memset_command();
 DocumentSchema memset_schema();
 
+std::unique_ptr<Command> make_copy_command();
+DocumentSchema copy_schema();
+
 }  // namespace gpumem::cli

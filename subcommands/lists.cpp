@@ -1,5 +1,6 @@
 #include "lists.hpp"
 
+#include "base/copy_plan.hpp"
 #include "base/errors.hpp"
 #include "base/sizes.hpp"
 
@@ -9,6 +10,8 @@ const std::vector<ListEntry>& name_lists() {
     static const std::vector<ListEntry> lists = {
         {"formats", "--format", [] { return view_of(kFormats); }},
         {"units", "--units", [] { return view_of(kUnits); }},
+        {"directions", "copy DIRECTION", [] { return view_of(kCopyDirections); }},
+        {"engines", "copy --engine", [] { return view_of(kCopyEngines); }},
     };
     return lists;
 }
