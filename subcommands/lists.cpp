@@ -1,8 +1,11 @@
 #include "lists.hpp"
 
+#include "base/alloc_plan.hpp"
 #include "base/copy_plan.hpp"
 #include "base/errors.hpp"
+#include "base/memory_policy.hpp"
 #include "base/sizes.hpp"
+#include "bench/alloc_apis.hpp"
 
 namespace gpumem::cli {
 
@@ -12,6 +15,10 @@ const std::vector<ListEntry>& name_lists() {
         {"units", "--units", [] { return view_of(kUnits); }},
         {"directions", "copy DIRECTION", [] { return view_of(kCopyDirections); }},
         {"engines", "copy --engine", [] { return view_of(kCopyEngines); }},
+        {"host-memory", "memset, copy --host-memory", [] { return view_of(kHostMemoryKinds); }},
+        {"growth", "alloc-test churn, reuse-sim --growth", [] { return view_of(kGrowthRules); }},
+        {"apis", "alloc-test latency, churn --api", [] { return view_of(kAllocApis); }},
+        {"patterns", "alloc-test fill --pattern", [] { return view_of(kPatterns); }},
     };
     return lists;
 }

@@ -116,7 +116,7 @@ std::pair<std::uint64_t, std::uint64_t> parse_count_range(const std::string& tex
 
 rs::StrategyOptions strategy_options(const ReuseSimOptions& o) {
     rs::StrategyOptions s;
-    s.growth = rs::parse_growth(o.growth);
+    s.growth = kGrowthRules.parse(o.growth);
     s.zero_fill = o.zero_fill;
     s.ring_buffers = o.ring_buffers;
     if (!o.ring_size.empty()) s.ring_size = parse_size(o.ring_size);
@@ -409,7 +409,7 @@ void run_reuse_sim(const ReuseSimOptions& o, Context& ctx) {
     report.extra["events_per_second"] = summary.seconds > 0 ? static_cast<double>(summary.events) / summary.seconds : 0.0;
     report.extra["cost_table"] = {{"device", table.device}, {"source", table.source}};
     report.extra["options"] = {
-        {"growth", rs::growth_name(sopts.growth)},
+        {"growth", std::string(kGrowthRules.name_of(sopts.growth))},
         {"zero_fill", sopts.zero_fill},
         {"ring_buffers", sopts.ring_buffers},
         {"ring_size", sopts.ring_size},

@@ -203,6 +203,38 @@ TEST_CASE("alloc API and pattern names") {
     CHECK_THROWS_AS(parse_pattern_list({}), UsageError);
 }
 
+TEST_CASE("alloc API and pattern tables: one row per name, lists as before") {
+    CHECK(kAllocApis.what() == "allocation API");
+    CHECK(alloc_api_names() == "device, async, async-pool, managed, host, host-wc, host-mapped, registered, vmm");
+    CHECK(all_alloc_apis() == kAllocApis.values());
+    for (const Named<AllocApi>& row : kAllocApis) {
+        CHECK(std::string(alloc_api_name(row.value)) == row.name);
+        CHECK_FALSE(row.help.empty());
+    }
+    CHECK(parse_alloc_api(" vmm ") == AllocApi::vmm);  // blanks around a single name, as before
+    CHECK_THROWS_WITH_AS(parse_alloc_api("cuda"),
+                         "unknown allocation API 'cuda' (expected device, async, async-pool, managed, host, host-wc, "
+                         "host-mapped, registered or vmm)",
+                         UsageError);
+    // `all` among names: the names first, then every other API in table order.
+    const std::vector<AllocApi> vmm_first = parse_alloc_api_list({"vmm, all"});
+    REQUIRE(vmm_first.size() == 9);
+    CHECK(vmm_first.front() == AllocApi::vmm);
+    CHECK(vmm_first[1] == AllocApi::device);
+    CHECK(parse_alloc_api_list({"all", "device"}) == all_alloc_apis());
+    CHECK_THROWS_AS(parse_alloc_api_list({""}), UsageError);
+    CHECK_THROWS_AS(parse_alloc_api_list({"device,,managed"}), UsageError);
+
+    CHECK(kPatterns.names(", ") == "zeros, ones, walking, address, random");
+    CHECK(all_patterns() == kPatterns.values());
+    for (const Named<Pattern>& row : kPatterns) CHECK(std::string(pattern_name(row.value)) == row.name);
+    CHECK(parse_pattern(" address") == Pattern::address);
+    CHECK_THROWS_WITH_AS(parse_pattern("stripes"), "unknown pattern 'stripes' (expected zeros, ones, walking, address or random)",
+                         UsageError);
+    CHECK(parse_pattern_list({"random", "all"}) ==
+          std::vector<Pattern>{Pattern::random, Pattern::zeros, Pattern::ones, Pattern::walking, Pattern::address});
+}
+
 TEST_CASE("alloc pattern generators (pattern_word) as the kernels compute them") {
     const std::uint64_t base = 0x7f0000000000ULL;
     for (std::uint64_t i : {0ULL, 1ULL, 63ULL, 64ULL, 1000003ULL}) {

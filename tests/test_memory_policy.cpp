@@ -32,6 +32,41 @@ TEST_CASE("growth policy parser") {
     CHECK_THROWS_AS(parse_growth_policy("x"), UsageError);
     CHECK_THROWS_AS(parse_growth_policy("fast"), UsageError);
     CHECK_THROWS_AS(parse_growth_policy("0"), UsageError);
+    // Beyond the named rules, as before the table: any size, any factor.
+    CHECK(parse_growth_policy("512") == GrowthPolicy::round_to(512));
+    CHECK(parse_growth_policy("64KiB") == GrowthPolicy::round_to(64 << 10));
+    CHECK(parse_growth_policy("X2") == GrowthPolicy::geometric(2));
+    CHECK(parse_growth_policy("x1.25") == GrowthPolicy::geometric(1.25));
+    CHECK_THROWS_WITH_AS(parse_growth_policy("x0.5"), "growth factor must be above 1 and at most 16", UsageError);
+    CHECK_THROWS_WITH_AS(parse_growth_policy("fast"), "unknown growth rule 'fast' (expected exact, 512B, 2MiB, x1.5 or x2)",
+                         UsageError);
+    CHECK_THROWS_WITH_AS(parse_growth_policy("xfast"), "unknown growth rule 'xfast' (expected exact, 512B, 2MiB, x1.5 or x2)",
+                         UsageError);
+}
+
+TEST_CASE("growth rules: one table of names, each a GrowthPolicy") {
+    CHECK(kGrowthRules.what() == "growth rule");
+    CHECK(kGrowthRules.names(", ") == "exact, 512B, 2MiB, x1.5, x2");
+    CHECK(kGrowthRules.parse("exact") == GrowthPolicy::exact());
+    CHECK(kGrowthRules.parse("512B") == GrowthPolicy::round_to(512));
+    CHECK(kGrowthRules.parse("2MiB") == GrowthPolicy::round_to(2ULL << 20));
+    CHECK(kGrowthRules.parse("x1.5") == GrowthPolicy::geometric(1.5));
+    CHECK(kGrowthRules.parse("x2") == GrowthPolicy::geometric(2));
+    for (const Named<GrowthPolicy>& row : kGrowthRules) {
+        CAPTURE(row.name);
+        CHECK(parse_growth_policy(row.name) == row.value);
+        CHECK(kGrowthRules.name_of(row.value) == row.name);
+        CHECK_FALSE(row.help.empty());
+    }
+    // Only the named rules: reuse-sim's --growth refuses other sizes and factors.
+    CHECK_THROWS_AS(kGrowthRules.parse("x3"), UsageError);
+    CHECK_THROWS_AS(kGrowthRules.parse("512"), UsageError);
+    // Equality looks at the field of the kind only.
+    GrowthPolicy odd = GrowthPolicy::exact();
+    odd.factor = 3;
+    CHECK(odd == GrowthPolicy::exact());
+    CHECK(GrowthPolicy::round_to(512) != GrowthPolicy::round_to(1024));
+    CHECK(GrowthPolicy::geometric(2) != GrowthPolicy::round_to(2));
 }
 
 TEST_CASE("overflow checks") {
@@ -45,7 +80,13 @@ TEST_CASE("overflow checks") {
 TEST_CASE("host memory kinds round-trip by name") {
     for (const char* name : {"pinned", "pageable", "pageable-huge", "huge-only", "write-combined", "mapped", "registered"})
         CHECK(std::string(host_memory_kind_name(parse_host_memory_kind(name))) == name);
-    CHECK_THROWS_AS(parse_host_memory_kind("locked"), UsageError);
+    CHECK_THROWS_WITH_AS(parse_host_memory_kind("locked"),
+                         "unknown host memory kind 'locked' (expected pinned, pageable, pageable-huge, huge-only, "
+                         "write-combined, mapped or registered)",
+                         UsageError);
+    CHECK(host_memory_kind_names() == "pinned, pageable, pageable-huge, huge-only, write-combined, mapped, registered");
+    CHECK(kHostMemoryKinds.size() == 7);
+    for (const Named<HostMemoryKind>& row : kHostMemoryKinds) CHECK_FALSE(row.help.empty());
     CHECK(host_memory_is_pinned(HostMemoryKind::registered));
     CHECK_FALSE(host_memory_is_pinned(HostMemoryKind::pageable_huge));
 }

@@ -32,6 +32,9 @@ TEST_CASE("name table: comma lists, all, repeats and empties") {
     CHECK_THROWS_WITH_AS(kFruits.parse_list("pear,pear"), "fruit 'pear' named twice", gpumem::UsageError);
     CHECK(kFruits.parse_list("pear,pear", {true, true, false}) == V{Fruit::pear});
     CHECK_THROWS_AS(kFruits.parse_list("all,pear"), gpumem::UsageError);
+    // With repeats allowed, `all` may stand among names: every entry not named before it, in table order.
+    CHECK(kFruits.parse_list("plum,all", {true, true, false}) == V{Fruit::plum, Fruit::apple, Fruit::pear});
+    CHECK(kFruits.parse_list("all,plum", {true, true, false}) == V{Fruit::apple, Fruit::pear, Fruit::plum});
     CHECK_THROWS_AS(kFruits.parse_list("pear,,plum"), gpumem::UsageError);
     CHECK_THROWS_AS(kFruits.parse_list(""), gpumem::UsageError);
     CHECK(kFruits.parse_list("", {true, false, true}).empty());

@@ -266,9 +266,10 @@ TEST_CASE("strategy names, growth rules and PyTorch's roundup_power2_divisions s
           std::vector<rs::StrategyKind>{rs::StrategyKind::pool, rs::StrategyKind::torch_caching});
     CHECK(contains(usage_error([] { rs::parse_strategy_list("pool,nope"); }), "unknown strategy 'nope'"));
     CHECK(contains(usage_error([] { rs::parse_strategy_list("pool,pool"); }), "named twice"));
-    CHECK(rs::grown_capacity(rs::Growth::times_1_5, 1000, 4096) == 6144);
-    CHECK(rs::grown_capacity(rs::Growth::round_512, 1000, 0) == 1024);
-    CHECK(contains(usage_error([] { rs::parse_growth("x3"); }), "unknown growth"));
+    // --growth takes the named rules only (MixMemory's GrowthPolicy).
+    CHECK(gpumem::kGrowthRules.parse("x1.5").capacity_for(1000, 4096) == 6144);
+    CHECK(gpumem::kGrowthRules.parse("512B").capacity_for(1000, 0) == 1024);
+    CHECK(contains(usage_error([] { gpumem::kGrowthRules.parse("x3"); }), "unknown growth rule 'x3'"));
 
     auto d = rs::parse_roundup_power2_divisions("4");
     CHECK(d[0] == 4);

@@ -2,6 +2,9 @@
 // from the rules of the allocator it models.
 #include <doctest/doctest.h>
 
+#include <optional>
+
+#include "base/memory_policy.hpp"
 #include "reuse_sim_helpers.hpp"
 
 using K = rs::StrategyKind;
@@ -32,14 +35,21 @@ TEST_CASE("grow-only: reuse while the request fits, free then grow otherwise") {
     }
     SUBCASE("x2") {
         rs::StrategyOptions o;
-        o.growth = rs::Growth::times_2;
+        o.growth = gpumem::GrowthPolicy::geometric(2);
         const auto r = run_strategy(K::grow_only, trace, o).result;
         CHECK(r.upstream_allocs == 2);
-        CHECK(r.peak_reserved == 2048);  // max(2000, 2 x 1024) rounded to 512
+        CHECK(r.peak_reserved == 2000);  // max(2000, 2 x 1000), not rounded: as MixMemory
+    }
+    SUBCASE("x1.5") {
+        rs::StrategyOptions o;
+        o.growth = gpumem::GrowthPolicy::geometric(1.5);
+        const auto r = run_strategy(K::grow_only, trace, o).result;
+        CHECK(r.upstream_allocs == 2);
+        CHECK(r.peak_reserved == 2000);  // max(2000, 1.5 x 1000)
     }
     SUBCASE("2MiB") {
         rs::StrategyOptions o;
-        o.growth = rs::Growth::round_2mib;
+        o.growth = gpumem::GrowthPolicy::round_to(2 * MiB);
         const auto r = run_strategy(K::grow_only, trace, o).result;
         CHECK(r.upstream_allocs == 1);
         CHECK(r.peak_reserved == 2 * MiB);
@@ -51,6 +61,84 @@ TEST_CASE("grow-only: reuse while the request fits, free then grow otherwise") {
         const auto r = run_strategy(K::grow_only, trace, o).result;
         CHECK(r.counters.fills == 2);
         CHECK(r.implicit_syncs == 1 + 2);  // one cudaFree, two cudaMemset
+    }
+}
+
+namespace {
+
+// MixMemory::device() (src/core/mix_memory.cpp) without the GPU: reuse while
+// the request fits; otherwise size the new buffer with capacity_for(request,
+// capacity held now), free the old one, allocate. A refused allocation leaves
+// the buffer empty, so the next growth starts from a capacity of 0.
+struct MixMemoryDeviceModel {
+    gpumem::GrowthPolicy growth;
+    std::uint64_t capacity = 0;
+    // The size asked of cudaMalloc, or nullopt for a reuse.
+    std::optional<std::uint64_t> request(std::uint64_t bytes, std::uint64_t device_limit) {
+        if (capacity != 0 && bytes <= capacity) return std::nullopt;
+        const std::uint64_t asked = growth.capacity_for(bytes, capacity);
+        capacity = 0;  // release_device()
+        if (asked <= device_limit) capacity = asked;
+        return asked;
+    }
+};
+
+// Logs every size asked of it and refuses those above `limit`.
+class AskedSizes final : public rs::Upstream {
+public:
+    explicit AskedSizes(std::uint64_t limit) : Upstream(rs::kUnlimited, nullptr), limit_(limit) {}
+    std::vector<std::uint64_t> asked;
+
+private:
+    bool do_allocate(std::uint64_t size, std::uint32_t, std::uint64_t& address) override {
+        asked.push_back(size);
+        address = 0x1000 * asked.size();
+        return size <= limit_;
+    }
+    void do_deallocate(std::uint64_t, std::uint64_t, std::uint32_t) override {}
+    bool do_allocate_async(std::uint64_t, std::uint32_t, std::uint64_t&) override { return false; }
+    void do_deallocate_async(std::uint64_t, std::uint64_t, std::uint32_t) override {}
+    void do_set_release_threshold(std::uint64_t) override {}
+    void do_fill_zero(std::uint64_t, std::uint64_t) override {}
+    void do_synchronize() override {}
+
+    std::uint64_t limit_;
+};
+
+}  // namespace
+
+TEST_CASE("grow-only: the capacities asked for are MixMemory's, for every growth rule") {
+    // One requester asking in turn, with growths, reuses, a shrink, and a
+    // growth the device refuses (above the limit) followed by a smaller one.
+    const std::uint64_t limit = 64 * KiB;
+    const std::vector<std::uint64_t> requests = {1000, 500,  1001, 3000,  2999,  10000, 7000, 10001,
+                                                 60000, 100, 70000, 1500, 40000, 40001, 65536, 1};
+    std::vector<gpumem::GrowthPolicy> rules;
+    for (const auto& row : gpumem::kGrowthRules) rules.push_back(row.value);
+    rules.push_back(gpumem::parse_growth_policy("x1.25"));  // beyond the table, as alloc-test accepts
+    rules.push_back(gpumem::parse_growth_policy("4KiB"));
+    for (const gpumem::GrowthPolicy& rule : rules) {
+        CAPTURE(rule.name());
+        rs::StrategyOptions options;
+        options.growth = rule;
+        AskedSizes upstream(limit);
+        const auto strategy = rs::make_strategy(K::grow_only, options, upstream);
+        MixMemoryDeviceModel model{rule};
+        std::vector<std::uint64_t> expected;
+        std::uint32_t handle = 0;
+        for (std::uint64_t bytes : requests) {
+            CAPTURE(bytes);
+            if (const auto asked = model.request(bytes, limit)) expected.push_back(*asked);
+            rs::Request r;
+            r.handle = handle++;
+            r.size = bytes;
+            r.slot = 1;
+            const bool granted = strategy->allocate(r);
+            CHECK(granted == (model.capacity != 0));
+            if (granted) strategy->deallocate(r.handle);
+        }
+        CHECK(upstream.asked == expected);
+        CHECK(upstream.counters().device_alloc_failures >= 1);  // the refused growth happened
     }
 }
 

@@ -17,21 +17,6 @@ std::string trimmed(std::string_view s) {
     return std::string(s);
 }
 
-// Splits comma lists inside each item.
-std::vector<std::string> split_items(const std::vector<std::string>& items) {
-    std::vector<std::string> out;
-    for (const std::string& item : items) {
-        std::size_t start = 0;
-        while (start <= item.size()) {
-            const std::size_t comma = item.find(',', start);
-            out.push_back(trimmed(std::string_view(item).substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
-            if (comma == std::string::npos) break;
-            start = comma + 1;
-        }
-    }
-    return out;
-}
-
 }  // namespace
 
 double parse_duration_seconds(std::string_view text) {
@@ -61,44 +46,28 @@ double parse_duration_seconds(std::string_view text) {
     return seconds;
 }
 
-const char* pattern_name(Pattern pattern) noexcept {
-    switch (pattern) {
-        case Pattern::zeros: return "zeros";
-        case Pattern::ones: return "ones";
-        case Pattern::walking: return "walking";
-        case Pattern::address: return "address";
-        case Pattern::random: return "random";
-    }
-    return "?";
-}
+constexpr Named<Pattern> kPatternRows[] = {
+    {"zeros", Pattern::zeros, "every bit 0"},
+    {"ones", Pattern::ones, "every bit 1"},
+    {"walking", Pattern::walking, "one bit set, moving with the word index"},
+    {"address", Pattern::address, "each word holds its own address"},
+    {"random", Pattern::random, "splitmix64 of the seed and the word index"},
+};
+constexpr NameTable<Pattern> kPatterns{"pattern", kPatternRows};
+
+// The rows' names are string literals, so data() is a C string.
+const char* pattern_name(Pattern pattern) noexcept { return kPatterns.name_of(pattern).data(); }
 
 const std::vector<Pattern>& all_patterns() {
-    static const std::vector<Pattern> patterns = {Pattern::zeros, Pattern::ones, Pattern::walking, Pattern::address,
-                                                  Pattern::random};
+    static const std::vector<Pattern> patterns = kPatterns.values();
     return patterns;
 }
 
-Pattern parse_pattern(std::string_view text) {
-    const std::string name = trimmed(text);
-    for (Pattern p : all_patterns())
-        if (name == pattern_name(p)) return p;
-    throw UsageError("unknown pattern '" + name + "' (known: zeros, ones, walking, address, random, all)");
-}
+Pattern parse_pattern(std::string_view text) { return kPatterns.parse(trimmed(text)); }
 
 std::vector<Pattern> parse_pattern_list(const std::vector<std::string>& items) {
-    std::vector<Pattern> patterns;
-    auto add = [&patterns](Pattern p) {
-        if (std::find(patterns.begin(), patterns.end(), p) == patterns.end()) patterns.push_back(p);
-    };
-    for (const std::string& piece : split_items(items)) {
-        if (piece == "all") {
-            for (Pattern p : all_patterns()) add(p);
-        } else {
-            add(parse_pattern(piece));
-        }
-    }
-    if (patterns.empty()) throw UsageError("no pattern given (known: zeros, ones, walking, address, random, all)");
-    return patterns;
+    if (items.empty()) throw UsageError("no pattern given (expected " + kPatterns.names() + ", or all)");
+    return kPatterns.parse_list(items, ListRules{/*allow_all=*/true, /*allow_repeats=*/true, /*allow_empty=*/false});
 }
 
 std::vector<std::uint64_t> plan_chunks(std::uint64_t total, std::uint64_t chunk) {

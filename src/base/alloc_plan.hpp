@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/name_table.hpp"
 #include "base/sizes.hpp"
 
 namespace gpumem {
@@ -22,8 +23,12 @@ enum class Pattern : int { zeros = 0, ones = 1, walking = 2, address = 3, random
 // `30`, `30s`, `500ms`, `2m`, `1.5h`: seconds, > 0. Throws UsageError.
 double parse_duration_seconds(std::string_view text);
 
+// The pattern names, in the order `all` writes them, each with a one-line help.
+extern const NameTable<Pattern> kPatterns;
+
+// Thin wrappers over kPatterns.
 const char* pattern_name(Pattern pattern) noexcept;
-Pattern parse_pattern(std::string_view text);  // throws UsageError
+Pattern parse_pattern(std::string_view text);  // surrounding blanks ignored; throws UsageError
 // Names (each may be a comma list) or `all`; repeats dropped, order kept.
 std::vector<Pattern> parse_pattern_list(const std::vector<std::string>& items);
 const std::vector<Pattern>& all_patterns();

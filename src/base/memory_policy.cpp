@@ -13,22 +13,6 @@ namespace {
 constexpr std::uint64_t kMaxBytes = 1ULL << 62;
 }
 
-GrowthPolicy GrowthPolicy::round_to(std::uint64_t granularity) {
-    if (granularity == 0) throw UsageError("growth granularity must be greater than zero");
-    GrowthPolicy p;
-    p.kind = Kind::granularity;
-    p.granularity = granularity;
-    return p;
-}
-
-GrowthPolicy GrowthPolicy::geometric(double factor) {
-    if (!(factor > 1.0) || factor > 16.0) throw UsageError("growth factor must be above 1 and at most 16");
-    GrowthPolicy p;
-    p.kind = Kind::geometric;
-    p.factor = factor;
-    return p;
-}
-
 std::uint64_t GrowthPolicy::capacity_for(std::uint64_t requested, std::uint64_t current) const {
     if (requested > kMaxBytes) throw UsageError("requested size " + std::to_string(requested) + " bytes is too large");
     switch (kind) {
@@ -56,20 +40,30 @@ std::string GrowthPolicy::name() const {
     return "?";
 }
 
+constexpr Named<GrowthPolicy> kGrowthRuleRows[] = {
+    {"exact", GrowthPolicy::exact(), "allocate exactly the request"},
+    {"512B", GrowthPolicy::round_to(512), "round the request up to a multiple of 512 bytes"},
+    {"2MiB", GrowthPolicy::round_to(2ULL << 20), "round the request up to a multiple of 2 MiB (a large page)"},
+    {"x1.5", GrowthPolicy::geometric(1.5), "grow to 1.5 times the current capacity, or to the request if larger"},
+    {"x2", GrowthPolicy::geometric(2.0), "double the current capacity, or grow to the request if larger"},
+};
+constexpr NameTable<GrowthPolicy> kGrowthRules{"growth rule", kGrowthRuleRows};
+
 GrowthPolicy parse_growth_policy(std::string_view text) {
-    if (text == "exact") return GrowthPolicy::exact();
+    if (const Named<GrowthPolicy>* rule = kGrowthRules.find(text)) return rule->value;
+    // Beyond the named rules: xFACTOR, or a granularity written as a size.
+    // Anything else gets the table's message.
     if (!text.empty() && (text[0] == 'x' || text[0] == 'X')) {
         const std::string f(text.substr(1));
         char* end = nullptr;
         const double factor = std::strtod(f.c_str(), &end);
-        if (f.empty() || end == nullptr || *end != '\0')
-            throw UsageError("invalid growth policy '" + std::string(text) + "' (expected exact, a granularity like 2MiB, or a factor like x1.5)");
+        if (f.empty() || end == nullptr || *end != '\0') return kGrowthRules.parse(text);
         return GrowthPolicy::geometric(factor);
     }
     try {
         return GrowthPolicy::round_to(parse_size(text));
     } catch (const UsageError&) {
-        throw UsageError("invalid growth policy '" + std::string(text) + "' (expected exact, a granularity like 2MiB, or a factor like x1.5)");
+        return kGrowthRules.parse(text);
     }
 }
 
@@ -79,41 +73,27 @@ std::uint64_t checked_array_bytes(std::uint64_t count, std::uint64_t element_siz
     return count * element_size;
 }
 
-HostMemoryKind parse_host_memory_kind(std::string_view text) {
-    static const struct { const char* name; HostMemoryKind kind; } table[] = {
-        {"pinned", HostMemoryKind::pinned},
-        {"pageable", HostMemoryKind::pageable},
-        {"pageable-huge", HostMemoryKind::pageable_huge},
-        {"huge-only", HostMemoryKind::huge_only},
-        {"write-combined", HostMemoryKind::write_combined},
-        {"mapped", HostMemoryKind::mapped},
-        {"registered", HostMemoryKind::registered},
-    };
-    for (const auto& e : table)
-        if (text == e.name) return e.kind;
-    throw UsageError("unknown host memory kind '" + std::string(text) + "' (expected " + host_memory_kind_names() + ")");
-}
+constexpr Named<HostMemoryKind> kHostMemoryKindRows[] = {
+    {"pinned", HostMemoryKind::pinned, "page-locked memory from cudaHostAlloc, as cudaMallocHost gives"},
+    {"pageable", HostMemoryKind::pageable, "ordinary pages (mmap); the driver stages copies through its own buffers"},
+    {"pageable-huge", HostMemoryKind::pageable_huge, "huge pages (MAP_HUGETLB) if any are free, else transparent huge pages"},
+    {"huge-only", HostMemoryKind::huge_only, "huge pages (MAP_HUGETLB) or fail"},
+    {"write-combined", HostMemoryKind::write_combined, "page-locked and write-combined (cudaHostAllocWriteCombined)"},
+    {"mapped", HostMemoryKind::mapped, "page-locked and mapped for the device (cudaHostAllocMapped)"},
+    {"registered", HostMemoryKind::registered, "ordinary pages pinned with cudaHostRegister"},
+};
+constexpr NameTable<HostMemoryKind> kHostMemoryKinds{"host memory kind", kHostMemoryKindRows};
 
-const char* host_memory_kind_name(HostMemoryKind kind) noexcept {
-    switch (kind) {
-        case HostMemoryKind::pinned: return "pinned";
-        case HostMemoryKind::pageable: return "pageable";
-        case HostMemoryKind::pageable_huge: return "pageable-huge";
-        case HostMemoryKind::huge_only: return "huge-only";
-        case HostMemoryKind::write_combined: return "write-combined";
-        case HostMemoryKind::mapped: return "mapped";
-        case HostMemoryKind::registered: return "registered";
-    }
-    return "?";
-}
+HostMemoryKind parse_host_memory_kind(std::string_view text) { return kHostMemoryKinds.parse(text); }
+
+// The rows' names are string literals, so data() is a C string.
+const char* host_memory_kind_name(HostMemoryKind kind) noexcept { return kHostMemoryKinds.name_of(kind).data(); }
 
 bool host_memory_is_pinned(HostMemoryKind kind) noexcept {
     return kind == HostMemoryKind::pinned || kind == HostMemoryKind::write_combined || kind == HostMemoryKind::mapped ||
            kind == HostMemoryKind::registered;
 }
 
-const char* host_memory_kind_names() noexcept {
-    return "pinned, pageable, pageable-huge, huge-only, write-combined, mapped, registered";
-}
+std::string host_memory_kind_names() { return kHostMemoryKinds.names(", "); }
 
 }  // namespace gpumem

@@ -25,7 +25,8 @@ struct Named {
 // How a comma list may be written (NameTable::parse_list).
 struct ListRules {
     bool allow_all = true;         // `all` stands for every entry (alone)
-    bool allow_repeats = false;    // a name given twice is kept once instead of refused
+    bool allow_repeats = false;    // a name given twice is kept once instead of refused; `all`
+                                   // may then stand among other names, for every entry not named before it
     bool allow_empty = false;      // an empty list is an empty result instead of an error
 };
 
@@ -137,15 +138,21 @@ private:
         for (const Named<T>* c : chosen) all = all || c == nullptr;
         if (all && chosen.size() > 1 && !rules.allow_repeats)
             throw UsageError("'all' cannot be combined with other " + std::string(what_) + " names");
-        if (all) return values();
+        // In order, each row once; `all` (nullptr) adds every row where it stands.
         std::vector<T> list;
         std::vector<const Named<T>*> seen;
+        auto add = [&](const Named<T>* row) {
+            for (const Named<T>* s : seen)
+                if (s == row) return;
+            seen.push_back(row);
+            list.push_back(row->value);
+        };
         for (const Named<T>* c : chosen) {
-            bool repeat = false;
-            for (const Named<T>* s : seen) repeat = repeat || s == c;
-            if (repeat) continue;
-            seen.push_back(c);
-            list.push_back(c->value);
+            if (c != nullptr) {
+                add(c);
+            } else {
+                for (const Named<T>& row : *this) add(&row);
+            }
         }
         return list;
     }

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <type_traits>
-#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -14,22 +13,10 @@
 namespace gpumem {
 namespace {
 
-struct ApiName {
-    AllocApi api;
-    const char* name;
-};
-
-constexpr ApiName kApiNames[] = {
-    {AllocApi::device, "device"},   {AllocApi::async, "async"},         {AllocApi::async_pool, "async-pool"},
-    {AllocApi::managed, "managed"},
-    {AllocApi::host, "host"},       {AllocApi::host_wc, "host-wc"},     {AllocApi::host_mapped, "host-mapped"},
-    {AllocApi::registered, "registered"}, {AllocApi::vmm, "vmm"},
-};
-
-std::string trimmed(std::string_view s) {
+std::string_view trimmed(std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
     while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    return std::string(s);
+    return s;
 }
 
 void log_failure(cudaError_t status, const char* call) noexcept {
@@ -79,55 +66,34 @@ HostMemoryKind host_kind_of(AllocApi api) {
 
 }  // namespace
 
-AllocApi parse_alloc_api(std::string_view text) {
-    const std::string name = trimmed(text);
-    for (const ApiName& a : kApiNames)
-        if (name == a.name) return a.api;
-    throw UsageError("unknown allocation API '" + name + "' (known: " + alloc_api_names() + ", all)");
-}
+constexpr Named<AllocApi> kAllocApiRows[] = {
+    {"device", AllocApi::device, "cudaMalloc / cudaFree"},
+    {"async", AllocApi::async, "cudaMallocAsync / cudaFreeAsync, each with a stream synchronize: a pool miss"},
+    {"async-pool", AllocApi::async_pool, "cudaMallocFromPoolAsync / cudaFreeAsync on a pool that keeps its memory: a pool hit"},
+    {"managed", AllocApi::managed, "cudaMallocManaged / cudaFree, never more than the device has free"},
+    {"host", AllocApi::host, "cudaHostAlloc (page-locked, as cudaMallocHost) / cudaFreeHost"},
+    {"host-wc", AllocApi::host_wc, "cudaHostAlloc(WriteCombined) / cudaFreeHost"},
+    {"host-mapped", AllocApi::host_mapped, "cudaHostAlloc(Mapped) and cudaHostGetDevicePointer / cudaFreeHost"},
+    {"registered", AllocApi::registered, "mmap and cudaHostRegister / cudaHostUnregister and munmap"},
+    {"vmm", AllocApi::vmm, "cuMemCreate, cuMemAddressReserve, cuMemMap, cuMemSetAccess, and back"},
+};
+constexpr NameTable<AllocApi> kAllocApis{"allocation API", kAllocApiRows};
 
-const char* alloc_api_name(AllocApi api) noexcept {
-    for (const ApiName& a : kApiNames)
-        if (a.api == api) return a.name;
-    return "?";
-}
+AllocApi parse_alloc_api(std::string_view text) { return kAllocApis.parse(trimmed(text)); }
+
+// The rows' names are string literals, so data() is a C string.
+const char* alloc_api_name(AllocApi api) noexcept { return kAllocApis.name_of(api).data(); }
 
 const std::vector<AllocApi>& all_alloc_apis() {
-    static const std::vector<AllocApi> apis = [] {
-        std::vector<AllocApi> v;
-        for (const ApiName& a : kApiNames) v.push_back(a.api);
-        return v;
-    }();
+    static const std::vector<AllocApi> apis = kAllocApis.values();
     return apis;
 }
 
-std::string alloc_api_names() {
-    std::string names;
-    for (const ApiName& a : kApiNames) names += (names.empty() ? "" : ", ") + std::string(a.name);
-    return names;
-}
+std::string alloc_api_names() { return kAllocApis.names(", "); }
 
 std::vector<AllocApi> parse_alloc_api_list(const std::vector<std::string>& items) {
-    std::vector<AllocApi> apis;
-    auto add = [&apis](AllocApi api) {
-        if (std::find(apis.begin(), apis.end(), api) == apis.end()) apis.push_back(api);
-    };
-    for (const std::string& item : items) {
-        std::size_t start = 0;
-        while (start <= item.size()) {
-            const std::size_t comma = item.find(',', start);
-            const std::string piece = trimmed(std::string_view(item).substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-            if (piece == "all") {
-                for (AllocApi a : all_alloc_apis()) add(a);
-            } else {
-                add(parse_alloc_api(piece));  // an empty piece is an unknown API
-            }
-            if (comma == std::string::npos) break;
-            start = comma + 1;
-        }
-    }
-    if (apis.empty()) throw UsageError("no allocation API given (known: " + alloc_api_names() + ", all)");
-    return apis;
+    if (items.empty()) throw UsageError("no allocation API given (expected " + kAllocApis.names() + ", or all)");
+    return kAllocApis.parse_list(items, ListRules{/*allow_all=*/true, /*allow_repeats=*/true, /*allow_empty=*/false});
 }
 
 bool alloc_api_uses_device_memory(AllocApi api) noexcept {
@@ -165,89 +131,83 @@ std::size_t alloc_api_rounded_size(AllocApi api, DeviceId device, std::size_t by
 
 // --- VmmAllocation ---
 
-VmmAllocation::VmmAllocation(DeviceId device, std::size_t bytes) : bytes_(bytes), device_(device) {
+VmmAllocation::VmmAllocation(DeviceId device, std::size_t bytes)
+    : mapping_(nullptr, VmmUnmap{device, bytes}),
+      range_(nullptr, VmmAddressFree{device, bytes}),
+      handle_(nullptr, VmmRelease{device}) {
     const DriverApi& api = driver_api();
     const CUmemAllocationProp prop = vmm_properties(device);
-    check_vmm(api.cuMemCreate(&handle_, bytes, &prop, 0), "cuMemCreate", bytes, device);
-    has_handle_ = true;
+    CUmemGenericAllocationHandle handle = 0;
+    check_vmm(api.cuMemCreate(&handle, bytes, &prop, 0), "cuMemCreate", bytes, device);
+    handle_.reset(VmmRelease::pointer(handle));
+    // Each step is owned as soon as it succeeds. On a failure part way the
+    // completed steps are released through reset(), in reverse order: left
+    // to the members' destructors, they would go in declaration order's
+    // reverse, releasing the handle first.
     try {
-        check_vmm(api.cuMemAddressReserve(&address_, bytes, 0, 0, 0), "cuMemAddressReserve", bytes, device);
-        check_vmm(api.cuMemMap(address_, bytes, 0, handle_, 0), "cuMemMap", bytes, device);
-        mapped_ = true;
+        CUdeviceptr address = 0;
+        check_vmm(api.cuMemAddressReserve(&address, bytes, 0, 0, 0), "cuMemAddressReserve", bytes, device);
+        range_.reset(VmmAddressFree::pointer(address));
+        check_vmm(api.cuMemMap(address, bytes, 0, handle, 0), "cuMemMap", bytes, device);
+        mapping_.reset(VmmUnmap::pointer(address));
         CUmemAccessDesc access{};
         access.location = prop.location;
         access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-        check_vmm(api.cuMemSetAccess(address_, bytes, &access, 1), "cuMemSetAccess", bytes, device);
+        check_vmm(api.cuMemSetAccess(address, bytes, &access, 1), "cuMemSetAccess", bytes, device);
     } catch (...) {
         reset();
         throw;
     }
 }
 
-VmmAllocation::~VmmAllocation() noexcept { reset(); }
-
-void VmmAllocation::reset() noexcept {
-    if (!has_handle_ && address_ == 0) return;
+void VmmUnmap::operator()(pointer address) const noexcept {
     try {
-        AutoDevice guard(*device_);
-        const DriverApi& api = driver_api();
-        if (mapped_) log_driver_failure(api.cuMemUnmap(address_, bytes_), "cuMemUnmap");
-        if (address_ != 0) log_driver_failure(api.cuMemAddressFree(address_, bytes_), "cuMemAddressFree");
-        if (has_handle_) log_driver_failure(api.cuMemRelease(handle_), "cuMemRelease");
+        AutoDevice guard(device);
+        log_driver_failure(driver_api().cuMemUnmap(address.get(), bytes), "cuMemUnmap");
     } catch (...) {
     }
-    handle_ = 0;
-    has_handle_ = false;
-    address_ = 0;
-    mapped_ = false;
-    bytes_ = 0;
 }
 
-VmmAllocation::VmmAllocation(VmmAllocation&& other) noexcept
-    : handle_(std::exchange(other.handle_, 0)),
-      has_handle_(std::exchange(other.has_handle_, false)),
-      address_(std::exchange(other.address_, 0)),
-      mapped_(std::exchange(other.mapped_, false)),
-      bytes_(std::exchange(other.bytes_, 0)),
-      device_(other.device_) {}
-
-VmmAllocation& VmmAllocation::operator=(VmmAllocation&& other) noexcept {
-    if (this != &other) {
-        reset();
-        handle_ = std::exchange(other.handle_, 0);
-        has_handle_ = std::exchange(other.has_handle_, false);
-        address_ = std::exchange(other.address_, 0);
-        mapped_ = std::exchange(other.mapped_, false);
-        bytes_ = std::exchange(other.bytes_, 0);
-        device_ = other.device_;
+void VmmAddressFree::operator()(pointer address) const noexcept {
+    try {
+        AutoDevice guard(device);
+        log_driver_failure(driver_api().cuMemAddressFree(address.get(), bytes), "cuMemAddressFree");
+    } catch (...) {
     }
-    return *this;
+}
+
+void VmmRelease::operator()(pointer handle) const noexcept {
+    try {
+        AutoDevice guard(device);
+        log_driver_failure(driver_api().cuMemRelease(handle.get()), "cuMemRelease");
+    } catch (...) {
+    }
 }
 
 // --- RetainingPool ---
 
-RetainingPool::RetainingPool(DeviceId device) : device_(device) {
+RetainingPool::RetainingPool(DeviceId device) : pool_(nullptr, MemPoolDestroy{device}) {
     AutoDevice guard(device);
     cudaMemPoolProps props{};
     props.allocType = cudaMemAllocationTypePinned;
     props.handleTypes = cudaMemHandleTypeNone;
     props.location.type = cudaMemLocationTypeDevice;
     props.location.id = device.ordinal();
-    GPUMEM_CUDA_CALL(cudaMemPoolCreate(&pool_, &props));
+    cudaMemPool_t pool = nullptr;
+    GPUMEM_CUDA_CALL(cudaMemPoolCreate(&pool, &props));
     std::uint64_t keep_everything = ~0ULL;
-    const cudaError_t status = cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep_everything);
+    const cudaError_t status = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_everything);
     if (status != cudaSuccess) {
-        cudaMemPoolDestroy(pool_);
-        pool_ = nullptr;
+        cudaMemPoolDestroy(pool);
         throw_cuda_error(status, "cudaMemPoolSetAttribute(cudaMemPoolAttrReleaseThreshold)");
     }
+    pool_.reset(pool);
 }
 
-RetainingPool::~RetainingPool() noexcept {
-    if (pool_ == nullptr) return;
+void MemPoolDestroy::operator()(cudaMemPool_t pool) const noexcept {
     try {
-        AutoDevice guard(device_);
-        log_failure(cudaMemPoolDestroy(pool_), "cudaMemPoolDestroy");
+        AutoDevice guard(device);
+        log_failure(cudaMemPoolDestroy(pool), "cudaMemPoolDestroy");
     } catch (...) {
     }
 }
@@ -259,7 +219,7 @@ AllocResources::AllocResources(DeviceId device, const std::vector<AllocApi>& api
 // --- AsyncAllocation ---
 
 AsyncAllocation::AsyncAllocation(DeviceId device, std::size_t bytes, cudaStream_t stream, cudaMemPool_t pool)
-    : stream_(stream), synchronize_(pool == nullptr), device_(device) {
+    : ptr_(nullptr, AsyncFree{stream, pool == nullptr, device}) {
     if (bytes == 0) return;
     AutoDevice guard(device);
     void* p = nullptr;
@@ -267,9 +227,9 @@ AsyncAllocation::AsyncAllocation(DeviceId device, std::size_t bytes, cudaStream_
     if (status != cudaSuccess)
         throw_allocation_error(status, pool ? "cudaMallocFromPoolAsync" : "cudaMallocAsync", bytes,
                                format_bytes(bytes) + " on device " + to_string(device));
-    ptr_ = p;
+    ptr_.reset(p);
     bytes_ = bytes;
-    if (!synchronize_) return;
+    if (pool != nullptr) return;
     // An allocation failure can also surface at the synchronize.
     const cudaError_t sync = cudaStreamSynchronize(stream);
     if (sync != cudaSuccess) {
@@ -279,37 +239,13 @@ AsyncAllocation::AsyncAllocation(DeviceId device, std::size_t bytes, cudaStream_
     }
 }
 
-AsyncAllocation::~AsyncAllocation() noexcept { reset(); }
-
-void AsyncAllocation::reset() noexcept {
-    if (ptr_ == nullptr) return;
+void AsyncFree::operator()(void* ptr) const noexcept {
     try {
-        AutoDevice guard(*device_);
-        log_failure(cudaFreeAsync(ptr_, stream_), "cudaFreeAsync");
-        if (synchronize_) log_failure(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (after cudaFreeAsync)");
+        AutoDevice guard(device);
+        log_failure(cudaFreeAsync(ptr, stream), "cudaFreeAsync");
+        if (synchronize) log_failure(cudaStreamSynchronize(stream), "cudaStreamSynchronize (after cudaFreeAsync)");
     } catch (...) {
     }
-    ptr_ = nullptr;
-    bytes_ = 0;
-}
-
-AsyncAllocation::AsyncAllocation(AsyncAllocation&& other) noexcept
-    : ptr_(std::exchange(other.ptr_, nullptr)),
-      bytes_(std::exchange(other.bytes_, 0)),
-      stream_(other.stream_),
-      synchronize_(other.synchronize_),
-      device_(other.device_) {}
-
-AsyncAllocation& AsyncAllocation::operator=(AsyncAllocation&& other) noexcept {
-    if (this != &other) {
-        reset();
-        ptr_ = std::exchange(other.ptr_, nullptr);
-        bytes_ = std::exchange(other.bytes_, 0);
-        stream_ = other.stream_;
-        synchronize_ = other.synchronize_;
-        device_ = other.device_;
-    }
-    return *this;
 }
 
 // --- ApiAllocation ---
@@ -362,17 +298,15 @@ std::size_t ApiAllocation::size() const noexcept {
         owner_);
 }
 
-ApiAllocation::ApiAllocation(ApiAllocation&& other) noexcept : api_(other.api_), owner_(std::move(other.owner_)) {
-    other.owner_.emplace<std::monostate>();
-}
-
-ApiAllocation& ApiAllocation::operator=(ApiAllocation&& other) noexcept {
-    if (this != &other) {
-        owner_ = std::move(other.owner_);  // frees what this one held
-        api_ = other.api_;
-        other.owner_.emplace<std::monostate>();
-    }
-    return *this;
+ApiAllocation::operator bool() const noexcept {
+    return std::visit(
+        [](const auto& owner) -> bool {
+            if constexpr (std::is_same_v<std::decay_t<decltype(owner)>, std::monostate>)
+                return false;
+            else
+                return static_cast<bool>(owner);
+        },
+        owner_);
 }
 
 void ApiAllocation::reset() noexcept { owner_.emplace<std::monostate>(); }

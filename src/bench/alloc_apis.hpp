@@ -10,12 +10,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
 
+#include "base/name_table.hpp"
 #include "core/cuda_raii.hpp"
 
 namespace gpumem {
@@ -35,7 +35,11 @@ enum class AllocApi {
     vmm,          // cuMemCreate + cuMemAddressReserve + cuMemMap + cuMemSetAccess, and back
 };
 
-AllocApi parse_alloc_api(std::string_view text);  // throws UsageError naming the known APIs
+// The API names, in the order `all` runs them, each with a one-line help.
+extern const NameTable<AllocApi> kAllocApis;
+
+// Thin wrappers over kAllocApis.
+AllocApi parse_alloc_api(std::string_view text);  // surrounding blanks ignored; throws UsageError naming the known APIs
 const char* alloc_api_name(AllocApi api) noexcept;
 const std::vector<AllocApi>& all_alloc_apis();
 std::string alloc_api_names();  // "device, async, ..." for help and messages
@@ -51,29 +55,103 @@ std::size_t vmm_granularity(DeviceId device);
 // to its granularity; the others are reported as requested.
 std::size_t alloc_api_rounded_size(AllocApi api, DeviceId device, std::size_t bytes);
 
+// A driver handle that is not a pointer (a CUmemGenericAllocationHandle, a
+// CUdeviceptr), made to meet the NullablePointer requirements so that a
+// std::unique_ptr can own it through its deleter's `pointer` type. Null is a
+// flag of its own: no value of the handle is reserved for "none".
+template <typename Handle>
+class NullableHandle {
+public:
+    NullableHandle() noexcept = default;
+    NullableHandle(std::nullptr_t) noexcept {}  // implicit: NullablePointer requires it
+    explicit NullableHandle(Handle value) noexcept : value_(value), engaged_(true) {}
+
+    Handle get() const noexcept { return value_; }
+    explicit operator bool() const noexcept { return engaged_; }
+
+    friend bool operator==(NullableHandle a, NullableHandle b) noexcept {
+        return a.engaged_ == b.engaged_ && (!a.engaged_ || a.value_ == b.value_);
+    }
+    friend bool operator!=(NullableHandle a, NullableHandle b) noexcept { return !(a == b); }
+    friend bool operator==(NullableHandle a, std::nullptr_t) noexcept { return !a.engaged_; }
+    friend bool operator==(std::nullptr_t, NullableHandle a) noexcept { return !a.engaged_; }
+    friend bool operator!=(NullableHandle a, std::nullptr_t) noexcept { return a.engaged_; }
+    friend bool operator!=(std::nullptr_t, NullableHandle a) noexcept { return a.engaged_; }
+
+private:
+    Handle value_{};
+    bool engaged_ = false;
+};
+
+// A unique_ptr over a deleter whose `pointer` is a NullableHandle.
+template <typename Deleter>
+using UniqueHandle = std::unique_ptr<typename Deleter::pointer, Deleter>;
+
+// Deleters of the owners below, as in core/cuda_raii.hpp: each frees under an
+// AutoDevice on its device and logs a failure instead of throwing.
+struct VmmUnmap {  // cuMemUnmap
+    using pointer = NullableHandle<CUdeviceptr>;
+    DeviceId device{0};
+    std::size_t bytes = 0;
+    void operator()(pointer address) const noexcept;
+};
+struct VmmAddressFree {  // cuMemAddressFree
+    using pointer = NullableHandle<CUdeviceptr>;
+    DeviceId device{0};
+    std::size_t bytes = 0;
+    void operator()(pointer address) const noexcept;
+};
+struct VmmRelease {  // cuMemRelease
+    using pointer = NullableHandle<CUmemGenericAllocationHandle>;
+    DeviceId device{0};
+    void operator()(pointer handle) const noexcept;
+};
+struct MemPoolDestroy {  // cudaMemPoolDestroy
+    DeviceId device{0};
+    void operator()(cudaMemPool_t pool) const noexcept;
+};
+// cudaFreeAsync on the allocation's stream, then, without a pool, a
+// synchronize (which returns the default pool's memory to the driver).
+struct AsyncFree {
+    cudaStream_t stream = nullptr;
+    bool synchronize = true;
+    DeviceId device{0};
+    void operator()(void* ptr) const noexcept;
+};
+
 // Physical memory + reserved address range + mapping + access rights.
 // Releases whatever steps completed, in reverse order.
 class VmmAllocation {
 public:
     VmmAllocation() = default;
     VmmAllocation(DeviceId device, std::size_t bytes);  // bytes: a multiple of vmm_granularity(device)
-    ~VmmAllocation() noexcept;
-    VmmAllocation(VmmAllocation&& other) noexcept;
-    VmmAllocation& operator=(VmmAllocation&& other) noexcept;
+    ~VmmAllocation() noexcept { reset(); }
+    VmmAllocation(VmmAllocation&&) noexcept = default;
+    VmmAllocation& operator=(VmmAllocation&&) noexcept = default;
     VmmAllocation(const VmmAllocation&) = delete;
     VmmAllocation& operator=(const VmmAllocation&) = delete;
 
-    void* data() const noexcept { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(address_)); }
-    std::size_t size() const noexcept { return bytes_; }
-    void reset() noexcept;
+    void* data() const noexcept {
+        return range_ ? reinterpret_cast<void*>(static_cast<std::uintptr_t>(range_.get().get())) : nullptr;
+    }
+    std::size_t size() const noexcept { return range_ ? range_.get_deleter().bytes : 0; }
+    explicit operator bool() const noexcept { return static_cast<bool>(range_); }
+    // Unmaps, frees the address range, releases the physical memory.
+    void reset() noexcept {
+        mapping_.reset();
+        range_.reset();
+        handle_.reset();
+    }
 
 private:
-    CUmemGenericAllocationHandle handle_ = 0;
-    bool has_handle_ = false;
-    CUdeviceptr address_ = 0;
-    bool mapped_ = false;
-    std::size_t bytes_ = 0;
-    std::optional<DeviceId> device_;
+    // Declared in the order they must be freed, the reverse of the order they
+    // are created in, so that a defaulted move assignment (member by member,
+    // in declaration order) frees the old steps in that order. The destructor
+    // and a failing constructor go through reset(), which does the same;
+    // member destructors alone would run the other way round.
+    UniqueHandle<VmmUnmap> mapping_;
+    UniqueHandle<VmmAddressFree> range_;
+    UniqueHandle<VmmRelease> handle_;
 };
 
 // A device memory pool of its own that never returns memory to the driver
@@ -82,14 +160,12 @@ private:
 class RetainingPool {
 public:
     explicit RetainingPool(DeviceId device);
-    ~RetainingPool() noexcept;
     RetainingPool(const RetainingPool&) = delete;
     RetainingPool& operator=(const RetainingPool&) = delete;
-    cudaMemPool_t get() const noexcept { return pool_; }
+    cudaMemPool_t get() const noexcept { return pool_.get(); }
 
 private:
-    cudaMemPool_t pool_ = nullptr;
-    DeviceId device_;
+    std::unique_ptr<CUmemPoolHandle_st, MemPoolDestroy> pool_;
 };
 
 // Without a pool: cudaMallocAsync on `stream` and a synchronize, so the
@@ -102,22 +178,19 @@ class AsyncAllocation {
 public:
     AsyncAllocation() = default;
     AsyncAllocation(DeviceId device, std::size_t bytes, cudaStream_t stream, cudaMemPool_t pool = nullptr);
-    ~AsyncAllocation() noexcept;
-    AsyncAllocation(AsyncAllocation&& other) noexcept;
-    AsyncAllocation& operator=(AsyncAllocation&& other) noexcept;
+    AsyncAllocation(AsyncAllocation&&) noexcept = default;
+    AsyncAllocation& operator=(AsyncAllocation&&) noexcept = default;
     AsyncAllocation(const AsyncAllocation&) = delete;
     AsyncAllocation& operator=(const AsyncAllocation&) = delete;
 
-    void* data() const noexcept { return ptr_; }
-    std::size_t size() const noexcept { return bytes_; }
-    void reset() noexcept;
+    void* data() const noexcept { return ptr_.get(); }
+    std::size_t size() const noexcept { return ptr_ ? bytes_ : 0; }
+    explicit operator bool() const noexcept { return static_cast<bool>(ptr_); }
+    void reset() noexcept { ptr_.reset(); }
 
 private:
-    void* ptr_ = nullptr;
-    std::size_t bytes_ = 0;
-    cudaStream_t stream_ = nullptr;
-    bool synchronize_ = true;
-    std::optional<DeviceId> device_;
+    std::unique_ptr<void, AsyncFree> ptr_;
+    std::size_t bytes_ = 0;  // read only while memory is held
 };
 
 // One allocation through any AllocApi. Host kinds reuse HostAllocation and
@@ -129,18 +202,19 @@ public:
     // other errors. `stream` is used by the async APIs, `pool` by async_pool
     // only. `bytes` for vmm is rounded up to the granularity.
     ApiAllocation(AllocApi api, DeviceId device, std::size_t bytes, cudaStream_t stream = nullptr, cudaMemPool_t pool = nullptr);
-    ~ApiAllocation() = default;
-    // A moved-from allocation is empty (a moved-from variant would still
-    // hold its alternative).
-    ApiAllocation(ApiAllocation&& other) noexcept;
-    ApiAllocation& operator=(ApiAllocation&& other) noexcept;
+    // A moved-from allocation is empty. Its variant still holds the same
+    // alternative, but that owner has handed its memory over (its unique_ptr
+    // is null), and emptiness, data() and size() are asked of the owner.
+    ApiAllocation(ApiAllocation&&) noexcept = default;
+    ApiAllocation& operator=(ApiAllocation&&) noexcept = default;
     ApiAllocation(const ApiAllocation&) = delete;
     ApiAllocation& operator=(const ApiAllocation&) = delete;
 
     AllocApi api() const noexcept { return api_; }
     void* data() const noexcept;
     std::size_t size() const noexcept;
-    explicit operator bool() const noexcept { return !std::holds_alternative<std::monostate>(owner_); }
+    // Whether memory is held (a zero-byte allocation holds none).
+    explicit operator bool() const noexcept;
     void reset() noexcept;  // frees now
 
 private:

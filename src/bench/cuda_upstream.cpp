@@ -20,8 +20,7 @@ double elapsed_us(Clock::time_point since) {
 
 class CudaUpstream final : public Upstream {
 public:
-    CudaUpstream(DeviceId device, std::uint64_t capacity, const CostModel* costs)
-        : device_(device), capacity_(capacity), costs_(costs) {
+    CudaUpstream(DeviceId device, std::uint64_t capacity, const CostModel* costs) : Upstream(capacity, costs), device_(device) {
         GPUMEM_CUDA_TRY(cudaSetDevice(device_.ordinal()), "cudaSetDevice");
     }
 
@@ -42,100 +41,75 @@ public:
         cudaGetLastError();
     }
 
-    bool allocate(std::uint64_t size, std::uint32_t stream, std::uint64_t& address) override {
+private:
+    bool do_allocate(std::uint64_t size, std::uint32_t stream, std::uint64_t& address) override {
         (void)stream;  // cudaMalloc has no stream
-        if (!fits(size)) {
-            ++counters_.device_alloc_failures;
-            return false;
-        }
         void* p = nullptr;
         const auto t = Clock::now();
         const cudaError_t status = cudaMalloc(&p, size);
-        counters_.measured_us += elapsed_us(t);
+        count_measured_us(elapsed_us(t));
         if (status == cudaErrorMemoryAllocation) {
             cudaGetLastError();
-            ++counters_.device_alloc_failures;
             return false;
         }
         if (status != cudaSuccess) throw_cuda_error(status, "cudaMalloc");
         address = reinterpret_cast<std::uint64_t>(p);
         device_live_.emplace(address, size);
-        ++counters_.device_allocs;
-        counters_.device_reserved_bytes += size;
-        add_reserved(size);
-        if (costs_) counters_.modelled_us += costs_->device_alloc(size);
         return true;
     }
 
-    void deallocate(std::uint64_t address, std::uint64_t size, std::uint32_t) override {
+    void do_deallocate(std::uint64_t address, std::uint64_t, std::uint32_t) override {
         const auto t = Clock::now();
         const cudaError_t status = cudaFree(reinterpret_cast<void*>(address));
-        counters_.measured_us += elapsed_us(t);
+        count_measured_us(elapsed_us(t));
         if (status != cudaSuccess) throw_cuda_error(status, "cudaFree");
         device_live_.erase(address);
-        ++counters_.device_frees;
-        counters_.device_reserved_bytes -= size;
-        sub_reserved(size);
-        if (costs_) counters_.modelled_us += costs_->device_free(size);
     }
 
-    bool allocate_async(std::uint64_t size, std::uint32_t stream, std::uint64_t& address) override {
+    bool do_allocate_async(std::uint64_t size, std::uint32_t stream, std::uint64_t& address) override {
         ensure_pool();
         void* p = nullptr;
         cudaStream_t s = stream_handle(stream);
         const auto t = Clock::now();
         const cudaError_t status = cudaMallocFromPoolAsync(&p, size, pool_, s);
-        counters_.measured_us += elapsed_us(t);
+        count_measured_us(elapsed_us(t));
         if (status == cudaErrorMemoryAllocation) {
             cudaGetLastError();
-            ++counters_.async_alloc_failures;
             return false;
         }
         if (status != cudaSuccess) throw_cuda_error(status, "cudaMallocFromPoolAsync");
         address = reinterpret_cast<std::uint64_t>(p);
         async_live_.emplace(address, stream);
-        ++counters_.async_allocs;
-        if (costs_) counters_.modelled_us += costs_->async_alloc(size);
         observe_pool();
         return true;
     }
 
-    void deallocate_async(std::uint64_t address, std::uint64_t size, std::uint32_t stream) override {
+    void do_deallocate_async(std::uint64_t address, std::uint64_t, std::uint32_t stream) override {
         const auto t = Clock::now();
         const cudaError_t status = cudaFreeAsync(reinterpret_cast<void*>(address), stream_handle(stream));
-        counters_.measured_us += elapsed_us(t);
+        count_measured_us(elapsed_us(t));
         if (status != cudaSuccess) throw_cuda_error(status, "cudaFreeAsync");
         async_live_.erase(address);
-        ++counters_.async_frees;
-        if (costs_) counters_.modelled_us += costs_->async_free(size);
     }
 
-    void set_release_threshold(std::uint64_t bytes) override {
+    void do_set_release_threshold(std::uint64_t bytes) override {
         threshold_ = bytes;
         if (pool_) set_threshold();
     }
 
-    void fill_zero(std::uint64_t address, std::uint64_t size) override {
+    void do_fill_zero(std::uint64_t address, std::uint64_t size) override {
         const auto t = Clock::now();
         const cudaError_t status = cudaMemset(reinterpret_cast<void*>(address), 0, size);
-        counters_.measured_us += elapsed_us(t);
+        count_measured_us(elapsed_us(t));
         if (status != cudaSuccess) throw_cuda_error(status, "cudaMemset");
-        ++counters_.fills;
-        if (costs_) counters_.modelled_us += costs_->memset(size);
     }
 
-    void synchronize() override {
+    void do_synchronize() override {
         const auto t = Clock::now();
         const cudaError_t status = cudaDeviceSynchronize();
-        counters_.measured_us += elapsed_us(t);
+        count_measured_us(elapsed_us(t));
         if (status != cudaSuccess) throw_cuda_error(status, "cudaDeviceSynchronize");
-        ++counters_.synchronizations;
         observe_pool();
-    }
-
-private:
-    bool fits(std::uint64_t size) const noexcept {
-        return size <= capacity_ && counters_.reserved_bytes <= capacity_ - size;
     }
 
     cudaStream_t stream_handle(std::uint32_t index) {
@@ -169,19 +143,12 @@ private:
             cudaGetLastError();
             return;
         }
-        if (reserved > counters_.pool_reserved_bytes) {
-            ++counters_.pool_grows;
-            add_reserved(reserved - counters_.pool_reserved_bytes);
-        } else if (reserved < counters_.pool_reserved_bytes) {
-            ++counters_.pool_releases;
-            sub_reserved(counters_.pool_reserved_bytes - reserved);
-        }
-        counters_.pool_reserved_bytes = reserved;
+        const std::uint64_t before = counters().pool_reserved_bytes;
+        if (reserved > before) count_pool_grow(reserved - before);
+        else if (reserved < before) count_pool_release(before - reserved);
     }
 
     DeviceId device_;
-    std::uint64_t capacity_;
-    const CostModel* costs_;
     std::uint64_t threshold_ = 0;
     cudaMemPool_t pool_ = nullptr;
     std::vector<cudaStream_t> streams_;

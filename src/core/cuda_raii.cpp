@@ -3,7 +3,6 @@
 #include <sys/mman.h>
 
 #include <atomic>
-#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -57,72 +56,52 @@ std::uint64_t AutoDevice::set_device_calls() noexcept { return g_set_device_call
 
 // --- CudaStream ---
 
-CudaStream::CudaStream(DeviceId device) : device_(device) {
+CudaStream::CudaStream(DeviceId device) : stream_(nullptr, StreamDestroy{device}) {
     AutoDevice guard(device);
-    GPUMEM_CUDA_CALL(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    cudaStream_t stream = nullptr;
+    GPUMEM_CUDA_CALL(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    stream_.reset(stream);
 }
 
-CudaStream::~CudaStream() noexcept {
-    if (stream_ == nullptr) return;
+void StreamDestroy::operator()(cudaStream_t stream) const noexcept {
     try {
-        AutoDevice guard(*device_);
-        log_failure(cudaStreamDestroy(stream_), "cudaStreamDestroy");
+        AutoDevice guard(device);
+        log_failure(cudaStreamDestroy(stream), "cudaStreamDestroy");
     } catch (...) {
     }
 }
 
-CudaStream::CudaStream(CudaStream&& other) noexcept
-    : stream_(std::exchange(other.stream_, nullptr)), device_(other.device_) {}
-
-CudaStream& CudaStream::operator=(CudaStream&& other) noexcept {
-    if (this != &other) {
-        CudaStream dying(std::move(*this));
-        stream_ = std::exchange(other.stream_, nullptr);
-        device_ = other.device_;
-    }
-    return *this;
-}
-
-void CudaStream::synchronize() const { GPUMEM_CUDA_CALL(cudaStreamSynchronize(stream_)); }
+void CudaStream::synchronize() const { GPUMEM_CUDA_CALL(cudaStreamSynchronize(stream_.get())); }
 
 // --- CudaEvent ---
 
-CudaEvent::CudaEvent(DeviceId device, bool timing) : device_(device) {
+CudaEvent::CudaEvent(DeviceId device, bool timing) : event_(nullptr, EventDestroy{device}) {
     AutoDevice guard(device);
-    GPUMEM_CUDA_CALL(cudaEventCreateWithFlags(&event_, timing ? cudaEventDefault : cudaEventDisableTiming));
+    cudaEvent_t event = nullptr;
+    GPUMEM_CUDA_CALL(cudaEventCreateWithFlags(&event, timing ? cudaEventDefault : cudaEventDisableTiming));
+    event_.reset(event);
 }
 
-CudaEvent::~CudaEvent() noexcept {
-    if (event_ == nullptr) return;
+void EventDestroy::operator()(cudaEvent_t event) const noexcept {
     try {
-        AutoDevice guard(*device_);
-        log_failure(cudaEventDestroy(event_), "cudaEventDestroy");
+        AutoDevice guard(device);
+        log_failure(cudaEventDestroy(event), "cudaEventDestroy");
     } catch (...) {
     }
 }
 
-CudaEvent::CudaEvent(CudaEvent&& other) noexcept : event_(std::exchange(other.event_, nullptr)), device_(other.device_) {}
-
-CudaEvent& CudaEvent::operator=(CudaEvent&& other) noexcept {
-    if (this != &other) {
-        CudaEvent dying(std::move(*this));
-        event_ = std::exchange(other.event_, nullptr);
-        device_ = other.device_;
-    }
-    return *this;
-}
-
-void CudaEvent::record(cudaStream_t stream) { GPUMEM_CUDA_CALL(cudaEventRecord(event_, stream)); }
+void CudaEvent::record(cudaStream_t stream) { GPUMEM_CUDA_CALL(cudaEventRecord(event_.get(), stream)); }
 
 float CudaEvent::elapsed_ms_since(const CudaEvent& start) const {
     float ms = 0;
-    GPUMEM_CUDA_CALL(cudaEventElapsedTime(&ms, start.event_, event_));
+    GPUMEM_CUDA_CALL(cudaEventElapsedTime(&ms, start.event_.get(), event_.get()));
     return ms;
 }
 
 // --- DeviceAllocation ---
 
-DeviceAllocation::DeviceAllocation(DeviceId device, std::size_t bytes, DeviceMemoryKind kind) : device_(device) {
+DeviceAllocation::DeviceAllocation(DeviceId device, std::size_t bytes, DeviceMemoryKind kind)
+    : ptr_(nullptr, DeviceMemoryFree{device}) {
     if (bytes == 0) return;
     AutoDevice guard(device);
     void* p = nullptr;
@@ -131,47 +110,34 @@ DeviceAllocation::DeviceAllocation(DeviceId device, std::size_t bytes, DeviceMem
     if (status != cudaSuccess)
         throw_allocation_error(status, managed ? "cudaMallocManaged" : "cudaMalloc", bytes,
                                format_bytes(bytes) + " on device " + to_string(device));
-    ptr_ = p;
+    ptr_.reset(p);
     bytes_ = bytes;
 }
 
-DeviceAllocation::~DeviceAllocation() noexcept { reset(); }
-
-void DeviceAllocation::reset() noexcept {
-    if (ptr_ == nullptr) return;
+void DeviceMemoryFree::operator()(void* ptr) const noexcept {
     try {
-        AutoDevice guard(*device_);
-        log_failure(cudaFree(ptr_), "cudaFree");
+        AutoDevice guard(device);
+        log_failure(cudaFree(ptr), "cudaFree");
     } catch (...) {
     }
-    ptr_ = nullptr;
-    bytes_ = 0;
-}
-
-DeviceAllocation::DeviceAllocation(DeviceAllocation&& other) noexcept
-    : ptr_(std::exchange(other.ptr_, nullptr)), bytes_(std::exchange(other.bytes_, 0)), device_(other.device_) {}
-
-DeviceAllocation& DeviceAllocation::operator=(DeviceAllocation&& other) noexcept {
-    if (this != &other) {
-        reset();
-        ptr_ = std::exchange(other.ptr_, nullptr);
-        bytes_ = std::exchange(other.bytes_, 0);
-        device_ = other.device_;
-    }
-    return *this;
 }
 
 // --- HostAllocation ---
 
-HostAllocation::HostAllocation(HostMemoryKind kind, std::size_t bytes, DeviceId device) : kind_(kind), device_(device) {
+HostAllocation::HostAllocation(HostMemoryKind kind, std::size_t bytes, DeviceId device)
+    : ptr_(nullptr, HostMemoryFree{kind, 0, device}) {
     if (bytes == 0) return;
     const std::string what = format_bytes(bytes) + " of " + host_memory_kind_name(kind) + " host memory";
+    // Until the end, `p` is freed by hand on each failure, exactly as far as
+    // it got; the owner takes it once it is complete.
+    void* p = nullptr;
+    std::size_t mapping_bytes = 0;
     auto map_pages = [&](bool huge) -> void* {
         const std::size_t length = huge ? round_up(bytes, kHugePage) : bytes;
-        void* p = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | (huge ? MAP_HUGETLB : 0), -1, 0);
-        if (p == MAP_FAILED) return nullptr;
-        mapping_bytes_ = length;
-        return p;
+        void* mapped = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | (huge ? MAP_HUGETLB : 0), -1, 0);
+        if (mapped == MAP_FAILED) return nullptr;
+        mapping_bytes = length;
+        return mapped;
     };
     switch (kind) {
         case HostMemoryKind::pinned:
@@ -181,15 +147,12 @@ HostAllocation::HostAllocation(HostMemoryKind kind, std::size_t bytes, DeviceId 
             unsigned flags = cudaHostAllocPortable;
             if (kind == HostMemoryKind::write_combined) flags |= cudaHostAllocWriteCombined;
             if (kind == HostMemoryKind::mapped) flags |= cudaHostAllocMapped;
-            void* p = nullptr;
             const cudaError_t status = cudaHostAlloc(&p, bytes, flags);
             if (status != cudaSuccess) throw_allocation_error(status, "cudaHostAlloc", bytes, what);
-            ptr_ = p;
             if (kind == HostMemoryKind::mapped) {
                 const cudaError_t s2 = cudaHostGetDevicePointer(&device_ptr_, p, 0);
                 if (s2 != cudaSuccess) {
                     cudaFreeHost(p);
-                    ptr_ = nullptr;
                     throw_cuda_error(s2, "cudaHostGetDevicePointer");
                 }
             }
@@ -197,23 +160,21 @@ HostAllocation::HostAllocation(HostMemoryKind kind, std::size_t bytes, DeviceId 
         }
         case HostMemoryKind::pageable:
         case HostMemoryKind::registered: {
-            ptr_ = map_pages(false);
-            if (ptr_ == nullptr) throw OutOfMemoryError("mmap of " + what + " failed", bytes);
+            p = map_pages(false);
+            if (p == nullptr) throw OutOfMemoryError("mmap of " + what + " failed", bytes);
             if (kind == HostMemoryKind::registered) {
                 AutoDevice guard(device);
                 // Mapped too, so kernels (SM copies) can address it, as with
                 // cudaHostAllocMapped memory.
-                const cudaError_t status = cudaHostRegister(ptr_, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped);
+                const cudaError_t status = cudaHostRegister(p, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped);
                 if (status != cudaSuccess) {
-                    munmap(ptr_, mapping_bytes_);
-                    ptr_ = nullptr;
+                    munmap(p, mapping_bytes);
                     throw_allocation_error(status, "cudaHostRegister", bytes, what);
                 }
-                const cudaError_t mapped = cudaHostGetDevicePointer(&device_ptr_, ptr_, 0);
+                const cudaError_t mapped = cudaHostGetDevicePointer(&device_ptr_, p, 0);
                 if (mapped != cudaSuccess) {
-                    cudaHostUnregister(ptr_);
-                    munmap(ptr_, mapping_bytes_);
-                    ptr_ = nullptr;
+                    cudaHostUnregister(p);
+                    munmap(p, mapping_bytes);
                     throw_cuda_error(mapped, "cudaHostGetDevicePointer");
                 }
             }
@@ -221,8 +182,8 @@ HostAllocation::HostAllocation(HostMemoryKind kind, std::size_t bytes, DeviceId 
         }
         case HostMemoryKind::pageable_huge:
         case HostMemoryKind::huge_only: {
-            ptr_ = map_pages(true);
-            if (ptr_ != nullptr) {
+            p = map_pages(true);
+            if (p != nullptr) {
                 huge_pages_ = true;
             } else if (kind == HostMemoryKind::huge_only) {
                 throw OutOfMemoryError("mmap(MAP_HUGETLB) of " + what +
@@ -230,66 +191,38 @@ HostAllocation::HostAllocation(HostMemoryKind kind, std::size_t bytes, DeviceId 
                                        bytes);
             } else {
                 // Huge first: fall back to normal pages and ask for transparent huge pages.
-                ptr_ = map_pages(false);
-                if (ptr_ == nullptr) throw OutOfMemoryError("mmap of " + what + " failed", bytes);
-                huge_pages_ = madvise(ptr_, mapping_bytes_, MADV_HUGEPAGE) == 0;
+                p = map_pages(false);
+                if (p == nullptr) throw OutOfMemoryError("mmap of " + what + " failed", bytes);
+                huge_pages_ = madvise(p, mapping_bytes, MADV_HUGEPAGE) == 0;
             }
             break;
         }
     }
+    ptr_.get_deleter().mapping_bytes = mapping_bytes;
+    ptr_.reset(p);
     bytes_ = bytes;
 }
 
-HostAllocation::~HostAllocation() noexcept { reset(); }
-
-void HostAllocation::reset() noexcept {
-    if (ptr_ == nullptr) return;
+void HostMemoryFree::operator()(void* ptr) const noexcept {
     try {
-        switch (kind_) {
+        switch (kind) {
             case HostMemoryKind::pinned:
             case HostMemoryKind::write_combined:
             case HostMemoryKind::mapped: {
-                AutoDevice guard(*device_);
-                log_failure(cudaFreeHost(ptr_), "cudaFreeHost");
+                AutoDevice guard(device);
+                log_failure(cudaFreeHost(ptr), "cudaFreeHost");
                 break;
             }
             case HostMemoryKind::registered: {
-                AutoDevice guard(*device_);
-                log_failure(cudaHostUnregister(ptr_), "cudaHostUnregister");
-                munmap(ptr_, mapping_bytes_);
+                AutoDevice guard(device);
+                log_failure(cudaHostUnregister(ptr), "cudaHostUnregister");
+                munmap(ptr, mapping_bytes);
                 break;
             }
-            default: munmap(ptr_, mapping_bytes_);
+            default: munmap(ptr, mapping_bytes);
         }
     } catch (...) {
     }
-    ptr_ = nullptr;
-    device_ptr_ = nullptr;
-    bytes_ = 0;
-    mapping_bytes_ = 0;
-}
-
-HostAllocation::HostAllocation(HostAllocation&& other) noexcept
-    : ptr_(std::exchange(other.ptr_, nullptr)),
-      device_ptr_(std::exchange(other.device_ptr_, nullptr)),
-      bytes_(std::exchange(other.bytes_, 0)),
-      mapping_bytes_(std::exchange(other.mapping_bytes_, 0)),
-      kind_(other.kind_),
-      huge_pages_(other.huge_pages_),
-      device_(other.device_) {}
-
-HostAllocation& HostAllocation::operator=(HostAllocation&& other) noexcept {
-    if (this != &other) {
-        reset();
-        ptr_ = std::exchange(other.ptr_, nullptr);
-        device_ptr_ = std::exchange(other.device_ptr_, nullptr);
-        bytes_ = std::exchange(other.bytes_, 0);
-        mapping_bytes_ = std::exchange(other.mapping_bytes_, 0);
-        kind_ = other.kind_;
-        huge_pages_ = other.huge_pages_;
-        device_ = other.device_;
-    }
-    return *this;
 }
 
 }  // namespace gpumem

@@ -1,12 +1,16 @@
 // RAII owners of CUDA resources, in the manner of RMM's cuda_device and
 // device_buffer: move-only, constructors throw, destructors never throw (they
-// log), and every allocation and free runs on the owner's device.
+// log), and every allocation and free runs on the owner's device. Each
+// resource sits in a std::unique_ptr whose deleter carries what the free
+// needs (the device, the kind of memory, the mapped length), so the moves are
+// the defaulted ones and a moved-from owner holds nothing.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 
 #include "base/device_id.hpp"
@@ -47,44 +51,70 @@ private:
     bool restore_ = false;
 };
 
+// The deleters of the owners below. Each frees its resource on the device it
+// belongs to, under an AutoDevice, and logs a failure instead of throwing.
+// Their `device` is read only while a resource is held. (They live at
+// namespace scope because, nested in their owners, their default member
+// initializers could not be used before the owner class is complete.)
+struct StreamDestroy {  // cudaStreamDestroy
+    DeviceId device{0};
+    void operator()(cudaStream_t stream) const noexcept;
+};
+struct EventDestroy {  // cudaEventDestroy
+    DeviceId device{0};
+    void operator()(cudaEvent_t event) const noexcept;
+};
+struct DeviceMemoryFree {  // cudaFree
+    DeviceId device{0};
+    void operator()(void* ptr) const noexcept;
+};
+// The free depends on how the memory was obtained: cudaFreeHost for the
+// cudaHostAlloc kinds, cudaHostUnregister then munmap for registered memory,
+// munmap for the pageable kinds.
+struct HostMemoryFree {
+    HostMemoryKind kind = HostMemoryKind::pinned;
+    std::size_t mapping_bytes = 0;  // mmap'ed length of the pageable kinds
+    DeviceId device{0};             // page-locked kinds: the context they belong to
+    void operator()(void* ptr) const noexcept;
+};
+
 class CudaStream {
 public:
     CudaStream() = default;
     // A non-blocking stream on `device`: never serialises with the legacy stream.
     explicit CudaStream(DeviceId device);
-    ~CudaStream() noexcept;
-    CudaStream(CudaStream&& other) noexcept;
-    CudaStream& operator=(CudaStream&& other) noexcept;
+    CudaStream(CudaStream&&) noexcept = default;
+    CudaStream& operator=(CudaStream&&) noexcept = default;
     CudaStream(const CudaStream&) = delete;
     CudaStream& operator=(const CudaStream&) = delete;
 
-    cudaStream_t get() const noexcept { return stream_; }
-    std::optional<DeviceId> device() const noexcept { return device_; }
+    cudaStream_t get() const noexcept { return stream_.get(); }
+    // The stream's device; empty when no stream is held.
+    std::optional<DeviceId> device() const noexcept {
+        return stream_ ? std::optional<DeviceId>(stream_.get_deleter().device) : std::nullopt;
+    }
     void synchronize() const;
 
 private:
-    cudaStream_t stream_ = nullptr;
-    std::optional<DeviceId> device_;
+    std::unique_ptr<CUstream_st, StreamDestroy> stream_;
 };
 
 class CudaEvent {
 public:
     CudaEvent() = default;
     explicit CudaEvent(DeviceId device, bool timing = true);
-    ~CudaEvent() noexcept;
-    CudaEvent(CudaEvent&& other) noexcept;
-    CudaEvent& operator=(CudaEvent&& other) noexcept;
+    CudaEvent(CudaEvent&&) noexcept = default;
+    CudaEvent& operator=(CudaEvent&&) noexcept = default;
     CudaEvent(const CudaEvent&) = delete;
     CudaEvent& operator=(const CudaEvent&) = delete;
 
-    cudaEvent_t get() const noexcept { return event_; }
+    cudaEvent_t get() const noexcept { return event_.get(); }
     void record(cudaStream_t stream);
     // Milliseconds from `start` to this event (both must have completed).
     float elapsed_ms_since(const CudaEvent& start) const;
 
 private:
-    cudaEvent_t event_ = nullptr;
-    std::optional<DeviceId> device_;
+    std::unique_ptr<CUevent_st, EventDestroy> event_;
 };
 
 // plain: cudaMalloc; managed: cudaMallocManaged(cudaMemAttachGlobal). Both
@@ -97,22 +127,23 @@ class DeviceAllocation {
 public:
     DeviceAllocation() = default;
     DeviceAllocation(DeviceId device, std::size_t bytes, DeviceMemoryKind kind = DeviceMemoryKind::plain);
-    ~DeviceAllocation() noexcept;
-    DeviceAllocation(DeviceAllocation&& other) noexcept;
-    DeviceAllocation& operator=(DeviceAllocation&& other) noexcept;
+    DeviceAllocation(DeviceAllocation&&) noexcept = default;
+    DeviceAllocation& operator=(DeviceAllocation&&) noexcept = default;
     DeviceAllocation(const DeviceAllocation&) = delete;
     DeviceAllocation& operator=(const DeviceAllocation&) = delete;
 
-    void* data() const noexcept { return ptr_; }
-    std::size_t size() const noexcept { return bytes_; }
-    std::optional<DeviceId> device() const noexcept { return device_; }
-    explicit operator bool() const noexcept { return ptr_ != nullptr; }
-    void reset() noexcept;  // frees now
+    void* data() const noexcept { return ptr_.get(); }
+    std::size_t size() const noexcept { return ptr_ ? bytes_ : 0; }
+    // The memory's device; empty when nothing is held.
+    std::optional<DeviceId> device() const noexcept {
+        return ptr_ ? std::optional<DeviceId>(ptr_.get_deleter().device) : std::nullopt;
+    }
+    explicit operator bool() const noexcept { return static_cast<bool>(ptr_); }
+    void reset() noexcept { ptr_.reset(); }  // frees now
 
 private:
-    void* ptr_ = nullptr;
-    std::size_t bytes_ = 0;
-    std::optional<DeviceId> device_;
+    std::unique_ptr<void, DeviceMemoryFree> ptr_;
+    std::size_t bytes_ = 0;  // read only while memory is held
 };
 
 // Host memory of any HostMemoryKind. Page-locked kinds belong to the CUDA
@@ -121,30 +152,26 @@ class HostAllocation {
 public:
     HostAllocation() = default;
     HostAllocation(HostMemoryKind kind, std::size_t bytes, DeviceId device);
-    ~HostAllocation() noexcept;
-    HostAllocation(HostAllocation&& other) noexcept;
-    HostAllocation& operator=(HostAllocation&& other) noexcept;
+    HostAllocation(HostAllocation&&) noexcept = default;
+    HostAllocation& operator=(HostAllocation&&) noexcept = default;
     HostAllocation(const HostAllocation&) = delete;
     HostAllocation& operator=(const HostAllocation&) = delete;
 
-    void* data() const noexcept { return ptr_; }
-    std::size_t size() const noexcept { return bytes_; }
-    HostMemoryKind kind() const noexcept { return kind_; }
+    void* data() const noexcept { return ptr_.get(); }
+    std::size_t size() const noexcept { return ptr_ ? bytes_ : 0; }
+    HostMemoryKind kind() const noexcept { return ptr_.get_deleter().kind; }
     // Whether the pages really are huge pages (MAP_HUGETLB or THP advised).
     bool huge_pages() const noexcept { return huge_pages_; }
     // Device-side address of mapped and registered memory (nullptr for other kinds).
-    void* device_pointer() const noexcept { return device_ptr_; }
-    explicit operator bool() const noexcept { return ptr_ != nullptr; }
-    void reset() noexcept;
+    void* device_pointer() const noexcept { return ptr_ ? device_ptr_ : nullptr; }
+    explicit operator bool() const noexcept { return static_cast<bool>(ptr_); }
+    void reset() noexcept { ptr_.reset(); }
 
 private:
-    void* ptr_ = nullptr;
-    void* device_ptr_ = nullptr;
-    std::size_t bytes_ = 0;
-    std::size_t mapping_bytes_ = 0;  // mmap'ed length for pageable kinds
-    HostMemoryKind kind_ = HostMemoryKind::pinned;
+    std::unique_ptr<void, HostMemoryFree> ptr_;
+    void* device_ptr_ = nullptr;  // read only while memory is held
+    std::size_t bytes_ = 0;       // likewise
     bool huge_pages_ = false;
-    std::optional<DeviceId> device_;
 };
 
 }  // namespace gpumem

@@ -18,37 +18,12 @@ MixMemory::MixMemory(MixMemoryOptions options) : options_(options) {
 
 MixMemory::~MixMemory() noexcept { release(); }
 
-MixMemory::MixMemory(MixMemory&& other) noexcept
-    : options_(other.options_),
-      device_owned_(std::move(other.device_owned_)),
-      host_owned_(std::move(other.host_owned_)),
-      device_ptr_(std::exchange(other.device_ptr_, nullptr)),
-      host_ptr_(std::exchange(other.host_ptr_, nullptr)),
-      device_capacity_(std::exchange(other.device_capacity_, 0)),
-      host_capacity_(std::exchange(other.host_capacity_, 0)),
-      counters_(other.counters_) {}
-
-MixMemory& MixMemory::operator=(MixMemory&& other) noexcept {
-    if (this != &other) {
-        release();
-        options_ = other.options_;
-        device_owned_ = std::move(other.device_owned_);
-        host_owned_ = std::move(other.host_owned_);
-        device_ptr_ = std::exchange(other.device_ptr_, nullptr);
-        host_ptr_ = std::exchange(other.host_ptr_, nullptr);
-        device_capacity_ = std::exchange(other.device_capacity_, 0);
-        host_capacity_ = std::exchange(other.host_capacity_, 0);
-        counters_ = other.counters_;
-    }
-    return *this;
-}
-
 void* MixMemory::device(std::size_t bytes) {
-    if (bytes <= device_capacity_ && device_ptr_ != nullptr) {
+    if (bytes <= device_capacity() && device_data() != nullptr) {
         ++counters_.device_reuses;
-        return device_ptr_;
+        return device_data();
     }
-    const auto capacity = static_cast<std::size_t>(options_.growth.capacity_for(bytes, device_capacity_));
+    const auto capacity = static_cast<std::size_t>(options_.growth.capacity_for(bytes, device_capacity()));
     release_device();  // the buffer is empty and consistent from here on
     DeviceAllocation fresh(options_.device, capacity);  // throws OutOfMemoryError
     if (options_.zero_fill) {
@@ -57,46 +32,40 @@ void* MixMemory::device(std::size_t bytes) {
         GPUMEM_CUDA_CALL(cudaMemsetAsync(fresh.data(), 0, capacity, stream));
     }
     device_owned_ = std::move(fresh);
-    device_ptr_ = device_owned_.data();
-    device_capacity_ = capacity;
     ++counters_.device_allocations;
     counters_.device_bytes_allocated += capacity;
     counters_.peak_device_capacity = std::max<std::uint64_t>(counters_.peak_device_capacity, capacity);
-    return device_ptr_;
+    return device_data();
 }
 
 void* MixMemory::host(std::size_t bytes) {
-    if (bytes <= host_capacity_ && host_ptr_ != nullptr) {
+    if (bytes <= host_capacity() && host_data() != nullptr) {
         ++counters_.host_reuses;
-        return host_ptr_;
+        return host_data();
     }
-    const auto capacity = static_cast<std::size_t>(options_.growth.capacity_for(bytes, host_capacity_));
+    const auto capacity = static_cast<std::size_t>(options_.growth.capacity_for(bytes, host_capacity()));
     release_host();
     HostAllocation fresh(options_.host_kind, capacity, options_.device);
     // Pinned memory from the CUDA allocator is not zeroed; mmap'ed pages are.
     if (options_.zero_fill && host_memory_is_pinned(options_.host_kind) && options_.host_kind != HostMemoryKind::registered)
         std::memset(fresh.data(), 0, capacity);
     host_owned_ = std::move(fresh);
-    host_ptr_ = host_owned_.data();
-    host_capacity_ = capacity;
     ++counters_.host_allocations;
     counters_.host_bytes_allocated += capacity;
     counters_.peak_host_capacity = std::max<std::uint64_t>(counters_.peak_host_capacity, capacity);
-    return host_ptr_;
+    return host_data();
 }
 
 void MixMemory::reference_device(void* ptr, std::size_t bytes) {
     if (ptr == nullptr && bytes != 0) throw UsageError("MixMemory::reference_device: null pointer with a non-zero size");
     release_device();
-    device_ptr_ = ptr;
-    device_capacity_ = ptr ? bytes : 0;
+    device_wrapped_ = WrappedMemory(ptr, NotOwned{bytes});
 }
 
 void MixMemory::reference_host(void* ptr, std::size_t bytes) {
     if (ptr == nullptr && bytes != 0) throw UsageError("MixMemory::reference_host: null pointer with a non-zero size");
     release_host();
-    host_ptr_ = ptr;
-    host_capacity_ = ptr ? bytes : 0;
+    host_wrapped_ = WrappedMemory(ptr, NotOwned{bytes});
 }
 
 void MixMemory::release_device() noexcept {
@@ -104,8 +73,7 @@ void MixMemory::release_device() noexcept {
         device_owned_.reset();
         ++counters_.device_frees;
     }
-    device_ptr_ = nullptr;
-    device_capacity_ = 0;
+    device_wrapped_.reset();
 }
 
 void MixMemory::release_host() noexcept {
@@ -113,8 +81,7 @@ void MixMemory::release_host() noexcept {
         host_owned_.reset();
         ++counters_.host_frees;
     }
-    host_ptr_ = nullptr;
-    host_capacity_ = 0;
+    host_wrapped_.reset();
 }
 
 }  // namespace gpumem

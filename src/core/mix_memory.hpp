@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "core/cuda_raii.hpp"
 #include "base/memory_policy.hpp"
@@ -26,6 +27,15 @@ struct MixMemoryOptions {
     cudaStream_t stream = nullptr;
 };
 
+// The "deleter" of memory someone else owns (MixMemory::reference_device,
+// reference_host): it frees nothing. Such memory is held in a unique_ptr all
+// the same, so that a move hands the reference over and leaves the moved-from
+// MixMemory empty. It carries the memory's size.
+struct NotOwned {
+    std::size_t bytes = 0;
+    void operator()(void*) const noexcept {}
+};
+
 struct MixMemoryCounters {
     std::uint64_t device_allocations = 0, device_frees = 0, device_reuses = 0;
     std::uint64_t host_allocations = 0, host_frees = 0, host_reuses = 0;
@@ -36,9 +46,11 @@ struct MixMemoryCounters {
 class MixMemory {
 public:
     explicit MixMemory(MixMemoryOptions options = {});
-    ~MixMemory() noexcept;
-    MixMemory(MixMemory&& other) noexcept;
-    MixMemory& operator=(MixMemory&& other) noexcept;
+    ~MixMemory() noexcept;  // frees the device buffer, then the host buffer
+    // A moved-from MixMemory holds no buffer, owned or wrapped; it keeps its
+    // options and counters.
+    MixMemory(MixMemory&&) noexcept = default;
+    MixMemory& operator=(MixMemory&&) noexcept = default;
     MixMemory(const MixMemory&) = delete;
     MixMemory& operator=(const MixMemory&) = delete;
 
@@ -66,10 +78,12 @@ public:
     void release_host() noexcept;
     void release() noexcept { release_device(); release_host(); }
 
-    void* device_data() const noexcept { return device_ptr_; }
-    void* host_data() const noexcept { return host_ptr_; }
-    std::size_t device_capacity() const noexcept { return device_capacity_; }
-    std::size_t host_capacity() const noexcept { return host_capacity_; }
+    void* device_data() const noexcept { return device_owned_ ? device_owned_.data() : device_wrapped_.get(); }
+    void* host_data() const noexcept { return host_owned_ ? host_owned_.data() : host_wrapped_.get(); }
+    std::size_t device_capacity() const noexcept {
+        return device_owned_ ? device_owned_.size() : wrapped_bytes(device_wrapped_);
+    }
+    std::size_t host_capacity() const noexcept { return host_owned_ ? host_owned_.size() : wrapped_bytes(host_wrapped_); }
     bool owns_device() const noexcept { return static_cast<bool>(device_owned_); }
     bool owns_host() const noexcept { return static_cast<bool>(host_owned_); }
     bool host_huge_pages() const noexcept { return host_owned_.huge_pages(); }
@@ -78,13 +92,15 @@ public:
     const MixMemoryCounters& counters() const noexcept { return counters_; }
 
 private:
+    using WrappedMemory = std::unique_ptr<void, NotOwned>;
+    static std::size_t wrapped_bytes(const WrappedMemory& m) noexcept { return m ? m.get_deleter().bytes : 0; }
+
     MixMemoryOptions options_;
-    DeviceAllocation device_owned_;  // empty while wrapping foreign memory
+    // A buffer is owned, wrapped, or neither; never both.
+    DeviceAllocation device_owned_;
     HostAllocation host_owned_;
-    void* device_ptr_ = nullptr;     // owned or wrapped
-    void* host_ptr_ = nullptr;
-    std::size_t device_capacity_ = 0;
-    std::size_t host_capacity_ = 0;
+    WrappedMemory device_wrapped_;
+    WrappedMemory host_wrapped_;
     MixMemoryCounters counters_;
 };
 

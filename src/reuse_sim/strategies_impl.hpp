@@ -8,7 +8,7 @@
 namespace gpumem::reuse_sim::detail {
 
 std::unique_ptr<Strategy> make_naive(Upstream& upstream);
-std::unique_ptr<Strategy> make_grow_only(Upstream& upstream, Growth growth, bool zero_fill);
+std::unique_ptr<Strategy> make_grow_only(Upstream& upstream, const GrowthPolicy& growth, bool zero_fill);
 std::unique_ptr<Strategy> make_shape_persistent(Upstream& upstream);
 std::unique_ptr<Strategy> make_ring(Upstream& upstream, std::uint32_t buffers, std::uint64_t buffer_size);
 std::unique_ptr<Strategy> make_async_pool(Upstream& upstream, std::uint64_t release_threshold);

@@ -47,16 +47,18 @@ public:
         const std::uint32_t index = free_slot_for(r.slot);
         Slot& s = slots_[index];
         if (!reusable(s, r.size)) {
+            // Sized from the buffer held now (0 when the slot is empty, also
+            // after a refused growth), before it is freed, as MixMemory does.
+            const std::uint64_t capacity = new_capacity(r.size, s.capacity);
             if (s.capacity != 0) {
                 // MixMemory frees first, then allocates: the peak never holds both.
                 upstream_.deallocate(s.address, s.capacity, s.stream);
                 s.capacity = 0;
             }
-            const std::uint64_t capacity = new_capacity(r.size, s.last_capacity);
             std::uint64_t address = 0;
             if (!upstream_.allocate(capacity, r.stream, address)) return false;  // the slot stays empty
             s.address = address;
-            s.capacity = s.last_capacity = capacity;
+            s.capacity = capacity;
             s.stream = r.stream;
             after_allocation(s);
         }
@@ -79,8 +81,7 @@ public:
 protected:
     struct Slot {
         std::uint64_t address = 0;
-        std::uint64_t capacity = 0;       // 0: no buffer
-        std::uint64_t last_capacity = 0;  // what the slot held before, for geometric growth
+        std::uint64_t capacity = 0;  // 0: no buffer
         std::uint32_t stream = 0;
         std::uint32_t next = kNone;  // next slot of the same requester
         bool in_use = false;
@@ -88,7 +89,8 @@ protected:
     static constexpr std::uint32_t kNone = 0xffffffffu;
 
     virtual bool reusable(const Slot& s, std::uint64_t size) const = 0;
-    virtual std::uint64_t new_capacity(std::uint64_t size, std::uint64_t old_capacity) const = 0;
+    // Capacity of a new buffer for `size` bytes, `current` the capacity held now.
+    virtual std::uint64_t new_capacity(std::uint64_t size, std::uint64_t current) const = 0;
     virtual void after_allocation(const Slot&) {}
 
 private:
@@ -116,16 +118,17 @@ private:
     std::vector<std::uint32_t> by_handle_;
 };
 
-// MixMemory: reuse while the request fits, otherwise free and allocate larger.
+// MixMemory: reuse while the request fits, otherwise free and allocate
+// larger, by MixMemory's own growth policy.
 class GrowOnly final : public SlotStrategy {
 public:
-    GrowOnly(Upstream& upstream, Growth growth, bool zero_fill)
+    GrowOnly(Upstream& upstream, const GrowthPolicy& growth, bool zero_fill)
         : SlotStrategy(upstream), growth_(growth), zero_fill_(zero_fill) {}
 
 protected:
     bool reusable(const Slot& s, std::uint64_t size) const override { return s.capacity != 0 && size <= s.capacity; }
-    std::uint64_t new_capacity(std::uint64_t size, std::uint64_t old) const override {
-        return grown_capacity(growth_, size, old);
+    std::uint64_t new_capacity(std::uint64_t size, std::uint64_t current) const override {
+        return growth_.capacity_for(size, current);
     }
     void after_allocation(const Slot& s) override {
         // MixMemory's cudaMemset of every new buffer, on the legacy stream.
@@ -133,7 +136,7 @@ protected:
     }
 
 private:
-    Growth growth_;
+    GrowthPolicy growth_;
     bool zero_fill_;
 };
 
@@ -244,7 +247,7 @@ private:
 }  // namespace
 
 std::unique_ptr<Strategy> make_naive(Upstream& upstream) { return std::make_unique<Naive>(upstream); }
-std::unique_ptr<Strategy> make_grow_only(Upstream& upstream, Growth growth, bool zero_fill) {
+std::unique_ptr<Strategy> make_grow_only(Upstream& upstream, const GrowthPolicy& growth, bool zero_fill) {
     return std::make_unique<GrowOnly>(upstream, growth, zero_fill);
 }
 std::unique_ptr<Strategy> make_shape_persistent(Upstream& upstream) { return std::make_unique<ShapePersistent>(upstream); }

@@ -1,7 +1,6 @@
 #include "reuse_sim/strategy.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <string>
 
 #include "base/errors.hpp"
@@ -58,39 +57,6 @@ std::vector<StrategyKind> parse_strategy_list(std::string_view text) {
         start = comma + 1;
     }
     return kinds;
-}
-
-Growth parse_growth(std::string_view text) {
-    if (text == "exact") return Growth::exact;
-    if (text == "512B" || text == "512") return Growth::round_512;
-    if (text == "2MiB") return Growth::round_2mib;
-    if (text == "x1.5") return Growth::times_1_5;
-    if (text == "x2") return Growth::times_2;
-    throw UsageError("unknown growth '" + std::string(text) + "' (expected exact, 512B, 2MiB, x1.5 or x2)");
-}
-
-const char* growth_name(Growth growth) noexcept {
-    switch (growth) {
-        case Growth::exact: return "exact";
-        case Growth::round_512: return "512B";
-        case Growth::round_2mib: return "2MiB";
-        case Growth::times_1_5: return "x1.5";
-        case Growth::times_2: return "x2";
-    }
-    return "?";
-}
-
-std::uint64_t grown_capacity(Growth growth, std::uint64_t request, std::uint64_t old_capacity) noexcept {
-    auto round_up = [](std::uint64_t n, std::uint64_t a) { return (n + a - 1) / a * a; };
-    switch (growth) {
-        case Growth::exact: return request;
-        case Growth::round_512: return round_up(request, 512);
-        case Growth::round_2mib: return round_up(request, 2ULL << 20);
-        // Geometric growth keeps 512-byte granularity, as allocators hand out.
-        case Growth::times_1_5: return round_up(std::max(request, old_capacity + old_capacity / 2), 512);
-        case Growth::times_2: return round_up(std::max(request, old_capacity * 2), 512);
-    }
-    return request;
 }
 
 std::array<std::uint64_t, 16> parse_roundup_power2_divisions(std::string_view text) {

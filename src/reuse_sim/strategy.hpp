@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/memory_policy.hpp"
 #include "reuse_sim/upstream.hpp"
 
 namespace gpumem::reuse_sim {
@@ -32,12 +33,6 @@ const char* strategy_name(StrategyKind kind) noexcept;
 StrategyKind parse_strategy(std::string_view name);                     // throws UsageError
 std::vector<StrategyKind> parse_strategy_list(std::string_view text);  // "a,b" or "all"; throws UsageError
 
-// MixMemory's growth rule when a request exceeds the buffer.
-enum class Growth { exact, round_512, round_2mib, times_1_5, times_2 };
-Growth parse_growth(std::string_view text);  // exact, 512B, 2MiB, x1.5, x2
-const char* growth_name(Growth growth) noexcept;
-std::uint64_t grown_capacity(Growth growth, std::uint64_t request, std::uint64_t old_capacity) noexcept;
-
 // PyTorch's CUDACachingAllocator settings (PYTORCH_CUDA_ALLOC_CONF).
 struct TorchOptions {
     static constexpr std::uint64_t kNoLimit = ~0ULL;
@@ -50,7 +45,7 @@ struct TorchOptions {
 std::array<std::uint64_t, 16> parse_roundup_power2_divisions(std::string_view text);
 
 struct StrategyOptions {
-    Growth growth = Growth::exact;
+    GrowthPolicy growth = GrowthPolicy::exact();  // grow-only: MixMemory's rule (a row of kGrowthRules)
     bool zero_fill = false;
     std::uint32_t ring_buffers = 4;
     std::uint64_t ring_size = 0;  // 0: the largest request (a pre-pass finds it)

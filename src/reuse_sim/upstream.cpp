@@ -6,19 +6,13 @@ namespace {
 constexpr std::uint64_t round_up(std::uint64_t n, std::uint64_t a) { return (n + a - 1) / a * a; }
 }  // namespace
 
-std::uint64_t SimulatedUpstream::new_address(std::uint64_t size) noexcept {
-    // Like the driver, large allocations start on 2 MiB boundaries.
-    const std::uint64_t a = next_address_;
-    next_address_ += round_up(size, kPoolGranule);
-    return a;
-}
+// --- Upstream: the counting, shared by the simulated and the real device ---
 
-bool SimulatedUpstream::allocate(std::uint64_t size, std::uint32_t, std::uint64_t& address) {
-    if (!fits(size)) {
+bool Upstream::allocate(std::uint64_t size, std::uint32_t stream, std::uint64_t& address) {
+    if (!fits(size) || !do_allocate(size, stream, address)) {
         ++counters_.device_alloc_failures;
         return false;
     }
-    address = new_address(size);
     ++counters_.device_allocs;
     counters_.device_reserved_bytes += size;
     add_reserved(size);
@@ -26,11 +20,67 @@ bool SimulatedUpstream::allocate(std::uint64_t size, std::uint32_t, std::uint64_
     return true;
 }
 
-void SimulatedUpstream::deallocate(std::uint64_t, std::uint64_t size, std::uint32_t) {
+void Upstream::deallocate(std::uint64_t address, std::uint64_t size, std::uint32_t stream) {
+    do_deallocate(address, size, stream);
     ++counters_.device_frees;
     counters_.device_reserved_bytes -= size;
     sub_reserved(size);
     if (costs_) counters_.modelled_us += costs_->device_free(size);
+}
+
+bool Upstream::allocate_async(std::uint64_t size, std::uint32_t stream, std::uint64_t& address) {
+    if (!do_allocate_async(size, stream, address)) {
+        ++counters_.async_alloc_failures;
+        return false;
+    }
+    ++counters_.async_allocs;
+    if (costs_) counters_.modelled_us += costs_->async_alloc(size);
+    return true;
+}
+
+void Upstream::deallocate_async(std::uint64_t address, std::uint64_t size, std::uint32_t stream) {
+    do_deallocate_async(address, size, stream);
+    ++counters_.async_frees;
+    if (costs_) counters_.modelled_us += costs_->async_free(size);
+}
+
+void Upstream::fill_zero(std::uint64_t address, std::uint64_t size) {
+    do_fill_zero(address, size);
+    ++counters_.fills;
+    if (costs_) counters_.modelled_us += costs_->memset(size);
+}
+
+void Upstream::synchronize() {
+    do_synchronize();
+    ++counters_.synchronizations;
+}
+
+void Upstream::count_pool_grow(std::uint64_t bytes) noexcept {
+    ++counters_.pool_grows;
+    counters_.pool_reserved_bytes += bytes;
+    add_reserved(bytes);
+    if (costs_) counters_.modelled_us += costs_->pool_grow(bytes);
+}
+
+void Upstream::count_pool_release(std::uint64_t bytes) noexcept {
+    ++counters_.pool_releases;
+    counters_.pool_reserved_bytes -= bytes;
+    sub_reserved(bytes);
+    if (costs_) counters_.modelled_us += costs_->pool_release(bytes);
+}
+
+// --- SimulatedUpstream ---
+
+std::uint64_t SimulatedUpstream::new_address(std::uint64_t size) noexcept {
+    // Like the driver, large allocations start on 2 MiB boundaries.
+    const std::uint64_t a = next_address_;
+    next_address_ += round_up(size, kPoolGranule);
+    return a;
+}
+
+bool SimulatedUpstream::do_allocate(std::uint64_t size, std::uint32_t, std::uint64_t& address) {
+    address = new_address(size);
+    return true;
 }
 
 CoalescingFreeList& SimulatedUpstream::stream_list(std::uint32_t stream) {
@@ -38,7 +88,7 @@ CoalescingFreeList& SimulatedUpstream::stream_list(std::uint32_t stream) {
     return freed_on_stream_[stream];
 }
 
-bool SimulatedUpstream::allocate_async(std::uint64_t size, std::uint32_t stream, std::uint64_t& address) {
+bool SimulatedUpstream::do_allocate_async(std::uint64_t size, std::uint32_t stream, std::uint64_t& address) {
     const std::uint64_t need = round_up(size, kPoolAlignment);
     CoalescingFreeList& own = stream_list(stream);
     CoalescingFreeList* source = &own;
@@ -49,49 +99,30 @@ bool SimulatedUpstream::allocate_async(std::uint64_t size, std::uint32_t stream,
     }
     if (!b.valid()) {
         const std::uint64_t grow = round_up(need, kPoolGranule);
-        if (!fits(grow)) {
-            ++counters_.async_alloc_failures;
-            return false;
-        }
+        if (!fits(grow)) return false;
         b = FreeBlock{new_address(grow), grow, true};
         pool_chunks_.emplace(b.address, grow);
-        ++counters_.pool_grows;
-        counters_.pool_reserved_bytes += grow;
-        add_reserved(grow);
-        if (costs_) counters_.modelled_us += costs_->pool_grow(grow);
+        count_pool_grow(grow);
         // The rest of a fresh granule run stays with this stream, where it
         // can merge with what the stream frees.
         source = &own;
     }
     if (b.size > need) source->insert(FreeBlock{b.address + need, b.size - need, false});
     address = b.address;
-    ++counters_.async_allocs;
-    if (costs_) counters_.modelled_us += costs_->async_alloc(size);
     return true;
 }
 
-void SimulatedUpstream::deallocate_async(std::uint64_t address, std::uint64_t size, std::uint32_t stream) {
+void SimulatedUpstream::do_deallocate_async(std::uint64_t address, std::uint64_t size, std::uint32_t stream) {
     const bool head = pool_chunks_.count(address) != 0;
     stream_list(stream).insert(FreeBlock{address, round_up(size, kPoolAlignment), head});
-    ++counters_.async_frees;
-    if (costs_) counters_.modelled_us += costs_->async_free(size);
 }
 
-void SimulatedUpstream::fill_zero(std::uint64_t, std::uint64_t size) {
-    ++counters_.fills;
-    if (costs_) counters_.modelled_us += costs_->memset(size);
-}
-
-void SimulatedUpstream::synchronize() {
-    ++counters_.synchronizations;
+void SimulatedUpstream::do_synchronize() {
     for (CoalescingFreeList& l : freed_on_stream_) pool_free_.absorb(l);
-    if (counters_.pool_reserved_bytes <= release_threshold_) return;
-    for (auto it = pool_chunks_.begin(); it != pool_chunks_.end() && counters_.pool_reserved_bytes > release_threshold_;) {
+    if (counters().pool_reserved_bytes <= release_threshold_) return;
+    for (auto it = pool_chunks_.begin(); it != pool_chunks_.end() && counters().pool_reserved_bytes > release_threshold_;) {
         if (pool_free_.take_exact(it->first, it->second)) {
-            ++counters_.pool_releases;
-            counters_.pool_reserved_bytes -= it->second;
-            sub_reserved(it->second);
-            if (costs_) counters_.modelled_us += costs_->pool_release(it->second);
+            count_pool_release(it->second);
             it = pool_chunks_.erase(it);
         } else {
             ++it;

@@ -31,33 +31,69 @@ struct UpstreamCounters {
     double measured_us = 0;  // wall time of the real calls (CUDA upstream only)
 };
 
+// The calls are public and not virtual: each counts what it did (calls,
+// failures, reserved bytes, modelled time) around a private virtual hook that
+// only performs it, as RMM's device_memory_resource wraps do_allocate. So the
+// simulated and the real upstream count the same way by construction, and
+// `reuse-sim --execute` can compare their counts.
 class Upstream {
 public:
     virtual ~Upstream() = default;
+    Upstream(const Upstream&) = delete;
+    Upstream& operator=(const Upstream&) = delete;
 
-    // cudaMalloc: false when the device (or --capacity) refuses.
-    virtual bool allocate(std::uint64_t size, std::uint32_t stream, std::uint64_t& address) = 0;
+    // cudaMalloc: false when the device (or --capacity) refuses. A request
+    // beyond the capacity is refused here, without asking the device.
+    bool allocate(std::uint64_t size, std::uint32_t stream, std::uint64_t& address);
     // cudaFree: synchronizes the device.
-    virtual void deallocate(std::uint64_t address, std::uint64_t size, std::uint32_t stream) = 0;
+    void deallocate(std::uint64_t address, std::uint64_t size, std::uint32_t stream);
     // cudaMallocAsync / cudaFreeAsync on the device's stream-ordered pool.
-    virtual bool allocate_async(std::uint64_t size, std::uint32_t stream, std::uint64_t& address) = 0;
-    virtual void deallocate_async(std::uint64_t address, std::uint64_t size, std::uint32_t stream) = 0;
+    bool allocate_async(std::uint64_t size, std::uint32_t stream, std::uint64_t& address);
+    void deallocate_async(std::uint64_t address, std::uint64_t size, std::uint32_t stream);
     // The pool keeps this much memory across synchronizations (cudaMemPoolAttrReleaseThreshold).
-    virtual void set_release_threshold(std::uint64_t bytes) = 0;
+    void set_release_threshold(std::uint64_t bytes) { do_set_release_threshold(bytes); }
     // cudaMemset(address, 0, size) on the legacy stream.
-    virtual void fill_zero(std::uint64_t address, std::uint64_t size) = 0;
+    void fill_zero(std::uint64_t address, std::uint64_t size);
     // cudaDeviceSynchronize: the stream-ordered pool trims to its threshold.
-    virtual void synchronize() = 0;
+    void synchronize();
 
     const UpstreamCounters& counters() const noexcept { return counters_; }
 
 protected:
+    // `costs` may be null (no modelled time).
+    Upstream(std::uint64_t capacity, const CostModel* costs) noexcept : capacity_(capacity), costs_(costs) {}
+
+    // Whether `size` more bytes fit in the capacity beside what is reserved.
+    bool fits(std::uint64_t size) const noexcept {
+        return size <= capacity_ && counters_.reserved_bytes <= capacity_ - size;
+    }
+    // The stream-ordered pool took `bytes` from the driver, or gave them back:
+    // for the simulator when its model does so, for the real upstream when
+    // the pool's reserved size is seen to change.
+    void count_pool_grow(std::uint64_t bytes) noexcept;
+    void count_pool_release(std::uint64_t bytes) noexcept;
+    // Wall time of real calls (the CUDA upstream only).
+    void count_measured_us(double us) noexcept { counters_.measured_us += us; }
+
+private:
+    // The operations alone; the public calls above do the counting. The
+    // allocation hooks return false when the device refuses (out of memory).
+    virtual bool do_allocate(std::uint64_t size, std::uint32_t stream, std::uint64_t& address) = 0;
+    virtual void do_deallocate(std::uint64_t address, std::uint64_t size, std::uint32_t stream) = 0;
+    virtual bool do_allocate_async(std::uint64_t size, std::uint32_t stream, std::uint64_t& address) = 0;
+    virtual void do_deallocate_async(std::uint64_t address, std::uint64_t size, std::uint32_t stream) = 0;
+    virtual void do_set_release_threshold(std::uint64_t bytes) = 0;
+    virtual void do_fill_zero(std::uint64_t address, std::uint64_t size) = 0;
+    virtual void do_synchronize() = 0;
+
     void add_reserved(std::uint64_t bytes) noexcept {
         counters_.reserved_bytes += bytes;
         if (counters_.reserved_bytes > counters_.peak_reserved_bytes) counters_.peak_reserved_bytes = counters_.reserved_bytes;
     }
     void sub_reserved(std::uint64_t bytes) noexcept { counters_.reserved_bytes -= bytes; }
 
+    std::uint64_t capacity_;
+    const CostModel* costs_;
     UpstreamCounters counters_;
 };
 
@@ -80,23 +116,20 @@ public:
     static constexpr std::uint64_t kPoolGranule = 2ULL << 20;
     static constexpr std::uint64_t kPoolAlignment = 512;
 
-    SimulatedUpstream(std::uint64_t capacity, const CostModel* costs) : capacity_(capacity), costs_(costs) {}
-
-    bool allocate(std::uint64_t size, std::uint32_t stream, std::uint64_t& address) override;
-    void deallocate(std::uint64_t address, std::uint64_t size, std::uint32_t stream) override;
-    bool allocate_async(std::uint64_t size, std::uint32_t stream, std::uint64_t& address) override;
-    void deallocate_async(std::uint64_t address, std::uint64_t size, std::uint32_t stream) override;
-    void set_release_threshold(std::uint64_t bytes) override { release_threshold_ = bytes; }
-    void fill_zero(std::uint64_t address, std::uint64_t size) override;
-    void synchronize() override;
+    SimulatedUpstream(std::uint64_t capacity, const CostModel* costs) noexcept : Upstream(capacity, costs) {}
 
 private:
-    bool fits(std::uint64_t size) const noexcept { return size <= capacity_ && counters_.reserved_bytes <= capacity_ - size; }
+    bool do_allocate(std::uint64_t size, std::uint32_t stream, std::uint64_t& address) override;
+    void do_deallocate(std::uint64_t, std::uint64_t, std::uint32_t) override {}
+    bool do_allocate_async(std::uint64_t size, std::uint32_t stream, std::uint64_t& address) override;
+    void do_deallocate_async(std::uint64_t address, std::uint64_t size, std::uint32_t stream) override;
+    void do_set_release_threshold(std::uint64_t bytes) override { release_threshold_ = bytes; }
+    void do_fill_zero(std::uint64_t, std::uint64_t) override {}
+    void do_synchronize() override;
+
     std::uint64_t new_address(std::uint64_t size) noexcept;
     CoalescingFreeList& stream_list(std::uint32_t stream);
 
-    std::uint64_t capacity_;
-    const CostModel* costs_;
     std::uint64_t next_address_ = 0x7f0000000000ULL;
 
     std::uint64_t release_threshold_ = 0;
