@@ -34,6 +34,7 @@ Cell measured_cell(const CopyResult& r, double (*figure)(const CopyFigures&)) {
 }
 
 std::vector<std::string_view> engine_names() { return kCopyEngines.name_list(); }
+std::vector<std::string_view> host_memory_names() { return kHostMemoryKinds.name_list(); }
 std::vector<std::string_view> timing_names() { return kCopyTimings.name_list(); }
 std::vector<std::string_view> peer_direction_names() {
     std::vector<std::string_view> names;
@@ -53,7 +54,8 @@ constexpr Column<CopyResult> kResultColumns[] = {
     {{"direction", "direction", FieldKind::text}, [](const CopyResult& r) -> Cell { return r.flow; }, Shown::always, false,
      nullptr, copy_flow_names},
     {{"host_memory", "host memory", FieldKind::text},
-     [](const CopyResult& r) -> Cell { return r.host_kind ? Cell(host_label(r)) : Cell(); }},
+     [](const CopyResult& r) -> Cell { return r.host_kind ? Cell(host_label(r)) : Cell(); }, Shown::always, false, nullptr,
+     host_memory_names},
     {{"engine", "engine", FieldKind::text}, [](const CopyResult& r) -> Cell { return copy_engine_name(r.engine); }, Shown::always,
      false, nullptr, engine_names},
     {{"bytes", "size", FieldKind::bytes}, [](const CopyResult& r) -> Cell { return r.bytes; }},
