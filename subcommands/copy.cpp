@@ -200,10 +200,11 @@ std::vector<CopyUnit> copy_units(const CopyRequest& q, const std::vector<DeviceI
         throw UsageError("copy " + name + " needs a second device, and only " + std::to_string(visible.size()) + " is visible");
     std::vector<DeviceId> device_ids, peer_ids;
     for (const DeviceIdentity& d : devices) device_ids.push_back(d.cuda_index.value());
-    for (std::size_t i : q.peers ? resolve_device_spec(*q.peers, visible) : std::vector<std::size_t>{})
-        peer_ids.push_back(visible[i].cuda_index.value());
-    if (!q.peers)
+    if (q.peers) {
+        for (std::size_t i : resolve_device_spec(*q.peers, visible)) peer_ids.push_back(visible[i].cuda_index.value());
+    } else {
         for (const DeviceIdentity& v : visible) peer_ids.push_back(v.cuda_index.value());  // every other device
+    }
     if (q.peers && !q.peers->all && device_ids.size() == 1)
         for (DeviceId p : peer_ids)
             if (p == device_ids.front())
