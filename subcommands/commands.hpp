@@ -14,4 +14,7 @@ DocumentSchema info_schema();
 std::unique_ptr<Command> make_memset_command();
 DocumentSchema memset_schema();
 
+std::unique_ptr<Command> make_copy_command();
+DocumentSchema copy_schema();
+
 }  // namespace gpumem::cli

@@ -1,7 +1,8 @@
 #include "lists.hpp"
 
-#include "base/errors.hpp"
 #include "base/alloc_plan.hpp"
+#include "base/copy_plan.hpp"
+#include "base/errors.hpp"
 #include "base/memory_policy.hpp"
 #include "base/sizes.hpp"
 #include "bench/alloc_apis.hpp"
@@ -13,6 +14,8 @@ const std::vector<ListEntry>& name_lists() {
     static const std::vector<ListEntry> lists = {
         {"formats", "--format", [] { return view_of(kFormats); }},
         {"units", "--units", [] { return view_of(kUnits); }},
+        {"directions", "copy DIRECTION", [] { return view_of(kCopyDirections); }},
+        {"engines", "copy --engine", [] { return view_of(kCopyEngines); }},
         {"host-memory", "memset, copy --host-memory", [] { return view_of(kHostMemoryKinds); }},
         {"growth", "alloc-test churn, reuse-sim --growth", [] { return view_of(kGrowthRules); }},
         {"apis", "alloc-test latency, churn --api", [] { return view_of(kAllocApis); }},
