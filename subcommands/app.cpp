@@ -314,6 +314,12 @@ int run_command_line(int argc, char** argv, RunMode mode) {
 
 }  // namespace
 
+NameListView command_list() {
+    NameListView view{"command", {}};
+    for (const CommandEntry& e : kCommands) view.rows.emplace_back(e.name, e.summary);
+    return view;
+}
+
 // Last resort: an exception that escapes run_command_line (from option
 // registration, from a parse callback that throws something other than
 // gpumem::Error or CLI11's errors, or from printing an error) would otherwise

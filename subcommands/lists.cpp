@@ -6,16 +6,20 @@
 #include "base/memory_policy.hpp"
 #include "base/sizes.hpp"
 #include "bench/alloc_apis.hpp"
+#include "commands.hpp"
 #include "info_fields.hpp"
 
 namespace gpumem::cli {
 
 const std::vector<ListEntry>& name_lists() {
     static const std::vector<ListEntry> lists = {
+        {"commands", "gpumem COMMAND", command_list},
         {"formats", "--format", [] { return view_of(kFormats); }},
         {"units", "--units", [] { return view_of(kUnits); }},
         {"directions", "copy DIRECTION", [] { return view_of(kCopyDirections); }},
         {"engines", "copy --engine", [] { return view_of(kCopyEngines); }},
+        {"targets", "memset --target", memset_targets},
+        {"widths", "memset --width", memset_widths},
         {"host-memory", "memset, copy --host-memory", [] { return view_of(kHostMemoryKinds); }},
         {"growth", "alloc-test churn, reuse-sim --growth", [] { return view_of(kGrowthRules); }},
         {"apis", "alloc-test latency, churn --api", [] { return view_of(kAllocApis); }},
