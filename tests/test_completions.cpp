@@ -260,15 +260,17 @@ std::set<std::string> fish_complete(std::vector<std::string> words) {
     return out;
 }
 
-// The list zsh's spec for `option` completes from (_gpumem_names [--comma] LIST).
+// The list zsh's spec for `option` completes from (_gpumem_names LIST or
+// _gpumem_name_list LIST [all]).
 std::string zsh_list_of(const std::string& zsh, const std::string& option) {
     for (const std::string& line : lines_of(zsh)) {
         if (line.find(option + "=") == std::string::npos && line.find(option + "+") == std::string::npos) continue;
-        const std::size_t at = line.find("_gpumem_names ");
-        if (at == std::string::npos) continue;
-        std::string rest = line.substr(at + 14);
-        while (rest.rfind("--", 0) == 0) rest = rest.substr(rest.find(' ') + 1);
-        return rest.substr(0, rest.find_first_of("' "));
+        for (const std::string call : {"_gpumem_names ", "_gpumem_name_list "}) {
+            const std::size_t at = line.find(call);
+            if (at == std::string::npos) continue;
+            const std::string rest = line.substr(at + call.size());
+            return rest.substr(0, rest.find_first_of("' "));
+        }
     }
     return "";
 }
@@ -319,11 +321,14 @@ TEST_CASE("completions: --list commands is the command table --help shows") {
 
 TEST_CASE("completions: bash and fish offer every command and mode, from gpumem --list") {
     const auto helps = all_helps();
-    for (const auto& [command, help] : helps) {
+    for (const auto& entry : helps) {
+        const std::string& command = entry.first;  // clang 14 cannot capture a structured binding (INFO is a lambda)
+        const Help& help = entry.second;
         if (help.subcommands.empty()) continue;
         std::vector<std::string> words;
         if (!command.empty()) words.push_back(command);
-        INFO("gpumem ", command, " <TAB>");
+        const std::string label = "gpumem " + command + " <TAB>";
+        INFO(label);
         const std::set<std::string> expected(help.subcommands.begin(), help.subcommands.end());
         CHECK(bash_complete(words) == expected);
         if (have_fish()) CHECK(fish_complete(words) == expected);
@@ -358,8 +363,11 @@ TEST_CASE("completions: every option is offered for its subcommand") {
 TEST_CASE("completions: every fixed choice is offered, from the list gpumem parses it with") {
     const Completions c = read_completions();
     int checked = 0;
-    for (const auto& [command, help] : all_helps()) {
-        for (const auto& [option, values] : help.choices) {
+    for (const auto& entry : all_helps()) {
+        const std::string& command = entry.first;
+        for (const auto& choice : entry.second.choices) {
+            const std::string& option = choice.first;
+            const std::vector<std::string>& values = choice.second;
             std::vector<std::string> words;
             if (!command.empty()) {
                 const std::size_t space = command.find(' ');
@@ -368,7 +376,8 @@ TEST_CASE("completions: every fixed choice is offered, from the list gpumem pars
             }
             const bool positional = option[0] != '-';
             if (!positional) words.push_back(option);
-            INFO("gpumem ", command, " ", option, " <TAB>");
+            const std::string label = "gpumem " + command + " " + option + " <TAB>";
+            INFO(label);
             std::set<std::string> expected(values.begin(), values.end());
             expected.erase("all");  // offered where lists take it; checked below
             std::set<std::string> bash = bash_complete(words);
