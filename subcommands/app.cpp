@@ -44,10 +44,9 @@ const CommandEntry kCommands[] = {
      make_copy_command, copy_schema},
     {"alloc-test", "Allocation stress tests: latency, max, fill, churn, hold (see gpumem(1), ALLOC-TEST)", nullptr, nullptr},
     {"reuse-sim",
-     "Replay an allocation trace or a built-in workload through reuse strategies (naive, grow-only, shape-persistent, "
-     "ring, RMM pool and binning, PyTorch caching allocator, cudaMallocAsync pool) on a simulated device and compare "
-     "them; no GPU needed unless --execute",
-     nullptr, nullptr},
+     "Replay an allocation trace or a built-in workload through reuse strategies (RMM's, PyTorch's, cudaMallocAsync and "
+     "more: gpumem --list strategies) on a simulated device and compare them; no GPU needed unless --execute",
+     make_reuse_sim_command, reuse_sim_schema},
 };
 
 std::string_view first_word(std::string_view name) { return name.substr(0, name.find(' ')); }

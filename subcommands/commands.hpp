@@ -22,4 +22,7 @@ DocumentSchema memset_schema();
 std::unique_ptr<Command> make_copy_command();
 DocumentSchema copy_schema();
 
+std::unique_ptr<Command> make_reuse_sim_command();
+DocumentSchema reuse_sim_schema();
+
 }  // namespace gpumem::cli
