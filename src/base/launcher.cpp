@@ -130,6 +130,12 @@ EnvironmentLookup process_environment() {
     };
 }
 
+std::vector<std::string_view> launcher_names() {
+    std::vector<std::string_view> names;
+    for (const LauncherVariables& l : kLaunchers) names.push_back(l.name);
+    return names;
+}
+
 std::string local_rank_variables() {
     // Slurm's first: the one most runs have.
     std::string names = "SLURM_LOCALID";

@@ -39,6 +39,9 @@ struct LauncherInfo {
 // below its size) is a UsageError naming the variable.
 LauncherInfo detect_launcher(const EnvironmentLookup& env);
 
+// Every launcher's name, as LauncherInfo::name has it (for schemas).
+std::vector<std::string_view> launcher_names();
+
 // "SLURM_LOCALID, OMPI_COMM_WORLD_LOCAL_RANK, ... or PMI_LOCAL_RANK": the
 // variables a local rank is read from, for messages.
 std::string local_rank_variables();
