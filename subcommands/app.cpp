@@ -244,7 +244,7 @@ std::unique_ptr<Command> register_commands(CLI::App& app, const CommandEntry* in
 // variable is held back until after --version (see dispatch).
 struct Placement {
     LauncherInfo launcher;
-    std::optional<UsageError> error;
+    std::optional<std::string> error;  // a malformed launcher variable's UsageError
     std::string host;
 };
 
@@ -255,7 +255,7 @@ Placement read_placement() {
     try {
         p.launcher = detect_launcher(process_environment());
     } catch (const UsageError& e) {
-        p.error = e;
+        p.error = e.what();
     }
     return p;
 }
@@ -270,7 +270,7 @@ int dispatch(const Parsed& parsed, Command* command, LegacyContext& legacy, RunM
     }
     // The launcher's variables are checked for every command: a document
     // stamped with a wrong rank would mislead a fleet's report.
-    if (placement.error) throw *placement.error;
+    if (placement.error) throw UsageError(*placement.error);
     const Globals globals = check_globals(parsed.raw, placement.launcher, placement.host);
     error_output = globals.output;
     setup_logging(globals);

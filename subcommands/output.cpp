@@ -166,7 +166,7 @@ namespace {
 
 Cell count_cell(const std::optional<unsigned>& value) { return value ? Cell(std::uint64_t{*value}) : Cell(); }
 
-const Column<Origin> kOriginColumns[] = {
+constexpr Column<Origin> kOriginColumns[] = {
     {{"host", "Host", FieldKind::text}, [](const Origin& o) -> Cell { return o.host; }},
     {{"launcher", "Launcher", FieldKind::text},
      [](const Origin& o) -> Cell { return o.launcher.empty() ? Cell() : Cell(std::string(o.launcher)); }, Shown::always, true,
