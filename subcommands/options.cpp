@@ -53,7 +53,7 @@ DeviceSpec device_spec_or(const Globals& globals, std::string_view fallback) {
 
 DeviceSpec single_device_spec(const Globals& globals, std::string_view purpose) {
     DeviceSpec spec = device_spec_or(globals, "0");
-    if (spec.all || spec.selectors.size() != 1)
+    if (!names_one_device(spec))
         throw UsageError(std::string(purpose) + " runs on one device: give -d with a single GPU (not '" + spec.text + "')");
     return spec;
 }

@@ -305,6 +305,15 @@ TEST_CASE("device spec: local without a launcher's local rank is a usage error b
     CHECK(resolve_device_spec(parse_device_spec("1", LauncherInfo{}), three_gpus()) == Positions{1});
 }
 
+TEST_CASE("device spec: local names one device, as one index, UUID or PCI id does") {
+    CHECK(names_one_device(parse_device_spec("local", launcher_at(0))));
+    CHECK(names_one_device(parse_device_spec("local")));
+    CHECK(names_one_device(parse_device_spec("1")));
+    CHECK(names_one_device(parse_device_spec("GPU-d944")));
+    CHECK_FALSE(names_one_device(parse_device_spec("all")));
+    CHECK_FALSE(names_one_device(parse_device_spec("0,1")));
+}
+
 TEST_CASE("device spec: local stands alone") {
     for (const char* bad : {"local,0", "0,local", "local,local", "all,local", "local,all", "LOCAL", "locale"}) {
         CAPTURE(bad);

@@ -184,6 +184,10 @@ DeviceSpec parse_device_spec(std::string_view text) {
     return spec;
 }
 
+bool names_one_device(const DeviceSpec& spec) noexcept {
+    return spec.local || (!spec.all && spec.selectors.size() == 1);
+}
+
 DeviceSpec parse_device_spec(std::string_view text, const LauncherInfo& launcher) {
     DeviceSpec spec = parse_device_spec(text);
     if (!spec.local) return spec;

@@ -67,6 +67,10 @@ struct DeviceSpec {
     std::string text;
 };
 
+// Whether `spec` names exactly one device whatever the machine has: one
+// index, UUID or PCI id, or `local`.
+bool names_one_device(const DeviceSpec& spec) noexcept;
+
 // `0`, `1,3`, `GPU-d944`, `0000:18:00.0`, `18:00.0`, `all`, `local`. Throws
 // UsageError. `local` takes its local rank from `launcher`: without one it
 // is a UsageError here, before any driver call.
