@@ -44,6 +44,5 @@ int run_legacy(LegacyContext& legacy, const Globals& globals, bool parse_only, b
 
 void setup_copy(CLI::App& sub, Context& ctx, bool full);
 void setup_reuse_sim(CLI::App& sub, Context& ctx, bool full);
-void setup_alloc_test(CLI::App& sub, Context& ctx, bool full);
 
 }  // namespace gpumem::cli
