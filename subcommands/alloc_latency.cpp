@@ -66,10 +66,13 @@ LatencyRequest check(const LatencyOptionsText& o, const Globals& globals) {
 // Whether `path` can be written, found by opening it, before any GPU work:
 // access() on the folder says yes to root everywhere (even /proc) and misses
 // a folder named as the file. A file this check creates is removed.
+// O_NONBLOCK: a FIFO that nobody reads is refused at once instead of
+// blocking the open forever.
 void check_writable(const std::string& path) {
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NONBLOCK, 0644);
     const bool created = fd >= 0;
-    if (fd < 0 && errno == EEXIST) fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd < 0 && errno == EEXIST) fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0 && errno == ENXIO) throw UsageError("--save-costs: '" + path + "' is a FIFO that nobody reads");
     if (fd < 0) throw UsageError("--save-costs: cannot write '" + path + "': " + std::strerror(errno));
     ::close(fd);
     if (created) ::unlink(path.c_str());
