@@ -19,6 +19,7 @@
 #include "base/sizes.hpp"
 #include "bench/alloc_modes.hpp"
 #include "command.hpp"
+#include "core/cuda_devices.hpp"
 #include "options.hpp"
 #include "output.hpp"
 #include "progress.hpp"
@@ -33,20 +34,27 @@ std::string device_line(const DeviceIdentity& device);
 // The `index` column: the CUDA ordinal.
 Cell device_index(const DeviceIdentity& device);
 
-// A comma list of a table's names under alloc-test's rules (--api,
-// --pattern); the help shows the choices as {a,b,all}.
-template <typename T>
-CLI::Validator list_validator(const NameTable<T>& table) {
+// A validator that runs `parse(value)`: its UsageError is the message.
+template <typename Parse>
+CLI::Validator parsing_validator(Parse parse, std::string description) {
     return CLI::Validator(
-        [&table](std::string& value) -> std::string {
+        [parse](std::string& value) -> std::string {
             try {
-                table.parse_list(value, kAllocTestListRules);
+                parse(value);
             } catch (const UsageError& e) {
                 return e.what();
             }
             return {};
         },
-        names_validator(table, true).get_description());
+        std::move(description));
+}
+
+// A comma list of a table's names under alloc-test's rules (--api,
+// --pattern); the help shows the choices as {a,b,all}.
+template <typename T>
+CLI::Validator list_validator(const NameTable<T>& table) {
+    return parsing_validator([&table](const std::string& value) { table.parse_list(value, kAllocTestListRules); },
+                             names_validator(table, true).get_description());
 }
 
 // A --chunk of fill and hold: a SIZE that is a whole number of 64-bit words.
@@ -73,11 +81,21 @@ template <typename Measure>
 auto measure_on_devices(const std::vector<DeviceIdentity>& devices, const Session& session, const char* command,
                         Measure measure) {
     std::vector<DeviceId> ordinals;
+    ordinals.reserve(devices.size());
     for (const DeviceIdentity& d : devices) ordinals.push_back(d.cuda_index.value());
     ProgressSink sink(session, devices.size(), command);
     auto results = run_on_devices(ordinals, [&](DeviceId device, const StopToken& stop) { return measure(device, stop, sink.fn()); });
     sink.finish();
     return results;
+}
+
+// The same on the devices of `spec`, each result added to `rows` as
+// Row{identity, result}.
+template <typename Row, typename Measure>
+void measure_rows(const DeviceSpec& spec, const Session& session, const char* command, Measure measure, std::vector<Row>& rows) {
+    const std::vector<DeviceIdentity> devices = select_cuda_devices(spec);
+    auto measured = measure_on_devices(devices, session, command, measure);
+    for (std::size_t d = 0; d < devices.size(); ++d) rows.push_back(Row{devices[d], std::move(measured[d])});
 }
 
 // A chunked allocation (fill, hold) that failed part way: the JSON
@@ -118,7 +136,7 @@ struct LatencyResults {
     std::vector<LatencyDevice> devices;
     bool costs_written = false;  // the --save-costs file holds the table
 };
-Report latency_report(const LatencyRequest& request, const LatencyResults& results, const OutputOptions& output);
+Report latency_report(const LatencyRequest& q, const LatencyResults& results, const OutputOptions& output);
 
 // ---------------------------------------------------------------------------
 // max
@@ -134,7 +152,7 @@ struct MaxDevice {
 struct MaxResults {
     std::vector<MaxDevice> devices;
 };
-Report max_report(const MaxRequest& request, const MaxResults& results, const OutputOptions& output);
+Report max_report(const MaxRequest& q, const MaxResults& results, const OutputOptions& output);
 
 // ---------------------------------------------------------------------------
 // fill
@@ -146,13 +164,13 @@ struct FillRequest {
 struct FillDevice {
     DeviceIdentity device;
     FillResult result;
-    std::optional<double> peak_bps;  // NVML's peak memory bandwidth
+    std::optional<double> peak_bps = std::nullopt;  // NVML's peak memory bandwidth
 };
 struct FillResults {
     std::vector<FillDevice> devices;
     std::optional<AllocationFailure> allocation_failure;
 };
-Report fill_report(const FillRequest& request, const FillResults& results, const OutputOptions& output);
+Report fill_report(const FillRequest& q, const FillResults& results, const OutputOptions& output);
 // What a failed --verify says on stderr (the first bad word, where, and what
 // was read); empty when every word read back right.
 std::string fill_failure_message(const FillResults& results);
@@ -172,7 +190,7 @@ struct ChurnDevice {
 struct ChurnResults {
     std::vector<ChurnDevice> devices;
 };
-Report churn_report(const ChurnRequest& request, const ChurnResults& results, const OutputOptions& output);
+Report churn_report(const ChurnRequest& q, const ChurnResults& results, const OutputOptions& output);
 
 // ---------------------------------------------------------------------------
 // hold
@@ -197,7 +215,7 @@ struct HoldResults {
 };
 // The line written once everything is held: "ready: held 4 GiB on device 0
 // (GPU-...)", or with JSON a one-line {"event":"ready",...} event.
-std::string hold_ready_line(const HoldRequest& request, const HoldResults& results, const OutputOptions& output, long long pid);
-Report hold_report(const HoldRequest& request, const HoldResults& results, const OutputOptions& output);
+std::string hold_ready_line(const HoldRequest& q, const HoldResults& results, const OutputOptions& output, long long pid);
+Report hold_report(const HoldRequest& q, const HoldResults& results, const OutputOptions& output);
 
 }  // namespace gpumem::cli

@@ -4,7 +4,6 @@
 
 #include "alloc.hpp"
 #include "commands.hpp"
-#include "core/cuda_devices.hpp"
 
 namespace gpumem::cli {
 namespace {
@@ -25,19 +24,6 @@ struct ChurnOptionsText {
     std::string max_live = "50%";
 };
 
-CLI::Validator growth_validator() {
-    return CLI::Validator(
-        [](std::string& value) -> std::string {
-            try {
-                parse_growth_policy(value);
-            } catch (const UsageError& e) {
-                return e.what();
-            }
-            return {};
-        },
-        "");
-}
-
 void add_options(CLI::App& sub, ChurnOptionsText& o) {
     sub.add_option("--sizes", o.sizes, std::string("Sizes to draw from, uniformly: a list or range (default ") + kDefaultSizes + ")")
         ->check(range_validator());
@@ -52,7 +38,7 @@ void add_options(CLI::App& sub, ChurnOptionsText& o) {
     sub.add_option("--growth", o.growth,
                    "MixMemory growth: " + kGrowthRules.names(", ") + ", or any SIZE granularity or xF factor (default exact)")
         ->type_name("POLICY")
-        ->check(growth_validator());
+        ->check(parsing_validator([](const std::string& value) { parse_growth_policy(value); }, ""));
     sub.add_option("--max-live", o.max_live, "Most live bytes at once: SIZE or PCT% of free (default 50%)")
         ->check(size_validator(true));
 }
@@ -80,12 +66,10 @@ ChurnRequest check(const ChurnOptionsText& o, const Globals& globals) {
 }
 
 void execute(const ChurnRequest& q, ChurnResults& results, Session& session) {
-    const std::vector<DeviceIdentity> devices = select_cuda_devices(q.devices);
-    std::vector<ChurnResult> measured =
-        measure_on_devices(devices, session, "alloc-test churn", [&](DeviceId device, const StopToken& stop, const ProgressFn& progress) {
-            return run_churn(device, q.options, stop, progress);
-        });
-    for (std::size_t d = 0; d < devices.size(); ++d) results.devices.push_back({devices[d], std::move(measured[d])});
+    measure_rows(
+        q.devices, session, "alloc-test churn",
+        [&](DeviceId device, const StopToken& stop, const ProgressFn& progress) { return run_churn(device, q.options, stop, progress); },
+        results.devices);
 }
 
 // ---------------------------------------------------------------------------

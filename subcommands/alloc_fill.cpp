@@ -5,7 +5,6 @@
 #include "alloc.hpp"
 #include "base/text.hpp"
 #include "commands.hpp"
-#include "core/cuda_devices.hpp"
 #include "core/device_inventory.hpp"
 
 namespace gpumem::cli {
@@ -55,14 +54,13 @@ FillRequest check(const FillOptionsText& o, const Globals& globals) {
 }
 
 void execute(const FillRequest& q, FillResults& results, Session& session) {
-    const std::vector<DeviceIdentity> devices = select_cuda_devices(q.devices);
-    std::vector<FillResult> measured = recording_allocation_failure(results.allocation_failure, [&] {
-        return measure_on_devices(devices, session, "alloc-test fill", [&](DeviceId device, const StopToken& stop, const ProgressFn& progress) {
-            return run_fill(device, q.options, stop, progress);
-        });
+    recording_allocation_failure(results.allocation_failure, [&] {
+        measure_rows(
+            q.devices, session, "alloc-test fill",
+            [&](DeviceId device, const StopToken& stop, const ProgressFn& progress) { return run_fill(device, q.options, stop, progress); },
+            results.devices);
     });
-    for (std::size_t d = 0; d < devices.size(); ++d)
-        results.devices.push_back({devices[d], std::move(measured[d]), nvml_figures_for(devices[d].pci).peak_memory_bandwidth});
+    for (FillDevice& d : results.devices) d.peak_bps = nvml_figures_for(d.device.pci).peak_memory_bandwidth;
     const std::string failure = fill_failure_message(results);
     if (!failure.empty()) throw VerificationError(failure);
 }
@@ -91,6 +89,7 @@ std::string verdict(const FillLine& l) {
 
 std::string patterns_text(const std::vector<Pattern>& patterns) {
     std::vector<std::string> names;
+    names.reserve(patterns.size());
     for (Pattern p : patterns) names.emplace_back(pattern_name(p));
     return join(names, ",");
 }

@@ -6,7 +6,6 @@
 #include "alloc.hpp"
 #include "base/interrupt.hpp"
 #include "commands.hpp"
-#include "core/cuda_devices.hpp"
 #include "core/timing.hpp"
 
 namespace gpumem::cli {
@@ -113,7 +112,7 @@ std::string hold_ready_line(const HoldRequest& q, const HoldResults& results, co
     return event.dump() + "\n";
 }
 
-Report hold_report(const HoldRequest&, const HoldResults& results, const OutputOptions& output) {
+Report hold_report(const HoldRequest& /*q*/, const HoldResults& results, const OutputOptions& output) {
     Report r;
     r.command = "alloc-test hold";
     std::vector<HoldLine> lines;

@@ -11,7 +11,6 @@
 
 #include "alloc.hpp"
 #include "commands.hpp"
-#include "core/cuda_devices.hpp"
 #include "version.hpp"
 
 namespace gpumem::cli {
@@ -88,12 +87,10 @@ void write_file(const std::string& path, const std::string& text) {
 
 void execute(const LatencyRequest& q, LatencyResults& results, Session& session) {
     if (q.save_costs) check_writable(*q.save_costs);
-    const std::vector<DeviceIdentity> devices = select_cuda_devices(q.devices);
-    std::vector<LatencyResult> measured =
-        measure_on_devices(devices, session, "alloc-test latency", [&](DeviceId device, const StopToken& stop, const ProgressFn& progress) {
-            return run_latency(device, q.options, stop, progress);
-        });
-    for (std::size_t d = 0; d < devices.size(); ++d) results.devices.push_back({devices[d], std::move(measured[d])});
+    measure_rows(
+        q.devices, session, "alloc-test latency",
+        [&](DeviceId device, const StopToken& stop, const ProgressFn& progress) { return run_latency(device, q.options, stop, progress); },
+        results.devices);
     if (!q.save_costs) return;
     const std::string source = std::string("gpumem ") + GPUMEM_VERSION + " alloc-test latency: host-clock medians of " +
                                std::to_string(q.options.iterations) + " iterations";

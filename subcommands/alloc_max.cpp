@@ -2,7 +2,6 @@
 // the total obtainable in chunks with cuda_memtest's back-off.
 #include "alloc.hpp"
 #include "commands.hpp"
-#include "core/cuda_devices.hpp"
 
 namespace gpumem::cli {
 namespace {
@@ -29,12 +28,10 @@ MaxRequest check(const MaxOptionsText& o, const Globals& globals) {
 }
 
 void execute(const MaxRequest& q, MaxResults& results, Session& session) {
-    const std::vector<DeviceIdentity> devices = select_cuda_devices(q.devices);
-    std::vector<MaxResult> measured =
-        measure_on_devices(devices, session, "alloc-test max", [&](DeviceId device, const StopToken& stop, const ProgressFn& progress) {
-            return run_max(device, q.options, stop, progress);
-        });
-    for (std::size_t d = 0; d < devices.size(); ++d) results.devices.push_back({devices[d], std::move(measured[d])});
+    measure_rows(
+        q.devices, session, "alloc-test max",
+        [&](DeviceId device, const StopToken& stop, const ProgressFn& progress) { return run_max(device, q.options, stop, progress); },
+        results.devices);
 }
 
 // ---------------------------------------------------------------------------

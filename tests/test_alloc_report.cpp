@@ -466,7 +466,15 @@ TEST_CASE("alloc-test --list routes: the --via table") {
 
 TEST_CASE("alloc-test check: valid command lines pass every check before the driver") {
     using Args = std::vector<std::string>;
-    for (const Args& args : std::vector<Args>{
+    auto expect = [](int status, const std::vector<Args>& lines) {
+        for (const Args& args : lines) {
+            std::string line;
+            for (const std::string& a : args) line += " " + a;
+            CAPTURE(line);
+            CHECK(parse_only(args) == status);
+        }
+    };
+    expect(0, {
              {"alloc-test", "latency"},
              {"alloc-test", "latency", "--api", "vmm,all", "--api", "device", "--sizes", "4KiB..1GiB:x4"},
              {"alloc-test", "latency", "--save-costs", "/nonexistent/costs.json"},  // the file is tried in execute
@@ -477,13 +485,8 @@ TEST_CASE("alloc-test check: valid command lines pass every check before the dri
              {"alloc-test", "churn", "--via", "mixmemory", "--slots", "4096", "--growth", "x1.25", "--duration", "30s"},
              {"alloc-test", "churn", "--api", "async-pool", "--ops", "1099511627776", "--max-live", "4GiB"},
              {"-d", "all", "alloc-test", "hold", "10%", "--duration", "1d", "--chunk", "2MiB", "--json"},
-         }) {
-        std::string line;
-        for (const std::string& a : args) line += " " + a;
-        CAPTURE(line);
-        CHECK(parse_only(args) == 0);
-    }
-    for (const Args& args : std::vector<Args>{
+         });
+    expect(2, {
              {"alloc-test", "latency", "--save-costs", ""},
              {"alloc-test", "latency", "--save-costs", "costs/"},
              {"-d", "all", "alloc-test", "latency", "--save-costs", "costs.json"},
@@ -491,10 +494,5 @@ TEST_CASE("alloc-test check: valid command lines pass every check before the dri
              {"alloc-test", "churn", "--duration", ""},
              {"alloc-test", "hold", "1GiB", "--duration", ""},
              {"alloc-test", "fill", "--seed", "-1"},
-         }) {
-        std::string line;
-        for (const std::string& a : args) line += " " + a;
-        CAPTURE(line);
-        CHECK(parse_only(args) == 2);
-    }
+         });
 }
