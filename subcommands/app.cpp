@@ -40,8 +40,8 @@ namespace {
 const CommandEntry kCommands[] = {
     {"info", "Show device memory (NVML; creates no CUDA context)", make_info_command, info_schema},
     {"memset", "Fill device or host memory with 8/16/32-bit words; time and verify it", make_memset_command, memset_schema},
-    {"copy", "Measure copy bandwidth (h2d, d2h, d2d, h2h, bidir, p2p) as nvbandwidth does, for any host memory kind", nullptr,
-     nullptr},
+    {"copy", "Measure copy bandwidth (h2d, d2h, d2d, h2h, bidir, p2p, p2p-bidir) as nvbandwidth does, for any host memory kind",
+     make_copy_command, copy_schema},
     {"alloc-test", "Allocation stress tests: latency, max, fill, churn, hold (see gpumem(1), ALLOC-TEST)", nullptr, nullptr},
     {"alloc-test latency", "Allocation and free latency per API and size, and whether a free synchronizes the device",
      make_alloc_latency_command, alloc_latency_schema},
@@ -324,6 +324,12 @@ int run_command_line(int argc, char** argv, RunMode mode) {
 }
 
 }  // namespace
+
+NameListView command_list() {
+    NameListView view{"command", {}};
+    for (const CommandEntry& e : kCommands) view.rows.emplace_back(e.name, e.summary);
+    return view;
+}
 
 // Last resort: an exception that escapes run_command_line (from option
 // registration, from a parse callback that throws something other than

@@ -23,7 +23,6 @@ std::vector<DeviceIdentity> resolve_cuda_devices(const LegacyGlobals& g, const c
 bool progress_enabled(const LegacyGlobals& g) { return !g.quiet && isatty(STDERR_FILENO) == 1; }
 
 void setup_legacy(const std::string& name, CLI::App& /*app*/, CLI::App& sub, LegacyContext& legacy, bool full) {
-    if (name == "copy") setup_copy(sub, legacy.ctx, full);
     if (name == "reuse-sim") setup_reuse_sim(sub, legacy.ctx, full);
 }
 

@@ -9,7 +9,8 @@
 
 namespace gpumem::cli {
 
-void add_global_options(CLI::App& app, GlobalOptions& g) {
+void add_global_options(CLI::App& app, GlobalOptions& options) {
+    GlobalOptions& g = options;
     app.add_option("-d,--device", g.device,
                    "GPU(s): CUDA index as CUDA programs here see it, UUID or prefix (GPU-...), PCI bus id, comma list, or all")
         ->type_name("SPEC");
@@ -24,7 +25,8 @@ void add_global_options(CLI::App& app, GlobalOptions& g) {
     app.add_flag("-q,--quiet", g.quiet, "Only errors on stderr; no progress");
 }
 
-Globals check_globals(const GlobalOptions& g) {
+Globals check_globals(const GlobalOptions& options) {
+    const GlobalOptions& g = options;
     Globals out;
     if (g.json && g.csv) throw UsageError("--json and --csv cannot be combined");
     // --json --format csv used to give JSON silently; a script that says two

@@ -455,8 +455,8 @@ TEST_CASE("alloc-test schemas: every mode's document has exactly its schema's ke
     CHECK(churn_schema["properties"]["churn"]["items"]["properties"]["via"]["enum"] == json::array({"direct", "mixmemory", nullptr}));
 }
 
-TEST_CASE("alloc-test --list routes: the --via table") {
-    const json doc = document(list_report("routes"));
+TEST_CASE("alloc-test --list via: the --via table") {
+    const json doc = document(list_report("via"));
     REQUIRE(doc["names"].size() == 2);
     CHECK(doc["names"][0]["name"] == "direct");
     CHECK(doc["names"][1]["name"] == "mixmemory");

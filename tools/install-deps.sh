@@ -10,8 +10,9 @@ set -euo pipefail
 build=(meson ninja-build pkg-config cmake g++ libcli11-dev libspdlog-dev libfmt-dev doctest-dev nlohmann-json3-dev scdoc)
 # CI's further stages: clang with its sanitizer runtime (sanitized build,
 # fuzzing), clang-tidy and cppcheck (static analysis), python3 (fuzz target
-# of the snapshot converter).
-ci=(clang libclang-rt-14-dev clang-tidy cppcheck python3)
+# of the snapshot converter), zsh and fish (the completions test runs fish's
+# completions and checks zsh's syntax; bash is always there).
+ci=(clang libclang-rt-14-dev clang-tidy cppcheck python3 zsh fish)
 
 packages=("${build[@]}")
 case "${1:-}" in
