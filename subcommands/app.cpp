@@ -43,6 +43,17 @@ const CommandEntry kCommands[] = {
     {"copy", "Measure copy bandwidth (h2d, d2h, d2d, h2h, bidir, p2p, p2p-bidir) as nvbandwidth does, for any host memory kind",
      make_copy_command, copy_schema},
     {"alloc-test", "Allocation stress tests: latency, max, fill, churn, hold (see gpumem(1), ALLOC-TEST)", nullptr, nullptr},
+    {"alloc-test latency", "Allocation and free latency per API and size, and whether a free synchronizes the device",
+     make_alloc_latency_command, alloc_latency_schema},
+    {"alloc-test max", "Largest single cudaMalloc (binary search) and the total obtainable in chunks", make_alloc_max_command,
+     alloc_max_schema},
+    {"alloc-test fill", "Allocate SIZE or PCT% of free memory in chunks, write patterns and optionally verify them",
+     make_alloc_fill_command, alloc_fill_schema},
+    {"alloc-test churn", "Random allocate/free of sizes from --sizes, directly or through MixMemory", make_alloc_churn_command,
+     alloc_churn_schema},
+    {"alloc-test hold",
+     "Allocate SIZE or PCT% of free memory and hold it until --duration ends or a signal; prints a ready line once held",
+     make_alloc_hold_command, alloc_hold_schema},
     {"reuse-sim",
      "Replay an allocation trace or a built-in workload through reuse strategies (naive, grow-only, shape-persistent, "
      "ring, RMM pool and binning, PyTorch caching allocator, cudaMallocAsync pool) on a simulated device and compare "

@@ -24,7 +24,6 @@ bool progress_enabled(const LegacyGlobals& g) { return !g.quiet && isatty(STDERR
 
 void setup_legacy(const std::string& name, CLI::App& /*app*/, CLI::App& sub, LegacyContext& legacy, bool full) {
     if (name == "reuse-sim") setup_reuse_sim(sub, legacy.ctx, full);
-    if (name == "alloc-test") setup_alloc_test(sub, legacy.ctx, full);
 }
 
 int run_legacy(LegacyContext& legacy, const Globals& globals, bool parse_only, bool json) {

@@ -43,6 +43,5 @@ void setup_legacy(const std::string& name, CLI::App& app, CLI::App& sub, LegacyC
 int run_legacy(LegacyContext& legacy, const Globals& globals, bool parse_only, bool json);
 
 void setup_reuse_sim(CLI::App& sub, Context& ctx, bool full);
-void setup_alloc_test(CLI::App& sub, Context& ctx, bool full);
 
 }  // namespace gpumem::cli

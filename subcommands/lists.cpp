@@ -6,6 +6,7 @@
 #include "base/memory_policy.hpp"
 #include "base/sizes.hpp"
 #include "bench/alloc_apis.hpp"
+#include "bench/alloc_modes.hpp"
 #include "commands.hpp"
 #include "info_fields.hpp"
 
@@ -24,6 +25,7 @@ const std::vector<ListEntry>& name_lists() {
         {"growth", "alloc-test churn, reuse-sim --growth", [] { return view_of(kGrowthRules); }},
         {"apis", "alloc-test latency, churn --api", [] { return view_of(kAllocApis); }},
         {"patterns", "alloc-test fill --pattern", [] { return view_of(kPatterns); }},
+        {"via", "alloc-test churn --via", [] { return view_of(kChurnVias); }},
         {"fields", "info --query", info_fields_view},
     };
     return lists;
