@@ -2,25 +2,23 @@
 # Installed by `meson install` as share/bash-completion/completions/gpumem;
 # or: source completions/gpumem.bash
 #
-# To add a subcommand: append its name to _gpumem_subcommands and list its
-# options in _gpumem_opts_<name> (dashes as underscores). Options that take a
-# value go in _gpumem_value_opts too; give fixed value lists in _gpumem_values,
-# mark comma-list values in _gpumem_list_opts and file names in
-# _gpumem_file_opts. Words for its first positional argument go in
-# _gpumem_args_<name>. A subcommand with modes (alloc-test) lists them in
-# _gpumem_modes_<name>, each with its options in _gpumem_opts_<name>_<mode>.
-# tests/test_completions.cpp checks these against `gpumem --help`.
-
-_gpumem_subcommands="info memset copy alloc-test reuse-sim"
+# Names come from the gpumem being completed: its commands and modes from
+# `gpumem --list commands`, the values of an option from `gpumem --list LIST`
+# (the tables gpumem parses them with), so a new direction, strategy or field
+# needs nothing here. Kept here: each command's options (_gpumem_opts_<ctx>,
+# ctx = command or command_mode, dashes as underscores), which options take a
+# value (_gpumem_value_opts), which of them name a list (_gpumem_values),
+# take a comma list (_gpumem_list_opts) or a file (_gpumem_file_opts), and
+# the list that names a command's first positional word (_gpumem_args_<ctx>).
+# tests/test_completions.cpp checks all of it against `gpumem --help` and
+# `gpumem --list`.
 
 _gpumem_global_opts="-d --device --format --json --csv --no-header --units -v --verbose -q --quiet -V --version --list --schema -h --help"
 _gpumem_opts_info="--query --processes --pick --min-free -l --loop --count"
 _gpumem_opts_memset="-s --size --value --width --offset --target --host-memory -n --iterations --warmup --samples --verify"
 _gpumem_opts_copy="-s --size --sizes --host-memory --engine -n --iterations --samples --warmup --sample-time --verify
     --peer --no-affinity --no-chart --expect-min"
-_gpumem_args_copy="h2d d2h d2d h2h bidir p2p"
-_gpumem_opts_alloc_test=""
-_gpumem_modes_alloc_test="latency max fill churn hold"
+_gpumem_args_copy=directions
 _gpumem_opts_alloc_test_latency="--api --sizes --iterations --warmup --no-sync-probe --save-costs"
 _gpumem_opts_alloc_test_max="--granularity --chunk"
 _gpumem_opts_alloc_test_fill="--total --chunk --verify --pattern --passes --seed"
@@ -32,7 +30,7 @@ _gpumem_opts_reuse_sim="--workload --steps --seed --change-rate --batch --layers
     --roundup-power2-divisions --release-threshold --sync-every --capacity --costs --timeline --timeline-points
     --save-trace --no-chart --execute"
 
-# Options whose next word is their value (all subcommands).
+# Options whose next word is their value (all commands).
 _gpumem_value_opts="-d --device --format --units --list
     --query --pick --min-free -l --loop --count
     -s --size --value --width --offset --target --host-memory -n --iterations --warmup --samples
@@ -44,26 +42,42 @@ _gpumem_value_opts="-d --device --format --units --list
     --max-split-size --max-non-split-rounding --roundup-power2-divisions --release-threshold --sync-every --capacity
     --costs --timeline --timeline-points --save-trace"
 
-# Values that are comma lists, as CONTEXT:OPTION (CONTEXT: subcommand or
-# subcommand_mode, dashes as underscores).
+# Values that are comma lists, as CONTEXT:OPTION; `all` is offered where the
+# option takes it.
 _gpumem_list_opts="info:--query alloc_test_latency:--api alloc_test_fill:--pattern reuse_sim:--strategy"
+_gpumem_all_opts="alloc_test_latency:--api alloc_test_fill:--pattern reuse_sim:--strategy"
 
 # Values that are file names.
 _gpumem_file_opts="--trace --costs --timeline --save-trace --save-costs"
-
-_gpumem_info_fields="index nvml_index name uuid pci_bus_id total reserved used free bar1_total bar1_used bar1_free
-    compute_capability pcie_gen pcie_width pcie_gen_max pcie_width_max peak_memory_bandwidth driver_version
-    cuda_driver_version visible_devices_id"
-_gpumem_host_memory_kinds="pinned pageable pageable-huge huge-only write-combined mapped registered"
-_gpumem_alloc_apis="device async async-pool managed host host-wc host-mapped registered vmm"
-_gpumem_strategies="naive grow-only shape-persistent ring pool binning torch-caching async-pool"
 
 _gpumem_takes_value() {
     [[ -n $1 && " $_gpumem_value_opts " == *[[:space:]]"$1"[[:space:]]* ]]
 }
 
-# Device specs: `all` and the indices the gpumem being completed reports
-# (nothing more, and no message, when it cannot: no driver, no GPU).
+# The names of gpumem's list $2 (`gpumem --list $2`), one per line; $1 is the
+# gpumem command being completed. Nothing, and no message, when it cannot run.
+_gpumem_list() {
+    local bin=$1 name _
+    command -v -- "$bin" >/dev/null 2>&1 || return 0
+    while IFS=$'\t' read -r name _; do
+        printf '%s\n' "$name"
+    done < <("$bin" --list "$2" --format value 2>/dev/null)
+}
+
+# Commands ($2 empty) or the modes of command $2.
+_gpumem_commands() {
+    local name
+    while read -r name; do
+        if [[ -z $2 ]]; then
+            [[ $name == *" "* ]] || printf '%s\n' "$name"
+        elif [[ $name == "$2 "* ]]; then
+            printf '%s\n' "${name#"$2 "}"
+        fi
+    done < <(_gpumem_list "$1" commands)
+}
+
+# Device specs: `all`, `local` and the indices the gpumem being completed
+# reports (nothing more, and no message, when it cannot: no driver, no GPU).
 _gpumem_devices() {
     local bin=$1 out
     echo all
@@ -77,27 +91,40 @@ _gpumem_devices() {
 }
 
 # Words that complete the value of option $1 ("" when free-form); $2 is the
-# gpumem command, $3 the context (subcommand[_mode], dashes as underscores).
+# gpumem command.
 _gpumem_values() {
     case $1 in
         -d | --device | --peer) _gpumem_devices "$2" ;;
-        --format) echo "table json csv value" ;;
-        --units) echo "auto B KiB MiB GiB TiB KB kB MB GB TB" ;;
-        --query) echo "$_gpumem_info_fields" ;;
-        --width) echo "8 16 32" ;;
-        --target) echo "device host" ;;
-        --host-memory) echo "$_gpumem_host_memory_kinds" ;;
-        --engine) echo "ce sm" ;;
-        --api)
-            # latency takes a list (or all); churn one API.
-            if [[ $3 == alloc_test_churn ]]; then echo "$_gpumem_alloc_apis"; else echo "all $_gpumem_alloc_apis"; fi ;;
-        --pattern) echo "all zeros ones walking address random" ;;
-        --via) echo "direct mixmemory" ;;
-        --growth) echo "exact 512B 2MiB x1.5 x2" ;;
-        --workload) echo "inference dynamic detector llm-decode training" ;;
-        --trace-format) echo "auto gpumem rmm" ;;
-        --strategy) echo "all $_gpumem_strategies" ;;
+        --list) _gpumem_list "$2" "" ;;
+        --format) _gpumem_list "$2" formats ;;
+        --units) _gpumem_list "$2" units ;;
+        --query) _gpumem_list "$2" fields ;;
+        --width) _gpumem_list "$2" widths ;;
+        --target) _gpumem_list "$2" targets ;;
+        --host-memory) _gpumem_list "$2" host-memory ;;
+        --engine) _gpumem_list "$2" engines ;;
+        --api) _gpumem_list "$2" apis ;;
+        --pattern) _gpumem_list "$2" patterns ;;
+        --via) _gpumem_list "$2" via ;;
+        --growth) _gpumem_list "$2" growth ;;
+        --workload) _gpumem_list "$2" workloads ;;
+        --trace-format) _gpumem_list "$2" trace-formats ;;
+        --strategy) _gpumem_list "$2" strategies ;;
     esac
+}
+
+# COMPREPLY for the last item of a comma list of $1 (words, one per line):
+# `all` first only (where $2 says the option takes it), no item twice,
+# nothing after `all`.
+_gpumem_complete_list() {
+    local values=$1 with_all=$2 head=${cur%"${cur##*,}"} item rest=""
+    [[ ,$head == *,all,* ]] && return 0  # all already names every item
+    [[ -z $head && -n $with_all ]] && rest="all"
+    for item in $values; do
+        [[ ,$head == *,"$item",* ]] || rest+=" $item"
+    done
+    [[ -n $rest ]] && COMPREPLY=($(compgen -P "$head" -W "$rest" -- "${cur##*,}"))
+    compopt -o nospace 2>/dev/null
 }
 
 _gpumem() {
@@ -119,10 +146,12 @@ _gpumem() {
         fi
     fi
     local bin=${words[0]}
+    local commands
+    commands=$(_gpumem_commands "$bin" "")
 
-    # The subcommand, its mode and how many positional words follow them
+    # The command, its mode and how many positional words follow them
     # (skipping options and their values).
-    local i w sub="" mode="" npos=0 skip=0
+    local i w sub="" mode="" modes="" npos=0 skip=0
     for ((i = 1; i < cword; i++)); do
         w=${words[i]}
         if ((skip)); then skip=0; continue; fi
@@ -133,12 +162,14 @@ _gpumem() {
         fi
         [[ $w == -* ]] && continue
         if [[ -z $sub ]]; then
-            [[ " $_gpumem_subcommands " == *" $w "* ]] && sub=$w
+            if [[ $'\n'$commands$'\n' == *$'\n'"$w"$'\n'* ]]; then
+                sub=$w
+                modes=$(_gpumem_commands "$bin" "$sub")
+            fi
             continue
         fi
-        local modes_var="_gpumem_modes_${sub//-/_}"
-        if [[ -n ${!modes_var-} && -z $mode ]]; then
-            [[ " ${!modes_var} " == *" $w "* ]] && mode=$w
+        if [[ -n $modes && -z $mode ]]; then
+            [[ $'\n'$modes$'\n' == *$'\n'"$w"$'\n'* ]] && mode=$w
             continue
         fi
         ((npos++))
@@ -157,23 +188,12 @@ _gpumem() {
             return 0
         fi
         local values
-        values=$(_gpumem_values "$prev" "$bin" "$ctx")
+        values=$(_gpumem_values "$prev" "$bin")
         [[ -z $values ]] && return 0  # a number or a size: nothing to offer
         if [[ " $_gpumem_list_opts " == *" $ctx:$prev "* ]]; then
-            # Comma list: complete the last item; `all` only first, no item
-            # twice, nothing after `all`.
-            local head=${cur%"${cur##*,}"} item
-            if [[ ,$head == *,all,* ]]; then
-                values=""  # all already names every item
-            elif [[ -n $head ]]; then
-                local rest=""
-                for item in $values; do
-                    [[ $item == all || ,$head == *,"$item",* ]] || rest+=" $item"
-                done
-                values=$rest
-            fi
-            [[ -n $values ]] && COMPREPLY=($(compgen -P "$head" -W "$values" -- "${cur##*,}"))
-            compopt -o nospace 2>/dev/null
+            local with_all=""
+            [[ " $_gpumem_all_opts " == *" $ctx:$prev "* ]] && with_all=1
+            _gpumem_complete_list "$values" "$with_all"
         else
             COMPREPLY=($(compgen -W "$values" -- "$cur"))
         fi
@@ -188,13 +208,13 @@ _gpumem() {
         fi
         COMPREPLY=($(compgen -W "$opts" -- "$cur"))
     elif [[ -z $sub ]]; then
-        COMPREPLY=($(compgen -W "$_gpumem_subcommands" -- "$cur"))
+        COMPREPLY=($(compgen -W "$commands" -- "$cur"))
+    elif [[ -n $modes && -z $mode ]]; then
+        COMPREPLY=($(compgen -W "$modes" -- "$cur"))
     else
-        local modes_var="_gpumem_modes_$ctx" args_var="_gpumem_args_$ctx"
-        if [[ -z $mode && -n ${!modes_var-} ]]; then
-            COMPREPLY=($(compgen -W "${!modes_var}" -- "$cur"))
-        elif ((npos == 0)) && [[ -n ${!args_var-} ]]; then
-            COMPREPLY=($(compgen -W "${!args_var}" -- "$cur"))
+        local args_var="_gpumem_args_$ctx"
+        if ((npos == 0)) && [[ -n ${!args_var-} ]]; then
+            COMPREPLY=($(compgen -W "$(_gpumem_list "$bin" "${!args_var}")" -- "$cur"))
         fi
     fi
     return 0

@@ -1,16 +1,59 @@
 # fish completion for gpumem. Installed by `meson install` into
 # share/fish/vendor_completions.d; or: source completions/gpumem.fish
 #
-# To add a subcommand: add it to the `set -l subcommands` line and the
-# descriptions below, then add its options under a condition variable named
+# Names come from the gpumem being completed: its commands and modes from
+# `gpumem --list commands`, the values of an option from `gpumem --list LIST`
+# (__gpumem_names LIST), so a new direction, strategy or field needs nothing
+# here. Kept here: each command's options, under a condition variable named
 # after it (dashes as underscores: `set -l NAME "__fish_seen_subcommand_from
-# NAME"`, then `complete -c gpumem -n $NAME ...`), as for info: -x -a 'WORDS'
-# for fixed values, -a '(__gpumem_comma_list WORDS)' for comma lists, -r -F
-# for file names. A subcommand with modes (alloc-test) lists them in
-# `set -l NAME_modes` and like the subcommands, each mode's options under
-# $NAME_MODE. tests/test_completions.cpp checks these against `gpumem --help`.
+# NAME"`, then `complete -c gpumem -n $NAME ...`), with -x -a
+# '(__gpumem_names LIST)' for a list's names, -a '(__gpumem_comma_list LIST)'
+# for comma lists, -r -F for file names; a mode's options under $NAME_MODE.
+# tests/test_completions.cpp checks these against `gpumem --help` and
+# `gpumem --list`.
 
-set -l subcommands info memset copy alloc-test reuse-sim
+# The lines of `gpumem --list $argv[1]` (name<TAB>description: fish shows
+# the description); nothing, and no message, when gpumem cannot run.
+function __gpumem_names
+    set -l cmd (commandline -opc)[1]
+    $cmd --list $argv[1] --format value 2>/dev/null
+end
+
+# Commands (no argument), or the modes of command $argv[1].
+function __gpumem_commands
+    for row in (__gpumem_names commands)
+        set -l name (string split -m 1 \t -- $row)[1]
+        if test (count $argv) -eq 0
+            string match -q -- '* *' $name; or echo $row
+        else if string match -q -- "$argv[1] *" $name
+            string replace -- "$argv[1] " '' $row
+        end
+    end
+end
+
+# No command yet on the line; or, with an argument, that command but none of
+# the words of list $argv[2] (its modes, with `modes`, or a list's names).
+function __gpumem_needs_word
+    set -l tokens (commandline -opc)[2..-1]
+    if test (count $argv) -eq 0
+        set -l names (__gpumem_commands | string replace -r '\t.*' '')
+        for t in $tokens
+            contains -- $t $names; and return 1
+        end
+        return 0
+    end
+    contains -- $argv[1] $tokens; or return 1
+    set -l words
+    if test "$argv[2]" = modes
+        set words (__gpumem_commands $argv[1] | string replace -r '\t.*' '')
+    else
+        set words (__gpumem_names $argv[2] | string replace -r '\t.*' '')
+    end
+    for t in $tokens
+        contains -- $t $words; and return 1
+    end
+    return 0
+end
 
 # Device specs: `all` and the indices the gpumem being completed reports
 # (nothing more, and no message, when it cannot: no driver, no GPU).
@@ -28,15 +71,16 @@ function __gpumem_devices
     end
 end
 
-# The last item of a comma list, from the words given ("NAME" or
-# "NAME<tab>description"): `all` is offered first only, no item twice, and
-# nothing after `all`.
+# The last item of a comma list of gpumem's list $argv[-1] (--all: `all`
+# first): `all` is offered first only, no item twice, and nothing after `all`.
 function __gpumem_comma_list
+    set -l words (__gpumem_names $argv[-1])
+    contains -- --all $argv; and set words all\t'every one' $words
     set -l token (commandline -ct | string replace -r -- '^--[^=]*=' '')
     set -l head (string match -r -- '^.*,' $token); or set head ''
     set -l used (string split , -- $head)
     contains -- all $used; and return 0  # all already names every item
-    for word in $argv
+    for word in $words
         set -l name (string split -m 1 \t -- $word)[1]
         if test -n "$head"
             test "$name" = all; and continue
@@ -46,41 +90,28 @@ function __gpumem_comma_list
     end
 end
 
-set -l info_fields index nvml_index name uuid pci_bus_id total reserved used free bar1_total bar1_used bar1_free \
-    compute_capability pcie_gen pcie_width pcie_gen_max pcie_width_max peak_memory_bandwidth driver_version \
-    cuda_driver_version visible_devices_id
-set -l host_memory_kinds 'pinned pageable pageable-huge huge-only write-combined mapped registered'
-set -l alloc_apis device async async-pool managed host host-wc host-mapped registered vmm
-set -l patterns zeros ones walking address random
-set -l strategies naive grow-only shape-persistent ring pool binning torch-caching async-pool
-
 complete -c gpumem -f
 
 # Global options (before or after the subcommand).
 complete -c gpumem -s d -l device -x -a '(__gpumem_devices)' -d 'GPU(s): CUDA index, UUID or prefix, PCI bus id, list, or all'
-complete -c gpumem -l format -x -a 'table json csv value' -d 'Output format'
+complete -c gpumem -l format -x -a '(__gpumem_names formats)' -d 'Output format'
 complete -c gpumem -l json -d 'Same as --format json'
 complete -c gpumem -l csv -d 'Same as --format csv'
 complete -c gpumem -l no-header -d 'Omit the header line of table and CSV output'
-complete -c gpumem -l units -x -a 'auto B KiB MiB GiB TiB KB kB MB GB TB' -d 'Units for sizes and bandwidths'
+complete -c gpumem -l units -x -a '(__gpumem_names units)' -d 'Units for sizes and bandwidths'
 complete -c gpumem -s v -l verbose -d 'More log output on stderr (-vv for debug)'
 complete -c gpumem -s q -l quiet -d 'Only errors on stderr; no progress'
 complete -c gpumem -s V -l version -d 'Print the version, the CUDA runtime and the driver'
-complete -c gpumem -l list -d 'Print the names a list holds' -xa '(gpumem --list --format value 2>/dev/null)'
+complete -c gpumem -l list -x -a '(__gpumem_names "")' -d 'Print the names a list holds'
 complete -c gpumem -l schema -d 'Print the JSON Schema of every command\'s document'
 complete -c gpumem -s h -l help -d 'Print help'
 
-# Subcommands.
-set -l nosub "not __fish_seen_subcommand_from $subcommands"
-complete -c gpumem -n $nosub -a info -d 'Show device memory (NVML; no CUDA context)'
-complete -c gpumem -n $nosub -a memset -d 'Fill device or host memory with 8/16/32-bit words'
-complete -c gpumem -n $nosub -a copy -d 'Measure copy bandwidth (h2d, d2h, d2d, h2h, bidir, p2p)'
-complete -c gpumem -n $nosub -a alloc-test -d 'Allocation stress tests: latency, max, fill, churn, hold'
-complete -c gpumem -n $nosub -a reuse-sim -d 'Replay a trace or workload through reuse strategies'
+# Commands.
+complete -c gpumem -n __gpumem_needs_word -a '(__gpumem_commands)'
 
 # info
 set -l info "__fish_seen_subcommand_from info"
-complete -c gpumem -n $info -l query -x -a "(__gpumem_comma_list $info_fields)" -d 'Comma list of fields to report'
+complete -c gpumem -n $info -l query -x -a '(__gpumem_comma_list fields)' -d 'Comma list of fields to report'
 complete -c gpumem -n $info -l processes -d 'Also list compute processes'
 complete -c gpumem -n $info -l pick -x -d 'Print the N devices with the most free memory'
 complete -c gpumem -n $info -l min-free -x -d 'With --pick: at least this much free (SIZE or % of total)'
@@ -91,10 +122,10 @@ complete -c gpumem -n $info -l count -x -d 'With --loop: stop after N samples'
 set -l memset "__fish_seen_subcommand_from memset"
 complete -c gpumem -n $memset -s s -l size -x -d 'Buffer size (SIZE, or PCT% of free device memory)'
 complete -c gpumem -n $memset -l value -x -d 'Word value, decimal or 0x hexadecimal'
-complete -c gpumem -n $memset -l width -x -a '8 16 32' -d 'Word width in bits'
+complete -c gpumem -n $memset -l width -x -a '(__gpumem_names widths)' -d 'Word width in bits'
 complete -c gpumem -n $memset -l offset -x -d 'First byte set'
-complete -c gpumem -n $memset -l target -x -a 'device host' -d 'Memory to set'
-complete -c gpumem -n $memset -l host-memory -x -a $host_memory_kinds -d 'Host memory kind with --target host'
+complete -c gpumem -n $memset -l target -x -a '(__gpumem_names targets)' -d 'Memory to set'
+complete -c gpumem -n $memset -l host-memory -x -a '(__gpumem_names host-memory)' -d 'Host memory kind with --target host'
 complete -c gpumem -n $memset -s n -l iterations -x -d 'Memsets per timed sample'
 complete -c gpumem -n $memset -l warmup -x -d 'Untimed memsets first'
 complete -c gpumem -n $memset -l samples -x -d 'Timed samples (the median is reported)'
@@ -102,18 +133,11 @@ complete -c gpumem -n $memset -l verify -d 'Check every word afterwards; exit 4 
 
 # copy DIRECTION
 set -l copy "__fish_seen_subcommand_from copy"
-set -l directions h2d d2h d2d h2h bidir p2p
-set -l nodirection "$copy; and not __fish_seen_subcommand_from $directions"
-complete -c gpumem -n $nodirection -a h2d -d 'Host to device'
-complete -c gpumem -n $nodirection -a d2h -d 'Device to host'
-complete -c gpumem -n $nodirection -a d2d -d 'Within one device'
-complete -c gpumem -n $nodirection -a h2h -d 'Host to host'
-complete -c gpumem -n $nodirection -a bidir -d 'h2d and d2h at once'
-complete -c gpumem -n $nodirection -a p2p -d 'Device to a peer device'
+complete -c gpumem -n '__gpumem_needs_word copy directions' -a '(__gpumem_names directions)'
 complete -c gpumem -n $copy -s s -l size -x -d 'Bytes per copy'
 complete -c gpumem -n $copy -l sizes -x -d 'Sweep: sizes A,B,C or a range A..B, A..B:xF, A..B:+S'
-complete -c gpumem -n $copy -l host-memory -x -a $host_memory_kinds -d 'Host memory kind'
-complete -c gpumem -n $copy -l engine -x -a 'ce\t"a copy engine (cudaMemcpyAsync)" sm\t"a copy kernel on the SMs"' -d 'Who copies'
+complete -c gpumem -n $copy -l host-memory -x -a '(__gpumem_names host-memory)' -d 'Host memory kind'
+complete -c gpumem -n $copy -l engine -x -a '(__gpumem_names engines)' -d 'Who copies'
 complete -c gpumem -n $copy -s n -l iterations -x -d 'Copies per timed sample'
 complete -c gpumem -n $copy -l samples -x -d 'Timed samples; the median is reported'
 complete -c gpumem -n $copy -l warmup -x -d 'Untimed copies before the samples'
@@ -126,16 +150,10 @@ complete -c gpumem -n $copy -l expect-min -x -d 'Exit 6 when a median bandwidth 
 
 # alloc-test MODE
 set -l alloc_test "__fish_seen_subcommand_from alloc-test"
-set -l alloc_test_modes latency max fill churn hold
-set -l nomode "$alloc_test; and not __fish_seen_subcommand_from $alloc_test_modes"
-complete -c gpumem -n $nomode -a latency -d 'Allocation and free latency per API and size'
-complete -c gpumem -n $nomode -a max -d 'Largest single cudaMalloc and the total obtainable'
-complete -c gpumem -n $nomode -a fill -d 'Allocate in chunks, write patterns and verify them'
-complete -c gpumem -n $nomode -a churn -d 'Random allocate/free, directly or through MixMemory'
-complete -c gpumem -n $nomode -a hold -d 'Allocate memory and hold it until --duration ends or a signal'
+complete -c gpumem -n '__gpumem_needs_word alloc-test modes' -a '(__gpumem_commands alloc-test)'
 
 set -l alloc_test_latency "$alloc_test; and __fish_seen_subcommand_from latency"
-complete -c gpumem -n $alloc_test_latency -l api -x -a "(__gpumem_comma_list all $alloc_apis)" -d 'Allocation APIs (comma list or repeated)'
+complete -c gpumem -n $alloc_test_latency -l api -x -a '(__gpumem_comma_list --all apis)' -d 'Allocation APIs (comma list or repeated)'
 complete -c gpumem -n $alloc_test_latency -l sizes -x -d 'Sizes: SIZE, A,B,C or a range A..B'
 complete -c gpumem -n $alloc_test_latency -l iterations -x -d 'Timed allocate/free pairs per size'
 complete -c gpumem -n $alloc_test_latency -l warmup -x -d 'Untimed pairs before them'
@@ -150,7 +168,7 @@ set -l alloc_test_fill "$alloc_test; and __fish_seen_subcommand_from fill"
 complete -c gpumem -n $alloc_test_fill -l total -x -d 'How much: SIZE or PCT% of free memory'
 complete -c gpumem -n $alloc_test_fill -l chunk -x -d 'Allocation piece size'
 complete -c gpumem -n $alloc_test_fill -l verify -d 'Read every pattern back and compare'
-complete -c gpumem -n $alloc_test_fill -l pattern -x -a "(__gpumem_comma_list all $patterns)" -d 'Patterns (comma list or repeated)'
+complete -c gpumem -n $alloc_test_fill -l pattern -x -a '(__gpumem_comma_list --all patterns)' -d 'Patterns (comma list or repeated)'
 complete -c gpumem -n $alloc_test_fill -l passes -x -d 'Repeat all patterns N times'
 complete -c gpumem -n $alloc_test_fill -l seed -x -d 'Seed of the walking and random patterns'
 
@@ -159,10 +177,10 @@ complete -c gpumem -n $alloc_test_churn -l sizes -x -d 'Sizes to draw from: a li
 complete -c gpumem -n $alloc_test_churn -l ops -x -d 'Operations'
 complete -c gpumem -n $alloc_test_churn -l duration -x -d 'Run this long: 30s, 500ms, 2m'
 complete -c gpumem -n $alloc_test_churn -l seed -x -d 'Seed of the operation stream'
-complete -c gpumem -n $alloc_test_churn -l via -x -a 'direct mixmemory' -d 'The API\'s own calls or MixMemory slots'
-complete -c gpumem -n $alloc_test_churn -l api -x -a "$alloc_apis" -d 'Allocation API for --via direct'
+complete -c gpumem -n $alloc_test_churn -l via -x -a '(__gpumem_names via)' -d 'The API\'s own calls or MixMemory slots'
+complete -c gpumem -n $alloc_test_churn -l api -x -a '(__gpumem_names apis)' -d 'Allocation API for --via direct'
 complete -c gpumem -n $alloc_test_churn -l slots -x -d 'MixMemory objects'
-complete -c gpumem -n $alloc_test_churn -l growth -x -a 'exact 512B 2MiB x1.5 x2' -d 'MixMemory growth'
+complete -c gpumem -n $alloc_test_churn -l growth -x -a '(__gpumem_names growth)' -d 'MixMemory growth'
 complete -c gpumem -n $alloc_test_churn -l max-live -x -d 'Most live bytes at once: SIZE or PCT% of free'
 
 set -l alloc_test_hold "$alloc_test; and __fish_seen_subcommand_from hold"
@@ -172,7 +190,7 @@ complete -c gpumem -n $alloc_test_hold -l chunk -x -d 'Allocation piece size'
 
 # reuse-sim
 set -l reuse_sim "__fish_seen_subcommand_from reuse-sim"
-complete -c gpumem -n $reuse_sim -l workload -x -a 'inference dynamic detector llm-decode training' -d 'Built-in workload'
+complete -c gpumem -n $reuse_sim -l workload -x -a '(__gpumem_names workloads)' -d 'Built-in workload'
 complete -c gpumem -n $reuse_sim -l steps -x -d 'Steps of the workload'
 complete -c gpumem -n $reuse_sim -l seed -x -d 'Seed of the workload\'s random choices'
 complete -c gpumem -n $reuse_sim -l change-rate -x -d 'dynamic: chance per step that the batch size changes'
@@ -184,9 +202,9 @@ complete -c gpumem -n $reuse_sim -l prompt -x -d 'llm-decode: prompt tokens MIN.
 complete -c gpumem -n $reuse_sim -l tokens -x -d 'llm-decode: generated tokens per request MIN..MAX'
 complete -c gpumem -n $reuse_sim -l streams -x -d 'Run steps on N streams in turn'
 complete -c gpumem -n $reuse_sim -l trace -r -F -d 'Replay this trace instead of a workload (- for stdin)'
-complete -c gpumem -n $reuse_sim -l trace-format -x -a 'auto gpumem rmm' -d 'Trace format'
-complete -c gpumem -n $reuse_sim -l strategy -x -a "(__gpumem_comma_list all $strategies)" -d 'Strategies to compare (comma list, or all)'
-complete -c gpumem -n $reuse_sim -l growth -x -a 'exact 512B 2MiB x1.5 x2' -d 'grow-only: growth when a request exceeds the buffer'
+complete -c gpumem -n $reuse_sim -l trace-format -x -a '(__gpumem_names trace-formats)' -d 'Trace format'
+complete -c gpumem -n $reuse_sim -l strategy -x -a '(__gpumem_comma_list --all strategies)' -d 'Strategies to compare (comma list, or all)'
+complete -c gpumem -n $reuse_sim -l growth -x -a '(__gpumem_names growth)' -d 'grow-only: growth when a request exceeds the buffer'
 complete -c gpumem -n $reuse_sim -l zero-fill -d 'grow-only: cudaMemset every new buffer'
 complete -c gpumem -n $reuse_sim -l ring-buffers -x -d 'ring: number of buffers'
 complete -c gpumem -n $reuse_sim -l ring-size -x -d 'ring: buffer size'

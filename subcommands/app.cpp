@@ -39,11 +39,22 @@ namespace {
 // null and that are not groups still run through legacy.cpp (being
 // converted to the Command contract).
 const CommandEntry kCommands[] = {
-    {"info", "Show device memory (NVML; creates no CUDA context)", nullptr, nullptr},
+    {"info", "Show device memory (NVML; creates no CUDA context)", make_info_command, info_schema},
     {"memset", "Fill device or host memory with 8/16/32-bit words; time and verify it", make_memset_command, memset_schema},
-    {"copy", "Measure copy bandwidth (h2d, d2h, d2d, h2h, bidir, p2p) as nvbandwidth does, for any host memory kind", nullptr,
-     nullptr},
+    {"copy", "Measure copy bandwidth (h2d, d2h, d2d, h2h, bidir, p2p, p2p-bidir) as nvbandwidth does, for any host memory kind",
+     make_copy_command, copy_schema},
     {"alloc-test", "Allocation stress tests: latency, max, fill, churn, hold (see gpumem(1), ALLOC-TEST)", nullptr, nullptr},
+    {"alloc-test latency", "Allocation and free latency per API and size, and whether a free synchronizes the device",
+     make_alloc_latency_command, alloc_latency_schema},
+    {"alloc-test max", "Largest single cudaMalloc (binary search) and the total obtainable in chunks", make_alloc_max_command,
+     alloc_max_schema},
+    {"alloc-test fill", "Allocate SIZE or PCT% of free memory in chunks, write patterns and optionally verify them",
+     make_alloc_fill_command, alloc_fill_schema},
+    {"alloc-test churn", "Random allocate/free of sizes from --sizes, directly or through MixMemory", make_alloc_churn_command,
+     alloc_churn_schema},
+    {"alloc-test hold",
+     "Allocate SIZE or PCT% of free memory and hold it until --duration ends or a signal; prints a ready line once held",
+     make_alloc_hold_command, alloc_hold_schema},
     {"reuse-sim",
      "Replay an allocation trace or a built-in workload through reuse strategies (naive, grow-only, shape-persistent, "
      "ring, RMM pool and binning, PyTorch caching allocator, cudaMallocAsync pool) on a simulated device and compare "
@@ -193,18 +204,18 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
     try {
         command.execute(session);
     } catch (const Error& e) {
-        Report partial = command.report(globals.output);
+        Report partial = command.report(session.output());
         partial.origin = origin_record(globals.origin);
         for (const auto& w : partial.warnings) spdlog::warn("{}", w);
-        const bool json_out = json || globals.output.format == Format::json;
+        const bool json_out = json || session.output().format == Format::json;
         if (!json_out && !session.final_written() && partial.has_rows() && dynamic_cast<const OutputError*>(&e) == nullptr)
-            write_stdout(render(partial, globals.output));
-        return fail(e, partial, globals.output, json_out);
+            write_stdout(render(partial, session.output()));
+        return fail(e, partial, session.output(), json_out);
     }
-    Report report = command.report(globals.output);
+    Report report = command.report(session.output());
     report.origin = origin_record(globals.origin);
     for (const auto& w : report.warnings) spdlog::warn("{}", w);
-    if (!session.final_written()) write_stdout(render(report, globals.output));
+    if (!session.final_written()) write_stdout(render(report, session.output()));
     return 0;
 }
 
@@ -343,6 +354,12 @@ int run_command_line(int argc, char** argv, RunMode mode) {
 }
 
 }  // namespace
+
+NameListView command_list() {
+    NameListView view{"command", {}};
+    for (const CommandEntry& e : kCommands) view.rows.emplace_back(e.name, e.summary);
+    return view;
+}
 
 // Last resort: an exception that escapes run_command_line (from option
 // registration, from a parse callback that throws something other than

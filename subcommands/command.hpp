@@ -25,9 +25,14 @@ namespace gpumem::cli {
 // and stdout, for the commands that stream (loops, a "ready" line).
 class Session {
 public:
-    explicit Session(const Globals& globals) : globals_(globals) {}
+    explicit Session(const Globals& globals) : globals_(globals), output_(globals.output) {}
     const Globals& globals() const noexcept { return globals_; }
-    const OutputOptions& output() const noexcept { return globals_.output; }
+    // The output options of what the command writes, and of the final (or
+    // error) document that follows.
+    const OutputOptions& output() const noexcept { return output_; }
+    // stdout carries JSON Lines (a document per --loop sample, a "ready"
+    // event): a document that follows, an error's included, is one line too.
+    void json_lines() noexcept { output_.compact_json = true; }
     // Progress may be drawn on stderr (a terminal, and no -q).
     bool progress() const { return progress_enabled(globals_); }
     // Streams text to stdout now (write errors throw as write_stdout does).
@@ -43,6 +48,7 @@ public:
 
 private:
     const Globals& globals_;
+    OutputOptions output_;
     bool wrote_ = false;
     bool final_written_ = false;
 };

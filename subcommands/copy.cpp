@@ -1,30 +1,30 @@
 // gpumem copy: copy bandwidth between host and device, within a device and
 // between devices, timed as nvbandwidth times it, for every kind of host
 // memory, with verification and a threshold for health checks.
-#include <sys/ioctl.h>
-#include <unistd.h>
-
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <cctype>
-#include <cstdlib>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
-#include "legacy.hpp"
-#include "bench/copy_bench.hpp"
-#include "copy_report.hpp"
 #include "base/cpu_affinity.hpp"
+#include "base/errors.hpp"
+#include "base/interrupt.hpp"
+#include "base/sizes.hpp"
+#include "base/text.hpp"
+#include "bench/copy_bench.hpp"
+#include "commands.hpp"
+#include "copy_report.hpp"
 #include "core/cuda_check.hpp"
 #include "core/cuda_devices.hpp"
 #include "core/device_inventory.hpp"
-#include "base/errors.hpp"
-#include "base/interrupt.hpp"
 #include "progress.hpp"
-#include "base/sizes.hpp"
+#include "terminal.hpp"
 
 namespace gpumem::cli {
 namespace {
@@ -39,324 +39,317 @@ constexpr const char* kDefaultSize = "64MiB";
 constexpr double kDefaultSampleSeconds = 0.01;
 constexpr int kDefaultSamples = 5;
 constexpr int kDefaultWarmup = 2;
+// --expect-min's ceiling: far above any memory's bandwidth, yet finite.
+constexpr double kMaxExpectMinGbps = 1e6;
 
+// What CLI11 fills.
 struct CopyOptions {
     std::string direction;
     std::string size = kDefaultSize;
-    std::string sizes;
-    std::string host_memory = "pinned";
+    std::optional<std::string> sizes;
+    std::optional<std::string> host_memory;  // pinned when not given
     std::string engine = "ce";
     int iterations = 0;  // 0: by --sample-time
     int samples = kDefaultSamples;
     int warmup = kDefaultWarmup;
-    double sample_time = kDefaultSampleSeconds;
+    std::optional<double> sample_time;
     bool verify = false;
-    std::string peer;
+    std::optional<std::string> peer;
     bool no_affinity = false;
     bool no_chart = false;
-    double expect_min = 0;
-    std::string corrupt_offset;      // hidden test hook
-    bool host_memory_given = false;  // --host-memory was on the command line
-    bool expect_min_given = false;
-    bool sample_time_given = false;
+    std::optional<double> expect_min;
+    std::optional<std::string> corrupt_offset;  // hidden test hook
 };
 
-// The request with every argument checked; no device touched yet.
+// Every argument checked; no device touched yet.
 struct CopyRequest {
-    CopyDirection direction = CopyDirection::h2d;
-    HostMemoryKind host_kind = HostMemoryKind::pinned;
-    CopyEngine engine = CopyEngine::ce;
-    std::vector<std::uint64_t> sizes;
-    TimingPlan timing;
-    bool auto_iterations = true;
-    double sample_seconds = kDefaultSampleSeconds;
-    bool verify = false;
-    std::optional<std::uint64_t> corrupt_offset;
-    std::optional<DeviceSpec> peer_spec;
+    DeviceSpec devices;
+    CopyPlan plan;                    // device, peer and peer access set per unit
+    std::optional<DeviceSpec> peers;  // --peer
     bool affinity = true;
-    bool chart = true;
-    double expect_min = 0;
+    CopyReportStyle style;
 };
 
-CopyRequest check_options(const CopyOptions& o) {
-    CopyRequest q;
-    q.direction = parse_copy_direction(o.direction);
-    q.host_kind = parse_host_memory_kind(o.host_memory);
-    q.engine = parse_copy_engine(o.engine);
-    if (o.host_memory_given && !copy_uses_host_memory(q.direction))
-        throw UsageError(std::string("--host-memory has no meaning for ") + copy_direction_name(q.direction) +
-                         ", which copies between device buffers");
-    validate_copy_combination(q.direction, q.host_kind, q.engine);
-    q.sizes = o.sizes.empty() ? std::vector<std::uint64_t>{parse_size(o.size)} : parse_size_range(o.sizes);
-    if (!o.peer.empty()) {
-        if (q.direction != CopyDirection::p2p) throw UsageError("--peer is for p2p copies only");
-        q.peer_spec = parse_device_spec(o.peer);
-    }
-    q.auto_iterations = o.iterations <= 0;
-    q.timing = TimingPlan{o.warmup, q.auto_iterations ? 1 : o.iterations, o.samples};
-    q.sample_seconds = o.sample_time_given ? o.sample_time : kDefaultSampleSeconds;
-    q.verify = o.verify;
-    if (!o.corrupt_offset.empty()) {
-        if (!o.verify) throw UsageError("--debug-corrupt-offset needs --verify");
-        q.corrupt_offset = parse_size(o.corrupt_offset, true);
-        const std::uint64_t largest = *std::max_element(q.sizes.begin(), q.sizes.end());
-        if (*q.corrupt_offset >= largest)
-            throw UsageError("--debug-corrupt-offset " + std::to_string(*q.corrupt_offset) + " is beyond the copy of " +
-                             std::to_string(largest) + " bytes");
-    }
-    q.affinity = !o.no_affinity;
-    q.chart = !o.no_chart;
-    if (o.expect_min_given && !(o.expect_min > 0))
-        throw UsageError("--expect-min must be a positive bandwidth in GB/s, such as 50");
-    q.expect_min = o.expect_min_given ? o.expect_min : 0;
-    return q;
+void add_options(CLI::App& sub, CopyOptions& o) {
+    sub.add_option("direction", o.direction, "What is copied, where (see gpumem --list directions)")
+        ->required()
+        ->type_name("DIRECTION")
+        ->check(names_validator(kCopyDirections));
+    CLI::Option* size = sub.add_option("-s,--size", o.size, "Bytes per copy")->capture_default_str()->check(size_validator(false));
+    CLI::Option* sizes = sub.add_option("--sizes", o.sizes,
+                                        "Sweep: sizes A,B,C or a range A..B (doubling), A..B:xF or A..B:+S; one row per "
+                                        "size and a bar chart")
+                             ->check(range_validator());
+    size->excludes(sizes);
+    sub.add_option("--host-memory", o.host_memory, std::string("Host memory kind (default pinned): ") + host_memory_kind_names())
+        ->type_name("KIND");
+    sub.add_option("--engine", o.engine, "ce: a copy engine (cudaMemcpyAsync); sm: a copy kernel on the SMs")
+        ->capture_default_str()
+        ->check(names_validator(kCopyEngines));
+    sub.add_option("-n,--iterations", o.iterations, "Copies per timed sample (default: as many as fill --sample-time)")
+        ->check(CLI::Range(1, 4096));
+    sub.add_option("--samples", o.samples, "Timed samples; the median is reported")->capture_default_str()->check(CLI::Range(1, 1000));
+    sub.add_option("--warmup", o.warmup, "Untimed copies before the samples")->capture_default_str()->check(CLI::Range(0, 1000));
+    add_real_option(sub, "--sample-time", o.sample_time, "Seconds one sample should last when --iterations is not given (default 0.01)",
+                    0.001, 10.0)
+        ->type_name("SECONDS");
+    sub.add_flag("--verify", o.verify, "Fill the source with a pattern and check every destination byte; exit 4 on mismatch");
+    sub.add_option("--peer", o.peer, "p2p, p2p-bidir: the other device(s), a -d style SPEC (default: every other device)")
+        ->type_name("SPEC");
+    sub.add_flag("--no-affinity", o.no_affinity, "Do not pin host threads to the CPUs next to the GPU (NVML)");
+    sub.add_flag("--no-chart", o.no_chart, "No bar chart after a sweep");
+    add_real_option(sub, "--expect-min", o.expect_min, "Exit 6 when any median bandwidth is below GBPS (1e9 bytes/s); results still print",
+                    0, kMaxExpectMinGbps)
+        ->type_name("GBPS");
+    sub.add_option("--debug-corrupt-offset", o.corrupt_offset, "Test hook: flip this destination byte before verifying")->group("");
 }
 
-bool stdout_is_utf8_terminal() {
-    if (isatty(STDOUT_FILENO) != 1) return false;
-    for (const char* name : {"LC_ALL", "LC_CTYPE", "LANG"}) {
-        const char* value = std::getenv(name);
-        if (value == nullptr || *value == '\0') continue;
-        std::string v(value);
-        std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-        return v.find("utf-8") != std::string::npos || v.find("utf8") != std::string::npos;
+std::string peer_direction_names() {
+    std::vector<std::string> names;
+    for (const Named<CopyDirection>& row : kCopyDirections)
+        if (row.value.uses_peer()) names.emplace_back(row.name);
+    return join(names);
+}
+
+std::vector<std::uint64_t> checked_sizes(const CopyOptions& o) {
+    std::vector<std::uint64_t> sizes = o.sizes ? parse_size_range(*o.sizes) : std::vector<std::uint64_t>{parse_size(o.size)};
+    for (std::uint64_t bytes : sizes) check_buffer_size(bytes, o.sizes ? "--sizes" : "--size");
+    return sizes;
+}
+
+bool same_device(const DeviceSelector& a, const DeviceSelector& b) {
+    if (a.kind != b.kind) return false;
+    switch (a.kind) {
+        case DeviceSelector::Kind::cuda_index: return a.index == b.index;
+        case DeviceSelector::Kind::uuid_prefix: return a.uuid_prefix == b.uuid_prefix;
+        case DeviceSelector::Kind::pci_address: return a.pci == b.pci;
     }
     return false;
 }
 
-int terminal_columns() {
-    winsize ws{};
-    if (isatty(STDOUT_FILENO) == 1 && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
-        return std::clamp<int>(ws.ws_col, 40, 160);
-    if (const char* columns = std::getenv("COLUMNS")) {
-        // strtol, not atoi: an out-of-range COLUMNS is undefined behaviour for atoi.
-        char* end = nullptr;
-        const long n = std::strtol(columns, &end, 10);
-        if (end != columns && n > 0) return static_cast<int>(std::clamp(n, 40L, 160L));
-    }
-    return 80;
+// --peer: for peer directions only. One device named by both -d and --peer
+// the same way is refused here; other spellings of it once devices are known.
+std::optional<DeviceSpec> checked_peers(const CopyOptions& o, const CopyDirection& direction, const DeviceSpec& devices) {
+    if (!o.peer) return std::nullopt;
+    if (!direction.uses_peer()) throw UsageError("--peer is for " + peer_direction_names() + " copies only, not " + o.direction);
+    DeviceSpec peers = parse_device_spec(*o.peer);
+    const bool single = !peers.all && !devices.all && peers.selectors.size() == 1 && devices.selectors.size() == 1;
+    if (single && same_device(peers.selectors.front(), devices.selectors.front()))
+        throw UsageError("--peer " + peers.text + " names the device -d " + devices.text + " itself; " + o.direction +
+                         " copies to another device");
+    return peers;
 }
 
-// One device, or one (device, peer) pair for p2p.
+std::optional<std::uint64_t> checked_corrupt_offset(const CopyOptions& o, const std::vector<std::uint64_t>& sizes) {
+    if (!o.corrupt_offset) return std::nullopt;
+    if (!o.verify) throw UsageError("--debug-corrupt-offset needs --verify");
+    const std::uint64_t offset = parse_size(*o.corrupt_offset, true);
+    const std::uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
+    if (offset >= largest)
+        throw UsageError("--debug-corrupt-offset " + std::to_string(offset) + " is beyond the copy of " + std::to_string(largest) +
+                         " bytes");
+    return offset;
+}
+
+CopyRequest check(const CopyOptions& o, const Globals& globals) {
+    CopyRequest q;
+    q.devices = device_spec_or(globals, "0");
+    CopyPlan& plan = q.plan;
+    plan.direction = kCopyDirections.parse(o.direction);
+    plan.host_kind = parse_host_memory_kind(o.host_memory.value_or("pinned"));
+    plan.engine = kCopyEngines.parse(o.engine);
+    if (o.host_memory && !plan.direction.uses_host_memory())
+        throw UsageError("--host-memory has no meaning for " + o.direction + ", which copies between device buffers");
+    validate_copy_combination(plan.direction, plan.host_kind, plan.engine);
+    plan.sizes = checked_sizes(o);
+    q.peers = checked_peers(o, plan.direction, q.devices);
+    plan.auto_iterations = o.iterations <= 0;
+    plan.timing = TimingPlan{o.warmup, plan.auto_iterations ? 1 : o.iterations, o.samples};
+    plan.sample_seconds = o.sample_time.value_or(kDefaultSampleSeconds);
+    plan.verify = o.verify;
+    plan.corrupt_offset = checked_corrupt_offset(o, plan.sizes);
+    q.affinity = !o.no_affinity;
+    if (o.expect_min && !(*o.expect_min > 0)) throw UsageError("--expect-min must be a positive bandwidth in GB/s, such as 50");
+    q.style.expect_min_gbps = o.expect_min;
+    q.style.chart = !o.no_chart;
+    // The terminal the report will be printed on (no driver involved).
+    q.style.chart_style = ChartStyle{stdout_is_utf8_terminal(), terminal_columns()};
+    return q;
+}
+
+// One device, or one (device, peer) pair for the peer directions.
 struct CopyUnit {
     DeviceIdentity device;
     std::optional<DeviceIdentity> peer;
 };
 
+const DeviceIdentity& identity_of(DeviceId id, const std::vector<DeviceIdentity>& visible) {
+    return *std::find_if(visible.begin(), visible.end(), [id](const DeviceIdentity& d) { return d.cuda_index == id; });
+}
+
 std::vector<CopyUnit> copy_units(const CopyRequest& q, const std::vector<DeviceIdentity>& devices) {
     std::vector<CopyUnit> units;
-    if (q.direction != CopyDirection::p2p) {
+    const CopyDirection& direction = q.plan.direction;
+    if (!direction.uses_peer()) {
         for (const DeviceIdentity& d : devices) units.push_back({d, std::nullopt});
         return units;
     }
+    const std::string name = copy_direction_name(direction);
     const std::vector<DeviceIdentity> visible = cuda_visible_devices();
     if (visible.size() < 2)
-        throw UsageError("copy p2p needs a second device, and only " + std::to_string(visible.size()) + " is visible");
-    std::vector<DeviceIdentity> peers;
-    if (q.peer_spec) {
-        for (std::size_t i : resolve_device_spec(*q.peer_spec, visible)) peers.push_back(visible[i]);
+        throw UsageError("copy " + name + " needs a second device, and only " + std::to_string(visible.size()) + " is visible");
+    std::vector<DeviceId> device_ids, peer_ids;
+    for (const DeviceIdentity& d : devices) device_ids.push_back(d.cuda_index.value());
+    if (q.peers) {
+        for (std::size_t i : resolve_device_spec(*q.peers, visible)) peer_ids.push_back(visible[i].cuda_index.value());
     } else {
-        peers = visible;  // every other device
+        for (const DeviceIdentity& v : visible) peer_ids.push_back(v.cuda_index.value());  // every other device
     }
-    if (q.peer_spec && !q.peer_spec->all && devices.size() == 1)
-        for (const DeviceIdentity& p : peers)
-            if (p.cuda_index == devices.front().cuda_index)
-                throw UsageError("--peer " + q.peer_spec->text + " names device " + to_string(p.cuda_index.value()) +
-                                 " itself; p2p copies to another device");
-    for (const DeviceIdentity& d : devices)
-        for (const DeviceIdentity& p : peers)
-            if (p.cuda_index != d.cuda_index) units.push_back({d, p});
-    if (units.empty()) throw UsageError("copy p2p: no pair of different devices among -d and --peer");
+    if (q.peers && !q.peers->all && device_ids.size() == 1)
+        for (DeviceId p : peer_ids)
+            if (p == device_ids.front())
+                throw UsageError("--peer " + q.peers->text + " names device " + to_string(p) + " itself; " + name +
+                                 " copies to another device");
+    for (const auto& [device, peer] : peer_pairs(device_ids, peer_ids, direction.bidirectional))
+        units.push_back({identity_of(device, visible), identity_of(peer, visible)});
+    if (units.empty()) throw UsageError("copy " + name + ": no pair of different devices among -d and --peer");
     return units;
 }
 
-// Rows that stand for copies that cannot run, so the report says why.
-void add_skipped(std::vector<CopyResult>& results, const CopyPlan& plan, const std::string& why) {
-    for (std::uint64_t bytes : plan.sizes) {
-        CopyResult r;
-        r.flow = copy_direction_name(plan.direction);
-        r.direction = plan.direction;
-        r.device = plan.device;
-        r.peer = plan.peer;
-        r.peer_access = plan.peer_access;
-        r.engine = plan.engine;
-        r.bytes = bytes;
-        r.skipped = why;
-        results.push_back(std::move(r));
+// Pins this thread to the CPUs next to the device, when NVML knows them.
+void pin_near(const DeviceIdentity& device, std::optional<ScopedCpuAffinity>& pin, std::vector<PinnedCpus>& pinned) {
+    const DeviceId id = device.cuda_index.value();
+    const NvmlDeviceFigures figures = nvml_figures_for(device.pci);
+    if (figures.cpu_affinity.empty()) {
+        spdlog::debug("no CPU affinity known for device {} (NVML); host threads not pinned", id.ordinal());
+        return;
+    }
+    pin.emplace(figures.cpu_affinity);
+    const std::string cpus = format_cpu_list(figures.cpu_affinity);
+    if (!pin->pinned()) {
+        spdlog::debug("device {}: could not pin host threads to CPUs {}", id.ordinal(), cpus);
+        return;
+    }
+    spdlog::info("device {}: host threads pinned to CPUs {}", id.ordinal(), cpus);
+    pinned.push_back({id, cpus});
+}
+
+// A plan of a unit, or why it cannot run (then it is reported, not run).
+struct UnitPlan {
+    CopyPlan plan;
+    std::string skipped;
+};
+
+// Why peer access cannot be enabled for the plan's copies, or "" when it can.
+std::string peer_access_missing(const CopyPlan& plan) {
+    std::vector<std::pair<DeviceId, DeviceId>> ways = {{plan.device, *plan.peer}};
+    if (plan.direction.bidirectional) ways.emplace_back(*plan.peer, plan.device);
+    for (const auto& [from, to] : ways)
+        if (!peer_access_possible(from, to)) {
+            std::string why =
+                "device " + to_string(from) + " cannot access device " + to_string(to) + " directly (cudaDeviceCanAccessPeer is 0)";
+            spdlog::warn("{}", why);
+            return why;
+        }
+    return "";
+}
+
+// A device runs one plan; a pair of devices runs the staged copy (peer
+// access off; copy engines only) and then the direct one (peer access on).
+std::vector<UnitPlan> unit_plans(const CopyRequest& q, const CopyUnit& unit) {
+    CopyPlan base = q.plan;
+    base.device = unit.device.cuda_index.value();
+    if (!unit.peer) return {{base, ""}};
+    base.peer = unit.peer->cuda_index;
+    std::vector<UnitPlan> plans;
+    if (base.engine == CopyEngine::ce) {
+        CopyPlan staged = base;
+        staged.peer_access = false;
+        plans.push_back({staged, ""});
+    }
+    base.peer_access = true;
+    plans.push_back({base, peer_access_missing(base)});
+    return plans;
+}
+
+void run_unit(const CopyRequest& q, const CopyUnit& unit, CopyResults& results, const std::function<void()>& measured) {
+    const DeviceId device = unit.device.cuda_index.value();
+    // Pin first, so the context's own threads and first-touched host pages
+    // start out next to the GPU.
+    std::optional<ScopedCpuAffinity> pin;
+    if (q.affinity) pin_near(unit.device, pin, results.cpu_affinity);
+    // Current without a guard: a guard would restore the previous device
+    // afterwards, and cudaSetDevice creates a context on the device it names.
+    GPUMEM_CUDA_CALL(cudaSetDevice(device.ordinal()));
+    for (const UnitPlan& p : unit_plans(q, unit)) {
+        if (!p.skipped.empty()) {
+            for (CopyResult& r : unmeasured_results(p.plan, p.skipped)) results.rows.push_back(std::move(r));
+            measured();
+            continue;
+        }
+        check_copy_fits(p.plan);
+        spdlog::info("copy {} on device {}: {} size(s) up to {}", copy_direction_name(p.plan.direction), device.ordinal(),
+                     p.plan.sizes.size(), format_bytes(*std::max_element(p.plan.sizes.begin(), p.plan.sizes.end())));
+        run_copy_plan(p.plan, [&](CopyResult r) {
+            results.rows.push_back(std::move(r));
+            measured();
+        });
     }
 }
 
-void run_copy_command(const CopyOptions& o, Context& ctx) {
-    ctx.report.command = "copy";
-    const CopyRequest q = check_options(o);
-    const std::vector<DeviceIdentity> devices = resolve_cuda_devices(ctx.globals, "0");
-    const std::vector<CopyUnit> units = copy_units(q, devices);
-
-    CopyReportStyle style;
-    style.format = ctx.output.format;
-    style.unit = ctx.output.unit;
-    style.chart = q.chart;
-    style.chart_style = ChartStyle{stdout_is_utf8_terminal(), terminal_columns()};
-
-    const std::uint64_t per_plan = q.sizes.size() * (q.direction == CopyDirection::bidir ? 2 : 1);
-    const std::uint64_t plans_per_unit = q.direction == CopyDirection::p2p && q.engine == CopyEngine::ce ? 2 : 1;
-    Progress progress(progress_enabled(ctx.globals) && (q.sizes.size() > 1 || units.size() > 1),
-                      std::string("copy ") + copy_direction_name(q.direction), units.size() * plans_per_unit * per_plan);
-
-    std::vector<CopyResult> results;
-    Json affinity = Json::array();
-    // The report is rebuilt after every row, so whatever was measured is
-    // printed even when a later device fails. Before the first row it stays
-    // empty: an error then prints no table header on stdout.
-    auto publish = [&] {
-        if (results.empty()) return;
-        ctx.report = build_copy_report(results, style);
-        ctx.report.extra["cpu_affinity"] = affinity;
-        if (q.expect_min > 0) ctx.report.extra["expect_min_gbps"] = q.expect_min;
-    };
-
-    for (const CopyUnit& unit : units) {
-        throw_if_interrupted();
-        const int device = unit.device.cuda_index.value().ordinal();
-        // Pin first, so the context's own threads and first-touched host pages
-        // start out next to the GPU.
-        std::optional<ScopedCpuAffinity> pin;
-        if (q.affinity) {
-            const NvmlDeviceFigures figures = nvml_figures_for(unit.device.pci);
-            if (figures.cpu_affinity.empty()) {
-                spdlog::debug("no CPU affinity known for device {} (NVML); host threads not pinned", device);
-            } else {
-                pin.emplace(figures.cpu_affinity);
-                const std::string cpus = format_cpu_list(figures.cpu_affinity);
-                if (pin->pinned()) {
-                    spdlog::info("device {}: host threads pinned to CPUs {}", device, cpus);
-                    affinity.push_back({{"device", device}, {"cpus", cpus}});
-                } else {
-                    spdlog::debug("device {}: could not pin host threads to CPUs {}", device, cpus);
-                }
-            }
-        }
-        // Current without a guard: a guard would restore the previous device
-        // afterwards, and cudaSetDevice creates a context on the device it names.
-        GPUMEM_CUDA_CALL(cudaSetDevice(device));
-
-        CopyPlan base;
-        base.direction = q.direction;
-        base.device = DeviceId(device);
-        base.host_kind = q.host_kind;
-        base.engine = q.engine;
-        base.sizes = q.sizes;
-        base.timing = q.timing;
-        base.auto_iterations = q.auto_iterations;
-        base.sample_seconds = q.sample_seconds;
-        base.verify = q.verify;
-        base.corrupt_offset = q.corrupt_offset;
-
-        std::vector<CopyPlan> plans;
-        if (unit.peer) {
-            base.peer = unit.peer->cuda_index;
-            const bool possible = peer_access_possible(base.device, *base.peer);
-            if (q.engine == CopyEngine::ce) {
-                CopyPlan staged = base;
-                staged.peer_access = false;
-                plans.push_back(staged);
-            }
-            CopyPlan direct = base;
-            direct.peer_access = true;
-            if (possible) {
-                plans.push_back(direct);
-            } else {
-                const std::string why = "device " + std::to_string(device) + " cannot access device " +
-                                        to_string(*base.peer) + " directly (cudaDeviceCanAccessPeer is 0)";
-                spdlog::warn("{}", why);
-                add_skipped(results, direct, why);
-            }
-        } else {
-            plans.push_back(base);
-        }
-
-        for (const CopyPlan& plan : plans) {
-            check_copy_fits(plan);
-            spdlog::info("copy {} on device {}: {} size(s) up to {}", copy_direction_name(plan.direction), device,
-                         plan.sizes.size(), format_bytes(*std::max_element(plan.sizes.begin(), plan.sizes.end())));
-            run_copy_plan(plan, [&](const CopyResult& r) {
-                results.push_back(r);
-                progress.update(results.size(), describe_copy(r) + " " + format_bandwidth(copy_figures(r).median_bps, ctx.output.unit));
-                publish();
-            });
-        }
-    }
-    progress.finish();
-    publish();
-
-    const auto failed = failed_verifications(results);
+// After every copy ran: a failed verification exits 4, a median below
+// --expect-min exits 6 (the results are reported either way).
+void check_outcome(const CopyRequest& q, const std::vector<CopyResult>& rows) {
+    const auto failed = failed_verifications(rows);
     if (!failed.empty()) {
         const CopyResult& r = *failed.front();
-        std::string message = "verification failed: " + describe_copy(r) + ": " +
-                              std::to_string(r.verification.mismatched_words) + " of " + std::to_string((r.bytes + 7) / 8) +
-                              " 8-byte words differ";
-        if (r.verification.first_bad_offset)
-            message += ", first bad byte at offset " + std::to_string(*r.verification.first_bad_offset);
+        std::string message = "verification failed: " + describe_copy(r) + ": " + std::to_string(r.verification.mismatched_words) +
+                              " of " + std::to_string((r.bytes + 7) / 8) + " 8-byte words differ";
+        if (r.verification.first_bad_offset) message += ", first bad byte at offset " + std::to_string(*r.verification.first_bad_offset);
         if (failed.size() > 1) message += " (" + std::to_string(failed.size() - 1) + " more copies failed too)";
         throw VerificationError(message);
     }
-    if (q.expect_min > 0) {
-        const auto below = copies_below(results, q.expect_min);
-        if (!below.empty()) {
-            const CopyResult& r = *below.front();
-            std::string message = describe_copy(r) + ": median " + format_decimal(copy_figures(r).median_bps / 1e9, 2) +
-                                  " GB/s is below --expect-min " + format_decimal(q.expect_min, 3) + " GB/s";
-            if (below.size() > 1) message += " (and " + std::to_string(below.size() - 1) + " more)";
-            throw ExpectationError(message);
-        }
+    if (!q.style.expect_min_gbps) return;
+    const double expect_min = *q.style.expect_min_gbps;
+    const auto below = copies_below(rows, expect_min);
+    if (below.empty()) return;
+    const CopyResult& r = *below.front();
+    std::string message = describe_copy(r) + ": median " + format_decimal(copy_figures(r).median_bps / 1e9, 2) +
+                          " GB/s is below --expect-min " + format_decimal(expect_min, 3) + " GB/s";
+    if (below.size() > 1) message += " (and " + std::to_string(below.size() - 1) + " more)";
+    throw ExpectationError(message);
+}
+
+void execute(const CopyRequest& q, CopyResults& results, Session& session) {
+    const std::vector<CopyUnit> units = copy_units(q, select_cuda_devices(q.devices));
+    const CopyPlan& plan = q.plan;
+    const std::uint64_t plans_per_unit = plan.direction.uses_peer() && plan.engine == CopyEngine::ce ? 2 : 1;
+    Progress progress(session.progress() && (plan.sizes.size() > 1 || units.size() > 1), "copy " + copy_direction_name(plan.direction),
+                      units.size() * plans_per_unit * plan.sizes.size() * static_cast<std::uint64_t>(plan.direction.copies()));
+    const Unit unit = session.output().unit;
+    auto measured = [&] {
+        const CopyResult& r = results.rows.back();
+        const std::string rate = r.measured() ? format_bandwidth(copy_figures(r).median_bps, unit) : std::string("-");
+        progress.update(results.rows.size(), describe_copy(r) + " " + rate);
+    };
+    for (const CopyUnit& unit_to_run : units) {
+        throw_if_interrupted();
+        run_unit(q, unit_to_run, results, measured);
     }
+    progress.finish();
+    check_outcome(q, results.rows);
+}
+
+Report report(const CopyRequest& q, const CopyResults& results, const OutputOptions& output) {
+    return build_copy_report(results, q.style, output);
 }
 
 }  // namespace
 
-void setup_copy(CLI::App& sub_app, Context& ctx, bool full) {
-    auto o = std::make_shared<CopyOptions>();
-    CLI::App* sub = &sub_app;
-    if (!full) return;  // listed in --help; options only for the subcommand invoked
-    sub->add_option("direction", o->direction, "h2d, d2h, d2d (within a device), h2h, bidir (h2d and d2h at once) or p2p")
-        ->required()
-        ->type_name("DIRECTION");
-    CLI::Option* size = sub->add_option("-s,--size", o->size, "Bytes per copy")->capture_default_str()->check(size_validator(false));
-    CLI::Option* sizes = sub->add_option("--sizes", o->sizes,
-                                         "Sweep: sizes A,B,C or a range A..B (doubling), A..B:xF or A..B:+S; one row per "
-                                         "size and a bar chart")
-                             ->check(range_validator());
-    size->excludes(sizes);
-    sub->add_option("--host-memory", o->host_memory, std::string("Host memory kind: ") + host_memory_kind_names())
-        ->capture_default_str()
-        ->type_name("KIND");
-    sub->add_option("--engine", o->engine, "ce: a copy engine (cudaMemcpyAsync); sm: a copy kernel on the SMs")
-        ->capture_default_str()
-        ->type_name("ce|sm");
-    sub->add_option("-n,--iterations", o->iterations, "Copies per timed sample (default: as many as fill --sample-time)")
-        ->check(CLI::Range(1, 4096));
-    sub->add_option("--samples", o->samples, "Timed samples; the median is reported")->capture_default_str()->check(CLI::Range(1, 1000));
-    sub->add_option("--warmup", o->warmup, "Untimed copies before the samples")->capture_default_str()->check(CLI::Range(0, 1000));
-    sub->add_option("--sample-time", o->sample_time,
-                    "Seconds one sample should last when --iterations is not given (default 0.01)")
-        ->type_name("SECONDS")
-        ->check(CLI::Range(0.001, 10.0));
-    sub->add_flag("--verify", o->verify, "Fill the source with a pattern and check every destination byte; exit 4 on mismatch");
-    sub->add_option("--peer", o->peer, "p2p: destination device(s), a -d style SPEC (default: every other device)")
-        ->type_name("SPEC");
-    sub->add_flag("--no-affinity", o->no_affinity, "Do not pin host threads to the CPUs next to the GPU (NVML)");
-    sub->add_flag("--no-chart", o->no_chart, "No bar chart after a sweep");
-    sub->add_option("--expect-min", o->expect_min, "Exit 6 when any median bandwidth is below GBPS (1e9 bytes/s); results still print")
-        ->type_name("GBPS");
-    sub->add_option("--debug-corrupt-offset", o->corrupt_offset, "Test hook: flip this destination byte before verifying")
-        ->group("");
-    sub->callback([o, sub, &ctx] {
-        o->host_memory_given = sub->count("--host-memory") > 0;
-        o->expect_min_given = sub->count("--expect-min") > 0;
-        o->sample_time_given = sub->count("--sample-time") > 0;
-        check_options(*o);  // usage errors now, before any device work
-        ctx.run = [o, &ctx] { run_copy_command(*o, ctx); };
-    });
+std::unique_ptr<Command> make_copy_command() {
+    return make_command(CommandFunctions<CopyOptions, CopyRequest, CopyResults>{add_options, check, execute, report});
 }
+
+DocumentSchema copy_schema() { return copy_document_schema(); }
 
 }  // namespace gpumem::cli

@@ -24,10 +24,7 @@ std::vector<DeviceIdentity> resolve_cuda_devices(const LegacyGlobals& g, const c
 bool progress_enabled(const LegacyGlobals& g) { return !g.quiet && isatty(STDERR_FILENO) == 1; }
 
 void setup_legacy(const std::string& name, CLI::App& /*app*/, CLI::App& sub, LegacyContext& legacy, bool full) {
-    if (name == "info") setup_info(sub, legacy.ctx, full);
-    if (name == "copy") setup_copy(sub, legacy.ctx, full);
     if (name == "reuse-sim") setup_reuse_sim(sub, legacy.ctx, full);
-    if (name == "alloc-test") setup_alloc_test(sub, legacy.ctx, full);
 }
 
 int run_legacy(LegacyContext& legacy, const Globals& globals, bool parse_only, bool json) {

@@ -1,21 +1,32 @@
 #include "lists.hpp"
 
-#include "base/errors.hpp"
 #include "base/alloc_plan.hpp"
+#include "base/copy_plan.hpp"
+#include "base/errors.hpp"
 #include "base/memory_policy.hpp"
 #include "base/sizes.hpp"
 #include "bench/alloc_apis.hpp"
+#include "bench/alloc_modes.hpp"
+#include "commands.hpp"
+#include "info_fields.hpp"
 
 namespace gpumem::cli {
 
 const std::vector<ListEntry>& name_lists() {
     static const std::vector<ListEntry> lists = {
+        {"commands", "gpumem COMMAND", command_list},
         {"formats", "--format", [] { return view_of(kFormats); }},
         {"units", "--units", [] { return view_of(kUnits); }},
+        {"directions", "copy DIRECTION", [] { return view_of(kCopyDirections); }},
+        {"engines", "copy --engine", [] { return view_of(kCopyEngines); }},
+        {"targets", "memset --target", memset_targets},
+        {"widths", "memset --width", memset_widths},
         {"host-memory", "memset, copy --host-memory", [] { return view_of(kHostMemoryKinds); }},
         {"growth", "alloc-test churn, reuse-sim --growth", [] { return view_of(kGrowthRules); }},
         {"apis", "alloc-test latency, churn --api", [] { return view_of(kAllocApis); }},
         {"patterns", "alloc-test fill --pattern", [] { return view_of(kPatterns); }},
+        {"via", "alloc-test churn --via", [] { return view_of(kChurnVias); }},
+        {"fields", "info --query", info_fields_view},
     };
     return lists;
 }

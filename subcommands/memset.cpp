@@ -24,7 +24,7 @@ namespace {
 struct MemsetOptions {
     std::string size = "256MiB";
     std::string value = "0";
-    int width_bits = 8;
+    std::string width = "8";
     std::string offset = "0";
     std::string target = "device";
     std::string host_memory = "pinned";
@@ -41,6 +41,14 @@ constexpr Named<MemsetTarget> kTargetRows[] = {
     {"host", MemsetTarget::host, "host memory of --host-memory's kind, set by the CPU"},
 };
 const NameTable<MemsetTarget> kTargets{"memset target", kTargetRows};
+
+// Word widths, in bits: what cuMemsetD8/D16/D32 set.
+constexpr Named<int> kWidthRows[] = {
+    {"8", 8, "bytes (cuMemsetD8)"},
+    {"16", 16, "16-bit words (cuMemsetD16)"},
+    {"32", 32, "32-bit words (cuMemsetD32)"},
+};
+const NameTable<int> kWidths{"word width", kWidthRows};
 
 // Checked: everything but what depends on the device (a size in % of free).
 struct MemsetRequest {
@@ -64,7 +72,7 @@ struct MemsetResults {
 void add_options(CLI::App& sub, MemsetOptions& o) {
     sub.add_option("-s,--size", o.size, "Buffer size (SIZE, or PCT% of free device memory)")->capture_default_str()->check(size_validator(true));
     sub.add_option("--value", o.value, "Word value, decimal or 0x hexadecimal")->capture_default_str()->type_name("V");
-    sub.add_option("--width", o.width_bits, "Word width in bits (cuMemsetD8/D16/D32)")->capture_default_str()->check(CLI::IsMember({8, 16, 32}));
+    sub.add_option("--width", o.width, "Word width in bits (cuMemsetD8/D16/D32)")->capture_default_str()->check(names_validator(kWidths));
     sub.add_option("--offset", o.offset, "First byte set; bytes [offset, size) are set")->capture_default_str()->type_name("SIZE");
     sub.add_option("--target", o.target, "Memory to set: " + kTargets.names())->capture_default_str()->check(names_validator(kTargets));
     sub.add_option("--host-memory", o.host_memory, std::string("Host memory kind with --target host: ") + host_memory_kind_names())
@@ -81,7 +89,7 @@ MemsetRequest check(const MemsetOptions& o, const Globals& globals) {
     MemsetRequest q;
     q.devices = device_spec_or(globals, "0");
     MemsetPlan& plan = q.plan;
-    plan.width = o.width_bits / 8;
+    plan.width = kWidths.parse(o.width) / 8;
     plan.value = static_cast<std::uint32_t>(parse_unsigned(o.value, 0xFFFFFFFFULL));
     plan.offset = parse_size(o.offset, true);
     plan.host_target = kTargets.parse(o.target) == MemsetTarget::host;
@@ -137,7 +145,7 @@ constexpr Column<MemsetRow> kResultColumns[] = {
          return r.plan.host_target ? std::string("host:") + host_memory_kind_name(r.plan.host_kind) : std::string("device");
      }},
     {{"bytes", "bytes", FieldKind::bytes}, [](const MemsetRow& r) -> Cell { return r.result.bytes_set; }},
-    {{"width_bits", "width", FieldKind::integer}, [](const MemsetRow& r) -> Cell { return std::int64_t{r.plan.width * 8}; }},
+    {{"width_bits", "width", FieldKind::integer}, [](const MemsetRow& r) -> Cell { return std::int64_t{r.plan.width} * 8; }},
     {{"value", "value", FieldKind::text}, [](const MemsetRow& r) -> Cell { return hex_padded(r.plan.value, r.plan.width); }},
     {{"median_us", "median us", FieldKind::real, 1}, [](const MemsetRow& r) -> Cell { return r.result.seconds.median * 1e6; }},
     {{"bandwidth_gbps", "bandwidth", FieldKind::bandwidth}, [](const MemsetRow& r) -> Cell { return median_bps(r); }},
@@ -201,6 +209,9 @@ Report report(const MemsetRequest&, const MemsetResults& results, const OutputOp
 }
 
 }  // namespace
+
+NameListView memset_targets() { return view_of(kTargets); }
+NameListView memset_widths() { return view_of(kWidths); }
 
 std::unique_ptr<Command> make_memset_command() {
     return make_command(CommandFunctions<MemsetOptions, MemsetRequest, MemsetResults>{add_options, check, execute, report});

@@ -10,7 +10,8 @@
 
 namespace gpumem::cli {
 
-void add_global_options(CLI::App& app, GlobalOptions& g) {
+void add_global_options(CLI::App& app, GlobalOptions& options) {
+    GlobalOptions& g = options;
     app.add_option("-d,--device", g.device,
                    "GPU(s): CUDA index as CUDA programs here see it, UUID or prefix (GPU-...), PCI bus id, comma list, all, "
                    "or local (the launcher's local rank's GPU: srun, mpirun, torchrun)")
@@ -26,7 +27,8 @@ void add_global_options(CLI::App& app, GlobalOptions& g) {
     app.add_flag("-q,--quiet", g.quiet, "Only errors on stderr; no progress");
 }
 
-Globals check_globals(const GlobalOptions& g, const LauncherInfo& launcher, std::string host) {
+Globals check_globals(const GlobalOptions& options, const LauncherInfo& launcher, std::string host) {
+    const GlobalOptions& g = options;
     Globals out;
     if (g.json && g.csv) throw UsageError("--json and --csv cannot be combined");
     // --json --format csv used to give JSON silently; a script that says two

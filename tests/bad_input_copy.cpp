@@ -28,7 +28,45 @@ std::vector<BadCase> copy_cases(const Scratch& s) {
         {{"copy", "h2d", "--samples", "0"}},
         {{"copy", "h2d", "--streams", "0"}},
         {{"copy", "d2d", "--peer", "x"}},
-        {{"copy", "h2d", "--peer", "1"}},  // --peer is for d2d and p2p
+        {{"copy", "h2d", "--peer", "1"}},  // --peer is for the peer directions
+        // Usage errors that reached the driver before the Command contract (issue #13).
+        {{"copy", "h2d", "--sizes", "4KiB...1GiB"}, {2}, true},
+        {{"copy", "h2d", "--expect-min", "1e400"}, {2}, true},
+        // --expect-min and --sample-time: finite, in range.
+        {{"copy", "h2d", "--expect-min", "0"}},
+        {{"copy", "h2d", "--expect-min", "nan"}},
+        {{"copy", "h2d", "--expect-min", "inf"}},
+        {{"copy", "h2d", "--expect-min", ""}},
+        {{"copy", "h2d", "--expect-min", "1000001"}},
+        {{"copy", "h2d", "--sample-time", "0"}},
+        {{"copy", "h2d", "--sample-time", "nan"}},
+        {{"copy", "h2d", "--sample-time", "11"}},
+        {{"copy", "h2d", "--sample-time", "-0.01"}},
+        // --peer: a -d style SPEC, for p2p and p2p-bidir only, not the device itself.
+        {{"copy", "p2p", "--peer", ""}},
+        {{"copy", "p2p", "-d", "0", "--peer", "0"}, {2}, true},
+        {{"copy", "p2p-bidir", "-d", "1", "--peer", "1"}},
+        {{"copy", "p2p-bidir", "--peer", "0,"}},
+        {{"copy", "d2d", "--peer", "1"}},
+        {{"copy", "bidir", "--peer", "all"}},
+        // Sizes no GPU or host can hold (base/sizes.hpp's kLargestBufferBytes).
+        {{"copy", "h2d", "-s", "257TiB"}, {2}, true},
+        {{"copy", "h2d", "--sizes", "1GiB,512TiB"}},
+        {{"copy", "h2d", "-s", "18446744073709551616"}},
+        {{"copy", "h2d", "-s", ""}},
+        {{"copy", "h2d", "--sizes", ""}},
+        // Conflicting options.
+        {{"copy", "d2d", "--host-memory", "pinned"}},
+        {{"copy", "p2p-bidir", "--host-memory", "pageable"}},
+        {{"copy", "h2h", "--engine", "sm", "--host-memory", "pageable-huge"}},
+        {{"copy", "h2d", "--debug-corrupt-offset", "1"}},
+        {{"copy", "h2d", "--size", "4KiB", "--sizes", "4KiB..8KiB"}},
+        // Counts out of range.
+        {{"copy", "h2d", "-n", "-1"}},
+        {{"copy", "h2d", "-n", "4097"}},
+        {{"copy", "h2d", "--warmup", "-1"}},
+        {{"copy", "h2d", "--samples", "18446744073709551616"}},
+        {{"copy", "p2p-bidir", "--engine", "dma"}},
     };
 }
 

@@ -19,6 +19,47 @@ std::vector<BadCase> info_cases(const Scratch& s) {
         {{"info", "--count", "3"}},  // --count needs --loop
         {{"info", "--loop", "1", "--count", "0"}},
         {{"info", "extra-positional"}},
+        // --query: reached the driver (exit 3) before the Command contract.
+        {{"info", "--query", ""}, {2}, true},
+        {{"info", "--query", " "}},
+        {{"info", "--query", ","}},
+        {{"info", "--query", "used,"}},
+        {{"info", "--query", "used,used"}, {2}, true},
+        {{"info", "--query", "free,memory.free"}},  // a field and its alias
+        {{"info", "--query", "Used"}},              // keys are lower case
+        {{"info", "--query", "used;free"}},
+        {{"info", "--query", "used", "--query", "free"}},
+        // Ranges: CLI11 alone turned -1 and 2^64 into 2^64-1 and let nan through.
+        {{"info", "--pick", ""}},
+        {{"info", "--pick", "1.5"}},
+        {{"info", "--pick", "65537"}},
+        {{"info", "--pick", "18446744073709551616"}, {2}, true},
+        {{"info", "--loop", ""}},
+        {{"info", "--loop", "nan"}, {2}, true},
+        {{"info", "--loop", "inf"}},
+        {{"info", "--loop", "-inf"}},
+        {{"info", "--loop", "1e400"}},
+        {{"info", "--loop", "0.001"}},
+        {{"info", "--loop", "86401"}},
+        {{"info", "--loop", "1", "--count", "-1"}},
+        {{"info", "--loop", "1", "--count", "18446744073709551616"}},
+        {{"info", "--loop", "1", "--count", "1099511627777"}},  // 2^40 + 1
+        {{"info", "--loop", "1", "--count", "nan"}},
+        {{"info", "--pick", "1", "--min-free", ""}},
+        {{"info", "--pick", "1", "--min-free", "0"}},
+        {{"info", "--pick", "1", "--min-free", "nan%"}},
+        {{"info", "--pick", "1", "--min-free", "101%"}, {2}, true},  // no device can have more than all of it free
+        // Options that exclude or need each other.
+        {{"info", "--pick", "1", "--query", "used"}, {2}, true},
+        {{"info", "--pick", "1", "--processes"}},
+        {{"info", "--pick", "1", "--loop", "1", "--count", "2"}},
+        {{"info", "--pick", "1", "--count", "2"}},
+        {{"info", "--min-free", "1GiB", "--loop", "1"}},
+        {{"info", "--count", "2", "--query", "used"}},
+        // -d syntax, checked with the rest before the driver.
+        {{"-d", "", "info", "--query", "used"}, {2}, true},
+        {{"-d", "0,,1", "info"}},
+        {{"-d", "GPU-zz", "info", "--loop", "1"}},
     };
 }
 

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -36,22 +37,40 @@ std::size_t count_of(const std::string& haystack, const std::string& needle) {
     return n;
 }
 
-CopyResult fake(const char* flow, CopyDirection direction, std::uint64_t bytes, std::vector<double> seconds) {
+CopyDirection direction(const char* name) { return kCopyDirections.parse(name); }
+
+CopyResult fake(const char* flow, const char* dir, std::uint64_t bytes, std::vector<double> seconds) {
     CopyResult r;
     r.flow = flow;
-    r.direction = direction;
+    r.direction = direction(dir);
     r.bytes = bytes;
     r.iterations = 4;
     r.warmup = 2;
     r.seconds = std::move(seconds);
-    if (copy_uses_host_memory(direction)) r.host_kind = HostMemoryKind::pinned;
+    if (r.direction.uses_host_memory()) r.host_kind = HostMemoryKind::pinned;
     return r;
 }
 
-CopyReportStyle style_for(Format format) {
-    CopyReportStyle style;
-    style.format = format;
-    return style;
+// A peer row from `from` to `to` at `gbps` (1e9 bytes/s); 0: not measured.
+CopyResult peer_row(const char* dir, int from, int to, bool access, double gbps, std::uint64_t bytes = 1 << 30) {
+    CopyResult r = fake(dir, dir, bytes, gbps > 0 ? std::vector<double>{static_cast<double>(bytes) / (gbps * 1e9)} : std::vector<double>{});
+    r.device = DeviceId(from);
+    r.peer = DeviceId(to);
+    r.peer_access = access;
+    if (gbps <= 0) r.skipped = "device " + std::to_string(from) + " cannot access device " + std::to_string(to) + " directly";
+    return r;
+}
+
+CopyResults results_of(std::vector<CopyResult> rows) {
+    CopyResults results;
+    results.rows = std::move(rows);
+    return results;
+}
+
+Report report_as(const std::vector<CopyResult>& rows, Format format, CopyReportStyle style = {}) {
+    OutputOptions o;
+    o.format = format;
+    return build_copy_report(results_of(rows), style, o);
 }
 
 std::string render_as(const Report& report, Format format) {
@@ -60,38 +79,95 @@ std::string render_as(const Report& report, Format format) {
     return render(report, o);
 }
 
+nlohmann::json json_of(const std::vector<CopyResult>& rows, CopyReportStyle style = {}) {
+    return nlohmann::json::parse(render_as(report_as(rows, Format::json, style), Format::json));
+}
+
+std::string text_of(const std::vector<CopyResult>& rows, CopyReportStyle style = {}) {
+    return render_as(report_as(rows, Format::table, style), Format::table);
+}
+
 }  // namespace
 
-TEST_CASE("copy: directions, engines and timing methods") {
-    CHECK(parse_copy_direction("h2d") == CopyDirection::h2d);
-    CHECK(parse_copy_direction("bidir") == CopyDirection::bidir);
-    CHECK(parse_copy_direction("p2p") == CopyDirection::p2p);
-    CHECK_THROWS_AS(parse_copy_direction("H2D"), UsageError);
-    CHECK_THROWS_AS(parse_copy_direction("htod"), UsageError);
-    for (auto d : {CopyDirection::h2d, CopyDirection::d2h, CopyDirection::d2d, CopyDirection::h2h, CopyDirection::bidir,
-                   CopyDirection::p2p})
-        CHECK(parse_copy_direction(copy_direction_name(d)) == d);
-    CHECK(copy_uses_host_memory(CopyDirection::bidir));
-    CHECK_FALSE(copy_uses_host_memory(CopyDirection::d2d));
-    CHECK_FALSE(copy_uses_host_memory(CopyDirection::p2p));
-    CHECK(parse_copy_engine("sm") == CopyEngine::sm);
-    CHECK_THROWS_AS(parse_copy_engine("dma"), UsageError);
+TEST_CASE("copy: the direction table says where each buffer lives") {
+    using B = BufferKind;
+    CHECK(kCopyDirections.name_list() == std::vector<std::string_view>{"h2d", "d2h", "d2d", "h2h", "bidir", "p2p", "p2p-bidir"});
+    CHECK_THROWS_AS(kCopyDirections.parse("H2D"), UsageError);
+    CHECK_THROWS_AS(kCopyDirections.parse("htod"), UsageError);
+    for (const Named<CopyDirection>& row : kCopyDirections) {
+        CAPTURE(row.name);
+        CHECK(copy_direction_name(row.value) == row.name);
+        CHECK(!row.help.empty());
+        CHECK(row.value.source != B::peer);  // a copy starts on the host or on its own device
+        CHECK(copy_lanes(row.value).size() == static_cast<std::size_t>(row.value.copies()));
+        CHECK(copy_lanes(row.value).front().flow == row.value.forward_flow);
+    }
+    const CopyDirection bidir = direction("bidir");
+    CHECK(bidir.uses_host_memory());
+    CHECK_FALSE(bidir.uses_peer());
+    const auto lanes = copy_lanes(bidir);
+    REQUIRE(lanes.size() == 2);
+    CHECK(lanes[0].flow == "bidir-h2d");
+    CHECK((lanes[1].source == B::device && lanes[1].destination == B::host));
+    CHECK(lanes[1].flow == "bidir-d2h");
+    CHECK_FALSE(direction("d2d").uses_host_memory());
+    CHECK_FALSE(direction("p2p").uses_host_memory());
+    CHECK(direction("p2p").uses_peer());
+    const auto both = copy_lanes(direction("p2p-bidir"));
+    REQUIRE(both.size() == 2);
+    CHECK((both[0].source == B::device && both[0].destination == B::peer));
+    CHECK((both[1].source == B::peer && both[1].destination == B::device));
+    CHECK(copy_flow_names() == std::vector<std::string_view>{"h2d", "d2h", "d2d", "h2h", "bidir-h2d", "bidir-d2h", "p2p", "p2p-bidir"});
+    CHECK(direction("h2d") != direction("d2h"));
+    CHECK(direction("p2p") == direction("p2p"));
+}
+
+TEST_CASE("copy: engines and timing methods") {
+    CHECK(kCopyEngines.parse("sm") == CopyEngine::sm);
+    CHECK(copy_engine_name(CopyEngine::ce) == "ce");
+    CHECK_THROWS_AS(kCopyEngines.parse("dma"), UsageError);
+    CHECK(copy_timing_name(CopyTiming::host_clock) == "host-clock");
 
     using K = HostMemoryKind;
-    CHECK(copy_timing_for(CopyDirection::h2d, K::pinned, CopyEngine::ce, false) == CopyTiming::events);
-    CHECK(copy_timing_for(CopyDirection::h2d, K::registered, CopyEngine::ce, false) == CopyTiming::events);
-    CHECK(copy_timing_for(CopyDirection::d2h, K::pageable, CopyEngine::ce, false) == CopyTiming::host_clock);
-    CHECK(copy_timing_for(CopyDirection::bidir, K::pageable_huge, CopyEngine::ce, false) == CopyTiming::host_clock);
-    CHECK(copy_timing_for(CopyDirection::h2h, K::pinned, CopyEngine::ce, false) == CopyTiming::host_clock);
-    CHECK(copy_timing_for(CopyDirection::h2h, K::pinned, CopyEngine::sm, false) == CopyTiming::events);
-    CHECK(copy_timing_for(CopyDirection::p2p, K::pinned, CopyEngine::ce, false) == CopyTiming::host_clock);
-    CHECK(copy_timing_for(CopyDirection::p2p, K::pinned, CopyEngine::ce, true) == CopyTiming::events);
-    CHECK(copy_timing_for(CopyDirection::d2d, K::pageable, CopyEngine::ce, false) == CopyTiming::events);
+    const auto ce = CopyEngine::ce;
+    CHECK(copy_timing_for(direction("h2d"), K::pinned, ce, false) == CopyTiming::events);
+    CHECK(copy_timing_for(direction("h2d"), K::registered, ce, false) == CopyTiming::events);
+    CHECK(copy_timing_for(direction("d2h"), K::pageable, ce, false) == CopyTiming::host_clock);
+    CHECK(copy_timing_for(direction("bidir"), K::pageable_huge, ce, false) == CopyTiming::host_clock);
+    CHECK(copy_timing_for(direction("h2h"), K::pinned, ce, false) == CopyTiming::host_clock);
+    CHECK(copy_timing_for(direction("h2h"), K::pinned, CopyEngine::sm, false) == CopyTiming::events);
+    CHECK(copy_timing_for(direction("p2p"), K::pinned, ce, false) == CopyTiming::host_clock);
+    CHECK(copy_timing_for(direction("p2p"), K::pinned, ce, true) == CopyTiming::events);
+    CHECK(copy_timing_for(direction("p2p-bidir"), K::pageable, ce, false) == CopyTiming::host_clock);
+    CHECK(copy_timing_for(direction("p2p-bidir"), K::pageable, ce, true) == CopyTiming::events);
+    CHECK(copy_timing_for(direction("p2p-bidir"), K::pinned, CopyEngine::sm, true) == CopyTiming::events);
+    CHECK(copy_timing_for(direction("d2d"), K::pageable, ce, false) == CopyTiming::events);
 
-    CHECK_THROWS_AS(validate_copy_combination(CopyDirection::h2d, K::pageable, CopyEngine::sm), UsageError);
-    CHECK_THROWS_AS(validate_copy_combination(CopyDirection::bidir, K::pageable_huge, CopyEngine::sm), UsageError);
-    CHECK_NOTHROW(validate_copy_combination(CopyDirection::h2d, K::write_combined, CopyEngine::sm));
-    CHECK_NOTHROW(validate_copy_combination(CopyDirection::d2d, K::pageable, CopyEngine::sm));
+    CHECK_THROWS_AS(validate_copy_combination(direction("h2d"), K::pageable, CopyEngine::sm), UsageError);
+    CHECK_THROWS_AS(validate_copy_combination(direction("bidir"), K::pageable_huge, CopyEngine::sm), UsageError);
+    CHECK_NOTHROW(validate_copy_combination(direction("h2d"), K::write_combined, CopyEngine::sm));
+    CHECK_NOTHROW(validate_copy_combination(direction("d2d"), K::pageable, CopyEngine::sm));
+    CHECK_NOTHROW(validate_copy_combination(direction("p2p-bidir"), K::pageable, CopyEngine::sm));
+}
+
+TEST_CASE("copy: peer pairs are every ordered pair, once") {
+    const std::vector<DeviceId> one = {DeviceId(0)};
+    const std::vector<DeviceId> two = {DeviceId(0), DeviceId(1)};
+    const std::vector<DeviceId> four = {DeviceId(0), DeviceId(1), DeviceId(2), DeviceId(3)};
+    using Pairs = std::vector<std::pair<DeviceId, DeviceId>>;
+    CHECK(peer_pairs(one, one, false).empty());
+    CHECK(peer_pairs(one, two, false) == Pairs{{DeviceId(0), DeviceId(1)}});
+    CHECK(peer_pairs(two, two, false) == Pairs{{DeviceId(0), DeviceId(1)}, {DeviceId(1), DeviceId(0)}});
+    CHECK(peer_pairs(four, four, false).size() == 12);
+    // Both ways at once: each unordered pair runs once, and gives both rows.
+    CHECK(peer_pairs(two, two, true) == Pairs{{DeviceId(0), DeviceId(1)}});
+    const Pairs bidir4 = peer_pairs(four, four, true);
+    CHECK(bidir4.size() == 6);
+    for (const auto& [d, p] : bidir4) CHECK(d < p);
+    // The order given is kept: -d 1 --peer 0 runs 1 -> 0.
+    CHECK(peer_pairs({DeviceId(1)}, {DeviceId(0)}, true) == Pairs{{DeviceId(1), DeviceId(0)}});
+    // A pair named twice runs once.
+    CHECK(peer_pairs(two, {DeviceId(1), DeviceId(1)}, false) == Pairs{{DeviceId(0), DeviceId(1)}});
 }
 
 TEST_CASE("copy: copies per sample from the time budget") {
@@ -108,27 +184,32 @@ TEST_CASE("copy: buffer sizes and memory needs") {
     CHECK(copy_buffer_bytes(1) == 8);
     CHECK(copy_buffer_bytes(8) == 8);
     CHECK(copy_buffer_bytes(1000003) == 1000008);
-    using D = CopyDirection;
     using K = HostMemoryKind;
-    auto n = copy_memory_needs(D::h2d, K::pinned, 100, false);
+    auto n = copy_memory_needs(direction("h2d"), K::pinned, 100, false);
     CHECK(n.device == 104);
     CHECK(n.host == 104);
-    n = copy_memory_needs(D::d2d, K::pinned, 1 << 20, false);
+    n = copy_memory_needs(direction("d2d"), K::pinned, 1 << 20, false);
     CHECK(n.device == 2u << 20);
     CHECK(n.host == 0);
-    n = copy_memory_needs(D::bidir, K::pinned, 1 << 20, false);
+    n = copy_memory_needs(direction("bidir"), K::pinned, 1 << 20, false);
     CHECK(n.device == 2u << 20);
     CHECK(n.host == 2u << 20);
-    n = copy_memory_needs(D::h2h, K::pageable, 1 << 20, true);
+    n = copy_memory_needs(direction("h2h"), K::pageable, 1 << 20, true);
     CHECK(n.device == 0);
     CHECK(n.host == 2u << 20);
-    n = copy_memory_needs(D::p2p, K::pinned, 1 << 20, true);
+    n = copy_memory_needs(direction("p2p"), K::pinned, 1 << 20, true);
     CHECK(n.device == 1u << 20);
     CHECK(n.peer == 1u << 20);
     // A write-combined destination is checked on the device: one more buffer.
-    CHECK(copy_memory_needs(D::d2h, K::write_combined, 1 << 20, true).device == 2u << 20);
-    CHECK(copy_memory_needs(D::d2h, K::write_combined, 1 << 20, false).device == 1u << 20);
-    CHECK(copy_memory_needs(D::h2d, K::write_combined, 1 << 20, true).device == 1u << 20);
+    CHECK(copy_memory_needs(direction("d2h"), K::write_combined, 1 << 20, true).device == 2u << 20);
+    CHECK(copy_memory_needs(direction("d2h"), K::write_combined, 1 << 20, false).device == 1u << 20);
+    CHECK(copy_memory_needs(direction("h2d"), K::write_combined, 1 << 20, true).device == 1u << 20);
+    CHECK(copy_memory_needs(direction("bidir"), K::write_combined, 1 << 20, true).device == 3u << 20);
+    // Both ways between two devices: a source and a destination on each.
+    n = copy_memory_needs(direction("p2p-bidir"), K::pinned, 1 << 20, true);
+    CHECK(n.device == 2u << 20);
+    CHECK(n.peer == 2u << 20);
+    CHECK(n.host == 0);
 }
 
 TEST_CASE("copy: sweep ranges") {
@@ -147,7 +228,7 @@ TEST_CASE("copy: sweep ranges") {
 }
 
 TEST_CASE("copy: per-sample bandwidth statistics") {
-    const CopyResult r = fake("h2d", CopyDirection::h2d, 8000000000ULL, {1.0, 2.0, 4.0});
+    const CopyResult r = fake("h2d", "h2d", 8000000000ULL, {1.0, 2.0, 4.0});
     const CopyFigures f = copy_figures(r);
     CHECK(f.seconds.median == doctest::Approx(2.0));
     CHECK(f.median_bps == doctest::Approx(4e9));
@@ -155,8 +236,8 @@ TEST_CASE("copy: per-sample bandwidth statistics") {
     CHECK(f.max_bps == doctest::Approx(8e9));
     // cv of {8, 4, 2}: mean 14/3, sample stdev 3.0551
     CHECK(f.cv == doctest::Approx(3.0550504633 / (14.0 / 3.0)).epsilon(1e-6));
-    CHECK(copy_figures(fake("h2d", CopyDirection::h2d, 1, {})).median_bps == 0);
-    const CopyFigures steady = copy_figures(fake("h2d", CopyDirection::h2d, 1 << 20, {1e-3, 1e-3, 1e-3}));
+    CHECK(copy_figures(fake("h2d", "h2d", 1, {})).median_bps == 0);
+    const CopyFigures steady = copy_figures(fake("h2d", "h2d", 1 << 20, {1e-3, 1e-3, 1e-3}));
     CHECK(steady.cv == 0);
 }
 
@@ -205,10 +286,9 @@ TEST_CASE("chart: narrow terminals keep a minimum bar; empty input") {
 }
 
 TEST_CASE("copy report: JSON keeps numbers as numbers in base units") {
-    std::vector<CopyResult> results = {fake("h2d", CopyDirection::h2d, 64 << 20, {1.25e-3, 1.2e-3, 1.3e-3})};
+    std::vector<CopyResult> results = {fake("h2d", "h2d", 64 << 20, {1.25e-3, 1.2e-3, 1.3e-3})};
     results[0].verification.checked = true;
-    const Report report = build_copy_report(results, style_for(Format::json));
-    const auto doc = nlohmann::json::parse(render_as(report, Format::json));
+    const auto doc = json_of(results);
     CHECK(doc["command"] == "copy");
     REQUIRE(doc["results"].size() == 1);
     const auto& row = doc["results"][0];
@@ -235,12 +315,15 @@ TEST_CASE("copy report: JSON keeps numbers as numbers in base units") {
     CHECK(doc["details"][0]["samples_us"].size() == 3);
     CHECK(doc["notes"].is_array());
     CHECK(doc["bandwidth_note"].get<std::string>().find("1e9") != std::string::npos);
+    CHECK(doc["cpu_affinity"].is_array());
+    CHECK_FALSE(doc.contains("expect_min_gbps"));  // only with --expect-min
+    CHECK(doc["p2p_matrix"].empty());               // only with peer rows
 }
 
 TEST_CASE("copy report: CSV has a header and one line per row") {
-    std::vector<CopyResult> results = {fake("d2h", CopyDirection::d2h, 4096, {2e-6, 2e-6}),
-                                       fake("d2h", CopyDirection::d2h, 8192, {3e-6, 3e-6})};
-    const auto lines = lines_of(render_as(build_copy_report(results, style_for(Format::csv)), Format::csv));
+    std::vector<CopyResult> results = {fake("d2h", "d2h", 4096, {2e-6, 2e-6}),
+                                       fake("d2h", "d2h", 8192, {3e-6, 3e-6})};
+    const auto lines = lines_of(render_as(report_as(results, Format::csv), Format::csv));
     REQUIRE(lines.size() == 3);
     CHECK(lines[0].rfind("device,direction,host_memory,engine,bytes,iterations,samples,warmup,timing,median_us,", 0) == 0);
     CHECK(lines[0].find("median_gbps [GB/s]") != std::string::npos);
@@ -252,10 +335,10 @@ TEST_CASE("copy report: CSV has a header and one line per row") {
 
 TEST_CASE("copy report: a sweep in table mode draws a chart; --no-chart and machine formats do not") {
     std::vector<CopyResult> results;
-    for (std::uint64_t b = 4096; b <= (1u << 20); b *= 2) results.push_back(fake("h2d", CopyDirection::h2d, b, {b / 50e9, b / 50e9}));
-    CopyReportStyle style = style_for(Format::table);
+    for (std::uint64_t b = 4096; b <= (1u << 20); b *= 2) results.push_back(fake("h2d", "h2d", b, {b / 50e9, b / 50e9}));
+    CopyReportStyle style;
     style.chart_style = ChartStyle{false, 80};
-    const std::string text = render_as(build_copy_report(results, style), Format::table);
+    const std::string text = text_of(results, style);
     const auto lines = lines_of(text);
     CHECK(lines[0].rfind("dev  direction  host memory  engine", 0) == 0);
     CHECK(text.find("bandwidth by size: h2d, device 0, pinned, ce") != std::string::npos);
@@ -266,29 +349,29 @@ TEST_CASE("copy report: a sweep in table mode draws a chart; --no-chart and mach
     for (const auto& l : lines) CHECK(display_width(l) <= 120);
 
     style.chart = false;
-    const std::string plain = render_as(build_copy_report(results, style), Format::table);
+    const std::string plain = text_of(results, style);
     CHECK(plain.find('#') == std::string::npos);
     CHECK(plain.find("bandwidth by size") == std::string::npos);
 
-    const Report json_report = build_copy_report(results, style_for(Format::json));
+    const Report json_report = report_as(results, Format::json);
     CHECK(json_report.text_after.empty());
     // A single size draws no chart.
-    const std::string one = render_as(build_copy_report({results[0]}, style_for(Format::table)), Format::table);
+    const std::string one = text_of({results[0]});
     CHECK(one.find("bandwidth by size") == std::string::npos);
 }
 
 TEST_CASE("copy report: d2d says bytes are counted once; bidir and host-clock rows are explained") {
-    std::vector<CopyResult> results = {fake("d2d", CopyDirection::d2d, 1 << 20, {1e-6})};
-    std::string text = render_as(build_copy_report(results, style_for(Format::table)), Format::table);
+    std::vector<CopyResult> results = {fake("d2d", "d2d", 1 << 20, {1e-6})};
+    std::string text = text_of(results);
     CHECK(text.find("note: d2d counts each byte once") != std::string::npos);
-    auto doc = nlohmann::json::parse(render_as(build_copy_report(results, style_for(Format::json)), Format::json));
+    auto doc = json_of(results);
     CHECK(doc["results"][0]["host_memory"].is_null());
     CHECK(doc["notes"][0].get<std::string>().find("d2d counts each byte once") == 0);
 
-    results = {fake("bidir-h2d", CopyDirection::bidir, 1 << 20, {1e-4}), fake("bidir-d2h", CopyDirection::bidir, 1 << 20, {1e-4})};
+    results = {fake("bidir-h2d", "bidir", 1 << 20, {1e-4}), fake("bidir-d2h", "bidir", 1 << 20, {1e-4})};
     results[0].timing = results[1].timing = CopyTiming::host_clock;
     results[0].host_kind = results[1].host_kind = HostMemoryKind::pageable;
-    text = render_as(build_copy_report(results, style_for(Format::table)), Format::table);
+    text = text_of(results);
     CHECK(text.find("bidir-h2d") != std::string::npos);
     CHECK(text.find("bidir-d2h") != std::string::npos);
     CHECK(text.find("note: bidir:") != std::string::npos);
@@ -297,7 +380,7 @@ TEST_CASE("copy report: d2d says bytes are counted once; bidir and host-clock ro
 }
 
 TEST_CASE("copy report: p2p rows carry peer columns; unmeasured rows are null with a reason") {
-    CopyResult staged = fake("p2p", CopyDirection::p2p, 1 << 20, {1e-4});
+    CopyResult staged = fake("p2p", "p2p", 1 << 20, {1e-4});
     staged.peer = DeviceId(1);
     staged.peer_access = false;
     CopyResult direct = staged;
@@ -305,22 +388,22 @@ TEST_CASE("copy report: p2p rows carry peer columns; unmeasured rows are null wi
     direct.seconds.clear();
     direct.skipped = "device 0 cannot access device 1 directly";
     const std::vector<CopyResult> results = {staged, direct};
-    const auto doc = nlohmann::json::parse(render_as(build_copy_report(results, style_for(Format::json)), Format::json));
+    const auto doc = json_of(results);
     REQUIRE(doc["results"].size() == 2);
     CHECK(doc["results"][0]["peer"] == 1);
     CHECK(doc["results"][0]["peer_access"] == false);
     CHECK(doc["results"][1]["peer_access"] == true);
     CHECK(doc["results"][1]["median_gbps"].is_null());
     CHECK(doc["results"][1]["skipped"] == "device 0 cannot access device 1 directly");
-    const std::string text = render_as(build_copy_report(results, style_for(Format::table)), Format::table);
+    const std::string text = text_of(results);
     CHECK(text.find("peer access") != std::string::npos);
     CHECK(text.find("not measured: device 0 cannot access device 1 directly") != std::string::npos);
     CHECK(describe_copy(staged) == "device 0 p2p to device 1 (peer access off, ce) 1 MiB");
 }
 
 TEST_CASE("copy report: thresholds and verification failures are found") {
-    std::vector<CopyResult> results = {fake("h2d", CopyDirection::h2d, 1000000000, {0.02}),   // 50 GB/s
-                                       fake("h2d", CopyDirection::h2d, 1000000000, {0.04})};  // 25 GB/s
+    std::vector<CopyResult> results = {fake("h2d", "h2d", 1000000000, {0.02}),   // 50 GB/s
+                                       fake("h2d", "h2d", 1000000000, {0.04})};  // 25 GB/s
     results[1].skipped.clear();
     CHECK(copies_below(results, 30).size() == 1);
     CHECK(copies_below(results, 60).size() == 2);
@@ -332,11 +415,233 @@ TEST_CASE("copy report: thresholds and verification failures are found") {
     const auto failed = failed_verifications(results);
     REQUIRE(failed.size() == 1);
     CHECK(failed[0] == &results[0]);
-    const auto doc = nlohmann::json::parse(render_as(build_copy_report(results, style_for(Format::json)), Format::json));
+    const auto doc = json_of(results);
     CHECK(doc["results"][0]["verified"] == "FAILED");
     CHECK(doc["results"][0]["mismatches"] == 3);
     CHECK(doc["results"][0]["first_bad_offset"] == 4096);
     CHECK(describe_copy(results[0]) == "device 0 h2d (pinned, ce) 953.67 MiB");
+}
+
+TEST_CASE("copy report: p2p-bidir has a row per way, its own note, and no host columns") {
+    const std::vector<CopyResult> rows = {peer_row("p2p-bidir", 0, 1, true, 40), peer_row("p2p-bidir", 1, 0, true, 39)};
+    const auto doc = json_of(rows);
+    REQUIRE(doc["results"].size() == 2);
+    CHECK(doc["results"][0]["direction"] == "p2p-bidir");
+    CHECK(doc["results"][0]["device"] == 0);
+    CHECK(doc["results"][0]["peer"] == 1);
+    CHECK(doc["results"][1]["device"] == 1);
+    CHECK(doc["results"][1]["peer"] == 0);
+    CHECK(doc["results"][1]["host_memory"].is_null());
+    CHECK(doc["details"][1]["peer"] == 0);
+    CHECK(doc["details"][1]["peer_access"] == true);
+    CHECK(doc["notes"][0].get<std::string>().rfind("p2p-bidir: ", 0) == 0);
+    CHECK(describe_copy(rows[1]) == "device 1 p2p-bidir to device 0 (peer access on, ce) 1 GiB");
+}
+
+TEST_CASE("copy report: a failure part way reports the rows measured so far") {
+    // Nothing measured yet: no rows, so no table is printed, and JSON has empty lists.
+    const Report empty = report_as({}, Format::table);
+    CHECK_FALSE(empty.has_rows());
+    CHECK(empty.text_after.empty());
+    const auto doc = json_of({});
+    CHECK(doc["results"].empty());
+    CHECK(doc["details"].empty());
+    CHECK(doc["p2p_matrix"].empty());
+    // Device 0 measured, device 1 not reached: its row is there.
+    CopyResult first = fake("h2d", "h2d", 1 << 20, {1e-4});
+    CHECK(json_of({first})["results"].size() == 1);
+}
+
+TEST_CASE("copy report: --expect-min and the pinned CPUs are in the document") {
+    CopyResults results = results_of({fake("h2d", "h2d", 1 << 20, {1e-4})});
+    results.cpu_affinity = {{DeviceId(0), "0-15,32-47"}, {DeviceId(1), "16-31"}};
+    CopyReportStyle style;
+    style.expect_min_gbps = 50;
+    OutputOptions o;
+    o.format = Format::json;
+    const auto doc = nlohmann::json::parse(render(build_copy_report(results, style, o), o));
+    CHECK(doc["expect_min_gbps"] == 50);
+    REQUIRE(doc["cpu_affinity"].size() == 2);
+    CHECK(doc["cpu_affinity"][0]["device"] == 0);
+    CHECK(doc["cpu_affinity"][0]["cpus"] == "0-15,32-47");
+    CHECK(doc["cpu_affinity"][1]["device"] == 1);
+}
+
+namespace {
+
+// The p2p results of -d all on `n` devices: every ordered pair, with peer
+// access off (staged) and on, the direct copy from `unreachable` to
+// `unreachable + 1` not possible. Rates are 10 * source + destination GB/s,
+// plus 100 with peer access.
+std::vector<CopyResult> p2p_all(int n, int unreachable = -1) {
+    std::vector<CopyResult> rows;
+    for (int d = 0; d < n; ++d)
+        for (int p = 0; p < n; ++p) {
+            if (p == d) continue;
+            rows.push_back(peer_row("p2p", d, p, false, 10 * d + p));
+            const bool skipped = d == unreachable && p == unreachable + 1;
+            rows.push_back(peer_row("p2p", d, p, true, skipped ? 0 : 100 + 10 * d + p));
+        }
+    return rows;
+}
+
+}  // namespace
+
+TEST_CASE("p2p matrix: none without peer rows (one device)") {
+    CHECK(p2p_matrices({fake("h2d", "h2d", 1 << 20, {1e-4})}).empty());
+    CHECK(p2p_matrices({}).empty());
+    CHECK(text_of({fake("d2d", "d2d", 1 << 20, {1e-4})}).find("matrix") == std::string::npos);
+}
+
+TEST_CASE("p2p matrix: two devices, peer access off and on") {
+    const auto matrices = p2p_matrices(p2p_all(2));
+    REQUIRE(matrices.size() == 2);
+    CHECK(matrices[0].peer_access == false);
+    CHECK(matrices[1].peer_access == true);
+    for (const P2pMatrix& m : matrices) {
+        CHECK(m.direction == "p2p");
+        CHECK(m.engine == CopyEngine::ce);
+        CHECK(m.bytes == 1u << 30);
+        CHECK(m.devices == std::vector<DeviceId>{DeviceId(0), DeviceId(1)});
+        REQUIRE(m.rows.size() == 2);
+        CHECK_FALSE(m.rows[0].median_bps[0]);
+        CHECK_FALSE(m.rows[1].median_bps[1]);
+    }
+    CHECK(*matrices[0].rows[0].median_bps[1] == doctest::Approx(1e9));   // 0 -> 1
+    CHECK(*matrices[0].rows[1].median_bps[0] == doctest::Approx(10e9));  // 1 -> 0
+    CHECK(*matrices[1].rows[1].median_bps[0] == doctest::Approx(110e9));
+    const auto lines = render_p2p_matrix(matrices[1], Unit::automatic);
+    REQUIRE(lines.size() == 4);
+    CHECK(lines[0] == "p2p matrix, median GB/s, source device per row, destination per column: peer access on, ce, 1 GiB");
+    CHECK(lines[1] == "     0    1");
+    CHECK(lines[2] == "0    -  101");
+    CHECK(lines[3] == "1  110    -");
+}
+
+TEST_CASE("p2p matrix: four devices; a pair that was not measured is '-' and null") {
+    const std::vector<CopyResult> rows = p2p_all(4, 2);
+    const auto matrices = p2p_matrices(rows);
+    REQUIRE(matrices.size() == 2);
+    const P2pMatrix& direct = matrices[1];
+    REQUIRE(direct.rows.size() == 4);
+    for (std::size_t s = 0; s < 4; ++s)
+        for (std::size_t d = 0; d < 4; ++d) {
+            CAPTURE(s);
+            CAPTURE(d);
+            const bool expected = s != d && !(s == 2 && d == 3);
+            CHECK(direct.rows[s].median_bps[d].has_value() == expected);
+            if (expected) CHECK(*direct.rows[s].median_bps[d] == doctest::Approx((100 + 10 * s + d) * 1e9));
+        }
+    const auto doc = json_of(rows);
+    REQUIRE(doc["p2p_matrix"].size() == 2);
+    const auto& m = doc["p2p_matrix"][1];
+    CHECK(m["direction"] == "p2p");
+    CHECK(m["peer_access"] == true);
+    CHECK(m["engine"] == "ce");
+    CHECK(m["bytes"] == 1u << 30);
+    REQUIRE(m["rows"].size() == 4);
+    for (int s = 0; s < 4; ++s) {
+        CHECK(m["rows"][s]["source"] == s);
+        REQUIRE(m["rows"][s]["gbps"].size() == 4);
+        CHECK(m["rows"][s]["gbps"][s].is_null());
+    }
+    CHECK(m["rows"][2]["gbps"][3].is_null());
+    CHECK(m["rows"][3]["gbps"][2].get<double>() == doctest::Approx(132));
+    CHECK(doc["p2p_matrix"][0]["rows"][0]["gbps"][3].get<double>() == doctest::Approx(3));
+
+    const std::string text = text_of(rows);
+    CHECK(text.find("p2p matrix, median GB/s, source device per row, destination per column: peer access off, ce, 1 GiB") !=
+          std::string::npos);
+    CHECK(text.find("peer access on, ce, 1 GiB\n     0    1    2    3\n0    -  101  102  103\n") != std::string::npos);
+    CHECK(text.find("\n2  120  121    -    -\n") != std::string::npos);
+    // The matrices come before the notes.
+    CHECK(text.find("matrix") < text.find("note: "));
+}
+
+TEST_CASE("p2p matrix: p2p-bidir rows fill both ways; one pair of p2p prints no matrix") {
+    std::vector<CopyResult> rows;
+    for (const auto& [d, p] : peer_pairs({DeviceId(0), DeviceId(1), DeviceId(2), DeviceId(3)},
+                                         {DeviceId(0), DeviceId(1), DeviceId(2), DeviceId(3)}, true)) {
+        rows.push_back(peer_row("p2p-bidir", d.ordinal(), p.ordinal(), true, 50));
+        rows.push_back(peer_row("p2p-bidir", p.ordinal(), d.ordinal(), true, 49));
+    }
+    const auto matrices = p2p_matrices(rows);
+    REQUIRE(matrices.size() == 1);
+    CHECK(matrices[0].direction == "p2p-bidir");
+    for (std::size_t s = 0; s < 4; ++s)
+        for (std::size_t d = 0; d < 4; ++d) CHECK(matrices[0].rows[s].median_bps[d].has_value() == (s != d));
+    CHECK(*matrices[0].rows[0].median_bps[3] == doctest::Approx(50e9));
+    CHECK(*matrices[0].rows[3].median_bps[0] == doctest::Approx(49e9));
+    CHECK(text_of(rows).find("p2p-bidir matrix") != std::string::npos);
+    // -d 0 --peer 1: the results table already says it all.
+    const std::vector<CopyResult> one_pair = {peer_row("p2p", 0, 1, false, 10), peer_row("p2p", 0, 1, true, 20)};
+    CHECK(text_of(one_pair).find("matrix") == std::string::npos);
+    CHECK(json_of(one_pair)["p2p_matrix"].size() == 2);
+    // A sweep: one matrix per size; GiB/s on request.
+    const std::vector<CopyResult> sweep = {peer_row("p2p", 0, 1, true, 10, 4096), peer_row("p2p", 1, 0, true, 10, 4096),
+                                           peer_row("p2p", 0, 1, true, 20, 8192), peer_row("p2p", 1, 0, true, 20, 8192)};
+    CHECK(p2p_matrices(sweep).size() == 2);
+    CHECK(render_p2p_matrix(p2p_matrices(sweep)[0], Unit::GiB)[0].find("median GiB/s") != std::string::npos);
+}
+
+namespace {
+
+// Every property name of an object schema and of the objects inside it.
+void schema_keys(const nlohmann::json& schema, std::set<std::string>& keys) {
+    if (schema.contains("properties"))
+        for (const auto& [key, value] : schema["properties"].items()) {
+            keys.insert(key);
+            schema_keys(value, keys);
+        }
+    if (schema.contains("items")) schema_keys(schema["items"], keys);
+}
+
+// Every key of a document and of the objects inside it.
+void document_keys(const nlohmann::json& doc, std::set<std::string>& keys) {
+    if (doc.is_object())
+        for (const auto& [key, value] : doc.items()) {
+            keys.insert(key);
+            document_keys(value, keys);
+        }
+    if (doc.is_array())
+        for (const auto& item : doc) document_keys(item, keys);
+}
+
+}  // namespace
+
+TEST_CASE("copy report: the document's keys are its schema's, and gpumem --schema gives that schema") {
+    CopyResults results = results_of(p2p_all(2, 0));
+    results.rows.push_back(fake("h2d", "h2d", 1 << 20, {1e-4}));
+    results.cpu_affinity = {{DeviceId(0), "0-7"}};
+    CopyReportStyle style;
+    style.expect_min_gbps = 1;
+    OutputOptions o;
+    o.format = Format::json;
+    const auto doc = nlohmann::json::parse(render(build_copy_report(results, style, o), o));
+    std::set<std::string> in_document, in_schema;
+    document_keys(doc, in_document);
+    schema_keys(schema_json(copy_document_schema()), in_schema);
+    const RunResult listed = run_gpumem({"--schema"});
+    REQUIRE(listed.status == 0);
+    CHECK(nlohmann::json::parse(listed.out)["copy"] == nlohmann::json::parse(schema_json(copy_document_schema()).dump()));
+    in_schema.erase("warnings");  // the envelope's, present only with warnings or an error
+    in_schema.erase("error");
+    in_schema.erase("status");
+    in_schema.erase("code");
+    in_schema.erase("message");
+    CHECK(in_document == in_schema);
+    // Every key the old document had is still there.
+    for (const char* key : {"results", "bandwidth_note", "notes", "details", "cpu_affinity", "expect_min_gbps", "device", "peer",
+                            "peer_access", "direction", "host_memory", "engine", "bytes", "iterations", "samples", "warmup", "timing",
+                            "median_us", "median_gbps", "min_gbps", "max_gbps", "cv_percent", "verified", "mismatches",
+                            "first_bad_offset", "huge_pages", "skipped", "samples_us", "cpus"})
+        CHECK(in_document.count(key) == 1);
+    // The table shows the human columns only.
+    const Report table = report_as(results.rows, Format::table);
+    std::vector<std::string> headers;
+    for (const Field& f : table.tables.at(0).fields) headers.emplace_back(f.key);
+    CHECK(headers == std::vector<std::string>{"device", "peer", "peer_access", "direction", "host_memory", "engine", "bytes", "median_us",
+                                              "median_gbps", "min_gbps", "max_gbps", "cv_percent", "verified"});
 }
 
 TEST_CASE("cpu affinity: CPU lists print as ranges") {
@@ -370,6 +675,12 @@ TEST_CASE("copy cli: bad input exits 2 with one line on stderr") {
         {"copy", "h2d", "--samples", "0"},
         {"copy", "p2p", "--peer", "zz"},
         {"copy", "h2d", "-d", "x"},
+        // The issue's examples: usage errors that used to reach the driver.
+        {"copy", "h2d", "--sizes", "4KiB...1GiB"},
+        {"copy", "h2d", "--expect-min", "1e400"},
+        {"copy", "p2p-bidir", "-d", "0", "--peer", "0"},
+        {"copy", "d2d", "--peer", "1"},
+        {"copy", "h2d", "--size", "257TiB"},
     };
     for (const auto& args : cases) {
         std::string joined;
@@ -390,6 +701,19 @@ TEST_CASE("copy cli: a usage error with --json is one JSON document") {
     CHECK(doc["command"] == "copy");
     CHECK(doc["error"]["status"] == 2);
     CHECK(doc["error"]["message"].get<std::string>().find("sideways") != std::string::npos);
+}
+
+TEST_CASE("copy cli: --list directions and --list engines print the tables") {
+    const auto directions = run_gpumem({"--list", "directions", "--format", "value"});
+    REQUIRE(directions.status == 0);
+    for (const Named<CopyDirection>& row : kCopyDirections)
+        CHECK(directions.out.find(std::string(row.name) + "\t" + std::string(row.help) + "\n") != std::string::npos);
+    const auto engines = run_gpumem({"--list", "engines", "--json"});
+    REQUIRE(engines.status == 0);
+    const auto doc = nlohmann::json::parse(engines.out);
+    REQUIRE(doc["names"].size() == 2);
+    CHECK(doc["names"][0]["name"] == "ce");
+    CHECK(doc["names"][1]["name"] == "sm");
 }
 
 TEST_CASE("copy cli: help names every option and the exit status of --expect-min") {

@@ -74,8 +74,9 @@ TEST_CASE("docs: every JSON key of every command is in its man page section") {
         CHECK(formats.find("*" + key + "*") != std::string::npos);
     }
     CHECK(formats.find("*origin*") != std::string::npos);
-    for (const auto& [command, full_schema] : schemas.items()) {
-        json schema = full_schema;
+    for (const auto& item : schemas.items()) {
+        const std::string command = item.key();  // clang 14 cannot capture a structured binding (CAPTURE is a lambda)
+        json schema = item.value();
         schema["properties"].erase("origin");
         // "alloc-test fill" is documented in ALLOC-TEST.
         const std::string title = upper(command.substr(0, command.find(' ')));
@@ -94,7 +95,9 @@ TEST_CASE("docs: every JSON key of every command is in its man page section") {
 
 TEST_CASE("docs: the schema is JSON Schema for one object per command, closed to undeclared keys") {
     const json schemas = json::parse(run_gpumem({"--schema"}).out);
-    for (const auto& [command, schema] : schemas.items()) {
+    for (const auto& item : schemas.items()) {
+        const std::string command = item.key();
+        const json& schema = item.value();
         CAPTURE(command);
         CHECK(schema.at("type") == "object");
         CHECK(schema.at("additionalProperties") == false);

@@ -1,7 +1,8 @@
 // GPU suite for `gpumem copy`, through the binary: every direction and host
 // memory kind copies the right bytes, odd sizes, the planted error is caught,
-// JSON and CSV parse, --expect-min, sizes beyond free memory, p2p. Runs on the
-// device machine; exits 77 (skipped) elsewhere.
+// JSON and CSV parse, --expect-min, sizes beyond free memory, p2p and
+// p2p-bidir with their matrices. Runs on the device machine; exits 77
+// (skipped) elsewhere.
 #include <doctest/doctest.h>
 
 #include <cuda_runtime_api.h>
@@ -51,6 +52,32 @@ void check_verified_rows(const json& doc, std::uint64_t bytes, std::size_t rows)
         CHECK(row["median_gbps"].get<double>() > 0.0);
         CHECK(row["min_gbps"].get<double>() <= row["median_gbps"].get<double>());
         CHECK(row["max_gbps"].get<double>() >= row["median_gbps"].get<double>());
+    }
+}
+
+// The document's p2p matrices of -d all on `n` devices (copy engines): peer
+// access off then on, every cell but the diagonal measured (with peer access
+// only where the devices can reach each other).
+void check_matrices(const json& doc, const std::string& direction, int n, bool peer_access) {
+    REQUIRE(doc["p2p_matrix"].size() == 2);
+    for (int m = 0; m < 2; ++m) {
+        const auto& matrix = doc["p2p_matrix"][m];
+        CHECK(matrix["direction"] == direction);
+        CHECK(matrix["peer_access"] == (m == 1));
+        CHECK(matrix["engine"] == "ce");
+        CHECK(matrix["bytes"] == 4u << 20);
+        REQUIRE(matrix["rows"].size() == static_cast<std::size_t>(n));
+        for (int s = 0; s < n; ++s) {
+            CHECK(matrix["rows"][s]["source"] == s);
+            REQUIRE(matrix["rows"][s]["gbps"].size() == static_cast<std::size_t>(n));
+            for (int d = 0; d < n; ++d) {
+                CAPTURE(s);
+                CAPTURE(d);
+                const auto& cell = matrix["rows"][s]["gbps"][d];
+                if (s == d) CHECK(cell.is_null());
+                else if (m == 0 || peer_access) CHECK(cell.get<double>() > 0.0);
+            }
+        }
     }
 }
 
@@ -189,6 +216,7 @@ TEST_CASE("copy: default run, JSON and CSV parse") {
     CHECK(row["cv_percent"].get<double>() >= 0.0);
     CHECK(doc["details"][0]["samples_us"].size() == 5);
     CHECK(doc["cpu_affinity"].is_array());
+    CHECK(doc["p2p_matrix"].empty());
 
     const auto r = run_gpumem(quick({"copy", "d2h", "--sizes", "1MiB,2MiB", "--csv"}));
     REQUIRE(r.status == 0);
@@ -271,10 +299,12 @@ TEST_CASE("copy: sizes beyond free memory exit 5 before allocating; -d all repor
 TEST_CASE("copy p2p: with and without peer access, or a clear error on one GPU") {
     const int n = device_count();
     if (n < 2) {
-        const auto r = run_gpumem({"copy", "p2p"});
-        CHECK(r.status == 2);
-        CHECK(r.err.find("second device") != std::string::npos);
-        CHECK(r.stderr_lines() == 1);
+        for (const std::string dir : {"p2p", "p2p-bidir"}) {
+            const auto r = run_gpumem({"copy", dir});
+            CHECK(r.status == 2);
+            CHECK(r.err.find("second device") != std::string::npos);
+            CHECK(r.stderr_lines() == 1);
+        }
         MESSAGE("only " << n << " GPU: p2p copies were not exercised (needs nvidia-h200-x2 or larger)");
         return;
     }
@@ -309,4 +339,54 @@ TEST_CASE("copy p2p: with and without peer access, or a clear error on one GPU")
     // The matrix: every ordered pair, with and without peer access.
     const json all = run_json(quick({"copy", "p2p", "-d", "all", "--size", "4MiB"}));
     CHECK(all["results"].size() == static_cast<std::size_t>(n * (n - 1) * 2));
+    check_matrices(all, "p2p", n, can != 0);
+    const auto table = run_gpumem(quick({"copy", "p2p", "-d", "all", "--size", "4MiB"}));
+    CHECK(table.status == 0);
+    CHECK(table.out.find("p2p matrix, median GB/s") != std::string::npos);
+}
+
+TEST_CASE("copy p2p-bidir: both ways at once, a row for each, with and without peer access") {
+    const int n = device_count();
+    if (n < 2) {
+        MESSAGE("only " << n << " GPU: p2p-bidir was not exercised (needs nvidia-h200-x2 or larger)");
+        return;
+    }
+    int can01 = 0, can10 = 0;
+    REQUIRE(cudaDeviceCanAccessPeer(&can01, 0, 1) == cudaSuccess);
+    REQUIRE(cudaDeviceCanAccessPeer(&can10, 1, 0) == cudaSuccess);
+    const bool can = can01 && can10;
+    const json doc = run_json(quick({"copy", "p2p-bidir", "-d", "0", "--peer", "1", "--size", "1000003", "--verify"}));
+    // Peer access off (two rows, one per way), then on (two rows).
+    REQUIRE(doc["results"].size() == 4);
+    for (std::size_t i = 0; i < 4; ++i) {
+        const auto& row = doc["results"][i];
+        CAPTURE(row.dump());
+        CHECK(row["direction"] == "p2p-bidir");
+        CHECK(row["device"] == (i % 2 == 0 ? 0 : 1));
+        CHECK(row["peer"] == (i % 2 == 0 ? 1 : 0));
+        CHECK(row["peer_access"] == (i >= 2));
+        CHECK(row["host_memory"].is_null());
+        if (i < 2 || can) {
+            CHECK(row["verified"] == "ok");
+            CHECK(row["timing"] == (i < 2 ? "host-clock" : "events"));
+            CHECK(row["median_gbps"].get<double>() > 0.0);
+        } else {
+            CHECK(row["skipped"].is_string());
+        }
+    }
+    CHECK(doc["notes"][0].get<std::string>().rfind("p2p-bidir: ", 0) == 0);
+    if (can) {
+        // The SM engine: peer access only, both ways verified.
+        const json sm = run_json(quick({"copy", "p2p-bidir", "-d", "0", "--peer", "1", "--engine", "sm", "--size", "8MiB", "--verify"}));
+        check_verified_rows(sm, 8u << 20, 2);
+        CHECK(sm["results"][1]["device"] == 1);
+        // A planted error is caught in both ways.
+        const json bad = run_json(
+            quick({"copy", "p2p-bidir", "-d", "0", "--peer", "1", "--size", "1MiB", "--verify", "--debug-corrupt-offset", "77"}), 4);
+        for (const auto& row : bad["results"]) CHECK(row["first_bad_offset"] == 77);
+    }
+    // -d all: each pair once, both ways: every ordered pair, with and without peer access.
+    const json all = run_json(quick({"copy", "p2p-bidir", "-d", "all", "--size", "4MiB"}));
+    CHECK(all["results"].size() == static_cast<std::size_t>(n * (n - 1) * 2));
+    check_matrices(all, "p2p-bidir", n, can);
 }

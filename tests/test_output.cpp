@@ -43,8 +43,17 @@ Report sample_report() {
     t.add_row({std::int64_t{1}, std::string("GPU, \"B\""), std::uint64_t{4096}, std::uint64_t{1048576}, 2.0e12, 2.0, 5.0,
                false, std::uint64_t{512}});
     r.tables.push_back(std::move(t));
-    r.fields.add({"source", "", FieldKind::text}, std::string("test"));
-    r.fields.add({"count", "", FieldKind::integer}, std::int64_t{2});
+    // Through make_record, as commands do (a temporary Cell passed to add()
+    // trips GCC 12's -Wmaybe-uninitialized on std::variant at -O3).
+    struct Doc {
+        std::string source;
+        std::int64_t count;
+    };
+    static constexpr Column<Doc> kDocColumns[] = {
+        {{"source", "", FieldKind::text}, [](const Doc& d) -> Cell { return d.source; }},
+        {{"count", "", FieldKind::integer}, [](const Doc& d) -> Cell { return d.count; }},
+    };
+    r.fields = make_record(Columns<Doc>(kDocColumns), Doc{"test", 2});
     return r;
 }
 

@@ -10,8 +10,10 @@
 #include <limits>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
@@ -21,7 +23,6 @@
 #include "base/errors.hpp"
 #include "base/interrupt.hpp"
 #include "core/kernels.hpp"
-#include "core/mix_memory.hpp"
 #include "base/sizes.hpp"
 
 namespace gpumem {
@@ -260,49 +261,149 @@ private:
     bool forward_ = false, backward_ = false;
 };
 
-// One stream of copies: h2d, d2h, d2d, h2h or p2p (bidir has two lanes).
-struct Lane {
-    Lane(DeviceId src, DeviceId dst) : src_device(src), dst_device(dst) {}
+// The device whose context owns a buffer (host memory: the plan's device).
+DeviceId buffer_owner(const CopyPlan& plan, BufferKind where) { return where == BufferKind::peer ? plan.peer.value() : plan.device; }
 
-    std::string flow;
-    CopyDirection kind = CopyDirection::h2d;
-    void* dst = nullptr;
-    const void* src = nullptr;
-    void* dst_view = nullptr;  // what a copy kernel addresses
-    const void* src_view = nullptr;
-    bool src_on_host = false, dst_on_host = false;
-    DeviceId src_device, dst_device;  // owners of the device-side buffers
-    CudaStream stream;                // on the plan's device
-};
-
-cudaMemcpyKind memcpy_kind(CopyDirection kind) {
-    switch (kind) {
-        case CopyDirection::h2d: return cudaMemcpyHostToDevice;
-        case CopyDirection::d2h: return cudaMemcpyDeviceToHost;
-        case CopyDirection::d2d: return cudaMemcpyDeviceToDevice;
-        case CopyDirection::h2h: return cudaMemcpyHostToHost;
-        default: return cudaMemcpyDefault;
+// What a row of the plan says before it is measured. Peer rows name their
+// source as the device and their destination as the peer.
+CopyResult plan_row(const CopyPlan& plan, std::string_view flow, DeviceId source, DeviceId destination, std::uint64_t bytes) {
+    CopyResult r;
+    r.flow = std::string(flow);
+    r.direction = plan.direction;
+    r.device = plan.device;
+    if (plan.direction.uses_peer()) {
+        r.device = source;
+        r.peer = destination;
+        r.peer_access = plan.peer_access;
     }
+    if (plan.direction.uses_host_memory()) r.host_kind = plan.host_kind;
+    r.engine = plan.engine;
+    r.bytes = bytes;
+    return r;
 }
 
-void enqueue_copy(const Lane& lane, std::uint64_t bytes, CopyEngine engine, int sm_count, cudaStream_t stream) {
+// The buffers of a plan, each sized for its largest copy and reused by every
+// size of a sweep: host buffers of the plan's kind, device buffers on the
+// plan's device or its peer.
+class CopyBuffers {
+public:
+    CopyBuffers(const CopyPlan& plan, std::uint64_t capacity) : plan_(plan), capacity_(capacity) {}
+
+    void* allocate(BufferKind where) {
+        if (where == BufferKind::host) {
+            hosts_.emplace_back(plan_.host_kind, capacity_, plan_.device);
+            return hosts_.back().data();
+        }
+        devices_.emplace_back(buffer_owner(plan_, where), capacity_);
+        return devices_.back().data();
+    }
+    // pageable-huge and huge-only: whether every host buffer got huge pages.
+    std::optional<bool> huge_pages() const {
+        const bool huge_kind = plan_.host_kind == HostMemoryKind::pageable_huge || plan_.host_kind == HostMemoryKind::huge_only;
+        if (!huge_kind || hosts_.empty()) return std::nullopt;
+        return std::all_of(hosts_.begin(), hosts_.end(), [](const HostAllocation& h) { return h.huge_pages(); });
+    }
+
+private:
+    const CopyPlan& plan_;
+    std::uint64_t capacity_;
+    std::vector<HostAllocation> hosts_;
+    std::vector<DeviceAllocation> devices_;
+};
+
+// One stream of copies, a lane of the direction (copy_lanes): bidirectional
+// directions have two, run at the same time.
+struct Lane {
+    std::string_view flow;
+    void* src = nullptr;
+    void* dst = nullptr;
+    void* src_view = nullptr;  // what a copy kernel addresses
+    void* dst_view = nullptr;
+    bool src_on_host = false, dst_on_host = false;
+    DeviceId src_device{0}, dst_device{0};  // owners of the buffers
+    // Where its stream lives and its kernels run: the device owning its
+    // source, so p2p-bidir's reverse copy runs on the peer, as nvbandwidth's.
+    DeviceId stream_device{0};
+    bool on_peer = false;  // stream_device is the peer, not the plan's device
+    cudaMemcpyKind kind = cudaMemcpyDefault;
+    int sm_count = 0;
+    CudaStream stream;
+};
+
+cudaMemcpyKind memcpy_kind(bool src_on_host, bool dst_on_host) {
+    if (src_on_host) return dst_on_host ? cudaMemcpyHostToHost : cudaMemcpyHostToDevice;
+    return dst_on_host ? cudaMemcpyDeviceToHost : cudaMemcpyDeviceToDevice;
+}
+
+int sm_count_of(DeviceId device) {
+    int count = 0;
+    GPUMEM_CUDA_CALL(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device.ordinal()));
+    return count;
+}
+
+// Runs fn with the lane's device current. Only a lane on the peer switches
+// (a kernel launches on the current device only), so one-device plans queue
+// their copies exactly as they always did.
+template <typename Fn>
+void on_lane_device(const Lane& lane, Fn&& fn) {
+    if (!lane.on_peer) {
+        fn();
+        return;
+    }
+    AutoDevice guard(lane.stream_device);
+    fn();
+}
+
+void enqueue_copy(const Lane& lane, std::uint64_t bytes, CopyEngine engine, cudaStream_t stream) {
     if (engine == CopyEngine::sm) {
-        launch_sm_copy(lane.dst_view, lane.src_view, bytes, sm_count, stream);
-    } else if (lane.kind == CopyDirection::p2p) {
+        launch_sm_copy(lane.dst_view, lane.src_view, bytes, lane.sm_count, stream);
+    } else if (lane.src_device != lane.dst_device) {
         GPUMEM_CUDA_TRY(cudaMemcpyPeerAsync(lane.dst, lane.dst_device.ordinal(), lane.src, lane.src_device.ordinal(), bytes, stream),
                         "cudaMemcpyPeerAsync");
     } else {
-        GPUMEM_CUDA_TRY(cudaMemcpyAsync(lane.dst, lane.src, bytes, memcpy_kind(lane.kind), stream), "cudaMemcpyAsync");
+        GPUMEM_CUDA_TRY(cudaMemcpyAsync(lane.dst, lane.src, bytes, lane.kind, stream), "cudaMemcpyAsync");
     }
+}
+
+// The lanes of the plan's direction over freshly allocated buffers, ready to
+// copy: kernel views of host memory for the SM engine, pageable pages touched.
+std::vector<Lane> build_lanes(const CopyPlan& plan, CopyBuffers& buffers, std::uint64_t capacity) {
+    std::vector<Lane> lanes;
+    for (const CopyLaneSpec& spec : copy_lanes(plan.direction)) {
+        Lane lane;
+        lane.flow = spec.flow;
+        lane.src = buffers.allocate(spec.source);
+        lane.dst = buffers.allocate(spec.destination);
+        lane.src_on_host = spec.source == BufferKind::host;
+        lane.dst_on_host = spec.destination == BufferKind::host;
+        lane.src_device = buffer_owner(plan, spec.source);
+        lane.dst_device = buffer_owner(plan, spec.destination);
+        lane.on_peer = spec.source == BufferKind::peer;
+        lane.stream_device = lane.src_device;
+        lane.kind = memcpy_kind(lane.src_on_host, lane.dst_on_host);
+        lane.sm_count = sm_count_of(lane.stream_device);
+        lane.stream = CudaStream(lane.stream_device);
+        const bool kernel = plan.engine == CopyEngine::sm;
+        lane.src_view = kernel && lane.src_on_host ? device_view_of_host(lane.src, lane.stream_device, plan.host_kind) : lane.src;
+        lane.dst_view = kernel && lane.dst_on_host ? device_view_of_host(lane.dst, lane.stream_device, plan.host_kind) : lane.dst;
+        // Touch pageable pages now: an untouched source reads the shared zero
+        // page, and an untouched destination faults during the samples.
+        if (!host_memory_is_pinned(plan.host_kind)) {
+            if (lane.src_on_host) zero_host(lane.src, capacity);
+            if (lane.dst_on_host) zero_host(lane.dst, capacity);
+        }
+        lanes.push_back(std::move(lane));
+    }
+    return lanes;
 }
 
 // Untimed copies (all lanes at once) before the samples. Returns the
 // shortest host-measured time of one round, used to size the samples.
-double warm_up(std::vector<Lane>& lanes, std::uint64_t bytes, CopyEngine engine, int sm_count, int rounds) {
+double warm_up(std::vector<Lane>& lanes, std::uint64_t bytes, CopyEngine engine, int rounds) {
     double best = std::numeric_limits<double>::infinity();
     for (int i = 0; i < rounds; ++i) {
         const double t0 = host_seconds();
-        for (Lane& l : lanes) enqueue_copy(l, bytes, engine, sm_count, l.stream.get());
+        for (Lane& l : lanes) on_lane_device(l, [&] { enqueue_copy(l, bytes, engine, l.stream.get()); });
         for (Lane& l : lanes) l.stream.synchronize();
         best = std::min(best, host_seconds() - t0);
         throw_if_interrupted();
@@ -311,16 +412,18 @@ double warm_up(std::vector<Lane>& lanes, std::uint64_t bytes, CopyEngine engine,
 }
 
 // Several lanes held by one spin kernel: the other streams wait on an event
-// recorded behind it, so every lane starts the moment it is released, and
-// each lane's time comes from its own events.
-std::vector<std::vector<double>> time_lanes_with_events(DeviceId device, std::vector<Lane>& lanes, std::uint64_t bytes,
-                                                        CopyEngine engine, int sm_count, int iterations, int samples) {
+// recorded behind it (across devices for p2p-bidir), so every lane starts the
+// moment it is released, and each lane's time comes from its own events, on
+// its own device.
+std::vector<std::vector<double>> time_lanes_with_events(std::vector<Lane>& lanes, std::uint64_t bytes, CopyEngine engine,
+                                                        int iterations, int samples) {
+    const DeviceId device = lanes[0].stream_device;
     StreamBlocker blocker(device);
     CudaEvent gate(device, false);
     std::vector<CudaEvent> starts, stops;
-    for (std::size_t l = 0; l < lanes.size(); ++l) {
-        starts.emplace_back(device);
-        stops.emplace_back(device);
+    for (const Lane& lane : lanes) {
+        starts.emplace_back(lane.stream_device);
+        stops.emplace_back(lane.stream_device);
     }
     std::vector<std::vector<double>> seconds(lanes.size());
     for (int s = 0; s < samples; ++s) {
@@ -328,10 +431,12 @@ std::vector<std::vector<double>> time_lanes_with_events(DeviceId device, std::ve
         gate.record(lanes[0].stream.get());
         for (std::size_t l = 1; l < lanes.size(); ++l)
             GPUMEM_CUDA_CALL(cudaStreamWaitEvent(lanes[l].stream.get(), gate.get(), 0));
-        for (std::size_t l = 0; l < lanes.size(); ++l) starts[l].record(lanes[l].stream.get());
+        for (std::size_t l = 0; l < lanes.size(); ++l) on_lane_device(lanes[l], [&] { starts[l].record(lanes[l].stream.get()); });
         for (std::size_t l = 0; l < lanes.size(); ++l)
-            for (int i = 0; i < iterations; ++i) enqueue_copy(lanes[l], bytes, engine, sm_count, lanes[l].stream.get());
-        for (std::size_t l = 0; l < lanes.size(); ++l) stops[l].record(lanes[l].stream.get());
+            on_lane_device(lanes[l], [&] {
+                for (int i = 0; i < iterations; ++i) enqueue_copy(lanes[l], bytes, engine, lanes[l].stream.get());
+            });
+        for (std::size_t l = 0; l < lanes.size(); ++l) on_lane_device(lanes[l], [&] { stops[l].record(lanes[l].stream.get()); });
         blocker.release();
         for (Lane& l : lanes) l.stream.synchronize();
         if (blocker.timed_out()) spdlog::warn("the streams were released by timeout; this sample may include launch overhead");
@@ -342,10 +447,10 @@ std::vector<std::vector<double>> time_lanes_with_events(DeviceId device, std::ve
     return seconds;
 }
 
-// Several host-timed lanes at once: the driver stages pageable copies on the
+// Several host-timed lanes at once: the driver stages these copies on the
 // calling thread, so each lane gets its own thread, started together.
-std::vector<std::vector<double>> time_lanes_on_threads(DeviceId device, std::vector<Lane>& lanes, std::uint64_t bytes,
-                                                       CopyEngine engine, int sm_count, int iterations, int samples) {
+std::vector<std::vector<double>> time_lanes_on_threads(std::vector<Lane>& lanes, std::uint64_t bytes, CopyEngine engine,
+                                                       int iterations, int samples) {
     std::vector<std::vector<double>> seconds(lanes.size());
     for (int s = 0; s < samples; ++s) {
         std::atomic<bool> go{false};
@@ -356,10 +461,10 @@ std::vector<std::vector<double>> time_lanes_on_threads(DeviceId device, std::vec
             try {
                 // A new thread starts on device 0; set, never restore (a restore
                 // to device 0 would create a context there).
-                GPUMEM_CUDA_CALL(cudaSetDevice(device.ordinal()));
+                GPUMEM_CUDA_CALL(cudaSetDevice(lanes[l].stream_device.ordinal()));
                 while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
                 const double t0 = host_seconds();
-                for (int i = 0; i < iterations; ++i) enqueue_copy(lanes[l], bytes, engine, sm_count, lanes[l].stream.get());
+                for (int i = 0; i < iterations; ++i) enqueue_copy(lanes[l], bytes, engine, lanes[l].stream.get());
                 lanes[l].stream.synchronize();
                 elapsed[l] = host_seconds() - t0;
             } catch (...) {
@@ -383,6 +488,99 @@ std::vector<std::vector<double>> time_lanes_on_threads(DeviceId device, std::vec
         throw_if_interrupted();
     }
     return seconds;
+}
+
+// Seconds per copy of each sample, for each lane, by the plan's timing.
+std::vector<std::vector<double>> time_lanes(std::vector<Lane>& lanes, CopyTiming timing, std::uint64_t bytes,
+                                            CopyEngine engine, int iterations, int samples) {
+    if (timing == CopyTiming::events && lanes.size() == 1) {
+        const Lane& lane = lanes[0];
+        return {time_on_stream(lane.stream_device, lane.stream.get(), TimingPlan{0, iterations, samples},
+                               [&](cudaStream_t s) { enqueue_copy(lane, bytes, engine, s); })};
+    }
+    if (timing == CopyTiming::events) return time_lanes_with_events(lanes, bytes, engine, iterations, samples);
+    if (lanes.size() > 1) return time_lanes_on_threads(lanes, bytes, engine, iterations, samples);
+    Lane& lane = lanes[0];
+    // One host-timed operation is a batch of copies and one stream sync.
+    std::vector<double> batches = time_on_host(TimingPlan{0, 1, samples}, [&] {
+        for (int i = 0; i < iterations; ++i) enqueue_copy(lane, bytes, engine, lane.stream.get());
+        lane.stream.synchronize();
+    });
+    for (double& b : batches) b /= iterations;
+    return {std::move(batches)};
+}
+
+// --verify: the source holds the pattern; the destination starts zeroed, so
+// a copy that never happened cannot pass.
+void prepare_verification(std::vector<Lane>& lanes, std::uint64_t bytes, std::uint64_t seed) {
+    for (Lane& lane : lanes) {
+        if (lane.src_on_host)
+            fill_host_pattern(lane.src, bytes, seed);
+        else
+            fill_device_pattern(lane.src_device, lane.src, bytes, seed);
+        if (lane.dst_on_host)
+            zero_host(lane.dst, bytes);
+        else
+            zero_device(lane.dst_device, lane.dst, bytes);
+    }
+}
+
+// The test hook: flips one destination byte.
+void plant_corruption(const Lane& lane, std::uint64_t at) {
+    if (lane.dst_on_host) {
+        static_cast<volatile unsigned char*>(lane.dst)[at] ^= 0xFF;
+        flush_write_combining();
+        return;
+    }
+    AutoDevice on_dst(lane.dst_device);
+    CudaStream stream(lane.dst_device);
+    unsigned char b = 0;
+    read_device_bytes(&b, static_cast<unsigned char*>(lane.dst) + at, 1, stream.get());
+    b ^= 0xFF;
+    GPUMEM_CUDA_CALL(cudaMemcpyAsync(static_cast<unsigned char*>(lane.dst) + at, &b, 1, cudaMemcpyHostToDevice, stream.get()));
+    stream.synchronize();
+}
+
+CopyVerification verify_lane(const CopyPlan& plan, const Lane& lane, std::uint64_t bytes, std::uint64_t seed) {
+    if (plan.corrupt_offset && *plan.corrupt_offset < bytes) plant_corruption(lane, *plan.corrupt_offset);
+    if (!lane.dst_on_host) return verify_device(lane.dst_device, lane.dst, bytes, seed);
+    if (plan.host_kind != HostMemoryKind::write_combined) return verify_host(lane.dst, bytes, seed);
+    // The CPU reads write-combined memory uncached; check a device copy instead.
+    DeviceAllocation scratch(plan.device, copy_buffer_bytes(bytes));
+    GPUMEM_CUDA_CALL(cudaMemcpyAsync(scratch.data(), lane.dst, bytes, cudaMemcpyHostToDevice, lane.stream.get()));
+    lane.stream.synchronize();
+    return verify_device(plan.device, scratch.data(), bytes, seed);
+}
+
+// What every row of one size shares.
+struct SizeRun {
+    std::uint64_t bytes = 0;
+    int iterations = 0, warmup = 0;
+    CopyTiming timing = CopyTiming::events;
+    std::optional<bool> huge_pages;
+};
+
+CopyResult lane_result(const CopyPlan& plan, const Lane& lane, const SizeRun& run, std::vector<double> seconds) {
+    CopyResult r = plan_row(plan, lane.flow, lane.src_device, lane.dst_device, run.bytes);
+    r.host_huge_pages = run.huge_pages;
+    r.timing = run.timing;
+    r.iterations = run.iterations;
+    r.warmup = run.warmup;
+    r.seconds = std::move(seconds);
+    return r;
+}
+
+void validate_copy_plan(const CopyPlan& plan) {
+    if (plan.sizes.empty()) throw UsageError("no copy size given");
+    if (std::find(plan.sizes.begin(), plan.sizes.end(), 0u) != plan.sizes.end()) throw UsageError("copy sizes must be above zero");
+    validate_copy_combination(plan.direction, plan.host_kind, plan.engine);
+    const bool peers = plan.direction.uses_peer();
+    if (peers && (!plan.peer || *plan.peer == plan.device))
+        throw UsageError("a peer copy needs a peer device other than the device itself");
+    if (peers && plan.engine == CopyEngine::sm && !plan.peer_access)
+        throw UsageError("--engine sm copies to a peer only with peer access");
+    if (plan.timing.samples < 1 || plan.timing.warmup < 0 || (!plan.auto_iterations && plan.timing.iterations < 1))
+        throw UsageError("samples and iterations must be at least 1");
 }
 
 std::optional<std::uint64_t> available_host_memory() {
@@ -409,7 +607,7 @@ void check_copy_fits(const CopyPlan& plan) {
     if (plan.sizes.empty()) return;
     const std::uint64_t largest = *std::max_element(plan.sizes.begin(), plan.sizes.end());
     const CopyMemoryNeeds needs = copy_memory_needs(plan.direction, plan.host_kind, largest, plan.verify);
-    const std::string what = std::string("copy ") + copy_direction_name(plan.direction) + " of " + format_bytes(largest);
+    const std::string what = "copy " + copy_direction_name(plan.direction) + " of " + format_bytes(largest);
     auto check_device = [&](DeviceId device, std::uint64_t need) {
         if (need == 0) return;
         AutoDevice guard(device);
@@ -421,7 +619,7 @@ void check_copy_fits(const CopyPlan& plan) {
                                    need);
     };
     check_device(plan.device, needs.device);
-    if (plan.direction == CopyDirection::p2p) check_device(plan.peer.value(), needs.peer);
+    if (plan.direction.uses_peer()) check_device(plan.peer.value(), needs.peer);
     if (needs.host) {
         const auto available = available_host_memory();
         if (available && needs.host > *available)
@@ -431,189 +629,52 @@ void check_copy_fits(const CopyPlan& plan) {
     }
 }
 
-std::vector<CopyResult> run_copy_plan(const CopyPlan& plan, const std::function<void(const CopyResult&)>& on_result) {
-    if (plan.sizes.empty()) throw UsageError("no copy size given");
-    if (std::find(plan.sizes.begin(), plan.sizes.end(), 0u) != plan.sizes.end()) throw UsageError("copy sizes must be above zero");
-    validate_copy_combination(plan.direction, plan.host_kind, plan.engine);
-    const bool p2p = plan.direction == CopyDirection::p2p;
-    if (p2p && (!plan.peer || *plan.peer == plan.device)) throw UsageError("p2p needs a peer device other than the device itself");
-    if (p2p && plan.engine == CopyEngine::sm && !plan.peer_access)
-        throw UsageError("--engine sm copies to a peer only with peer access");
-    if (plan.timing.samples < 1 || plan.timing.warmup < 0 || (!plan.auto_iterations && plan.timing.iterations < 1))
-        throw UsageError("samples and iterations must be at least 1");
-
-    const std::uint64_t capacity = copy_buffer_bytes(*std::max_element(plan.sizes.begin(), plan.sizes.end()));
-    const DeviceId device = plan.device;
-    // Only p2p has a peer, and then it is checked above.
-    const DeviceId peer = p2p ? *plan.peer : device;
-    AutoDevice guard(device);
-    int sm_count = 0;
-    GPUMEM_CUDA_CALL(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device.ordinal()));
-    std::optional<PeerAccessScope> peer_scope;
-    if (p2p && plan.peer_access) peer_scope.emplace(device, peer);
-
-    // Buffers for the largest size, reused by every size of a sweep.
-    MixMemoryOptions mix_options;
-    mix_options.device = device;
-    mix_options.host_kind = plan.host_kind;
-    MixMemory forward(mix_options), backward(mix_options);
-    DeviceAllocation device_a, device_b;
-    HostAllocation host_a, host_b;
-    std::optional<bool> huge_pages;
-    std::vector<Lane> lanes;
-    auto add_lane = [&](const char* flow, CopyDirection kind, void* dst, const void* src) {
-        Lane lane(device, kind == CopyDirection::p2p ? peer : device);
-        lane.flow = flow;
-        lane.kind = kind;
-        lane.dst = dst;
-        lane.src = src;
-        lane.src_on_host = kind == CopyDirection::h2d || kind == CopyDirection::h2h;
-        lane.dst_on_host = kind == CopyDirection::d2h || kind == CopyDirection::h2h;
-        lane.stream = CudaStream(device);
-        lanes.push_back(std::move(lane));
-    };
-    switch (plan.direction) {
-        case CopyDirection::h2d:
-            add_lane("h2d", CopyDirection::h2d, forward.device(capacity), forward.host(capacity));
-            break;
-        case CopyDirection::d2h:
-            add_lane("d2h", CopyDirection::d2h, forward.host(capacity), forward.device(capacity));
-            break;
-        case CopyDirection::bidir:
-            add_lane("bidir-h2d", CopyDirection::h2d, forward.device(capacity), forward.host(capacity));
-            add_lane("bidir-d2h", CopyDirection::d2h, backward.host(capacity), backward.device(capacity));
-            break;
-        case CopyDirection::d2d:
-            device_a = DeviceAllocation(device, capacity);
-            device_b = DeviceAllocation(device, capacity);
-            add_lane("d2d", CopyDirection::d2d, device_b.data(), device_a.data());
-            break;
-        case CopyDirection::h2h:
-            host_a = HostAllocation(plan.host_kind, capacity, device);
-            host_b = HostAllocation(plan.host_kind, capacity, device);
-            add_lane("h2h", CopyDirection::h2h, host_b.data(), host_a.data());
-            break;
-        case CopyDirection::p2p:
-            device_a = DeviceAllocation(device, capacity);
-            device_b = DeviceAllocation(peer, capacity);
-            add_lane("p2p", CopyDirection::p2p, device_b.data(), device_a.data());
-            break;
-    }
-    if (plan.host_kind == HostMemoryKind::pageable_huge || plan.host_kind == HostMemoryKind::huge_only) {
-        if (plan.direction == CopyDirection::h2h) huge_pages = host_a.huge_pages() && host_b.huge_pages();
-        else if (copy_uses_host_memory(plan.direction)) huge_pages = forward.host_huge_pages();
-    }
-    const bool host_pinned = host_memory_is_pinned(plan.host_kind);
-    for (Lane& lane : lanes) {
-        const bool kernel = plan.engine == CopyEngine::sm;
-        lane.src_view = kernel && lane.src_on_host ? device_view_of_host(const_cast<void*>(lane.src), device, plan.host_kind) : lane.src;
-        lane.dst_view = kernel && lane.dst_on_host ? device_view_of_host(lane.dst, device, plan.host_kind) : lane.dst;
-        // Touch pageable pages now: an untouched source reads the shared zero
-        // page, and an untouched destination faults during the samples.
-        if (!host_pinned) {
-            if (lane.src_on_host) zero_host(const_cast<void*>(lane.src), capacity);
-            if (lane.dst_on_host) zero_host(lane.dst, capacity);
+std::vector<CopyResult> unmeasured_results(const CopyPlan& plan, const std::string& why) {
+    std::vector<CopyResult> rows;
+    for (std::uint64_t bytes : plan.sizes)
+        for (const CopyLaneSpec& lane : copy_lanes(plan.direction)) {
+            rows.push_back(plan_row(plan, lane.flow, buffer_owner(plan, lane.source), buffer_owner(plan, lane.destination), bytes));
+            rows.back().skipped = why;
         }
-    }
+    return rows;
+}
 
-    const CopyTiming timing = copy_timing_for(plan.direction, plan.host_kind, plan.engine, plan.peer_access);
+void run_copy_plan(const CopyPlan& plan, const std::function<void(CopyResult)>& on_result) {
+    validate_copy_plan(plan);
+    const std::uint64_t capacity = copy_buffer_bytes(*std::max_element(plan.sizes.begin(), plan.sizes.end()));
+    AutoDevice guard(plan.device);
+    std::optional<PeerAccessScope> peer_scope;
+    if (plan.direction.uses_peer() && plan.peer_access) peer_scope.emplace(plan.device, *plan.peer);
+    CopyBuffers buffers(plan, capacity);
+    std::vector<Lane> lanes = build_lanes(plan, buffers, capacity);
+
+    SizeRun run;
+    run.timing = copy_timing_for(plan.direction, plan.host_kind, plan.engine, plan.peer_access);
+    run.huge_pages = buffers.huge_pages();
     const int lane_count = static_cast<int>(lanes.size());
     const int max_iterations =
-        timing == CopyTiming::events ? std::max(1, kMaxQueuedOperations / lane_count) : kMaxHostTimedIterations;
+        run.timing == CopyTiming::events ? std::max(1, kMaxQueuedOperations / lane_count) : kMaxHostTimedIterations;
     // Sizing the samples needs at least one timed round.
-    const int warmup = plan.auto_iterations ? std::max(1, plan.timing.warmup) : plan.timing.warmup;
+    run.warmup = plan.auto_iterations ? std::max(1, plan.timing.warmup) : plan.timing.warmup;
 
-    std::vector<CopyResult> results;
     for (const std::uint64_t bytes : plan.sizes) {
         throw_if_interrupted();
+        run.bytes = bytes;
         const std::uint64_t seed = plan.seed ^ (bytes * 0x9E3779B97F4A7C15ULL);
-        if (plan.verify) {
-            for (Lane& lane : lanes) {
-                // The source holds the pattern; the destination starts zeroed,
-                // so a copy that never happened cannot pass.
-                if (lane.src_on_host) fill_host_pattern(const_cast<void*>(lane.src), bytes, seed);
-                else fill_device_pattern(lane.src_device, const_cast<void*>(lane.src), bytes, seed);
-                if (lane.dst_on_host) zero_host(lane.dst, bytes);
-                else zero_device(lane.dst_device, lane.dst, bytes);
-            }
-        }
-        const double round_seconds = warm_up(lanes, bytes, plan.engine, sm_count, warmup);
-        const int iterations = plan.auto_iterations ? iterations_for_budget(round_seconds, plan.sample_seconds, max_iterations)
-                                                    : std::min(plan.timing.iterations, max_iterations);
+        if (plan.verify) prepare_verification(lanes, bytes, seed);
+        const double round_seconds = warm_up(lanes, bytes, plan.engine, run.warmup);
+        run.iterations = plan.auto_iterations ? iterations_for_budget(round_seconds, plan.sample_seconds, max_iterations)
+                                              : std::min(plan.timing.iterations, max_iterations);
         if (!plan.auto_iterations && plan.timing.iterations > max_iterations)
             spdlog::warn("{} copies per sample is more than can be queued at once; using {}", plan.timing.iterations, max_iterations);
-
-        std::vector<std::vector<double>> seconds;
-        if (timing == CopyTiming::events && lanes.size() == 1) {
-            const Lane& lane = lanes[0];
-            seconds.push_back(time_on_stream(device, lane.stream.get(), TimingPlan{0, iterations, plan.timing.samples},
-                                             [&](cudaStream_t s) { enqueue_copy(lane, bytes, plan.engine, sm_count, s); }));
-        } else if (timing == CopyTiming::events) {
-            seconds = time_lanes_with_events(device, lanes, bytes, plan.engine, sm_count, iterations, plan.timing.samples);
-        } else if (lanes.size() == 1) {
-            Lane& lane = lanes[0];
-            // One host-timed operation is a batch of copies and one stream sync.
-            std::vector<double> batches = time_on_host(TimingPlan{0, 1, plan.timing.samples}, [&] {
-                for (int i = 0; i < iterations; ++i) enqueue_copy(lane, bytes, plan.engine, sm_count, lane.stream.get());
-                lane.stream.synchronize();
-            });
-            for (double& b : batches) b /= iterations;
-            seconds.push_back(std::move(batches));
-        } else {
-            seconds = time_lanes_on_threads(device, lanes, bytes, plan.engine, sm_count, iterations, plan.timing.samples);
-        }
-
+        std::vector<std::vector<double>> seconds =
+            time_lanes(lanes, run.timing, bytes, plan.engine, run.iterations, plan.timing.samples);
         for (std::size_t l = 0; l < lanes.size(); ++l) {
-            const Lane& lane = lanes[l];
-            CopyResult r;
-            r.flow = lane.flow;
-            r.direction = plan.direction;
-            r.device = device;
-            if (p2p) {
-                r.peer = plan.peer;
-                r.peer_access = plan.peer_access;
-            }
-            if (copy_uses_host_memory(plan.direction)) r.host_kind = plan.host_kind;
-            r.host_huge_pages = huge_pages;
-            r.engine = plan.engine;
-            r.timing = timing;
-            r.bytes = bytes;
-            r.iterations = iterations;
-            r.warmup = warmup;
-            r.seconds = seconds[l];
-            if (plan.verify) {
-                if (plan.corrupt_offset && *plan.corrupt_offset < bytes) {
-                    const std::uint64_t at = *plan.corrupt_offset;
-                    if (lane.dst_on_host) {
-                        static_cast<volatile unsigned char*>(lane.dst)[at] ^= 0xFF;
-                        flush_write_combining();
-                    } else {
-                        AutoDevice on_dst(lane.dst_device);
-                        CudaStream stream(lane.dst_device);
-                        unsigned char b = 0;
-                        read_device_bytes(&b, static_cast<unsigned char*>(lane.dst) + at, 1, stream.get());
-                        b ^= 0xFF;
-                        GPUMEM_CUDA_CALL(cudaMemcpyAsync(static_cast<unsigned char*>(lane.dst) + at, &b, 1, cudaMemcpyHostToDevice, stream.get()));
-                        stream.synchronize();
-                    }
-                }
-                if (!lane.dst_on_host) {
-                    r.verification = verify_device(lane.dst_device, lane.dst, bytes, seed);
-                } else if (plan.host_kind == HostMemoryKind::write_combined) {
-                    // The CPU reads write-combined memory uncached; check a device copy instead.
-                    DeviceAllocation scratch(device, copy_buffer_bytes(bytes));
-                    GPUMEM_CUDA_CALL(cudaMemcpyAsync(scratch.data(), lane.dst, bytes, cudaMemcpyHostToDevice, lane.stream.get()));
-                    lane.stream.synchronize();
-                    r.verification = verify_device(device, scratch.data(), bytes, seed);
-                } else {
-                    r.verification = verify_host(lane.dst, bytes, seed);
-                }
-            }
-            results.push_back(r);
-            if (on_result) on_result(results.back());
+            CopyResult r = lane_result(plan, lanes[l], run, std::move(seconds[l]));
+            if (plan.verify) r.verification = verify_lane(plan, lanes[l], bytes, seed);
+            on_result(std::move(r));
         }
     }
-    return results;
 }
 
 }  // namespace gpumem

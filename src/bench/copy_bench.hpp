@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "base/copy_plan.hpp"
@@ -20,10 +21,10 @@ namespace gpumem {
 inline constexpr std::uint64_t kCopyPatternSeed = 0x636f70792d676d75ULL;
 
 struct CopyPlan {
-    CopyDirection direction = CopyDirection::h2d;
+    CopyDirection direction;  // a row of kCopyDirections
     DeviceId device{0};
-    std::optional<DeviceId> peer;  // p2p: destination device
-    bool peer_access = true;       // p2p: enable peer access (both ways) for the run, disable it after
+    std::optional<DeviceId> peer;  // peer directions: the other device
+    bool peer_access = true;       // peer directions: enable peer access (both ways) for the run, disable it after
     HostMemoryKind host_kind = HostMemoryKind::pinned;
     CopyEngine engine = CopyEngine::ce;
     std::vector<std::uint64_t> sizes;  // bytes; buffers are sized for the largest and reused
@@ -45,11 +46,16 @@ bool peer_access_possible(DeviceId device, DeviceId peer);
 // available host memory (/proc/meminfo), before anything is allocated.
 void check_copy_fits(const CopyPlan& plan);
 
-// Allocates, times every size in turn, verifies when asked, frees. Returns
-// one result per size, two for bidir (h2d then d2h), in order; `on_result`
-// sees each as soon as it is measured. Verification failures are reported in
-// the results; the caller decides the exit status. Polls for Ctrl-C.
-std::vector<CopyResult> run_copy_plan(const CopyPlan& plan,
-                                      const std::function<void(const CopyResult&)>& on_result = {});
+// Rows for a plan that cannot run (a row per size and lane, as measured rows
+// would be), saying why, so the report shows the gap.
+std::vector<CopyResult> unmeasured_results(const CopyPlan& plan, const std::string& why);
+
+// Allocates, times every size in turn, verifies when asked, frees. Gives
+// `on_result` one result per size and lane (bidirectional directions: the
+// forward copy, then the reverse one) as soon as it is measured, so that a
+// failure later on leaves the earlier results with the caller. Verification
+// failures are reported in the results; the caller decides the exit status.
+// Polls for Ctrl-C.
+void run_copy_plan(const CopyPlan& plan, const std::function<void(CopyResult)>& on_result);
 
 }  // namespace gpumem

@@ -24,6 +24,72 @@ std::optional<std::size_t> find_by_pci(const std::vector<DeviceIdentity>& all, c
     return std::nullopt;
 }
 
+// Every NVML device's identity, in NVML's order. The first query of a device
+// attaches it (~6.6 ms on an H200), and NVML is thread-safe: attach every
+// device at once rather than in turn.
+std::vector<DeviceIdentity> nvml_identities(const Nvml& nvml) {
+    const unsigned count = nvml.device_count();
+    std::vector<DeviceIdentity> all(count);
+    std::vector<std::exception_ptr> failures(count);
+    {
+        std::vector<std::thread> threads;
+        for (unsigned i = 1; i < count; ++i)
+            threads.emplace_back([&, i] {
+                try {
+                    all[i] = nvml.identity(i);
+                } catch (...) {
+                    failures[i] = std::current_exception();
+                }
+            });
+        try {
+            if (count > 0) all[0] = nvml.identity(0);
+        } catch (...) {
+            failures[0] = std::current_exception();
+        }
+        for (std::thread& t : threads) t.join();
+    }
+    for (const std::exception_ptr& f : failures)
+        if (f) std::rethrow_exception(f);
+    return all;
+}
+
+// How CUDA numbers the NVML devices `all`: positions in `all`.
+struct CudaOrder {
+    std::vector<std::size_t> visible;                // CUDA index order under CUDA_VISIBLE_DEVICES
+    std::optional<std::vector<std::size_t>> base;    // with the variable unset; nullopt when unknown
+};
+
+CudaOrder cuda_order(const std::vector<DeviceIdentity>& all) {
+    const auto entries = parse_cuda_visible_devices(std::getenv("CUDA_VISIBLE_DEVICES"));
+    const DeviceOrder order = parse_cuda_device_order(std::getenv("CUDA_DEVICE_ORDER"));
+    std::optional<std::vector<std::size_t>> base = cuda_base_order(all, order);
+    std::optional<std::vector<std::size_t>> visible = apply_cuda_visible_devices(all, base, entries);
+
+    const bool has_mig = entries && std::any_of(entries->begin(), entries->end(), [](const VisibleDevicesEntry& e) {
+                             return e.kind == VisibleDevicesEntry::Kind::mig;
+                         });
+    if (!visible && !base && !has_mig) {
+        // Mixed GPU models under FASTEST_FIRST: only the driver knows the order.
+        spdlog::debug("CUDA order undecidable from NVML (mixed models); asking the CUDA runtime");
+        std::vector<std::size_t> order_from_cuda;
+        for (const DeviceIdentity& d : cuda_base_order_devices()) {
+            if (const auto pos = find_by_pci(all, d.pci)) order_from_cuda.push_back(*pos);
+        }
+        base = order_from_cuda;
+        visible = apply_cuda_visible_devices(all, base, entries);
+    }
+    if (!visible) {
+        // MIG entries: let CUDA apply the variable itself.
+        spdlog::debug("CUDA_VISIBLE_DEVICES holds MIG entries; asking the CUDA runtime");
+        std::vector<std::size_t> mapped;
+        for (const DeviceIdentity& d : cuda_visible_devices()) {
+            if (const auto pos = find_by_pci(all, d.pci)) mapped.push_back(*pos);
+        }
+        visible = mapped;
+    }
+    return {std::move(*visible), std::move(base)};
+}
+
 }  // namespace
 
 DeviceInventory::DeviceInventory(DeviceInventory&&) noexcept = default;
@@ -52,70 +118,18 @@ DeviceInventory DeviceInventory::open() {
         return inv;
     }
     inv.source_ = "nvml";
-
-    // The first query of a device attaches it (~6.6 ms on an H200), and
-    // NVML is thread-safe: attach every device at once rather than in turn.
-    const unsigned count = inv.nvml_->device_count();
-    std::vector<DeviceIdentity> all(count);
-    std::vector<std::exception_ptr> failures(count);
-    {
-        std::vector<std::thread> threads;
-        const Nvml& nvml = *inv.nvml_;
-        for (unsigned i = 1; i < count; ++i)
-            threads.emplace_back([&, i] {
-                try {
-                    all[i] = nvml.identity(i);
-                } catch (...) {
-                    failures[i] = std::current_exception();
-                }
-            });
-        try {
-            if (count > 0) all[0] = nvml.identity(0);
-        } catch (...) {
-            failures[0] = std::current_exception();
-        }
-        for (std::thread& t : threads) t.join();
-    }
-    for (const std::exception_ptr& f : failures)
-        if (f) std::rethrow_exception(f);
-    spdlog::debug("NVML identities of {} devices: {:.2f} ms", count,
+    const std::vector<DeviceIdentity> all = nvml_identities(*inv.nvml_);
+    spdlog::debug("NVML identities of {} devices: {:.2f} ms", all.size(),
                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
 
-    const auto entries = parse_cuda_visible_devices(std::getenv("CUDA_VISIBLE_DEVICES"));
-    const DeviceOrder order = parse_cuda_device_order(std::getenv("CUDA_DEVICE_ORDER"));
-    std::optional<std::vector<std::size_t>> base = cuda_base_order(all, order);
-    std::optional<std::vector<std::size_t>> visible = apply_cuda_visible_devices(all, base, entries);
-
-    const bool has_mig = entries && std::any_of(entries->begin(), entries->end(), [](const VisibleDevicesEntry& e) {
-                             return e.kind == VisibleDevicesEntry::Kind::mig;
-                         });
-    if (!visible && !base && !has_mig) {
-        // Mixed GPU models under FASTEST_FIRST: only the driver knows the order.
-        spdlog::debug("CUDA order undecidable from NVML (mixed models); asking the CUDA runtime");
-        std::vector<std::size_t> order_from_cuda;
-        for (const DeviceIdentity& d : cuda_base_order_devices()) {
-            if (const auto pos = find_by_pci(all, d.pci)) order_from_cuda.push_back(*pos);
-        }
-        base = order_from_cuda;
-        visible = apply_cuda_visible_devices(all, base, entries);
-    }
-    if (!visible) {
-        // MIG entries: let CUDA apply the variable itself.
-        spdlog::debug("CUDA_VISIBLE_DEVICES holds MIG entries; asking the CUDA runtime");
-        std::vector<std::size_t> mapped;
-        for (const DeviceIdentity& d : cuda_visible_devices()) {
-            if (const auto pos = find_by_pci(all, d.pci)) mapped.push_back(*pos);
-        }
-        visible = mapped;
-    }
-
-    for (std::size_t cuda_index = 0; cuda_index < visible->size(); ++cuda_index) {
-        DeviceIdentity d = all[(*visible)[cuda_index]];
+    const CudaOrder order = cuda_order(all);
+    for (std::size_t cuda_index = 0; cuda_index < order.visible.size(); ++cuda_index) {
+        DeviceIdentity d = all[order.visible[cuda_index]];
         d.cuda_index = DeviceId(static_cast<int>(cuda_index));
         std::optional<unsigned> base_index;
-        if (base)
-            for (std::size_t b = 0; b < base->size(); ++b)
-                if ((*base)[b] == (*visible)[cuda_index]) base_index = static_cast<unsigned>(b);
+        if (order.base)
+            for (std::size_t b = 0; b < order.base->size(); ++b)
+                if ((*order.base)[b] == order.visible[cuda_index]) base_index = static_cast<unsigned>(b);
         inv.visible_.push_back(std::move(d));
         inv.base_index_.push_back(base_index);
     }

@@ -46,14 +46,15 @@ struct NvmlDeviceFigures {
 };
 NvmlDeviceFigures nvml_figures_for(const PciAddress& pci);
 
-// Which figures a snapshot reads. Each NVML query costs time, and a
-// one-liner asking for `used` should pay for nothing else.
+// Which figures a snapshot reads besides identity and memory, which it
+// always reads. Each NVML query costs time, and a one-liner asking for
+// `used` should pay for nothing else: every figure is off until asked for.
 struct SnapshotFields {
-    bool versions = true;  // driver and CUDA driver versions
-    bool bar1 = true;
-    bool compute_capability = true;
-    bool pcie = true;
-    bool peak_bandwidth = true;
+    bool versions = false;  // driver and CUDA driver versions
+    bool bar1 = false;
+    bool compute_capability = false;
+    bool pcie = false;
+    bool peak_bandwidth = false;
     bool processes = false;
 };
 
@@ -67,11 +68,16 @@ public:
     DeviceInventory& operator=(DeviceInventory&&) noexcept;
     ~DeviceInventory();
 
-    // Visible devices in CUDA order; resolve `-d` specs against this.
+    // Visible devices in CUDA order (NVML's devices mapped through
+    // CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER).
     const std::vector<DeviceIdentity>& visible() const noexcept { return visible_; }
+    // Positions in visible() that a -d SPEC names, in the order given; the
+    // one place `gpumem info` resolves -d. UsageError for devices that do not
+    // exist, NoDeviceError when none is visible (see resolve_device_spec).
+    std::vector<std::size_t> resolve(const DeviceSpec& spec) const { return resolve_device_spec(spec, visible_); }
     const std::string& source() const noexcept { return source_; }
     // Fresh figures for the given positions in visible().
-    InventorySnapshot snapshot(const std::vector<std::size_t>& positions, const SnapshotFields& fields = {}) const;
+    InventorySnapshot snapshot(const std::vector<std::size_t>& positions, const SnapshotFields& fields) const;
     // NVML, when it was loaded (for PCIe and bandwidth figures).
     const Nvml* nvml() const noexcept { return nvml_.get(); }
     // The process exits after this inventory: skip nvmlShutdown (see Nvml).
