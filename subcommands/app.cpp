@@ -21,6 +21,7 @@
 
 #include "base/errors.hpp"
 #include "base/interrupt.hpp"
+#include "base/launcher.hpp"
 #include "base/text.hpp"
 #include "command.hpp"
 #include "commands.hpp"
@@ -203,14 +204,16 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
     try {
         command.execute(session);
     } catch (const Error& e) {
-        const Report partial = command.report(session.output());
+        Report partial = command.report(session.output());
+        partial.origin = origin_record(globals.origin);
         for (const auto& w : partial.warnings) spdlog::warn("{}", w);
         const bool json_out = json || session.output().format == Format::json;
         if (!json_out && !session.final_written() && partial.has_rows() && dynamic_cast<const OutputError*>(&e) == nullptr)
             write_stdout(render(partial, session.output()));
         return fail(e, partial, session.output(), json_out);
     }
-    const Report report = command.report(session.output());
+    Report report = command.report(session.output());
+    report.origin = origin_record(globals.origin);
     for (const auto& w : report.warnings) spdlog::warn("{}", w);
     if (!session.final_written()) write_stdout(render(report, session.output()));
     return 0;
@@ -247,14 +250,39 @@ std::unique_ptr<Command> register_commands(CLI::App& app, const CommandEntry* in
     return command;
 }
 
+// This process's launcher and host, read before parsing so that every
+// document, a parse error's too, carries its origin. A malformed launcher
+// variable is held back until after --version (see dispatch).
+struct Placement {
+    LauncherInfo launcher;
+    std::optional<std::string> error;  // a malformed launcher variable's UsageError
+    std::string host;
+};
+
+Placement read_placement() {
+    Placement p;
+    char name[256] = {};
+    if (gethostname(name, sizeof name - 1) == 0) p.host = name;  // else none: the rest still says where
+    try {
+        p.launcher = detect_launcher(process_environment());
+    } catch (const UsageError& e) {
+        p.error = e.what();
+    }
+    return p;
+}
+
 // After parsing: the global options, then --version, --list, --schema or
-// the command.
-int dispatch(const Parsed& parsed, Command* command, LegacyContext& legacy, RunMode mode, bool json, OutputOptions& error_output) {
+// the command. `error_output` gets the format error documents use.
+int dispatch(const Parsed& parsed, Command* command, LegacyContext& legacy, RunMode mode, bool json, const Placement& placement,
+             OutputOptions& error_output) {
     if (parsed.version) {
         if (mode == RunMode::full) write_stdout(version_text());  // version_text asks the driver
         return 0;
     }
-    const Globals globals = check_globals(parsed.raw);
+    // The launcher's variables are checked for every command: a document
+    // stamped with a wrong rank would mislead a fleet's report.
+    if (placement.error) throw UsageError(*placement.error);
+    const Globals globals = check_globals(parsed.raw, placement.launcher, placement.host);
     error_output = globals.output;
     setup_logging(globals);
     if (parsed.list) {
@@ -292,8 +320,10 @@ int run_command_line(int argc, char** argv, RunMode mode) {
     std::unique_ptr<Command> command = register_commands(app, invoked, legacy);
 
     const bool json = json_requested(argc, argv);
+    const Placement placement = read_placement();
     Report empty;
     empty.command = invoked ? std::string(invoked->name) : "";
+    empty.origin = origin_record(make_origin(placement.host, placement.launcher));
     OutputOptions error_output;
     if (json) error_output.format = Format::json;
     try {
@@ -311,7 +341,7 @@ int run_command_line(int argc, char** argv, RunMode mode) {
         return fail(e, empty, error_output, json);
     }
     try {
-        return dispatch(parsed, command.get(), legacy, mode, json, error_output);
+        return dispatch(parsed, command.get(), legacy, mode, json, placement, error_output);
     } catch (const Error& e) {
         return fail(e, empty, error_output, json || error_output.format == Format::json);
     } catch (const CLI::ParseError& e) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ namespace gpumem::cli {
 struct LegacyGlobals {
     std::string device;         // the -d SPEC as given
     bool device_given = false;  // -d was given
+    std::optional<DeviceSpec> device_spec;  // -d as checked (-d local holds the launcher's local rank)
     bool quiet = false;
 };
 

@@ -65,7 +65,7 @@ std::set<std::string> schema_keys(const DocumentSchema& schema) {
     std::set<std::string> keys;
     const json whole = schema_json(schema);
     for (const auto& [key, value] : whole.at("properties").items()) {
-        if (key == "error" || key == "warnings") continue;  // failures and warnings only
+        if (key == "error" || key == "warnings" || key == "origin") continue;  // failures and warnings only; origin is run_command's stamp
         keys.insert(key);
         const json* inner = value.contains("items") ? &value["items"] : &value;
         if (inner->contains("properties"))
