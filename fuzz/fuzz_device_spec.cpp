@@ -1,10 +1,12 @@
 // parse_device_spec and parse_pci_address, and resolve_device_spec against a
-// fixed list of fake devices.
+// fixed list of fake devices, with and without a launcher's local rank (for
+// `local`); Slurm's tasks-per-node lists.
 #include <cstddef>
 #include <cstdlib>
 #include <vector>
 
 #include "base/device_spec.hpp"
+#include "base/launcher.hpp"
 #include "fuzz_common.hpp"
 
 namespace {
@@ -40,5 +42,18 @@ extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t siz
         for (std::size_t i : chosen)
             if (i >= devices.size()) std::abort();
     });
+    // A launcher's place taken from the input's length: `local` names one of the devices, or fails.
+    gpumem::LauncherInfo launcher;
+    launcher.name = "slurm";
+    launcher.local_rank = static_cast<unsigned>(size % 6);
+    if (size % 3 != 0) launcher.local_size = static_cast<unsigned>(size % 7);
+    fuzz_expect_only_gpumem_errors([&] {
+        const gpumem::DeviceSpec spec = gpumem::parse_device_spec(text, launcher);
+        const auto chosen = gpumem::resolve_device_spec(spec, devices);
+        if (spec.local && chosen.size() != 1) std::abort();
+        for (std::size_t i : chosen)
+            if (i >= devices.size()) std::abort();
+    });
+    fuzz_expect_only_gpumem_errors([&] { (void)gpumem::slurm_tasks_on_node(text, static_cast<unsigned>(size % 5), "V"); });
     return 0;
 }

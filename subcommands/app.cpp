@@ -21,6 +21,7 @@
 
 #include "base/errors.hpp"
 #include "base/interrupt.hpp"
+#include "base/launcher.hpp"
 #include "base/text.hpp"
 #include "command.hpp"
 #include "commands.hpp"
@@ -43,6 +44,17 @@ const CommandEntry kCommands[] = {
     {"copy", "Measure copy bandwidth (h2d, d2h, d2d, h2h, bidir, p2p, p2p-bidir) as nvbandwidth does, for any host memory kind",
      make_copy_command, copy_schema},
     {"alloc-test", "Allocation stress tests: latency, max, fill, churn, hold (see gpumem(1), ALLOC-TEST)", nullptr, nullptr},
+    {"alloc-test latency", "Allocation and free latency per API and size, and whether a free synchronizes the device",
+     make_alloc_latency_command, alloc_latency_schema},
+    {"alloc-test max", "Largest single cudaMalloc (binary search) and the total obtainable in chunks", make_alloc_max_command,
+     alloc_max_schema},
+    {"alloc-test fill", "Allocate SIZE or PCT% of free memory in chunks, write patterns and optionally verify them",
+     make_alloc_fill_command, alloc_fill_schema},
+    {"alloc-test churn", "Random allocate/free of sizes from --sizes, directly or through MixMemory", make_alloc_churn_command,
+     alloc_churn_schema},
+    {"alloc-test hold",
+     "Allocate SIZE or PCT% of free memory and hold it until --duration ends or a signal; prints a ready line once held",
+     make_alloc_hold_command, alloc_hold_schema},
     {"reuse-sim",
      "Replay an allocation trace or a built-in workload through reuse strategies (RMM's, PyTorch's, cudaMallocAsync and "
      "more: gpumem --list strategies) on a simulated device and compare them; no GPU needed unless --execute",
@@ -191,14 +203,16 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
     try {
         command.execute(session);
     } catch (const Error& e) {
-        const Report partial = command.report(session.output());
+        Report partial = command.report(session.output());
+        partial.origin = origin_record(globals.origin);
         for (const auto& w : partial.warnings) spdlog::warn("{}", w);
         const bool json_out = json || session.output().format == Format::json;
         if (!json_out && !session.final_written() && partial.has_rows() && dynamic_cast<const OutputError*>(&e) == nullptr)
             write_stdout(render(partial, session.output()));
         return fail(e, partial, session.output(), json_out);
     }
-    const Report report = command.report(session.output());
+    Report report = command.report(session.output());
+    report.origin = origin_record(globals.origin);
     for (const auto& w : report.warnings) spdlog::warn("{}", w);
     if (!session.final_written()) write_stdout(render(report, session.output()));
     return 0;
@@ -235,14 +249,39 @@ std::unique_ptr<Command> register_commands(CLI::App& app, const CommandEntry* in
     return command;
 }
 
+// This process's launcher and host, read before parsing so that every
+// document, a parse error's too, carries its origin. A malformed launcher
+// variable is held back until after --version (see dispatch).
+struct Placement {
+    LauncherInfo launcher;
+    std::optional<std::string> error;  // a malformed launcher variable's UsageError
+    std::string host;
+};
+
+Placement read_placement() {
+    Placement p;
+    char name[256] = {};
+    if (gethostname(name, sizeof name - 1) == 0) p.host = name;  // else none: the rest still says where
+    try {
+        p.launcher = detect_launcher(process_environment());
+    } catch (const UsageError& e) {
+        p.error = e.what();
+    }
+    return p;
+}
+
 // After parsing: the global options, then --version, --list, --schema or
-// the command.
-int dispatch(const Parsed& parsed, Command* command, LegacyContext& legacy, RunMode mode, bool json, OutputOptions& error_output) {
+// the command. `error_output` gets the format error documents use.
+int dispatch(const Parsed& parsed, Command* command, LegacyContext& legacy, RunMode mode, bool json, const Placement& placement,
+             OutputOptions& error_output) {
     if (parsed.version) {
         if (mode == RunMode::full) write_stdout(version_text());  // version_text asks the driver
         return 0;
     }
-    const Globals globals = check_globals(parsed.raw);
+    // The launcher's variables are checked for every command: a document
+    // stamped with a wrong rank would mislead a fleet's report.
+    if (placement.error) throw UsageError(*placement.error);
+    const Globals globals = check_globals(parsed.raw, placement.launcher, placement.host);
     error_output = globals.output;
     setup_logging(globals);
     if (parsed.list) {
@@ -280,8 +319,10 @@ int run_command_line(int argc, char** argv, RunMode mode) {
     std::unique_ptr<Command> command = register_commands(app, invoked, legacy);
 
     const bool json = json_requested(argc, argv);
+    const Placement placement = read_placement();
     Report empty;
     empty.command = invoked ? std::string(invoked->name) : "";
+    empty.origin = origin_record(make_origin(placement.host, placement.launcher));
     OutputOptions error_output;
     if (json) error_output.format = Format::json;
     try {
@@ -299,7 +340,7 @@ int run_command_line(int argc, char** argv, RunMode mode) {
         return fail(e, empty, error_output, json);
     }
     try {
-        return dispatch(parsed, command.get(), legacy, mode, json, error_output);
+        return dispatch(parsed, command.get(), legacy, mode, json, placement, error_output);
     } catch (const Error& e) {
         return fail(e, empty, error_output, json || error_output.format == Format::json);
     } catch (const CLI::ParseError& e) {

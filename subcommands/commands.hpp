@@ -22,6 +22,18 @@ DocumentSchema memset_schema();
 std::unique_ptr<Command> make_copy_command();
 DocumentSchema copy_schema();
 
+// alloc-test: one command per mode (alloc_<mode>.cpp).
+std::unique_ptr<Command> make_alloc_latency_command();
+DocumentSchema alloc_latency_schema();
+std::unique_ptr<Command> make_alloc_max_command();
+DocumentSchema alloc_max_schema();
+std::unique_ptr<Command> make_alloc_fill_command();
+DocumentSchema alloc_fill_schema();
+std::unique_ptr<Command> make_alloc_churn_command();
+DocumentSchema alloc_churn_schema();
+std::unique_ptr<Command> make_alloc_hold_command();
+DocumentSchema alloc_hold_schema();
+
 std::unique_ptr<Command> make_reuse_sim_command();
 DocumentSchema reuse_sim_schema();
 

@@ -130,7 +130,8 @@ void stream_samples(const InfoRequest& q, const DeviceInventory& inventory, cons
         InfoResults sample;
         sample.snapshot = inventory.snapshot(positions, q.snapshot);
         sample.timestamp = seconds_since_epoch();
-        const Report report = info_report(q, sample, output);
+        Report report = info_report(q, sample, output);
+        report.origin = origin_record(session.globals().origin);  // each sample is a whole document
         if (i == 0)
             for (const auto& w : report.warnings) spdlog::warn("{}", w);
         session.write((i > 0 && output.format == Format::table ? "\n" : "") + render(report, output));

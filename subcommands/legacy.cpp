@@ -13,6 +13,7 @@
 namespace gpumem::cli {
 
 DeviceSpec chosen_device_spec(const LegacyGlobals& g, const char* fallback) {
+    if (g.device_spec) return *g.device_spec;
     return parse_device_spec(g.device_given ? g.device : std::string(fallback));
 }
 
@@ -22,8 +23,8 @@ std::vector<DeviceIdentity> resolve_cuda_devices(const LegacyGlobals& g, const c
 
 bool progress_enabled(const LegacyGlobals& g) { return !g.quiet && isatty(STDERR_FILENO) == 1; }
 
-void setup_legacy(const std::string& name, CLI::App& /*app*/, CLI::App& sub, LegacyContext& legacy, bool full) {
-    if (name == "alloc-test") setup_alloc_test(sub, legacy.ctx, full);
+void setup_legacy(const std::string& /*name*/, CLI::App& /*app*/, CLI::App& /*sub*/, LegacyContext& /*legacy*/, bool /*full*/) {
+    // Every command follows the Command contract now: none is set up here.
 }
 
 int run_legacy(LegacyContext& legacy, const Globals& globals, bool parse_only, bool json) {
@@ -33,14 +34,17 @@ int run_legacy(LegacyContext& legacy, const Globals& globals, bool parse_only, b
     if (globals.device) {
         ctx.globals.device = globals.device->text;
         ctx.globals.device_given = true;
+        ctx.globals.device_spec = globals.device;
     }
     if (parse_only) return 0;
     install_interrupt_handlers();
     try {
         ctx.run();
+        ctx.report.origin = origin_record(globals.origin);  // run() may have replaced the report
         if (!ctx.printed) write_stdout(render(ctx.report, ctx.output));
         return 0;
     } catch (const Error& e) {
+        ctx.report.origin = origin_record(globals.origin);
         const bool json_out = json || ctx.output.format == Format::json;
         if (!json_out && !ctx.printed && ctx.report.has_rows() && dynamic_cast<const OutputError*>(&e) == nullptr)
             write_stdout(render(ctx.report, ctx.output));

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ namespace gpumem::cli {
 struct LegacyGlobals {
     std::string device;         // the -d SPEC as given
     bool device_given = false;  // -d was given
+    std::optional<DeviceSpec> device_spec;  // -d as checked (-d local holds the launcher's local rank)
     bool quiet = false;
 };
 
@@ -42,6 +44,5 @@ bool progress_enabled(const LegacyGlobals& globals);
 void setup_legacy(const std::string& name, CLI::App& app, CLI::App& sub, LegacyContext& legacy, bool full);
 int run_legacy(LegacyContext& legacy, const Globals& globals, bool parse_only, bool json);
 
-void setup_alloc_test(CLI::App& sub, Context& ctx, bool full);
 
 }  // namespace gpumem::cli

@@ -6,6 +6,7 @@
 #include "base/memory_policy.hpp"
 #include "base/sizes.hpp"
 #include "bench/alloc_apis.hpp"
+#include "bench/alloc_modes.hpp"
 #include "commands.hpp"
 #include "info_fields.hpp"
 #include "reuse_sim/strategy.hpp"
@@ -27,6 +28,7 @@ const std::vector<ListEntry>& name_lists() {
         {"growth", "alloc-test churn, reuse-sim --growth", [] { return view_of(kGrowthRules); }},
         {"apis", "alloc-test latency, churn --api", [] { return view_of(kAllocApis); }},
         {"patterns", "alloc-test fill --pattern", [] { return view_of(kPatterns); }},
+        {"via", "alloc-test churn --via", [] { return view_of(kChurnVias); }},
         {"fields", "info --query", info_fields_view},
         {"strategies", "reuse-sim --strategy", [] { return view_of(reuse_sim::kStrategies); }},
         {"workloads", "reuse-sim --workload", [] { return view_of(reuse_sim::kWorkloads); }},

@@ -145,7 +145,7 @@ constexpr Column<MemsetRow> kResultColumns[] = {
          return r.plan.host_target ? std::string("host:") + host_memory_kind_name(r.plan.host_kind) : std::string("device");
      }},
     {{"bytes", "bytes", FieldKind::bytes}, [](const MemsetRow& r) -> Cell { return r.result.bytes_set; }},
-    {{"width_bits", "width", FieldKind::integer}, [](const MemsetRow& r) -> Cell { return std::int64_t{r.plan.width * 8}; }},
+    {{"width_bits", "width", FieldKind::integer}, [](const MemsetRow& r) -> Cell { return std::int64_t{r.plan.width} * 8; }},
     {{"value", "value", FieldKind::text}, [](const MemsetRow& r) -> Cell { return hex_padded(r.plan.value, r.plan.width); }},
     {{"median_us", "median us", FieldKind::real, 1}, [](const MemsetRow& r) -> Cell { return r.result.seconds.median * 1e6; }},
     {{"bandwidth_gbps", "bandwidth", FieldKind::bandwidth}, [](const MemsetRow& r) -> Cell { return median_bps(r); }},

@@ -4,14 +4,17 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "base/errors.hpp"
 
 namespace gpumem::cli {
 
-void add_global_options(CLI::App& app, GlobalOptions& g) {
+void add_global_options(CLI::App& app, GlobalOptions& options) {
+    GlobalOptions& g = options;
     app.add_option("-d,--device", g.device,
-                   "GPU(s): CUDA index as CUDA programs here see it, UUID or prefix (GPU-...), PCI bus id, comma list, or all")
+                   "GPU(s): CUDA index as CUDA programs here see it, UUID or prefix (GPU-...), PCI bus id, comma list, all, "
+                   "or local (the launcher's local rank's GPU: srun, mpirun, torchrun)")
         ->type_name("SPEC");
     app.add_option("--format", g.format, "Output format: " + kFormats.names())->type_name("FMT")->check(names_validator(kFormats));
     app.add_flag("--json", g.json, "Same as --format json: one JSON document on stdout");
@@ -24,7 +27,8 @@ void add_global_options(CLI::App& app, GlobalOptions& g) {
     app.add_flag("-q,--quiet", g.quiet, "Only errors on stderr; no progress");
 }
 
-Globals check_globals(const GlobalOptions& g) {
+Globals check_globals(const GlobalOptions& options, const LauncherInfo& launcher, std::string host) {
+    const GlobalOptions& g = options;
     Globals out;
     if (g.json && g.csv) throw UsageError("--json and --csv cannot be combined");
     // --json --format csv used to give JSON silently; a script that says two
@@ -37,9 +41,11 @@ Globals check_globals(const GlobalOptions& g) {
     if (g.csv) out.output.format = Format::csv;
     out.output.unit = parse_unit(g.units);
     out.output.header = !g.no_header;
-    if (g.device) out.device = parse_device_spec(*g.device);
+    if (g.device) out.device = parse_device_spec(*g.device, launcher);
     out.verbosity = g.verbosity;
     out.quiet = g.quiet;
+    out.launcher = launcher;
+    out.origin = make_origin(std::move(host), launcher);
     return out;
 }
 
@@ -49,7 +55,7 @@ DeviceSpec device_spec_or(const Globals& globals, std::string_view fallback) {
 
 DeviceSpec single_device_spec(const Globals& globals, std::string_view purpose) {
     DeviceSpec spec = device_spec_or(globals, "0");
-    if (spec.all || spec.selectors.size() != 1)
+    if (!names_one_device(spec))
         throw UsageError(std::string(purpose) + " runs on one device: give -d with a single GPU (not '" + spec.text + "')");
     return spec;
 }

@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include "base/device_spec.hpp"
+#include "base/launcher.hpp"
 #include "base/name_table.hpp"
 #include "base/sizes.hpp"
 #include "output.hpp"
@@ -37,11 +38,15 @@ struct Globals {
     std::optional<DeviceSpec> device;  // -d, parsed; nullopt when not given
     int verbosity = 0;
     bool quiet = false;
+    LauncherInfo launcher;  // the launcher that started this process, if any
+    Origin origin;          // stamped on every document (Report::origin)
 };
 
-void add_global_options(CLI::App& app, GlobalOptions& options);
-// Pure: conflicting formats, bad units, a malformed -d: UsageError.
-Globals check_globals(const GlobalOptions& options);
+void add_global_options(CLI::App& app, GlobalOptions& g);
+// Pure: conflicting formats, bad units, a malformed -d, -d local without a
+// launcher's local rank: UsageError. `launcher` is detect_launcher's answer
+// and `host` gethostname's.
+Globals check_globals(const GlobalOptions& g, const LauncherInfo& launcher, std::string host);
 
 // The -d SPEC, or `fallback` ("0", "all") when none was given.
 DeviceSpec device_spec_or(const Globals& globals, std::string_view fallback);

@@ -163,6 +163,31 @@ std::string csv_header(const Field& field, Unit unit) {
     return std::string(field.key);
 }
 
+namespace {
+
+Cell count_cell(const std::optional<unsigned>& value) { return value ? Cell(std::uint64_t{*value}) : Cell(); }
+
+constexpr Column<Origin> kOriginColumns[] = {
+    {{"host", "Host", FieldKind::text}, [](const Origin& o) -> Cell { return o.host; }},
+    {{"launcher", "Launcher", FieldKind::text},
+     [](const Origin& o) -> Cell { return o.launcher.empty() ? Cell() : Cell(std::string(o.launcher)); }, Shown::always, true,
+     nullptr, launcher_names},
+    {{"job_id", "Job", FieldKind::text}, [](const Origin& o) { return optional_cell(o.job_id); }, Shown::always, true},
+    {{"rank", "Rank", FieldKind::integer}, [](const Origin& o) { return count_cell(o.rank); }, Shown::always, true},
+    {{"local_rank", "Local rank", FieldKind::integer}, [](const Origin& o) { return count_cell(o.local_rank); }, Shown::always,
+     true},
+    {{"world_size", "Ranks", FieldKind::integer}, [](const Origin& o) { return count_cell(o.world_size); }, Shown::always, true},
+};
+
+}  // namespace
+
+Record origin_record(const Origin& origin) { return make_record(Columns<Origin>(kOriginColumns), origin); }
+
+const FieldSchemaSet& origin_schema() {
+    static const FieldSchemaSet set = Columns<Origin>(kOriginColumns).schema();
+    return set;
+}
+
 Json report_to_json(const Report& report) {
     Json doc = Json::object();
     doc["schema_version"] = kSchemaVersion;
@@ -170,6 +195,7 @@ Json report_to_json(const Report& report) {
     doc["version"] = GPUMEM_VERSION;
     doc["command"] = report.command;
     doc["ok"] = true;
+    if (!report.origin.empty()) doc["origin"] = record_json(report.origin);
     for (const Table& table : report.tables) {
         Json rows = Json::array();
         for (const auto& row : table.rows) {
@@ -342,6 +368,7 @@ Json schema_json(const DocumentSchema& schema) {
     props["version"] = {{"type", "string"}};
     props["command"] = {{"type", "string"}};
     props["ok"] = {{"type", "boolean"}};
+    props["origin"] = object_schema(origin_schema());
     Json required = Json::array({"schema_version", "tool", "version", "command", "ok"});
     for (const auto& [key, set] : schema.tables) props[std::string(key)] = {{"type", "array"}, {"items", object_schema(set)}};
     for (const FieldSchema& f : schema.fields.fields) props[std::string(f.field.key)] = field_schema(f);

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/errors.hpp"
+#include "base/launcher.hpp"
 #include "base/name_table.hpp"
 #include "base/sizes.hpp"
 
@@ -80,6 +81,10 @@ struct Report {
     std::vector<std::string> text_before;  // table mode: lines printed above the tables
     std::vector<std::string> text_after;   // table mode: lines printed below the tables
     std::vector<std::string> warnings;     // JSON: "warnings" array (also logged to stderr)
+    // JSON: "origin", after "ok", when not empty: the host, and the launcher's
+    // rank and job, of the process that wrote the document (origin_record).
+    // The runner fills it; commands leave it alone.
+    Record origin;
     // TEMPORARY (issue #13): untyped keys of commands not yet converted to
     // column tables (legacy.hpp). Goes with legacy.hpp.
     Json extra = Json::object();
@@ -205,6 +210,11 @@ struct DocumentSchema {
 };
 // JSON Schema (draft 2020-12) of a command's document, success and failure.
 Json schema_json(const DocumentSchema& schema);
+
+// The origin stamp as a document's "origin" record (present fields only),
+// and its fields for the schema.
+Record origin_record(const Origin& origin);
+const FieldSchemaSet& origin_schema();
 
 // ---------------------------------------------------------------------------
 // Rendering

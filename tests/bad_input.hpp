@@ -19,7 +19,18 @@ struct BadCase {
     Args args;
     std::set<int> statuses = {2};
     bool json = false;  // also run with --json and check the error document
+    std::vector<std::string> env = {};  // "NAME=value" to set, "NAME" alone to unset
 };
+
+// Unsets every variable that names a launcher's rank, so that a case means
+// the same when the suite itself runs under srun or mpirun.
+inline std::vector<std::string> no_launcher(std::vector<std::string> more = {}) {
+    std::vector<std::string> env = {"SLURM_LOCALID", "SLURM_PROCID", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_RANK",
+                                    "MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_RANK", "PMI_LOCAL_RANK", "PMI_RANK",
+                                    "LOCAL_RANK"};
+    env.insert(env.end(), more.begin(), more.end());
+    return env;
+}
 
 // Trace files and the like, written once per process into a temporary folder.
 struct Scratch {

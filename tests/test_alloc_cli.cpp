@@ -3,6 +3,9 @@
 // --json), checked before the driver is touched; no visible device gives 3.
 #include <doctest/doctest.h>
 
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "cli_harness.hpp"
@@ -68,6 +71,28 @@ TEST_CASE("alloc-test cli: invalid combinations are usage errors") {
     check_usage_error({"alloc-test", "latency", "--save-costs", "/nonexistent-dir/costs.json"}, "--save-costs");
     check_usage_error({"alloc-test", "latency", "--save-costs", "/tmp/costs.json", "-d", "all"}, "one device");
     check_usage_error({"alloc-test", "max", "-d", "nonsense"}, "invalid device");
+}
+
+TEST_CASE("alloc-test cli: --save-costs '' or DIR/ is refused by check(), before the driver") {
+    // Both reached the driver before (exit 3 here, a full measurement on a GPU machine).
+    check_usage_error({"alloc-test", "latency", "--save-costs", ""}, "--save-costs needs a file name");
+    check_usage_error({"alloc-test", "latency", "--save-costs", "/tmp/"}, "names a directory");
+    check_usage_error({"alloc-test", "latency", "--save-costs", "/tmp/costs.json", "-d", "0,1"}, "one device");
+    check_usage_error({"alloc-test", "churn", "--duration", ""}, "invalid duration ''");
+    check_usage_error({"alloc-test", "hold", "1GiB", "--duration", ""}, "invalid duration ''");
+    check_usage_error({"alloc-test", "churn", "--seed", "-1"}, "--seed");
+    check_usage_error({"alloc-test", "churn", "--growth", "x2"}, "need --via mixmemory");
+    check_usage_error({"alloc-test", "churn", "--via", "mixmemory", "--growth", "x0.5"}, "growth factor");
+}
+
+TEST_CASE("alloc-test cli: trying --save-costs leaves no file behind") {
+    char dir[] = "/tmp/gpumem-costs.XXXXXX";
+    REQUIRE(mkdtemp(dir) != nullptr);
+    const std::string path = std::string(dir) + "/costs.json";
+    const RunResult r = run_gpumem({"alloc-test", "latency", "--save-costs", path}, {"CUDA_VISIBLE_DEVICES="});
+    CHECK(r.status == 3);  // the file could be written; then no device
+    CHECK(access(path.c_str(), F_OK) != 0);
+    CHECK(rmdir(dir) == 0);
 }
 
 TEST_CASE("alloc-test cli: an unwritable --save-costs is a usage error before any GPU work") {

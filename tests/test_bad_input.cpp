@@ -43,8 +43,11 @@ std::vector<BadCase> bad_cases() {
     return all;
 }
 
-std::string joined(const Args& args) {
-    std::string s = "gpumem";
+std::string joined(const BadCase& c) {
+    std::string s;
+    for (const auto& e : c.env) s += (e.find('=') == std::string::npos ? "-u " : "") + e + " ";
+    s += "gpumem";
+    const Args& args = c.args;
     for (const auto& a : args) s += " '" + a + "'";
     return s;
 }
@@ -56,8 +59,8 @@ TEST_CASE("bad input: documented status, one stderr line, nothing on stdout") {
     CHECK(cases.size() >= 100);
     int json_cases = 0;
     for (const BadCase& c : cases) {
-        CAPTURE(joined(c.args));
-        const RunResult r = run_gpumem(c.args);
+        CAPTURE(joined(c));
+        const RunResult r = run_gpumem(c.args, c.env);
         CAPTURE(r.err);
         CAPTURE(r.out);
         CHECK(c.statuses.count(r.status) == 1);
@@ -72,8 +75,8 @@ TEST_CASE("bad input: documented status, one stderr line, nothing on stdout") {
         ++json_cases;
         Args with_json = c.args;
         with_json.push_back("--json");
-        CAPTURE(joined(with_json));
-        const RunResult j = run_gpumem(with_json);
+        CAPTURE(joined(BadCase{with_json, c.statuses, c.json, c.env}));
+        const RunResult j = run_gpumem(with_json, c.env);
         CAPTURE(j.out);
         CHECK(j.status == r.status);
         json doc;

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <functional>
 
 #include "base/device_spec.hpp"
 #include "base/errors.hpp"
@@ -216,4 +217,110 @@ TEST_CASE("device spec: no visible device is NoDeviceError, whatever the spec") 
     CHECK(NoDeviceError("x").status() == ExitStatus::no_device);
     CHECK(static_cast<int>(NoDeviceError("x").status()) == 3);
     CHECK(static_cast<int>(UsageError("x").status()) == 2);
+}
+
+namespace {
+
+LauncherInfo launcher_at(unsigned local_rank, std::optional<unsigned> local_size = std::nullopt) {
+    LauncherInfo l;
+    l.name = "slurm";
+    l.local_rank = local_rank;
+    l.local_rank_variable = "SLURM_LOCALID";
+    l.local_size = local_size;
+    if (local_size) l.local_size_variable = "SLURM_STEP_TASKS_PER_NODE";
+    return l;
+}
+
+std::vector<std::size_t> resolve_local(const LauncherInfo& launcher, const std::vector<DeviceIdentity>& visible = three_gpus()) {
+    return resolve_device_spec(parse_device_spec("local", launcher), visible);
+}
+
+std::string usage_message(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const UsageError& e) {
+        return e.what();
+    }
+    return "(no usage error)";
+}
+
+}  // namespace
+
+TEST_CASE("device spec: local is the local rank's device among the visible ones") {
+    CHECK(resolve_local(launcher_at(0, 3u)) == Positions{0});
+    CHECK(resolve_local(launcher_at(2, 3u)) == Positions{2});
+    // More devices than ranks: the ranks take the first ones.
+    CHECK(resolve_local(launcher_at(1, 2u)) == Positions{1});
+    // Without the node's count, a rank with a device of its own still gets it.
+    CHECK(resolve_local(launcher_at(2)) == Positions{2});
+    const DeviceSpec s = parse_device_spec(" local ", launcher_at(1));
+    CHECK(s.local);
+    CHECK_FALSE(s.all);
+    CHECK(s.selectors.empty());
+    REQUIRE(s.local_rank);
+    CHECK(s.local_rank->rank == 1);
+}
+
+TEST_CASE("device spec: local takes the one device a launcher left, whatever the rank") {
+    // srun --gpus-per-task=1: every task sees only its own GPU, as device 0.
+    const std::vector<DeviceIdentity> own = {three_gpus()[2]};
+    CHECK(resolve_local(launcher_at(0, 4u), own) == Positions{0});
+    CHECK(resolve_local(launcher_at(3, 4u), own) == Positions{0});
+    CHECK(resolve_local(launcher_at(7), own) == Positions{0});
+}
+
+TEST_CASE("device spec: local with fewer devices than ranks names both counts") {
+    const std::string message = usage_message([] { resolve_local(launcher_at(0, 4u)); });
+    CAPTURE(message);
+    CHECK(message.find("4 ranks") != std::string::npos);
+    CHECK(message.find("3 devices") != std::string::npos);
+    CHECK(message.find("SLURM_STEP_TASKS_PER_NODE") != std::string::npos);
+    // Without the count, the rank that has no device is told so.
+    const std::string beyond = usage_message([] { resolve_local(launcher_at(3)); });
+    CAPTURE(beyond);
+    CHECK(beyond.find("local rank 3") != std::string::npos);
+    CHECK(beyond.find("SLURM_LOCALID") != std::string::npos);
+    CHECK(beyond.find("3 devices") != std::string::npos);
+}
+
+TEST_CASE("device spec: local without a launcher's local rank is a usage error before any device is known") {
+    const std::string message = usage_message([] { parse_device_spec("local", LauncherInfo{}); });
+    CAPTURE(message);
+    CHECK(message.rfind("-d local needs a launcher's local rank: SLURM_LOCALID", 0) == 0);
+    for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_RANK", "LOCAL_RANK", "PMI_LOCAL_RANK"})
+        CHECK(message.find(v) != std::string::npos);
+    // A launcher that gives a rank but no local rank is named.
+    LauncherInfo pmi;
+    pmi.name = "pmi";
+    pmi.rank = 3;
+    const std::string named = usage_message([&] { parse_device_spec("local", pmi); });
+    CHECK(named.find("pmi") != std::string::npos);
+    // Parsed without a launcher at hand, resolving refuses it, before the
+    // device list (even an empty one) is looked at.
+    const DeviceSpec bare = parse_device_spec("local");
+    CHECK(bare.local);
+    CHECK_THROWS_AS(resolve_device_spec(bare, three_gpus()), UsageError);
+    CHECK_THROWS_AS(resolve_device_spec(bare, {}), UsageError);
+    // Other specs do not need a launcher.
+    CHECK(resolve_device_spec(parse_device_spec("1", LauncherInfo{}), three_gpus()) == Positions{1});
+}
+
+TEST_CASE("device spec: local names one device, as one index, UUID or PCI id does") {
+    CHECK(names_one_device(parse_device_spec("local", launcher_at(0))));
+    CHECK(names_one_device(parse_device_spec("local")));
+    CHECK(names_one_device(parse_device_spec("1")));
+    CHECK(names_one_device(parse_device_spec("GPU-d944")));
+    CHECK_FALSE(names_one_device(parse_device_spec("all")));
+    CHECK_FALSE(names_one_device(parse_device_spec("0,1")));
+}
+
+TEST_CASE("device spec: local stands alone") {
+    for (const char* bad : {"local,0", "0,local", "local,local", "all,local", "local,all", "LOCAL", "locale"}) {
+        CAPTURE(bad);
+        CHECK_THROWS_AS(parse_device_spec(bad, launcher_at(0)), UsageError);
+    }
+}
+
+TEST_CASE("device spec: no visible device with local is NoDeviceError") {
+    CHECK_THROWS_AS(resolve_local(launcher_at(0, 2u), {}), NoDeviceError);
 }

@@ -1,7 +1,7 @@
 // The man page against the binary: every key of every command's --json
 // document (gpumem --schema, derived from the same column tables that build
 // the documents) is documented, as *key*, in that command's section of
-// man/gpumem.1.scd; the envelope keys in OUTPUT FORMATS. Fails when a key is
+// man/gpumem.1.scd; the envelope keys (the origin's too) in OUTPUT FORMATS. Fails when a key is
 // added or renamed without its documentation.
 #include <doctest/doctest.h>
 
@@ -63,9 +63,21 @@ TEST_CASE("docs: every JSON key of every command is in its man page section") {
         CAPTURE(key);
         CHECK(formats.find("*" + key + "*") != std::string::npos);
     }
+    // The origin stamp is the same object in every document: documented once,
+    // in OUTPUT FORMATS, not in each command's section.
+    REQUIRE(schemas.begin() != schemas.end());
+    std::set<std::string> origin_keys;
+    collect_keys(schemas.begin()->at("properties").at("origin"), origin_keys);
+    CHECK(origin_keys.count("host"));
+    for (const std::string& key : origin_keys) {
+        CAPTURE(key);
+        CHECK(formats.find("*" + key + "*") != std::string::npos);
+    }
+    CHECK(formats.find("*origin*") != std::string::npos);
     for (const auto& item : schemas.items()) {
         const std::string command = item.key();  // clang 14 cannot capture a structured binding (CAPTURE is a lambda)
-        const json& schema = item.value();
+        json schema = item.value();
+        schema["properties"].erase("origin");
         // "alloc-test fill" is documented in ALLOC-TEST.
         const std::string title = upper(command.substr(0, command.find(' ')));
         const std::string text = section(page, title);
@@ -91,5 +103,7 @@ TEST_CASE("docs: the schema is JSON Schema for one object per command, closed to
         CHECK(schema.at("additionalProperties") == false);
         CHECK(schema.at("title") == "gpumem " + command);
         CHECK(schema.at("properties").contains("ok"));
+        // Every document may carry the origin stamp.
+        CHECK(schema.at("properties").at("origin").at("required") == json::array({"host"}));
     }
 }

@@ -292,6 +292,18 @@ TEST_CASE("gpu alloc-test hold --json: a ready event, then the final document; -
     CHECK(doc["hold"][0]["held_seconds"].get<double>() >= 0.95);
 }
 
+TEST_CASE("gpu alloc-test hold: a closed stdout ends it quietly at the ready line, by SIGPIPE") {
+    for (const char* format : {"--format=table", "--json"}) {
+        CAPTURE(format);
+        const auto t0 = std::chrono::steady_clock::now();
+        const RunResult r = run_gpumem_to(StdoutTo::closed_pipe(), {"alloc-test", "hold", "1GiB", "--duration", "20s", format});
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        CHECK(r.status == 128 + SIGPIPE);
+        CHECK(r.err.empty());
+        CHECK(seconds < 15);  // the ready line's write ended it, not the duration
+    }
+}
+
 TEST_CASE("gpu alloc-test fill stops on SIGINT with exit 130 and frees") {
     const std::uint64_t before = free_now();
     Started fill = start_gpumem({"alloc-test", "fill", "2GiB", "--verify", "--passes", "1000000"}, {}, /*stdout_pipe=*/true);

@@ -152,6 +152,41 @@ TEST_CASE("output: JSON keeps keys in order and compact mode is one line") {
     CHECK(doc == json::parse(pretty));
 }
 
+TEST_CASE("output: the origin is a top-level object after ok, only when not empty, and JSON only") {
+    Report r = sample_report();
+    CHECK_FALSE(json::parse(render(r, opts(Format::json))).contains("origin"));
+    Origin o;
+    o.host = "node7";
+    o.launcher = "openmpi";
+    o.rank = 5;
+    o.local_rank = 1;
+    r.origin = origin_record(o);
+    const std::string text = render(r, opts(Format::json));
+    const nlohmann::ordered_json doc = nlohmann::ordered_json::parse(text);
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : doc.items()) keys.push_back(k);
+    REQUIRE(keys.size() > 5);
+    CHECK(keys[4] == "ok");
+    CHECK(keys[5] == "origin");
+    // Absent fields are left out, numbers are numbers.
+    CHECK(doc.at("origin").dump() == R"({"host":"node7","launcher":"openmpi","rank":5,"local_rank":1})");
+    // A failure's document keeps it.
+    const json failed = json::parse(render_json_error(r, UsageError("bad"), opts(Format::json)));
+    CHECK(failed.at("origin").at("rank") == 5);
+    // Text and CSV are unchanged by it.
+    Report plain = sample_report();
+    for (Format f : {Format::table, Format::csv, Format::value})
+        CHECK(render(r, opts(f)) == render(plain, opts(f)));
+}
+
+TEST_CASE("output: the origin's schema requires the host only") {
+    const Json s = schema_json(DocumentSchema{"sample", {}, {}});
+    const Json& origin = s.at("properties").at("origin");
+    CHECK(origin.at("required") == Json::array({"host"}));
+    CHECK(origin.at("properties").at("rank").at("type") == Json::array({"integer", "null"}));
+    CHECK_FALSE(s.at("required").dump().find("origin") != std::string::npos);
+}
+
 TEST_CASE("output: JSON of non-finite numbers and invalid UTF-8 stays valid") {
     Report r;
     r.command = "x";

@@ -10,9 +10,12 @@ set -euo pipefail
 build=(meson ninja-build pkg-config cmake g++ libcli11-dev libspdlog-dev libfmt-dev doctest-dev nlohmann-json3-dev scdoc)
 # CI's further stages: clang with its sanitizer runtime (sanitized build,
 # fuzzing), clang-tidy and cppcheck (static analysis), python3 (fuzz target
-# of the snapshot converter), zsh and fish (the completions test runs fish's
-# completions and checks zsh's syntax; bash is always there).
-ci=(clang libclang-rt-14-dev clang-tidy cppcheck python3 zsh fish)
+# of the snapshot converter, the Slurm test's checker), zsh and fish (the
+# completions test runs fish's completions and checks zsh's syntax; bash is
+# always there), slurm-wlm and munge (tests/slurm-test.sh starts a single-node
+# cluster of its own, on its own key, socket and ports, whatever the packages'
+# services do).
+ci=(clang libclang-rt-14-dev clang-tidy cppcheck python3 zsh fish slurm-wlm munge)
 
 packages=("${build[@]}")
 case "${1:-}" in

@@ -65,11 +65,6 @@ const std::vector<Pattern>& all_patterns() {
 
 Pattern parse_pattern(std::string_view text) { return kPatterns.parse(trimmed(text)); }
 
-std::vector<Pattern> parse_pattern_list(const std::vector<std::string>& items) {
-    if (items.empty()) throw UsageError("no pattern given (expected " + kPatterns.names() + ", or all)");
-    return kPatterns.parse_list(items, ListRules{/*allow_all=*/true, /*allow_repeats=*/true, /*allow_empty=*/false});
-}
-
 std::vector<std::uint64_t> plan_chunks(std::uint64_t total, std::uint64_t chunk) {
     std::vector<std::uint64_t> pieces;
     if (total == 0) return pieces;

@@ -29,9 +29,13 @@ extern const NameTable<Pattern> kPatterns;
 // Thin wrappers over kPatterns.
 const char* pattern_name(Pattern pattern) noexcept;
 Pattern parse_pattern(std::string_view text);  // surrounding blanks ignored; throws UsageError
-// Names (each may be a comma list) or `all`; repeats dropped, order kept.
-std::vector<Pattern> parse_pattern_list(const std::vector<std::string>& items);
 const std::vector<Pattern>& all_patterns();
+
+// How alloc-test's lists of names (--api, --pattern) are written: comma
+// lists, the option repeated, or `all`, which may also stand among names
+// (`vmm,all`: vmm first, then every other); a name given twice counts once,
+// order kept; never empty.
+inline constexpr ListRules kAllocTestListRules{/*allow_all=*/true, /*allow_repeats=*/true, /*allow_empty=*/false};
 
 // `total` bytes cut into pieces of `chunk` bytes; the last one holds the rest.
 std::vector<std::uint64_t> plan_chunks(std::uint64_t total, std::uint64_t chunk);

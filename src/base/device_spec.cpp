@@ -57,6 +57,30 @@ std::string describe(const DeviceIdentity& d) {
     return d.uuid.empty() ? d.pci.to_string() : d.uuid;
 }
 
+std::string no_local_rank_message(const LauncherInfo& launcher) {
+    std::string message = "-d local needs a launcher's local rank: " + local_rank_variables();
+    if (launcher.found())
+        return message + "; this process was started by " + std::string(launcher.name) + ", which gives none";
+    return message + "; none is set (run gpumem under srun, mpirun or torchrun, or give -d a device)";
+}
+
+std::string devices_visible(std::size_t count) {
+    return std::to_string(count) + (count == 1 ? " device is" : " devices are") + " visible";
+}
+
+// The rule is documented at resolve_device_spec.
+std::size_t local_position(const LocalRank& local, std::size_t visible) {
+    if (visible == 1) return 0;
+    if (local.size && *local.size > visible)
+        throw UsageError("-d local: " + std::to_string(*local.size) + " ranks run on this node (" +
+                         std::string(local.size_variable) + ") but only " + devices_visible(visible) +
+                         ": give each rank a GPU (srun --gpus-per-task=1) or run fewer ranks per node");
+    if (local.rank >= visible)
+        throw UsageError("-d local: local rank " + std::to_string(local.rank) + " (" + std::string(local.rank_variable) +
+                         ") has no device: only " + devices_visible(visible) + " (0.." + std::to_string(visible - 1) + ")");
+    return local.rank;
+}
+
 }  // namespace
 
 bool PciAddress::operator<(const PciAddress& o) const noexcept {
@@ -103,9 +127,13 @@ DeviceSpec parse_device_spec(std::string_view text) {
     DeviceSpec spec;
     spec.text = std::string(text);
     const std::string_view s = trim(text);
-    if (s.empty()) throw UsageError("invalid device '': expected an index, a UUID (GPU-...), a PCI bus id or 'all'");
+    if (s.empty()) throw UsageError("invalid device '': expected an index, a UUID (GPU-...), a PCI bus id, 'all' or 'local'");
     if (s == "all") {
         spec.all = true;
+        return spec;
+    }
+    if (s == "local") {
+        spec.local = true;
         return spec;
     }
     for (std::string_view raw : split_commas(s)) {
@@ -131,13 +159,15 @@ DeviceSpec parse_device_spec(std::string_view text) {
         } else if (auto pci = parse_pci_address(part)) {
             sel.kind = DeviceSelector::Kind::pci_address;
             sel.pci = *pci;
-        } else if (part == "all") {
-            throw UsageError("invalid device list '" + spec.text + "': 'all' cannot be combined with other devices");
+        } else if (part == "all" || part == "local") {
+            throw UsageError("invalid device list '" + spec.text + "': '" + std::string(part) +
+                             "' cannot be combined with other devices");
         } else if (part.front() == '-') {
             throw UsageError("invalid device '" + sel.text + "': indices cannot be negative");
         } else {
             throw UsageError("invalid device '" + sel.text +
-                             "': expected an index (0), a UUID or its prefix (GPU-d944...), a PCI bus id (0000:18:00.0) or 'all'");
+                             "': expected an index (0), a UUID or its prefix (GPU-d944...), a PCI bus id (0000:18:00.0), "
+                             "'all' or 'local'");
         }
         // A device written twice the same way is an error whatever devices
         // exist, so say so now rather than after loading the driver.
@@ -154,9 +184,25 @@ DeviceSpec parse_device_spec(std::string_view text) {
     return spec;
 }
 
+bool names_one_device(const DeviceSpec& spec) noexcept {
+    return spec.local || (!spec.all && spec.selectors.size() == 1);
+}
+
+DeviceSpec parse_device_spec(std::string_view text, const LauncherInfo& launcher) {
+    DeviceSpec spec = parse_device_spec(text);
+    if (!spec.local) return spec;
+    if (!launcher.local_rank) throw UsageError(no_local_rank_message(launcher));
+    spec.local_rank = LocalRank{*launcher.local_rank, launcher.local_size, launcher.local_rank_variable,
+                                launcher.local_size_variable};
+    return spec;
+}
+
 std::vector<std::size_t> resolve_device_spec(const DeviceSpec& spec, const std::vector<DeviceIdentity>& visible) {
+    // Before the device list: a usage error whatever the machine has.
+    if (spec.local && !spec.local_rank) throw UsageError(no_local_rank_message(LauncherInfo{}));
     if (visible.empty()) throw NoDeviceError("no CUDA device is visible" +
                                              std::string(std::getenv("CUDA_VISIBLE_DEVICES") ? " (CUDA_VISIBLE_DEVICES is set)" : ""));
+    if (spec.local) return {local_position(*spec.local_rank, visible.size())};
     std::vector<std::size_t> chosen;
     if (spec.all) {
         chosen.resize(visible.size());

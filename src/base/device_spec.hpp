@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/device_id.hpp"
+#include "base/launcher.hpp"
 
 namespace gpumem {
 
@@ -50,18 +51,48 @@ struct DeviceSelector {
     std::string text;  // as written, for messages
 };
 
+// This process's place on its node, for `local`: the launcher's local rank.
+struct LocalRank {
+    unsigned rank = 0;
+    std::optional<unsigned> size;    // ranks on this node, when the launcher says
+    std::string_view rank_variable;  // SLURM_LOCALID, ...: for messages
+    std::string_view size_variable;
+};
+
 struct DeviceSpec {
     bool all = false;
+    bool local = false;                   // `local`: the device of this process's local rank
+    std::optional<LocalRank> local_rank;  // with `local`: the launcher's; empty without one
     std::vector<DeviceSelector> selectors;
     std::string text;
 };
 
-// `0`, `1,3`, `GPU-d944`, `0000:18:00.0`, `18:00.0`, `all`. Throws UsageError.
+// Whether `spec` names exactly one device whatever the machine has: one
+// index, UUID or PCI id, or `local`.
+bool names_one_device(const DeviceSpec& spec) noexcept;
+
+// `0`, `1,3`, `GPU-d944`, `0000:18:00.0`, `18:00.0`, `all`, `local`. Throws
+// UsageError. `local` takes its local rank from `launcher`: without one it
+// is a UsageError here, before any driver call.
+DeviceSpec parse_device_spec(std::string_view text, const LauncherInfo& launcher);
+// The same with no launcher at hand: `local` parses, and resolving it is
+// the UsageError.
 DeviceSpec parse_device_spec(std::string_view text);
 
 // Positions in `visible` (CUDA order) that `spec` names, in the order given.
 // Unknown, ambiguous and repeated devices throw UsageError; an empty `visible`
 // throws NoDeviceError.
+//
+// `local` names one device, by the launcher's local rank:
+//   - one visible device: that one, whatever the local rank. A launcher that
+//     binds GPUs (srun --gpus-per-task=1) leaves each task only its own; on a
+//     node with one GPU the ranks share it.
+//   - otherwise visible[local rank]: the ranks of a node take the devices in
+//     CUDA order (devices beyond the ranks stay unused);
+//   - fewer visible devices than the node's ranks (when the launcher says
+//     how many) is a UsageError naming both counts, on every rank alike, so
+//     that a fleet fails the same way everywhere; without the count, a local
+//     rank with no device of its own is.
 std::vector<std::size_t> resolve_device_spec(const DeviceSpec& spec, const std::vector<DeviceIdentity>& visible);
 
 // One entry of CUDA_VISIBLE_DEVICES.

@@ -91,11 +91,6 @@ const std::vector<AllocApi>& all_alloc_apis() {
 
 std::string alloc_api_names() { return kAllocApis.names(", "); }
 
-std::vector<AllocApi> parse_alloc_api_list(const std::vector<std::string>& items) {
-    if (items.empty()) throw UsageError("no allocation API given (expected " + kAllocApis.names() + ", or all)");
-    return kAllocApis.parse_list(items, ListRules{/*allow_all=*/true, /*allow_repeats=*/true, /*allow_empty=*/false});
-}
-
 bool alloc_api_uses_device_memory(AllocApi api) noexcept {
     return api == AllocApi::device || api == AllocApi::async || api == AllocApi::async_pool || api == AllocApi::managed ||
            api == AllocApi::vmm;

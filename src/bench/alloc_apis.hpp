@@ -43,8 +43,6 @@ AllocApi parse_alloc_api(std::string_view text);  // surrounding blanks ignored;
 const char* alloc_api_name(AllocApi api) noexcept;
 const std::vector<AllocApi>& all_alloc_apis();
 std::string alloc_api_names();  // "device, async, ..." for help and messages
-// Names (each may itself be a comma list) or `all`; repeats dropped, order kept.
-std::vector<AllocApi> parse_alloc_api_list(const std::vector<std::string>& items);
 // Whether the API's memory is GPU memory (counts against cudaMemGetInfo's free).
 bool alloc_api_uses_device_memory(AllocApi api) noexcept;
 

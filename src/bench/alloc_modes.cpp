@@ -1,7 +1,5 @@
 #include "bench/alloc_modes.hpp"
 
-#include <time.h>
-
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -413,131 +411,184 @@ FillResult run_fill(DeviceId device, const FillOptions& options, const StopToken
 // ---------------------------------------------------------------------------
 // churn
 
-ChurnResult run_churn(DeviceId device, const ChurnOptions& options, const StopToken& stop, const ProgressFn& progress) {
-    ensure_context(device);
-    ChurnResult result(device);
-    const DeviceMemoryInfo start_info = device_memory_info(device);
-    const std::uint64_t used_at_start = start_info.total - start_info.free;
-    result.max_live = options.max_live.resolve(start_info.free);
-    if (options.api == AllocApi::managed) {
-        const std::uint64_t largest = *std::max_element(options.sizes.begin(), options.sizes.end());
-        check_managed_fits(device, result.max_live + largest);
+constexpr Named<ChurnOptions::Via> kChurnViaRows[] = {
+    {"direct", ChurnOptions::Via::direct, "the --api's own allocate and free calls"},
+    {"mixmemory", ChurnOptions::Via::mixmemory, "MixMemory slots growing by --growth (device memory)"},
+};
+constexpr NameTable<ChurnOptions::Via> kChurnVias{"churn route", kChurnViaRows};
+
+namespace {
+
+// What both churn loops share: when to stop, progress, the latency samples
+// and the peak of used memory. Only the calls between two Clock::now() are
+// timed; none of this runs inside them.
+class ChurnLoop {
+public:
+    ChurnLoop(DeviceId device, const ChurnOptions& options, const ProgressFn& progress, ChurnResult& result)
+        : options_(options), progress_(progress), result_(result) {
+        const DeviceMemoryInfo start_info = device_memory_info(device);
+        used_at_start_ = start_info.total - start_info.free;
+        result.max_live = options.max_live.resolve(start_info.free);
+        if (options.api == AllocApi::managed) {
+            const std::uint64_t largest = *std::max_element(options.sizes.begin(), options.sizes.end());
+            check_managed_fits(device, result.max_live + largest);
+        }
     }
-    AllocResources resources(device, {options.api});
-    ChurnPlanner planner(options.seed, options.sizes, result.max_live, options.slots);
-    LatencySamples alloc_us, free_us;
-    auto sample_used = [&] {
+
+    // The clock of --duration and of `seconds` starts here, once the stream
+    // and the pool exist.
+    void start() {
+        start_ = Clock::now();
+        deadline_ = start_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.duration_s));
+        progress_total_ = options_.ops ? options_.ops : static_cast<std::uint64_t>(std::max(1.0, options_.duration_s * 1000.0));
+    }
+
+    bool keep_going() const {
+        if (options_.ops && result_.ops >= options_.ops) return false;
+        if (options_.duration_s > 0 && Clock::now() >= deadline_) return false;
+        return true;
+    }
+    // One operation done.
+    void tick() {
+        ++result_.ops;
+        if (progress_ && (result_.ops & 63) == 0)
+            progress_("churn", options_.ops ? result_.ops : static_cast<std::uint64_t>(seconds_since(start_) * 1000.0),
+                      progress_total_);
+    }
+    // Growth of cudaMemGetInfo's used memory over the start.
+    void sample_used() {
         std::size_t free = 0, total = 0;
         GPUMEM_CUDA_CALL(cudaMemGetInfo(&free, &total));
         const std::uint64_t used = total - free;
-        if (used > used_at_start) result.peak_used = std::max<std::uint64_t>(result.peak_used, used - used_at_start);
-    };
-    const auto start = Clock::now();
-    const auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.duration_s));
-    const std::uint64_t progress_total =
-        options.ops ? options.ops : static_cast<std::uint64_t>(std::max(1.0, options.duration_s * 1000.0));
-    auto keep_going = [&] {
-        if (options.ops && result.ops >= options.ops) return false;
-        if (options.duration_s > 0 && Clock::now() >= deadline) return false;
-        return true;
-    };
-    auto tick = [&] {
-        ++result.ops;
-        if (progress && (result.ops & 63) == 0)
-            progress("churn", options.ops ? result.ops : static_cast<std::uint64_t>(seconds_since(start) * 1000.0), progress_total);
-    };
+        if (used > used_at_start_) result_.peak_used = std::max<std::uint64_t>(result_.peak_used, used - used_at_start_);
+    }
+    void finish() {
+        result_.alloc_us = alloc_us.summary();
+        result_.free_us = free_us.summary();
+        result_.seconds = seconds_since(start_);
+    }
 
-    if (options.via == ChurnOptions::Via::direct) {
-        std::vector<ApiAllocation> live;
-        std::uint64_t live_bytes = 0;
-        while (keep_going()) {
-            stop.throw_if_stopped();
-            const ChurnPlanner::Step step = planner.next_direct(live.size(), live_bytes);
-            if (step.allocate) {
-                try {
-                    const auto t0 = Clock::now();
-                    ApiAllocation allocation(options.api, device, static_cast<std::size_t>(step.size), resources.stream(),
-                                             resources.pool());
-                    const auto t1 = Clock::now();
-                    alloc_us.add(micros_between(t0, t1));
-                    live_bytes += allocation.size();
-                    result.bytes_allocated += allocation.size();
-                    live.push_back(std::move(allocation));
-                    ++result.allocations;
-                    result.peak_live = std::max(result.peak_live, live_bytes);
-                    sample_used();
-                } catch (const OutOfMemoryError&) {
-                    ++result.failures;
-                }
-            } else {
-                ApiAllocation& victim = live[step.victim];
-                const std::uint64_t bytes = victim.size();
-                const auto t0 = Clock::now();
-                victim.reset();
-                const auto t1 = Clock::now();
-                free_us.add(micros_between(t0, t1));
-                live_bytes -= bytes;
-                std::swap(victim, live.back());
-                live.pop_back();
-                ++result.frees;
-            }
-            tick();
-        }
-        live.clear();
-    } else {
-        std::vector<MixMemory> slots;
-        slots.reserve(options.slots);
-        for (std::size_t i = 0; i < options.slots; ++i) {
-            MixMemoryOptions mo;
-            mo.device = device;
-            mo.growth = options.growth;
-            mo.stream = resources.stream();
-            slots.emplace_back(mo);
-        }
-        std::uint64_t allocations_seen = 0;
-        while (keep_going()) {
-            stop.throw_if_stopped();
-            const ChurnPlanner::Step step = planner.next_slot_request();
+    LatencySamples alloc_us, free_us;
+
+private:
+    const ChurnOptions& options_;
+    const ProgressFn& progress_;
+    ChurnResult& result_;
+    std::uint64_t used_at_start_ = 0;
+    Clock::time_point start_, deadline_;
+    std::uint64_t progress_total_ = 0;
+};
+
+// --via direct: allocate or free a random live allocation, half the time each.
+void churn_direct(DeviceId device, const ChurnOptions& options, const AllocResources& resources, ChurnPlanner& planner,
+                  const StopToken& stop, ChurnLoop& loop, ChurnResult& result) {
+    std::vector<ApiAllocation> live;
+    std::uint64_t live_bytes = 0;
+    while (loop.keep_going()) {
+        stop.throw_if_stopped();
+        const ChurnPlanner::Step step = planner.next_direct(live.size(), live_bytes);
+        if (step.allocate) {
             try {
                 const auto t0 = Clock::now();
-                slots[step.slot].device(static_cast<std::size_t>(step.size));
+                ApiAllocation allocation(options.api, device, static_cast<std::size_t>(step.size), resources.stream(),
+                                         resources.pool());
                 const auto t1 = Clock::now();
-                alloc_us.add(micros_between(t0, t1));
+                loop.alloc_us.add(micros_between(t0, t1));
+                live_bytes += allocation.size();
+                result.bytes_allocated += allocation.size();
+                live.push_back(std::move(allocation));
+                ++result.allocations;
+                result.peak_live = std::max(result.peak_live, live_bytes);
+                loop.sample_used();
             } catch (const OutOfMemoryError&) {
                 ++result.failures;
             }
-            std::uint64_t capacity = 0, allocations = 0;
-            for (const MixMemory& m : slots) {
-                capacity += m.device_capacity();
-                allocations += m.counters().device_allocations;
-            }
-            result.peak_live = std::max(result.peak_live, capacity);
-            if (allocations != allocations_seen) {
-                allocations_seen = allocations;
-                sample_used();
-            }
-            tick();
+        } else {
+            ApiAllocation& victim = live[step.victim];
+            const std::uint64_t bytes = victim.size();
+            const auto t0 = Clock::now();
+            victim.reset();
+            const auto t1 = Clock::now();
+            loop.free_us.add(micros_between(t0, t1));
+            live_bytes -= bytes;
+            std::swap(victim, live.back());
+            live.pop_back();
+            ++result.frees;
         }
+        loop.tick();
+    }
+    live.clear();
+}
+
+// --via mixmemory: every step asks a random slot for a random size.
+void churn_mixmemory(DeviceId device, const ChurnOptions& options, const AllocResources& resources, ChurnPlanner& planner,
+                     const StopToken& stop, ChurnLoop& loop, ChurnResult& result) {
+    std::vector<MixMemory> slots;
+    slots.reserve(options.slots);
+    for (std::size_t i = 0; i < options.slots; ++i) {
+        MixMemoryOptions mo;
+        mo.device = device;
+        mo.growth = options.growth;
+        mo.stream = resources.stream();
+        slots.emplace_back(mo);
+    }
+    std::uint64_t allocations_seen = 0;
+    while (loop.keep_going()) {
+        stop.throw_if_stopped();
+        const ChurnPlanner::Step step = planner.next_slot_request();
+        try {
+            const auto t0 = Clock::now();
+            slots[step.slot].device(static_cast<std::size_t>(step.size));
+            const auto t1 = Clock::now();
+            loop.alloc_us.add(micros_between(t0, t1));
+        } catch (const OutOfMemoryError&) {
+            ++result.failures;
+        }
+        std::uint64_t capacity = 0, allocations = 0;
         for (const MixMemory& m : slots) {
-            const MixMemoryCounters& c = m.counters();
-            result.allocations += c.device_allocations;
-            result.frees += c.device_frees;
-            result.reuses += c.device_reuses;
-            result.bytes_allocated += c.device_bytes_allocated;
+            capacity += m.device_capacity();
+            allocations += m.counters().device_allocations;
         }
-        // MixMemory counts a free when a growth replaces a buffer; the buffers
-        // still held are released here, as the process would at its end.
-        for (MixMemory& m : slots)
-            if (m.device_capacity() > 0) {
-                m.release_device();
-                ++result.frees;
-            }
-        slots.clear();
+        result.peak_live = std::max(result.peak_live, capacity);
+        if (allocations != allocations_seen) {
+            allocations_seen = allocations;
+            loop.sample_used();
+        }
+        loop.tick();
+    }
+    for (const MixMemory& m : slots) {
+        const MixMemoryCounters& c = m.counters();
+        result.allocations += c.device_allocations;
+        result.frees += c.device_frees;
+        result.reuses += c.device_reuses;
+        result.bytes_allocated += c.device_bytes_allocated;
+    }
+    // MixMemory counts a free when a growth replaces a buffer; the buffers
+    // still held are released here, as the process would at its end.
+    for (MixMemory& m : slots)
+        if (m.device_capacity() > 0) {
+            m.release_device();
+            ++result.frees;
+        }
+    slots.clear();
+}
+
+}  // namespace
+
+ChurnResult run_churn(DeviceId device, const ChurnOptions& options, const StopToken& stop, const ProgressFn& progress) {
+    ensure_context(device);
+    ChurnResult result(device);
+    ChurnLoop loop(device, options, progress, result);
+    AllocResources resources(device, {options.api});
+    ChurnPlanner planner(options.seed, options.sizes, result.max_live, options.slots);
+    loop.start();
+    if (options.via == ChurnOptions::Via::direct) {
+        churn_direct(device, options, resources, planner, stop, loop, result);
+    } else {
+        churn_mixmemory(device, options, resources, planner, stop, loop, result);
     }
     resources.synchronize();
-    result.alloc_us = alloc_us.summary();
-    result.free_us = free_us.summary();
-    result.seconds = seconds_since(start);
+    loop.finish();
     return result;
 }
 
@@ -555,18 +606,6 @@ HeldMemory allocate_held(DeviceId device, const SizeSpec& total, std::uint64_t c
     held.alloc_seconds = seconds_since(t0);
     for (const DeviceAllocation& p : held.pieces) held.bytes += p.size();
     return held;
-}
-
-bool wait_interruptibly(double seconds) {
-    const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-    while (!interrupt_requested()) {
-        if (seconds > 0 && Clock::now() >= until) return true;
-        // Short sleeps: a signal is noticed within 20 ms even where it does
-        // not interrupt nanosleep (it may land on another thread).
-        timespec step{0, 20L * 1000 * 1000};
-        nanosleep(&step, nullptr);
-    }
-    return false;
 }
 
 }  // namespace gpumem

@@ -259,6 +259,9 @@ struct ChurnOptions {
     GrowthPolicy growth;          // mixmemory
 };
 
+// The routes of --via: direct, mixmemory.
+extern const NameTable<ChurnOptions::Via> kChurnVias;
+
 struct ChurnResult {
     explicit ChurnResult(DeviceId on) : device(on) {}
     DeviceId device;
@@ -286,9 +289,5 @@ struct HeldMemory {
 
 HeldMemory allocate_held(DeviceId device, const SizeSpec& total, std::uint64_t chunk, const StopToken& stop,
                          const ProgressFn& progress = {});
-
-// Sleeps `seconds` (<= 0: until a signal) in short steps; returns false when a
-// signal ended the wait early.
-bool wait_interruptibly(double seconds);
 
 }  // namespace gpumem

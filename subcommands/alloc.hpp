@@ -1,0 +1,221 @@
+// gpumem alloc-test: five modes (latency, max, fill, churn, hold), each a
+// Command of its own in alloc_<mode>.cpp (options, check, execute, report)
+// and a row of app.cpp's table. This header holds what the modes share, and
+// what the CPU tests call without a GPU: the checked requests, the results
+// and the pure reports.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "base/alloc_plan.hpp"
+#include "base/device_spec.hpp"
+#include "base/sizes.hpp"
+#include "bench/alloc_modes.hpp"
+#include "command.hpp"
+#include "core/cuda_devices.hpp"
+#include "options.hpp"
+#include "output.hpp"
+#include "progress.hpp"
+
+namespace gpumem::cli {
+
+// ---------------------------------------------------------------------------
+// Shared by the modes
+
+// "device 0: NVIDIA H200 (GPU-...)": the line above each mode's table.
+std::string device_line(const DeviceIdentity& device);
+// The `index` column: the CUDA ordinal.
+Cell device_index(const DeviceIdentity& device);
+
+// A validator that runs `parse(value)`: its UsageError is the message.
+template <typename Parse>
+CLI::Validator parsing_validator(Parse parse, std::string description) {
+    return CLI::Validator(
+        [parse](std::string& value) -> std::string {
+            try {
+                parse(value);
+            } catch (const UsageError& e) {
+                return e.what();
+            }
+            return {};
+        },
+        std::move(description));
+}
+
+// A comma list of a table's names under alloc-test's rules (--api,
+// --pattern); the help shows the choices as {a,b,all}.
+template <typename T>
+CLI::Validator list_validator(const NameTable<T>& table) {
+    return parsing_validator([&table](const std::string& value) { table.parse_list(value, kAllocTestListRules); },
+                             names_validator(table, true).get_description());
+}
+
+// A --chunk of fill and hold: a SIZE that is a whole number of 64-bit words.
+std::uint64_t parse_chunk(const std::string& text);
+
+// Progress on stderr for a single device on a terminal; several device
+// threads would garble one line, so they run without.
+class ProgressSink {
+public:
+    ProgressSink(const Session& session, std::size_t device_count, std::string command);
+    ProgressFn fn();
+    void finish() { bar_.reset(); }
+
+private:
+    bool enabled_;
+    std::string command_;
+    std::string phase_;
+    std::unique_ptr<Progress> bar_;
+};
+
+// Runs `measure(device, stop, progress)` on every device (run_on_devices),
+// with progress for a single device.
+template <typename Measure>
+auto measure_on_devices(const std::vector<DeviceIdentity>& devices, const Session& session, const char* command,
+                        Measure measure) {
+    std::vector<DeviceId> ordinals;
+    ordinals.reserve(devices.size());
+    for (const DeviceIdentity& d : devices) ordinals.push_back(d.cuda_index.value());
+    ProgressSink sink(session, devices.size(), command);
+    auto results = run_on_devices(ordinals, [&](DeviceId device, const StopToken& stop) { return measure(device, stop, sink.fn()); });
+    sink.finish();
+    return results;
+}
+
+// The same on the devices of `spec`, each result added to `rows` as
+// Row{identity, result}.
+template <typename Row, typename Measure>
+void measure_rows(const DeviceSpec& spec, const Session& session, const char* command, Measure measure, std::vector<Row>& rows) {
+    const std::vector<DeviceIdentity> devices = select_cuda_devices(spec);
+    auto measured = measure_on_devices(devices, session, command, measure);
+    for (std::size_t d = 0; d < devices.size(); ++d) rows.push_back(Row{devices[d], std::move(measured[d])});
+}
+
+// A chunked allocation (fill, hold) that failed part way: the JSON
+// document's allocation_failure.
+struct AllocationFailure {
+    DeviceId device{0};
+    std::uint64_t requested = 0, allocated = 0, pieces = 0;
+};
+// The allocation_failure field (null without a failure), and its keys for the schema.
+Cell allocation_failure_cell(const std::optional<AllocationFailure>& failure);
+const FieldSchemaSet& allocation_failure_schema();
+
+// Calls `allocate()`; a PartialAllocationError is recorded in `failure`
+// before it propagates, so that the error document still says how far it got.
+template <typename Allocate>
+auto recording_allocation_failure(std::optional<AllocationFailure>& failure, Allocate allocate) -> decltype(allocate()) {
+    try {
+        return allocate();
+    } catch (const PartialAllocationError& e) {
+        failure = AllocationFailure{e.device(), e.requested_bytes(), e.allocated_bytes(), e.pieces()};
+        throw;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// latency
+
+struct LatencyRequest {
+    DeviceSpec devices;
+    LatencyOptions options;
+    std::optional<std::string> save_costs;  // --save-costs FILE (one device)
+};
+struct LatencyDevice {
+    DeviceIdentity device;
+    LatencyResult result;
+};
+struct LatencyResults {
+    std::vector<LatencyDevice> devices;
+    bool costs_written = false;  // the --save-costs file holds the table
+};
+Report latency_report(const LatencyRequest& q, const LatencyResults& results, const OutputOptions& output);
+
+// ---------------------------------------------------------------------------
+// max
+
+struct MaxRequest {
+    DeviceSpec devices;
+    MaxOptions options;
+};
+struct MaxDevice {
+    DeviceIdentity device;
+    MaxResult result;
+};
+struct MaxResults {
+    std::vector<MaxDevice> devices;
+};
+Report max_report(const MaxRequest& q, const MaxResults& results, const OutputOptions& output);
+
+// ---------------------------------------------------------------------------
+// fill
+
+struct FillRequest {
+    DeviceSpec devices;
+    FillOptions options;
+};
+struct FillDevice {
+    DeviceIdentity device;
+    FillResult result;
+    std::optional<double> peak_bps = std::nullopt;  // NVML's peak memory bandwidth
+};
+struct FillResults {
+    std::vector<FillDevice> devices;
+    std::optional<AllocationFailure> allocation_failure;
+};
+Report fill_report(const FillRequest& q, const FillResults& results, const OutputOptions& output);
+// What a failed --verify says on stderr (the first bad word, where, and what
+// was read); empty when every word read back right.
+std::string fill_failure_message(const FillResults& results);
+
+// ---------------------------------------------------------------------------
+// churn
+
+struct ChurnRequest {
+    DeviceSpec devices;
+    ChurnOptions options;
+    std::string sizes;  // --sizes as written (the document's `sizes`)
+};
+struct ChurnDevice {
+    DeviceIdentity device;
+    ChurnResult result;
+};
+struct ChurnResults {
+    std::vector<ChurnDevice> devices;
+};
+Report churn_report(const ChurnRequest& q, const ChurnResults& results, const OutputOptions& output);
+
+// ---------------------------------------------------------------------------
+// hold
+
+struct HoldRequest {
+    DeviceSpec devices;
+    SizeSpec total;
+    std::uint64_t chunk = 1ULL << 30;
+    double duration_s = 0;  // 0: until a signal
+};
+// What one device held (the memory itself is freed before the report).
+struct HoldDevice {
+    DeviceIdentity device;
+    std::uint64_t free_before = 0, requested = 0, held = 0, chunks = 0;
+    double alloc_seconds = 0;
+};
+struct HoldResults {
+    std::vector<HoldDevice> devices;
+    double held_seconds = 0;
+    std::optional<bool> completed;  // the duration ran out (false: a signal ended it); empty while held
+    std::optional<AllocationFailure> allocation_failure;
+};
+// The line written once everything is held: "ready: held 4 GiB on device 0
+// (GPU-...)", or with JSON a one-line {"event":"ready",...} event.
+std::string hold_ready_line(const HoldRequest& q, const HoldResults& results, const OutputOptions& output, long long pid);
+Report hold_report(const HoldRequest& q, const HoldResults& results, const OutputOptions& output);
+
+}  // namespace gpumem::cli
