@@ -113,6 +113,11 @@ std::vector<BadCase> reuse_sim_cases(const Scratch& s) {
         {{"-d", "0", "reuse-sim", "--strategy", "naive"}},
         {{"-d", "", "reuse-sim", "--execute"}},
         {{"reuse-sim", "--execute", "--sync-every", "0"}},
+        {{"-d", "local", "reuse-sim", "--execute"}, {2}, false, no_launcher()},
+        // Two formats: an error, and no document on stdout (issue #13).
+        {{"--json", "--csv", "reuse-sim"}},
+        {{"reuse-sim", "--csv", "--json"}},
+        {{"--json", "reuse-sim", "--format", "table", "--trace", ""}},
     };
 }
 
