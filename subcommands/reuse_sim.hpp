@@ -102,8 +102,8 @@ struct ReuseSimResults {
     bool complete = false;  // everything ran, --execute's checks passed
 };
 
-void execute_reuse_sim(const ReuseSimRequest& request, ReuseSimResults& results, Session& session);
-Report reuse_sim_report(const ReuseSimRequest& request, const ReuseSimResults& results, const OutputOptions& output);
+void execute_reuse_sim(const ReuseSimRequest& q, ReuseSimResults& r, Session& session);
+Report reuse_sim_report(const ReuseSimRequest& q, const ReuseSimResults& r, const OutputOptions& output);
 
 // The document's keys (reuse_sim_schema() returns it).
 DocumentSchema reuse_sim_document_schema();
