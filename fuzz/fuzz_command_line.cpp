@@ -6,7 +6,8 @@
 //   - the exit status is 0 or 2 (1 would mean an internal error escaped);
 //   - a failure writes exactly one line to stderr, "gpumem: error: ...";
 //   - on a failure stdout is empty, or exactly one JSON document with an
-//     "error" object when --json was asked for (and it must be, then);
+//     "error" object when --json was asked for (and it must be, then, unless
+//     another format was asked for too: that contradiction writes none);
 //   - a success without --help/--version prints nothing on stderr.
 // Run it with -close_fd_mask=3 (fuzz/run.sh does): libFuzzer then keeps its
 // own output, and the sanitizers' reports, on a copy of the real stderr. To
@@ -86,6 +87,21 @@ bool has_arg(const std::vector<std::string>& args, std::string_view wanted) {
     return false;
 }
 
+// Formats that contradict --json (the documented rule: --json with another
+// format is a usage error that writes no document, since a script that asked
+// for two formats cannot be trusted to read either).
+bool other_format_asked(const std::vector<std::string>& args) {
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        std::string format;
+        if (a == "--csv") return true;
+        if (a.rfind("--format=", 0) == 0) format = a.substr(9);
+        if (a == "--format" && i + 1 < args.size()) format = args[i + 1];
+        if (format == "table" || format == "csv" || format == "value") return true;
+    }
+    return false;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t size) {
@@ -130,7 +146,7 @@ extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t siz
     if (status == 2) {
         if (err.rfind("gpumem: error: ", 0) != 0 || err.back() != '\n' || err.find('\n') != err.size() - 1)
             finding("a usage error is not exactly one 'gpumem: error:' line on stderr", args, status, out, err);
-        const bool json_asked = has_arg(args, "--json") || has_arg(args, "--format=json");
+        const bool json_asked = (has_arg(args, "--json") || has_arg(args, "--format=json")) && !other_format_asked(args);
         if (json_asked && out.empty()) finding("--json, but no JSON error document", args, status, out, err);
         if (!out.empty()) {
             const auto doc = nlohmann::json::parse(out, nullptr, /*allow_exceptions=*/false);
