@@ -37,7 +37,7 @@ void consume(const std::string& path, rs::TraceFormat format) {
     (void)n;
     if (!source->rewind()) std::abort();  // a regular file rewinds
     rs::Lane lane("naive", std::make_unique<rs::SimulatedUpstream>(64ULL << 30, nullptr));
-    lane.strategy = rs::make_strategy(rs::StrategyKind::naive, {}, *lane.upstream);
+    lane.strategy = rs::make_strategy(rs::kStrategies.parse("naive"), {}, *lane.upstream);
     rs::Replay replay({&lane}, {});
     (void)replay.run(*source);
     replay.teardown();

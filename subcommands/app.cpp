@@ -56,10 +56,9 @@ const CommandEntry kCommands[] = {
      "Allocate SIZE or PCT% of free memory and hold it until --duration ends or a signal; prints a ready line once held",
      make_alloc_hold_command, alloc_hold_schema},
     {"reuse-sim",
-     "Replay an allocation trace or a built-in workload through reuse strategies (naive, grow-only, shape-persistent, "
-     "ring, RMM pool and binning, PyTorch caching allocator, cudaMallocAsync pool) on a simulated device and compare "
-     "them; no GPU needed unless --execute",
-     nullptr, nullptr},
+     "Replay an allocation trace or a built-in workload through reuse strategies (RMM's, PyTorch's, cudaMallocAsync and "
+     "more: gpumem --list strategies) on a simulated device and compare them; no GPU needed unless --execute",
+     make_reuse_sim_command, reuse_sim_schema},
 };
 
 std::string_view first_word(std::string_view name) { return name.substr(0, name.find(' ')); }

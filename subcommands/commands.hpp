@@ -34,4 +34,7 @@ DocumentSchema alloc_churn_schema();
 std::unique_ptr<Command> make_alloc_hold_command();
 DocumentSchema alloc_hold_schema();
 
+std::unique_ptr<Command> make_reuse_sim_command();
+DocumentSchema reuse_sim_schema();
+
 }  // namespace gpumem::cli

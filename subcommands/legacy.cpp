@@ -23,8 +23,8 @@ std::vector<DeviceIdentity> resolve_cuda_devices(const LegacyGlobals& g, const c
 
 bool progress_enabled(const LegacyGlobals& g) { return !g.quiet && isatty(STDERR_FILENO) == 1; }
 
-void setup_legacy(const std::string& name, CLI::App& /*app*/, CLI::App& sub, LegacyContext& legacy, bool full) {
-    if (name == "reuse-sim") setup_reuse_sim(sub, legacy.ctx, full);
+void setup_legacy(const std::string& /*name*/, CLI::App& /*app*/, CLI::App& /*sub*/, LegacyContext& /*legacy*/, bool /*full*/) {
+    // Every command follows the Command contract now: none is set up here.
 }
 
 int run_legacy(LegacyContext& legacy, const Globals& globals, bool parse_only, bool json) {

@@ -44,6 +44,5 @@ bool progress_enabled(const LegacyGlobals& globals);
 void setup_legacy(const std::string& name, CLI::App& app, CLI::App& sub, LegacyContext& legacy, bool full);
 int run_legacy(LegacyContext& legacy, const Globals& globals, bool parse_only, bool json);
 
-void setup_reuse_sim(CLI::App& sub, Context& ctx, bool full);
 
 }  // namespace gpumem::cli

@@ -9,6 +9,9 @@
 #include "bench/alloc_modes.hpp"
 #include "commands.hpp"
 #include "info_fields.hpp"
+#include "reuse_sim/strategy.hpp"
+#include "reuse_sim/trace_reader.hpp"
+#include "reuse_sim/workloads.hpp"
 
 namespace gpumem::cli {
 
@@ -27,6 +30,9 @@ const std::vector<ListEntry>& name_lists() {
         {"patterns", "alloc-test fill --pattern", [] { return view_of(kPatterns); }},
         {"via", "alloc-test churn --via", [] { return view_of(kChurnVias); }},
         {"fields", "info --query", info_fields_view},
+        {"strategies", "reuse-sim --strategy", [] { return view_of(reuse_sim::kStrategies); }},
+        {"workloads", "reuse-sim --workload", [] { return view_of(reuse_sim::kWorkloads); }},
+        {"trace-formats", "reuse-sim --trace-format", [] { return view_of(reuse_sim::kTraceFormats); }},
     };
     return lists;
 }

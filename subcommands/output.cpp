@@ -59,6 +59,7 @@ Json cell_json(const Cell& cell, const Field& field) {
     if (auto p = std::get_if<std::string>(&cell)) return *p;
     if (auto p = std::get_if<bool>(&cell)) return *p;
     if (auto p = std::get_if<std::vector<std::string>>(&cell)) return *p;
+    if (auto p = std::get_if<std::vector<std::uint64_t>>(&cell)) return *p;
     if (auto p = std::get_if<std::vector<double>>(&cell)) {
         Json list = Json::array();
         for (double v : *p) list.push_back(std::isfinite(v) ? Json(v) : Json(nullptr));
@@ -353,7 +354,9 @@ Json object_schema(const FieldSchemaSet& set) {
         props[std::string(f.field.key)] = field_schema(f);
         if (!f.omit_null) required.push_back(std::string(f.field.key));
     }
-    return {{"type", "object"}, {"properties", props}, {"required", required}, {"additionalProperties", false}};
+    Json others = false;
+    if (set.other_keys) others = value_schema(FieldSchema{Field{"", "", *set.other_keys}});
+    return {{"type", "object"}, {"properties", props}, {"required", required}, {"additionalProperties", others}};
 }
 
 }  // namespace

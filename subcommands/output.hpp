@@ -52,9 +52,10 @@ struct Field {
 struct Record;
 using RecordList = std::vector<Record>;
 // One value: a scalar of a table cell or a JSON field, or (JSON only) a list
-// of numbers or strings, a nested record or a list of records.
+// of numbers (reals or integers) or strings, a nested record or a list of records.
 using Cell = std::variant<std::monostate, std::string, std::int64_t, std::uint64_t, double, bool, std::vector<double>,
-                          std::vector<std::string>, std::shared_ptr<const Record>, std::shared_ptr<const RecordList>>;
+                          std::vector<std::string>, std::shared_ptr<const Record>, std::shared_ptr<const RecordList>,
+                          std::vector<std::uint64_t>>;
 
 // Keys and values in order; rendered as a JSON object.
 struct Record {
@@ -119,6 +120,9 @@ struct FieldSchema {
 };
 struct FieldSchemaSet {
     std::vector<FieldSchema> fields;
+    // An object whose data name more keys than `fields` (a strategy's own
+    // figures): the kind of their values. None: no other keys.
+    std::optional<FieldKind> other_keys;
 };
 
 template <typename Row>

@@ -30,6 +30,7 @@ public:
     }
     std::string location(std::uint64_t line) const override { return "test:" + std::to_string(line); }
     std::string description() const override { return "test events"; }
+    std::string format() const override { return "generated"; }
     bool rewind() override {
         pos_ = 0;
         return true;
@@ -56,11 +57,11 @@ struct Outcome {
     }
 };
 
-inline Outcome run_strategy(rs::StrategyKind kind, std::vector<rs::Event> events, rs::StrategyOptions options = {},
+inline Outcome run_strategy(const std::string& strategy, std::vector<rs::Event> events, rs::StrategyOptions options = {},
                             std::uint64_t capacity = rs::kUnlimited) {
     VectorSource source(std::move(events));
-    rs::Lane lane(rs::strategy_name(kind), std::make_unique<rs::SimulatedUpstream>(capacity, nullptr));
-    lane.strategy = rs::make_strategy(kind, options, *lane.upstream);
+    rs::Lane lane(strategy, std::make_unique<rs::SimulatedUpstream>(capacity, nullptr));
+    lane.strategy = rs::make_strategy(rs::kStrategies.parse(strategy), options, *lane.upstream);
     rs::Replay replay({&lane}, {});
     Outcome o;
     o.summary = replay.run(source);

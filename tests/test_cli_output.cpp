@@ -57,5 +57,5 @@ TEST_CASE("output: a usage error's JSON document to a full disk: the usage error
     // The error line is printed first; the document then cannot be written.
     const RunResult r = run_gpumem_to(StdoutTo::to("/dev/full"), {"reuse-sim", "--strategy", "nope", "--json"});
     CHECK(r.status == 2);
-    CHECK(r.err.rfind("gpumem: error: unknown strategy", 0) == 0);
+    CHECK(r.err.rfind("gpumem: error: --strategy: unknown strategy", 0) == 0);
 }

@@ -53,19 +53,19 @@ TEST_CASE("gpu reuse-sim: the CUDA upstream matches the simulation and frees eve
     w.name = "training";
     w.steps = 6;
     w.streams = 2;
-    for (rs::StrategyKind kind : {rs::StrategyKind::naive, rs::StrategyKind::pool, rs::StrategyKind::async_pool,
-                                  rs::StrategyKind::torch_caching, rs::StrategyKind::binning}) {
-        const std::string strategy = rs::strategy_name(kind);
+    for (const char* name : {"naive", "pool", "async-pool", "torch-caching", "binning"}) {
+        const std::string strategy = name;
+        const rs::StrategySpec& kind = rs::kStrategies.row(strategy).value;
         CAPTURE(strategy);
         rs::StrategyOptions o;
         o.bin_blocks = 8;
         auto source = rs::make_workload(w);
-        rs::Lane sim(rs::strategy_name(kind), std::make_unique<rs::SimulatedUpstream>(rs::kUnlimited, &costs));
+        rs::Lane sim(strategy, std::make_unique<rs::SimulatedUpstream>(rs::kUnlimited, &costs));
         sim.strategy = rs::make_strategy(kind, o, *sim.upstream);
         rs::Replay(std::vector<rs::Lane*>{&sim}, {}).run(*source);
         REQUIRE(source->rewind());
         {
-            rs::Lane real(rs::strategy_name(kind), rs::make_cuda_upstream(gpumem::DeviceId(0), rs::kUnlimited, &costs));
+            rs::Lane real(strategy, rs::make_cuda_upstream(gpumem::DeviceId(0), rs::kUnlimited, &costs));
             real.strategy = rs::make_strategy(kind, o, *real.upstream);
             rs::Replay replay(std::vector<rs::Lane*>{&real}, {});
             replay.run(*source);
@@ -91,7 +91,7 @@ TEST_CASE("gpu reuse-sim: an interrupted real replay still frees everything") {
     auto source = rs::make_workload(w);
     {
         rs::Lane real("naive", rs::make_cuda_upstream(gpumem::DeviceId(0), rs::kUnlimited, nullptr));
-        real.strategy = rs::make_strategy(rs::StrategyKind::naive, {}, *real.upstream);
+        real.strategy = rs::make_strategy(rs::kStrategies.parse("naive"), {}, *real.upstream);
         rs::ReplayOptions o;
         o.poll = [] { gpumem::throw_if_interrupted(); };
         o.poll_interval = 40;  // some allocations are live when the "Ctrl-C" lands

@@ -2,8 +2,16 @@
 // one JSON document, exit statuses and one-line errors.
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -25,6 +33,54 @@ struct TraceFile {
 };
 
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+constexpr const char* kTrace = "action,id,size,stream,tag\nalloc,1,4096,0,a\nalloc,2,8192,0,b\nfree,1,,,\nfree,2,,,\n";
+
+// A FIFO in a temporary folder, removed with it.
+struct Fifo {
+    std::string dir, path;
+    Fifo() {
+        char tmpl[] = "/tmp/gpumem-fifo-XXXXXX";
+        dir = mkdtemp(tmpl);
+        path = dir + "/trace.fifo";
+        if (mkfifo(path.c_str(), 0600) != 0) throw std::runtime_error("mkfifo failed");
+    }
+    ~Fifo() {
+        unlink(path.c_str());
+        rmdir(dir.c_str());
+    }
+};
+
+// Writes `text` into the FIFO after `delay` seconds, from a thread: the
+// writer comes late. It gives up after `patience` seconds without a reader
+// (a non-blocking open fails with ENXIO until one comes), so a test whose
+// gpumem never opens the FIFO still ends.
+class LateWriter {
+public:
+    LateWriter(const std::string& path, std::string text, double delay, double patience = 10)
+        : thread_([path, text = std::move(text), delay, patience, this] {
+              std::this_thread::sleep_for(std::chrono::duration<double>(delay));
+              const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(patience);
+              int fd = -1;
+              while ((fd = open(path.c_str(), O_WRONLY | O_NONBLOCK)) < 0 && errno == ENXIO && std::chrono::steady_clock::now() < deadline)
+                  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+              if (fd < 0) return;
+              fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+              written_ = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+              close(fd);
+          }) {}
+    ~LateWriter() {
+        if (thread_.joinable()) thread_.join();
+    }
+    bool written() {
+        if (thread_.joinable()) thread_.join();
+        return written_;
+    }
+
+private:
+    bool written_ = false;
+    std::thread thread_;
+};
 
 }  // namespace
 
@@ -111,4 +167,80 @@ TEST_CASE("cli reuse-sim: --execute without a usable GPU exits 3") {
     const auto r = run_gpumem({"reuse-sim", "--execute", "--strategy", "naive", "--steps", "2"}, {"CUDA_VISIBLE_DEVICES="});
     CHECK(r.status == 3);
     CHECK(r.stderr_lines() == 1);
+}
+
+TEST_CASE("cli reuse-sim: a FIFO fed late is read once, with every strategy (ring's first pass included)") {
+    Fifo fifo;
+    LateWriter writer(fifo.path, kTrace, 0.3);
+    Started run = start_gpumem({"reuse-sim", "--trace", fifo.path, "--json"});
+    const int status = run.wait_within(20);
+    CHECK(writer.written());
+    CHECK(status == 0);
+    const RunResult r = run.wait();
+    INFO(r.err);
+    const auto doc = nlohmann::json::parse(r.out);
+    CHECK(doc["events"] == 4);
+    CHECK(doc["input"]["format"] == "gpumem");  // detected from the header it read once
+    CHECK(doc["options"]["ring_size"] == 8192);  // the first pass read the copy
+    CHECK(doc["strategies"].size() == 8);
+}
+
+TEST_CASE("cli reuse-sim: a FIFO with --save-trace and a strategy that needs no first pass") {
+    Fifo fifo;
+    TraceFile saved("", ".saved.csv");
+    LateWriter writer(fifo.path, kTrace, 0.2);
+    Started run = start_gpumem({"reuse-sim", "--trace", fifo.path, "--strategy", "naive,pool", "--save-trace", saved.path, "--csv"});
+    CHECK(run.wait_within(20) == 0);
+    CHECK(writer.written());
+    std::ifstream in(saved.path);
+    std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(has(all, "alloc,2,8192,0,b\n"));
+}
+
+TEST_CASE("cli reuse-sim: standard input fed late, the format found by its header") {
+    TraceFile trace(kTrace);
+    const RunResult r = run_program("/bin/sh", {"-c", "(sleep 0.3; cat '" + trace.path + "') | \"$0\" reuse-sim --trace - --json", gpumem_binary()});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    const auto doc = nlohmann::json::parse(r.out);
+    CHECK(doc["events"] == 4);
+    CHECK(doc["input"]["description"] == "<stdin> (gpumem CSV)");
+    CHECK(doc["options"]["ring_size"] == 8192);
+}
+
+TEST_CASE("cli reuse-sim: Ctrl-C while waiting for a FIFO's writer exits 130") {
+    Fifo fifo;
+    Started run = start_gpumem({"reuse-sim", "--trace", fifo.path});
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    REQUIRE(run.running());  // blocked in open(), waiting for a writer
+    run.signal(SIGINT);
+    CHECK(run.wait_within(10) == 130);
+    const RunResult r = run.wait();
+    CHECK(r.stderr_lines() == 1);
+    CHECK(has(r.err, "interrupted"));
+    CHECK(r.out.empty());
+}
+
+TEST_CASE("cli reuse-sim: Ctrl-C while a FIFO's writer has not finished exits 130") {
+    Fifo fifo;
+    Started run = start_gpumem({"reuse-sim", "--trace", fifo.path, "--strategy", "naive"});
+    const int fd = open(fifo.path.c_str(), O_WRONLY);  // gpumem has opened it: the header, then nothing more
+    REQUIRE(fd >= 0);
+    CHECK(write(fd, "action,id,size,stream,tag\n", 26) == 26);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    run.signal(SIGINT);
+    CHECK(run.wait_within(10) == 130);
+    close(fd);
+}
+
+TEST_CASE("cli reuse-sim: output files are checked before the simulation starts") {
+    // A simulation of hours: the bad path must end the run at once.
+    for (const char* option : {"--timeline", "--save-trace"}) {
+        CAPTURE(option);
+        Started run = start_gpumem({"reuse-sim", "--steps", "100000000", option, "/nonexistent/dir/t.csv"});
+        CHECK(run.wait_within(10) == 2);
+        const RunResult r = run.wait();
+        CHECK(r.stderr_lines() == 1);
+        CHECK(has(r.err, "/nonexistent/dir/t.csv: cannot"));
+    }
 }

@@ -65,7 +65,7 @@ TEST_CASE("torch-caching reproduces PyTorch's own statistics on recorded workloa
 
         auto source = rs::open_trace(fixture_dir() + "/" + name + ".csv", rs::TraceFormat::gpumem);
         rs::Lane lane("torch-caching", std::make_unique<rs::SimulatedUpstream>(capacity, nullptr));
-        lane.strategy = rs::make_strategy(rs::StrategyKind::torch_caching, o, *lane.upstream);
+        lane.strategy = rs::make_strategy(rs::kStrategies.parse("torch-caching"), o, *lane.upstream);
         rs::Replay replay_run({&lane}, {});
         const rs::ReplaySummary summary = replay_run.run(*source);
         const rs::LaneResult r = rs::summarize(lane);

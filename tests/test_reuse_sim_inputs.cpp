@@ -138,7 +138,7 @@ TEST_CASE("replay: inconsistent traces are usage errors with the location") {
         return usage_error([&] {
             auto src = rs::open_trace(f.path, rs::TraceFormat::gpumem);
             rs::Lane lane("naive", std::make_unique<rs::SimulatedUpstream>(rs::kUnlimited, nullptr));
-            lane.strategy = rs::make_strategy(rs::StrategyKind::naive, {}, *lane.upstream);
+            lane.strategy = rs::make_strategy(rs::kStrategies.parse("naive"), {}, *lane.upstream);
             rs::Replay replay({&lane}, {});
             replay.run(*src);
         });
@@ -150,7 +150,8 @@ TEST_CASE("replay: inconsistent traces are usage errors with the location") {
 }
 
 TEST_CASE("workloads are deterministic for a seed and differ between seeds") {
-    for (const std::string& name : rs::workload_names()) {
+    for (const auto& row : rs::kWorkloads) {
+        const std::string name(row.name);
         CAPTURE(name);
         rs::WorkloadOptions o;
         o.name = name;
@@ -193,9 +194,9 @@ TEST_CASE("simulation results are deterministic for a seed") {
         std::vector<rs::Lane*> ptrs;
         rs::StrategyOptions o;
         o.ring_size = rs::largest_request(*src);
-        for (auto k : rs::all_strategies()) {
-            lanes.push_back(std::make_unique<rs::Lane>(rs::strategy_name(k), std::make_unique<rs::SimulatedUpstream>(rs::kUnlimited, nullptr)));
-            lanes.back()->strategy = rs::make_strategy(k, o, *lanes.back()->upstream);
+        for (const auto& row : rs::kStrategies) {
+            lanes.push_back(std::make_unique<rs::Lane>(std::string(row.name), std::make_unique<rs::SimulatedUpstream>(rs::kUnlimited, nullptr)));
+            lanes.back()->strategy = rs::make_strategy(row.value, o, *lanes.back()->upstream);
             ptrs.push_back(lanes.back().get());
         }
         rs::Replay replay(ptrs, {});
@@ -261,11 +262,18 @@ TEST_CASE("cost table: malformed files are usage errors naming the file") {
 }
 
 TEST_CASE("strategy names, growth rules and PyTorch's roundup_power2_divisions syntax") {
-    CHECK(rs::parse_strategy_list("all").size() == 8);
-    CHECK(rs::parse_strategy_list("pool,torch-caching") ==
-          std::vector<rs::StrategyKind>{rs::StrategyKind::pool, rs::StrategyKind::torch_caching});
-    CHECK(contains(usage_error([] { rs::parse_strategy_list("pool,nope"); }), "unknown strategy 'nope'"));
-    CHECK(contains(usage_error([] { rs::parse_strategy_list("pool,pool"); }), "named twice"));
+    CHECK(rs::kStrategies.parse_list("all").size() == 8);
+    CHECK(rs::kStrategies.parse_list("pool,torch-caching") ==
+          std::vector<rs::StrategySpec>{rs::kStrategies.parse("pool"), rs::kStrategies.parse("torch-caching")});
+    CHECK(contains(usage_error([] { rs::kStrategies.parse_list("pool,nope"); }), "unknown strategy 'nope'"));
+    CHECK(contains(usage_error([] { rs::kStrategies.parse_list("pool,pool"); }), "named twice"));
+    // The options each strategy takes, from its row.
+    CHECK(rs::strategies_using("--pool-initial") == "pool, binning");
+    CHECK(rs::strategies_using("--growth") == "grow-only");
+    CHECK(rs::strategies_using("--bins") == "binning");
+    CHECK(rs::strategies_using("--release-threshold") == "async-pool");
+    CHECK(rs::strategies_using("--roundup-power2-divisions") == "torch-caching");
+    CHECK(rs::strategies_using("--capacity").empty());
     // --growth takes the named rules only (MixMemory's GrowthPolicy).
     CHECK(gpumem::kGrowthRules.parse("x1.5").capacity_for(1000, 4096) == 6144);
     CHECK(gpumem::kGrowthRules.parse("512B").capacity_for(1000, 0) == 1024);
@@ -310,7 +318,7 @@ TEST_CASE("U64Map agrees with std::unordered_map under random inserts and erases
 
 TEST_CASE("timeline keeps a bounded number of points with the maxima") {
     rs::Lane lane("naive", std::make_unique<rs::SimulatedUpstream>(rs::kUnlimited, nullptr));
-    lane.strategy = rs::make_strategy(rs::StrategyKind::naive, {}, *lane.upstream);
+    lane.strategy = rs::make_strategy(rs::kStrategies.parse("naive"), {}, *lane.upstream);
     std::vector<rs::Event> ev;
     for (std::uint64_t i = 1; i <= 1000; ++i) {
         ev.push_back(A(i, i));

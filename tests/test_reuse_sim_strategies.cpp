@@ -7,10 +7,8 @@
 #include "base/memory_policy.hpp"
 #include "reuse_sim_helpers.hpp"
 
-using K = rs::StrategyKind;
-
 TEST_CASE("naive: one cudaMalloc and one cudaFree per request") {
-    const auto o = run_strategy(K::naive, {A(1, 1000), A(2, 3000), F(1), A(3, 500), F(2), F(3)});
+    const auto o = run_strategy("naive", {A(1, 1000), A(2, 3000), F(1), A(3, 500), F(2), F(3)});
     const auto& r = o.result;
     CHECK(r.requests == 3);
     CHECK(r.upstream_allocs == 3);
@@ -26,7 +24,7 @@ TEST_CASE("grow-only: reuse while the request fits, free then grow otherwise") {
     const std::uint32_t t = 7;
     const std::vector<rs::Event> trace = {A(1, 1000, t), F(1), A(2, 500, t), F(2), A(3, 2000, t), F(3), A(4, 2000, t), F(4)};
     SUBCASE("exact") {
-        const auto r = run_strategy(K::grow_only, trace).result;
+        const auto r = run_strategy("grow-only", trace).result;
         CHECK(r.upstream_allocs == 2);  // 1000, then 2000
         CHECK(r.upstream_frees == 1);   // the 1000-byte buffer, freed before growing
         CHECK(r.hits == 2);             // 500 fits in 1000; 2000 fits in 2000
@@ -36,21 +34,21 @@ TEST_CASE("grow-only: reuse while the request fits, free then grow otherwise") {
     SUBCASE("x2") {
         rs::StrategyOptions o;
         o.growth = gpumem::GrowthPolicy::geometric(2);
-        const auto r = run_strategy(K::grow_only, trace, o).result;
+        const auto r = run_strategy("grow-only", trace, o).result;
         CHECK(r.upstream_allocs == 2);
         CHECK(r.peak_reserved == 2000);  // max(2000, 2 x 1000), not rounded: as MixMemory
     }
     SUBCASE("x1.5") {
         rs::StrategyOptions o;
         o.growth = gpumem::GrowthPolicy::geometric(1.5);
-        const auto r = run_strategy(K::grow_only, trace, o).result;
+        const auto r = run_strategy("grow-only", trace, o).result;
         CHECK(r.upstream_allocs == 2);
         CHECK(r.peak_reserved == 2000);  // max(2000, 1.5 x 1000)
     }
     SUBCASE("2MiB") {
         rs::StrategyOptions o;
         o.growth = gpumem::GrowthPolicy::round_to(2 * MiB);
-        const auto r = run_strategy(K::grow_only, trace, o).result;
+        const auto r = run_strategy("grow-only", trace, o).result;
         CHECK(r.upstream_allocs == 1);
         CHECK(r.peak_reserved == 2 * MiB);
         CHECK(r.hit_rate == doctest::Approx(0.75));
@@ -58,7 +56,7 @@ TEST_CASE("grow-only: reuse while the request fits, free then grow otherwise") {
     SUBCASE("zero-fill stalls the device once per new buffer") {
         rs::StrategyOptions o;
         o.zero_fill = true;
-        const auto r = run_strategy(K::grow_only, trace, o).result;
+        const auto r = run_strategy("grow-only", trace, o).result;
         CHECK(r.counters.fills == 2);
         CHECK(r.implicit_syncs == 1 + 2);  // one cudaFree, two cudaMemset
     }
@@ -122,7 +120,7 @@ TEST_CASE("grow-only: the capacities asked for are MixMemory's, for every growth
         rs::StrategyOptions options;
         options.growth = rule;
         AskedSizes upstream(limit);
-        const auto strategy = rs::make_strategy(K::grow_only, options, upstream);
+        const auto strategy = rs::make_strategy(rs::kStrategies.parse("grow-only"), options, upstream);
         MixMemoryDeviceModel model{rule};
         std::vector<std::uint64_t> expected;
         std::uint32_t handle = 0;
@@ -144,12 +142,12 @@ TEST_CASE("grow-only: the capacities asked for are MixMemory's, for every growth
 
 TEST_CASE("grow-only: several live requests of one tag get several buffers; no tag means one per id") {
     SUBCASE("same tag") {
-        const auto r = run_strategy(K::grow_only, {A(1, 100, 3), A(2, 100, 3), F(1), F(2), A(3, 100, 3), A(4, 100, 3)}).result;
+        const auto r = run_strategy("grow-only", {A(1, 100, 3), A(2, 100, 3), F(1), F(2), A(3, 100, 3), A(4, 100, 3)}).result;
         CHECK(r.upstream_allocs == 2);
         CHECK(r.hits == 2);
     }
     SUBCASE("no tag") {
-        const auto r = run_strategy(K::grow_only, {A(1, 100), F(1), A(1, 100), F(1), A(2, 100), F(2)}).result;
+        const auto r = run_strategy("grow-only", {A(1, 100), F(1), A(1, 100), F(1), A(2, 100), F(2)}).result;
         CHECK(r.upstream_allocs == 2);  // id 1 once (reused), id 2 once
         CHECK(r.hits == 1);
     }
@@ -157,7 +155,7 @@ TEST_CASE("grow-only: several live requests of one tag get several buffers; no t
 
 TEST_CASE("shape-persistent: reuse only while the size is unchanged") {
     const std::uint32_t t = 1;
-    const auto r = run_strategy(K::shape_persistent, {A(1, 1000, t), F(1), A(2, 1000, t), F(2), A(3, 500, t), F(3),
+    const auto r = run_strategy("shape-persistent", {A(1, 1000, t), F(1), A(2, 1000, t), F(2), A(3, 500, t), F(3),
                                                       A(4, 1000, t), F(4)})
                        .result;
     CHECK(r.upstream_allocs == 3);  // 1000, 500 (smaller also reallocates), 1000
@@ -170,7 +168,7 @@ TEST_CASE("ring: N buffers of the largest size; a request finding none free wait
     rs::StrategyOptions o;
     o.ring_buffers = 2;
     o.ring_size = 4096;
-    const auto out = run_strategy(K::ring, {A(1, 100), A(2, 200), A(3, 300), F(3), F(1), A(4, 400), F(2), F(4)}, o);
+    const auto out = run_strategy("ring", {A(1, 100), A(2, 200), A(3, 300), F(3), F(1), A(4, 400), F(2), F(4)}, o);
     const auto& r = out.result;
     CHECK(r.upstream_allocs == 3);  // two ring buffers, one temporary for request 3
     CHECK(r.upstream_frees == 1);   // the temporary
@@ -181,7 +179,7 @@ TEST_CASE("ring: N buffers of the largest size; a request finding none free wait
 
 TEST_CASE("pool (RMM): 256-byte rounding, doubling growth, no merge across upstream blocks") {
     SUBCASE("growth and head blocks") {
-        const auto r = run_strategy(K::pool, {A(1, 1000), A(2, 1000), F(1), F(2), A(3, 2000), F(3)}).result;
+        const auto r = run_strategy("pool", {A(1, 1000), A(2, 1000), F(1), F(2), A(3, 2000), F(3)}).result;
         // 1024 (pool 0 -> grow 1024), 1024 (grow max(1024, 1024)), then 2048:
         // the two free 1024-byte blocks touch but each starts an upstream
         // allocation, so they never merge: grow max(2048, 2048).
@@ -192,7 +190,7 @@ TEST_CASE("pool (RMM): 256-byte rounding, doubling growth, no merge across upstr
     SUBCASE("split and coalesce within one upstream block") {
         rs::StrategyOptions o;
         o.pool_initial = 4096;
-        const auto r = run_strategy(K::pool, {A(1, 1000), A(2, 1000), F(1), F(2), A(3, 4096), F(3)}, o).result;
+        const auto r = run_strategy("pool", {A(1, 1000), A(2, 1000), F(1), F(2), A(3, 4096), F(3)}, o).result;
         // [0,1024) and [1024,2048) carved from the initial block; both freed,
         // they merge with the [2048,4096) remainder into one 4096-byte block.
         CHECK(r.upstream_allocs == 1);
@@ -202,13 +200,13 @@ TEST_CASE("pool (RMM): 256-byte rounding, doubling growth, no merge across upstr
     SUBCASE("maximum pool size: grow halfway to it, then refuse") {
         rs::StrategyOptions o;
         o.pool_maximum = 4096;
-        const auto r = run_strategy(K::pool, {A(1, 1000), A(2, 3000)}, o).result;
+        const auto r = run_strategy("pool", {A(1, 1000), A(2, 3000)}, o).result;
         // First growth: max(1024, 4096 / 2) = 2048. Then 3072 > the 2048 that remain: out of memory.
         CHECK(r.peak_reserved == 2048);
         CHECK(r.ooms == 1);
     }
     SUBCASE("a stream takes a free block from another stream's list") {
-        const auto r = run_strategy(K::pool, {A(1, 1000, rs::kNoTag, 0), F(1), A(2, 1000, rs::kNoTag, 5), F(2)}).result;
+        const auto r = run_strategy("pool", {A(1, 1000, rs::kNoTag, 0), F(1), A(2, 1000, rs::kNoTag, 5), F(2)}).result;
         CHECK(r.upstream_allocs == 1);
     }
 }
@@ -216,7 +214,7 @@ TEST_CASE("pool (RMM): 256-byte rounding, doubling growth, no merge across upstr
 TEST_CASE("binning (RMM): fixed-size bins preallocate chunks from the pool; larger requests use the pool") {
     rs::StrategyOptions o;
     o.bin_blocks = 2;  // chunks of 2 blocks: 512 KiB, 1, 2, 4, 8 MiB
-    const auto out = run_strategy(K::binning, {A(1, 100 * KiB), A(2, 100 * KiB), A(3, 100 * KiB), A(4, 5 * MiB)}, o);
+    const auto out = run_strategy("binning", {A(1, 100 * KiB), A(2, 100 * KiB), A(3, 100 * KiB), A(4, 5 * MiB)}, o);
     const auto& r = out.result;
     // Construction: the pool grows by 512K, max(1M, 512K), max(2M, 1.5M),
     // max(4M, 3.5M), max(8M, 7.5M): 15.5 MiB in 5 upstream allocations.
@@ -229,7 +227,7 @@ TEST_CASE("binning (RMM): fixed-size bins preallocate chunks from the pool; larg
 }
 
 TEST_CASE("torch-caching: small pool, 2 MiB segments, split and merge") {
-    const auto out = run_strategy(K::torch_caching, {A(1, 1000), A(2, 1000), F(1), F(2), A(3, MiB), F(3)});
+    const auto out = run_strategy("torch-caching", {A(1, 1000), A(2, 1000), F(1), F(2), A(3, MiB), F(3)});
     const auto& r = out.result;
     // 1000 rounds to 1024; both blocks are split from one 2 MiB segment. Once
     // both are freed they merge with the rest into the whole segment again,
@@ -242,26 +240,26 @@ TEST_CASE("torch-caching: small pool, 2 MiB segments, split and merge") {
 
 TEST_CASE("torch-caching: large pool segment sizes and the split rule") {
     SUBCASE("1-10 MiB requests get a 20 MiB segment; the rest is split off") {
-        const auto out = run_strategy(K::torch_caching, {A(1, 5 * MiB), A(2, 15 * MiB + 1)});
+        const auto out = run_strategy("torch-caching", {A(1, 5 * MiB), A(2, 15 * MiB + 1)});
         // Request 2 rounds to 15 MiB + 512, larger than the 15 MiB remainder:
         // a new segment of 15 MiB + 512 rounded up to 2 MiB = 16 MiB.
         CHECK(out.result.upstream_allocs == 2);
         CHECK(out.result.peak_reserved == 36 * MiB);
     }
     SUBCASE("a remainder of 1 MiB or less is not split off in the large pool") {
-        const auto out = run_strategy(K::torch_caching, {A(1, 19 * MiB + 512 * KiB), F(1), A(2, MiB + 1)});
+        const auto out = run_strategy("torch-caching", {A(1, 19 * MiB + 512 * KiB), F(1), A(2, MiB + 1)});
         CHECK(out.result.upstream_allocs == 1);  // request 2 reuses the cached 20 MiB block, split
         CHECK(out.detail("allocated_bytes.all.peak") == 20 * MiB);  // request 1 held the whole segment
     }
     SUBCASE("blocks are per stream") {
-        const auto out = run_strategy(K::torch_caching, {A(1, 1000, rs::kNoTag, 0), F(1), A(2, 1000, rs::kNoTag, 5)});
+        const auto out = run_strategy("torch-caching", {A(1, 1000, rs::kNoTag, 0), F(1), A(2, 1000, rs::kNoTag, 5)});
         CHECK(out.result.upstream_allocs == 2);
     }
 }
 
 TEST_CASE("torch-caching: on a refused cudaMalloc, free cached segments and retry") {
     SUBCASE("retry succeeds") {
-        const auto out = run_strategy(K::torch_caching, {A(1, 30 * MiB), F(1), A(2, 32 * MiB)}, {}, 40 * MiB);
+        const auto out = run_strategy("torch-caching", {A(1, 30 * MiB), F(1), A(2, 32 * MiB)}, {}, 40 * MiB);
         const auto& r = out.result;
         CHECK(r.upstream_allocs == 2);
         CHECK(r.upstream_frees == 1);  // the cached 30 MiB segment
@@ -270,7 +268,7 @@ TEST_CASE("torch-caching: on a refused cudaMalloc, free cached segments and retr
         CHECK(r.peak_reserved == 32 * MiB);
     }
     SUBCASE("nothing to free: out of memory") {
-        const auto out = run_strategy(K::torch_caching, {A(1, 30 * MiB), A(2, 30 * MiB)}, {}, 40 * MiB);
+        const auto out = run_strategy("torch-caching", {A(1, 30 * MiB), A(2, 30 * MiB)}, {}, 40 * MiB);
         CHECK(out.result.ooms == 1);
         CHECK(out.result.retries == 1);
         CHECK(out.detail("num_ooms") == 1);
@@ -281,7 +279,7 @@ TEST_CASE("torch-caching: max_split_size and oversize blocks") {
     rs::StrategyOptions o;
     o.torch.max_split_size = 40 * MiB;
     SUBCASE("an oversize block never serves a request below max_split_size") {
-        const auto out = run_strategy(K::torch_caching, {A(1, 50 * MiB), F(1), A(2, 30 * MiB), A(3, 45 * MiB)}, o);
+        const auto out = run_strategy("torch-caching", {A(1, 50 * MiB), F(1), A(2, 30 * MiB), A(3, 45 * MiB)}, o);
         // Request 2 may not take the cached 50 MiB block: new 30 MiB segment.
         // Request 3 (45 MiB >= 40) may, as 50 < 45 + 20 MiB, and unsplit.
         CHECK(out.result.upstream_allocs == 2);
@@ -289,14 +287,14 @@ TEST_CASE("torch-caching: max_split_size and oversize blocks") {
         CHECK(out.detail("oversize_allocations.peak") == 1);
     }
     SUBCASE("release_available_cached_blocks frees oversize blocks, largest first, just enough") {
-        const auto out = run_strategy(K::torch_caching, {A(1, 50 * MiB), A(2, 44 * MiB), F(1), F(2), A(3, 60 * MiB)}, o, 100 * MiB);
+        const auto out = run_strategy("torch-caching", {A(1, 50 * MiB), A(2, 44 * MiB), F(1), F(2), A(3, 60 * MiB)}, o, 100 * MiB);
         // 94 MiB cached + 60 > 100: free 50 (not enough), then 44: 94 >= 60 -> retry, not counted as a retry.
         CHECK(out.result.upstream_frees == 2);
         CHECK(out.result.retries == 0);
         CHECK(out.result.upstream_allocs == 3);
     }
     SUBCASE("not enough oversize memory: the releases stand, then every unsplit segment goes and the retry counts") {
-        const auto out = run_strategy(K::torch_caching, {A(1, 50 * MiB), F(1), A(2, 60 * MiB)}, o, 100 * MiB);
+        const auto out = run_strategy("torch-caching", {A(1, 50 * MiB), F(1), A(2, 60 * MiB)}, o, 100 * MiB);
         CHECK(out.result.upstream_frees == 1);
         CHECK(out.result.retries == 1);
         CHECK(out.result.ooms == 0);
@@ -306,7 +304,7 @@ TEST_CASE("torch-caching: max_split_size and oversize blocks") {
 TEST_CASE("torch-caching: roundup_power2_divisions") {
     rs::StrategyOptions o;
     o.torch.roundup_power2_divisions.fill(4);
-    const auto out = run_strategy(K::torch_caching, {A(1, 5 * MiB + 1), A(2, 1200)}, o);
+    const auto out = run_strategy("torch-caching", {A(1, 5 * MiB + 1), A(2, 1200)}, o);
     // 5 MiB + 1 lies in [4, 8) MiB, split in 4: rounds to 6 MiB. 1200 is not
     // above 512 x 4, so it rounds to 1536 as usual.
     CHECK(out.detail("allocated_bytes.all.peak") == 6 * MiB + 1536);
@@ -314,7 +312,7 @@ TEST_CASE("torch-caching: roundup_power2_divisions") {
 
 TEST_CASE("torch-caching: rounding of sizes") {
     rs::StrategyOptions o;
-    const auto out = run_strategy(K::torch_caching, {A(1, 1), A(2, 513), A(3, MiB), A(4, MiB + 1)}, o);
+    const auto out = run_strategy("torch-caching", {A(1, 1), A(2, 513), A(3, MiB), A(4, MiB + 1)}, o);
     // 512 + 1024 + 1 MiB (small pool, one 2 MiB segment) + 1 MiB + 512 (large pool, 20 MiB segment)
     CHECK(out.detail("allocated_bytes.all.peak") == 512 + 1024 + MiB + MiB + 512);
     CHECK(out.result.peak_reserved == 2 * MiB + 20 * MiB);
@@ -324,7 +322,7 @@ TEST_CASE("torch-caching: rounding of sizes") {
 TEST_CASE("async-pool: the driver's pool grows on demand and gives memory back at synchronizations") {
     const std::vector<rs::Event> trace = {A(1, 1000), F(1), A(2, 1000), F(2), S(), A(3, 1000), F(3), S()};
     SUBCASE("release threshold 0") {
-        const auto r = run_strategy(K::async_pool, trace).result;
+        const auto r = run_strategy("async-pool", trace).result;
         CHECK(r.counters.async_allocs == 3);
         CHECK(r.counters.pool_grows == 2);  // request 2 reuses; after the sync the pool is empty again
         CHECK(r.counters.pool_releases == 2);
@@ -334,7 +332,7 @@ TEST_CASE("async-pool: the driver's pool grows on demand and gives memory back a
     SUBCASE("release threshold keeps the memory") {
         rs::StrategyOptions o;
         o.release_threshold = 64 * MiB;
-        const auto r = run_strategy(K::async_pool, trace, o).result;
+        const auto r = run_strategy("async-pool", trace, o).result;
         CHECK(r.counters.pool_grows == 1);
         CHECK(r.counters.pool_releases == 0);
         CHECK(r.hit_rate == doctest::Approx(2.0 / 3.0));
@@ -342,7 +340,7 @@ TEST_CASE("async-pool: the driver's pool grows on demand and gives memory back a
 }
 
 TEST_CASE("capacity: a strategy that cannot allocate counts an OOM and the trace goes on") {
-    const auto o = run_strategy(K::naive, {A(1, 600), A(2, 600), F(1), F(2), A(3, 600)}, {}, 1000);
+    const auto o = run_strategy("naive", {A(1, 600), A(2, 600), F(1), F(2), A(3, 600)}, {}, 1000);
     CHECK(o.result.ooms == 1);
     CHECK(o.result.requests == 3);
     CHECK(o.result.upstream_allocs == 2);
@@ -350,14 +348,14 @@ TEST_CASE("capacity: a strategy that cannot allocate counts an OOM and the trace
 }
 
 TEST_CASE("every strategy frees everything on teardown") {
-    for (rs::StrategyKind k : rs::all_strategies()) {
-        const std::string strategy = rs::strategy_name(k);
+    for (const auto& row : rs::kStrategies) {
+        const std::string strategy(row.name);
         CAPTURE(strategy);
         VectorSource source({A(1, 1000), A(2, 5 * MiB), F(1), A(3, 300 * KiB), S(), A(4, 30 * MiB)});
-        rs::Lane lane(rs::strategy_name(k), std::make_unique<rs::SimulatedUpstream>(rs::kUnlimited, nullptr));
+        rs::Lane lane(strategy, std::make_unique<rs::SimulatedUpstream>(rs::kUnlimited, nullptr));
         rs::StrategyOptions o;
         o.ring_size = 30 * MiB;
-        lane.strategy = rs::make_strategy(k, o, *lane.upstream);
+        lane.strategy = rs::make_strategy(row.value, o, *lane.upstream);
         rs::Replay replay({&lane}, {});
         replay.run(source);
         replay.teardown();

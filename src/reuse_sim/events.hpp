@@ -39,8 +39,11 @@ public:
     virtual std::string location(std::uint64_t line) const = 0;
     // One line for reports: "trace.csv (gpumem CSV)", "workload dynamic, 200 steps, seed 1".
     virtual std::string description() const = 0;
+    // The input's format, for reports: a trace format's name ("gpumem",
+    // "rmm"), or "generated" for a workload.
+    virtual std::string format() const = 0;
     // Back to the first event, for a pre-pass or a second replay; false when
-    // impossible (standard input).
+    // impossible (standard input or a FIFO not opened to be read again).
     virtual bool rewind() = 0;
     // Events the source saw but does not replay (RMM "allocate failure" lines).
     virtual std::uint64_t skipped() const { return 0; }

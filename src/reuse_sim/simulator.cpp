@@ -68,87 +68,102 @@ void Replay::synchronize_all() {
     for (Lane* lane : lanes_) lane->strategy->synchronize_point();
 }
 
-ReplaySummary Replay::run(EventSource& source) {
-    ReplaySummary s;
-    const auto start = std::chrono::steady_clock::now();
-    std::uint64_t live_bytes = 0;
-    std::uint64_t until_poll = options_.poll_interval;
+// The per-event work below is always inlined into run(): the loop is the
+// simulator's hot path (bench/reuse-sim.sh), and its running totals stay in
+// run()'s registers across the strategies' virtual calls.
+
+void Replay::note_initial_reservations() {
     for (Lane* lane : lanes_) {
         // Strategies that reserve at construction (RMM's bins) start above zero.
         const std::uint64_t reserved = lane->upstream->counters().reserved_bytes;
         if (reserved > lane->metrics.peak_reserved_bytes) lane->metrics.peak_reserved_bytes = reserved;
     }
+}
+
+inline std::uint32_t Replay::take_handle(const EventSource& source, const Event& e) {
+    if (ids_.find(e.id))
+        throw UsageError(source.location(e.line) + ": alloc of id " + std::to_string(e.id) + ", which is already live");
+    std::uint32_t handle;
+    if (!free_handles_.empty()) {
+        handle = free_handles_.back();
+        free_handles_.pop_back();
+    } else {
+        handle = next_handle_++;
+    }
+    ids_.put(e.id, handle);
+    return handle;
+}
+
+inline void Replay::serve(Lane& lane, const Request& r) {
+    LaneMetrics& m = lane.metrics;
+    const UpstreamCounters& c = lane.upstream->counters();
+    const std::uint64_t taken_before = c.device_allocs + c.pool_grows;
+    const bool ok = lane.strategy->allocate(r);
+    at_grow(lane.refused, r.handle) = ok ? 0 : 1;
+    ++m.requests;
+    if (ok) {
+        if (c.device_allocs + c.pool_grows == taken_before) ++m.hits;
+        m.live_bytes += r.size;
+        m.peak_live_bytes = std::max(m.peak_live_bytes, m.live_bytes);
+    } else {
+        ++m.ooms;
+    }
+    if (c.reserved_bytes > m.peak_reserved_bytes) {
+        m.peak_reserved_bytes = c.reserved_bytes;
+        m.live_at_peak_reserved = m.live_bytes;
+    }
+}
+
+inline void Replay::replay_alloc(const EventSource& source, const Event& e, ReplaySummary& s, std::uint64_t& live_bytes) {
+    const std::uint32_t handle = take_handle(source, e);
+    Request r;
+    r.handle = handle;
+    r.size = e.size;
+    r.stream = stream_index(e.stream);
+    r.stream_value = e.stream;
+    r.slot = e.tag == kNoTag ? ((std::uint64_t{1} << 63) | e.id) : e.tag;
+    at_grow(live_, handle) = Live{e.size, r.stream};
+    live_bytes += e.size;
+    s.peak_live_bytes = std::max(s.peak_live_bytes, live_bytes);
+    s.max_live_allocations = std::max<std::uint64_t>(s.max_live_allocations, ids_.size());
+    s.largest_request = std::max(s.largest_request, e.size);
+    s.requested_bytes += e.size;
+    ++s.allocs;
+    for (Lane* lane : lanes_) serve(*lane, r);
+    if (options_.sync_every && s.allocs % options_.sync_every == 0) synchronize_all();
+}
+
+inline void Replay::replay_free(const EventSource& source, const Event& e, ReplaySummary& s, std::uint64_t& live_bytes) {
+    const std::uint32_t* found = ids_.find(e.id);
+    if (!found) throw UsageError(source.location(e.line) + ": free of id " + std::to_string(e.id) + ", which is not live");
+    const std::uint32_t handle = *found;
+    const Live l = live_[handle];
+    if (e.size != 0 && e.size != l.size)
+        throw UsageError(source.location(e.line) + ": free of id " + std::to_string(e.id) + " with size " +
+                         std::to_string(e.size) + ", but it was allocated with " + std::to_string(l.size));
+    for (Lane* lane : lanes_) {
+        if (lane->refused[handle]) continue;
+        lane->strategy->deallocate(handle);
+        lane->metrics.live_bytes -= l.size;
+    }
+    ids_.erase(e.id);
+    free_handles_.push_back(handle);
+    live_bytes -= l.size;
+    ++s.frees;
+}
+
+ReplaySummary Replay::run(EventSource& source) {
+    ReplaySummary s;
+    const auto start = std::chrono::steady_clock::now();
+    std::uint64_t live_bytes = 0;
+    std::uint64_t until_poll = options_.poll_interval;
+    note_initial_reservations();
     Event e;
     while (source.next(e)) {
         ++s.events;
         switch (e.kind) {
-            case EventKind::alloc: {
-                if (ids_.find(e.id))
-                    throw UsageError(source.location(e.line) + ": alloc of id " + std::to_string(e.id) +
-                                     ", which is already live");
-                std::uint32_t handle;
-                if (!free_handles_.empty()) {
-                    handle = free_handles_.back();
-                    free_handles_.pop_back();
-                } else {
-                    handle = next_handle_++;
-                }
-                ids_.put(e.id, handle);
-                Request r;
-                r.handle = handle;
-                r.size = e.size;
-                r.stream = stream_index(e.stream);
-                r.stream_value = e.stream;
-                r.slot = e.tag == kNoTag ? ((std::uint64_t{1} << 63) | e.id) : e.tag;
-                at_grow(live_, handle) = Live{e.size, r.stream};
-                live_bytes += e.size;
-                s.peak_live_bytes = std::max(s.peak_live_bytes, live_bytes);
-                s.max_live_allocations = std::max<std::uint64_t>(s.max_live_allocations, ids_.size());
-                s.largest_request = std::max(s.largest_request, e.size);
-                s.requested_bytes += e.size;
-                ++s.allocs;
-                for (Lane* lane : lanes_) {
-                    LaneMetrics& m = lane->metrics;
-                    const UpstreamCounters& c = lane->upstream->counters();
-                    const std::uint64_t taken_before = c.device_allocs + c.pool_grows;
-                    const bool ok = lane->strategy->allocate(r);
-                    at_grow(lane->refused, handle) = ok ? 0 : 1;
-                    ++m.requests;
-                    if (ok) {
-                        if (c.device_allocs + c.pool_grows == taken_before) ++m.hits;
-                        m.live_bytes += e.size;
-                        m.peak_live_bytes = std::max(m.peak_live_bytes, m.live_bytes);
-                    } else {
-                        ++m.ooms;
-                    }
-                    if (c.reserved_bytes > m.peak_reserved_bytes) {
-                        m.peak_reserved_bytes = c.reserved_bytes;
-                        m.live_at_peak_reserved = m.live_bytes;
-                    }
-                }
-                if (options_.sync_every && s.allocs % options_.sync_every == 0) synchronize_all();
-                break;
-            }
-            case EventKind::free: {
-                const std::uint32_t* found = ids_.find(e.id);
-                if (!found)
-                    throw UsageError(source.location(e.line) + ": free of id " + std::to_string(e.id) + ", which is not live");
-                const std::uint32_t handle = *found;
-                const Live l = live_[handle];
-                if (e.size != 0 && e.size != l.size)
-                    throw UsageError(source.location(e.line) + ": free of id " + std::to_string(e.id) + " with size " +
-                                     std::to_string(e.size) + ", but it was allocated with " + std::to_string(l.size));
-                for (Lane* lane : lanes_) {
-                    if (lane->refused[handle]) continue;
-                    lane->strategy->deallocate(handle);
-                    lane->metrics.live_bytes -= l.size;
-                }
-                ids_.erase(e.id);
-                free_handles_.push_back(handle);
-                live_bytes -= l.size;
-                ++s.frees;
-                break;
-            }
+            case EventKind::alloc: replay_alloc(source, e, s, live_bytes); break;
+            case EventKind::free: replay_free(source, e, s, live_bytes); break;
             case EventKind::sync:
                 ++s.syncs;
                 synchronize_all();

@@ -94,6 +94,14 @@ private:
     };
     std::uint32_t stream_index(std::uint64_t stream);
     void synchronize_all();
+    // The parts of run(), always inlined into it (simulator.cpp).
+    void note_initial_reservations();
+    [[gnu::always_inline]] inline std::uint32_t take_handle(const EventSource& source, const Event& e);
+    [[gnu::always_inline]] inline void serve(Lane& lane, const Request& r);
+    [[gnu::always_inline]] inline void replay_alloc(const EventSource& source, const Event& e, ReplaySummary& s,
+                                                    std::uint64_t& live_bytes);
+    [[gnu::always_inline]] inline void replay_free(const EventSource& source, const Event& e, ReplaySummary& s,
+                                                   std::uint64_t& live_bytes);
 
     std::vector<Lane*> lanes_;
     ReplayOptions options_;

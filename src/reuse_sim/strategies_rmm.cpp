@@ -254,8 +254,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Strategy> make_rmm_pool(Upstream& upstream, std::uint64_t initial, std::uint64_t maximum) {
-    return std::make_unique<RmmPool>(upstream, initial, maximum);
+std::unique_ptr<Strategy> make_rmm_pool(Upstream& upstream, const StrategyOptions& o) {
+    return std::make_unique<RmmPool>(upstream, o.pool_initial, o.pool_maximum);
 }
 std::unique_ptr<Strategy> make_rmm_binning(Upstream& upstream, const StrategyOptions& options) {
     return std::make_unique<RmmBinning>(upstream, options);

@@ -246,16 +246,18 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Strategy> make_naive(Upstream& upstream) { return std::make_unique<Naive>(upstream); }
-std::unique_ptr<Strategy> make_grow_only(Upstream& upstream, const GrowthPolicy& growth, bool zero_fill) {
-    return std::make_unique<GrowOnly>(upstream, growth, zero_fill);
+std::unique_ptr<Strategy> make_naive(Upstream& upstream, const StrategyOptions&) { return std::make_unique<Naive>(upstream); }
+std::unique_ptr<Strategy> make_grow_only(Upstream& upstream, const StrategyOptions& o) {
+    return std::make_unique<GrowOnly>(upstream, o.growth, o.zero_fill);
 }
-std::unique_ptr<Strategy> make_shape_persistent(Upstream& upstream) { return std::make_unique<ShapePersistent>(upstream); }
-std::unique_ptr<Strategy> make_ring(Upstream& upstream, std::uint32_t buffers, std::uint64_t buffer_size) {
-    return std::make_unique<Ring>(upstream, buffers, buffer_size);
+std::unique_ptr<Strategy> make_shape_persistent(Upstream& upstream, const StrategyOptions&) {
+    return std::make_unique<ShapePersistent>(upstream);
 }
-std::unique_ptr<Strategy> make_async_pool(Upstream& upstream, std::uint64_t release_threshold) {
-    return std::make_unique<AsyncPool>(upstream, release_threshold);
+std::unique_ptr<Strategy> make_ring(Upstream& upstream, const StrategyOptions& o) {
+    return std::make_unique<Ring>(upstream, o.ring_buffers, o.ring_buffer_size());
+}
+std::unique_ptr<Strategy> make_async_pool(Upstream& upstream, const StrategyOptions& o) {
+    return std::make_unique<AsyncPool>(upstream, o.release_threshold);
 }
 
 }  // namespace gpumem::reuse_sim::detail

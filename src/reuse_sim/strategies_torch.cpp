@@ -310,8 +310,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Strategy> make_torch_caching(Upstream& upstream, const TorchOptions& options) {
-    return std::make_unique<TorchCaching>(upstream, options);
+std::unique_ptr<Strategy> make_torch_caching(Upstream& upstream, const StrategyOptions& options) {
+    return std::make_unique<TorchCaching>(upstream, options.torch);
 }
 
 }  // namespace gpumem::reuse_sim::detail

@@ -2,62 +2,12 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
 
 #include "base/errors.hpp"
 #include "reuse_sim/strategies_impl.hpp"
 
 namespace gpumem::reuse_sim {
-
-const std::vector<StrategyKind>& all_strategies() {
-    static const std::vector<StrategyKind> kinds = {
-        StrategyKind::naive, StrategyKind::grow_only, StrategyKind::shape_persistent, StrategyKind::ring,
-        StrategyKind::pool,  StrategyKind::binning,   StrategyKind::torch_caching,    StrategyKind::async_pool,
-    };
-    return kinds;
-}
-
-const char* strategy_name(StrategyKind kind) noexcept {
-    switch (kind) {
-        case StrategyKind::naive: return "naive";
-        case StrategyKind::grow_only: return "grow-only";
-        case StrategyKind::shape_persistent: return "shape-persistent";
-        case StrategyKind::ring: return "ring";
-        case StrategyKind::pool: return "pool";
-        case StrategyKind::binning: return "binning";
-        case StrategyKind::torch_caching: return "torch-caching";
-        case StrategyKind::async_pool: return "async-pool";
-    }
-    return "?";
-}
-
-StrategyKind parse_strategy(std::string_view name) {
-    for (StrategyKind k : all_strategies())
-        if (name == strategy_name(k)) return k;
-    std::string known;
-    for (StrategyKind k : all_strategies()) known += (known.empty() ? "" : ", ") + std::string(strategy_name(k));
-    throw UsageError("unknown strategy '" + std::string(name) + "' (known: " + known + ", or all)");
-}
-
-std::vector<StrategyKind> parse_strategy_list(std::string_view text) {
-    if (text == "all") return all_strategies();
-    std::vector<StrategyKind> kinds;
-    std::size_t start = 0;
-    for (;;) {
-        const std::size_t comma = text.find(',', start);
-        std::string_view item = text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
-        while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-        while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
-        if (item.empty()) throw UsageError("empty strategy name in '" + std::string(text) + "'");
-        if (item == "all") throw UsageError("'all' cannot be combined with other strategy names");
-        const StrategyKind k = parse_strategy(item);
-        if (std::find(kinds.begin(), kinds.end(), k) != kinds.end())
-            throw UsageError("strategy '" + std::string(item) + "' named twice");
-        kinds.push_back(k);
-        if (comma == std::string_view::npos) break;
-        start = comma + 1;
-    }
-    return kinds;
-}
 
 std::array<std::uint64_t, 16> parse_roundup_power2_divisions(std::string_view text) {
     std::array<std::uint64_t, 16> divisions{};
@@ -124,18 +74,50 @@ std::array<std::uint64_t, 16> parse_roundup_power2_divisions(std::string_view te
     return divisions;
 }
 
-std::unique_ptr<Strategy> make_strategy(StrategyKind kind, const StrategyOptions& o, Upstream& upstream) {
-    switch (kind) {
-        case StrategyKind::naive: return detail::make_naive(upstream);
-        case StrategyKind::grow_only: return detail::make_grow_only(upstream, o.growth, o.zero_fill);
-        case StrategyKind::shape_persistent: return detail::make_shape_persistent(upstream);
-        case StrategyKind::ring: return detail::make_ring(upstream, o.ring_buffers, o.ring_size);
-        case StrategyKind::pool: return detail::make_rmm_pool(upstream, o.pool_initial, o.pool_maximum);
-        case StrategyKind::binning: return detail::make_rmm_binning(upstream, o);
-        case StrategyKind::torch_caching: return detail::make_torch_caching(upstream, o.torch);
-        case StrategyKind::async_pool: return detail::make_async_pool(upstream, o.release_threshold);
+namespace {
+
+constexpr Named<StrategySpec> kStrategyRows[] = {
+    {"naive", {detail::make_naive, ""}, "cudaMalloc and cudaFree for every request"},
+    {"grow-only", {detail::make_grow_only, "--growth --zero-fill"},
+     "MixMemory: one buffer per requester, reused while requests fit, freed and reallocated larger otherwise"},
+    {"shape-persistent", {detail::make_shape_persistent, ""},
+     "Torch-TensorRT's pre-allocated outputs: a requester's buffer is reused only while the size is unchanged"},
+    {"ring", {detail::make_ring, "--ring-buffers --ring-size", [](const StrategyOptions& o) { return o.ring_size == 0; }},
+     "N buffers of the largest request size handed out in turn (a request finding none free waits)"},
+    {"pool", {detail::make_rmm_pool, "--pool-initial --pool-max"},
+     "RMM's pool_memory_resource: best fit and coalescing on per-stream free lists, growth by doubling"},
+    {"binning", {detail::make_rmm_binning, "--pool-initial --pool-max --bins --bin-blocks"},
+     "RMM's binning_memory_resource: fixed-size bins over a pool, larger requests from the pool"},
+    {"torch-caching", {detail::make_torch_caching, "--max-split-size --max-non-split-rounding --roundup-power2-divisions"},
+     "PyTorch's CUDACachingAllocator: small and large pools, split and merge, free cached segments and retry"},
+    {"async-pool", {detail::make_async_pool, "--release-threshold"},
+     "cudaMallocAsync on the device's stream-ordered pool, trimmed to its release threshold at synchronizations"},
+};
+
+}  // namespace
+
+const NameTable<StrategySpec> kStrategies{"strategy", kStrategyRows};
+
+bool uses_option(const StrategySpec& strategy, std::string_view option) noexcept {
+    std::string_view rest = strategy.options;
+    while (!rest.empty()) {
+        const std::size_t space = rest.find(' ');
+        if (rest.substr(0, space) == option) return true;
+        if (space == std::string_view::npos) break;
+        rest.remove_prefix(space + 1);
     }
-    throw UsageError("unknown strategy");
+    return false;
+}
+
+std::string strategies_using(std::string_view option) {
+    std::string names;
+    for (const Named<StrategySpec>& row : kStrategies)
+        if (uses_option(row.value, option)) names += (names.empty() ? "" : ", ") + std::string(row.name);
+    return names;
+}
+
+std::unique_ptr<Strategy> make_strategy(const StrategySpec& strategy, const StrategyOptions& options, Upstream& upstream) {
+    return strategy.make(upstream, options);
 }
 
 }  // namespace gpumem::reuse_sim

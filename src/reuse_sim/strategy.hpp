@@ -2,15 +2,18 @@
 // runs on the simulated device and, with --execute, on the real one.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "base/memory_policy.hpp"
+#include "base/name_table.hpp"
 #include "reuse_sim/upstream.hpp"
 
 namespace gpumem::reuse_sim {
@@ -25,13 +28,6 @@ struct Request {
     std::uint64_t stream_value = 0;  // the stream as the trace names it (PyTorch orders by it)
     std::uint64_t slot = 0;          // requester key: tag index, or (1<<63 | id) without a tag
 };
-
-enum class StrategyKind { naive, grow_only, shape_persistent, ring, pool, binning, torch_caching, async_pool };
-
-const std::vector<StrategyKind>& all_strategies();
-const char* strategy_name(StrategyKind kind) noexcept;
-StrategyKind parse_strategy(std::string_view name);                     // throws UsageError
-std::vector<StrategyKind> parse_strategy_list(std::string_view text);  // "a,b" or "all"; throws UsageError
 
 // PyTorch's CUDACachingAllocator settings (PYTORCH_CUDA_ALLOC_CONF).
 struct TorchOptions {
@@ -48,13 +44,22 @@ struct StrategyOptions {
     GrowthPolicy growth = GrowthPolicy::exact();  // grow-only: MixMemory's rule (a row of kGrowthRules)
     bool zero_fill = false;
     std::uint32_t ring_buffers = 4;
-    std::uint64_t ring_size = 0;  // 0: the largest request (a pre-pass finds it)
+    std::uint64_t ring_size = 0;  // 0: the largest request (largest_request)
     std::uint64_t pool_initial = 0;
     std::uint64_t pool_maximum = kUnlimited;
     std::vector<std::uint64_t> bins = {256ULL << 10, 512ULL << 10, 1ULL << 20, 2ULL << 20, 4ULL << 20};
     std::uint64_t bin_blocks = 128;  // RMM fixed_size_memory_resource default_blocks_to_preallocate
     TorchOptions torch;
     std::uint64_t release_threshold = 0;
+    // The input's largest request, found by a first pass over it when a
+    // strategy needs it (StrategySpec::needs_largest_request).
+    std::optional<std::uint64_t> largest_request;
+
+    // ring's buffer size: ring_size, else the largest request (0 while unknown).
+    std::uint64_t ring_buffer_size() const noexcept {
+        if (ring_size != 0) return ring_size;
+        return largest_request ? std::max<std::uint64_t>(*largest_request, 1) : 0;
+    }
 };
 
 class Strategy {
@@ -82,7 +87,32 @@ protected:
     std::uint64_t retries_ = 0;
 };
 
-std::unique_ptr<Strategy> make_strategy(StrategyKind kind, const StrategyOptions& options, Upstream& upstream);
+// A strategy: a row of kStrategies. Adding one is adding its row (name, one
+// line of help, constructor, the options that tune it), its class and its
+// documentation; parsing, --help, --list strategies, the warnings about
+// options for strategies not selected and the JSON schema read the table.
+struct StrategySpec {
+    std::unique_ptr<Strategy> (*make)(Upstream& upstream, const StrategyOptions& options);
+    // The reuse-sim options that tune it, as written on the command line,
+    // separated by spaces: "--growth --zero-fill".
+    std::string_view options;
+    // Whether, with these options, it needs StrategyOptions::largest_request
+    // (a first pass over the input); null: never.
+    bool (*needs_largest_request)(const StrategyOptions& options) = nullptr;
+
+    friend bool operator==(const StrategySpec& a, const StrategySpec& b) noexcept { return a.make == b.make; }
+    friend bool operator!=(const StrategySpec& a, const StrategySpec& b) noexcept { return !(a == b); }
+};
+
+// Every strategy reuse-sim compares, in the order of its table and report.
+extern const NameTable<StrategySpec> kStrategies;
+
+// Whether `option` ("--growth") is one of the strategy's options.
+bool uses_option(const StrategySpec& strategy, std::string_view option) noexcept;
+// The names of the strategies that `option` tunes: "pool, binning".
+std::string strategies_using(std::string_view option);
+
+std::unique_ptr<Strategy> make_strategy(const StrategySpec& strategy, const StrategyOptions& options, Upstream& upstream);
 
 // Grows `v` so that index `i` exists.
 template <typename T>

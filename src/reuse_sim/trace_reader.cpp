@@ -1,72 +1,143 @@
 #include "reuse_sim/trace_reader.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "base/errors.hpp"
+#include "base/interrupt.hpp"
 
 namespace gpumem::reuse_sim {
 
-TraceFormat parse_trace_format(std::string_view text) {
-    if (text == "auto") return TraceFormat::automatic;
-    if (text == "gpumem") return TraceFormat::gpumem;
-    if (text == "rmm") return TraceFormat::rmm;
-    throw UsageError("unknown trace format '" + std::string(text) + "' (expected auto, gpumem or rmm)");
-}
+namespace {
 
-const char* trace_format_name(TraceFormat format) noexcept {
-    switch (format) {
-        case TraceFormat::gpumem: return "gpumem";
-        case TraceFormat::rmm: return "rmm";
-        default: return "auto";
+constexpr Named<TraceFormat> kTraceFormatRows[] = {
+    {"auto", TraceFormat::automatic, "gpumem or rmm, decided by the header line"},
+    {"gpumem", TraceFormat::gpumem, "gpumem's CSV: action,id,size,stream,tag (tests/TRACE_FORMAT.md)"},
+    {"rmm", TraceFormat::rmm, "RAPIDS RMM logging_resource_adaptor CSV: Thread,Time,Action,Pointer,Size,Stream"},
+};
+
+// open(2) that waits for a FIFO's writer as long as it takes, but not past
+// Ctrl-C: the handlers gpumem installs interrupt the wait (EINTR).
+int open_for_reading(const std::string& path) {
+    for (;;) {
+        throw_if_interrupted();
+        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) return fd;
+        if (errno != EINTR) throw UsageError(path + ": cannot open trace: " + std::strerror(errno));
     }
 }
+
+void write_all(int fd, const char* data, std::size_t bytes, const std::string& what) {
+    while (bytes > 0) {
+        const ssize_t n = ::write(fd, data, bytes);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) throw Error(what + ": " + std::strerror(n < 0 ? errno : ENOSPC));
+        data += n;
+        bytes -= static_cast<std::size_t>(n);
+    }
+}
+
+// An unlinked temporary file: gone when its descriptor is closed.
+int unlinked_temporary_file(const std::string& what) {
+    const char* dir = std::getenv("TMPDIR");
+    std::string name = std::string(dir && *dir ? dir : "/tmp") + "/gpumem-trace-XXXXXX";
+    const int fd = ::mkstemp(name.data());
+    if (fd < 0) throw Error(what + ": cannot create a temporary file in " + name.substr(0, name.rfind('/')) + ": " + std::strerror(errno));
+    ::unlink(name.c_str());
+    return fd;
+}
+
+}  // namespace
+
+const NameTable<TraceFormat> kTraceFormats{"trace format", kTraceFormatRows};
 
 // ---------------------------------------------------------------- LineReader
 
-LineReader::LineReader(const std::string& path) : path_(path) {
+LineReader::LineReader(const std::string& path, bool rereadable) : path_(path) {
     constexpr std::size_t kLargeBuffer = 1 << 20;
     std::size_t buffer_bytes = kLargeBuffer;
     if (path == "-") {
-        file_ = stdin;
+        fd_ = STDIN_FILENO;
         path_ = "<stdin>";
     } else {
-        file_ = std::fopen(path.c_str(), "rb");
-        if (!file_) throw UsageError(path + ": cannot open trace: " + std::strerror(errno));
-        owns_file_ = true;
-        // A small regular file needs no 1 MiB block: one read holds it. This
-        // keeps a reader of a short trace (tests, the fuzzer, format
-        // detection, which opens the file again) from zeroing a megabyte.
-        struct stat st {};
-        if (fstat(fileno(file_), &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 0 &&
-            static_cast<std::uint64_t>(st.st_size) < kLargeBuffer)
-            buffer_bytes = std::max<std::size_t>(static_cast<std::size_t>(st.st_size) + 1, 4096);
+        fd_ = open_for_reading(path);
+        owns_fd_ = true;
     }
+    struct stat st {};
+    if (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode)) {
+        // Standard input may be a regular file read from an offset: only
+        // files opened here seek back to their start.
+        seekable_ = owns_fd_;
+        // A small regular file needs no 1 MiB block: one read holds it. This
+        // keeps a reader of a short trace (tests, the fuzzer) from zeroing a
+        // megabyte.
+        if (st.st_size >= 0 && static_cast<std::uint64_t>(st.st_size) < kLargeBuffer)
+            buffer_bytes = std::max<std::size_t>(static_cast<std::size_t>(st.st_size) + 1, 4096);
+    } else if (owns_fd_ && S_ISDIR(st.st_mode)) {
+        ::close(fd_);
+        throw UsageError(path + ": cannot read a trace from a directory");
+    }
+    if (rereadable && !seekable_) spool_fd_ = unlinked_temporary_file(path_);
     buffer_.resize(buffer_bytes);
 }
 
+LineReader::LineReader(LineReader&& other) noexcept
+    : path_(std::move(other.path_)),
+      fd_(std::exchange(other.fd_, -1)),
+      owns_fd_(std::exchange(other.owns_fd_, false)),
+      seekable_(other.seekable_),
+      spool_fd_(std::exchange(other.spool_fd_, -1)),
+      started_(other.started_),
+      buffer_(std::move(other.buffer_)),
+      begin_(other.begin_),
+      end_(other.end_),
+      eof_(other.eof_),
+      line_number_(other.line_number_) {}
+
 LineReader::~LineReader() {
-    if (owns_file_ && file_) std::fclose(file_);
+    if (owns_fd_ && fd_ >= 0) ::close(fd_);
+    if (spool_fd_ >= 0 && spool_fd_ != fd_) ::close(spool_fd_);
+}
+
+// Up to `bytes` from the input: 0 at its end. A read that a signal
+// interrupts is retried, unless the signal was Ctrl-C or SIGTERM.
+std::size_t LineReader::read_some(char* into, std::size_t bytes) {
+    for (;;) {
+        const ssize_t n = ::read(fd_, into, bytes);
+        if (n >= 0) return static_cast<std::size_t>(n);
+        if (errno != EINTR) throw UsageError(path_ + ": read error: " + std::strerror(errno));
+        throw_if_interrupted();
+    }
+}
+
+// Rereadable input that cannot seek: what was read goes to the spool too.
+void LineReader::keep(const char* data, std::size_t bytes) {
+    if (spool_fd_ >= 0 && spool_fd_ != fd_) write_all(spool_fd_, data, bytes, path_ + ": keeping a copy to read it again");
 }
 
 bool LineReader::refill() {
     if (eof_) return false;
+    started_ = true;
     if (begin_ > 0) {  // keep the partial line at the front
         std::memmove(buffer_.data(), buffer_.data() + begin_, end_ - begin_);
         end_ -= begin_;
         begin_ = 0;
     }
     if (end_ == buffer_.size()) buffer_.resize(buffer_.size() * 2);  // a line longer than the buffer
-    const std::size_t n = std::fread(buffer_.data() + end_, 1, buffer_.size() - end_, file_);
+    const std::size_t n = read_some(buffer_.data() + end_, buffer_.size() - end_);
     if (n == 0) {
-        if (std::ferror(file_)) throw UsageError(path_ + ": read error: " + std::strerror(errno));
         eof_ = true;
         return false;
     }
+    keep(buffer_.data() + end_, n);
     end_ += n;
     return true;
 }
@@ -97,13 +168,31 @@ bool LineReader::next(std::string_view& line) {
     }
 }
 
+void LineReader::read_rest_into_spool() {
+    std::vector<char> chunk(1 << 16);
+    while (!eof_) {
+        const std::size_t n = read_some(chunk.data(), chunk.size());
+        if (n == 0) eof_ = true;
+        keep(chunk.data(), n);
+    }
+}
+
 bool LineReader::rewind() {
-    if (!owns_file_) return false;
-    if (std::fseek(file_, 0, SEEK_SET) != 0) return false;
-    std::clearerr(file_);
+    if (!started_) return true;  // nothing read yet
+    if (spool_fd_ >= 0 && spool_fd_ != fd_) {
+        // From now on the copy is the input: read what is left of the
+        // original into it first, then let the original go.
+        read_rest_into_spool();
+        if (owns_fd_) ::close(fd_);
+        fd_ = spool_fd_;
+        owns_fd_ = true;
+        seekable_ = true;
+    }
+    if (!seekable_ || ::lseek(fd_, 0, SEEK_SET) != 0) return false;
     begin_ = end_ = 0;
     eof_ = false;
     line_number_ = 0;
+    started_ = false;
     return true;
 }
 
@@ -266,7 +355,8 @@ std::string quoted(std::string_view s) {
 
 class CsvTraceSource : public EventSource {
 public:
-    explicit CsvTraceSource(const std::string& path) : reader_(path) {}
+    // `header_seen`: the reader stands after the header (format detection read it).
+    CsvTraceSource(LineReader reader, bool header_seen) : reader_(std::move(reader)), header_seen_(header_seen) {}
 
     std::string location(std::uint64_t line) const override { return reader_.path() + ":" + std::to_string(line); }
     bool rewind() override {
@@ -305,6 +395,7 @@ public:
     using CsvTraceSource::CsvTraceSource;
 
     std::string description() const override { return reader_.path() + " (gpumem CSV)"; }
+    std::string format() const override { return "gpumem"; }
     std::string tag_name(std::uint32_t tag) const override { return tag == kNoTag ? std::string() : tags_.name(tag); }
 
     bool next(Event& e) override {
@@ -345,6 +436,7 @@ public:
     using CsvTraceSource::CsvTraceSource;
 
     std::string description() const override { return reader_.path() + " (RMM log CSV)"; }
+    std::string format() const override { return "rmm"; }
     std::uint64_t skipped() const override { return failures_; }
     bool rewind() override {
         failures_ = 0;
@@ -384,10 +476,10 @@ private:
     std::uint64_t failures_ = 0;
 };
 
-}  // namespace
 
-TraceFormat detect_trace_format(const std::string& path) {
-    LineReader reader(path);
+// The format named by the first line of `reader` that is not a comment,
+// which it reads.
+TraceFormat read_format_header(LineReader& reader) {
     std::string_view line;
     while (reader.next(line)) {
         if (is_skippable(line)) continue;
@@ -399,6 +491,13 @@ TraceFormat detect_trace_format(const std::string& path) {
                          "' or '" + std::string(kRmmHeader) + "')");
     }
     throw UsageError(reader.path() + ": empty trace: no header line");
+}
+
+}  // namespace
+
+TraceFormat detect_trace_format(const std::string& path) {
+    LineReader reader(path);
+    return read_format_header(reader);
 }
 
 // ---------------------------------------------------------------- writing
@@ -463,13 +562,12 @@ void GpumemTraceWriter::close() {
     if (failed) throw Error(path_ + ": error writing trace: " + std::strerror(errno));
 }
 
-std::unique_ptr<EventSource> open_trace(const std::string& path, TraceFormat format) {
-    if (format == TraceFormat::automatic) {
-        if (path == "-") throw UsageError("--trace - (standard input) needs --trace-format gpumem or rmm");
-        format = detect_trace_format(path);
-    }
-    if (format == TraceFormat::rmm) return std::make_unique<RmmCsvSource>(path);
-    return std::make_unique<GpumemCsvSource>(path);
+std::unique_ptr<EventSource> open_trace(const std::string& path, TraceFormat format, bool rereadable) {
+    LineReader reader(path, rereadable);
+    const bool detected = format == TraceFormat::automatic;
+    if (detected) format = read_format_header(reader);
+    if (format == TraceFormat::rmm) return std::make_unique<RmmCsvSource>(std::move(reader), detected);
+    return std::make_unique<GpumemCsvSource>(std::move(reader), detected);
 }
 
 }  // namespace gpumem::reuse_sim

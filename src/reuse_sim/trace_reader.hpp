@@ -11,35 +11,53 @@
 #include <string_view>
 #include <vector>
 
+#include "base/name_table.hpp"
 #include "reuse_sim/events.hpp"
 
 namespace gpumem::reuse_sim {
 
 enum class TraceFormat { automatic, gpumem, rmm };
 
-TraceFormat parse_trace_format(std::string_view text);  // "auto", "gpumem", "rmm"; throws UsageError
-const char* trace_format_name(TraceFormat format) noexcept;
+// The formats --trace-format takes (gpumem --list trace-formats).
+extern const NameTable<TraceFormat> kTraceFormats;
 
 // Reads a file (or standard input for "-") line by line through a large
-// buffer. Lines are returned without their end of line ("\n" or "\r\n").
+// buffer, opening it once: a FIFO or a pipe can be read only once, and its
+// writer may come late. Lines are returned without their end of line ("\n"
+// or "\r\n"). Waiting for a writer or for data ends with InterruptedError on
+// Ctrl-C or SIGTERM (with gpumem's handlers installed).
 class LineReader {
 public:
-    explicit LineReader(const std::string& path);  // throws UsageError when it cannot be opened
+    // `rereadable`: an input that cannot seek (standard input, a FIFO) is
+    // copied, as it is read, to an unlinked temporary file ($TMPDIR, else
+    // /tmp) that rewind() then reads. Throws UsageError when `path` cannot
+    // be opened.
+    explicit LineReader(const std::string& path, bool rereadable = false);
     ~LineReader();
+    LineReader(LineReader&& other) noexcept;
+    LineReader& operator=(LineReader&&) = delete;
     LineReader(const LineReader&) = delete;
     LineReader& operator=(const LineReader&) = delete;
 
     bool next(std::string_view& line);
     std::uint64_t line_number() const noexcept { return line_number_; }
+    // Back to the first line; false when the input cannot seek and was not
+    // opened rereadable.
     bool rewind();
     const std::string& path() const noexcept { return path_; }
 
 private:
     bool refill();
+    std::size_t read_some(char* into, std::size_t bytes);
+    void keep(const char* data, std::size_t bytes);
+    void read_rest_into_spool();
 
     std::string path_;
-    std::FILE* file_ = nullptr;
-    bool owns_file_ = false;
+    int fd_ = -1;
+    bool owns_fd_ = false;
+    bool seekable_ = false;
+    int spool_fd_ = -1;  // rereadable input that cannot seek: what was read so far
+    bool started_ = false;
     std::vector<char> buffer_;
     std::size_t begin_ = 0, end_ = 0;
     bool eof_ = false;
@@ -78,9 +96,11 @@ private:
     std::size_t used_ = 0;
 };
 
-// Opens `path` ("-": standard input) in `format`; automatic looks at the
-// header line. Throws UsageError for unreadable files and unknown headers.
-std::unique_ptr<EventSource> open_trace(const std::string& path, TraceFormat format);
+// Opens `path` ("-": standard input) once, in `format`; automatic looks at
+// the header line. `rereadable`: the source can rewind even when the input
+// cannot seek (LineReader). Throws UsageError for unreadable files and
+// unknown headers.
+std::unique_ptr<EventSource> open_trace(const std::string& path, TraceFormat format, bool rereadable = false);
 
 // The format `path` holds, judged by its first line that is not a comment.
 TraceFormat detect_trace_format(const std::string& path);

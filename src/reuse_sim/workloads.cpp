@@ -8,11 +8,6 @@
 
 namespace gpumem::reuse_sim {
 
-const std::vector<std::string>& workload_names() {
-    static const std::vector<std::string> names = {"inference", "dynamic", "detector", "llm-decode", "training"};
-    return names;
-}
-
 namespace {
 
 constexpr std::uint64_t KiB = 1024, MiB = KiB * 1024;
@@ -23,9 +18,12 @@ enum Tag : std::uint32_t {
     kAct = 100, kKv = 1100, kWeight = 2100, kGradWeight = 3100, kAdamM = 4100, kAdamV = 5100,
 };
 
-class Generator {
+}  // namespace
+
+// The events of one workload, a step at a time.
+class detail::Generator {
 public:
-    Generator(const WorkloadOptions& o) : o_(o), rng_(o.seed) {}
+    explicit Generator(const WorkloadOptions& o) : o_(o), rng_(o.seed) {}
     virtual ~Generator() = default;
 
     bool next(Event& e) {
@@ -97,6 +95,10 @@ protected:
     bool finished_ = false;
     std::vector<std::uint64_t> spare_ids_;
 };
+
+namespace {
+
+using detail::Generator;
 
 class Inference final : public Generator {
 public:
@@ -218,16 +220,7 @@ private:
     std::vector<std::uint64_t> weights_, state_, acts_, grads_;
 };
 
-std::unique_ptr<Generator> create(const WorkloadOptions& o) {
-    if (o.name == "inference") return std::make_unique<Inference>(o);
-    if (o.name == "dynamic") return std::make_unique<Dynamic>(o);
-    if (o.name == "detector") return std::make_unique<Detector>(o);
-    if (o.name == "llm-decode") return std::make_unique<LlmDecode>(o);
-    if (o.name == "training") return std::make_unique<Training>(o);
-    std::string known;
-    for (const auto& n : workload_names()) known += (known.empty() ? "" : ", ") + n;
-    throw UsageError("unknown workload '" + o.name + "' (known: " + known + ")");
-}
+std::unique_ptr<Generator> create(const WorkloadOptions& o) { return kWorkloads.parse(o.name).make(o); }
 
 class WorkloadSource final : public EventSource {
 public:
@@ -238,14 +231,16 @@ public:
     }
     std::string description() const override {
         std::string d = "workload " + o_.name + ", " + std::to_string(o_.steps) + " steps, seed " + std::to_string(o_.seed);
-        if (o_.name == "dynamic")
+        const BatchUse batch = kWorkloads.parse(o_.name).batch;
+        if (batch == BatchUse::range)
             d += ", batch " + std::to_string(o_.batch_min) + ".." + std::to_string(o_.batch_max) + ", change rate " +
                  format_decimal(o_.change_rate, 3);
-        else if (o_.name != "llm-decode")
+        else if (batch == BatchUse::largest)
             d += ", batch " + std::to_string(o_.batch_max);
         if (o_.streams > 1) d += ", " + std::to_string(o_.streams) + " streams";
         return d;
     }
+    std::string format() const override { return "generated"; }
     bool rewind() override {
         generator_ = create(o_);
         return true;
@@ -266,16 +261,40 @@ private:
     std::unique_ptr<Generator> generator_;
 };
 
+template <typename G>
+std::unique_ptr<Generator> make_generator(const WorkloadOptions& o) {
+    return std::make_unique<G>(o);
+}
+
+constexpr Named<WorkloadSpec> kWorkloadRows[] = {
+    {"inference", {make_generator<Inference>, BatchUse::largest}, "fixed-shape inference (video frames, online serving)"},
+    {"dynamic", {make_generator<Dynamic>, BatchUse::range},
+     "the same network with the batch size drawn from --batch MIN..MAX, changing with probability --change-rate"},
+    {"detector", {make_generator<Detector>, BatchUse::largest},
+     "a fixed backbone and 0..--max-detections detections per image"},
+    {"llm-decode", {make_generator<LlmDecode>, BatchUse::none},
+     "a KV cache per layer that grows by one token at a time and resets per request"},
+    {"training", {make_generator<Training>, BatchUse::largest},
+     "weights and optimizer state kept; activations freed in reverse order; gradients freed after each step"},
+};
+
 }  // namespace
 
-std::unique_ptr<EventSource> make_workload(const WorkloadOptions& o) {
+const NameTable<WorkloadSpec> kWorkloads{"workload", kWorkloadRows};
+
+void check_workload_options(const WorkloadOptions& o) {
     if (o.batch_min == 0 || o.batch_min > o.batch_max) throw UsageError("--batch: need 1 <= MIN <= MAX");
     if (o.layers == 0 || o.layers > 1000) throw UsageError("--layers must be 1..1000");
-    if (o.change_rate < 0 || o.change_rate > 1) throw UsageError("--change-rate must be within [0, 1]");
+    if (!(o.change_rate >= 0 && o.change_rate <= 1)) throw UsageError("--change-rate must be within [0, 1]");
     if (o.prompt_min == 0 || o.prompt_min > o.prompt_max) throw UsageError("--prompt: need 1 <= MIN <= MAX");
     if (o.tokens_min == 0 || o.tokens_min > o.tokens_max) throw UsageError("--tokens: need 1 <= MIN <= MAX");
     if (o.streams == 0) throw UsageError("--streams must be at least 1");
     if (o.sample_bytes == 0) throw UsageError("--sample-bytes must be at least 1 byte");
+    (void)kWorkloads.row(o.name);  // UsageError naming the workloads
+}
+
+std::unique_ptr<EventSource> make_workload(const WorkloadOptions& o) {
+    check_workload_options(o);
     return std::make_unique<WorkloadSource>(o);
 }
 

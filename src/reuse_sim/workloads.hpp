@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/name_table.hpp"
 #include "reuse_sim/events.hpp"
 
 namespace gpumem::reuse_sim {
@@ -29,7 +30,25 @@ struct WorkloadOptions {
     std::uint32_t streams = 1;  // steps run on streams 0..N-1 in turn
 };
 
-const std::vector<std::string>& workload_names();  // inference, dynamic, detector, llm-decode, training
+namespace detail {
+class Generator;
+}  // namespace detail
+
+// What a workload's description says of --batch.
+enum class BatchUse { range, largest, none };
+
+// A workload: a row of kWorkloads (gpumem --list workloads).
+struct WorkloadSpec {
+    std::unique_ptr<detail::Generator> (*make)(const WorkloadOptions& options);
+    BatchUse batch = BatchUse::largest;
+
+    friend bool operator==(const WorkloadSpec& a, const WorkloadSpec& b) noexcept { return a.make == b.make; }
+    friend bool operator!=(const WorkloadSpec& a, const WorkloadSpec& b) noexcept { return !(a == b); }
+};
+extern const NameTable<WorkloadSpec> kWorkloads;
+
+// UsageError for an unknown name or impossible parameters.
+void check_workload_options(const WorkloadOptions& options);
 // Throws UsageError for unknown names and impossible parameters.
 std::unique_ptr<EventSource> make_workload(const WorkloadOptions& options);
 

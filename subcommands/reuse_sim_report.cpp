@@ -1,0 +1,429 @@
+// The report of gpumem reuse-sim, from its request and results alone: the
+// strategies table (best values marked in table mode), the document's
+// fields, the chart of reserved bytes, and the schema of all of it from the
+// same column tables.
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/memory_policy.hpp"
+#include "base/sizes.hpp"
+#include "chart.hpp"
+#include "commands.hpp"
+#include "reuse_sim.hpp"
+
+namespace gpumem::cli {
+namespace {
+
+namespace rs = gpumem::reuse_sim;
+
+std::vector<std::string_view> strategy_names() { return rs::kStrategies.name_list(); }
+std::vector<std::string_view> growth_names() { return kGrowthRules.name_list(); }
+std::vector<std::string_view> input_kinds() { return {"workload", "trace"}; }
+std::vector<std::string_view> input_formats() {
+    std::vector<std::string_view> names = {"generated"};
+    for (const Named<rs::TraceFormat>& row : rs::kTraceFormats)
+        if (row.value != rs::TraceFormat::automatic) names.push_back(row.name);
+    return names;
+}
+
+// A key that outlives every report: a strategy's own figures are named by
+// the data (bin_262144_chunks), and records hold their keys as views.
+std::string_view interned(const std::string& key) {
+    static std::mutex mutex;
+    static std::set<std::string> keys;
+    const std::lock_guard<std::mutex> lock(mutex);
+    return *keys.insert(key).first;
+}
+
+Cell u64(std::uint64_t v) { return v; }
+Cell ms(double us) { return us / 1000.0; }
+
+// ------------------------------------------------------------ strategies
+
+// A row of the strategies table: a simulated lane and, with --execute, its
+// measured time once its real replay is done.
+struct StrategyRow {
+    const rs::LaneResult* lane;
+    std::optional<double> measured_ms;
+};
+
+constexpr Column<StrategyRow> kStrategyColumns[] = {
+    {{"strategy", "strategy", FieldKind::text}, [](const StrategyRow& r) -> Cell { return r.lane->strategy; }, Shown::always, false,
+     nullptr, strategy_names},
+    {{"requests", "requests", FieldKind::integer}, [](const StrategyRow& r) { return u64(r.lane->requests); }},
+    {{"upstream_allocs", "allocs", FieldKind::integer}, [](const StrategyRow& r) { return u64(r.lane->upstream_allocs); }},
+    {{"upstream_frees", "frees", FieldKind::integer}, [](const StrategyRow& r) { return u64(r.lane->upstream_frees); }},
+    {{"hit_rate", "hit rate", FieldKind::percent, 1}, [](const StrategyRow& r) -> Cell { return r.lane->hit_rate * 100.0; }},
+    {{"peak_reserved", "peak reserved", FieldKind::bytes}, [](const StrategyRow& r) { return u64(r.lane->peak_reserved); }},
+    {{"peak_live", "peak live", FieldKind::bytes}, [](const StrategyRow& r) { return u64(r.lane->peak_live); }},
+    {{"slack_at_peak", "slack at peak", FieldKind::bytes}, [](const StrategyRow& r) { return u64(r.lane->slack_at_peak); }},
+    {{"fragmentation", "frag", FieldKind::percent, 1}, [](const StrategyRow& r) -> Cell { return r.lane->fragmentation * 100.0; }},
+    {{"implicit_syncs", "syncs", FieldKind::integer}, [](const StrategyRow& r) { return u64(r.lane->implicit_syncs); }},
+    {{"ooms", "OOMs", FieldKind::integer}, [](const StrategyRow& r) { return u64(r.lane->ooms); }},
+    {{"retries", "retries", FieldKind::integer}, [](const StrategyRow& r) { return u64(r.lane->retries); }},
+    {{"modelled_ms", "model ms", FieldKind::real, 2}, [](const StrategyRow& r) { return ms(r.lane->modelled_us); }},
+    // With --execute only (the table leaves it out otherwise; so not required).
+    {{"measured_ms", "GPU ms", FieldKind::real, 2}, [](const StrategyRow& r) { return optional_cell(r.measured_ms); }, Shown::always,
+     true},
+};
+
+std::vector<StrategyRow> strategy_rows(const ReuseSimResults& r) {
+    std::vector<StrategyRow> rows;
+    for (std::size_t i = 0; i < r.lanes.size(); ++i) {
+        StrategyRow row{&r.lanes[i], std::nullopt};
+        if (r.execute && i < r.execute->runs.size()) row.measured_ms = r.execute->runs[i].measured.measured_us / 1000.0;
+        rows.push_back(row);
+    }
+    return rows;
+}
+
+// Table mode: the best value of each compared column gets a '*' (others a
+// space, to keep the digits aligned). Columns where all rows agree are left alone.
+void mark_best(Table& t, Unit unit) {
+    if (t.rows.size() < 2) return;
+    const std::vector<std::pair<std::string, bool>> compared = {
+        {"upstream_allocs", false}, {"upstream_frees", false}, {"hit_rate", true}, {"peak_reserved", false},
+        {"slack_at_peak", false},   {"fragmentation", false},  {"implicit_syncs", false}, {"ooms", false},
+        {"retries", false},         {"modelled_ms", false},    {"measured_ms", false},
+    };
+    for (std::size_t col = 0; col < t.fields.size(); ++col) {
+        const auto it = std::find_if(compared.begin(), compared.end(), [&](const auto& c) { return c.first == t.fields[col].key; });
+        if (it == compared.end()) continue;
+        const bool higher_is_better = it->second;
+        double best = std::nan("");
+        bool all_equal = true;
+        for (const auto& row : t.rows) {
+            const double v = cell_number(row[col]);
+            if (std::isnan(v)) continue;
+            if (!std::isnan(best) && v != best) all_equal = false;
+            if (std::isnan(best) || (higher_is_better ? v > best : v < best)) best = v;
+        }
+        if (std::isnan(best) || all_equal) continue;
+        for (auto& row : t.rows) {
+            const double v = cell_number(row[col]);
+            if (std::isnan(v)) continue;
+            const std::string text = cell_text(row[col], t.fields[col], unit);
+            row[col] = text + (v == best ? "*" : " ");
+        }
+    }
+}
+
+// ------------------------------------------------------ nested records
+
+struct Compared {
+    std::uint64_t simulated, real;
+};
+constexpr Column<Compared> kComparedColumns[] = {
+    {{"simulated", "", FieldKind::integer}, [](const Compared& c) { return u64(c.simulated); }},
+    {{"real", "", FieldKind::integer}, [](const Compared& c) { return u64(c.real); }},
+};
+const FieldSchemaSet& compared_schema() {
+    static const FieldSchemaSet set = Columns<Compared>(kComparedColumns).schema();
+    return set;
+}
+Cell compared_cell(std::uint64_t simulated, std::uint64_t real) {
+    return record_cell(make_record(Columns<Compared>(kComparedColumns), Compared{simulated, real}));
+}
+
+// execute.runs[].calls: an object per API call of kApiCalls.
+Cell calls_cell(const ExecuteRun& run) {
+    Record calls;
+    for (const ApiCall& call : kApiCalls)
+        calls.add(Field{call.name, "", FieldKind::record}, compared_cell(run.simulated.counters.*call.count, run.measured.counters.*call.count));
+    return record_cell(std::move(calls));
+}
+const FieldSchemaSet& calls_schema() {
+    static const FieldSchemaSet set = [] {
+        FieldSchemaSet s;
+        for (const ApiCall& call : kApiCalls) s.fields.push_back({Field{call.name, "", FieldKind::record}, false, compared_schema});
+        return s;
+    }();
+    return set;
+}
+
+constexpr Column<ExecuteRun> kRunColumns[] = {
+    {{"strategy", "", FieldKind::text}, [](const ExecuteRun& r) -> Cell { return r.simulated.strategy; }, Shown::always, false,
+     nullptr, strategy_names},
+    {{"calls", "", FieldKind::record}, calls_cell, Shown::always, false, calls_schema},
+    {{"ooms", "", FieldKind::record}, [](const ExecuteRun& r) { return compared_cell(r.simulated.ooms, r.measured.ooms); },
+     Shown::always, false, compared_schema},
+    {{"peak_reserved_bytes", "", FieldKind::record},
+     [](const ExecuteRun& r) { return compared_cell(r.simulated.peak_reserved, r.measured.peak_reserved); }, Shown::always, false,
+     compared_schema},
+    {{"pool_grows", "", FieldKind::record},
+     [](const ExecuteRun& r) { return compared_cell(r.simulated.counters.pool_grows, r.measured.counters.pool_grows); },
+     Shown::always, false, compared_schema},
+    {{"measured_ms", "", FieldKind::real}, [](const ExecuteRun& r) { return ms(r.measured.measured_us); }},
+    {{"modelled_ms", "", FieldKind::real}, [](const ExecuteRun& r) { return ms(r.simulated.modelled_us); }},
+    {{"wall_seconds", "", FieldKind::real}, [](const ExecuteRun& r) -> Cell { return r.wall_seconds; }},
+    {{"counts_agree", "", FieldKind::boolean}, [](const ExecuteRun& r) -> Cell { return r.counts_agree; }},
+};
+const FieldSchemaSet& run_schema() {
+    static const FieldSchemaSet set = Columns<ExecuteRun>(kRunColumns).schema();
+    return set;
+}
+
+constexpr Column<ExecuteResults> kExecuteColumns[] = {
+    {{"device", "", FieldKind::integer}, [](const ExecuteResults& x) -> Cell { return std::int64_t{x.device.ordinal()}; }},
+    {{"device_name", "", FieldKind::text}, [](const ExecuteResults& x) -> Cell { return x.device_name; }},
+    {{"free_bytes_before", "", FieldKind::bytes}, [](const ExecuteResults& x) { return u64(x.free_bytes_before); }},
+    {{"free_bytes_after", "", FieldKind::bytes}, [](const ExecuteResults& x) { return optional_cell(x.free_bytes_after); }},
+    {{"verified", "", FieldKind::boolean}, [](const ExecuteResults& x) -> Cell { return x.verified(); }},
+    {{"runs", "", FieldKind::records},
+     [](const ExecuteResults& x) { return records_cell(make_records(Columns<ExecuteRun>(kRunColumns), x.runs)); }, Shown::always,
+     false, run_schema},
+};
+const FieldSchemaSet& execute_schema() {
+    static const FieldSchemaSet set = Columns<ExecuteResults>(kExecuteColumns).schema();
+    return set;
+}
+
+constexpr Column<rs::UpstreamCounters> kUpstreamColumns[] = {
+    {{"device_allocs", "", FieldKind::integer}, [](const rs::UpstreamCounters& c) { return u64(c.device_allocs); }},
+    {{"device_frees", "", FieldKind::integer}, [](const rs::UpstreamCounters& c) { return u64(c.device_frees); }},
+    {{"device_alloc_failures", "", FieldKind::integer}, [](const rs::UpstreamCounters& c) { return u64(c.device_alloc_failures); }},
+    {{"async_allocs", "", FieldKind::integer}, [](const rs::UpstreamCounters& c) { return u64(c.async_allocs); }},
+    {{"async_frees", "", FieldKind::integer}, [](const rs::UpstreamCounters& c) { return u64(c.async_frees); }},
+    {{"async_alloc_failures", "", FieldKind::integer}, [](const rs::UpstreamCounters& c) { return u64(c.async_alloc_failures); }},
+    {{"pool_grows", "", FieldKind::integer}, [](const rs::UpstreamCounters& c) { return u64(c.pool_grows); }},
+    {{"pool_releases", "", FieldKind::integer}, [](const rs::UpstreamCounters& c) { return u64(c.pool_releases); }},
+    {{"fills", "", FieldKind::integer}, [](const rs::UpstreamCounters& c) { return u64(c.fills); }},
+    {{"synchronizations", "", FieldKind::integer}, [](const rs::UpstreamCounters& c) { return u64(c.synchronizations); }},
+    {{"peak_reserved_bytes", "", FieldKind::bytes}, [](const rs::UpstreamCounters& c) { return u64(c.peak_reserved_bytes); }},
+};
+const FieldSchemaSet& upstream_schema() {
+    static const FieldSchemaSet set = Columns<rs::UpstreamCounters>(kUpstreamColumns).schema();
+    return set;
+}
+
+// details.<strategy>: hits and served, then the strategy's own figures
+// (PyTorch's statistics names for torch-caching), whose keys the data name.
+constexpr Column<rs::LaneResult> kDetailColumns[] = {
+    {{"hits", "", FieldKind::integer}, [](const rs::LaneResult& l) { return u64(l.hits); }},
+    {{"served", "", FieldKind::integer}, [](const rs::LaneResult& l) { return u64(l.served); }},
+};
+Record detail_record(const rs::LaneResult& lane) {
+    Record record = make_record(Columns<rs::LaneResult>(kDetailColumns), lane);
+    for (const auto& [key, value] : lane.details) record.add(Field{interned(key), "", FieldKind::integer}, value);
+    return record;
+}
+const FieldSchemaSet& detail_schema() {
+    static const FieldSchemaSet set = [] {
+        FieldSchemaSet s = Columns<rs::LaneResult>(kDetailColumns).schema();
+        s.other_keys = FieldKind::integer;
+        return s;
+    }();
+    return set;
+}
+
+// An object keyed by strategy name (details, upstream): a record of records,
+// one per strategy replayed; the schema names every strategy of the table.
+template <const FieldSchemaSet& (*Each)()>
+const FieldSchemaSet& per_strategy_schema() {
+    static const FieldSchemaSet set = [] {
+        FieldSchemaSet s;
+        for (const Named<rs::StrategySpec>& row : rs::kStrategies) s.fields.push_back({Field{row.name, "", FieldKind::record}, true, Each});
+        return s;
+    }();
+    return set;
+}
+template <typename Make>
+Cell per_strategy(const ReuseSimResults& r, Make make) {
+    Record record;
+    for (const rs::LaneResult& lane : r.lanes) record.add(Field{interned(lane.strategy), "", FieldKind::record}, record_cell(make(lane)));
+    return record_cell(std::move(record));
+}
+
+// ------------------------------------------------------------ document
+
+struct Document {
+    const ReuseSimRequest& q;
+    const ReuseSimResults& r;
+    const rs::ReplaySummary& summary() const { return *r.summary; }
+};
+
+constexpr Column<Document> kInputColumns[] = {
+    {{"kind", "", FieldKind::text}, [](const Document& d) -> Cell { return std::string(d.q.input.trace ? "trace" : "workload"); },
+     Shown::always, false, nullptr, input_kinds},
+    {{"description", "", FieldKind::text}, [](const Document& d) -> Cell { return d.r.input_description; }},
+    {{"format", "", FieldKind::text}, [](const Document& d) -> Cell { return d.r.input_format; }, Shown::always, false, nullptr,
+     input_formats},
+};
+const FieldSchemaSet& input_schema() {
+    static const FieldSchemaSet set = Columns<Document>(kInputColumns).schema();
+    return set;
+}
+
+constexpr Column<Document> kCostTableColumns[] = {
+    {{"device", "", FieldKind::text}, [](const Document& d) -> Cell { return d.r.cost_device; }},
+    {{"source", "", FieldKind::text}, [](const Document& d) -> Cell { return d.r.cost_source; }},
+};
+const FieldSchemaSet& cost_table_schema() {
+    static const FieldSchemaSet set = Columns<Document>(kCostTableColumns).schema();
+    return set;
+}
+
+Cell unless(std::uint64_t value, std::uint64_t none) { return value == none ? Cell() : Cell(value); }
+
+// The strategies' options as the run used them (ring's size from the first pass).
+constexpr Column<rs::StrategyOptions> kOptionColumns[] = {
+    {{"growth", "", FieldKind::text}, [](const rs::StrategyOptions& o) -> Cell { return std::string(kGrowthRules.name_of(o.growth)); },
+     Shown::always, false, nullptr, growth_names},
+    {{"zero_fill", "", FieldKind::boolean}, [](const rs::StrategyOptions& o) -> Cell { return o.zero_fill; }},
+    {{"ring_buffers", "", FieldKind::integer}, [](const rs::StrategyOptions& o) { return u64(o.ring_buffers); }},
+    {{"ring_size", "", FieldKind::bytes}, [](const rs::StrategyOptions& o) { return u64(o.ring_buffer_size()); }},
+    {{"pool_initial", "", FieldKind::bytes}, [](const rs::StrategyOptions& o) { return u64(o.pool_initial); }},
+    {{"pool_max", "", FieldKind::bytes}, [](const rs::StrategyOptions& o) { return unless(o.pool_maximum, rs::kUnlimited); }},
+    {{"bins", "", FieldKind::list}, [](const rs::StrategyOptions& o) -> Cell { return o.bins; }},
+    {{"bin_blocks", "", FieldKind::integer}, [](const rs::StrategyOptions& o) { return u64(o.bin_blocks); }},
+    {{"max_split_size", "", FieldKind::bytes},
+     [](const rs::StrategyOptions& o) { return unless(o.torch.max_split_size, rs::TorchOptions::kNoLimit); }},
+    {{"max_non_split_rounding", "", FieldKind::bytes}, [](const rs::StrategyOptions& o) { return u64(o.torch.max_non_split_rounding); }},
+    {{"roundup_power2_divisions", "", FieldKind::list},
+     [](const rs::StrategyOptions& o) -> Cell {
+         return std::vector<std::uint64_t>(o.torch.roundup_power2_divisions.begin(), o.torch.roundup_power2_divisions.end());
+     }},
+    {{"release_threshold", "", FieldKind::bytes}, [](const rs::StrategyOptions& o) { return u64(o.release_threshold); }},
+};
+Cell options_cell(const Document& d) {
+    Record options = make_record(Columns<rs::StrategyOptions>(kOptionColumns), d.r.strategy_options);
+    options.add(Field{"sync_every", "", FieldKind::integer}, d.q.sync_every);
+    return record_cell(std::move(options));
+}
+const FieldSchemaSet& options_schema() {
+    static const FieldSchemaSet set = [] {
+        FieldSchemaSet s = Columns<rs::StrategyOptions>(kOptionColumns).schema();
+        s.fields.push_back({Field{"sync_every", "", FieldKind::integer}});
+        return s;
+    }();
+    return set;
+}
+
+constexpr Column<Document> kDocumentColumns[] = {
+    {{"input", "", FieldKind::record}, [](const Document& d) { return record_cell(make_record(Columns<Document>(kInputColumns), d)); },
+     Shown::always, false, input_schema},
+    {{"events", "", FieldKind::integer}, [](const Document& d) { return u64(d.summary().events); }},
+    {{"requests", "", FieldKind::integer}, [](const Document& d) { return u64(d.summary().allocs); }},
+    {{"frees", "", FieldKind::integer}, [](const Document& d) { return u64(d.summary().frees); }},
+    {{"sync_points", "", FieldKind::integer}, [](const Document& d) { return u64(d.summary().syncs); }},
+    {{"skipped_events", "", FieldKind::integer}, [](const Document& d) { return u64(d.summary().skipped); }},
+    {{"streams", "", FieldKind::integer}, [](const Document& d) { return u64(d.summary().streams); }},
+    {{"peak_live_bytes", "", FieldKind::bytes}, [](const Document& d) { return u64(d.summary().peak_live_bytes); }},
+    {{"largest_request_bytes", "", FieldKind::bytes}, [](const Document& d) { return u64(d.summary().largest_request); }},
+    {{"max_live_allocations", "", FieldKind::integer}, [](const Document& d) { return u64(d.summary().max_live_allocations); }},
+    {{"live_at_end", "", FieldKind::integer}, [](const Document& d) { return u64(d.summary().live_at_end); }},
+    {{"capacity_bytes", "", FieldKind::bytes}, [](const Document& d) { return unless(d.q.capacity, rs::kUnlimited); }},
+    {{"simulation_seconds", "", FieldKind::real}, [](const Document& d) -> Cell { return d.summary().seconds; }},
+    {{"events_per_second", "", FieldKind::real},
+     [](const Document& d) -> Cell {
+         const rs::ReplaySummary& s = d.summary();
+         return s.seconds > 0 ? static_cast<double>(s.events) / s.seconds : 0.0;
+     }},
+    {{"cost_table", "", FieldKind::record},
+     [](const Document& d) { return record_cell(make_record(Columns<Document>(kCostTableColumns), d)); }, Shown::always, false,
+     cost_table_schema},
+    {{"options", "", FieldKind::record}, options_cell, Shown::always, false, options_schema},
+    {{"details", "", FieldKind::record}, [](const Document& d) { return per_strategy(d.r, detail_record); }, Shown::always, false,
+     per_strategy_schema<detail_schema>},
+    {{"upstream", "", FieldKind::record},
+     [](const Document& d) {
+         return per_strategy(d.r, [](const rs::LaneResult& l) { return make_record(Columns<rs::UpstreamCounters>(kUpstreamColumns), l.counters); });
+     },
+     Shown::always, false, per_strategy_schema<upstream_schema>},
+    // With --execute only.
+    {{"execute", "", FieldKind::record},
+     [](const Document& d) {
+         return d.r.execute ? record_cell(make_record(Columns<ExecuteResults>(kExecuteColumns), *d.r.execute)) : Cell();
+     },
+     Shown::always, true, execute_schema},
+};
+
+// ------------------------------------------------------------ text
+
+std::string head_line(const ReuseSimRequest& q, const ReuseSimResults& r, Unit unit) {
+    const rs::ReplaySummary& s = *r.summary;
+    std::string head = "reuse-sim: " + r.input_description + ": " + std::to_string(s.events) + " events, " + std::to_string(s.allocs) +
+                       " requests, peak live " + format_bytes(s.peak_live_bytes, unit) + ", largest request " +
+                       format_bytes(s.largest_request, unit);
+    if (q.capacity != rs::kUnlimited) head += ", capacity " + format_bytes(q.capacity, unit);
+    return head;
+}
+
+std::string execute_line(const ExecuteResults& x) {
+    return "--execute on GPU " + std::to_string(x.device.ordinal()) + " (" + x.device_name +
+           "): GPU ms is the host time of the real CUDA calls; upstream call counts " +
+           (!x.out_of_memory().empty() ? "not compared: the GPU ran out of memory"
+            : x.mismatched().empty()   ? "agree with the simulation"
+                                       : "DIFFER from the simulation");
+}
+
+// One line of levels per strategy: reserved bytes over the run, each row on
+// its own scale (its peak, printed at the end) so that every strategy's shape
+// shows; the table compares the magnitudes.
+std::vector<std::string> reserved_chart(const rs::Timeline& timeline, const ReuseSimResults& r, const LevelChartStyle& style, Unit unit) {
+    const std::size_t points = timeline.points();
+    if (points == 0) return {};
+    std::vector<LevelSeries> series;
+    for (std::size_t l = 0; l < r.lanes.size(); ++l) {
+        LevelSeries s{r.lanes[l].strategy, {}};
+        for (std::size_t p = 0; p < points; ++p) s.values.push_back(static_cast<double>(timeline.reserved(p, l)));
+        series.push_back(std::move(s));
+    }
+    LevelSeries live{"live", {}};
+    for (std::size_t p = 0; p < points; ++p) live.values.push_back(static_cast<double>(timeline.live(p)));
+    series.push_back(std::move(live));
+    std::vector<std::string> lines = {"", "Reserved bytes over events " + std::to_string(timeline.first_event(0)) + ".." +
+                                              std::to_string(timeline.first_event(points - 1)) + " (each row scaled to its own peak):"};
+    for (std::string& line : render_level_chart(series, style, [unit](double peak) { return format_bytes(static_cast<std::uint64_t>(peak), unit); }))
+        lines.push_back(std::move(line));
+    return lines;
+}
+
+// Table mode: what follows the table. A failed --execute check still says
+// how the counts compared; the legend and the chart come with a whole run.
+std::vector<std::string> text_after(const ReuseSimRequest& q, const ReuseSimResults& r, Unit unit) {
+    std::vector<std::string> lines;
+    if (r.execute && r.execute->free_bytes_after) {
+        lines.push_back("");
+        lines.push_back(execute_line(*r.execute));
+    }
+    if (!r.complete) return lines;
+    lines.push_back("");
+    lines.push_back("* best in its column. Model ms: CUDA calls priced by the cost table (" + r.cost_device + ", " +
+                    (q.costs ? *q.costs : std::string("built-in")) + ").");
+    if (q.chart && r.timeline)
+        for (std::string& line : reserved_chart(*r.timeline, r, q.chart_style, unit)) lines.push_back(std::move(line));
+    return lines;
+}
+
+}  // namespace
+
+Report reuse_sim_report(const ReuseSimRequest& q, const ReuseSimResults& r, const OutputOptions& output) {
+    Report report;
+    report.command = "reuse-sim";
+    report.warnings = q.warnings;
+    report.warnings.insert(report.warnings.end(), r.warnings.begin(), r.warnings.end());
+    if (!r.summary) return report;  // nothing simulated yet
+    const bool measured = q.execute_on.has_value();
+    report.tables.push_back(make_table("strategies", Columns<StrategyRow>(kStrategyColumns), strategy_rows(r), output.format,
+                                       [measured](const Field& f) { return measured || f.key != "measured_ms"; }));
+    report.fields = make_record(Columns<Document>(kDocumentColumns), Document{q, r});
+    if (output.format != Format::table) return report;
+    // A replay on the GPU that stopped part way leaves its table unmarked.
+    if (!r.execute || r.execute->free_bytes_after) mark_best(report.tables.back(), output.unit);
+    report.text_before.push_back(head_line(q, r, output.unit));
+    report.text_after = text_after(q, r, output.unit);
+    return report;
+}
+
+DocumentSchema reuse_sim_document_schema() {
+    return {"reuse-sim",
+            {{"strategies", Columns<StrategyRow>(kStrategyColumns).schema()}},
+            Columns<Document>(kDocumentColumns).schema()};
+}
+
+}  // namespace gpumem::cli

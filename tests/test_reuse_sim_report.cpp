@@ -1,0 +1,319 @@
+// gpumem reuse-sim without running it: the report of synthetic results
+// (keys, types, the table against machine formats, partial runs), the
+// document's keys against reuse_sim_schema(), check() in parse-only mode,
+// and the strategy table against --help, --list and the man page.
+#include <doctest/doctest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "app.hpp"
+#include "cli_harness.hpp"
+#include "commands.hpp"
+#include "output.hpp"
+#include "reuse_sim.hpp"
+
+using namespace gpumem;
+using namespace gpumem::cli;
+namespace rs = gpumem::reuse_sim;
+using json = nlohmann::ordered_json;
+
+namespace {
+
+rs::LaneResult lane(const std::string& strategy, std::uint64_t allocs, std::uint64_t peak_reserved) {
+    rs::LaneResult l;
+    l.strategy = strategy;
+    l.requests = 10;
+    l.served = 10;
+    l.hits = 10 - allocs;
+    l.upstream_allocs = allocs;
+    l.upstream_frees = allocs;
+    l.hit_rate = static_cast<double>(l.hits) / 10.0;
+    l.peak_reserved = peak_reserved;
+    l.peak_live = 4096;
+    l.slack_at_peak = peak_reserved - 4096;
+    l.fragmentation = 0.25;
+    l.modelled_us = 1500;
+    l.counters.device_allocs = allocs;
+    l.counters.device_frees = allocs;
+    l.counters.peak_reserved_bytes = peak_reserved;
+    return l;
+}
+
+ReuseSimRequest request(bool execute = false) {
+    ReuseSimRequest q;
+    for (const char* name : {"naive", "binning"}) q.strategies.push_back(&rs::kStrategies.row(name));
+    q.input.workload.name = "training";
+    q.capacity = 1ULL << 30;
+    q.chart = true;
+    if (execute) q.execute_on = parse_device_spec("0");
+    return q;
+}
+
+ReuseSimResults results(bool execute = false) {
+    ReuseSimResults r;
+    r.input_description = "workload training, 3 steps, seed 1, batch 32";
+    r.input_format = "generated";
+    r.cost_device = "NVIDIA H200";
+    r.cost_source = "built-in";
+    r.summary = rs::ReplaySummary{};
+    r.summary->events = 20;
+    r.summary->allocs = 10;
+    r.summary->frees = 10;
+    r.summary->largest_request = 4096;
+    r.summary->seconds = 0.5;
+    r.lanes = {lane("naive", 10, 8192), lane("binning", 2, 1 << 20)};
+    r.lanes[1].details = {{"pool_size", 1 << 20}, {"bin_262144_chunks", 1}};
+    r.timeline = rs::Timeline(2, 4);  // no points: no chart
+    if (execute) {
+        ExecuteResults x{DeviceId(0), "NVIDIA H100", 80ULL << 30, 80ULL << 30, {}};
+        for (const rs::LaneResult& l : r.lanes) {
+            ExecuteRun run{l, l, 0.01, true};
+            run.measured.measured_us = 2500;
+            x.runs.push_back(run);
+        }
+        r.execute = x;
+    }
+    r.complete = true;
+    return r;
+}
+
+json document(const Report& report) { return json::parse(render(report, OutputOptions{Format::json})); }
+
+// Keys of `doc` that `schema` does not declare (paths; array items as []),
+// except under objects whose schema admits other keys; and the required
+// keys of `schema` that `doc` lacks.
+void compare(const json& doc, const json& schema, const std::string& path, std::vector<std::string>& problems) {
+    if (doc.is_array() && schema.contains("items")) {
+        for (const json& item : doc) compare(item, schema["items"], path + "[]", problems);
+        return;
+    }
+    if (!doc.is_object() || !schema.contains("properties")) return;
+    const json& props = schema["properties"];
+    for (const auto& item : doc.items()) {
+        if (props.contains(item.key())) {
+            compare(item.value(), props[item.key()], path + "." + item.key(), problems);
+        } else if (!schema.contains("additionalProperties") || schema["additionalProperties"] == false) {
+            problems.push_back("undeclared " + path + "." + item.key());
+        }
+    }
+    if (schema.contains("required"))
+        for (const json& key : schema["required"])
+            if (!doc.contains(key.get<std::string>())) problems.push_back("missing " + path + "." + key.get<std::string>());
+}
+
+// check() and everything before the first driver call, in this process.
+int parse_only(std::vector<std::string> args) {
+    args.insert(args.begin(), "gpumem");
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    return gpumem::cli::run_gpumem(static_cast<int>(argv.size()), argv.data(), RunMode::parse_only);
+}
+
+}  // namespace
+
+TEST_CASE("reuse-sim report: the document's keys are reuse_sim_schema()'s, with and without --execute") {
+    const json schema = schema_json(reuse_sim_schema());
+    for (bool execute : {false, true}) {
+        CAPTURE(execute);
+        const json doc = document(reuse_sim_report(request(execute), results(execute), OutputOptions{Format::json}));
+        std::vector<std::string> problems;
+        compare(doc, schema, "", problems);
+        CHECK(problems.empty());
+        for (const std::string& p : problems) MESSAGE(p);
+        CHECK(doc.contains("execute") == execute);
+        CHECK(doc["strategies"][0].contains("measured_ms") == execute);
+    }
+}
+
+TEST_CASE("reuse-sim report: JSON numbers keep their types; details and upstream are keyed by strategy") {
+    const json doc = document(reuse_sim_report(request(true), results(true), OutputOptions{Format::json}));
+    const json& row = doc["strategies"][1];
+    CHECK(row["strategy"] == "binning");
+    CHECK(row["upstream_allocs"].is_number_unsigned());
+    CHECK(row["hit_rate"] == doctest::Approx(80.0));  // percent, as the table shows it
+    CHECK(row["fragmentation"] == doctest::Approx(25.0));
+    CHECK(row["modelled_ms"] == doctest::Approx(1.5));
+    CHECK(row["measured_ms"] == doctest::Approx(2.5));
+    CHECK(doc["capacity_bytes"] == 1ULL << 30);
+    CHECK(doc["events_per_second"] == doctest::Approx(40.0));
+    CHECK(doc["input"]["kind"] == "workload");
+    CHECK(doc["input"]["format"] == "generated");
+    CHECK(doc["options"]["bins"].is_array());
+    CHECK(doc["options"]["bins"][0].is_number_unsigned());  // integers, not 262144.0
+    CHECK(doc["options"]["roundup_power2_divisions"].size() == 16);
+    CHECK(doc["options"]["pool_max"].is_null());
+    CHECK(doc["options"]["max_split_size"].is_null());
+    CHECK(doc["options"]["ring_size"] == 0);  // ring did not run
+    CHECK(doc["details"]["naive"]["hits"] == 0);
+    CHECK(doc["details"]["binning"]["bin_262144_chunks"] == 1);
+    CHECK(doc["details"].size() == 2);
+    CHECK(doc["upstream"]["binning"]["device_allocs"] == 2);
+    const json& x = doc["execute"];
+    CHECK(x["device"] == 0);
+    CHECK(x["verified"] == true);
+    CHECK(x["runs"][0]["calls"]["cudaMalloc"]["real"] == 10);
+    CHECK(x["runs"][0]["calls"].size() == 6);
+    CHECK(x["runs"][1]["ooms"]["simulated"] == 0);
+    CHECK(x["runs"][1]["counts_agree"] == true);
+}
+
+TEST_CASE("reuse-sim report: the table marks the best values, has the legend, and machine formats do not") {
+    const Report table = reuse_sim_report(request(), results(), OutputOptions{Format::table});
+    const std::string text = render(table, OutputOptions{Format::table});
+    CHECK(text.find("reuse-sim: workload training") == 0);
+    CHECK(text.find("* best in its column. Model ms: CUDA calls priced by the cost table (NVIDIA H200, built-in).") != std::string::npos);
+    CHECK(text.find("GPU ms") == std::string::npos);  // no --execute
+    CHECK(text.find("2*") != std::string::npos);       // binning's allocs
+    const std::string csv = render(reuse_sim_report(request(), results(), OutputOptions{Format::csv}), OutputOptions{Format::csv});
+    CHECK(csv.rfind("strategy,requests,upstream_allocs,upstream_frees,hit_rate,", 0) == 0);
+    CHECK(csv.find('*') == std::string::npos);
+    CHECK(csv.find("measured_ms") == std::string::npos);
+}
+
+TEST_CASE("reuse-sim report: what a failure part way leaves") {
+    SUBCASE("before the simulation: the warnings alone") {
+        ReuseSimRequest q = request();
+        q.warnings = {"--growth tunes grow-only, which is not selected: ignored"};
+        ReuseSimResults r;
+        r.warnings = {"costs.json: no memset; built-in figures used for those"};
+        const Report report = reuse_sim_report(q, r, OutputOptions{Format::json});
+        CHECK(report.tables.empty());
+        CHECK(report.fields.empty());
+        CHECK(report.warnings.size() == 2);
+        const json doc = document(report);
+        CHECK(doc["warnings"].size() == 2);
+        CHECK_FALSE(doc.contains("events"));
+    }
+    SUBCASE("a GPU replay that stopped part way: its runs so far, no verdict, no legend") {
+        ReuseSimResults r = results(true);
+        r.execute->runs.pop_back();
+        r.execute->free_bytes_after.reset();
+        r.complete = false;
+        const json doc = document(reuse_sim_report(request(true), r, OutputOptions{Format::json}));
+        CHECK(doc["execute"]["runs"].size() == 1);
+        CHECK(doc["execute"]["verified"] == false);
+        CHECK(doc["execute"]["free_bytes_after"].is_null());
+        CHECK(doc["strategies"][1]["measured_ms"].is_null());
+        const std::string text = render(reuse_sim_report(request(true), r, OutputOptions{Format::table}), OutputOptions{Format::table});
+        CHECK(text.find("best in its column") == std::string::npos);
+        CHECK(text.find("--execute on GPU") == std::string::npos);
+        CHECK(text.find('*') == std::string::npos);  // left unmarked
+    }
+    SUBCASE("counts that differ: the verdict, the execute line, the marks, no legend") {
+        ReuseSimResults r = results(true);
+        r.execute->runs[1].counts_agree = false;
+        r.complete = false;
+        CHECK(r.execute->mismatched() == std::vector<std::string>{"binning"});
+        CHECK(r.execute->out_of_memory().empty());
+        const std::string text = render(reuse_sim_report(request(true), r, OutputOptions{Format::table}), OutputOptions{Format::table});
+        CHECK(text.find("upstream call counts DIFFER from the simulation") != std::string::npos);
+        CHECK(text.find("2*") != std::string::npos);
+        CHECK(text.find("best in its column") == std::string::npos);
+    }
+    SUBCASE("a GPU out of memory: counted apart from mismatches") {
+        ReuseSimResults r = results(true);
+        r.execute->runs[0].measured.ooms = 3;
+        r.execute->runs[0].counts_agree = false;
+        CHECK(r.execute->out_of_memory() == std::vector<std::string>{"naive"});
+        CHECK(r.execute->mismatched().empty());
+        CHECK(r.execute->refused() == 3);
+        CHECK_FALSE(r.execute->verified());
+    }
+}
+
+TEST_CASE("reuse-sim check: valid command lines pass every check before any work") {
+    using Args = std::vector<std::string>;
+    for (const Args& args : std::vector<Args>{
+             {"reuse-sim"},
+             {"reuse-sim", "--strategy", "naive, pool", "--pool-initial", "0", "--pool-max", "1GiB"},
+             {"reuse-sim", "--seed", "18446744073709551615", "--change-rate", "1", "--steps", "1099511627776"},
+             {"reuse-sim", "--sync-every", "1", "--release-threshold", "0", "--strategy", "async-pool"},
+             {"reuse-sim", "--trace", "-", "--trace-format", "rmm"},
+             {"reuse-sim", "--trace", "-"},
+             {"reuse-sim", "--growth", "x2", "--strategy", "naive"},  // a warning, not an error
+             {"-d", "0", "reuse-sim", "--execute"},
+             {"reuse-sim", "--timeline", "/nonexistent/dir/t.csv"},  // found when it is opened, before the simulation
+         }) {
+        std::string line;
+        for (const std::string& a : args) line += " " + a;
+        CAPTURE(line);
+        CHECK(parse_only(args) == 0);
+    }
+    for (const Args& args : std::vector<Args>{
+             {"reuse-sim", "--trace", ""},
+             {"reuse-sim", "--sync-every", "0"},
+             {"reuse-sim", "--seed", "18446744073709551616"},
+             {"reuse-sim", "--change-rate", "nan"},
+             {"reuse-sim", "--timeline", ""},
+             {"reuse-sim", "--save-trace", ""},
+             {"reuse-sim", "--costs", ""},
+             {"-d", "0", "reuse-sim"},
+             {"-d", "all", "reuse-sim", "--execute"},
+             {"reuse-sim", "--batch", "8..4"},
+         }) {
+        std::string line;
+        for (const std::string& a : args) line += " " + a;
+        CAPTURE(line);
+        CHECK(parse_only(args) == 2);
+    }
+}
+
+TEST_CASE("reuse-sim check: an option for strategies none of which is selected is a warning, in JSON too") {
+    const RunResult r = run_gpumem({"reuse-sim", "--strategy", "naive", "--steps", "2", "--growth", "x2", "--bins", "1MiB", "--json"});
+    CHECK(r.status == 0);
+    CHECK(r.stderr_lines() == 2);
+    const json doc = json::parse(r.out);
+    REQUIRE(doc["warnings"].size() == 2);
+    CHECK(doc["warnings"][0] == "--growth tunes grow-only, which is not selected: ignored");
+    CHECK(doc["warnings"][1] == "--bins tunes binning, which is not selected: ignored");
+    const RunResult shared = run_gpumem({"reuse-sim", "--strategy", "ring", "--steps", "2", "--pool-max", "1GiB", "--no-chart"});
+    CHECK(shared.status == 0);
+    CHECK(shared.err == "gpumem: warning: --pool-max tunes pool, binning, none of which is selected: ignored\n");
+    // Selected: no warning.
+    CHECK(run_gpumem({"reuse-sim", "--strategy", "binning", "--steps", "2", "--pool-max", "1GiB", "--no-chart"}).err.empty());
+}
+
+TEST_CASE("reuse-sim: the strategy table is what --help, --list strategies and the man page show") {
+    const RunResult help = run_gpumem({"reuse-sim", "--help"});
+    REQUIRE(help.status == 0);
+    const RunResult list = run_gpumem({"--list", "strategies", "--format", "value"});
+    REQUIRE(list.status == 0);
+    const std::string man = slurp(std::string(GPUMEM_TESTS_SOURCE_DIR) + "/../man/gpumem.1.scd");
+    const std::size_t section = man.find("\n# REUSE-SIM\n");
+    REQUIRE(section != std::string::npos);
+    const std::string reuse = man.substr(section, man.find("\n# ", section + 5) - section);
+    std::set<std::string> options;
+    for (const Named<rs::StrategySpec>& row : rs::kStrategies) {
+        const std::string name(row.name);
+        CAPTURE(name);
+        CHECK(list.out.find(name + "\t" + std::string(row.help) + "\n") != std::string::npos);
+        CHECK(reuse.find("- *" + name + "*:") != std::string::npos);
+        std::string rest(row.value.options);
+        while (!rest.empty()) {
+            const std::size_t space = rest.find(' ');
+            options.insert(rest.substr(0, space));
+            rest = space == std::string::npos ? "" : rest.substr(space + 1);
+        }
+    }
+    CHECK(options.size() == 12);
+    for (const std::string& option : options) {
+        CAPTURE(option);
+        const std::string users = rs::strategies_using(option);
+        // --help: "  --pool-initial SIZE         pool, binning: initial pool size...", on one line or two.
+        const std::size_t at = help.out.find("\n  " + option + " ");
+        REQUIRE(at != std::string::npos);
+        const std::string help_entry = help.out.substr(at, help.out.find("\n  -", at + 1) - at);
+        CHECK(help_entry.find(users + ": ") != std::string::npos);
+        // The man page: the text of the entry that names the option starts with the same strategies.
+        std::size_t entry = reuse.find("\n*-");
+        while (entry != std::string::npos && reuse.substr(entry, reuse.find('\n', entry + 1) - entry).find("*" + option + "*") == std::string::npos)
+            entry = reuse.find("\n*-", entry + 1);
+        REQUIRE(entry != std::string::npos);
+        const std::size_t text = reuse.find("\n\t", entry + 1);
+        CHECK(reuse.compare(text + 2, users.size() + 1, users + ":") == 0);
+    }
+}
