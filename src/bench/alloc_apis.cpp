@@ -19,21 +19,12 @@ std::string_view trimmed(std::string_view s) {
     return s;
 }
 
-void log_failure(cudaError_t status, const char* call) noexcept {
-    if (status == cudaSuccess) return;
-    cudaGetLastError();
-    try {
-        spdlog::error("{} failed while freeing: {}", call, cudaGetErrorName(status));
-    } catch (...) {
-    }
-}
-
 void log_driver_failure(CUresult result, const char* call) noexcept {
     if (result == CUDA_SUCCESS) return;
     try {
         const char* name = "CUDA_ERROR_UNKNOWN";
         if (driver_api().cuGetErrorName) driver_api().cuGetErrorName(result, &name);
-        spdlog::error("{} failed while freeing: {}", call, name);
+        spdlog::error("{} failed in a destructor: {}", call, name);
     } catch (...) {
     }
 }

@@ -15,6 +15,12 @@ namespace {
 
 std::atomic<std::uint64_t> g_set_device_calls{0};
 
+constexpr std::size_t kHugePage = 2ULL << 20;
+
+std::size_t round_up(std::size_t value, std::size_t to) { return (value + to - 1) / to * to; }
+
+}  // namespace
+
 void log_failure(cudaError_t status, const char* call) noexcept {
     if (status == cudaSuccess) return;
     cudaGetLastError();
@@ -23,12 +29,6 @@ void log_failure(cudaError_t status, const char* call) noexcept {
     } catch (...) {
     }
 }
-
-constexpr std::size_t kHugePage = 2ULL << 20;
-
-std::size_t round_up(std::size_t value, std::size_t to) { return (value + to - 1) / to * to; }
-
-}  // namespace
 
 DeviceId current_device() {
     int device = -1;

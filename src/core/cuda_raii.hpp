@@ -52,6 +52,10 @@ private:
     bool restore_ = false;
 };
 
+// Logs a failed CUDA call where nothing may throw (destructors, deleters)
+// and clears the error; does nothing on success.
+void log_failure(cudaError_t status, const char* call) noexcept;
+
 // What every deleter of a CUDA resource does (here and in bench/alloc_apis):
 // runs `release` on `device` under an AutoDevice, and lets nothing escape.
 // `release` logs its own failure; a failed switch is dropped, since a
