@@ -8,6 +8,7 @@
 namespace gpumem::cli {
 namespace {
 
+constexpr const char* kCommand = "alloc-test churn";
 constexpr const char* kDefaultSizes = "4KiB..64MiB";
 constexpr std::uint64_t kDefaultOps = 10000;
 
@@ -66,10 +67,7 @@ ChurnRequest check(const ChurnOptionsText& o, const Globals& globals) {
 }
 
 void execute(const ChurnRequest& q, ChurnResults& results, Session& session) {
-    measure_rows(
-        q.devices, session, "alloc-test churn",
-        [&](DeviceId device, const StopToken& stop, const ProgressFn& progress) { return run_churn(device, q.options, stop, progress); },
-        results.devices);
+    measure_rows(q.devices, q.options, session, kCommand, run_churn, results.devices);
 }
 
 // ---------------------------------------------------------------------------
@@ -149,13 +147,9 @@ Table churn_table(const std::vector<ChurnLine>& lines, bool mix, Format format) 
 
 Report churn_report(const ChurnRequest& q, const ChurnResults& results, const OutputOptions& output) {
     Report r;
-    r.command = "alloc-test churn";
+    r.command = kCommand;
     const bool mix = via_mixmemory(q);
-    std::vector<ChurnLine> lines;
-    for (const ChurnDevice& d : results.devices) {
-        lines.push_back({&d, &q.options});
-        r.text_before.push_back(device_line(d.device));
-    }
+    const auto lines = lines_per_device<ChurnLine>(results.devices, r, [&](const ChurnDevice& d) { return ChurnLine{&d, &q.options}; });
     r.tables.push_back(churn_table(lines, mix, output.format));
     r.fields = make_record(Columns<ChurnRequest>(kDocumentColumns), q);
     if (mix) {
@@ -173,7 +167,7 @@ std::unique_ptr<Command> make_alloc_churn_command() {
 }
 
 DocumentSchema alloc_churn_schema() {
-    return {"alloc-test churn", {{"churn", Columns<ChurnLine>(kChurnColumns).schema()}}, Columns<ChurnRequest>(kDocumentColumns).schema()};
+    return {kCommand, {{"churn", Columns<ChurnLine>(kChurnColumns).schema()}}, Columns<ChurnRequest>(kDocumentColumns).schema()};
 }
 
 }  // namespace gpumem::cli
