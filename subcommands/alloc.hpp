@@ -126,6 +126,30 @@ std::vector<Line> lines_per_device(const std::vector<Device>& devices, Report& r
     return lines;
 }
 
+// The shape of a mode's document: its command, one table of Line rows
+// under `table`, and top-level fields from a Document. The report and the
+// schema (--schema) both come from it, so they cannot drift apart.
+template <typename Line, typename Document>
+struct ModeLayout {
+    const char* command;
+    const char* table;
+    Columns<Line> lines;
+    Columns<Document> fields;
+
+    // Fills `r` (its text lines are the mode's own): the command, the table
+    // of `rows` with the columns `keep` keeps, and the document's fields.
+    template <typename Keep>
+    void fill(Report& r, const std::vector<Line>& rows, const Document& document, Format format, Keep keep) const {
+        r.command = command;
+        r.tables.push_back(make_table(table, lines, rows, format, keep));
+        r.fields = make_record(fields, document);
+    }
+    void fill(Report& r, const std::vector<Line>& rows, const Document& document, Format format) const {
+        fill(r, rows, document, format, [](const Field&) { return true; });
+    }
+    DocumentSchema schema() const { return {command, {{table, lines.schema()}}, fields.schema()}; }
+};
+
 // What a mode's document fields are made from: the request and the results.
 template <typename Request, typename Results>
 struct ModeDocument {

@@ -184,6 +184,8 @@ constexpr Column<FillDocument> kDocumentColumns[] = {
      allocation_failure_schema},
 };
 
+constexpr ModeLayout<FillLine, FillDocument> kLayout{kCommand, "fill", kFillColumns, kDocumentColumns};
+
 }  // namespace
 
 std::string fill_failure_message(const FillResults& results) {
@@ -208,10 +210,8 @@ std::string fill_failure_message(const FillResults& results) {
 
 Report fill_report(const FillRequest& q, const FillResults& results, const OutputOptions& output) {
     Report r;
-    r.command = kCommand;
     const auto lines = lines_per_device<FillLine>(results.devices, r, [&](const FillDevice& d) { return FillLine{&d, &q.options}; });
-    r.tables.push_back(make_table("fill", Columns<FillLine>(kFillColumns), lines, output.format));
-    r.fields = make_record(Columns<FillDocument>(kDocumentColumns), FillDocument{q, results});
+    kLayout.fill(r, lines, FillDocument{q, results}, output.format);
     r.text_after.push_back(
         "write+read: bytes written plus bytes read back, over the kernels' time (CUDA events); peak from NVML's memory clock "
         "and bus width");
@@ -223,7 +223,7 @@ std::unique_ptr<Command> make_alloc_fill_command() {
 }
 
 DocumentSchema alloc_fill_schema() {
-    return {kCommand, {{"fill", Columns<FillLine>(kFillColumns).schema()}}, Columns<FillDocument>(kDocumentColumns).schema()};
+    return kLayout.schema();
 }
 
 }  // namespace gpumem::cli

@@ -92,6 +92,8 @@ constexpr Column<HoldResults> kDocumentColumns[] = {
      allocation_failure_schema},
 };
 
+constexpr ModeLayout<HoldLine, HoldResults> kLayout{kCommand, "hold", kHoldColumns, kDocumentColumns};
+
 }  // namespace
 
 std::string hold_ready_line(const HoldRequest& q, const HoldResults& results, const OutputOptions& output, long long pid) {
@@ -116,11 +118,9 @@ std::string hold_ready_line(const HoldRequest& q, const HoldResults& results, co
 
 Report hold_report(const HoldRequest& /*q*/, const HoldResults& results, const OutputOptions& output) {
     Report r;
-    r.command = kCommand;
     std::vector<HoldLine> lines;
     for (const HoldDevice& d : results.devices) lines.push_back({&d, &results});
-    r.tables.push_back(make_table("hold", Columns<HoldLine>(kHoldColumns), lines, output.format));
-    r.fields = make_record(Columns<HoldResults>(kDocumentColumns), results);
+    kLayout.fill(r, lines, results, output.format);
     return r;
 }
 
@@ -129,7 +129,7 @@ std::unique_ptr<Command> make_alloc_hold_command() {
 }
 
 DocumentSchema alloc_hold_schema() {
-    return {kCommand, {{"hold", Columns<HoldLine>(kHoldColumns).schema()}}, Columns<HoldResults>(kDocumentColumns).schema()};
+    return kLayout.schema();
 }
 
 }  // namespace gpumem::cli

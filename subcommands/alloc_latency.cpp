@@ -172,16 +172,16 @@ std::vector<LatencyLine> latency_lines(const LatencyResults& results) {
     return lines;
 }
 
+constexpr ModeLayout<LatencyLine, LatencyDocument> kLayout{kCommand, "latency", kLatencyColumns, kDocumentColumns};
+
 }  // namespace
 
 Report latency_report(const LatencyRequest& q, const LatencyResults& results, const OutputOptions& output) {
     Report r;
-    r.command = kCommand;
     const auto& apis = q.options.apis;
     const bool any_vmm = std::find(apis.begin(), apis.end(), AllocApi::vmm) != apis.end();
-    r.tables.push_back(make_table("latency", Columns<LatencyLine>(kLatencyColumns), latency_lines(results), output.format,
-                                  [any_vmm](const Field& f) { return any_vmm || f.key != "allocated"; }));
-    r.fields = make_record(Columns<LatencyDocument>(kDocumentColumns), LatencyDocument{q, results});
+    kLayout.fill(r, latency_lines(results), LatencyDocument{q, results}, output.format,
+                 [any_vmm](const Field& f) { return any_vmm || f.key != "allocated"; });
     for (const LatencyDevice& d : results.devices) r.text_before.push_back(device_line(d.device));
     r.text_before.push_back("host clock per call, " + std::to_string(q.options.iterations) + " iterations after " +
                             std::to_string(q.options.warmup) + " warm-ups; microseconds");
@@ -199,9 +199,7 @@ std::unique_ptr<Command> make_alloc_latency_command() {
 }
 
 DocumentSchema alloc_latency_schema() {
-    return {kCommand,
-            {{"latency", Columns<LatencyLine>(kLatencyColumns).schema()}},
-            Columns<LatencyDocument>(kDocumentColumns).schema()};
+    return kLayout.schema();
 }
 
 }  // namespace gpumem::cli

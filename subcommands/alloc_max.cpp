@@ -73,14 +73,14 @@ constexpr Column<MaxRequest> kDocumentColumns[] = {
     {{"granularity", "", FieldKind::bytes}, [](const MaxRequest& q) -> Cell { return q.options.granularity; }},
 };
 
+constexpr ModeLayout<MaxLine, MaxRequest> kLayout{kCommand, "max", kMaxColumns, kDocumentColumns};
+
 }  // namespace
 
 Report max_report(const MaxRequest& q, const MaxResults& results, const OutputOptions& output) {
     Report r;
-    r.command = kCommand;
     const auto lines = lines_per_device<MaxLine>(results.devices, r, [&](const MaxDevice& d) { return MaxLine{&d, q.options.chunk}; });
-    r.tables.push_back(make_table("max", Columns<MaxLine>(kMaxColumns), lines, output.format));
-    r.fields = make_record(Columns<MaxRequest>(kDocumentColumns), q);
+    kLayout.fill(r, lines, q, output.format);
     r.text_after.push_back("largest single: binary search of cudaMalloc to " + format_bytes(q.options.granularity) +
                            "; obtainable: pieces of the chunk until one fails, then halves down to the granularity. "
                            "free is cudaMemGetInfo's, with gpumem's own context (~0.5 GiB) already counted as used.");
@@ -92,7 +92,7 @@ std::unique_ptr<Command> make_alloc_max_command() {
 }
 
 DocumentSchema alloc_max_schema() {
-    return {kCommand, {{"max", Columns<MaxLine>(kMaxColumns).schema()}}, Columns<MaxRequest>(kDocumentColumns).schema()};
+    return kLayout.schema();
 }
 
 }  // namespace gpumem::cli
