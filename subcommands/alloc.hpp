@@ -89,14 +89,73 @@ auto measure_on_devices(const std::vector<DeviceIdentity>& devices, const Sessio
     return results;
 }
 
-// The same on the devices of `spec`, each result added to `rows` as
-// Row{identity, result}.
-template <typename Row, typename Measure>
-void measure_rows(const DeviceSpec& spec, const Session& session, const char* command, Measure measure, std::vector<Row>& rows) {
+// A device a mode measured: who it is, and what the mode's bench function
+// (run_latency, run_max...) returned there.
+template <typename Result>
+struct MeasuredDevice {
+    DeviceIdentity device;
+    Result result;
+};
+// Every device's row, in the order of -d.
+template <typename Row>
+struct MeasuredDevices {
+    std::vector<Row> devices;
+};
+
+// Runs the mode's bench function `run` with `options` on the devices of
+// `spec`, each result added to `rows` as Row{identity, result}.
+template <typename Row, typename Options, typename Result>
+void measure_rows(const DeviceSpec& spec, const Options& options, const Session& session, const char* command,
+                  Result (*run)(DeviceId, const Options&, const StopToken&, const ProgressFn&), std::vector<Row>& rows) {
     const std::vector<DeviceIdentity> devices = select_cuda_devices(spec);
-    auto measured = measure_on_devices(devices, session, command, measure);
+    auto measured = measure_on_devices(devices, session, command, [&](DeviceId device, const StopToken& stop, const ProgressFn& progress) {
+        return run(device, options, stop, progress);
+    });
     for (std::size_t d = 0; d < devices.size(); ++d) rows.push_back(Row{devices[d], std::move(measured[d])});
 }
+
+// One line of a mode's table per device, made by `line(device)`; each device
+// is also named above the tables (device_line).
+template <typename Line, typename Device, typename MakeLine>
+std::vector<Line> lines_per_device(const std::vector<Device>& devices, Report& r, MakeLine line) {
+    std::vector<Line> lines;
+    for (const Device& d : devices) {
+        lines.push_back(line(d));
+        r.text_before.push_back(device_line(d.device));
+    }
+    return lines;
+}
+
+// The shape of a mode's document: its command, one table of Line rows
+// under `table`, and top-level fields from a Document. The report and the
+// schema (--schema) both come from it, so they cannot drift apart.
+template <typename Line, typename Document>
+struct ModeLayout {
+    const char* command;
+    const char* table;
+    Columns<Line> lines;
+    Columns<Document> fields;
+
+    // Fills `r` (its text lines are the mode's own): the command, the table
+    // of `rows` with the columns `keep` keeps, and the document's fields.
+    template <typename Keep>
+    void fill(Report& r, const std::vector<Line>& rows, const Document& document, Format format, Keep keep) const {
+        r.command = command;
+        r.tables.push_back(make_table(table, lines, rows, format, keep));
+        r.fields = make_record(fields, document);
+    }
+    void fill(Report& r, const std::vector<Line>& rows, const Document& document, Format format) const {
+        fill(r, rows, document, format, [](const Field&) { return true; });
+    }
+    DocumentSchema schema() const { return {command, {{table, lines.schema()}}, fields.schema()}; }
+};
+
+// What a mode's document fields are made from: the request and the results.
+template <typename Request, typename Results>
+struct ModeDocument {
+    const Request& request;
+    const Results& results;
+};
 
 // A chunked allocation (fill, hold) that failed part way: the JSON
 // document's allocation_failure.
@@ -128,10 +187,7 @@ struct LatencyRequest {
     LatencyOptions options;
     std::optional<std::string> save_costs;  // --save-costs FILE (one device)
 };
-struct LatencyDevice {
-    DeviceIdentity device;
-    LatencyResult result;
-};
+using LatencyDevice = MeasuredDevice<LatencyResult>;
 struct LatencyResults {
     std::vector<LatencyDevice> devices;
     bool costs_written = false;  // the --save-costs file holds the table
@@ -145,13 +201,8 @@ struct MaxRequest {
     DeviceSpec devices;
     MaxOptions options;
 };
-struct MaxDevice {
-    DeviceIdentity device;
-    MaxResult result;
-};
-struct MaxResults {
-    std::vector<MaxDevice> devices;
-};
+using MaxDevice = MeasuredDevice<MaxResult>;
+using MaxResults = MeasuredDevices<MaxDevice>;
 Report max_report(const MaxRequest& q, const MaxResults& results, const OutputOptions& output);
 
 // ---------------------------------------------------------------------------
@@ -183,13 +234,8 @@ struct ChurnRequest {
     ChurnOptions options;
     std::string sizes;  // --sizes as written (the document's `sizes`)
 };
-struct ChurnDevice {
-    DeviceIdentity device;
-    ChurnResult result;
-};
-struct ChurnResults {
-    std::vector<ChurnDevice> devices;
-};
+using ChurnDevice = MeasuredDevice<ChurnResult>;
+using ChurnResults = MeasuredDevices<ChurnDevice>;
 Report churn_report(const ChurnRequest& q, const ChurnResults& results, const OutputOptions& output);
 
 // ---------------------------------------------------------------------------

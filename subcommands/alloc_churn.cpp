@@ -8,6 +8,7 @@
 namespace gpumem::cli {
 namespace {
 
+constexpr const char* kCommand = "alloc-test churn";
 constexpr const char* kDefaultSizes = "4KiB..64MiB";
 constexpr std::uint64_t kDefaultOps = 10000;
 
@@ -66,10 +67,7 @@ ChurnRequest check(const ChurnOptionsText& o, const Globals& globals) {
 }
 
 void execute(const ChurnRequest& q, ChurnResults& results, Session& session) {
-    measure_rows(
-        q.devices, session, "alloc-test churn",
-        [&](DeviceId device, const StopToken& stop, const ProgressFn& progress) { return run_churn(device, q.options, stop, progress); },
-        results.devices);
+    measure_rows(q.devices, q.options, session, kCommand, run_churn, results.devices);
 }
 
 // ---------------------------------------------------------------------------
@@ -129,36 +127,31 @@ constexpr Column<ChurnRequest> kDocumentColumns[] = {
      [](const ChurnRequest& q) -> Cell { return via_mixmemory(q) ? Cell(q.options.growth.name()) : Cell(); }, Shown::always, true},
 };
 
-// The table of `lines`: with mixmemory, reuses instead of the free columns,
-// and alloc_p50_us and peak_live are a request's latency and the slots' capacity.
-Table churn_table(const std::vector<ChurnLine>& lines, bool mix, Format format) {
-    Table table = make_table("churn", Columns<ChurnLine>(kChurnColumns), lines, format, [mix](const Field& f) {
-        if (f.key == "reuses") return mix;
-        if (f.key == "free_p50_us" || f.key == "free_p99_us") return !mix;
-        return true;
-    });
-    if (mix)
-        for (Field& f : table.fields) {
-            if (f.key == "alloc_p50_us") f.header = "request p50 us";
-            if (f.key == "peak_live") f.header = "peak capacity";
-        }
-    return table;
+constexpr ModeLayout<ChurnLine, ChurnRequest> kLayout{kCommand, "churn", kChurnColumns, kDocumentColumns};
+
+// With mixmemory, reuses instead of the free columns, and alloc_p50_us and
+// peak_live are a request's latency and the slots' capacity.
+bool churn_keeps(const Field& f, bool mix) {
+    if (f.key == "reuses") return mix;
+    if (f.key == "free_p50_us" || f.key == "free_p99_us") return !mix;
+    return true;
+}
+void name_mixmemory_headers(Table& table) {
+    for (Field& f : table.fields) {
+        if (f.key == "alloc_p50_us") f.header = "request p50 us";
+        if (f.key == "peak_live") f.header = "peak capacity";
+    }
 }
 
 }  // namespace
 
 Report churn_report(const ChurnRequest& q, const ChurnResults& results, const OutputOptions& output) {
     Report r;
-    r.command = "alloc-test churn";
     const bool mix = via_mixmemory(q);
-    std::vector<ChurnLine> lines;
-    for (const ChurnDevice& d : results.devices) {
-        lines.push_back({&d, &q.options});
-        r.text_before.push_back(device_line(d.device));
-    }
-    r.tables.push_back(churn_table(lines, mix, output.format));
-    r.fields = make_record(Columns<ChurnRequest>(kDocumentColumns), q);
+    const auto lines = lines_per_device<ChurnLine>(results.devices, r, [&](const ChurnDevice& d) { return ChurnLine{&d, &q.options}; });
+    kLayout.fill(r, lines, q, output.format, [mix](const Field& f) { return churn_keeps(f, mix); });
     if (mix) {
+        name_mixmemory_headers(r.tables.back());
         r.text_after.push_back("mixmemory: " + std::to_string(q.options.slots) +
                                " slots; each op asks a random slot for a random size (a reuse when it fits, else a free and a "
                                "larger allocation); peak capacity: sum of the slots' buffers");
@@ -173,7 +166,7 @@ std::unique_ptr<Command> make_alloc_churn_command() {
 }
 
 DocumentSchema alloc_churn_schema() {
-    return {"alloc-test churn", {{"churn", Columns<ChurnLine>(kChurnColumns).schema()}}, Columns<ChurnRequest>(kDocumentColumns).schema()};
+    return kLayout.schema();
 }
 
 }  // namespace gpumem::cli

@@ -10,6 +10,8 @@
 namespace gpumem::cli {
 namespace {
 
+constexpr const char* kCommand = "alloc-test fill";
+
 // What CLI11 fills.
 struct FillOptionsText {
     std::string total = "90%";
@@ -55,10 +57,7 @@ FillRequest check(const FillOptionsText& o, const Globals& globals) {
 
 void execute(const FillRequest& q, FillResults& results, Session& session) {
     recording_allocation_failure(results.allocation_failure, [&] {
-        measure_rows(
-            q.devices, session, "alloc-test fill",
-            [&](DeviceId device, const StopToken& stop, const ProgressFn& progress) { return run_fill(device, q.options, stop, progress); },
-            results.devices);
+        measure_rows(q.devices, q.options, session, kCommand, run_fill, results.devices);
     });
     for (FillDevice& d : results.devices) d.peak_bps = nvml_figures_for(d.device.pci).peak_memory_bandwidth;
     const std::string failure = fill_failure_message(results);
@@ -160,10 +159,7 @@ const FieldSchemaSet& mismatch_schema() {
     return set;
 }
 
-struct FillDocument {
-    const FillRequest& request;
-    const FillResults& results;
-};
+using FillDocument = ModeDocument<FillRequest, FillResults>;
 
 // Every reported mismatch, in device order; null when every word read back
 // right (the key is left out then).
@@ -187,6 +183,8 @@ constexpr Column<FillDocument> kDocumentColumns[] = {
      [](const FillDocument& d) -> Cell { return allocation_failure_cell(d.results.allocation_failure); }, Shown::always, true,
      allocation_failure_schema},
 };
+
+constexpr ModeLayout<FillLine, FillDocument> kLayout{kCommand, "fill", kFillColumns, kDocumentColumns};
 
 }  // namespace
 
@@ -212,14 +210,8 @@ std::string fill_failure_message(const FillResults& results) {
 
 Report fill_report(const FillRequest& q, const FillResults& results, const OutputOptions& output) {
     Report r;
-    r.command = "alloc-test fill";
-    std::vector<FillLine> lines;
-    for (const FillDevice& d : results.devices) {
-        lines.push_back({&d, &q.options});
-        r.text_before.push_back(device_line(d.device));
-    }
-    r.tables.push_back(make_table("fill", Columns<FillLine>(kFillColumns), lines, output.format));
-    r.fields = make_record(Columns<FillDocument>(kDocumentColumns), FillDocument{q, results});
+    const auto lines = lines_per_device<FillLine>(results.devices, r, [&](const FillDevice& d) { return FillLine{&d, &q.options}; });
+    kLayout.fill(r, lines, FillDocument{q, results}, output.format);
     r.text_after.push_back(
         "write+read: bytes written plus bytes read back, over the kernels' time (CUDA events); peak from NVML's memory clock "
         "and bus width");
@@ -231,7 +223,7 @@ std::unique_ptr<Command> make_alloc_fill_command() {
 }
 
 DocumentSchema alloc_fill_schema() {
-    return {"alloc-test fill", {{"fill", Columns<FillLine>(kFillColumns).schema()}}, Columns<FillDocument>(kDocumentColumns).schema()};
+    return kLayout.schema();
 }
 
 }  // namespace gpumem::cli

@@ -11,6 +11,8 @@
 namespace gpumem::cli {
 namespace {
 
+constexpr const char* kCommand = "alloc-test hold";
+
 // What CLI11 fills.
 struct HoldOptionsText {
     std::string total;
@@ -40,7 +42,7 @@ void execute(const HoldRequest& q, HoldResults& results, Session& session) {
     if (session.output().format == Format::json) session.json_lines();
     const std::vector<DeviceIdentity> devices = select_cuda_devices(q.devices);
     std::vector<HeldMemory> held = recording_allocation_failure(results.allocation_failure, [&] {
-        return measure_on_devices(devices, session, "alloc-test hold", [&](DeviceId device, const StopToken& stop, const ProgressFn& progress) {
+        return measure_on_devices(devices, session, kCommand, [&](DeviceId device, const StopToken& stop, const ProgressFn& progress) {
             return allocate_held(device, q.total, q.chunk, stop, progress);
         });
     });
@@ -90,6 +92,8 @@ constexpr Column<HoldResults> kDocumentColumns[] = {
      allocation_failure_schema},
 };
 
+constexpr ModeLayout<HoldLine, HoldResults> kLayout{kCommand, "hold", kHoldColumns, kDocumentColumns};
+
 }  // namespace
 
 std::string hold_ready_line(const HoldRequest& q, const HoldResults& results, const OutputOptions& output, long long pid) {
@@ -114,11 +118,9 @@ std::string hold_ready_line(const HoldRequest& q, const HoldResults& results, co
 
 Report hold_report(const HoldRequest& /*q*/, const HoldResults& results, const OutputOptions& output) {
     Report r;
-    r.command = "alloc-test hold";
     std::vector<HoldLine> lines;
     for (const HoldDevice& d : results.devices) lines.push_back({&d, &results});
-    r.tables.push_back(make_table("hold", Columns<HoldLine>(kHoldColumns), lines, output.format));
-    r.fields = make_record(Columns<HoldResults>(kDocumentColumns), results);
+    kLayout.fill(r, lines, results, output.format);
     return r;
 }
 
@@ -127,7 +129,7 @@ std::unique_ptr<Command> make_alloc_hold_command() {
 }
 
 DocumentSchema alloc_hold_schema() {
-    return {"alloc-test hold", {{"hold", Columns<HoldLine>(kHoldColumns).schema()}}, Columns<HoldResults>(kDocumentColumns).schema()};
+    return kLayout.schema();
 }
 
 }  // namespace gpumem::cli

@@ -16,6 +16,7 @@
 namespace gpumem::cli {
 namespace {
 
+constexpr const char* kCommand = "alloc-test latency";
 constexpr const char* kDefaultSizes = "4KiB,1MiB,16MiB,256MiB,1GiB";
 
 // What CLI11 fills.
@@ -87,10 +88,7 @@ void write_file(const std::string& path, const std::string& text) {
 
 void execute(const LatencyRequest& q, LatencyResults& results, Session& session) {
     if (q.save_costs) check_writable(*q.save_costs);
-    measure_rows(
-        q.devices, session, "alloc-test latency",
-        [&](DeviceId device, const StopToken& stop, const ProgressFn& progress) { return run_latency(device, q.options, stop, progress); },
-        results.devices);
+    measure_rows(q.devices, q.options, session, kCommand, run_latency, results.devices);
     if (!q.save_costs) return;
     const std::string source = std::string("gpumem ") + GPUMEM_VERSION + " alloc-test latency: host-clock medians of " +
                                std::to_string(q.options.iterations) + " iterations";
@@ -146,10 +144,7 @@ const FieldSchemaSet& probe_schema() {
     return set;
 }
 
-struct LatencyDocument {
-    const LatencyRequest& request;
-    const LatencyResults& results;
-};
+using LatencyDocument = ModeDocument<LatencyRequest, LatencyResults>;
 
 constexpr Column<LatencyDocument> kDocumentColumns[] = {
     {{"iterations", "", FieldKind::integer},
@@ -177,16 +172,16 @@ std::vector<LatencyLine> latency_lines(const LatencyResults& results) {
     return lines;
 }
 
+constexpr ModeLayout<LatencyLine, LatencyDocument> kLayout{kCommand, "latency", kLatencyColumns, kDocumentColumns};
+
 }  // namespace
 
 Report latency_report(const LatencyRequest& q, const LatencyResults& results, const OutputOptions& output) {
     Report r;
-    r.command = "alloc-test latency";
     const auto& apis = q.options.apis;
     const bool any_vmm = std::find(apis.begin(), apis.end(), AllocApi::vmm) != apis.end();
-    r.tables.push_back(make_table("latency", Columns<LatencyLine>(kLatencyColumns), latency_lines(results), output.format,
-                                  [any_vmm](const Field& f) { return any_vmm || f.key != "allocated"; }));
-    r.fields = make_record(Columns<LatencyDocument>(kDocumentColumns), LatencyDocument{q, results});
+    kLayout.fill(r, latency_lines(results), LatencyDocument{q, results}, output.format,
+                 [any_vmm](const Field& f) { return any_vmm || f.key != "allocated"; });
     for (const LatencyDevice& d : results.devices) r.text_before.push_back(device_line(d.device));
     r.text_before.push_back("host clock per call, " + std::to_string(q.options.iterations) + " iterations after " +
                             std::to_string(q.options.warmup) + " warm-ups; microseconds");
@@ -204,9 +199,7 @@ std::unique_ptr<Command> make_alloc_latency_command() {
 }
 
 DocumentSchema alloc_latency_schema() {
-    return {"alloc-test latency",
-            {{"latency", Columns<LatencyLine>(kLatencyColumns).schema()}},
-            Columns<LatencyDocument>(kDocumentColumns).schema()};
+    return kLayout.schema();
 }
 
 }  // namespace gpumem::cli

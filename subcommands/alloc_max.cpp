@@ -6,6 +6,8 @@
 namespace gpumem::cli {
 namespace {
 
+constexpr const char* kCommand = "alloc-test max";
+
 // What CLI11 fills.
 struct MaxOptionsText {
     std::string granularity = "2MiB";
@@ -28,10 +30,7 @@ MaxRequest check(const MaxOptionsText& o, const Globals& globals) {
 }
 
 void execute(const MaxRequest& q, MaxResults& results, Session& session) {
-    measure_rows(
-        q.devices, session, "alloc-test max",
-        [&](DeviceId device, const StopToken& stop, const ProgressFn& progress) { return run_max(device, q.options, stop, progress); },
-        results.devices);
+    measure_rows(q.devices, q.options, session, kCommand, run_max, results.devices);
 }
 
 // ---------------------------------------------------------------------------
@@ -74,18 +73,14 @@ constexpr Column<MaxRequest> kDocumentColumns[] = {
     {{"granularity", "", FieldKind::bytes}, [](const MaxRequest& q) -> Cell { return q.options.granularity; }},
 };
 
+constexpr ModeLayout<MaxLine, MaxRequest> kLayout{kCommand, "max", kMaxColumns, kDocumentColumns};
+
 }  // namespace
 
 Report max_report(const MaxRequest& q, const MaxResults& results, const OutputOptions& output) {
     Report r;
-    r.command = "alloc-test max";
-    std::vector<MaxLine> lines;
-    for (const MaxDevice& d : results.devices) {
-        lines.push_back({&d, q.options.chunk});
-        r.text_before.push_back(device_line(d.device));
-    }
-    r.tables.push_back(make_table("max", Columns<MaxLine>(kMaxColumns), lines, output.format));
-    r.fields = make_record(Columns<MaxRequest>(kDocumentColumns), q);
+    const auto lines = lines_per_device<MaxLine>(results.devices, r, [&](const MaxDevice& d) { return MaxLine{&d, q.options.chunk}; });
+    kLayout.fill(r, lines, q, output.format);
     r.text_after.push_back("largest single: binary search of cudaMalloc to " + format_bytes(q.options.granularity) +
                            "; obtainable: pieces of the chunk until one fails, then halves down to the granularity. "
                            "free is cudaMemGetInfo's, with gpumem's own context (~0.5 GiB) already counted as used.");
@@ -97,7 +92,7 @@ std::unique_ptr<Command> make_alloc_max_command() {
 }
 
 DocumentSchema alloc_max_schema() {
-    return {"alloc-test max", {{"max", Columns<MaxLine>(kMaxColumns).schema()}}, Columns<MaxRequest>(kDocumentColumns).schema()};
+    return kLayout.schema();
 }
 
 }  // namespace gpumem::cli

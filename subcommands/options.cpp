@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "base/errors.hpp"
+#include "base/text.hpp"
 
 namespace gpumem::cli {
 
@@ -64,15 +65,10 @@ namespace {
 
 std::string first_name(const std::string& names) {
     // "-n,--iterations" -> "--iterations" (the long name, as users write it in messages)
-    std::string best;
-    std::size_t start = 0;
-    for (;;) {
-        const std::size_t comma = names.find(',', start);
-        const std::string name = names.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::string_view best;
+    for (std::string_view name : split(names, ','))
         if (best.empty() || name.size() > best.size()) best = name;
-        if (comma == std::string::npos) return best;
-        start = comma + 1;
-    }
+    return std::string(best);
 }
 
 std::uint64_t unsigned_in(const std::string& text, const std::string& option, std::uint64_t min, std::uint64_t max) {

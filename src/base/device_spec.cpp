@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "base/errors.hpp"
+#include "base/text.hpp"
 
 namespace gpumem {
 namespace {
@@ -39,18 +40,6 @@ bool starts_with_ci(std::string_view s, std::string_view prefix) {
     for (std::size_t i = 0; i < prefix.size(); ++i)
         if (std::tolower(static_cast<unsigned char>(s[i])) != std::tolower(static_cast<unsigned char>(prefix[i]))) return false;
     return true;
-}
-
-std::vector<std::string_view> split_commas(std::string_view s) {
-    std::vector<std::string_view> parts;
-    std::size_t start = 0;
-    while (true) {
-        const auto comma = s.find(',', start);
-        parts.push_back(s.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
-        if (comma == std::string_view::npos) break;
-        start = comma + 1;
-    }
-    return parts;
 }
 
 std::string describe(const DeviceIdentity& d) {
@@ -97,15 +86,7 @@ std::optional<PciAddress> parse_pci_address(std::string_view text) {
     const std::string_view s = trim(text);
     const auto dot = s.rfind('.');
     if (dot == std::string_view::npos) return std::nullopt;
-    std::vector<std::string_view> fields;
-    std::size_t start = 0;
-    const std::string_view head = s.substr(0, dot);
-    while (true) {
-        const auto colon = head.find(':', start);
-        fields.push_back(head.substr(start, colon == std::string_view::npos ? std::string_view::npos : colon - start));
-        if (colon == std::string_view::npos) break;
-        start = colon + 1;
-    }
+    std::vector<std::string_view> fields = split(s.substr(0, dot), ':');
     PciAddress a;
     if (fields.size() == 3) {
         if (!parse_hex_field(fields[0], 8, a.domain)) return std::nullopt;
@@ -136,7 +117,7 @@ DeviceSpec parse_device_spec(std::string_view text) {
         spec.local = true;
         return spec;
     }
-    for (std::string_view raw : split_commas(s)) {
+    for (std::string_view raw : split(s, ',')) {
         const std::string_view part = trim(raw);
         DeviceSelector sel;
         sel.text = std::string(part);
@@ -249,7 +230,7 @@ std::optional<std::vector<VisibleDevicesEntry>> parse_cuda_visible_devices(const
     // (tests/test_gpu_info.cpp compares them with the CUDA runtime on a GPU).
     if (value == nullptr) return std::nullopt;
     std::vector<VisibleDevicesEntry> entries;
-    for (std::string_view part : split_commas(value)) {  // no trimming: " GPU-..." is invalid
+    for (std::string_view part : split(value, ',')) {  // no trimming: " GPU-..." is invalid
         VisibleDevicesEntry e;
         if (part.substr(0, 4) == "GPU-") {  // case-sensitive; the hex digits are not
             const std::string_view hex = part.substr(4);

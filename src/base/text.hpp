@@ -15,6 +15,9 @@ std::string hex(std::uint64_t value);
 std::string hex_padded(std::uint64_t value, int bytes);
 // "a, b, c" (or with `separator`).
 std::string join(const std::vector<std::string>& items, std::string_view separator = ", ");
+// The pieces between the separators, as written: "a,,b" gives a, "" and b;
+// "" gives one empty piece.
+std::vector<std::string_view> split(std::string_view text, char separator);
 // Newlines and carriage returns become spaces: errors are one line on stderr.
 std::string one_line(std::string text);
 

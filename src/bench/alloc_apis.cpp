@@ -19,21 +19,12 @@ std::string_view trimmed(std::string_view s) {
     return s;
 }
 
-void log_failure(cudaError_t status, const char* call) noexcept {
-    if (status == cudaSuccess) return;
-    cudaGetLastError();
-    try {
-        spdlog::error("{} failed while freeing: {}", call, cudaGetErrorName(status));
-    } catch (...) {
-    }
-}
-
 void log_driver_failure(CUresult result, const char* call) noexcept {
     if (result == CUDA_SUCCESS) return;
     try {
         const char* name = "CUDA_ERROR_UNKNOWN";
         if (driver_api().cuGetErrorName) driver_api().cuGetErrorName(result, &name);
-        spdlog::error("{} failed while freeing: {}", call, name);
+        spdlog::error("{} failed in a destructor: {}", call, name);
     } catch (...) {
     }
 }
@@ -156,27 +147,15 @@ VmmAllocation::VmmAllocation(DeviceId device, std::size_t bytes)
 }
 
 void VmmUnmap::operator()(pointer address) const noexcept {
-    try {
-        AutoDevice guard(device);
-        log_driver_failure(driver_api().cuMemUnmap(address.get(), bytes), "cuMemUnmap");
-    } catch (...) {
-    }
+    release_on(device, [&] { log_driver_failure(driver_api().cuMemUnmap(address.get(), bytes), "cuMemUnmap"); });
 }
 
 void VmmAddressFree::operator()(pointer address) const noexcept {
-    try {
-        AutoDevice guard(device);
-        log_driver_failure(driver_api().cuMemAddressFree(address.get(), bytes), "cuMemAddressFree");
-    } catch (...) {
-    }
+    release_on(device, [&] { log_driver_failure(driver_api().cuMemAddressFree(address.get(), bytes), "cuMemAddressFree"); });
 }
 
 void VmmRelease::operator()(pointer handle) const noexcept {
-    try {
-        AutoDevice guard(device);
-        log_driver_failure(driver_api().cuMemRelease(handle.get()), "cuMemRelease");
-    } catch (...) {
-    }
+    release_on(device, [&] { log_driver_failure(driver_api().cuMemRelease(handle.get()), "cuMemRelease"); });
 }
 
 // --- RetainingPool ---
@@ -200,11 +179,7 @@ RetainingPool::RetainingPool(DeviceId device) : pool_(nullptr, MemPoolDestroy{de
 }
 
 void MemPoolDestroy::operator()(cudaMemPool_t pool) const noexcept {
-    try {
-        AutoDevice guard(device);
-        log_failure(cudaMemPoolDestroy(pool), "cudaMemPoolDestroy");
-    } catch (...) {
-    }
+    release_on(device, [&] { log_failure(cudaMemPoolDestroy(pool), "cudaMemPoolDestroy"); });
 }
 
 AllocResources::AllocResources(DeviceId device, const std::vector<AllocApi>& apis) : stream_(device) {
@@ -214,7 +189,7 @@ AllocResources::AllocResources(DeviceId device, const std::vector<AllocApi>& api
 // --- AsyncAllocation ---
 
 AsyncAllocation::AsyncAllocation(DeviceId device, std::size_t bytes, cudaStream_t stream, cudaMemPool_t pool)
-    : ptr_(nullptr, AsyncFree{stream, pool == nullptr, device}) {
+    : MemoryOwner(AsyncFree{stream, pool == nullptr, device}) {
     if (bytes == 0) return;
     AutoDevice guard(device);
     void* p = nullptr;
@@ -222,8 +197,7 @@ AsyncAllocation::AsyncAllocation(DeviceId device, std::size_t bytes, cudaStream_
     if (status != cudaSuccess)
         throw_allocation_error(status, pool ? "cudaMallocFromPoolAsync" : "cudaMallocAsync", bytes,
                                format_bytes(bytes) + " on device " + to_string(device));
-    ptr_.reset(p);
-    bytes_ = bytes;
+    own(p, bytes);
     if (pool != nullptr) return;
     // An allocation failure can also surface at the synchronize.
     const cudaError_t sync = cudaStreamSynchronize(stream);
@@ -235,12 +209,10 @@ AsyncAllocation::AsyncAllocation(DeviceId device, std::size_t bytes, cudaStream_
 }
 
 void AsyncFree::operator()(void* ptr) const noexcept {
-    try {
-        AutoDevice guard(device);
+    release_on(device, [&] {
         log_failure(cudaFreeAsync(ptr, stream), "cudaFreeAsync");
         if (synchronize) log_failure(cudaStreamSynchronize(stream), "cudaStreamSynchronize (after cudaFreeAsync)");
-    } catch (...) {
-    }
+    });
 }
 
 // --- ApiAllocation ---

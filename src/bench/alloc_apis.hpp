@@ -85,8 +85,8 @@ private:
 template <typename Deleter>
 using UniqueHandle = std::unique_ptr<typename Deleter::pointer, Deleter>;
 
-// Deleters of the owners below, as in core/cuda_raii.hpp: each frees under an
-// AutoDevice on its device and logs a failure instead of throwing.
+// Deleters of the owners below, as in core/cuda_raii.hpp: each frees through
+// release_on, on its device, and logs a failure instead of throwing.
 struct VmmUnmap {  // cuMemUnmap
     using pointer = NullableHandle<CUdeviceptr>;
     DeviceId device{0};
@@ -172,23 +172,10 @@ private:
 // under its default release threshold (0). With a pool: cudaMallocFromPoolAsync
 // and cudaFreeAsync, no synchronize. The stream (and pool) must outlive the
 // allocation.
-class AsyncAllocation {
+class AsyncAllocation : public MemoryOwner<AsyncFree> {
 public:
     AsyncAllocation() = default;
     AsyncAllocation(DeviceId device, std::size_t bytes, cudaStream_t stream, cudaMemPool_t pool = nullptr);
-    AsyncAllocation(AsyncAllocation&&) noexcept = default;
-    AsyncAllocation& operator=(AsyncAllocation&&) noexcept = default;
-    AsyncAllocation(const AsyncAllocation&) = delete;
-    AsyncAllocation& operator=(const AsyncAllocation&) = delete;
-
-    void* data() const noexcept { return ptr_.get(); }
-    std::size_t size() const noexcept { return ptr_ ? bytes_ : 0; }
-    explicit operator bool() const noexcept { return static_cast<bool>(ptr_); }
-    void reset() noexcept { ptr_.reset(); }
-
-private:
-    std::unique_ptr<void, AsyncFree> ptr_;
-    std::size_t bytes_ = 0;  // read only while memory is held
 };
 
 // One allocation through any AllocApi. Host kinds reuse HostAllocation and

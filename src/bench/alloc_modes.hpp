@@ -102,6 +102,13 @@ auto run_on_devices(const std::vector<DeviceId>& devices, Fn fn)
     return out;
 }
 
+// What every mode's result starts with: the device it measured. DeviceId has
+// no default, so a result cannot be made without naming its device.
+struct OnDevice {
+    explicit OnDevice(DeviceId on) : device(on) {}
+    DeviceId device;
+};
+
 // Progress of long work: phase label, done, total.
 using ProgressFn = std::function<void(const char* phase, std::uint64_t done, std::uint64_t total)>;
 
@@ -153,9 +160,8 @@ struct SyncProbe {
     double alloc_us = 0, free_us = 0;
 };
 
-struct LatencyResult {
-    explicit LatencyResult(DeviceId on) : device(on) {}
-    DeviceId device;
+struct LatencyResult : OnDevice {
+    using OnDevice::OnDevice;
     std::vector<LatencyRow> rows;
     std::vector<SyncProbe> sync;  // one per API when probe_sync
 };
@@ -195,9 +201,8 @@ struct MaxOptions {
     std::uint64_t chunk = 1ULL << 30;
 };
 
-struct MaxResult {
-    explicit MaxResult(DeviceId on) : device(on) {}
-    DeviceId device;
+struct MaxResult : OnDevice {
+    using OnDevice::OnDevice;
     std::uint64_t total = 0, free_before = 0, free_after = 0;
     std::uint64_t largest_single = 0;
     int probes = 0;
@@ -228,9 +233,8 @@ struct FillMismatch {
     std::uint64_t words_in_chunk = 0;  // mismatching words in this chunk
 };
 
-struct FillResult {
-    explicit FillResult(DeviceId on) : device(on) {}
-    DeviceId device;
+struct FillResult : OnDevice {
+    using OnDevice::OnDevice;
     std::uint64_t free_before = 0, requested = 0, allocated = 0;
     std::size_t chunks = 0;
     double alloc_seconds = 0;
@@ -262,9 +266,8 @@ struct ChurnOptions {
 // The routes of --via: direct, mixmemory.
 extern const NameTable<ChurnOptions::Via> kChurnVias;
 
-struct ChurnResult {
-    explicit ChurnResult(DeviceId on) : device(on) {}
-    DeviceId device;
+struct ChurnResult : OnDevice {
+    using OnDevice::OnDevice;
     std::uint64_t ops = 0, allocations = 0, frees = 0, reuses = 0, failures = 0;
     Summary alloc_us, free_us;  // mixmemory: alloc_us is every request (reuse or growth)
     std::uint64_t peak_live = 0;        // own accounting: live bytes, or the sum of MixMemory capacities
@@ -279,9 +282,8 @@ ChurnResult run_churn(DeviceId device, const ChurnOptions& options, const StopTo
 // ---------------------------------------------------------------------------
 // hold
 
-struct HeldMemory {
-    explicit HeldMemory(DeviceId on) : device(on) {}
-    DeviceId device;
+struct HeldMemory : OnDevice {
+    using OnDevice::OnDevice;
     std::uint64_t free_before = 0, requested = 0, bytes = 0;
     double alloc_seconds = 0;
     std::vector<DeviceAllocation> pieces;

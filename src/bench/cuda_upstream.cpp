@@ -45,24 +45,14 @@ private:
     bool do_allocate(std::uint64_t size, std::uint32_t stream, std::uint64_t& address) override {
         (void)stream;  // cudaMalloc has no stream
         void* p = nullptr;
-        const auto t = Clock::now();
-        const cudaError_t status = cudaMalloc(&p, size);
-        count_measured_us(elapsed_us(t));
-        if (status == cudaErrorMemoryAllocation) {
-            cudaGetLastError();
-            return false;
-        }
-        if (status != cudaSuccess) throw_cuda_error(status, "cudaMalloc");
+        if (!allocated(measured([&] { return cudaMalloc(&p, size); }), "cudaMalloc")) return false;
         address = reinterpret_cast<std::uint64_t>(p);
         device_live_.emplace(address, size);
         return true;
     }
 
     void do_deallocate(std::uint64_t address, std::uint64_t, std::uint32_t) override {
-        const auto t = Clock::now();
-        const cudaError_t status = cudaFree(reinterpret_cast<void*>(address));
-        count_measured_us(elapsed_us(t));
-        if (status != cudaSuccess) throw_cuda_error(status, "cudaFree");
+        GPUMEM_CUDA_TRY(measured([&] { return cudaFree(reinterpret_cast<void*>(address)); }), "cudaFree");
         device_live_.erase(address);
     }
 
@@ -70,14 +60,8 @@ private:
         ensure_pool();
         void* p = nullptr;
         cudaStream_t s = stream_handle(stream);
-        const auto t = Clock::now();
-        const cudaError_t status = cudaMallocFromPoolAsync(&p, size, pool_, s);
-        count_measured_us(elapsed_us(t));
-        if (status == cudaErrorMemoryAllocation) {
-            cudaGetLastError();
+        if (!allocated(measured([&] { return cudaMallocFromPoolAsync(&p, size, pool_, s); }), "cudaMallocFromPoolAsync"))
             return false;
-        }
-        if (status != cudaSuccess) throw_cuda_error(status, "cudaMallocFromPoolAsync");
         address = reinterpret_cast<std::uint64_t>(p);
         async_live_.emplace(address, stream);
         observe_pool();
@@ -85,10 +69,8 @@ private:
     }
 
     void do_deallocate_async(std::uint64_t address, std::uint64_t, std::uint32_t stream) override {
-        const auto t = Clock::now();
-        const cudaError_t status = cudaFreeAsync(reinterpret_cast<void*>(address), stream_handle(stream));
-        count_measured_us(elapsed_us(t));
-        if (status != cudaSuccess) throw_cuda_error(status, "cudaFreeAsync");
+        GPUMEM_CUDA_TRY(measured([&] { return cudaFreeAsync(reinterpret_cast<void*>(address), stream_handle(stream)); }),
+                        "cudaFreeAsync");
         async_live_.erase(address);
     }
 
@@ -98,18 +80,33 @@ private:
     }
 
     void do_fill_zero(std::uint64_t address, std::uint64_t size) override {
-        const auto t = Clock::now();
-        const cudaError_t status = cudaMemset(reinterpret_cast<void*>(address), 0, size);
-        count_measured_us(elapsed_us(t));
-        if (status != cudaSuccess) throw_cuda_error(status, "cudaMemset");
+        GPUMEM_CUDA_TRY(measured([&] { return cudaMemset(reinterpret_cast<void*>(address), 0, size); }), "cudaMemset");
     }
 
     void do_synchronize() override {
-        const auto t = Clock::now();
-        const cudaError_t status = cudaDeviceSynchronize();
-        count_measured_us(elapsed_us(t));
-        if (status != cudaSuccess) throw_cuda_error(status, "cudaDeviceSynchronize");
+        GPUMEM_CUDA_TRY(measured([] { return cudaDeviceSynchronize(); }), "cudaDeviceSynchronize");
         observe_pool();
+    }
+
+    // Runs `call`, a CUDA call, as a measured region: its time is what the
+    // upstream reports as measured.
+    template <typename Call>
+    cudaError_t measured(Call call) {
+        const auto t = Clock::now();
+        const cudaError_t status = call();
+        count_measured_us(elapsed_us(t));
+        return status;
+    }
+    // Whether an allocation call succeeded: false when the device is out of
+    // memory (the error is cleared, so the simulation goes on); any other
+    // error throws.
+    static bool allocated(cudaError_t status, const char* call) {
+        if (status == cudaErrorMemoryAllocation) {
+            cudaGetLastError();
+            return false;
+        }
+        if (status != cudaSuccess) throw_cuda_error(status, call);
+        return true;
     }
 
     cudaStream_t stream_handle(std::uint32_t index) {

@@ -15,6 +15,12 @@ namespace {
 
 std::atomic<std::uint64_t> g_set_device_calls{0};
 
+constexpr std::size_t kHugePage = 2ULL << 20;
+
+std::size_t round_up(std::size_t value, std::size_t to) { return (value + to - 1) / to * to; }
+
+}  // namespace
+
 void log_failure(cudaError_t status, const char* call) noexcept {
     if (status == cudaSuccess) return;
     cudaGetLastError();
@@ -23,12 +29,6 @@ void log_failure(cudaError_t status, const char* call) noexcept {
     } catch (...) {
     }
 }
-
-constexpr std::size_t kHugePage = 2ULL << 20;
-
-std::size_t round_up(std::size_t value, std::size_t to) { return (value + to - 1) / to * to; }
-
-}  // namespace
 
 DeviceId current_device() {
     int device = -1;
@@ -64,11 +64,7 @@ CudaStream::CudaStream(DeviceId device) : stream_(nullptr, StreamDestroy{device}
 }
 
 void StreamDestroy::operator()(cudaStream_t stream) const noexcept {
-    try {
-        AutoDevice guard(device);
-        log_failure(cudaStreamDestroy(stream), "cudaStreamDestroy");
-    } catch (...) {
-    }
+    release_on(device, [&] { log_failure(cudaStreamDestroy(stream), "cudaStreamDestroy"); });
 }
 
 void CudaStream::synchronize() const { GPUMEM_CUDA_CALL(cudaStreamSynchronize(stream_.get())); }
@@ -83,11 +79,7 @@ CudaEvent::CudaEvent(DeviceId device, bool timing) : event_(nullptr, EventDestro
 }
 
 void EventDestroy::operator()(cudaEvent_t event) const noexcept {
-    try {
-        AutoDevice guard(device);
-        log_failure(cudaEventDestroy(event), "cudaEventDestroy");
-    } catch (...) {
-    }
+    release_on(device, [&] { log_failure(cudaEventDestroy(event), "cudaEventDestroy"); });
 }
 
 void CudaEvent::record(cudaStream_t stream) { GPUMEM_CUDA_CALL(cudaEventRecord(event_.get(), stream)); }
@@ -101,7 +93,7 @@ float CudaEvent::elapsed_ms_since(const CudaEvent& start) const {
 // --- DeviceAllocation ---
 
 DeviceAllocation::DeviceAllocation(DeviceId device, std::size_t bytes, DeviceMemoryKind kind)
-    : ptr_(nullptr, DeviceMemoryFree{device}) {
+    : MemoryOwner(DeviceMemoryFree{device}) {
     if (bytes == 0) return;
     AutoDevice guard(device);
     void* p = nullptr;
@@ -110,22 +102,17 @@ DeviceAllocation::DeviceAllocation(DeviceId device, std::size_t bytes, DeviceMem
     if (status != cudaSuccess)
         throw_allocation_error(status, managed ? "cudaMallocManaged" : "cudaMalloc", bytes,
                                format_bytes(bytes) + " on device " + to_string(device));
-    ptr_.reset(p);
-    bytes_ = bytes;
+    own(p, bytes);
 }
 
 void DeviceMemoryFree::operator()(void* ptr) const noexcept {
-    try {
-        AutoDevice guard(device);
-        log_failure(cudaFree(ptr), "cudaFree");
-    } catch (...) {
-    }
+    release_on(device, [&] { log_failure(cudaFree(ptr), "cudaFree"); });
 }
 
 // --- HostAllocation ---
 
 HostAllocation::HostAllocation(HostMemoryKind kind, std::size_t bytes, DeviceId device)
-    : ptr_(nullptr, HostMemoryFree{kind, 0, device}) {
+    : MemoryOwner(HostMemoryFree{kind, 0, device}) {
     if (bytes == 0) return;
     const std::string what = format_bytes(bytes) + " of " + host_memory_kind_name(kind) + " host memory";
     // Until the end, `p` is freed by hand on each failure, exactly as far as
@@ -198,9 +185,8 @@ HostAllocation::HostAllocation(HostMemoryKind kind, std::size_t bytes, DeviceId 
             break;
         }
     }
-    ptr_.get_deleter().mapping_bytes = mapping_bytes;
-    ptr_.reset(p);
-    bytes_ = bytes;
+    deleter().mapping_bytes = mapping_bytes;
+    own(p, bytes);
 }
 
 void HostMemoryFree::operator()(void* ptr) const noexcept {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include "base/device_id.hpp"
 #include "base/memory_policy.hpp"
@@ -50,6 +51,23 @@ private:
     std::optional<DeviceId> previous_;  // device to restore; empty when nothing was switched
     bool restore_ = false;
 };
+
+// Logs a failed CUDA call where nothing may throw (destructors, deleters)
+// and clears the error; does nothing on success.
+void log_failure(cudaError_t status, const char* call) noexcept;
+
+// What every deleter of a CUDA resource does (here and in bench/alloc_apis):
+// runs `release` on `device` under an AutoDevice, and lets nothing escape.
+// `release` logs its own failure; a failed switch is dropped, since a
+// deleter has no caller to tell.
+template <typename Release>
+void release_on(DeviceId device, Release release) noexcept {
+    try {
+        AutoDevice guard(device);
+        release();
+    } catch (...) {
+    }
+}
 
 // The deleters of the owners below. Each frees its resource on the device it
 // belongs to, under an AutoDevice, and logs a failure instead of throwing.
@@ -117,60 +135,67 @@ private:
     std::unique_ptr<CUevent_st, EventDestroy> event_;
 };
 
+// What the memory owners share (DeviceAllocation, HostAllocation and
+// bench/alloc_apis' AsyncAllocation): the memory in a unique_ptr whose
+// deleter `Free` knows how to free it, and its length. The owners declare no
+// moves of their own: the implicit ones move the unique_ptr, and a
+// moved-from owner is empty.
+template <typename Free>
+class MemoryOwner {
+public:
+    void* data() const noexcept { return ptr_.get(); }
+    std::size_t size() const noexcept { return ptr_ ? bytes_ : 0; }
+    explicit operator bool() const noexcept { return static_cast<bool>(ptr_); }
+    void reset() noexcept { ptr_.reset(); }  // frees now
+
+protected:
+    MemoryOwner() = default;
+    explicit MemoryOwner(Free free) noexcept : ptr_(nullptr, std::move(free)) {}
+    // Takes over `p`, `bytes` long, once it is complete.
+    void own(void* p, std::size_t bytes) noexcept {
+        ptr_.reset(p);
+        bytes_ = bytes;
+    }
+    const Free& deleter() const noexcept { return ptr_.get_deleter(); }
+    Free& deleter() noexcept { return ptr_.get_deleter(); }
+
+private:
+    std::unique_ptr<void, Free> ptr_;
+    std::size_t bytes_ = 0;  // read only while memory is held
+};
+
 // plain: cudaMalloc; managed: cudaMallocManaged(cudaMemAttachGlobal). Both
 // are freed with cudaFree.
 enum class DeviceMemoryKind { plain, managed };
 
 // Device memory from cudaMalloc (or managed memory). Failure to allocate
 // throws OutOfMemoryError.
-class DeviceAllocation {
+class DeviceAllocation : public MemoryOwner<DeviceMemoryFree> {
 public:
     DeviceAllocation() = default;
     DeviceAllocation(DeviceId device, std::size_t bytes, DeviceMemoryKind kind = DeviceMemoryKind::plain);
-    DeviceAllocation(DeviceAllocation&&) noexcept = default;
-    DeviceAllocation& operator=(DeviceAllocation&&) noexcept = default;
-    DeviceAllocation(const DeviceAllocation&) = delete;
-    DeviceAllocation& operator=(const DeviceAllocation&) = delete;
 
-    void* data() const noexcept { return ptr_.get(); }
-    std::size_t size() const noexcept { return ptr_ ? bytes_ : 0; }
     // The memory's device; empty when nothing is held.
     std::optional<DeviceId> device() const noexcept {
-        return ptr_ ? std::optional<DeviceId>(ptr_.get_deleter().device) : std::nullopt;
+        return *this ? std::optional<DeviceId>(deleter().device) : std::nullopt;
     }
-    explicit operator bool() const noexcept { return static_cast<bool>(ptr_); }
-    void reset() noexcept { ptr_.reset(); }  // frees now
-
-private:
-    std::unique_ptr<void, DeviceMemoryFree> ptr_;
-    std::size_t bytes_ = 0;  // read only while memory is held
 };
 
 // Host memory of any HostMemoryKind. Page-locked kinds belong to the CUDA
 // context of `device` (they are usable from every device in practice).
-class HostAllocation {
+class HostAllocation : public MemoryOwner<HostMemoryFree> {
 public:
     HostAllocation() = default;
     HostAllocation(HostMemoryKind kind, std::size_t bytes, DeviceId device);
-    HostAllocation(HostAllocation&&) noexcept = default;
-    HostAllocation& operator=(HostAllocation&&) noexcept = default;
-    HostAllocation(const HostAllocation&) = delete;
-    HostAllocation& operator=(const HostAllocation&) = delete;
 
-    void* data() const noexcept { return ptr_.get(); }
-    std::size_t size() const noexcept { return ptr_ ? bytes_ : 0; }
-    HostMemoryKind kind() const noexcept { return ptr_.get_deleter().kind; }
+    HostMemoryKind kind() const noexcept { return deleter().kind; }
     // Whether the pages really are huge pages (MAP_HUGETLB or THP advised).
     bool huge_pages() const noexcept { return huge_pages_; }
     // Device-side address of mapped and registered memory (nullptr for other kinds).
-    void* device_pointer() const noexcept { return ptr_ ? device_ptr_ : nullptr; }
-    explicit operator bool() const noexcept { return static_cast<bool>(ptr_); }
-    void reset() noexcept { ptr_.reset(); }
+    void* device_pointer() const noexcept { return *this ? device_ptr_ : nullptr; }
 
 private:
-    std::unique_ptr<void, HostMemoryFree> ptr_;
     void* device_ptr_ = nullptr;  // read only while memory is held
-    std::size_t bytes_ = 0;       // likewise
     bool huge_pages_ = false;
 };
 
