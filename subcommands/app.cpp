@@ -27,7 +27,6 @@
 #include "commands.hpp"
 #include "core/cuda_devices.hpp"
 #include "core/nvml.hpp"
-#include "legacy.hpp"
 #include "lists.hpp"
 #include "version.hpp"
 
@@ -35,9 +34,7 @@ namespace gpumem::cli {
 namespace {
 
 // Every command, once. A command with modes has a row for the group (no
-// `make`) and one per mode ("alloc-test latency"). Rows whose `make` is
-// null and that are not groups still run through legacy.cpp (being
-// converted to the Command contract).
+// `make`) and one per mode ("alloc-test latency").
 const CommandEntry kCommands[] = {
     {"info", "Show device memory (NVML; creates no CUDA context)", make_info_command, info_schema},
     {"memset", "Fill device or host memory with 8/16/32-bit words; time and verify it", make_memset_command, memset_schema},
@@ -219,9 +216,9 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
 }
 
 // The CLI11 tree: every command's name and summary (for --help), and the
-// options of the invoked one only. Returns the invoked Command, or null for
-// a command still on the legacy path (then legacy.ctx.run is set by parsing).
-std::unique_ptr<Command> register_commands(CLI::App& app, const CommandEntry* invoked, LegacyContext& legacy) {
+// options of the invoked one only. Returns the invoked Command, or null when
+// none is named (--version, --list, --schema, or a usage error to come).
+std::unique_ptr<Command> register_commands(CLI::App& app, const CommandEntry* invoked) {
     std::unique_ptr<Command> command;
     auto attach = [&](const CommandEntry& e, CLI::App& sub) {
         if (&e != invoked) return;
@@ -232,10 +229,6 @@ std::unique_ptr<Command> register_commands(CLI::App& app, const CommandEntry* in
         if (is_mode(e)) continue;
         CLI::App* sub = app.add_subcommand(std::string(e.name), std::string(e.summary));
         const bool full = invoked && first_word(invoked->name) == e.name;
-        if (!e.make && !is_group(e)) {  // not yet converted
-            setup_legacy(std::string(e.name), app, *sub, legacy, full);
-            continue;
-        }
         if (!full) continue;  // listed in --help; options only for the command invoked
         if (!is_group(e)) {
             attach(e, *sub);
@@ -272,7 +265,7 @@ Placement read_placement() {
 
 // After parsing: the global options, then --version, --list, --schema or
 // the command. `error_output` gets the format error documents use.
-int dispatch(const Parsed& parsed, Command* command, LegacyContext& legacy, RunMode mode, bool json, const Placement& placement,
+int dispatch(const Parsed& parsed, Command* command, RunMode mode, bool json, const Placement& placement,
              OutputOptions& error_output) {
     if (parsed.version) {
         if (mode == RunMode::full) write_stdout(version_text());  // version_text asks the driver
@@ -292,7 +285,6 @@ int dispatch(const Parsed& parsed, Command* command, LegacyContext& legacy, RunM
         write_stdout(schema_text());
         return 0;
     }
-    if (legacy.ctx.run) return run_legacy(legacy, globals, mode == RunMode::parse_only, json);
     if (!command) {
         std::string names;
         for (const CommandEntry& e : kCommands)
@@ -315,8 +307,7 @@ int run_command_line(int argc, char** argv, RunMode mode) {
     const CommandEntry* invoked = invoked_entry(argc, argv);
     // info's cost is NVML's start-up (~10 ms): begin it now, beside parsing.
     if (invoked && invoked->name == "info" && mode == RunMode::full) Nvml::start_opening();
-    LegacyContext legacy;
-    std::unique_ptr<Command> command = register_commands(app, invoked, legacy);
+    std::unique_ptr<Command> command = register_commands(app, invoked);
 
     const bool json = json_requested(argc, argv);
     const Placement placement = read_placement();
@@ -340,7 +331,7 @@ int run_command_line(int argc, char** argv, RunMode mode) {
         return fail(e, empty, error_output, json);
     }
     try {
-        return dispatch(parsed, command.get(), legacy, mode, json, placement, error_output);
+        return dispatch(parsed, command.get(), mode, json, placement, error_output);
     } catch (const Error& e) {
         return fail(e, empty, error_output, json || error_output.format == Format::json);
     } catch (const CLI::ParseError& e) {

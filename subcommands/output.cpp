@@ -207,7 +207,6 @@ Json report_to_json(const Report& report) {
         doc[std::string(table.key)] = std::move(rows);
     }
     for (const auto& [field, value] : report.fields.entries) doc[std::string(field.key)] = cell_json(value, field);
-    for (auto it = report.extra.begin(); it != report.extra.end(); ++it) doc[it.key()] = it.value();
     if (!report.warnings.empty()) doc["warnings"] = report.warnings;
     return doc;
 }

@@ -85,9 +85,6 @@ struct Report {
     // rank and job, of the process that wrote the document (origin_record).
     // The runner fills it; commands leave it alone.
     Record origin;
-    // TEMPORARY (issue #13): untyped keys of commands not yet converted to
-    // column tables (legacy.hpp). Goes with legacy.hpp.
-    Json extra = Json::object();
 
     bool has_rows() const noexcept;
 };

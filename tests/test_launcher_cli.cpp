@@ -1,6 +1,6 @@
 // The launcher through the binary: every JSON document carries its origin
 // (the host always, the launcher's rank and job when gpumem runs under one),
-// on success and failure, through converted and legacy commands alike; -d
+// on success and failure, for every command; -d
 // local without a launcher and malformed launcher variables are usage errors.
 // The environment is set per run, so these cases mean the same under srun.
 #include <doctest/doctest.h>
@@ -70,7 +70,7 @@ void check_srun_origin(const RunResult& r) {
 }  // namespace
 
 TEST_CASE("launcher cli: documents carry the origin under srun, on success and failure") {
-    SUBCASE("a legacy command that succeeds without a GPU") {
+    SUBCASE("reuse-sim, which succeeds without a GPU") {
         const RunResult r = run_gpumem({"reuse-sim", "--json", "--steps", "2"}, srun_task1());
         CHECK(r.status == 0);
         check_srun_origin(r);
