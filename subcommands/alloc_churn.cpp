@@ -161,12 +161,8 @@ Report churn_report(const ChurnRequest& q, const ChurnResults& results, const Ou
     return r;
 }
 
-std::unique_ptr<Command> make_alloc_churn_command() {
-    return make_command(CommandFunctions<ChurnOptionsText, ChurnRequest, ChurnResults>{add_options, check, execute, churn_report});
-}
-
-DocumentSchema alloc_churn_schema() {
-    return kLayout.schema();
-}
+const CommandDefinition kAllocChurnCommand{
+    [] { return make_command(CommandFunctions<ChurnOptionsText, ChurnRequest, ChurnResults>{add_options, check, execute, churn_report}); },
+    [] { return kLayout.schema(); }};
 
 }  // namespace gpumem::cli

@@ -218,12 +218,8 @@ Report fill_report(const FillRequest& q, const FillResults& results, const Outpu
     return r;
 }
 
-std::unique_ptr<Command> make_alloc_fill_command() {
-    return make_command(CommandFunctions<FillOptionsText, FillRequest, FillResults>{add_options, check, execute, fill_report});
-}
-
-DocumentSchema alloc_fill_schema() {
-    return kLayout.schema();
-}
+const CommandDefinition kAllocFillCommand{
+    [] { return make_command(CommandFunctions<FillOptionsText, FillRequest, FillResults>{add_options, check, execute, fill_report}); },
+    [] { return kLayout.schema(); }};
 
 }  // namespace gpumem::cli

@@ -124,12 +124,8 @@ Report hold_report(const HoldRequest& /*q*/, const HoldResults& results, const O
     return r;
 }
 
-std::unique_ptr<Command> make_alloc_hold_command() {
-    return make_command(CommandFunctions<HoldOptionsText, HoldRequest, HoldResults>{add_options, check, execute, hold_report});
-}
-
-DocumentSchema alloc_hold_schema() {
-    return kLayout.schema();
-}
+const CommandDefinition kAllocHoldCommand{
+    [] { return make_command(CommandFunctions<HoldOptionsText, HoldRequest, HoldResults>{add_options, check, execute, hold_report}); },
+    [] { return kLayout.schema(); }};
 
 }  // namespace gpumem::cli

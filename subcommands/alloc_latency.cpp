@@ -193,13 +193,8 @@ Report latency_report(const LatencyRequest& q, const LatencyResults& results, co
     return r;
 }
 
-std::unique_ptr<Command> make_alloc_latency_command() {
-    return make_command(CommandFunctions<LatencyOptionsText, LatencyRequest, LatencyResults>{add_options, check, execute,
-                                                                                            latency_report});
-}
-
-DocumentSchema alloc_latency_schema() {
-    return kLayout.schema();
-}
+const CommandDefinition kAllocLatencyCommand{
+    [] { return make_command(CommandFunctions<LatencyOptionsText, LatencyRequest, LatencyResults>{add_options, check, execute, latency_report}); },
+    [] { return kLayout.schema(); }};
 
 }  // namespace gpumem::cli

@@ -87,12 +87,8 @@ Report max_report(const MaxRequest& q, const MaxResults& results, const OutputOp
     return r;
 }
 
-std::unique_ptr<Command> make_alloc_max_command() {
-    return make_command(CommandFunctions<MaxOptionsText, MaxRequest, MaxResults>{add_options, check, execute, max_report});
-}
-
-DocumentSchema alloc_max_schema() {
-    return kLayout.schema();
-}
+const CommandDefinition kAllocMaxCommand{
+    [] { return make_command(CommandFunctions<MaxOptionsText, MaxRequest, MaxResults>{add_options, check, execute, max_report}); },
+    [] { return kLayout.schema(); }};
 
 }  // namespace gpumem::cli

@@ -36,26 +36,24 @@ namespace {
 // Every command, once. A command with modes has a row for the group (no
 // `make`) and one per mode ("alloc-test latency").
 const CommandEntry kCommands[] = {
-    {"info", "Show device memory (NVML; creates no CUDA context)", make_info_command, info_schema},
-    {"memset", "Fill device or host memory with 8/16/32-bit words; time and verify it", make_memset_command, memset_schema},
+    {"info", "Show device memory (NVML; creates no CUDA context)", &kInfoCommand},
+    {"memset", "Fill device or host memory with 8/16/32-bit words; time and verify it", &kMemsetCommand},
     {"copy", "Measure copy bandwidth (h2d, d2h, d2d, h2h, bidir, p2p, p2p-bidir) as nvbandwidth does, for any host memory kind",
-     make_copy_command, copy_schema},
-    {"alloc-test", "Allocation stress tests: latency, max, fill, churn, hold (see gpumem(1), ALLOC-TEST)", nullptr, nullptr},
+     &kCopyCommand},
+    {"alloc-test", "Allocation stress tests: latency, max, fill, churn, hold (see gpumem(1), ALLOC-TEST)", nullptr},
     {"alloc-test latency", "Allocation and free latency per API and size, and whether a free synchronizes the device",
-     make_alloc_latency_command, alloc_latency_schema},
-    {"alloc-test max", "Largest single cudaMalloc (binary search) and the total obtainable in chunks", make_alloc_max_command,
-     alloc_max_schema},
+     &kAllocLatencyCommand},
+    {"alloc-test max", "Largest single cudaMalloc (binary search) and the total obtainable in chunks", &kAllocMaxCommand},
     {"alloc-test fill", "Allocate SIZE or PCT% of free memory in chunks, write patterns and optionally verify them",
-     make_alloc_fill_command, alloc_fill_schema},
-    {"alloc-test churn", "Random allocate/free of sizes from --sizes, directly or through MixMemory", make_alloc_churn_command,
-     alloc_churn_schema},
+     &kAllocFillCommand},
+    {"alloc-test churn", "Random allocate/free of sizes from --sizes, directly or through MixMemory", &kAllocChurnCommand},
     {"alloc-test hold",
      "Allocate SIZE or PCT% of free memory and hold it until --duration ends or a signal; prints a ready line once held",
-     make_alloc_hold_command, alloc_hold_schema},
+     &kAllocHoldCommand},
     {"reuse-sim",
      "Replay an allocation trace or a built-in workload through reuse strategies (RMM's, PyTorch's, cudaMallocAsync and "
      "more: gpumem --list strategies) on a simulated device and compare them; no GPU needed unless --execute",
-     make_reuse_sim_command, reuse_sim_schema},
+     &kReuseSimCommand},
 };
 
 std::string_view first_word(std::string_view name) { return name.substr(0, name.find(' ')); }
@@ -140,7 +138,7 @@ std::string version_text() {
 std::string schema_text() {
     Json all = Json::object();
     for (const CommandEntry& e : kCommands)
-        if (e.schema) all[std::string(e.name)] = schema_json(e.schema());
+        if (e.definition) all[std::string(e.name)] = schema_json(e.definition->schema());
     return all.dump(2) + "\n";
 }
 
@@ -222,7 +220,7 @@ std::unique_ptr<Command> register_commands(CLI::App& app, const CommandEntry* in
     std::unique_ptr<Command> command;
     auto attach = [&](const CommandEntry& e, CLI::App& sub) {
         if (&e != invoked) return;
-        command = e.make();
+        command = e.definition->make();
         command->add_options(sub);
     };
     for (const CommandEntry& e : kCommands) {

@@ -100,11 +100,16 @@ std::unique_ptr<Command> make_command(const CommandFunctions<Options, Request, R
 // One row of the command table (app.cpp). A mode of a command (alloc-test
 // latency) is a row whose name has two words; the first word's own row has
 // no `make` and stands for the group.
+// What the command table needs of a command, defined once in its file.
+struct CommandDefinition {
+    std::unique_ptr<Command> (*make)();
+    DocumentSchema (*schema)();  // the JSON document's keys, for --schema
+};
+
 struct CommandEntry {
     std::string_view name;     // "copy", "alloc-test", "alloc-test latency"
     std::string_view summary;  // one line for --help
-    std::unique_ptr<Command> (*make)();
-    DocumentSchema (*schema)();  // the JSON document's keys, for --schema
+    const CommandDefinition* definition = nullptr;  // null: a group of modes
 };
 
 }  // namespace gpumem::cli

@@ -11,30 +11,20 @@ namespace gpumem::cli {
 // Every row of the command table (modes as "alloc-test latency"), for --list.
 NameListView command_list();
 
-std::unique_ptr<Command> make_info_command();
-DocumentSchema info_schema();
+// Every command's definition, in its own file.
+extern const CommandDefinition kInfoCommand;
+extern const CommandDefinition kMemsetCommand;
+extern const CommandDefinition kCopyCommand;
+extern const CommandDefinition kAllocLatencyCommand;  // alloc-test: one per mode (alloc_<mode>.cpp)
+extern const CommandDefinition kAllocMaxCommand;
+extern const CommandDefinition kAllocFillCommand;
+extern const CommandDefinition kAllocChurnCommand;
+extern const CommandDefinition kAllocHoldCommand;
+extern const CommandDefinition kReuseSimCommand;
 
-std::unique_ptr<Command> make_memset_command();
+// info's document schema, also for its tests.
+DocumentSchema info_schema();
 NameListView memset_targets();
 NameListView memset_widths();
-DocumentSchema memset_schema();
-
-std::unique_ptr<Command> make_copy_command();
-DocumentSchema copy_schema();
-
-// alloc-test: one command per mode (alloc_<mode>.cpp).
-std::unique_ptr<Command> make_alloc_latency_command();
-DocumentSchema alloc_latency_schema();
-std::unique_ptr<Command> make_alloc_max_command();
-DocumentSchema alloc_max_schema();
-std::unique_ptr<Command> make_alloc_fill_command();
-DocumentSchema alloc_fill_schema();
-std::unique_ptr<Command> make_alloc_churn_command();
-DocumentSchema alloc_churn_schema();
-std::unique_ptr<Command> make_alloc_hold_command();
-DocumentSchema alloc_hold_schema();
-
-std::unique_ptr<Command> make_reuse_sim_command();
-DocumentSchema reuse_sim_schema();
 
 }  // namespace gpumem::cli

@@ -346,10 +346,8 @@ Report report(const CopyRequest& q, const CopyResults& results, const OutputOpti
 
 }  // namespace
 
-std::unique_ptr<Command> make_copy_command() {
-    return make_command(CommandFunctions<CopyOptions, CopyRequest, CopyResults>{add_options, check, execute, report});
-}
-
-DocumentSchema copy_schema() { return copy_document_schema(); }
+const CommandDefinition kCopyCommand{
+    [] { return make_command(CommandFunctions<CopyOptions, CopyRequest, CopyResults>{add_options, check, execute, report}); },
+    copy_document_schema};
 
 }  // namespace gpumem::cli

@@ -36,7 +36,7 @@ struct CopyReportStyle {
 
 // The document, from whatever `results` holds.
 Report build_copy_report(const CopyResults& results, const CopyReportStyle& style, const OutputOptions& output);
-// Its keys, from the same column tables (copy_schema() returns it).
+// Its keys, from the same column tables (kCopyCommand.schema).
 DocumentSchema copy_document_schema();
 
 // One line naming a result: "device 0 h2d (pinned, ce) 64 MiB".

@@ -156,8 +156,8 @@ void execute(const InfoRequest& q, InfoResults& results, Session& session) {
 
 }  // namespace
 
-std::unique_ptr<Command> make_info_command() {
-    return make_command(CommandFunctions<InfoOptions, InfoRequest, InfoResults>{add_options, check, execute, info_report});
-}
+const CommandDefinition kInfoCommand{
+    [] { return make_command(CommandFunctions<InfoOptions, InfoRequest, InfoResults>{add_options, check, execute, info_report}); },
+    info_schema};
 
 }  // namespace gpumem::cli

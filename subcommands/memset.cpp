@@ -213,14 +213,16 @@ Report report(const MemsetRequest&, const MemsetResults& results, const OutputOp
 NameListView memset_targets() { return view_of(kTargets); }
 NameListView memset_widths() { return view_of(kWidths); }
 
-std::unique_ptr<Command> make_memset_command() {
-    return make_command(CommandFunctions<MemsetOptions, MemsetRequest, MemsetResults>{add_options, check, execute, report});
-}
-
-DocumentSchema memset_schema() {
+namespace {
+DocumentSchema document_schema() {
     return {"memset",
             {{"results", Columns<MemsetRow>(kResultColumns).schema()}},
             Columns<MemsetResults>(kDocumentColumns).schema()};
 }
+}  // namespace
+
+const CommandDefinition kMemsetCommand{
+    [] { return make_command(CommandFunctions<MemsetOptions, MemsetRequest, MemsetResults>{add_options, check, execute, report}); },
+    document_schema};
 
 }  // namespace gpumem::cli

@@ -342,11 +342,11 @@ std::size_t ReuseSimRequest::replay_timeline_points() const {
     return std::max<std::size_t>(timeline_points, chart_style.width);
 }
 
-std::unique_ptr<Command> make_reuse_sim_command() {
-    return make_command(
-        CommandFunctions<ReuseSimOptions, ReuseSimRequest, ReuseSimResults>{add_options, check, execute_reuse_sim, reuse_sim_report});
-}
-
-DocumentSchema reuse_sim_schema() { return reuse_sim_document_schema(); }
+const CommandDefinition kReuseSimCommand{
+    [] {
+        return make_command(
+            CommandFunctions<ReuseSimOptions, ReuseSimRequest, ReuseSimResults>{add_options, check, execute_reuse_sim, reuse_sim_report});
+    },
+    reuse_sim_document_schema};
 
 }  // namespace gpumem::cli

@@ -105,7 +105,7 @@ struct ReuseSimResults {
 void execute_reuse_sim(const ReuseSimRequest& q, ReuseSimResults& r, Session& session);
 Report reuse_sim_report(const ReuseSimRequest& q, const ReuseSimResults& r, const OutputOptions& output);
 
-// The document's keys (reuse_sim_schema() returns it).
+// The document's keys (kReuseSimCommand.schema).
 DocumentSchema reuse_sim_document_schema();
 
 }  // namespace gpumem::cli

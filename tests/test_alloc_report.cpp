@@ -420,20 +420,20 @@ TEST_CASE("alloc-test schemas: every mode's document has exactly its schema's ke
     LatencyResults written = latency_results(vmm);
     written.costs_written = true;
     collect_keys(document(latency_report(saving, written, OutputOptions{Format::json})), latency);
-    CHECK(difference(latency, schema_keys(alloc_latency_schema())) == "");
+    CHECK(difference(latency, schema_keys(kAllocLatencyCommand.schema())) == "");
 
     std::set<std::string> max;
     MaxResults max_results;
     max_results.devices.push_back({device(0), MaxResult{DeviceId(0)}});
     collect_keys(document(max_report(MaxRequest{}, max_results, OutputOptions{Format::json})), max);
-    CHECK(difference(max, schema_keys(alloc_max_schema())) == "");
+    CHECK(difference(max, schema_keys(kAllocMaxCommand.schema())) == "");
 
     std::set<std::string> fill;
     FillResults bad;
     bad.devices.push_back(fill_device(0, 1));
     bad.allocation_failure = AllocationFailure{};
     collect_keys(document(fill_report(fill_request(), bad, OutputOptions{Format::json})), fill);
-    CHECK(difference(fill, schema_keys(alloc_fill_schema())) == "");
+    CHECK(difference(fill, schema_keys(kAllocFillCommand.schema())) == "");
 
     // Each route has keys of its own: together they are the schema's.
     std::set<std::string> churn;
@@ -442,16 +442,16 @@ TEST_CASE("alloc-test schemas: every mode's document has exactly its schema's ke
     collect_keys(
         document(churn_report(churn_request(ChurnOptions::Via::mixmemory), churn_results(false), OutputOptions{Format::json})),
         churn);
-    CHECK(difference(churn, schema_keys(alloc_churn_schema())) == "");
+    CHECK(difference(churn, schema_keys(kAllocChurnCommand.schema())) == "");
 
     std::set<std::string> hold;
     HoldResults failed = hold_results(true);
     failed.allocation_failure = AllocationFailure{};
     collect_keys(document(hold_report(HoldRequest{}, failed, OutputOptions{Format::json})), hold);
-    CHECK(difference(hold, schema_keys(alloc_hold_schema())) == "");
+    CHECK(difference(hold, schema_keys(kAllocHoldCommand.schema())) == "");
 
     // The schema names the choices of the text columns that take a table's names.
-    const json churn_schema = schema_json(alloc_churn_schema());
+    const json churn_schema = schema_json(kAllocChurnCommand.schema());
     CHECK(churn_schema["properties"]["churn"]["items"]["properties"]["via"]["enum"] == json::array({"direct", "mixmemory", nullptr}));
 }
 

@@ -1,6 +1,6 @@
 // gpumem reuse-sim without running it: the report of synthetic results
 // (keys, types, the table against machine formats, partial runs), the
-// document's keys against reuse_sim_schema(), check() in parse-only mode,
+// document's keys against reuse_sim_document_schema(), check() in parse-only mode,
 // and the strategy table against --help, --list and the man page.
 #include <doctest/doctest.h>
 
@@ -115,8 +115,8 @@ int parse_only(std::vector<std::string> args) {
 
 }  // namespace
 
-TEST_CASE("reuse-sim report: the document's keys are reuse_sim_schema()'s, with and without --execute") {
-    const json schema = schema_json(reuse_sim_schema());
+TEST_CASE("reuse-sim report: the document's keys are reuse_sim_document_schema()'s, with and without --execute") {
+    const json schema = schema_json(reuse_sim_document_schema());
     for (bool execute : {false, true}) {
         CAPTURE(execute);
         const json doc = document(reuse_sim_report(request(execute), results(execute), OutputOptions{Format::json}));
