@@ -34,21 +34,6 @@ std::string device_line(const DeviceIdentity& device);
 // The `index` column: the CUDA ordinal.
 Cell device_index(const DeviceIdentity& device);
 
-// A validator that runs `parse(value)`: its UsageError is the message.
-template <typename Parse>
-CLI::Validator parsing_validator(Parse parse, std::string description) {
-    return CLI::Validator(
-        [parse](std::string& value) -> std::string {
-            try {
-                parse(value);
-            } catch (const UsageError& e) {
-                return e.what();
-            }
-            return {};
-        },
-        std::move(description));
-}
-
 // A comma list of a table's names under alloc-test's rules (--api,
 // --pattern); the help shows the choices as {a,b,all}.
 template <typename T>

@@ -46,9 +46,6 @@ Cell allocation_failure_cell(const std::optional<AllocationFailure>& failure) {
     return failure ? record_cell(make_record(Columns<AllocationFailure>(kFailureColumns), *failure)) : Cell();
 }
 
-const FieldSchemaSet& allocation_failure_schema() {
-    static const FieldSchemaSet set = Columns<AllocationFailure>(kFailureColumns).schema();
-    return set;
-}
+const FieldSchemaSet& allocation_failure_schema() { return nested_schema<kFailureColumns>(); }
 
 }  // namespace gpumem::cli

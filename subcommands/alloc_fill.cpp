@@ -154,10 +154,7 @@ constexpr Column<MismatchLine> kMismatchColumns[] = {
     {{"bad_words_in_chunk", "", FieldKind::integer}, [](const MismatchLine& m) -> Cell { return m.mismatch->words_in_chunk; }},
 };
 
-const FieldSchemaSet& mismatch_schema() {
-    static const FieldSchemaSet set = Columns<MismatchLine>(kMismatchColumns).schema();
-    return set;
-}
+constexpr auto mismatch_schema = nested_schema<kMismatchColumns>;
 
 using FillDocument = ModeDocument<FillRequest, FillResults>;
 

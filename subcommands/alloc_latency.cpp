@@ -139,10 +139,7 @@ constexpr Column<ProbeFigures> kProbeColumns[] = {
     {{"kernel_ms", "", FieldKind::real}, [](const ProbeFigures&) -> Cell { return kSyncProbeKernelMs; }},
     {{"bytes", "", FieldKind::bytes}, [](const ProbeFigures&) -> Cell { return kSyncProbeBytes; }},
 };
-const FieldSchemaSet& probe_schema() {
-    static const FieldSchemaSet set = Columns<ProbeFigures>(kProbeColumns).schema();
-    return set;
-}
+constexpr auto probe_schema = nested_schema<kProbeColumns>;
 
 using LatencyDocument = ModeDocument<LatencyRequest, LatencyResults>;
 

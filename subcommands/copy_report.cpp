@@ -129,10 +129,7 @@ constexpr Column<P2pMatrixRow> kMatrixRowColumns[] = {
      }},
 };
 
-const FieldSchemaSet& matrix_row_schema() {
-    static const FieldSchemaSet set = Columns<P2pMatrixRow>(kMatrixRowColumns).schema();
-    return set;
-}
+constexpr auto matrix_row_schema = nested_schema<kMatrixRowColumns>;
 
 constexpr Column<P2pMatrix> kMatrixColumns[] = {
     {{"direction", "", FieldKind::text}, [](const P2pMatrix& m) -> Cell { return m.direction; }, Shown::always, false, nullptr,
@@ -146,18 +143,9 @@ constexpr Column<P2pMatrix> kMatrixColumns[] = {
      Shown::always, false, matrix_row_schema},
 };
 
-const FieldSchemaSet& detail_schema() {
-    static const FieldSchemaSet set = Columns<CopyResult>(kDetailColumns).schema();
-    return set;
-}
-const FieldSchemaSet& affinity_schema() {
-    static const FieldSchemaSet set = Columns<PinnedCpus>(kAffinityColumns).schema();
-    return set;
-}
-const FieldSchemaSet& matrix_schema() {
-    static const FieldSchemaSet set = Columns<P2pMatrix>(kMatrixColumns).schema();
-    return set;
-}
+constexpr auto detail_schema = nested_schema<kDetailColumns>;
+constexpr auto affinity_schema = nested_schema<kAffinityColumns>;
+constexpr auto matrix_schema = nested_schema<kMatrixColumns>;
 
 constexpr const char* kBandwidthNote =
     "GB/s = 1e9 bytes/s; each sample's bandwidth is the bytes of one copy over its time per copy; median, min and max over samples";

@@ -34,16 +34,8 @@ constexpr std::uint64_t kMaxCount = 1ULL << 40;
 
 // --query takes keys and nvidia-smi's names; --help shows the keys.
 CLI::Validator fields_validator() {
-    return CLI::Validator(
-        [](std::string& value) -> std::string {
-            try {
-                parse_info_fields(value);
-            } catch (const UsageError& e) {
-                return e.what();
-            }
-            return {};
-        },
-        names_validator(kInfoFields).get_description());
+    return parsing_validator([](const std::string& value) { parse_info_fields(value); },
+                             names_validator(kInfoFields).get_description());
 }
 
 void add_options(CLI::App& sub, InfoOptions& o) {

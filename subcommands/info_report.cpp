@@ -49,10 +49,7 @@ constexpr Column<PickedDevice> kPickedColumns[] = {
     {{"free", "", FieldKind::bytes}, [](const PickedDevice& p) -> Cell { return p.free; }},
 };
 
-const FieldSchemaSet& picked_schema() {
-    static const FieldSchemaSet set = Columns<PickedDevice>(kPickedColumns).schema();
-    return set;
-}
+constexpr auto picked_schema = nested_schema<kPickedColumns>;
 
 // The keys of a --pick document.
 constexpr Column<InfoResults> kPickColumns[] = {

@@ -186,10 +186,7 @@ constexpr Column<MemsetRow> kDetailColumns[] = {
      [](const MemsetRow& r) -> Cell { return optional_cell(r.result.first_bad_offset); }, Shown::always, true},
 };
 
-const FieldSchemaSet& detail_schema() {
-    static const FieldSchemaSet set = Columns<MemsetRow>(kDetailColumns).schema();
-    return set;
-}
+constexpr auto detail_schema = nested_schema<kDetailColumns>;
 
 constexpr const char* kBandwidthNote = "GB/s = 1e9 bytes/s of bytes set; time is per memset, median of samples";
 

@@ -134,29 +134,12 @@ CLI::Option* add_real_option(CLI::App& app, const std::string& names, std::optio
 }
 
 CLI::Validator size_validator(bool allow_percent) {
-    return CLI::Validator(
-        [allow_percent](std::string& value) -> std::string {
-            try {
-                parse_size_spec(value, SizeParseOptions{false, allow_percent});
-            } catch (const UsageError& e) {
-                return e.what();
-            }
-            return {};
-        },
-        allow_percent ? "SIZE|PCT%" : "SIZE");
+    return parsing_validator([allow_percent](const std::string& value) { parse_size_spec(value, SizeParseOptions{false, allow_percent}); },
+                             allow_percent ? "SIZE|PCT%" : "SIZE");
 }
 
 CLI::Validator range_validator() {
-    return CLI::Validator(
-        [](std::string& value) -> std::string {
-            try {
-                parse_size_range(value);
-            } catch (const UsageError& e) {
-                return e.what();
-            }
-            return {};
-        },
-        "RANGE");
+    return parsing_validator([](const std::string& value) { parse_size_range(value); }, "RANGE");
 }
 
 bool progress_enabled(const Globals& g) { return !g.quiet && isatty(STDERR_FILENO) == 1; }

@@ -8,11 +8,13 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "base/device_spec.hpp"
+#include "base/errors.hpp"
 #include "base/launcher.hpp"
 #include "base/name_table.hpp"
 #include "base/sizes.hpp"
@@ -66,6 +68,21 @@ CLI::Option* add_real_option(CLI::App& app, const std::string& names, std::optio
 
 // Validators for options kept as text and parsed by check(): bad values fail
 // while parsing, with the parser's own message.
+// Runs `parse(value)`; its UsageError is the message.
+template <typename Parse>
+CLI::Validator parsing_validator(Parse parse, std::string description) {
+    return CLI::Validator(
+        [parse](std::string& value) -> std::string {
+            try {
+                parse(value);
+            } catch (const UsageError& e) {
+                return e.what();
+            }
+            return {};
+        },
+        std::move(description));
+}
+
 CLI::Validator size_validator(bool allow_percent);
 CLI::Validator range_validator();
 // A name (or, with `list`, a comma list of names or `all`) from a table; the
@@ -75,17 +92,12 @@ CLI::Validator names_validator(const NameTable<T>& table, bool list = false) {
     std::string choices = "{";
     for (const Named<T>& row : table) choices += (choices.size() > 1 ? "," : "") + std::string(row.name);
     choices += list ? ",all}" : "}";
-    return CLI::Validator(
-        [&table, list](std::string& value) -> std::string {
-            try {
-                if (list)
-                    table.parse_list(value);
-                else
-                    table.parse(value);
-            } catch (const UsageError& e) {
-                return e.what();
-            }
-            return {};
+    return parsing_validator(
+        [&table, list](const std::string& value) {
+            if (list)
+                table.parse_list(value);
+            else
+                table.parse(value);
         },
         choices);
 }

@@ -183,10 +183,7 @@ constexpr Column<Origin> kOriginColumns[] = {
 
 Record origin_record(const Origin& origin) { return make_record(Columns<Origin>(kOriginColumns), origin); }
 
-const FieldSchemaSet& origin_schema() {
-    static const FieldSchemaSet set = Columns<Origin>(kOriginColumns).schema();
-    return set;
-}
+const FieldSchemaSet& origin_schema() { return nested_schema<kOriginColumns>(); }
 
 Json report_to_json(const Report& report) {
     Json doc = Json::object();

@@ -146,6 +146,14 @@ private:
     std::size_t size_;
 };
 
+// A column table's schema, built once: what a Column's `nested` points at
+// for a record or a list of records.
+template <const auto& kColumns>
+const FieldSchemaSet& nested_schema() {
+    static const FieldSchemaSet set = Columns(kColumns).schema();
+    return set;
+}
+
 // A table of `rows` through `columns`, for `format`; `keep` may drop columns
 // (those that mean nothing for these rows, such as peer columns without p2p).
 template <typename Row, typename Keep>

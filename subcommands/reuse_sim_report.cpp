@@ -121,10 +121,7 @@ constexpr Column<Compared> kComparedColumns[] = {
     {{"simulated", "", FieldKind::integer}, [](const Compared& c) { return u64(c.simulated); }},
     {{"real", "", FieldKind::integer}, [](const Compared& c) { return u64(c.real); }},
 };
-const FieldSchemaSet& compared_schema() {
-    static const FieldSchemaSet set = Columns<Compared>(kComparedColumns).schema();
-    return set;
-}
+constexpr auto compared_schema = nested_schema<kComparedColumns>;
 Cell compared_cell(std::uint64_t simulated, std::uint64_t real) {
     return record_cell(make_record(Columns<Compared>(kComparedColumns), Compared{simulated, real}));
 }
@@ -162,10 +159,7 @@ constexpr Column<ExecuteRun> kRunColumns[] = {
     {{"wall_seconds", "", FieldKind::real}, [](const ExecuteRun& r) -> Cell { return r.wall_seconds; }},
     {{"counts_agree", "", FieldKind::boolean}, [](const ExecuteRun& r) -> Cell { return r.counts_agree; }},
 };
-const FieldSchemaSet& run_schema() {
-    static const FieldSchemaSet set = Columns<ExecuteRun>(kRunColumns).schema();
-    return set;
-}
+constexpr auto run_schema = nested_schema<kRunColumns>;
 
 constexpr Column<ExecuteResults> kExecuteColumns[] = {
     {{"device", "", FieldKind::integer}, [](const ExecuteResults& x) -> Cell { return std::int64_t{x.device.ordinal()}; }},
@@ -177,10 +171,7 @@ constexpr Column<ExecuteResults> kExecuteColumns[] = {
      [](const ExecuteResults& x) { return records_cell(make_records(Columns<ExecuteRun>(kRunColumns), x.runs)); }, Shown::always,
      false, run_schema},
 };
-const FieldSchemaSet& execute_schema() {
-    static const FieldSchemaSet set = Columns<ExecuteResults>(kExecuteColumns).schema();
-    return set;
-}
+constexpr auto execute_schema = nested_schema<kExecuteColumns>;
 
 constexpr Column<rs::UpstreamCounters> kUpstreamColumns[] = {
     {{"device_allocs", "", FieldKind::integer}, [](const rs::UpstreamCounters& c) { return u64(c.device_allocs); }},
@@ -195,10 +186,7 @@ constexpr Column<rs::UpstreamCounters> kUpstreamColumns[] = {
     {{"synchronizations", "", FieldKind::integer}, [](const rs::UpstreamCounters& c) { return u64(c.synchronizations); }},
     {{"peak_reserved_bytes", "", FieldKind::bytes}, [](const rs::UpstreamCounters& c) { return u64(c.peak_reserved_bytes); }},
 };
-const FieldSchemaSet& upstream_schema() {
-    static const FieldSchemaSet set = Columns<rs::UpstreamCounters>(kUpstreamColumns).schema();
-    return set;
-}
+constexpr auto upstream_schema = nested_schema<kUpstreamColumns>;
 
 // details.<strategy>: hits and served, then the strategy's own figures
 // (PyTorch's statistics names for torch-caching), whose keys the data name.
@@ -253,19 +241,13 @@ constexpr Column<Document> kInputColumns[] = {
     {{"format", "", FieldKind::text}, [](const Document& d) -> Cell { return d.r.input_format; }, Shown::always, false, nullptr,
      input_formats},
 };
-const FieldSchemaSet& input_schema() {
-    static const FieldSchemaSet set = Columns<Document>(kInputColumns).schema();
-    return set;
-}
+constexpr auto input_schema = nested_schema<kInputColumns>;
 
 constexpr Column<Document> kCostTableColumns[] = {
     {{"device", "", FieldKind::text}, [](const Document& d) -> Cell { return d.r.cost_device; }},
     {{"source", "", FieldKind::text}, [](const Document& d) -> Cell { return d.r.cost_source; }},
 };
-const FieldSchemaSet& cost_table_schema() {
-    static const FieldSchemaSet set = Columns<Document>(kCostTableColumns).schema();
-    return set;
-}
+constexpr auto cost_table_schema = nested_schema<kCostTableColumns>;
 
 Cell unless(std::uint64_t value, std::uint64_t none) { return value == none ? Cell() : Cell(value); }
 
