@@ -164,12 +164,18 @@ auto recording_allocation_failure(std::optional<AllocationFailure>& failure, All
     }
 }
 
+// What check() makes of a mode's options: the devices (-d) and the mode's
+// options for the bench functions.
+template <typename ModeOptions>
+struct ModeRequest {
+    DeviceSpec devices;
+    ModeOptions options;
+};
+
 // ---------------------------------------------------------------------------
 // latency
 
-struct LatencyRequest {
-    DeviceSpec devices;
-    LatencyOptions options;
+struct LatencyRequest : ModeRequest<LatencyOptions> {
     std::optional<std::string> save_costs;  // --save-costs FILE (one device)
 };
 using LatencyDevice = MeasuredDevice<LatencyResult>;
@@ -182,10 +188,7 @@ Report latency_report(const LatencyRequest& q, const LatencyResults& results, co
 // ---------------------------------------------------------------------------
 // max
 
-struct MaxRequest {
-    DeviceSpec devices;
-    MaxOptions options;
-};
+using MaxRequest = ModeRequest<MaxOptions>;
 using MaxDevice = MeasuredDevice<MaxResult>;
 using MaxResults = MeasuredDevices<MaxDevice>;
 Report max_report(const MaxRequest& q, const MaxResults& results, const OutputOptions& output);
@@ -193,10 +196,7 @@ Report max_report(const MaxRequest& q, const MaxResults& results, const OutputOp
 // ---------------------------------------------------------------------------
 // fill
 
-struct FillRequest {
-    DeviceSpec devices;
-    FillOptions options;
-};
+using FillRequest = ModeRequest<FillOptions>;
 struct FillDevice {
     DeviceIdentity device;
     FillResult result;
@@ -214,9 +214,7 @@ std::string fill_failure_message(const FillResults& results);
 // ---------------------------------------------------------------------------
 // churn
 
-struct ChurnRequest {
-    DeviceSpec devices;
-    ChurnOptions options;
+struct ChurnRequest : ModeRequest<ChurnOptions> {
     std::string sizes;  // --sizes as written (the document's `sizes`)
 };
 using ChurnDevice = MeasuredDevice<ChurnResult>;

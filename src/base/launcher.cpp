@@ -208,14 +208,7 @@ LauncherInfo detect_launcher(const EnvironmentLookup& env) {
 }
 
 Origin make_origin(std::string host, const LauncherInfo& launcher) {
-    Origin origin;
-    origin.host = std::move(host);
-    origin.launcher = launcher.name;
-    origin.job_id = launcher.job_id;
-    origin.rank = launcher.rank;
-    origin.local_rank = launcher.local_rank;
-    origin.world_size = launcher.world_size;
-    return origin;
+    return Origin{std::move(host), launcher.name, launcher.job_id, launcher.rank, launcher.local_rank, launcher.world_size};
 }
 
 std::vector<std::pair<std::string_view, std::string>> origin_labels(const Origin& origin) {

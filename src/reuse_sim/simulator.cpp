@@ -83,13 +83,7 @@ void Replay::note_initial_reservations() {
 inline std::uint32_t Replay::take_handle(const EventSource& source, const Event& e) {
     if (ids_.find(e.id))
         throw UsageError(source.location(e.line) + ": alloc of id " + std::to_string(e.id) + ", which is already live");
-    std::uint32_t handle;
-    if (!free_handles_.empty()) {
-        handle = free_handles_.back();
-        free_handles_.pop_back();
-    } else {
-        handle = next_handle_++;
-    }
+    const std::uint32_t handle = handles_.take();
     ids_.put(e.id, handle);
     return handle;
 }
@@ -147,7 +141,7 @@ inline void Replay::replay_free(const EventSource& source, const Event& e, Repla
         lane->metrics.live_bytes -= l.size;
     }
     ids_.erase(e.id);
-    free_handles_.push_back(handle);
+    handles_.give_back(handle);
     live_bytes -= l.size;
     ++s.frees;
 }

@@ -13,6 +13,7 @@
 
 #include "reuse_sim/events.hpp"
 #include "reuse_sim/flat_map.hpp"
+#include "reuse_sim/recycled_ids.hpp"
 #include "reuse_sim/strategy.hpp"
 #include "reuse_sim/upstream.hpp"
 
@@ -110,8 +111,7 @@ private:
     std::uint64_t last_stream_ = 0;        // most traces use one stream: skip the lookup
     std::uint32_t last_stream_index_ = 0;
     std::vector<Live> live_;
-    std::vector<std::uint32_t> free_handles_;
-    std::uint32_t next_handle_ = 0;
+    RecycledIds<std::uint32_t> handles_{0};
     std::unique_ptr<Timeline> timeline_;
 };
 

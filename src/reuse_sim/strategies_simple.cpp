@@ -15,25 +15,38 @@ struct Buffer {
     std::uint32_t stream = 0;
 };
 
-// cudaMalloc and cudaFree for every request.
-class Naive final : public Strategy {
+// Every request straight from the upstream and back to it when freed:
+// cudaMalloc/cudaFree, or with kStreamOrdered cudaMallocAsync/cudaFreeAsync.
+template <bool kStreamOrdered>
+class PassThrough : public Strategy {
 public:
     using Strategy::Strategy;
 
     bool allocate(const Request& r) override {
         Buffer b{0, r.size, r.stream};
-        if (!upstream_.allocate(r.size, r.stream, b.address)) return false;
+        const bool got = kStreamOrdered ? upstream_.allocate_async(r.size, r.stream, b.address)
+                                        : upstream_.allocate(r.size, r.stream, b.address);
+        if (!got) return false;
         at_grow(live_, r.handle) = b;
         return true;
     }
     void deallocate(std::uint32_t handle) override {
         const Buffer& b = live_[handle];
-        upstream_.deallocate(b.address, b.size, b.stream);
+        if constexpr (kStreamOrdered)
+            upstream_.deallocate_async(b.address, b.size, b.stream);
+        else
+            upstream_.deallocate(b.address, b.size, b.stream);
     }
     void release_all() override {}
 
 private:
     std::vector<Buffer> live_;
+};
+
+// cudaMalloc and cudaFree for every request.
+class Naive final : public PassThrough<false> {
+public:
+    using PassThrough::PassThrough;
 };
 
 // One buffer per requester slot, kept between requests. A requester (a tag,
@@ -219,29 +232,16 @@ private:
 // cudaMallocAsync / cudaFreeAsync for every request on the device's
 // stream-ordered pool, which returns memory above its release threshold at
 // synchronization points.
-class AsyncPool final : public Strategy {
+class AsyncPool final : public PassThrough<true> {
 public:
-    AsyncPool(Upstream& upstream, std::uint64_t release_threshold) : Strategy(upstream) {
+    AsyncPool(Upstream& upstream, std::uint64_t release_threshold) : PassThrough(upstream) {
         upstream_.set_release_threshold(release_threshold);
-    }
-    bool allocate(const Request& r) override {
-        Buffer b{0, r.size, r.stream};
-        if (!upstream_.allocate_async(r.size, r.stream, b.address)) return false;
-        at_grow(live_, r.handle) = b;
-        return true;
-    }
-    void deallocate(std::uint32_t handle) override {
-        const Buffer& b = live_[handle];
-        upstream_.deallocate_async(b.address, b.size, b.stream);
     }
     void synchronize_point() override { upstream_.synchronize(); }
     void release_all() override {
         upstream_.set_release_threshold(0);
         upstream_.synchronize();
     }
-
-private:
-    std::vector<Buffer> live_;
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/errors.hpp"
+#include "reuse_sim/recycled_ids.hpp"
 #include "reuse_sim/rng.hpp"
 #include "base/sizes.hpp"
 
@@ -53,19 +54,13 @@ protected:
     virtual void finish() {}
 
     std::uint64_t alloc(std::uint64_t size, std::uint32_t tag) {
-        std::uint64_t id;
-        if (!spare_ids_.empty()) {
-            id = spare_ids_.back();
-            spare_ids_.pop_back();
-        } else {
-            id = next_id_++;
-        }
+        const std::uint64_t id = ids_.take();
         events_.push_back(Event{EventKind::alloc, id, std::max<std::uint64_t>(size, 1), stream_, tag, 0});
         return id;
     }
     void free(std::uint64_t id) {
         events_.push_back(Event{EventKind::free, id, 0, stream_, kNoTag, 0});
-        spare_ids_.push_back(id);
+        ids_.give_back(id);
     }
 
     // Activation bytes per sample of layer l: shrinking by stages, as in a CNN.
@@ -91,9 +86,9 @@ protected:
     Rng rng_;
     std::vector<Event> events_;
     std::size_t pos_ = 0;
-    std::uint64_t step_ = 0, ordinal_ = 0, next_id_ = 1, stream_ = 0;
+    std::uint64_t step_ = 0, ordinal_ = 0, stream_ = 0;
     bool finished_ = false;
-    std::vector<std::uint64_t> spare_ids_;
+    RecycledIds<std::uint64_t> ids_{1};
 };
 
 namespace {
