@@ -161,7 +161,7 @@ Report churn_report(const ChurnRequest& q, const ChurnResults& results, const Ou
     return r;
 }
 
-const CommandDefinition kAllocChurnCommand{
+constexpr CommandDefinition kAllocChurnCommand{
     [] { return make_command(CommandFunctions<ChurnOptionsText, ChurnRequest, ChurnResults>{add_options, check, execute, churn_report}); },
     [] { return kLayout.schema(); }};
 

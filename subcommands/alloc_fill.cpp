@@ -215,7 +215,7 @@ Report fill_report(const FillRequest& q, const FillResults& results, const Outpu
     return r;
 }
 
-const CommandDefinition kAllocFillCommand{
+constexpr CommandDefinition kAllocFillCommand{
     [] { return make_command(CommandFunctions<FillOptionsText, FillRequest, FillResults>{add_options, check, execute, fill_report}); },
     [] { return kLayout.schema(); }};
 

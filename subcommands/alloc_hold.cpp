@@ -124,7 +124,7 @@ Report hold_report(const HoldRequest& /*q*/, const HoldResults& results, const O
     return r;
 }
 
-const CommandDefinition kAllocHoldCommand{
+constexpr CommandDefinition kAllocHoldCommand{
     [] { return make_command(CommandFunctions<HoldOptionsText, HoldRequest, HoldResults>{add_options, check, execute, hold_report}); },
     [] { return kLayout.schema(); }};
 

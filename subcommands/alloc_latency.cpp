@@ -190,7 +190,7 @@ Report latency_report(const LatencyRequest& q, const LatencyResults& results, co
     return r;
 }
 
-const CommandDefinition kAllocLatencyCommand{
+constexpr CommandDefinition kAllocLatencyCommand{
     [] { return make_command(CommandFunctions<LatencyOptionsText, LatencyRequest, LatencyResults>{add_options, check, execute, latency_report}); },
     [] { return kLayout.schema(); }};
 

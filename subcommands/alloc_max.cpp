@@ -87,7 +87,7 @@ Report max_report(const MaxRequest& q, const MaxResults& results, const OutputOp
     return r;
 }
 
-const CommandDefinition kAllocMaxCommand{
+constexpr CommandDefinition kAllocMaxCommand{
     [] { return make_command(CommandFunctions<MaxOptionsText, MaxRequest, MaxResults>{add_options, check, execute, max_report}); },
     [] { return kLayout.schema(); }};
 

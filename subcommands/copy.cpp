@@ -346,7 +346,7 @@ Report report(const CopyRequest& q, const CopyResults& results, const OutputOpti
 
 }  // namespace
 
-const CommandDefinition kCopyCommand{
+constexpr CommandDefinition kCopyCommand{
     [] { return make_command(CommandFunctions<CopyOptions, CopyRequest, CopyResults>{add_options, check, execute, report}); },
     copy_document_schema};
 

@@ -148,7 +148,7 @@ void execute(const InfoRequest& q, InfoResults& results, Session& session) {
 
 }  // namespace
 
-const CommandDefinition kInfoCommand{
+constexpr CommandDefinition kInfoCommand{
     [] { return make_command(CommandFunctions<InfoOptions, InfoRequest, InfoResults>{add_options, check, execute, info_report}); },
     info_schema};
 

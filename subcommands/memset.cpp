@@ -218,7 +218,7 @@ DocumentSchema document_schema() {
 }
 }  // namespace
 
-const CommandDefinition kMemsetCommand{
+constexpr CommandDefinition kMemsetCommand{
     [] { return make_command(CommandFunctions<MemsetOptions, MemsetRequest, MemsetResults>{add_options, check, execute, report}); },
     document_schema};
 

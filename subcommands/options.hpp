@@ -44,11 +44,11 @@ struct Globals {
     Origin origin;          // stamped on every document (Report::origin)
 };
 
-void add_global_options(CLI::App& app, GlobalOptions& g);
+void add_global_options(CLI::App& app, GlobalOptions& options);
 // Pure: conflicting formats, bad units, a malformed -d, -d local without a
 // launcher's local rank: UsageError. `launcher` is detect_launcher's answer
 // and `host` gethostname's.
-Globals check_globals(const GlobalOptions& g, const LauncherInfo& launcher, std::string host);
+Globals check_globals(const GlobalOptions& options, const LauncherInfo& launcher, std::string host);
 
 // The -d SPEC, or `fallback` ("0", "all") when none was given.
 DeviceSpec device_spec_or(const Globals& globals, std::string_view fallback);

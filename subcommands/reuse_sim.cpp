@@ -342,7 +342,7 @@ std::size_t ReuseSimRequest::replay_timeline_points() const {
     return std::max<std::size_t>(timeline_points, chart_style.width);
 }
 
-const CommandDefinition kReuseSimCommand{
+constexpr CommandDefinition kReuseSimCommand{
     [] {
         return make_command(
             CommandFunctions<ReuseSimOptions, ReuseSimRequest, ReuseSimResults>{add_options, check, execute_reuse_sim, reuse_sim_report});
