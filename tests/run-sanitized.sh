@@ -25,7 +25,15 @@ if [ ! -f "$build/build.ninja" ]; then
   CC=clang CXX=clang++ meson setup "$build" -Dfuzz=true -Dtests=true -Dgpu_archs=90 \
     -Dman_pages=disabled -Dcompletions=false </dev/null >/dev/null
 fi
-ninja -j"${NINJA_JOBS:-2}" -C "$build" all fuzz </dev/null >/dev/null
+# The build's own output only when it fails (a compile error is on stdout).
+log=$(mktemp)
+if ! ninja -j"${NINJA_JOBS:-2}" -C "$build" all fuzz </dev/null >"$log" 2>&1; then
+  grep -E -A12 '^FAILED|error:' "$log" | head -60 >&2
+  rm -f "$log"
+  echo "run-sanitized.sh: the sanitized build failed"
+  exit 1
+fi
+rm -f "$log"
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=1
 export UBSAN_OPTIONS=print_stacktrace=1

@@ -148,7 +148,9 @@ TEST_CASE("launcher cli: a malformed launcher variable is a usage error naming i
 
 TEST_CASE("launcher cli: the schema declares the origin for every command") {
     const json schemas = json::parse(run_gpumem({"--schema"}).out);
-    for (const auto& [command, schema] : schemas.items()) {
+    for (const auto& item : schemas.items()) {
+        const std::string command = item.key();  // clang 14 cannot capture a structured binding (CAPTURE is a lambda)
+        const json& schema = item.value();
         CAPTURE(command);
         const json& origin = schema.at("properties").at("origin");
         CHECK(origin.at("additionalProperties") == false);
