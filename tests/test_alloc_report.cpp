@@ -12,6 +12,7 @@
 
 #include "alloc.hpp"
 #include "app.hpp"
+#include "in_process.hpp"
 #include "commands.hpp"
 #include "lists.hpp"
 #include "output.hpp"
@@ -82,14 +83,6 @@ std::string difference(const std::set<std::string>& a, const std::set<std::strin
     for (const std::string& k : b)
         if (!a.count(k)) text += " +" + k;
     return text;
-}
-
-// check() and everything before the first driver call, in this process.
-int parse_only(std::vector<std::string> args) {
-    args.insert(args.begin(), "gpumem");
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    return run_gpumem(static_cast<int>(argv.size()), argv.data(), RunMode::parse_only);
 }
 
 // --- synthetic runs

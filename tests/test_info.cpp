@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app.hpp"
+#include "in_process.hpp"
 #include "cli_harness.hpp"
 #include "commands.hpp"
 #include "info_fields.hpp"
@@ -101,14 +102,6 @@ void collect_keys(const json& doc, std::set<std::string>& keys) {
                 if (item.is_object())
                     for (const auto& [inner, unused] : item.items()) keys.insert(key + "." + inner);
     }
-}
-
-// check() and everything before the first driver call, in this process.
-int parse_only(std::vector<std::string> args) {
-    args.insert(args.begin(), "gpumem");
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    return gpumem::cli::run_gpumem(static_cast<int>(argv.size()), argv.data(), RunMode::parse_only);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app.hpp"
+#include "in_process.hpp"
 #include "cli_harness.hpp"
 #include "commands.hpp"
 #include "output.hpp"
@@ -103,14 +104,6 @@ void compare(const json& doc, const json& schema, const std::string& path, std::
     if (schema.contains("required"))
         for (const json& key : schema["required"])
             if (!doc.contains(key.get<std::string>())) problems.push_back("missing " + path + "." + key.get<std::string>());
-}
-
-// check() and everything before the first driver call, in this process.
-int parse_only(std::vector<std::string> args) {
-    args.insert(args.begin(), "gpumem");
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    return gpumem::cli::run_gpumem(static_cast<int>(argv.size()), argv.data(), RunMode::parse_only);
 }
 
 }  // namespace
