@@ -179,13 +179,22 @@ void add_own_options(CLI::App& app, Parsed& p) {
 int fail(const Error& error, const Report& report, const OutputOptions& output, bool json) {
     std::fprintf(stderr, "gpumem: error: %s\n", one_line(error.what()).c_str());
     // stdout itself failed: no document can follow.
-    if (json && dynamic_cast<const OutputError*>(&error) == nullptr) {
+    const bool prometheus = !json && output.format == Format::prometheus;
+    if ((json || prometheus) && dynamic_cast<const OutputError*>(&error) == nullptr) {
         try {
-            write_stdout(render_json_error(report, error, output));
+            write_stdout(prometheus ? render_prometheus(report, static_cast<int>(error.status()))
+                                    : render_json_error(report, error, output));
         } catch (const OutputError&) {
         }
     }
     return static_cast<int>(error.status());
+}
+
+// The origin as metric labels, on every sample of --format prometheus.
+std::vector<std::pair<std::string, std::string>> metric_labels(const Origin& origin) {
+    std::vector<std::pair<std::string, std::string>> labels;
+    for (const auto& [key, value] : origin_labels(origin)) labels.emplace_back(std::string(key), value);
+    return labels;
 }
 
 // Runs a Command through its contract. Results measured before a failure
@@ -200,6 +209,7 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
     } catch (const Error& e) {
         Report partial = command.report(session.output());
         partial.origin = origin_record(globals.origin);
+        partial.metric_labels = metric_labels(globals.origin);
         for (const auto& w : partial.warnings) spdlog::warn("{}", w);
         const bool json_out = json || session.output().format == Format::json;
         if (!json_out && !session.final_written() && partial.has_rows() && dynamic_cast<const OutputError*>(&e) == nullptr)
@@ -208,6 +218,7 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
     }
     Report report = command.report(session.output());
     report.origin = origin_record(globals.origin);
+    report.metric_labels = metric_labels(globals.origin);
     for (const auto& w : report.warnings) spdlog::warn("{}", w);
     if (!session.final_written()) write_stdout(render(report, session.output()));
     return 0;
@@ -263,8 +274,18 @@ Placement read_placement() {
 
 // After parsing: the global options, then --version, --list, --schema or
 // the command. `error_output` gets the format error documents use.
-int dispatch(const Parsed& parsed, Command* command, RunMode mode, bool json, const Placement& placement,
-             OutputOptions& error_output) {
+// --format prometheus exists for the commands whose report() fills metrics.
+void check_prometheus(const Parsed& parsed, const CommandEntry* invoked, const Globals& globals) {
+    if (globals.output.format != Format::prometheus) return;
+    if (!parsed.list && !parsed.schema && invoked && invoked->definition && invoked->definition->prometheus) return;
+    std::string names;
+    for (const CommandEntry& e : kCommands)
+        if (e.definition && e.definition->prometheus) names += (names.empty() ? "" : ", ") + std::string(e.name);
+    throw UsageError("--format prometheus is offered by " + names + " only");
+}
+
+int dispatch(const Parsed& parsed, const CommandEntry* invoked, Command* command, RunMode mode, bool json,
+             const Placement& placement, OutputOptions& error_output) {
     if (parsed.version) {
         if (mode == RunMode::full) write_stdout(version_text());  // version_text asks the driver
         return 0;
@@ -273,6 +294,7 @@ int dispatch(const Parsed& parsed, Command* command, RunMode mode, bool json, co
     // stamped with a wrong rank would mislead a fleet's report.
     if (placement.error) throw UsageError(*placement.error);
     const Globals globals = check_globals(parsed.raw, placement.launcher, placement.host);
+    check_prometheus(parsed, invoked, globals);
     error_output = globals.output;
     setup_logging(globals);
     if (parsed.list) {
@@ -329,7 +351,7 @@ int run_command_line(int argc, char** argv, RunMode mode) {
         return fail(e, empty, error_output, json);
     }
     try {
-        return dispatch(parsed, command.get(), mode, json, placement, error_output);
+        return dispatch(parsed, invoked, command.get(), mode, json, placement, error_output);
     } catch (const Error& e) {
         return fail(e, empty, error_output, json || error_output.format == Format::json);
     } catch (const CLI::ParseError& e) {

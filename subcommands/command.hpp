@@ -104,6 +104,8 @@ std::unique_ptr<Command> make_command(const CommandFunctions<Options, Request, R
 struct CommandDefinition {
     std::unique_ptr<Command> (*make)();
     DocumentSchema (*schema)();  // the JSON document's keys, for --schema
+    // report() fills Report::metrics: the command takes --format prometheus.
+    bool prometheus = false;
 };
 
 struct CommandEntry {

@@ -117,6 +117,7 @@ constexpr Named<Format> kFormatRows[] = {
     {"json", Format::json, "one JSON document (JSON Lines when repeating)"},
     {"csv", Format::csv, "CSV with a header line, units in the headers"},
     {"value", Format::value, "bare tab-separated values of the first table, for shell variables"},
+    {"prometheus", Format::prometheus, "Prometheus text exposition, for node_exporter's textfile collector (info, check)"},
 };
 const NameTable<Format> kFormats{"format", kFormatRows};
 
@@ -231,6 +232,10 @@ std::string render(const Report& report, const OutputOptions& options) {
                     out << '\n';
                 }
             }
+            break;
+        }
+        case Format::prometheus: {
+            out << render_prometheus(report, 0);
             break;
         }
         case Format::value: {

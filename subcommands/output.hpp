@@ -27,7 +27,7 @@ namespace gpumem::cli {
 // JSON documents keep keys in the order they were set.
 using Json = nlohmann::ordered_json;
 
-enum class Format { table, json, csv, value };
+enum class Format { table, json, csv, value, prometheus };
 extern const NameTable<Format> kFormats;
 
 struct OutputOptions {
@@ -74,6 +74,22 @@ struct Table {
     void add_row(std::vector<Cell> row) { rows.push_back(std::move(row)); }
 };
 
+// Prometheus text exposition (format 0.0.4, what node_exporter's textfile
+// collector reads). A command that offers `--format prometheus` fills
+// Report::metrics in report(); the renderer adds the origin's labels (host,
+// job_id, rank...) to every sample and writes # HELP and # TYPE once per family.
+enum class MetricType { gauge, counter };
+struct MetricSample {
+    std::vector<std::pair<std::string, std::string>> labels;  // name, value (escaped by the renderer)
+    double value = 0;
+};
+struct MetricFamily {
+    std::string name;  // gpumem_memory_free_bytes: base units, Prometheus conventions
+    std::string help;
+    MetricType type = MetricType::gauge;
+    std::vector<MetricSample> samples;
+};
+
 struct Report {
     std::string command;
     std::vector<Table> tables;
@@ -85,6 +101,10 @@ struct Report {
     // rank and job, of the process that wrote the document (origin_record).
     // The runner fills it; commands leave it alone.
     Record origin;
+    // --format prometheus: the metric families (commands that offer it only).
+    std::vector<MetricFamily> metrics;
+    // The origin as labels for every sample; the runner fills it with origin.
+    std::vector<std::pair<std::string, std::string>> metric_labels;
 
     bool has_rows() const noexcept;
 };
@@ -225,6 +245,12 @@ const FieldSchemaSet& origin_schema();
 // Rendering
 
 std::string render(const Report& report, const OutputOptions& options);
+// The report's metrics in the text exposition format, with gpumem_run_success
+// (1, or 0 on failure) and gpumem_run_exit_status, so that a textfile
+// collector's file says that the run failed as well as what it measured.
+std::string render_prometheus(const Report& report, int exit_status);
+// A metric or label name made legal: [a-zA-Z_:][a-zA-Z0-9_:]*, others as '_'.
+std::string metric_name(std::string_view text);
 // The JSON document for a failure, with whatever the report already holds.
 std::string render_json_error(const Report& report, const Error& error, const OutputOptions& options);
 Json report_to_json(const Report& report);
