@@ -318,7 +318,7 @@ int run_command_line(int argc, char** argv, RunMode mode) {
     CLI::App app{"gpumem: GPU memory operations from the command line: query, allocate, fill, copy, and simulate reuse.",
                  "gpumem"};
     app.footer("Exit status: 0 ok, 1 runtime/CUDA error, 2 usage error, 3 no usable GPU or driver, "
-               "4 verification failed, 5 out of memory, 6 below --expect-min, 130 interrupted; "
+               "4 verification failed, 5 out of memory, 6 below --expect-min, 7 a check failed, 130 interrupted; "
                "killed by SIGPIPE (141) when stdout's reader goes away. See gpumem(1).");
     app.fallthrough();
     app.require_subcommand(0, 1);

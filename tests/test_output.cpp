@@ -370,7 +370,8 @@ TEST_CASE("output: render_json_error keeps the report and adds ok:false and the 
 TEST_CASE("output: exit status names are distinct") {
     const ExitStatus all[] = {ExitStatus::success,         ExitStatus::runtime_error, ExitStatus::usage_error,
                               ExitStatus::no_device,       ExitStatus::verification_failed,
-                              ExitStatus::out_of_memory,   ExitStatus::below_expectation, ExitStatus::interrupted};
+                              ExitStatus::out_of_memory,   ExitStatus::below_expectation, ExitStatus::check_failed,
+                              ExitStatus::interrupted};
     std::vector<std::string> names;
     for (ExitStatus s : all) names.emplace_back(exit_status_name(s));
     std::sort(names.begin(), names.end());

@@ -11,6 +11,7 @@ const char* exit_status_name(ExitStatus status) noexcept {
         case ExitStatus::verification_failed: return "verification_failed";
         case ExitStatus::out_of_memory: return "out_of_memory";
         case ExitStatus::below_expectation: return "below_expectation";
+        case ExitStatus::check_failed: return "check_failed";
         case ExitStatus::interrupted: return "interrupted";
     }
     return "unknown";

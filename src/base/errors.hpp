@@ -16,6 +16,7 @@ enum class ExitStatus : int {
     verification_failed = 4,
     out_of_memory = 5,
     below_expectation = 6,
+    check_failed = 7,
     interrupted = 130,
 };
 
@@ -81,6 +82,14 @@ class ExpectationError : public Error {
 public:
     explicit ExpectationError(const std::string& message)
         : Error(message, ExitStatus::below_expectation) {}
+};
+
+// A health check (gpumem check) gave a failing verdict, or gpumem report
+// found a failed check or an outlier among the documents it merged.
+class CheckFailedError : public Error {
+public:
+    explicit CheckFailedError(const std::string& message)
+        : Error(message, ExitStatus::check_failed) {}
 };
 
 // The user pressed Ctrl-C or sent SIGTERM; work stopped cleanly.

@@ -180,6 +180,7 @@ InventorySnapshot DeviceInventory::snapshot(const std::vector<std::size_t>& posi
             if (fields.pcie) r.pcie = nvml_->pcie_link(index);
             if (fields.peak_bandwidth) r.peak_memory_bandwidth = nvml_->peak_memory_bandwidth(index);
             if (fields.processes) r.processes = nvml_->compute_processes(index);
+            if (fields.health) r.health = nvml_->health(index);
         } else {
             GPUMEM_CUDA_CALL(cudaSetDevice(r.id.cuda_index->ordinal()));
             std::size_t free_bytes = 0, total_bytes = 0;

@@ -27,6 +27,7 @@ struct DeviceReport {
     std::optional<NvmlPcieLink> pcie;
     std::optional<double> peak_memory_bandwidth;  // bytes/s
     std::vector<NvmlProcess> processes;
+    std::optional<NvmlHealth> health;  // when asked for (SnapshotFields::health) and NVML answers
 };
 
 struct InventorySnapshot {
@@ -56,6 +57,7 @@ struct SnapshotFields {
     bool pcie = false;
     bool peak_bandwidth = false;
     bool processes = false;
+    bool health = false;  // ECC, remapped rows, retired pages, memory clock, clock event reasons
 };
 
 class DeviceInventory {

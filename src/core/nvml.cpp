@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <cstdio>
 #include <cstring>
 #include <future>
 #include <fstream>
@@ -73,6 +74,13 @@ struct Nvml::Api {
     nvmlReturn_t (*device_bus_width)(nvmlDevice_t, unsigned*) = nullptr;
     nvmlReturn_t (*device_max_clock)(nvmlDevice_t, unsigned, unsigned*) = nullptr;
     nvmlReturn_t (*device_cpu_affinity)(nvmlDevice_t, unsigned, unsigned long*) = nullptr;
+    nvmlReturn_t (*device_ecc_mode)(nvmlDevice_t, int*, int*) = nullptr;
+    nvmlReturn_t (*device_total_ecc)(nvmlDevice_t, int, int, unsigned long long*) = nullptr;
+    nvmlReturn_t (*device_remapped_rows)(nvmlDevice_t, unsigned*, unsigned*, unsigned*, unsigned*) = nullptr;
+    nvmlReturn_t (*device_retired_pages)(nvmlDevice_t, int, unsigned*, unsigned long long*) = nullptr;
+    nvmlReturn_t (*device_retired_pending)(nvmlDevice_t, int*) = nullptr;
+    nvmlReturn_t (*device_clock)(nvmlDevice_t, unsigned, unsigned*) = nullptr;
+    nvmlReturn_t (*device_clock_reasons)(nvmlDevice_t, unsigned long long*) = nullptr;
 
     nvmlDevice_t handle(unsigned index) const {
         nvmlDevice_t h = nullptr;
@@ -149,6 +157,15 @@ std::unique_ptr<Nvml> Nvml::open_now(std::string& why_not) {
     load(a.device_bus_width, "nvmlDeviceGetMemoryBusWidth");
     load(a.device_max_clock, "nvmlDeviceGetMaxClockInfo");
     load(a.device_cpu_affinity, "nvmlDeviceGetCpuAffinity");
+    load(a.device_ecc_mode, "nvmlDeviceGetEccMode");
+    load(a.device_total_ecc, "nvmlDeviceGetTotalEccErrors");
+    load(a.device_remapped_rows, "nvmlDeviceGetRemappedRows");
+    load(a.device_retired_pages, "nvmlDeviceGetRetiredPages");
+    load(a.device_retired_pending, "nvmlDeviceGetRetiredPagesPendingStatus");
+    load(a.device_clock, "nvmlDeviceGetClockInfo");
+    // Renamed from "throttle" in CUDA 12.2's NVML; older drivers have only the old name.
+    load(a.device_clock_reasons, "nvmlDeviceGetCurrentClocksEventReasons");
+    if (!a.device_clock_reasons) load(a.device_clock_reasons, "nvmlDeviceGetCurrentClocksThrottleReasons");
     if (!a.init || !a.shutdown || !a.error_string || !a.device_count || !a.device_handle || !a.device_name ||
         !a.device_uuid || !a.device_pci || !a.device_memory) {
         why_not = "libnvidia-ml.so.1 lacks required functions (driver too old)";
@@ -320,6 +337,99 @@ std::vector<int> Nvml::cpu_affinity(unsigned index) const {
         for (int b = 0; b < bits; ++b)
             if (mask[w] & (1UL << b)) cpus.push_back(static_cast<int>(w) * bits + b);
     return cpus;
+}
+
+namespace {
+
+// nvml.h's nvmlClocksEventReason* bits, named as nvidia-smi -q names them.
+struct ClockReason {
+    std::uint64_t bit;
+    const char* name;
+    bool bad;  // a fault or a limit holds the clocks back
+};
+constexpr ClockReason kClockReasons[] = {
+    {0x1, "gpu_idle", false},
+    {0x2, "applications_clocks_setting", false},
+    {0x4, "sw_power_cap", true},
+    {0x8, "hw_slowdown", true},
+    {0x10, "sync_boost", false},
+    {0x20, "sw_thermal_slowdown", true},
+    {0x40, "hw_thermal_slowdown", true},
+    {0x80, "hw_power_brake_slowdown", true},
+    {0x100, "display_clock_setting", false},
+};
+
+// NVML_MEMORY_ERROR_TYPE_* and NVML_*_ECC counter types, page retirement causes.
+constexpr int kCorrected = 0, kUncorrected = 1, kVolatile = 0, kAggregate = 1;
+constexpr int kRetiredSbe = 0, kRetiredDbe = 1;
+
+template <typename Fn>
+std::optional<std::uint64_t> ecc_count(Fn fn, nvmlDevice_t h, int type, int counter) {
+    unsigned long long n = 0;
+    if (!fn || fn(h, type, counter, &n) != NVML_SUCCESS) return std::nullopt;
+    return n;
+}
+
+}  // namespace
+
+std::vector<std::string> clock_event_reason_names(std::uint64_t reasons) {
+    std::vector<std::string> names;
+    std::uint64_t known = 0;
+    for (const ClockReason& r : kClockReasons) {
+        known |= r.bit;
+        if (reasons & r.bit) names.emplace_back(r.name);
+    }
+    if (const std::uint64_t rest = reasons & ~known) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(rest));
+        names.emplace_back(buf);
+    }
+    return names;
+}
+
+std::uint64_t clock_event_reasons_bad(std::uint64_t reasons) noexcept {
+    std::uint64_t bad = 0;
+    for (const ClockReason& r : kClockReasons)
+        if (r.bad) bad |= r.bit;
+    return reasons & bad;
+}
+
+NvmlHealth Nvml::health(unsigned index) const {
+    const Api& a = *api_;
+    nvmlDevice_t h = a.handle(index);
+    NvmlHealth out;
+    int current = 0, pending = 0;
+    if (a.device_ecc_mode && a.device_ecc_mode(h, &current, &pending) == NVML_SUCCESS) {
+        out.ecc_enabled = current != 0;
+        out.ecc_pending = pending != 0;
+    }
+    out.ecc_corrected_volatile = ecc_count(a.device_total_ecc, h, kCorrected, kVolatile);
+    out.ecc_uncorrected_volatile = ecc_count(a.device_total_ecc, h, kUncorrected, kVolatile);
+    out.ecc_corrected_aggregate = ecc_count(a.device_total_ecc, h, kCorrected, kAggregate);
+    out.ecc_uncorrected_aggregate = ecc_count(a.device_total_ecc, h, kUncorrected, kAggregate);
+    unsigned correctable = 0, uncorrectable = 0, remap_pending = 0, failure = 0;
+    if (a.device_remapped_rows && a.device_remapped_rows(h, &correctable, &uncorrectable, &remap_pending, &failure) == NVML_SUCCESS) {
+        out.remapped_rows_correctable = correctable;
+        out.remapped_rows_uncorrectable = uncorrectable;
+        out.remapped_rows_pending = remap_pending != 0;
+        out.remapped_rows_failure = failure != 0;
+    }
+    // A count of 0 asks only how many pages there are: NVML answers
+    // NVML_ERROR_INSUFFICIENT_SIZE with the count when there are some.
+    for (const int cause : {kRetiredSbe, kRetiredDbe}) {
+        unsigned count = 0;
+        if (!a.device_retired_pages) break;
+        const nvmlReturn_t r = a.device_retired_pages(h, cause, &count, nullptr);
+        if (r == NVML_SUCCESS || r == NVML_ERROR_INSUFFICIENT_SIZE) (cause == kRetiredSbe ? out.retired_pages_sbe : out.retired_pages_dbe) = count;
+    }
+    int retired_pending = 0;
+    if (a.device_retired_pending && a.device_retired_pending(h, &retired_pending) == NVML_SUCCESS) out.retired_pages_pending = retired_pending != 0;
+    unsigned mhz = 0;
+    if (a.device_clock && a.device_clock(h, NVML_CLOCK_MEM, &mhz) == NVML_SUCCESS) out.memory_clock_mhz = mhz;
+    if (a.device_max_clock && a.device_max_clock(h, NVML_CLOCK_MEM, &mhz) == NVML_SUCCESS) out.memory_clock_max_mhz = mhz;
+    unsigned long long reasons = 0;
+    if (a.device_clock_reasons && a.device_clock_reasons(h, &reasons) == NVML_SUCCESS) out.clock_event_reasons = reasons;
+    return out;
 }
 
 }  // namespace gpumem

@@ -33,6 +33,33 @@ struct NvmlProcess {
     std::optional<std::uint64_t> used_memory;  // absent when NVML cannot tell (e.g. other containers)
 };
 
+// Memory health as NVML reports it. Each figure is empty when the GPU or the
+// driver does not support it (NVML_ERROR_NOT_SUPPORTED and the like): such a
+// figure is "n/a", never a failure. Remapped rows exist on Ampere and newer,
+// retired pages on older GPUs.
+struct NvmlHealth {
+    std::optional<bool> ecc_enabled;  // ECC mode now
+    std::optional<bool> ecc_pending;  // ECC mode after the next reboot
+    // nvmlDeviceGetTotalEccErrors: volatile since the driver loaded, aggregate over the GPU's life.
+    std::optional<std::uint64_t> ecc_corrected_volatile, ecc_uncorrected_volatile;
+    std::optional<std::uint64_t> ecc_corrected_aggregate, ecc_uncorrected_aggregate;
+    std::optional<unsigned> remapped_rows_correctable, remapped_rows_uncorrectable;
+    std::optional<bool> remapped_rows_pending;  // a remap waits for a GPU reset
+    std::optional<bool> remapped_rows_failure;  // a remap failed: the GPU needs service
+    std::optional<unsigned> retired_pages_sbe, retired_pages_dbe;
+    std::optional<bool> retired_pages_pending;
+    std::optional<unsigned> memory_clock_mhz, memory_clock_max_mhz;
+    // nvmlClocksEventReason* bits active now (0: the clocks are not held back).
+    std::optional<std::uint64_t> clock_event_reasons;
+};
+
+// Names of the clock event (throttle) reason bits, as nvidia-smi prints them
+// under "Clocks Event Reasons"; unknown bits as hex.
+std::vector<std::string> clock_event_reason_names(std::uint64_t reasons);
+// Reasons that mean the clocks are held back by a fault or a limit (power
+// brake, thermal slowdown, HW slowdown...), as opposed to idle or a set clock.
+std::uint64_t clock_event_reasons_bad(std::uint64_t reasons) noexcept;
+
 class Nvml {
 public:
     // Loads libnvidia-ml.so.1 and initialises it; nullptr with `why_not` set if
@@ -63,6 +90,8 @@ public:
     // width (double data rate), as NVIDIA computes its datasheet figure.
     std::optional<double> peak_memory_bandwidth(unsigned index) const;
     std::vector<NvmlProcess> compute_processes(unsigned index) const;
+    // Every health figure of device `index`; unsupported ones stay empty.
+    NvmlHealth health(unsigned index) const;
     // CPUs close to the GPU, as a list of CPU numbers; empty if unknown.
     std::vector<int> cpu_affinity(unsigned index) const;
 
