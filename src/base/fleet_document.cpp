@@ -125,8 +125,11 @@ Document read_envelope(const Json& doc, int max_schema_version) {
         throw UsageError("schema_version " + std::to_string(*version) + ": written by a newer gpumem (this one reads up to " +
                          std::to_string(max_schema_version) + ")");
     Document d;
-    d.command = text_at(doc, "command", "").value_or("");
-    if (d.command.empty()) wrong("command", "a command name");
+    // An error found before the command was known (an unknown command, a
+    // bad global option) has an empty command: still a gpumem document.
+    const std::optional<std::string> command = text_at(doc, "command", "");
+    if (!command) wrong("command", "a command name");
+    d.command = *command;
     if (d.command == "report")
         throw UsageError("a report's own document: give report the documents it was made from");
     const Json* ok = member(doc, "ok");
@@ -266,6 +269,9 @@ std::size_t error_line(std::string_view text, std::size_t line, std::size_t byte
 std::string parse_reason(const std::string& what) {
     const std::size_t at = what.find(": ");
     std::string reason = at == std::string::npos ? what : what.substr(at + 2);
+    // nlohmann quotes what it last read: bytes of a binary file stay off the terminal.
+    for (char& c : reason)
+        if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
     if (reason.rfind("syntax error while parsing ", 0) == 0) reason.erase(0, 27);
     return "malformed JSON: " + reason;
 }

@@ -97,7 +97,7 @@ private:
     }
 
     void touch(std::size_t row, const Document& d, std::vector<std::size_t>& touched) {
-        add_unique(rows_[row].commands, d.command);
+        if (!d.command.empty()) add_unique(rows_[row].commands, d.command);
         rows_[row].sources.push_back(d.source);
         if (std::find(touched.begin(), touched.end(), row) == touched.end()) touched.push_back(row);
     }
@@ -138,7 +138,7 @@ private:
         }
         for (std::size_t row : touched) {
             add_unique(rows_[row].error_codes, d.error->code);
-            add_unique(rows_[row].errors, d.command + ": " + d.error->message);
+            add_unique(rows_[row].errors, (d.command.empty() ? "gpumem" : d.command) + ": " + d.error->message);
         }
     }
 
