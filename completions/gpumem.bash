@@ -30,6 +30,7 @@ _gpumem_opts_reuse_sim="--workload --steps --seed --change-rate --batch --layers
     --roundup-power2-divisions --release-threshold --sync-every --capacity --costs --timeline --timeline-points
     --save-trace --no-chart --execute"
 
+_gpumem_opts_report="--outlier-fraction --strict"
 # Options whose next word is their value (all commands).
 _gpumem_value_opts="-d --device --format --units --list
     --query --pick --min-free -l --loop --count
@@ -40,7 +41,8 @@ _gpumem_value_opts="-d --device --format --units --list
     --workload --steps --change-rate --batch --layers --sample-bytes --max-detections --prompt --tokens --streams
     --trace --trace-format --strategy --ring-buffers --ring-size --pool-initial --pool-max --bins --bin-blocks
     --max-split-size --max-non-split-rounding --roundup-power2-divisions --release-threshold --sync-every --capacity
-    --costs --timeline --timeline-points --save-trace"
+    --costs --timeline --timeline-points --save-trace
+    --outlier-fraction"
 
 # Values that are comma lists, as CONTEXT:OPTION; `all` is offered where the
 # option takes it.
