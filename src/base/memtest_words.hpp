@@ -62,10 +62,13 @@ GPUMEM_HOST_DEVICE std::uint64_t block_seed_word(std::uint64_t index, std::uint6
 
 // Global index of the lower-half word whose value the upper-half word at
 // global `index` holds after block moves shifted by `shift` words.
+// Kernels evaluate this for every word: the shift is small next to any
+// real half, so the 64-bit divisions (slow on a GPU) are skipped there.
 GPUMEM_HOST_DEVICE std::uint64_t block_move_source(std::uint64_t index, std::uint64_t shift, const ChunkSpan& chunk) {
     const std::uint64_t half = chunk.words / 2;
     const std::uint64_t j = index - chunk.first - half;
-    return chunk.first + (j + half - shift % half) % half;
+    const std::uint64_t s = shift < half ? shift : shift % half;
+    return chunk.first + (j >= s ? j - s : j + half - s);
 }
 
 template <WordKind K>

@@ -85,12 +85,8 @@ __global__ void sm_copy_bytes_kernel(unsigned char* dst, const unsigned char* sr
 
 constexpr int kThreads = 512;
 
-// The streaming kernels' variant: the one line to change when
-// bench/fill_verify_kernels finds a faster one. 16-byte vectors, four of them
-// in flight a thread, plain loads and stores, 32-bit indices where they fit,
-// a resident grid striding over the buffer: read bandwidth on HBM needs many
-// bytes in flight per SM, which 8-byte loads one at a time do not give.
-using Stream = stream::Config<4, stream::Load::plain, stream::Store::plain, false, stream::Grid::resident>;
+// The fill, verify and memtest kernels' variant (see stream_kernels.cuh).
+using Stream = stream::Default;
 
 unsigned grid_for(size_t work) {
     // Enough blocks to fill any current GPU several times over; grid-stride loops do the rest.

@@ -1,9 +1,9 @@
 // Streaming kernels over 64-bit words, as templates: fill, verify, and
 // verify-then-write a word function over a buffer, a rotating copy, and a
-// strided check. core/kernels.cu instantiates them with one Config (its
-// kStream line) and bench/fill_verify_kernels.cu with every variant it
-// compares, so that the variant the benchmark finds fastest is switched in
-// by changing that one line. CUDA only (nvcc); plain C++ uses
+// strided check. core/kernels.cu instantiates them with `Default` below and
+// bench/fill_verify_kernels.cu with every variant it compares, so that the
+// variant the benchmark finds fastest is switched in by changing that one
+// line. CUDA only (nvcc); plain C++ uses
 // core/kernels.hpp.
 #pragma once
 
@@ -42,6 +42,14 @@ struct Config {
     static constexpr Grid grid = GridV;
     static constexpr int threads = ThreadsV;
 };
+
+// The variant gpumem's kernels use (core/kernels.cu): the one line to change
+// when bench/fill_verify_kernels finds a faster one. 16-byte vectors, four of
+// them in flight a thread, plain loads and stores, 32-bit indices where they
+// fit, a resident grid striding over the buffer: reading HBM at full rate
+// needs many bytes in flight per SM, which one 8-byte load at a time a
+// thread does not give.
+using Default = Config<4, Load::plain, Store::plain, false, Grid::resident>;
 
 // ---------------------------------------------------------------------------
 // Word functions: the value at (global word index, device address).
