@@ -43,7 +43,7 @@ void moving_inversions(std::vector<MemtestPhase>& phases, std::uint64_t p) {
 // The block-move shift in words: even, so moves stay in whole 16-byte
 // vectors, and half of it odd, so that no shift maps the seed pattern onto
 // itself and every upper-half word changes in the move.
-std::uint64_t block_shift(unsigned iteration) { return 2 * (2 * (iteration % 32) + 1); }
+std::uint64_t block_shift(unsigned iteration) { return 2 * (2 * static_cast<std::uint64_t>(iteration % 32) + 1); }
 
 void block_move(std::vector<MemtestPhase>& phases, unsigned iteration) {
     const std::uint64_t rotation = iteration % 64;

@@ -140,12 +140,16 @@ struct NoRecorder {
 // Count and first index (a struct with `mismatches` and `first_bad_index`),
 // one atomic pair per thread that saw a mismatch: gpumem 0.1's bookkeeping.
 template <class Result>
+__device__ void add_count(Result* result, const Mismatch& m) {
+    atomicAdd(&result->mismatches, m.count);
+    atomicMin(&result->first_bad_index, m.first);
+}
+
+template <class Result>
 struct ThreadCountRecorder {
     Result* result;
     __device__ void flush(const Mismatch& m) const {
-        if (m.count == 0) return;
-        atomicAdd(&result->mismatches, m.count);
-        atomicMin(&result->first_bad_index, m.first);
+        if (m.count != 0) add_count(result, m);
     }
 };
 
@@ -156,9 +160,7 @@ struct WarpCountRecorder {
     __device__ void flush(const Mismatch& m) const {
         if (!__any_sync(kFullWarp, m.count != 0)) return;
         const Mismatch w = warp_reduce(m);
-        if ((threadIdx.x & 31) != 0) return;
-        atomicAdd(&result->mismatches, w.count);
-        atomicMin(&result->first_bad_index, w.first);
+        if ((threadIdx.x & 31) == 0) add_count(result, w);
     }
 };
 
@@ -297,36 +299,40 @@ __global__ void __launch_bounds__(Cfg::threads) words_kernel(u64* data, u64 word
 // overflow (loop increments stay below 2^32).
 constexpr u64 kNarrowIndexLimit = 1ULL << 31;
 
-// SMs of the current device, cached per device.
-inline int current_sm_count() {
-    constexpr int kCached = 64;
-    static std::atomic<int> cache[kCached];
+// compute() for the current device, kept in `cache` (one per device ordinal
+// below 64; 0 means not yet known). Device attributes do not change while a
+// process runs.
+template <class Compute>
+int cached_for_current_device(std::atomic<int> (&cache)[64], Compute compute) {
     int device = 0;
     if (cudaGetDevice(&device) != cudaSuccess) return 1;
-    if (device >= 0 && device < kCached) {
+    const bool cacheable = device >= 0 && device < 64;
+    if (cacheable) {
         if (const int n = cache[device].load(std::memory_order_relaxed)) return n;
     }
-    int n = 0;
-    if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || n <= 0) n = 1;
-    if (device >= 0 && device < kCached) cache[device].store(n, std::memory_order_relaxed);
+    int n = compute(device);
+    if (n <= 0) n = 1;
+    if (cacheable) cache[device].store(n, std::memory_order_relaxed);
     return n;
 }
 
-// Blocks of `kernel` resident on one SM of the current device, cached per
-// kernel and device.
+// SMs of the current device.
+inline int current_sm_count() {
+    static std::atomic<int> cache[64];
+    return cached_for_current_device(cache, [](int device) {
+        int n = 0;
+        return cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) == cudaSuccess ? n : 1;
+    });
+}
+
+// Blocks of `Kernel` resident on one SM of the current device.
 template <auto Kernel, int Threads>
 int resident_blocks_per_sm() {
-    constexpr int kCached = 64;
-    static std::atomic<int> cache[kCached];
-    int device = 0;
-    if (cudaGetDevice(&device) != cudaSuccess) return 1;
-    if (device >= 0 && device < kCached) {
-        if (const int n = cache[device].load(std::memory_order_relaxed)) return n;
-    }
-    int n = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, Kernel, Threads, 0) != cudaSuccess || n <= 0) n = 1;
-    if (device >= 0 && device < kCached) cache[device].store(n, std::memory_order_relaxed);
-    return n;
+    static std::atomic<int> cache[64];
+    return cached_for_current_device(cache, [](int) {
+        int n = 0;
+        return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, Kernel, Threads, 0) == cudaSuccess ? n : 1;
+    });
 }
 
 template <class Cfg, auto Kernel>
