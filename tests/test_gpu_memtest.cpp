@@ -6,6 +6,7 @@
 // fill/verify pattern kernels at unaligned starts and odd lengths.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <thread>
