@@ -23,10 +23,11 @@ fi
 
 promtool=${PROMTOOL-promtool}
 [ -n "$promtool" ] && ! command -v "$promtool" >/dev/null 2>&1 && promtool=
-# The first python3 with the module: a pyenv or venv python3 first on PATH
-# often lacks the Debian package that /usr/bin/python3 has.
+# The first python3 with the module: Debian's (what CI installs), then the
+# one on PATH (a pyenv or venv python3 first on PATH often lacks the Debian
+# package, and a pyenv shim takes half a second to start).
 python=
-if [ -n "${PROMETHEUS_PYTHON+set}" ]; then candidates=("$PROMETHEUS_PYTHON"); else candidates=(python3 /usr/bin/python3); fi
+if [ -n "${PROMETHEUS_PYTHON+set}" ]; then candidates=("$PROMETHEUS_PYTHON"); else candidates=(/usr/bin/python3 python3); fi
 for p in "${candidates[@]}"; do
   if [ -n "$p" ] && "$p" -c 'import prometheus_client.parser' >/dev/null 2>&1; then python=$p; break; fi
 done
@@ -35,51 +36,62 @@ if [ -z "$promtool" ] && [ -z "$python" ]; then
   exit 77
 fi
 
-# Reads one file; prints each problem on a line and exits 1 if there is any.
+# Reads every file (one interpreter for them all: it takes longer to start
+# than to read); prints each problem as FILE: problem and exits 1 if there is any.
 read -r -d '' python_check <<'EOF'
 import re, sys
 from prometheus_client.parser import text_string_to_metric_families
-path = sys.argv[1]
-with open(path, encoding="utf-8") as f:
-    text = f.read()
-problems = []
 name_ok = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 label_ok = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
-try:
-    families = list(text_string_to_metric_families(text))
-except Exception as e:  # the parser's own error: a malformed line
-    print(f"prometheus_client: {type(e).__name__}: {e}")
-    sys.exit(1)
-seen_families, seen_series = set(), set()
-for fam in families:
-    if fam.name in seen_families:
-        problems.append(f"family {fam.name} appears twice (a second # HELP or # TYPE)")
-    seen_families.add(fam.name)
-    if fam.type == "unknown":
-        problems.append(f"family {fam.name} has no # TYPE line")
-    if not fam.documentation:
-        problems.append(f"family {fam.name} has no # HELP text")
-    for s in fam.samples:
-        if not name_ok.match(s.name):
-            problems.append(f"bad metric name {s.name!r}")
-        for label in s.labels:
-            if not label_ok.match(label) or label.startswith("__"):
-                problems.append(f"{s.name}: bad label name {label!r}")
-        series = (s.name, tuple(sorted(s.labels.items())))
-        if series in seen_series:
-            problems.append(f"series {s.name}{dict(s.labels)} appears twice")
-        seen_series.add(series)
-for p in problems:
-    print(f"prometheus_client: {p}")
-sys.exit(1 if problems else 0)
+
+def problems_of(text):
+    try:
+        families = list(text_string_to_metric_families(text))
+    except Exception as e:  # the parser's own error: a malformed line
+        return [f"{type(e).__name__}: {e}"]
+    problems = []
+    seen_families, seen_series = set(), set()
+    for fam in families:
+        if fam.name in seen_families:
+            problems.append(f"family {fam.name} appears twice (a second # HELP or # TYPE)")
+        seen_families.add(fam.name)
+        if fam.type == "unknown":
+            problems.append(f"family {fam.name} has no # TYPE line")
+        if not fam.documentation:
+            problems.append(f"family {fam.name} has no # HELP text")
+        for s in fam.samples:
+            if not name_ok.match(s.name):
+                problems.append(f"bad metric name {s.name!r}")
+            for label in s.labels:
+                if not label_ok.match(label) or label.startswith("__"):
+                    problems.append(f"{s.name}: bad label name {label!r}")
+            series = (s.name, tuple(sorted(s.labels.items())))
+            if series in seen_series:
+                problems.append(f"series {s.name}{dict(s.labels)} appears twice")
+            seen_series.add(series)
+    return problems
+
+failed = False
+for path in sys.argv[1:]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            problems = problems_of(f.read())
+    except UnicodeDecodeError as e:  # the format is UTF-8
+        problems = [f"not UTF-8: {e}"]
+    for p in problems:
+        print(f"{path}: prometheus_client: {p}")
+    failed = failed or bool(problems)
+sys.exit(1 if failed else 0)
 EOF
 
-status=0
 for file in "$@"; do
   if [ ! -f "$file" ] || [ ! -r "$file" ]; then
     echo "prometheus-check: $file: not a readable file" >&2
     exit 2
   fi
+done
+status=0
+for file in "$@"; do
   if [ -n "$promtool" ]; then
     # promtool prints lint problems on stdout, parse errors on stderr; any
     # output at all is a problem.
@@ -90,12 +102,8 @@ for file in "$@"; do
       status=1
     fi
   fi
-  if [ -n "$python" ]; then
-    out=$("$python" -c "$python_check" "$file" 2>&1)
-    if [ $? -ne 0 ]; then
-      printf '%s:\n%s\n' "$file" "$out" >&2
-      status=1
-    fi
-  fi
 done
+if [ -n "$python" ] && ! "$python" -c "$python_check" "$@" >&2; then
+  status=1
+fi
 exit $status

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <doctest/doctest.h>
+
 #include "cli_harness.hpp"
 
 namespace prometheus_text {
@@ -115,16 +117,39 @@ inline std::string check_script() {
     return std::string(dir ? dir : GPUMEM_TESTS_SOURCE_DIR) + "/prometheus-check.sh";
 }
 
-// env: "PROMTOOL=" or "PROMETHEUS_PYTHON=" leaves that reader out.
-inline Check check(const std::string& text, const std::vector<std::string>& env = {}) {
-    char path[] = "/tmp/gpumem-prometheus-XXXXXX";
-    const int fd = mkstemp(path);
-    if (fd < 0) throw std::runtime_error("mkstemp failed");
-    close(fd);
-    std::ofstream(path, std::ios::binary) << text;
-    const RunResult r = run_program("/bin/bash", {check_script(), path}, env);
-    std::remove(path);
+// The script on several texts at once (it starts its readers once for them
+// all). env: "PROMTOOL=" or "PROMETHEUS_PYTHON=" leaves that reader out.
+inline Check check(const std::vector<std::string>& texts, const std::vector<std::string>& env = {}) {
+    std::vector<std::string> paths;
+    for (const std::string& text : texts) {
+        char path[] = "/tmp/gpumem-prometheus-XXXXXX";
+        const int fd = mkstemp(path);
+        if (fd < 0) throw std::runtime_error("mkstemp failed");
+        close(fd);
+        std::ofstream(path, std::ios::binary) << text;
+        paths.emplace_back(path);
+    }
+    std::vector<std::string> args{check_script()};
+    args.insert(args.end(), paths.begin(), paths.end());
+    const RunResult r = run_program("/bin/bash", args, env);
+    for (const std::string& path : paths) std::remove(path.c_str());
     return {r.status, r.err + r.out};
+}
+
+inline Check check(const std::string& text, const std::vector<std::string>& env = {}) {
+    return check(std::vector<std::string>{text}, env);
+}
+
+// A test's check: the script accepts every text, or cannot run here (no
+// reader installed: said, and not failed, as a GPU machine may lack both).
+inline void expect_valid(const std::vector<std::string>& texts) {
+    const Check c = check(texts);
+    if (c.status == 77) {
+        MESSAGE("promtool and prometheus_client both missing: exposition not validated");
+        return;
+    }
+    CAPTURE(c.messages);
+    CHECK(c.status == 0);
 }
 
 }  // namespace prometheus_text
