@@ -15,6 +15,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -740,45 +741,62 @@ TEST_CASE("gpu info: each health field by its key and its nvidia-smi names, as J
     }
 }
 
-TEST_CASE("gpu info: health fields agree with nvidia-smi" * doctest::skip(!have_nvidia_smi())) {
-    const json doc = gpumem_json({"info", "--query", "uuid,ecc_enabled,ecc_uncorrected_aggregate,memory_clock_max_mhz"}, kAllVisible);
-    const Shell smi = shell("nvidia-smi --query-gpu=uuid,ecc.mode.current,ecc.errors.uncorrected.aggregate.total,clocks.max.memory "
-                            "--format=csv,noheader,nounits");
-    if (smi.status != 0) {
-        MESSAGE("nvidia-smi refused the query: not compared");
-        return;
+namespace {
+
+// nvidia-smi's CSV rows by their first cell (the UUID); none when it refuses the query.
+std::optional<std::map<std::string, std::vector<std::string>>> smi_by_uuid(const std::string& query) {
+    const Shell r = shell("nvidia-smi " + query + " --format=csv,noheader,nounits");
+    if (r.status != 0) {
+        MESSAGE("nvidia-smi refused " << query << ": not compared");
+        return std::nullopt;
     }
-    for (const std::string& line : lines_of(smi.out)) {
-        if (trim(line).empty()) continue;
-        const auto f = split(line, ',');
+    std::map<std::string, std::vector<std::string>> rows;
+    for (const std::string& line : lines_of(r.out))
+        if (!trim(line).empty()) rows[split(line, ',').at(0)] = split(line, ',');
+    return rows;
+}
+
+// gpumem's devices (all visible) by UUID, with the fields of `query` after uuid.
+std::map<std::string, json> gpumem_by_uuid(const std::string& query) {
+    std::map<std::string, json> devices;
+    for (const json& d : gpumem_json({"info", "--query", "uuid," + query}, kAllVisible).at("devices")) devices[d.at("uuid")] = d;
+    return devices;
+}
+
+// A count nvidia-smi prints as digits, or as [N/A] where gpumem has null.
+void check_count(const json& ours, const std::string& smi) {
+    CAPTURE(smi);
+    if (all_digits(smi)) CHECK(ours == std::stoull(smi));
+    else CHECK(ours.is_null());
+}
+
+}  // namespace
+
+TEST_CASE("gpu info: health fields agree with nvidia-smi" * doctest::skip(!have_nvidia_smi())) {
+    const auto smi = smi_by_uuid("--query-gpu=uuid,ecc.mode.current,ecc.errors.uncorrected.aggregate.total,clocks.max.memory");
+    if (!smi) return;
+    const auto ours = gpumem_by_uuid("ecc_enabled,ecc_uncorrected_aggregate,memory_clock_max_mhz");
+    REQUIRE(ours.size() == smi->size());
+    for (const auto& [uuid, f] : *smi) {
+        const json& d = ours.at(uuid);
+        CAPTURE(d.dump());
         REQUIRE(f.size() == 4);
-        CAPTURE(line);
-        const auto& devices = doc.at("devices");
-        const auto it = std::find_if(devices.begin(), devices.end(), [&](const json& d) { return d.at("uuid") == f[0]; });
-        REQUIRE(it != devices.end());
-        const json& d = *it;
         if (f[1] == "Enabled" || f[1] == "Disabled") CHECK(d.at("ecc_enabled") == (f[1] == "Enabled"));
         else CHECK(d.at("ecc_enabled").is_null());
-        if (all_digits(f[2])) CHECK(d.at("ecc_uncorrected_aggregate") == std::stoull(f[2]));
-        else CHECK(d.at("ecc_uncorrected_aggregate").is_null());
-        if (all_digits(f[3])) CHECK(d.at("memory_clock_max_mhz") == std::stoull(f[3]));
+        check_count(d.at("ecc_uncorrected_aggregate"), f[2]);
+        check_count(d.at("memory_clock_max_mhz"), f[3]);
     }
-    // Remapped rows have a query of their own in nvidia-smi.
-    const json rows = gpumem_json({"info", "--query", "uuid,remapped_rows.correctable,remapped_rows.uncorrectable"}, kAllVisible);
-    const Shell remap = shell("nvidia-smi --query-remapped-rows=gpu_uuid,remapped_rows.correctable,remapped_rows.uncorrectable "
-                              "--format=csv,noheader,nounits");
-    if (remap.status != 0) {
-        MESSAGE("nvidia-smi --query-remapped-rows refused: not compared");
-        return;
-    }
-    for (const std::string& line : lines_of(remap.out)) {
-        const auto f = split(line, ',');
-        if (f.size() != 3 || !all_digits(f[1])) continue;
-        CAPTURE(line);
-        for (const json& d : rows.at("devices"))
-            if (d.at("uuid") == f[0]) {
-                CHECK(d.at("remapped_rows_correctable") == std::stoull(f[1]));
-                CHECK(d.at("remapped_rows_uncorrectable") == std::stoull(f[2]));
-            }
+}
+
+TEST_CASE("gpu info: remapped rows agree with nvidia-smi" * doctest::skip(!have_nvidia_smi())) {
+    const auto smi = smi_by_uuid("--query-remapped-rows=gpu_uuid,remapped_rows.correctable,remapped_rows.uncorrectable");
+    if (!smi) return;
+    const auto ours = gpumem_by_uuid("remapped_rows_correctable,remapped_rows_uncorrectable");
+    for (const auto& [uuid, f] : *smi) {
+        const json& d = ours.at(uuid);
+        CAPTURE(d.dump());
+        REQUIRE(f.size() == 3);
+        check_count(d.at("remapped_rows_correctable"), f[1]);
+        check_count(d.at("remapped_rows_uncorrectable"), f[2]);
     }
 }
