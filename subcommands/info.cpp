@@ -65,8 +65,19 @@ void check_combinations(const InfoOptions& o) {
     if (o.pick && o.processes) throw UsageError("--pick and --processes cannot be combined (--pick prints device ids)");
 }
 
+// A textfile collector reads one exposition per file, and a pick is a line
+// of device ids, not metrics.
+void check_prometheus(const InfoOptions& o, Format format) {
+    if (format != Format::prometheus) return;
+    if (o.loop_seconds)
+        throw UsageError("--loop cannot be combined with --format prometheus (one exposition per run: run gpumem from a timer "
+                         "that writes the textfile collector's file)");
+    if (o.pick) throw UsageError("--pick cannot be combined with --format prometheus (--pick prints device ids)");
+}
+
 InfoRequest check(const InfoOptions& o, const Globals& globals) {
     check_combinations(o);
+    check_prometheus(o, globals.output.format);
     InfoRequest q;
     q.devices = device_spec_or(globals, "all");
     q.fields = o.query ? parse_info_fields(*o.query) : default_info_fields(globals.output.format);
@@ -150,6 +161,6 @@ void execute(const InfoRequest& q, InfoResults& results, Session& session) {
 
 constexpr CommandDefinition kInfoCommand{
     [] { return make_command(CommandFunctions<InfoOptions, InfoRequest, InfoResults>{add_options, check, execute, info_report}); },
-    info_schema};
+    info_schema, /*prometheus=*/true};
 
 }  // namespace gpumem::cli

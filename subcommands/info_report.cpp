@@ -1,6 +1,7 @@
 #include "info_report.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <string>
 
 #include "commands.hpp"
@@ -92,6 +93,44 @@ void add_header(Report& report, const InventorySnapshot& snap) {
     report.text_before.push_back(std::move(head));
 }
 
+// --processes: how many compute processes each device has, and what each uses.
+void add_process_metrics(const DeviceReport& d, const MetricLabels& base, std::vector<MetricFamily>& out) {
+    out.push_back({"gpumem_compute_processes", "Compute processes NVML lists on the GPU (--processes).", MetricType::gauge,
+                   {{base, static_cast<double>(d.processes.size())}}});
+    MetricFamily used{"gpumem_process_used_memory_bytes",
+                      "Device memory a compute process uses, bytes (--processes; none where NVML cannot tell).",
+                      MetricType::gauge,
+                      {}};
+    for (const NvmlProcess& p : d.processes) {
+        if (!p.used_memory) continue;
+        MetricLabels labels = base;
+        labels.emplace_back("pid", std::to_string(p.pid));
+        labels.emplace_back("process_name", p.name);
+        used.samples.push_back({std::move(labels), static_cast<double>(*p.used_memory)});
+    }
+    if (!used.samples.empty()) out.push_back(std::move(used));
+}
+
+// --format prometheus: each chosen field's samples for each device, labelled
+// gpu (the CUDA index) and uuid; the device's name and other identity go on
+// gpumem_device_info only, to keep the other families' series few.
+std::vector<MetricFamily> info_metrics(const InfoRequest& request, const InventorySnapshot& snap) {
+    std::vector<MetricFamily> families;
+    for (const DeviceReport& d : snap.devices) {
+        const InfoDevice device{&d, &snap};
+        const MetricLabels base{{"gpu", std::to_string(d.id.cuda_index.value().ordinal())}, {"uuid", d.id.uuid}};
+        MetricSample info{base, 1};
+        std::vector<MetricFamily> samples;
+        for (const Named<InfoField>* f : request.fields) add_info_field_metrics(f->value, device, base, info, samples);
+        if (info.labels.size() > base.size())
+            families.push_back({"gpumem_device_info", "The GPU's identity as labels, value 1: join on gpu and uuid.",
+                                MetricType::gauge, {std::move(info)}});
+        if (request.processes) add_process_metrics(d, base, samples);
+        families.insert(families.end(), std::make_move_iterator(samples.begin()), std::make_move_iterator(samples.end()));
+    }
+    return families;
+}
+
 }  // namespace
 
 std::vector<PickedDevice> pick_devices(const InventorySnapshot& snapshot, const std::optional<SizeSpec>& min_free, std::size_t n) {
@@ -126,6 +165,7 @@ Report info_report(const InfoRequest& request, const InfoResults& results, const
     if (request.processes) add_processes(report, snap, output.format);
     report.fields = make_record(Columns<InfoResults>(kSampleColumns), results);
     add_header(report, snap);
+    if (output.format == Format::prometheus) report.metrics = info_metrics(request, snap);
     return report;
 }
 

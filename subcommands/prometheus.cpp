@@ -3,7 +3,7 @@
 // # HELP and one # TYPE line per family, then its samples; label values
 // escape backslash, double quote and newline; HELP text escapes backslash
 // and newline. Checked by promtool and prometheus_client's parser in
-// tests/prometheus-test.sh.
+// tests/prometheus-check.sh.
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -40,6 +40,14 @@ std::string number(double v) {
     return buf;
 }
 
+// Label names, unlike metric names, take no ':' ([a-zA-Z_][a-zA-Z0-9_]*).
+std::string label_name(std::string_view text) {
+    std::string out = metric_name(text);
+    for (char& c : out)
+        if (c == ':') c = '_';
+    return out;
+}
+
 void write_sample(std::ostringstream& out, const std::string& name, const MetricSample& sample,
                   const std::vector<std::pair<std::string, std::string>>& common) {
     out << name;
@@ -53,7 +61,7 @@ void write_sample(std::ostringstream& out, const std::string& name, const Metric
     if (!labels.empty()) {
         out << '{';
         for (std::size_t i = 0; i < labels.size(); ++i)
-            out << (i ? "," : "") << metric_name(labels[i].first) << "=\"" << escape(labels[i].second, true) << '"';
+            out << (i ? "," : "") << label_name(labels[i].first) << "=\"" << escape(labels[i].second, true) << '"';
         out << '}';
     }
     out << ' ' << number(sample.value) << '\n';

@@ -56,6 +56,29 @@ std::vector<BadCase> info_cases(const Scratch& s) {
         {{"info", "--pick", "1", "--count", "2"}},
         {{"info", "--min-free", "1GiB", "--loop", "1"}},
         {{"info", "--count", "2", "--query", "used"}},
+        // Health fields: nvidia-smi's names that gpumem does not take, one field by two names.
+        {{"info", "--query", "remapped_rows"}, {2}, true},
+        {{"info", "--query", "ecc.errors.corrected.volatile.dram"}},  // per location: not read
+        {{"info", "--query", "clocks_event_reasons.gpu_idle"}},       // one reason: the names field has them all
+        {{"info", "--query", "retired_pages.sbe,retired_pages.single_bit_ecc.count"}, {2}, true},
+        {{"info", "--query", "clocks.mem,memory_clock_mhz"}},
+        {{"info", "--query", "clocks_event_reasons.active,clocks_throttle_reasons.active"}},
+        {{"info", "--query", "ECC_ENABLED"}},
+        {{"info", "--query", "ecc_enabled,"}},
+        {{"info", "--query", "ecc.mode.current ecc.mode.pending"}},  // a list is comma-separated
+        {{"info", "--pick", "1", "--query", "remapped_rows.pending"}},
+        // --format prometheus: one exposition, of metrics (not a pick); one format at a time.
+        {{"--format", "prometheus", "info", "--loop", "1"}},
+        {{"--format=prometheus", "info", "--loop", "1", "--count", "2"}},
+        {{"--format", "prometheus", "info", "--pick", "1"}},
+        {{"--format", "prometheus", "info", "--pick", "1", "--min-free", "50%"}},
+        {{"--format", "prometheus", "info", "--query", "nonsense"}},
+        {{"--format", "prometheus", "info", "--query", "used,used"}},
+        {{"--json", "--format", "prometheus", "info"}},
+        {{"--csv", "--format", "prometheus", "info"}},
+        {{"--format", "prometheus", "--format", "json", "info"}},
+        {{"--format", "Prometheus", "info"}},
+        {{"--format", "prometheus", "-d", "", "info"}},
         // -d syntax, checked with the rest before the driver.
         {{"-d", "", "info", "--query", "used"}, {2}, true},
         {{"-d", "0,,1", "info"}},

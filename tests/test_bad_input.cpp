@@ -44,6 +44,27 @@ std::vector<BadCase> bad_cases() {
     return all;
 }
 
+// The only format asked for is prometheus.
+bool prometheus_alone(const Args& args) {
+    int formats = 0;
+    bool prometheus = false;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        if (a == "--json" || a == "--csv" || a.rfind("--format", 0) == 0) ++formats;
+        if (a == "--format=prometheus" || (a == "--format" && i + 1 < args.size() && args[i + 1] == "prometheus")) prometheus = true;
+    }
+    return prometheus && formats == 1;
+}
+
+// A failure's exposition: its last sample is gpumem_run_exit_status, `status`.
+bool exposition_of_status(const std::string& out, int status) {
+    const std::size_t last = out.rfind('\n', out.size() - 2);
+    const std::string line = out.substr(last == std::string::npos ? 0 : last + 1);
+    const std::string tail = "} " + std::to_string(status) + "\n";
+    return line.rfind("gpumem_run_exit_status{", 0) == 0 && line.size() > tail.size() &&
+           line.compare(line.size() - tail.size(), tail.size(), tail) == 0;
+}
+
 std::string joined(const BadCase& c) {
     std::string s;
     for (const auto& e : c.env) s += (e.find('=') == std::string::npos ? "-u " : "") + e + " ";
@@ -71,7 +92,10 @@ TEST_CASE("bad input: documented status, one stderr line, nothing on stdout") {
         const bool has_json = std::find(c.args.begin(), c.args.end(), "--json") != c.args.end();
         const bool other_format = std::any_of(c.args.begin(), c.args.end(),
                                               [](const std::string& a) { return a == "--csv" || a.rfind("--format", 0) == 0; });
-        if (!has_json || other_format) CHECK(r.out.empty());
+        // --format prometheus alone: nothing, or the failure's exposition
+        // (a textfile collector's file then says the run failed, and why).
+        if (prometheus_alone(c.args)) CHECK((r.out.empty() || exposition_of_status(r.out, r.status)));
+        else if (!has_json || other_format) CHECK(r.out.empty());
         if (!c.json) continue;
         ++json_cases;
         Args with_json = c.args;

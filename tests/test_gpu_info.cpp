@@ -15,6 +15,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -24,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_harness.hpp"
+#include "prometheus_text.hpp"
 #include "core/cuda_devices.hpp"
 #include "base/device_spec.hpp"
 
@@ -626,4 +628,175 @@ TEST_CASE("gpu info: creates no CUDA context" * doctest::skip(!have_nvidia_smi()
         MESSAGE("control: nvidia-smi listed this test process once it held a context");
     else
         MESSAGE("inconclusive: nvidia-smi does not list this process even with a context (PID namespace?)");
+}
+
+namespace {
+
+// The health fields, with the nvidia-smi names --query also takes, and the
+// JSON type of a supported value.
+struct HealthField {
+    const char* key;
+    std::vector<const char*> aliases;
+    const char* type;  // boolean, integer, string
+};
+const std::vector<HealthField> kHealthFields = {
+    {"ecc_enabled", {"ecc.mode.current"}, "boolean"},
+    {"ecc_enabled_pending", {"ecc.mode.pending"}, "boolean"},
+    {"ecc_corrected_volatile", {"ecc.errors.corrected.volatile.total"}, "integer"},
+    {"ecc_uncorrected_volatile", {"ecc.errors.uncorrected.volatile.total"}, "integer"},
+    {"ecc_corrected_aggregate", {"ecc.errors.corrected.aggregate.total"}, "integer"},
+    {"ecc_uncorrected_aggregate", {"ecc.errors.uncorrected.aggregate.total"}, "integer"},
+    {"remapped_rows_correctable", {"remapped_rows.correctable"}, "integer"},
+    {"remapped_rows_uncorrectable", {"remapped_rows.uncorrectable"}, "integer"},
+    {"remapped_rows_pending", {"remapped_rows.pending"}, "boolean"},
+    {"remapped_rows_failure", {"remapped_rows.failure"}, "boolean"},
+    {"retired_pages_sbe", {"retired_pages.sbe", "retired_pages.single_bit_ecc.count"}, "integer"},
+    {"retired_pages_dbe", {"retired_pages.dbe", "retired_pages.double_bit.count"}, "integer"},
+    {"retired_pages_pending", {"retired_pages.pending"}, "boolean"},
+    {"memory_clock_mhz", {"clocks.current.memory", "clocks.mem"}, "integer"},
+    {"memory_clock_max_mhz", {"clocks.max.memory", "clocks.max.mem"}, "integer"},
+    {"clock_event_reasons", {"clocks_event_reasons.active", "clocks_throttle_reasons.active"}, "string"},
+    {"clock_event_reason_names", {}, "string"},
+};
+
+bool has_type(const json& value, const std::string& type) {
+    if (type == "boolean") return value.is_boolean();
+    if (type == "integer") return value.is_number_unsigned();
+    return value.is_string();
+}
+
+// `gpumem ARGS --format prometheus`, which must succeed with an exposition
+// that tests/prometheus-check.sh accepts (where promtool or prometheus_client is installed).
+prometheus_text::Exposition gpumem_exposition(const Args& args) {
+    Args full = {"--format", "prometheus"};
+    full.insert(full.end(), args.begin(), args.end());
+    const RunResult r = run_gpumem(full);
+    CAPTURE(joined(full));
+    CAPTURE(r.err);
+    REQUIRE(r.status == 0);
+    CAPTURE(r.out);
+    prometheus_text::expect_valid({r.out});
+    return prometheus_text::parse(r.out);
+}
+
+}  // namespace
+
+TEST_CASE("gpu info: --format prometheus: a valid exposition with every device's memory, identity and health") {
+    const auto cuda = gpumem::cuda_visible_devices();
+    const json doc = gpumem_json({"info", "--query", "index,uuid,total"});
+    const prometheus_text::Exposition e = gpumem_exposition({"info", "--processes"});
+    CHECK(e.value("gpumem_run_success", {{"command", "info"}}) == 1.0);
+    CHECK(e.value("gpumem_run_exit_status", {{"command", "info"}}) == 0.0);
+    REQUIRE(doc.at("devices").size() == cuda.size());
+    for (std::size_t i = 0; i < cuda.size(); ++i) {
+        const std::map<std::string, std::string> gpu{{"gpu", std::to_string(i)}, {"uuid", cuda[i].uuid}};
+        CAPTURE(cuda[i].uuid);
+        CHECK(e.value("gpumem_memory_total_bytes", gpu) == doc["devices"][i].at("total").get<double>());
+        CHECK(e.value("gpumem_memory_free_bytes", gpu).has_value());
+        CHECK(e.value("gpumem_compute_processes", gpu).has_value());
+        const std::vector<prometheus_text::Sample> info = e.find("gpumem_device_info", gpu);
+        REQUIRE(info.size() == 1);
+        CHECK(info[0].labels.at("name") == cuda[i].name);
+        const auto pci = gpumem::parse_pci_address(info[0].labels.at("pci_bus_id"));
+        REQUIRE(pci.has_value());
+        CHECK(pci->bus == cuda[i].pci.bus);
+        CHECK(e.value("gpumem_pcie_link_max_generation", gpu).value_or(0) >= 1.0);
+        CHECK(e.value("gpumem_memory_peak_bandwidth_bytes_per_second", gpu).value_or(0) > 1e11);
+        // Hopper has ECC, remapped rows and memory clocks; retired pages are for older GPUs.
+        const double clock = e.value("gpumem_memory_clock_max_hertz", gpu).value_or(0);
+        CHECK(clock > 1e8);
+        CHECK(e.find("gpumem_clock_event_reason_active", gpu).size() >= 9);
+        for (const char* family : {"gpumem_ecc_enabled", "gpumem_remapped_rows_pending", "gpumem_remapped_rows_failure",
+                                   "gpumem_retired_pages_pending"})
+            MESSAGE("GPU " << i << " " << family << ": "
+                           << (e.value(family, gpu) ? std::to_string(*e.value(family, gpu)) : std::string("no sample (not supported)")));
+        for (const prometheus_text::Sample& s : e.find("gpumem_ecc_aggregate_errors_total", gpu))
+            MESSAGE("GPU " << i << " ECC aggregate " << s.labels.at("error") << ": " << s.value);
+    }
+}
+
+TEST_CASE("gpu info: each health field by its key and its nvidia-smi names, as JSON and as an exposition") {
+    const auto cuda = gpumem::cuda_visible_devices();
+    for (const HealthField& f : kHealthFields) {
+        CAPTURE(f.key);
+        const json doc = gpumem_json({"info", "--query", f.key});
+        REQUIRE(doc.at("devices").size() == cuda.size());
+        for (const json& d : doc.at("devices")) {
+            REQUIRE(d.size() == 1);
+            const json& value = d.at(f.key);
+            CHECK((value.is_null() || has_type(value, f.type)));
+        }
+        MESSAGE(f.key << " on GPU 0: " << doc["devices"][0].at(f.key).dump());
+        for (const char* alias : f.aliases) {
+            CAPTURE(alias);
+            const json by_alias = gpumem_json({"info", "--query", alias});
+            // Same key, and the same support (counts and clocks may move between two runs).
+            for (std::size_t i = 0; i < cuda.size(); ++i)
+                CHECK(by_alias["devices"][i].at(f.key).is_null() == doc["devices"][i].at(f.key).is_null());
+        }
+        const prometheus_text::Exposition e = gpumem_exposition({"info", "--query", f.key});
+        const bool supported = std::any_of(doc["devices"].begin(), doc["devices"].end(),
+                                           [&](const json& d) { return !d.at(f.key).is_null(); });
+        CHECK((e.samples.size() > 2) == supported);  // the run's own two, and the field's when there is a figure
+    }
+}
+
+namespace {
+
+// nvidia-smi's CSV rows by their first cell (the UUID); none when it refuses the query.
+std::optional<std::map<std::string, std::vector<std::string>>> smi_by_uuid(const std::string& query) {
+    const Shell r = shell("nvidia-smi " + query + " --format=csv,noheader,nounits");
+    if (r.status != 0) {
+        MESSAGE("nvidia-smi refused " << query << ": not compared");
+        return std::nullopt;
+    }
+    std::map<std::string, std::vector<std::string>> rows;
+    for (const std::string& line : lines_of(r.out))
+        if (!trim(line).empty()) rows[split(line, ',').at(0)] = split(line, ',');
+    return rows;
+}
+
+// gpumem's devices (all visible) by UUID, with the fields of `query` after uuid.
+std::map<std::string, json> gpumem_by_uuid(const std::string& query) {
+    std::map<std::string, json> devices;
+    for (const json& d : gpumem_json({"info", "--query", "uuid," + query}, kAllVisible).at("devices")) devices[d.at("uuid")] = d;
+    return devices;
+}
+
+// A count nvidia-smi prints as digits, or as [N/A] where gpumem has null.
+void check_count(const json& ours, const std::string& smi) {
+    CAPTURE(smi);
+    if (all_digits(smi)) CHECK(ours == std::stoull(smi));
+    else CHECK(ours.is_null());
+}
+
+}  // namespace
+
+TEST_CASE("gpu info: health fields agree with nvidia-smi" * doctest::skip(!have_nvidia_smi())) {
+    const auto smi = smi_by_uuid("--query-gpu=uuid,ecc.mode.current,ecc.errors.uncorrected.aggregate.total,clocks.max.memory");
+    if (!smi) return;
+    const auto ours = gpumem_by_uuid("ecc_enabled,ecc_uncorrected_aggregate,memory_clock_max_mhz");
+    REQUIRE(ours.size() == smi->size());
+    for (const auto& [uuid, f] : *smi) {
+        const json& d = ours.at(uuid);
+        CAPTURE(d.dump());
+        REQUIRE(f.size() == 4);
+        if (f[1] == "Enabled" || f[1] == "Disabled") CHECK(d.at("ecc_enabled") == (f[1] == "Enabled"));
+        else CHECK(d.at("ecc_enabled").is_null());
+        check_count(d.at("ecc_uncorrected_aggregate"), f[2]);
+        check_count(d.at("memory_clock_max_mhz"), f[3]);
+    }
+}
+
+TEST_CASE("gpu info: remapped rows agree with nvidia-smi" * doctest::skip(!have_nvidia_smi())) {
+    const auto smi = smi_by_uuid("--query-remapped-rows=gpu_uuid,remapped_rows.correctable,remapped_rows.uncorrectable");
+    if (!smi) return;
+    const auto ours = gpumem_by_uuid("remapped_rows_correctable,remapped_rows_uncorrectable");
+    for (const auto& [uuid, f] : *smi) {
+        const json& d = ours.at(uuid);
+        CAPTURE(d.dump());
+        REQUIRE(f.size() == 3);
+        check_count(d.at("remapped_rows_correctable"), f[1]);
+        check_count(d.at("remapped_rows_uncorrectable"), f[2]);
+    }
 }

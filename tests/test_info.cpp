@@ -14,6 +14,7 @@
 
 #include "app.hpp"
 #include "in_process.hpp"
+#include "info_samples.hpp"
 #include "cli_harness.hpp"
 #include "commands.hpp"
 #include "info_fields.hpp"
@@ -23,11 +24,10 @@
 
 using namespace gpumem;
 using namespace gpumem::cli;
+using namespace info_samples;
 using json = nlohmann::ordered_json;  // documents keep their keys' order
 
 namespace {
-
-constexpr std::uint64_t GiB = 1ULL << 30;
 
 std::vector<std::string> keys_of(const InfoFieldList& fields) {
     std::vector<std::string> keys;
@@ -39,47 +39,6 @@ std::vector<std::string> all_keys() {
     std::vector<std::string> keys;
     for (const Named<InfoField>& row : kInfoFields) keys.emplace_back(row.name);
     return keys;
-}
-
-DeviceReport device(int cuda, unsigned nvml, std::uint64_t free, bool v2 = true) {
-    DeviceReport d;
-    d.id.cuda_index = DeviceId(cuda);
-    d.id.nvml_index = nvml;
-    d.id.uuid = "GPU-0000000" + std::to_string(nvml) + "-aaaa-bbbb-cccc-dddddddddddd";
-    d.id.pci = PciAddress{0, 0x18 + nvml, 0, 0};
-    d.id.name = "NVIDIA H200";
-    d.base_index = nvml;
-    d.memory.total = 140 * GiB;
-    d.memory.free = free;
-    d.memory.has_reserved = v2;
-    d.memory.reserved = v2 ? GiB / 2 : 0;
-    d.memory.used = d.memory.total - free - d.memory.reserved;
-    return d;
-}
-
-// Two devices from NVML, every optional figure read for the first only.
-InventorySnapshot snapshot(bool v2 = true) {
-    InventorySnapshot s;
-    s.source = "nvml";
-    s.driver_version = "580.159.04";
-    s.cuda_driver_version = 13000;
-    s.devices.push_back(device(0, 1, 100 * GiB, v2));
-    s.devices.push_back(device(1, 0, 120 * GiB, v2));
-    DeviceReport& d = s.devices[0];
-    d.bar1 = NvmlBar1{256ULL << 20, 2ULL << 20, 254ULL << 20};
-    d.compute_capability = std::make_pair(9, 0);
-    d.pcie = NvmlPcieLink{5, 16, 5, 16};
-    d.peak_memory_bandwidth = 4.8e12;
-    d.processes.push_back({4242, "python3", 10 * GiB});
-    d.processes.push_back({4343, "other-container", std::nullopt});
-    return s;
-}
-
-InfoRequest request(const InfoFieldList& fields, bool processes = false) {
-    InfoRequest q;
-    q.fields = fields;
-    q.processes = processes;
-    return q;
 }
 
 json document(const Report& report) { return json::parse(render(report, OutputOptions{Format::json})); }
@@ -114,7 +73,7 @@ TEST_CASE("info fields: --query takes keys and aliases, in order, each once") {
     for (const Named<InfoField>& row : kInfoFields) {
         CAPTURE(row.name);
         CHECK(parse_info_fields(row.name).front() == &row);
-        if (!row.value.alias.empty()) CHECK(parse_info_fields(row.value.alias).front() == &row);
+        for (std::string_view alias : info_field_aliases(row.value)) CHECK(parse_info_fields(std::string(alias)).front() == &row);
     }
     for (const char* bad : {"", " ", ",", "used,", ",used", "used,,free", "used,used", "free,memory.free", "Used", "nonsense",
                             "used;free", "all"}) {
@@ -128,7 +87,11 @@ TEST_CASE("info fields: keys and aliases are unique, and each row is complete") 
     for (const Named<InfoField>& row : kInfoFields) {
         CAPTURE(row.name);
         CHECK(names.insert(row.name).second);
-        if (!row.value.alias.empty() && row.value.alias != row.name) CHECK(names.insert(row.value.alias).second);
+        for (std::string_view alias : info_field_aliases(row.value)) {
+            CAPTURE(alias);
+            CHECK(!alias.empty());
+            CHECK(names.insert(alias).second);
+        }
         CHECK(!row.value.header.empty());
         CHECK(!row.help.empty());
         CHECK(static_cast<bool>(row.value.get));
@@ -145,7 +108,8 @@ TEST_CASE("info fields: the default table, and every field elsewhere") {
 TEST_CASE("info fields: a run queries only what its fields need") {
     auto need = [](const char* query) { return snapshot_fields_for(parse_info_fields(query)); };
     const SnapshotFields used = need("used");
-    CHECK_FALSE((used.versions || used.bar1 || used.compute_capability || used.pcie || used.peak_bandwidth || used.processes));
+    CHECK_FALSE((used.versions || used.bar1 || used.compute_capability || used.pcie || used.peak_bandwidth || used.processes ||
+                 used.health));
     const SnapshotFields some = need("bar1_free,pcie_width_max,index");
     CHECK((some.bar1 && some.pcie));
     CHECK_FALSE((some.versions || some.compute_capability || some.peak_bandwidth));
@@ -153,8 +117,32 @@ TEST_CASE("info fields: a run queries only what its fields need") {
     CHECK(need("compute_cap").compute_capability);
     CHECK(need("peak_memory_bandwidth").peak_bandwidth);
     const SnapshotFields all = snapshot_fields_for(default_info_fields(Format::json));
-    CHECK((all.versions && all.bar1 && all.compute_capability && all.pcie && all.peak_bandwidth));
+    CHECK((all.versions && all.bar1 && all.compute_capability && all.pcie && all.peak_bandwidth && all.health));
+    CHECK_FALSE(snapshot_fields_for(default_info_fields(Format::table)).health);  // the table shows no health field
+    for (const char* health : {"remapped_rows.pending", "ecc_enabled", "clocks.max.mem", "clock_event_reason_names"})
+        CHECK(need(health).health);
     CHECK_FALSE(all.processes);  // --processes alone asks for them
+}
+
+TEST_CASE("info fields: health fields answer to nvidia-smi's names, both where it has two") {
+    CHECK(keys_of(parse_info_fields("ecc.mode.current,ecc.errors.uncorrected.volatile.total,remapped_rows.pending")) ==
+          std::vector<std::string>{"ecc_enabled", "ecc_uncorrected_volatile", "remapped_rows_pending"});
+    CHECK(keys_of(parse_info_fields("retired_pages.sbe,retired_pages.double_bit.count,clocks.mem,clocks.max.memory")) ==
+          std::vector<std::string>{"retired_pages_sbe", "retired_pages_dbe", "memory_clock_mhz", "memory_clock_max_mhz"});
+    CHECK(keys_of(parse_info_fields("clocks_event_reasons.active")) == std::vector<std::string>{"clock_event_reasons"});
+    CHECK(keys_of(parse_info_fields("clocks_throttle_reasons.active")) == std::vector<std::string>{"clock_event_reasons"});
+    // Two names of one field are the field twice.
+    for (const char* twice : {"retired_pages.sbe,retired_pages.single_bit_ecc.count", "clocks.mem,memory_clock_mhz",
+                              "clocks_event_reasons.active,clocks_throttle_reasons.active"}) {
+        CAPTURE(twice);
+        CHECK_THROWS_AS(parse_info_fields(twice), UsageError);
+    }
+    // Not gpumem's: nvidia-smi's per-location ECC counts and per-reason flags, and a space-separated list.
+    for (const char* unknown : {"ecc.errors.corrected.volatile", "remapped_rows", "clocks.mem clocks.max.mem",
+                                "ecc.errors.corrected.volatile.dram", "clocks_event_reasons.gpu_idle"}) {
+        CAPTURE(unknown);
+        CHECK_THROWS_AS(parse_info_fields(unknown), UsageError);
+    }
 }
 
 TEST_CASE("info fields: gpumem --list fields is the table, with the aliases") {
@@ -167,7 +155,8 @@ TEST_CASE("info fields: gpumem --list fields is the table, with the aliases") {
         CHECK(std::get<std::string>(t.rows[i][0]) == row.name);
         const std::string description = std::get<std::string>(t.rows[i][1]);
         CHECK(description.rfind(std::string(row.help), 0) == 0);
-        if (!row.value.alias.empty()) CHECK(description.find("(also: " + std::string(row.value.alias) + ")") != std::string::npos);
+        for (std::string_view alias : info_field_aliases(row.value)) CHECK(description.find(std::string(alias)) != std::string::npos);
+        if (!row.value.aliases.empty()) CHECK(description.find(" (also: ") != std::string::npos);
     }
 }
 
@@ -205,6 +194,67 @@ TEST_CASE("info report: the JSON document of a sample") {
     CHECK_FALSE(doc.contains("timestamp"));
     CHECK_FALSE(doc.contains("warnings"));
     CHECK_FALSE(doc.contains("pick"));
+}
+
+TEST_CASE("info report: health fields: numbers, booleans, the reasons; null where not supported") {
+    InfoResults results;
+    results.snapshot = snapshot();
+    DeviceReport partial = device(2, 2, 130 * GiB);
+    partial.health = NvmlHealth{};  // NVML answered, and supports none of it (a GeForce, or an old driver)
+    partial.health->ecc_enabled = false;
+    partial.health->clock_event_reasons = 0x1 | 0x40 | 0x10000;  // gpu_idle, hw_thermal_slowdown and a bit not named
+    results.snapshot->devices.push_back(partial);
+    const json doc = document(info_report(request(default_info_fields(Format::json)), results, OutputOptions{Format::json}));
+    const json& d0 = doc.at("devices")[0];
+    CHECK(d0.at("ecc_enabled") == true);
+    CHECK(d0.at("ecc_enabled_pending") == true);
+    CHECK(d0.at("ecc_corrected_volatile") == 3);
+    CHECK(d0.at("ecc_corrected_volatile").is_number_unsigned());
+    CHECK(d0.at("ecc_uncorrected_volatile") == 0);
+    CHECK(d0.at("ecc_corrected_aggregate") == 12);
+    CHECK(d0.at("ecc_uncorrected_aggregate") == 1);
+    CHECK(d0.at("remapped_rows_correctable") == 2);
+    CHECK(d0.at("remapped_rows_uncorrectable") == 1);
+    CHECK(d0.at("remapped_rows_pending") == false);
+    CHECK(d0.at("remapped_rows_failure") == false);
+    CHECK(d0.at("retired_pages_sbe") == 0);
+    CHECK(d0.at("retired_pages_pending") == false);
+    CHECK(d0.at("memory_clock_mhz") == 2619);
+    CHECK(d0.at("memory_clock_max_mhz") == 2619);
+    CHECK(d0.at("clock_event_reasons") == "0x0000000000000004");
+    CHECK(d0.at("clock_event_reason_names") == "sw_power_cap");
+    const json& d1 = doc["devices"][1];  // health not read
+    const json& d2 = doc["devices"][2];  // read, mostly unsupported
+    for (const Named<InfoField>& row : kInfoFields) {
+        if (row.value.needs != &SnapshotFields::health) continue;
+        CAPTURE(row.name);
+        CHECK(d1.at(std::string(row.name)).is_null());
+        const std::string key(row.name);
+        if (key != "ecc_enabled" && key.rfind("clock_event", 0) != 0) CHECK(d2.at(key).is_null());
+    }
+    CHECK(d2.at("ecc_enabled") == false);
+    CHECK(d2.at("clock_event_reasons") == "0x0000000000010041");
+    CHECK(d2.at("clock_event_reason_names") == "gpu_idle,hw_thermal_slowdown,0x10000");
+
+    // The table: yes/no, and - where there is no figure; CSV: true/false, empty.
+    const InfoRequest q = request(parse_info_fields("index,ecc.mode.current,remapped_rows.pending,retired_pages.sbe,clock_event_reason_names"));
+    const std::string table = render(info_report(q, results, OutputOptions{}), OutputOptions{});
+    CHECK(table.find("remap pending") != std::string::npos);
+    const std::vector<std::string> lines = [&] {
+        std::vector<std::string> out;
+        std::size_t at = 0;
+        for (std::size_t nl; (nl = table.find('\n', at)) != std::string::npos; at = nl + 1) out.push_back(table.substr(at, nl - at));
+        return out;
+    }();
+    REQUIRE(lines.size() >= 5);
+    CHECK(lines[2].find("yes") != std::string::npos);
+    CHECK(lines[2].find("sw_power_cap") != std::string::npos);
+    CHECK(lines[3].find("-") != std::string::npos);
+    const std::string csv = render(info_report(q, results, OutputOptions{Format::csv}), OutputOptions{Format::csv});
+    CHECK(csv == "index,ecc_enabled,remapped_rows_pending,retired_pages_sbe,clock_event_reason_names\n"
+                 "0,true,false,0,sw_power_cap\n"
+                 "1,,,,\n"
+                 "2,false,,,\"gpu_idle,hw_thermal_slowdown,0x10000\"\n");
 }
 
 TEST_CASE("info report: --query's columns in its order; null where unknown") {

@@ -14,8 +14,10 @@ build=(meson ninja-build pkg-config cmake g++ libcli11-dev libspdlog-dev libfmt-
 # completions test runs fish's completions and checks zsh's syntax; bash is
 # always there), slurm-wlm and munge (tests/slurm-test.sh starts a single-node
 # cluster of its own, on its own key, socket and ports, whatever the packages'
-# services do).
-ci=(clang libclang-rt-14-dev clang-tidy cppcheck python3 zsh fish slurm-wlm munge)
+# services do), prometheus and python3-prometheus-client (promtool and the
+# Python parser: tests/prometheus-check.sh validates --format prometheus with
+# both, the Go parser Prometheus runs and an independent one).
+ci=(clang libclang-rt-14-dev clang-tidy cppcheck python3 zsh fish slurm-wlm munge prometheus python3-prometheus-client)
 
 packages=("${build[@]}")
 case "${1:-}" in
