@@ -130,7 +130,10 @@ public:
             throw UsageError(name_ + ": not a memory snapshot: the pickle holds a " + Document::kind_name(root.kind) +
                              ", not a dict with 'device_traces'");
         select_device(root, device);
-        if (const Value* s = doc_.get(root, "allocator_settings")) settings_ = SettingsReader(doc_, name_).read(*s);
+        if (const Value* s = doc_.get(root, "allocator_settings"); s && s->kind != Kind::none) {
+            settings_ = SettingsReader(doc_, name_).read(*s);
+            has_settings_ = true;
+        }
     }
 
     bool next(Event& e) override {
@@ -158,7 +161,7 @@ public:
     std::uint64_t skipped() const override { return state_.unknown_frees; }
     std::string skipped_what() const override { return "frees of blocks allocated before the recording began"; }
     std::vector<std::string> notes() const override;
-    const RecordedAllocatorSettings* allocator_settings() const override { return &settings_; }
+    const RecordedAllocatorSettings* allocator_settings() const override { return has_settings_ ? &settings_ : nullptr; }
 
 private:
     struct LiveBlock {
@@ -200,6 +203,7 @@ private:
     std::size_t count_ = 0;
     std::size_t index_ = 0;  // the next entry to read
     RecordedAllocatorSettings settings_;
+    bool has_settings_ = false;
     State state_;
     std::deque<Event> queue_;  // events read ahead of the caller
 };
