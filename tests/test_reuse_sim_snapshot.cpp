@@ -23,31 +23,6 @@ std::string snapshots_dir() {
     return std::string(dir ? dir : GPUMEM_TESTS_SOURCE_DIR) + "/fixtures/snapshots/";
 }
 
-std::vector<rs::Event> read_all(rs::EventSource& s) {
-    std::vector<rs::Event> out;
-    rs::Event e;
-    while (s.next(e)) out.push_back(e);
-    return out;
-}
-
-template <typename F>
-std::string usage_error(F f) {
-    try {
-        f();
-    } catch (const gpumem::UsageError& e) {
-        return e.what();
-    }
-    return "";
-}
-
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
-std::string bytes(std::initializer_list<int> b) {
-    std::string s;
-    for (int c : b) s.push_back(static_cast<char>(c));
-    return s;
-}
-
 // A text of the events, one per line: "alloc 0 3145728 0".
 std::string describe(const std::vector<rs::Event>& events) {
     static const char* names[] = {"alloc", "free", "sync", "empty_cache", "oom", "segment_alloc", "segment_free", "segment_map", "segment_unmap"};
