@@ -25,10 +25,10 @@ _gpumem_opts_alloc_test_fill="--total --chunk --verify --pattern --passes --seed
 _gpumem_opts_alloc_test_churn="--sizes --ops --duration --seed --via --api --slots --growth --max-live"
 _gpumem_opts_alloc_test_hold="--total --duration --chunk"
 _gpumem_opts_reuse_sim="--workload --steps --seed --change-rate --batch --layers --sample-bytes --max-detections
-    --prompt --tokens --streams --trace --trace-format --strategy --growth --zero-fill --ring-buffers --ring-size
+    --prompt --tokens --streams --trace --trace-format --trace-device --strategy --growth --zero-fill --ring-buffers --ring-size
     --pool-initial --pool-max --bins --bin-blocks --max-split-size --max-non-split-rounding
-    --roundup-power2-divisions --release-threshold --sync-every --capacity --costs --timeline --timeline-points
-    --save-trace --no-chart --execute"
+    --roundup-power2-divisions --release-threshold --sync-every --capacity --memory-fraction --device-total --costs
+    --timeline --timeline-points --save-trace --no-chart --execute"
 
 _gpumem_opts_report="--outlier-fraction --strict"
 # Options whose next word is their value (all commands).
@@ -41,7 +41,7 @@ _gpumem_value_opts="-d --device --format --units --list
     --workload --steps --change-rate --batch --layers --sample-bytes --max-detections --prompt --tokens --streams
     --trace --trace-format --strategy --ring-buffers --ring-size --pool-initial --pool-max --bins --bin-blocks
     --max-split-size --max-non-split-rounding --roundup-power2-divisions --release-threshold --sync-every --capacity
-    --costs --timeline --timeline-points --save-trace
+    --costs --timeline --timeline-points --save-trace --trace-device --memory-fraction --device-total
     --outlier-fraction"
 
 # Values that are comma lists, as CONTEXT:OPTION; `all` is offered where the

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer target of a fuzz build for SECONDS each, one after the
 # other (one process at a time: -workers/-jobs are left at 1), on a scratch
-# copy of its seed corpus, and the Python target fuzz/fuzz_torch_snapshot.py
-# (every corpus/NAME with a fuzz/NAME.py is one) with python3 on its corpus;
-# prints one line per target:
+# copy of its seed corpus, and any Python target (a corpus/NAME with a
+# fuzz/NAME.py; none now) with python3 on its corpus; prints one line per
+# target:
 #   TARGET  EXECUTIONS  SECONDS  ok|FINDING
 # The last line is "N passed, N failed, 0 skipped" (a target with a finding,
 # or not built, fails). Exits 1 when any target fails (a finding's crash-* /
@@ -37,7 +37,7 @@ for t in "${targets[@]}"; do
   artifacts=$scratch/$t/artifacts
   log=$scratch/$t/log
   if [ -f "$here/$t.py" ]; then
-    # A Python target (the torch snapshot reader): the same 5 s per input and
+    # A Python target: the same 5 s per input and
     # 64 KiB input limit (no RSS limit), the same
     # "stat::number_of_executed_units" line; it never writes its corpus.
     mkdir -p "$artifacts"

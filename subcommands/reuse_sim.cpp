@@ -45,6 +45,7 @@ struct ReuseSimOptions {
     std::uint64_t streams = 1;
     std::optional<std::string> trace;
     std::string trace_format = "auto";
+    std::optional<std::uint64_t> trace_device;
     // strategies
     std::string strategy = "all";
     std::optional<std::string> growth;
@@ -62,6 +63,8 @@ struct ReuseSimOptions {
     std::optional<std::uint64_t> sync_every;
     // device and output
     std::optional<std::string> capacity;
+    std::optional<double> memory_fraction;
+    std::optional<std::string> device_total;
     std::optional<std::string> costs;
     std::optional<std::string> timeline;
     std::uint64_t timeline_points = 1000;
@@ -131,10 +134,16 @@ void add_workload_options(CLI::App& sub, ReuseSimOptions& o) {
     };
     auto* trace = sub.add_option("--trace", o.trace, "Replay this trace instead of a workload (- for standard input; a FIFO works)")
                       ->type_name("FILE");
-    sub.add_option("--trace-format", o.trace_format, "Trace format, or auto: by the header (default auto)")
+    sub.add_option("--trace-format", o.trace_format, "Trace format, or auto: a PyTorch snapshot by its content, else by the header (default auto)")
         ->type_name("FMT")
         ->check(names_validator(rs::kTraceFormats));
-    for (CLI::Option* p : parameters) trace->excludes(p);
+    auto* device = add_unsigned_option(sub, "--trace-device", o.trace_device,
+                                       "PyTorch snapshot: the device whose history to replay (default: the only one with events)", 0,
+                                       1 << 20);
+    for (CLI::Option* p : parameters) {
+        trace->excludes(p);
+        device->excludes(p);
+    }
 }
 
 void add_strategy_options(CLI::App& sub, ReuseSimOptions& o) {
@@ -182,7 +191,15 @@ void add_strategy_options(CLI::App& sub, ReuseSimOptions& o) {
 void add_output_options(CLI::App& sub, ReuseSimOptions& o) {
     add_unsigned_option(sub, "--sync-every", o.sync_every, "Also synchronize the device every N requests (traces have no sync points of their own)",
                         1, kMaxU64);
-    sub.add_option("--capacity", o.capacity, "Device memory the strategies may reserve; beyond it allocations fail (default unlimited)")
+    auto* capacity =
+        sub.add_option("--capacity", o.capacity, "Device memory the strategies may reserve; beyond it allocations fail (default unlimited)")
+            ->type_name("SIZE")
+            ->check(size_validator(false));
+    add_real_option(sub, "--memory-fraction", o.memory_fraction,
+                    "Capacity as a share of --device-total, as torch.cuda.set_per_process_memory_fraction sets it", 0.0, 1.0)
+        ->type_name("F")
+        ->excludes(capacity);
+    sub.add_option("--device-total", o.device_total, "The device's total memory, for --memory-fraction")
         ->type_name("SIZE")
         ->check(size_validator(false));
     sub.add_option("--costs", o.costs, "Cost table (JSON, from alloc-test latency --save-costs) for the modelled time")->type_name("FILE");
@@ -242,8 +259,14 @@ ReuseSimInput check_input(const ReuseSimOptions& o) {
         check_trace_path(*o.trace);
         in.trace = o.trace;
         in.trace_format = rs::kTraceFormats.parse(o.trace_format);
+        if (o.trace_device) {
+            if (in.trace_format != rs::TraceFormat::automatic && in.trace_format != rs::TraceFormat::snapshot)
+                throw UsageError("--trace-device chooses a device of a PyTorch snapshot, not of a " + o.trace_format + " trace");
+            in.trace_device = static_cast<std::uint32_t>(*o.trace_device);
+        }
         return in;
     }
+    if (o.trace_device) throw UsageError("--trace-device needs --trace (a PyTorch snapshot)");
     rs::WorkloadOptions& w = in.workload;
     w.name = o.workload.value_or("dynamic");
     w.steps = o.steps;
@@ -279,6 +302,7 @@ rs::StrategyOptions check_strategy_options(const ReuseSimOptions& o) {
     if (o.bins) s.bins = parse_size_range(*o.bins, 64);
     if (o.bin_blocks) s.bin_blocks = *o.bin_blocks;
     if (o.max_split_size) s.torch.max_split_size = torch_size(*o.max_split_size, "--max-split-size");
+    // "unlimited" is PyTorch's default and can be asked for, also over a snapshot's limit.
     if (o.max_non_split_rounding) s.torch.max_non_split_rounding = torch_size(*o.max_non_split_rounding, "--max-non-split-rounding");
     if (o.roundup_power2_divisions) s.torch.roundup_power2_divisions = rs::parse_roundup_power2_divisions(*o.roundup_power2_divisions);
     if (o.release_threshold) s.release_threshold = parse_size(*o.release_threshold, true);
@@ -323,6 +347,22 @@ void check_outputs(const ReuseSimOptions& o, const Globals& globals, ReuseSimReq
     }
 }
 
+// --capacity, or --memory-fraction of --device-total as PyTorch computes its
+// allowed maximum (DeviceCachingAllocator::setMemoryFraction). A snapshot
+// does not record the device's total memory, so it must be given.
+std::uint64_t check_capacity(const ReuseSimOptions& o) {
+    if (o.capacity) return parse_size(*o.capacity);
+    if (o.device_total && !o.memory_fraction) throw UsageError("--device-total is used only with --memory-fraction");
+    if (!o.memory_fraction) return rs::kUnlimited;
+    if (!o.device_total)
+        throw UsageError("--memory-fraction needs --device-total (the recording GPU's total memory, as torch.cuda.mem_get_info()[1] "
+                         "gives it; a snapshot does not record it)");
+    if (*o.memory_fraction <= 0.0) throw UsageError("--memory-fraction must be above 0");
+    const std::uint64_t capacity = static_cast<std::uint64_t>(*o.memory_fraction * static_cast<double>(parse_size(*o.device_total)));
+    if (capacity == 0) throw UsageError("--memory-fraction of --device-total is less than a byte");
+    return capacity;
+}
+
 ReuseSimRequest check(const ReuseSimOptions& o, const Globals& globals) {
     ReuseSimRequest q;
     q.input = check_input(o);
@@ -330,7 +370,9 @@ ReuseSimRequest check(const ReuseSimOptions& o, const Globals& globals) {
     q.strategy_options = check_strategy_options(o);
     q.warnings = ignored_option_warnings(o, q.strategies);
     q.sync_every = o.sync_every.value_or(0);
-    if (o.capacity) q.capacity = parse_size(*o.capacity);
+    q.torch_flags.max_split_size = o.max_split_size.has_value();
+    q.torch_flags.roundup_power2_divisions = o.roundup_power2_divisions.has_value();
+    q.capacity = check_capacity(o);
     check_outputs(o, globals, q);
     return q;
 }

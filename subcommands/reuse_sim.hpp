@@ -26,6 +26,7 @@ namespace gpumem::cli {
 struct ReuseSimInput {
     std::optional<std::string> trace;  // --trace: a path, or "-" for standard input; none: a workload
     reuse_sim::TraceFormat trace_format = reuse_sim::TraceFormat::automatic;
+    std::optional<std::uint32_t> trace_device;  // --trace-device: a snapshot's device
     reuse_sim::WorkloadOptions workload;  // without --trace
 };
 
@@ -34,6 +35,10 @@ struct ReuseSimRequest {
     ReuseSimInput input;
     std::vector<const Named<reuse_sim::StrategySpec>*> strategies;  // rows of kStrategies, in the order given
     reuse_sim::StrategyOptions strategy_options;
+    // The torch-caching settings given as flags: they override a snapshot's.
+    struct {
+        bool max_split_size = false, roundup_power2_divisions = false;
+    } torch_flags;
     std::uint64_t sync_every = 0;               // 0: no extra synchronizations
     std::uint64_t capacity = reuse_sim::kUnlimited;
     std::optional<std::string> costs;           // --costs FILE; none: the built-in table
@@ -94,7 +99,11 @@ struct ReuseSimResults {
     std::vector<std::string> warnings;  // the cost table's gaps, trace lines not replayed
     std::string cost_device, cost_source;
     std::string input_description, input_format;
-    reuse_sim::StrategyOptions strategy_options;  // as used: ring's size from the pre-pass
+    reuse_sim::StrategyOptions strategy_options;  // as used: ring's size from the pre-pass, a snapshot's settings
+    // The allocator settings the input recorded (a PyTorch snapshot), and
+    // the names of those a flag overrode.
+    std::optional<reuse_sim::RecordedAllocatorSettings> allocator_settings;
+    std::vector<std::string> overridden_settings;
     std::optional<reuse_sim::ReplaySummary> summary;  // once the simulation has run
     std::vector<reuse_sim::LaneResult> lanes;         // one per strategy, in the request's order
     std::optional<reuse_sim::Timeline> timeline;

@@ -11,6 +11,7 @@
 
 #include "base/memory_policy.hpp"
 #include "base/sizes.hpp"
+#include "base/text.hpp"
 #include "chart.hpp"
 #include "commands.hpp"
 #include "reuse_sim.hpp"
@@ -270,6 +271,9 @@ constexpr Column<rs::StrategyOptions> kOptionColumns[] = {
          return std::vector<std::uint64_t>(o.torch.roundup_power2_divisions.begin(), o.torch.roundup_power2_divisions.end());
      }},
     {{"release_threshold", "", FieldKind::bytes}, [](const rs::StrategyOptions& o) { return u64(o.release_threshold); }},
+    {{"garbage_collection_threshold", "", FieldKind::real},
+     [](const rs::StrategyOptions& o) -> Cell { return o.torch.garbage_collection_threshold; }},
+    {{"expandable_segments", "", FieldKind::boolean}, [](const rs::StrategyOptions& o) -> Cell { return o.torch.expandable_segments; }},
 };
 Cell options_cell(const Document& d) {
     Record options = make_record(Columns<rs::StrategyOptions>(kOptionColumns), d.r.strategy_options);
@@ -285,6 +289,41 @@ const FieldSchemaSet& options_schema() {
     return set;
 }
 
+// What the recorded allocator did by its own account (a snapshot's segment
+// and oom events), beside which the strategies' figures can be read.
+constexpr Column<Document> kRecordedColumns[] = {
+    {{"device_allocs", "", FieldKind::integer}, [](const Document& d) { return u64(d.summary().recorded.device_allocs); }},
+    {{"device_frees", "", FieldKind::integer}, [](const Document& d) { return u64(d.summary().recorded.device_frees); }},
+    {{"peak_reserved_bytes", "", FieldKind::bytes}, [](const Document& d) { return u64(d.summary().recorded.peak_reserved_bytes); }},
+    {{"ooms", "", FieldKind::integer}, [](const Document& d) { return u64(d.summary().oom_events); }},
+};
+constexpr auto recorded_schema = nested_schema<kRecordedColumns>;
+Cell recorded_cell(const Document& d) {
+    if (d.summary().recorded.segment_events == 0 && d.summary().oom_events == 0) return Cell();
+    return record_cell(make_record(Columns<Document>(kRecordedColumns), d));
+}
+
+// A snapshot's allocator_settings; each null when the snapshot lacks it.
+constexpr Column<ReuseSimResults> kSettingsColumns[] = {
+    {{"alloc_conf", "", FieldKind::text}, [](const ReuseSimResults& r) { return optional_cell(r.allocator_settings->alloc_conf); }},
+    {{"max_split_size", "", FieldKind::bytes},
+     [](const ReuseSimResults& r) {
+         const auto& v = r.allocator_settings->max_split_size;
+         return v && *v != rs::RecordedAllocatorSettings::kUnlimitedSplit ? Cell(*v) : Cell();
+     }},
+    {{"roundup_power2_divisions", "", FieldKind::list},
+     [](const ReuseSimResults& r) -> Cell {
+         const auto& v = r.allocator_settings->roundup_power2_divisions;
+         return v ? Cell(std::vector<std::uint64_t>(v->begin(), v->end())) : Cell();
+     }},
+    {{"garbage_collection_threshold", "", FieldKind::real},
+     [](const ReuseSimResults& r) { return optional_cell(r.allocator_settings->garbage_collection_threshold); }},
+    {{"expandable_segments", "", FieldKind::boolean},
+     [](const ReuseSimResults& r) { return optional_cell(r.allocator_settings->expandable_segments); }},
+    {{"overridden", "", FieldKind::list}, [](const ReuseSimResults& r) -> Cell { return r.overridden_settings; }},
+};
+constexpr auto settings_schema = nested_schema<kSettingsColumns>;
+
 constexpr Column<Document> kDocumentColumns[] = {
     {{"input", "", FieldKind::record}, [](const Document& d) { return record_cell(make_record(Columns<Document>(kInputColumns), d)); },
      Shown::always, false, input_schema},
@@ -292,6 +331,8 @@ constexpr Column<Document> kDocumentColumns[] = {
     {{"requests", "", FieldKind::integer}, [](const Document& d) { return u64(d.summary().allocs); }},
     {{"frees", "", FieldKind::integer}, [](const Document& d) { return u64(d.summary().frees); }},
     {{"sync_points", "", FieldKind::integer}, [](const Document& d) { return u64(d.summary().syncs); }},
+    {{"empty_cache_points", "", FieldKind::integer}, [](const Document& d) { return u64(d.summary().empty_caches); }},
+    {{"oom_events", "", FieldKind::integer}, [](const Document& d) { return u64(d.summary().oom_events); }},
     {{"skipped_events", "", FieldKind::integer}, [](const Document& d) { return u64(d.summary().skipped); }},
     {{"streams", "", FieldKind::integer}, [](const Document& d) { return u64(d.summary().streams); }},
     {{"peak_live_bytes", "", FieldKind::bytes}, [](const Document& d) { return u64(d.summary().peak_live_bytes); }},
@@ -299,6 +340,12 @@ constexpr Column<Document> kDocumentColumns[] = {
     {{"max_live_allocations", "", FieldKind::integer}, [](const Document& d) { return u64(d.summary().max_live_allocations); }},
     {{"live_at_end", "", FieldKind::integer}, [](const Document& d) { return u64(d.summary().live_at_end); }},
     {{"capacity_bytes", "", FieldKind::bytes}, [](const Document& d) { return unless(d.q.capacity, rs::kUnlimited); }},
+    {{"recorded", "", FieldKind::record}, recorded_cell, Shown::always, false, recorded_schema},
+    {{"allocator_settings", "", FieldKind::record},
+     [](const Document& d) {
+         return d.r.allocator_settings ? record_cell(make_record(Columns<ReuseSimResults>(kSettingsColumns), d.r)) : Cell();
+     },
+     Shown::always, false, settings_schema},
     {{"simulation_seconds", "", FieldKind::real}, [](const Document& d) -> Cell { return d.summary().seconds; }},
     {{"events_per_second", "", FieldKind::real},
      [](const Document& d) -> Cell {
@@ -333,6 +380,35 @@ std::string head_line(const ReuseSimRequest& q, const ReuseSimResults& r, Unit u
                        format_bytes(s.largest_request, unit);
     if (q.capacity != rs::kUnlimited) head += ", capacity " + format_bytes(q.capacity, unit);
     return head;
+}
+
+// "allocator settings of the snapshot: max_split_size 64 MiB, ..." and what
+// the recording itself did, under the head line.
+std::vector<std::string> recorded_lines(const ReuseSimResults& r, Unit unit) {
+    std::vector<std::string> lines;
+    if (r.allocator_settings) {
+        const rs::RecordedAllocatorSettings& a = *r.allocator_settings;
+        std::string line = "allocator settings of the snapshot:";
+        if (a.max_split_size)
+            line += " max_split_size " + (*a.max_split_size == rs::RecordedAllocatorSettings::kUnlimitedSplit ? std::string("unlimited")
+                                                                                                            : format_bytes(*a.max_split_size, unit)) + ",";
+        if (a.roundup_power2_divisions) {
+            std::vector<std::string> d;
+            for (std::uint64_t v : *a.roundup_power2_divisions) d.push_back(std::to_string(v));
+            line += " roundup_power2_divisions [" + join(d, " ") + "],";
+        }
+        if (a.garbage_collection_threshold) line += " garbage_collection_threshold " + format_decimal(*a.garbage_collection_threshold, 2) + ",";
+        if (a.expandable_segments) line += std::string(" expandable_segments ") + (*a.expandable_segments ? "True" : "False") + ",";
+        if (line.back() == ',') line.pop_back();
+        if (!r.overridden_settings.empty()) line += " (overridden by flags: " + join(r.overridden_settings) + ")";
+        lines.push_back(line);
+    }
+    const rs::ReplaySummary& s = *r.summary;
+    if (s.recorded.segment_events || s.oom_events)
+        lines.push_back("recorded by the allocator itself: " + std::to_string(s.recorded.device_allocs) + " device allocs, " +
+                        std::to_string(s.recorded.device_frees) + " device frees, peak reserved " +
+                        format_bytes(s.recorded.peak_reserved_bytes, unit) + ", " + std::to_string(s.oom_events) + " OOMs");
+    return lines;
 }
 
 std::string execute_line(const ExecuteResults& x) {
@@ -398,6 +474,7 @@ Report reuse_sim_report(const ReuseSimRequest& q, const ReuseSimResults& r, cons
     // A replay on the GPU that stopped part way leaves its table unmarked.
     if (!r.execute || r.execute->free_bytes_after) mark_best(report.tables.back(), output.unit);
     report.text_before.push_back(head_line(q, r, output.unit));
+    for (std::string& line : recorded_lines(r, output.unit)) report.text_before.push_back(std::move(line));
     report.text_after = text_after(q, r, output.unit);
     return report;
 }

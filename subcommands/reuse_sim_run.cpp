@@ -1,6 +1,7 @@
 // gpumem reuse-sim's execute(): read the cost table, check the GPU for
 // --execute, open the input once and the output files, simulate every
 // strategy in one replay, then with --execute replay each for real.
+#include <algorithm>
 #include <fstream>
 #include <optional>
 #include <memory>
@@ -38,6 +39,9 @@ public:
     std::string format() const override { return inner_.format(); }
     bool rewind() override { return false; }
     std::uint64_t skipped() const override { return inner_.skipped(); }
+    std::string skipped_what() const override { return inner_.skipped_what(); }
+    std::vector<std::string> notes() const override { return inner_.notes(); }
+    const rs::RecordedAllocatorSettings* allocator_settings() const override { return inner_.allocator_settings(); }
     std::string tag_name(std::uint32_t tag) const override { return inner_.tag_name(tag); }
 
 private:
@@ -95,7 +99,32 @@ bool needs_largest_request(const ReuseSimRequest& q) {
 std::unique_ptr<rs::EventSource> open_input(const ReuseSimRequest& q) {
     if (!q.input.trace) return rs::make_workload(q.input.workload);
     const bool rereadable = needs_largest_request(q) || q.execute_on;
-    return rs::open_trace(*q.input.trace, q.input.trace_format, rereadable);
+    return rs::open_trace(*q.input.trace, q.input.trace_format, rereadable, q.input.trace_device);
+}
+
+// A snapshot's allocator settings become torch-caching's, except where a
+// flag set one; those the model does not follow yet are said so.
+void apply_recorded_settings(const ReuseSimRequest& q, const rs::RecordedAllocatorSettings& recorded, ReuseSimResults& r) {
+    r.allocator_settings = recorded;
+    rs::TorchOptions& torch = r.strategy_options.torch;
+    if (recorded.max_split_size) {
+        if (q.torch_flags.max_split_size) r.overridden_settings.emplace_back("max_split_size");
+        else torch.max_split_size = *recorded.max_split_size;
+    }
+    if (recorded.roundup_power2_divisions) {
+        if (q.torch_flags.roundup_power2_divisions) r.overridden_settings.emplace_back("roundup_power2_divisions");
+        else torch.roundup_power2_divisions = *recorded.roundup_power2_divisions;
+    }
+    torch.garbage_collection_threshold = recorded.garbage_collection_threshold.value_or(0.0);
+    torch.expandable_segments = recorded.expandable_segments.value_or(false);
+    const bool replays_torch =
+        std::any_of(q.strategies.begin(), q.strategies.end(), [](const auto* row) { return row->name == "torch-caching"; });
+    if (!replays_torch) return;
+    if (torch.expandable_segments)
+        r.warnings.emplace_back("the snapshot ran with expandable_segments:True, which torch-caching does not model yet: it replays "
+                                "cudaMalloc segments");
+    if (torch.garbage_collection_threshold > 0.0)
+        r.warnings.emplace_back("the snapshot ran with garbage_collection_threshold, which torch-caching does not model yet");
 }
 
 // Every strategy on the simulated device, in one replay of the input.
@@ -119,8 +148,8 @@ void simulate(const ReuseSimRequest& q, rs::EventSource& source, const rs::CostM
     if (files.trace) files.trace->close();
     for (const auto& lane : lanes) r.lanes.push_back(rs::summarize(*lane));
     if (replay.timeline()) r.timeline = *replay.timeline();
-    if (summary.skipped)
-        r.warnings.push_back(std::to_string(summary.skipped) + " 'allocate failure' lines of the trace were not replayed");
+    if (summary.skipped) r.warnings.push_back(std::to_string(summary.skipped) + " " + source.skipped_what() + " were not replayed");
+    for (std::string& note : source.notes()) r.warnings.push_back(std::move(note));
     r.summary = summary;
     if (files.timeline.is_open()) write_timeline(files.timeline, *q.timeline, *r.timeline, r.lanes);
 }
@@ -203,6 +232,7 @@ void execute_reuse_sim(const ReuseSimRequest& q, ReuseSimResults& r, Session& se
     r.input_format = source->format();
     OutputFiles files = open_outputs(q);
     r.strategy_options = q.strategy_options;
+    if (const rs::RecordedAllocatorSettings* recorded = source->allocator_settings()) apply_recorded_settings(q, *recorded, r);
     if (needs_largest_request(q)) r.strategy_options.largest_request = rs::largest_request(*source);
     simulate(q, *source, costs, files, r);
     if (device) execute_on_gpu(q, *device, *source, costs, session.output().unit, r);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/errors.hpp"
 #include "reuse_sim/cost_table.hpp"
 #include "reuse_sim/simulator.hpp"
 #include "reuse_sim/strategy.hpp"
@@ -82,3 +83,24 @@ struct TempFile {
     }
     ~TempFile() { std::remove(path.c_str()); }
 };
+
+// Every event of a source.
+inline std::vector<rs::Event> read_all(rs::EventSource& s) {
+    std::vector<rs::Event> out;
+    rs::Event e;
+    while (s.next(e)) out.push_back(e);
+    return out;
+}
+
+// The message of the UsageError that `f` throws ("" if none).
+template <typename F>
+std::string usage_error(F f) {
+    try {
+        f();
+    } catch (const gpumem::UsageError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }

@@ -244,3 +244,62 @@ TEST_CASE("cli reuse-sim: output files are checked before the simulation starts"
         CHECK(has(r.err, "/nonexistent/dir/t.csv: cannot"));
     }
 }
+
+// A pickle that would run code (os.system, the way a hostile snapshot does
+// it) is refused, in either format detection, and the command never runs.
+TEST_CASE("reuse-sim: a snapshot that would run code is refused, not run") {
+    char dir_name[] = "/tmp/gpumem-hostile-XXXXXX";
+    const std::string dir = mkdtemp(dir_name);
+    const std::string marker = dir + "/ran";
+    // pickle.dumps of an object whose __reduce__ returns (os.system, ("touch MARKER",)), protocol 2 and 0.
+    const std::string command = "touch " + marker;
+    std::string binary = std::string("\x80\x02") + "cposix\nsystem\n" + std::string("q\0X", 3);
+    const std::uint32_t n = static_cast<std::uint32_t>(command.size());
+    binary += std::string{static_cast<char>(n & 0xff), static_cast<char>(n >> 8), '\0', '\0'} + command + "q\x01\x85q\x02Rq\x03.";
+    const TraceFile hostile(binary, ".pickle");
+    const TraceFile text("cposix\nsystem\np0\n(V" + command + "\np1\ntp2\nRp3\n.", ".pickle");
+    for (const auto& args : {std::vector<std::string>{"reuse-sim", "--trace", hostile.path},
+                             std::vector<std::string>{"reuse-sim", "--trace", text.path, "--trace-format", "snapshot"}}) {
+        const RunResult r = run_gpumem(args);
+        CAPTURE(r.err);
+        CHECK(r.status == 2);
+        CHECK(has(r.err, "refusing opcode GLOBAL (0x63): it would import or call code"));
+        CHECK(r.out.empty());
+    }
+    CHECK(access(marker.c_str(), F_OK) != 0);
+    rmdir(dir.c_str());
+}
+
+TEST_CASE("reuse-sim: a snapshot's allocator settings apply, flags override them, --memory-fraction sets the capacity") {
+    const char* tests_dir = std::getenv("GPUMEM_TESTS_DIR");
+    const std::string snapshot = std::string(tests_dir ? tests_dir : GPUMEM_TESTS_SOURCE_DIR) + "/fixtures/snapshots/small_p4.pickle";
+    const RunResult r = run_gpumem({"reuse-sim", "--trace", snapshot, "--strategy", "torch-caching", "--json"});
+    REQUIRE(r.status == 0);
+    const nlohmann::json d = nlohmann::json::parse(r.out);
+    CHECK(d["input"]["format"] == "snapshot");
+    CHECK(d["options"]["max_split_size"] == 64ULL << 20);
+    CHECK(d["options"]["roundup_power2_divisions"][0] == 4);
+    CHECK(d["allocator_settings"]["max_split_size"] == 64ULL << 20);
+    CHECK(d["allocator_settings"]["overridden"].empty());
+    CHECK(d["recorded"]["device_allocs"] == 3);
+    CHECK(d["recorded"]["device_frees"] == 2);
+    CHECK(d["recorded"]["ooms"] == 1);
+    CHECK(d["empty_cache_points"] == 1);
+    CHECK(d["oom_events"] == 1);
+    const RunResult o = run_gpumem({"reuse-sim", "--trace", snapshot, "--strategy", "torch-caching", "--json", "--max-split-size", "128MiB",
+                                    "--memory-fraction", "0.5", "--device-total", "1GiB"});
+    REQUIRE(o.status == 0);
+    const nlohmann::json od = nlohmann::json::parse(o.out);
+    CHECK(od["options"]["max_split_size"] == 128ULL << 20);
+    CHECK(od["options"]["roundup_power2_divisions"][0] == 4);
+    CHECK(od["allocator_settings"]["overridden"] == nlohmann::json::array({"max_split_size"}));
+    CHECK(od["capacity_bytes"] == 512ULL << 20);
+    // Text mode prints the settings under the head line.
+    const RunResult t = run_gpumem({"reuse-sim", "--trace", snapshot, "--strategy", "naive", "--no-chart"});
+    CHECK(has(t.out, "allocator settings of the snapshot: max_split_size 64 MiB"));
+    // A CSV trace has neither.
+    const TraceFile csv(kTrace);
+    const nlohmann::json c = nlohmann::json::parse(run_gpumem({"reuse-sim", "--trace", csv.path, "--json"}).out);
+    CHECK(c["allocator_settings"].is_null());
+    CHECK(c["recorded"].is_null());
+}

@@ -1,6 +1,7 @@
 // Fidelity of the torch-caching model: on traces recorded from real PyTorch
-// workloads (tools/record_torch_workloads.py, fixtures in
-// tests/fixtures/torch/), replaying the requests must give exactly the
+// workloads (tools/record_torch_workloads.py, fixtures in tests/fixtures/torch/:
+// NAME.pickle, the snapshot, or NAME.csv from earlier recordings), replaying
+// the requests must give exactly the
 // cudaMalloc count, cudaFree count and peak reserved bytes that
 // torch.cuda.memory_stats() reported at the end of the same process.
 #include <doctest/doctest.h>
@@ -63,7 +64,10 @@ TEST_CASE("torch-caching reproduces PyTorch's own statistics on recorded workloa
         if (!replay.at("roundup_power2_divisions").is_null())
             o.torch.roundup_power2_divisions = rs::parse_roundup_power2_divisions(replay.at("roundup_power2_divisions").get<std::string>());
 
-        auto source = rs::open_trace(fixture_dir() + "/" + name + ".csv", rs::TraceFormat::gpumem);
+        // The snapshot itself where the fixture has it (gpumem reads it), else its older CSV conversion.
+        const std::string base = fixture_dir() + "/" + name;
+        const bool has_pickle = std::ifstream(base + ".pickle").good();
+        auto source = rs::open_trace(base + (has_pickle ? ".pickle" : ".csv"), rs::TraceFormat::automatic);
         rs::Lane lane("torch-caching", std::make_unique<rs::SimulatedUpstream>(capacity, nullptr));
         lane.strategy = rs::make_strategy(rs::kStrategies.parse("torch-caching"), o, *lane.upstream);
         rs::Replay replay_run({&lane}, {});

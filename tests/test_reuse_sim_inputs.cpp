@@ -12,30 +12,6 @@
 #include "reuse_sim/trace_reader.hpp"
 #include "reuse_sim/workloads.hpp"
 
-namespace {
-
-std::vector<rs::Event> read_all(rs::EventSource& s) {
-    std::vector<rs::Event> out;
-    rs::Event e;
-    while (s.next(e)) out.push_back(e);
-    return out;
-}
-
-// The message of the UsageError that `f` throws ("" if none).
-template <typename F>
-std::string usage_error(F f) {
-    try {
-        f();
-    } catch (const gpumem::UsageError& e) {
-        return e.what();
-    }
-    return "";
-}
-
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
-}  // namespace
-
 TEST_CASE("gpumem CSV: comments, header, alloc and free with tags and streams") {
     TempFile f("# gpumem-trace v1\n\naction,id,size,stream,tag\n# a comment\nalloc,1,4096,0,conv1.out\r\n"
                "alloc,2,1048576,3,\nfree,1,,,\nfree,2,1048576,,\nalloc,1,10,0,conv1.out");

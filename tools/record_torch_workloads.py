@@ -10,13 +10,12 @@ zero), with the allocator's memory history switched on before the first CUDA
 allocation and without stack context (small files). Each writes into OUTDIR:
 
   NAME.pickle      the snapshot (torch.cuda.memory._snapshot())
-  NAME.csv         the snapshot converted by tools/torch_snapshot_to_trace.py
   NAME.stats.json  torch.cuda.memory_stats() at the end, torch.__version__,
                    the allocator settings, trace counts and the gpumem
                    reuse-sim options that replay the same configuration
 
-The fixtures that tests/test_reuse_sim_fidelity.cpp reads are NAME.csv and
-NAME.stats.json. With --check, each trace is also replayed through
+The fixtures that tests/test_reuse_sim_fidelity.cpp reads are NAME.pickle
+(gpumem reads snapshots itself) and NAME.stats.json. With --check, each trace is also replayed through
 `GPUMEM_BIN reuse-sim --strategy torch-caching` and compared at once.
 
 Workloads (a few thousand events each):
@@ -142,12 +141,34 @@ def workload_max_split(torch, device):
     return {"pattern": "40 rounds of N tensors of one odd size (12-140 MiB, <= 400 MiB live) + small tensors"}
 
 
+def summarize_trace(trace):
+    """Counts of the history's actions, for stats.json (gpumem reads the events)."""
+    actions = {}
+    live = {}
+    skipped_frees = live_bytes = peak_live = 0
+    for e in trace:
+        action = e["action"]
+        actions[action] = actions.get(action, 0) + 1
+        if action == "alloc":
+            live[e["addr"]] = e["size"]
+            live_bytes += e["size"]
+            peak_live = max(peak_live, live_bytes)
+        elif action == "free_completed":
+            if e["addr"] in live:
+                live_bytes -= live.pop(e["addr"])
+            else:
+                skipped_frees += 1
+    return {"events": len(trace), "actions": actions, "allocs": actions.get("alloc", 0),
+            "frees": actions.get("free_completed", 0) - skipped_frees, "skipped_frees": skipped_frees,
+            "live_at_end": len(live), "peak_live_bytes": peak_live,
+            "streams": len({e["stream"] for e in trace if e["action"] == "alloc"}),
+            "segment_alloc": actions.get("segment_alloc", 0), "segment_free": actions.get("segment_free", 0),
+            "oom": actions.get("oom", 0)}
+
+
 def run_child(name, outdir, device_index, max_entries):
     import pickle
     import torch
-
-    sys.path.insert(0, HERE)
-    import torch_snapshot_to_trace as converter
 
     spec = WORKLOADS[name]
     device = torch.device("cuda", device_index)
@@ -172,8 +193,7 @@ def run_child(name, outdir, device_index, max_entries):
     snapshot = torch.cuda.memory._snapshot()
     with open(os.path.join(outdir, name + ".pickle"), "wb") as f:
         pickle.dump(snapshot, f)
-    with open(os.path.join(outdir, name + ".csv"), "w") as f:
-        summary = converter.convert(snapshot, f, device_index, name + ".pickle")
+    summary = summarize_trace(snapshot["device_traces"][device_index])
     summary["max_entries"] = max_entries
     summary["wrapped"] = summary["events"] >= max_entries
 
@@ -222,7 +242,7 @@ def run_child(name, outdir, device_index, max_entries):
 def check_with_gpumem(gpumem, outdir, name):
     with open(os.path.join(outdir, name + ".stats.json")) as f:
         doc = json.load(f)
-    args = [gpumem, "reuse-sim", "--trace", os.path.join(outdir, name + ".csv"), "--strategy", "torch-caching",
+    args = [gpumem, "reuse-sim", "--trace", os.path.join(outdir, name + ".pickle"), "--strategy", "torch-caching",
             "--json"]
     replay = doc["reuse_sim"]
     if replay.get("capacity"):

@@ -3,16 +3,35 @@
 // Pure logic: no CUDA, no printing.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace gpumem::reuse_sim {
 
 enum class EventKind : std::uint8_t {
-    alloc,  // a request for `size` bytes, live under `id` until its free
-    free,   // the end of the allocation `id`
-    sync,   // a device synchronization point (stream-ordered pools release memory here)
+    alloc,        // a request for `size` bytes, live under `id` until its free
+    free,         // the end of the allocation `id`
+    sync,         // a device synchronization point (stream-ordered pools release memory here)
+    empty_cache,  // the program asked the allocator to release its cached blocks (torch.cuda.empty_cache())
+    oom,          // a request for `size` bytes that the recorded allocator refused (the program went on)
+    // What the recorded allocator itself did (a PyTorch snapshot's segment
+    // events): not replayed, counted as the recording's own figures. `id` is
+    // the segment's address when known.
+    segment_alloc,  // cudaMalloc of a segment
+    segment_free,   // cudaFree of a segment
+    segment_map,    // pages mapped into an expandable segment
+    segment_unmap,  // pages unmapped from an expandable segment
 };
+
+// Whether the event is one of the recorded allocator's own actions.
+constexpr bool is_segment_event(EventKind kind) noexcept { return kind >= EventKind::segment_alloc; }
+
+// Requests above this many bytes (4 EiB) are refused as usage errors: no
+// strategy could round them, or add a few of them up, within 64 bits.
+inline constexpr std::uint64_t kMaxRequestBytes = std::uint64_t{1} << 62;
 
 // Tag index for "no tag": grow-only and shape-persistent then keep one
 // buffer per id.
@@ -25,6 +44,17 @@ struct Event {
     std::uint64_t stream = 0;  // the stream as the source names it (PyTorch orders blocks by it)
     std::uint32_t tag = kNoTag;
     std::uint64_t line = 0;  // source line, for messages; for generated events their ordinal
+};
+
+// The CUDACachingAllocator settings a PyTorch snapshot records
+// (snapshot["allocator_settings"]); each is empty when the snapshot lacks it.
+struct RecordedAllocatorSettings {
+    std::optional<std::string> alloc_conf;                      // PYTORCH_CUDA_ALLOC_CONF as last set
+    std::optional<std::uint64_t> max_split_size;                // bytes; kUnlimitedSplit: no limit
+    std::optional<std::array<std::uint64_t, 16>> roundup_power2_divisions;  // per interval from 1 MiB
+    std::optional<double> garbage_collection_threshold;
+    std::optional<bool> expandable_segments;
+    static constexpr std::uint64_t kUnlimitedSplit = ~0ULL;
 };
 
 // A stream of events read one at a time, so that memory stays proportional
@@ -45,8 +75,15 @@ public:
     // Back to the first event, for a pre-pass or a second replay; false when
     // impossible (standard input or a FIFO not opened to be read again).
     virtual bool rewind() = 0;
-    // Events the source saw but does not replay (RMM "allocate failure" lines).
+    // Events the source saw but does not replay (RMM "allocate failure"
+    // lines, frees of blocks a snapshot saw allocated before its recording began).
     virtual std::uint64_t skipped() const { return 0; }
+    // What skipped() counts, for the report: "'allocate failure' lines".
+    virtual std::string skipped_what() const { return "events"; }
+    // Remarks on the input for the report's warnings, once it was read.
+    virtual std::vector<std::string> notes() const { return {}; }
+    // The allocator settings the input recorded (a PyTorch snapshot), or null.
+    virtual const RecordedAllocatorSettings* allocator_settings() const { return nullptr; }
     // The text of a tag index, for writing the events back out.
     virtual std::string tag_name(std::uint32_t tag) const { return tag == kNoTag ? std::string() : "t" + std::to_string(tag); }
 };

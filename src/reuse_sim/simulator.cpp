@@ -88,11 +88,34 @@ inline std::uint32_t Replay::take_handle(const EventSource& source, const Event&
     return handle;
 }
 
-inline void Replay::serve(Lane& lane, const Request& r) {
+namespace {
+
+// "trace.csv:3: alloc of N bytes: ", the start of a message about an event's size.
+std::string size_context(const EventSource& source, const Event& e) {
+    return source.location(e.line) + ": " + (e.kind == EventKind::oom ? "oom" : "alloc") + " of " + std::to_string(e.size) +
+           " bytes: ";
+}
+
+void check_request_size(const EventSource& source, const Event& e) {
+    if (e.size > kMaxRequestBytes)
+        throw UsageError(size_context(source, e) +
+                         "larger than 4 EiB (2^62 bytes), which no strategy can round or add up within 64 bits");
+}
+
+}  // namespace
+
+inline void Replay::serve(Lane& lane, const Request& r, const EventSource& source, const Event& e) {
     LaneMetrics& m = lane.metrics;
     const UpstreamCounters& c = lane.upstream->counters();
     const std::uint64_t taken_before = c.device_allocs + c.pool_grows;
-    const bool ok = lane.strategy->allocate(r);
+    bool ok = false;
+    try {
+        ok = lane.strategy->allocate(r);
+    } catch (const SizeOverflow& overflow) {
+        throw UsageError(size_context(source, e) + lane.name + ": " + overflow.what());
+    } catch (const UsageError& error) {  // GrowthPolicy's own size checks
+        throw UsageError(size_context(source, e) + lane.name + ": " + error.what());
+    }
     at_grow(lane.refused, r.handle) = ok ? 0 : 1;
     ++m.requests;
     if (ok) {
@@ -109,6 +132,8 @@ inline void Replay::serve(Lane& lane, const Request& r) {
 }
 
 inline void Replay::replay_alloc(const EventSource& source, const Event& e, ReplaySummary& s, std::uint64_t& live_bytes) {
+    check_request_size(source, e);
+    if (live_bytes > ~0ULL - e.size) throw UsageError(size_context(source, e) + "the live allocations would exceed 2^64 bytes");
     const std::uint32_t handle = take_handle(source, e);
     Request r;
     r.handle = handle;
@@ -121,9 +146,9 @@ inline void Replay::replay_alloc(const EventSource& source, const Event& e, Repl
     s.peak_live_bytes = std::max(s.peak_live_bytes, live_bytes);
     s.max_live_allocations = std::max<std::uint64_t>(s.max_live_allocations, ids_.size());
     s.largest_request = std::max(s.largest_request, e.size);
-    s.requested_bytes += e.size;
+    s.requested_bytes = s.requested_bytes > ~0ULL - e.size ? ~0ULL : s.requested_bytes + e.size;  // a statistic: saturates
     ++s.allocs;
-    for (Lane* lane : lanes_) serve(*lane, r);
+    for (Lane* lane : lanes_) serve(*lane, r, source, e);
     if (options_.sync_every && s.allocs % options_.sync_every == 0) synchronize_all();
 }
 
@@ -146,6 +171,62 @@ inline void Replay::replay_free(const EventSource& source, const Event& e, Repla
     ++s.frees;
 }
 
+// A request the recorded allocator refused: each strategy is asked for it
+// too (PyTorch's own OOM path releases cached blocks first), and what one
+// serves is given back at once, since the program never held it.
+void Replay::replay_oom(const EventSource& source, const Event& e, ReplaySummary& s) {
+    check_request_size(source, e);
+    ++s.oom_events;
+    Request r;
+    r.handle = handles_.take();
+    r.size = e.size;
+    r.stream = stream_index(e.stream);
+    r.stream_value = e.stream;
+    // One requester for every untagged refusal: grow-only keeps one buffer for them, not one each.
+    r.slot = e.tag == kNoTag ? (std::uint64_t{3} << 62) : e.tag;
+    for (Lane* lane : lanes_) {
+        if (lane->metrics.live_bytes > ~0ULL - e.size)
+            throw UsageError(size_context(source, e) + "the live allocations would exceed 2^64 bytes");
+        serve(*lane, r, source, e);
+        if (lane->refused[r.handle]) continue;
+        lane->strategy->deallocate(r.handle);
+        lane->metrics.live_bytes -= e.size;
+    }
+    handles_.give_back(r.handle);
+}
+
+// The events other than alloc and free, off the hot path.
+void Replay::replay_other(const EventSource& source, const Event& e, ReplaySummary& s) {
+    RecordedFigures& rec = s.recorded;
+    switch (e.kind) {
+        case EventKind::alloc:
+        case EventKind::free: break;
+        case EventKind::sync:
+            ++s.syncs;
+            synchronize_all();
+            break;
+        case EventKind::empty_cache:
+            ++s.empty_caches;
+            for (Lane* lane : lanes_) lane->strategy->empty_cache();
+            break;
+        case EventKind::oom: replay_oom(source, e, s); break;
+        case EventKind::segment_alloc:
+        case EventKind::segment_map:
+            ++rec.segment_events;
+            ++rec.device_allocs;
+            rec.reserved_bytes = rec.reserved_bytes > ~0ULL - e.size ? ~0ULL : rec.reserved_bytes + e.size;
+            rec.peak_reserved_bytes = std::max(rec.peak_reserved_bytes, rec.reserved_bytes);
+            break;
+        case EventKind::segment_free:
+        case EventKind::segment_unmap:
+            ++rec.segment_events;
+            ++rec.device_frees;
+            // Segments from before the recording began were never counted in.
+            rec.reserved_bytes -= std::min(rec.reserved_bytes, e.size);
+            break;
+    }
+}
+
 ReplaySummary Replay::run(EventSource& source) {
     ReplaySummary s;
     const auto start = std::chrono::steady_clock::now();
@@ -158,10 +239,7 @@ ReplaySummary Replay::run(EventSource& source) {
         switch (e.kind) {
             case EventKind::alloc: replay_alloc(source, e, s, live_bytes); break;
             case EventKind::free: replay_free(source, e, s, live_bytes); break;
-            case EventKind::sync:
-                ++s.syncs;
-                synchronize_all();
-                break;
+            default: replay_other(source, e, s); break;
         }
         if (timeline_) timeline_->record(s.events - 1, lanes_, live_bytes);
         if (--until_poll == 0) {
@@ -231,7 +309,7 @@ std::uint64_t largest_request(EventSource& source) {
     std::uint64_t largest = 0;
     Event e;
     while (source.next(e))
-        if (e.kind == EventKind::alloc) largest = std::max(largest, e.size);
+        if (e.kind == EventKind::alloc || e.kind == EventKind::oom) largest = std::max(largest, e.size);
     if (!source.rewind()) throw UsageError("cannot rewind " + source.description());
     return largest;
 }

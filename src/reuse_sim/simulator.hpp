@@ -67,8 +67,20 @@ struct ReplayOptions {
     std::uint64_t poll_interval = 1 << 16;
 };
 
+// What the recorded allocator did by its own account (a PyTorch snapshot's
+// segment events): PyTorch's num_device_alloc counts segment_alloc and
+// segment_map, num_device_free segment_free and segment_unmap.
+struct RecordedFigures {
+    std::uint64_t segment_events = 0;  // 0: the input recorded none
+    std::uint64_t device_allocs = 0, device_frees = 0;
+    std::uint64_t reserved_bytes = 0, peak_reserved_bytes = 0;  // from the start of the recording
+};
+
 struct ReplaySummary {
     std::uint64_t events = 0, allocs = 0, frees = 0, syncs = 0, skipped = 0;
+    std::uint64_t empty_caches = 0;  // empty_cache events
+    std::uint64_t oom_events = 0;    // requests the recorded allocator refused (replayed as requests)
+    RecordedFigures recorded;
     std::uint64_t peak_live_bytes = 0, live_at_end = 0, live_bytes_at_end = 0, max_live_allocations = 0;
     std::uint64_t largest_request = 0;
     std::uint64_t requested_bytes = 0;
@@ -81,7 +93,9 @@ public:
     Replay(std::vector<Lane*> lanes, ReplayOptions options);
     // Runs the source to its end. Throws UsageError for inconsistent events
     // (free of an id that is not live, alloc of a live id, a free whose size
-    // differs from the allocation's) naming the source location.
+    // differs from the allocation's) and for sizes that would overflow (a
+    // request above kMaxRequestBytes, live bytes beyond 2^64, a strategy's
+    // SizeOverflow), naming the source location.
     ReplaySummary run(EventSource& source);
     // Frees what is still live through each strategy, then has each release
     // its cache: the end of an --execute run. Not part of the metrics.
@@ -98,11 +112,13 @@ private:
     // The parts of run(), always inlined into it (simulator.cpp).
     void note_initial_reservations();
     [[gnu::always_inline]] inline std::uint32_t take_handle(const EventSource& source, const Event& e);
-    [[gnu::always_inline]] inline void serve(Lane& lane, const Request& r);
+    [[gnu::always_inline]] inline void serve(Lane& lane, const Request& r, const EventSource& source, const Event& e);
     [[gnu::always_inline]] inline void replay_alloc(const EventSource& source, const Event& e, ReplaySummary& s,
                                                     std::uint64_t& live_bytes);
     [[gnu::always_inline]] inline void replay_free(const EventSource& source, const Event& e, ReplaySummary& s,
                                                    std::uint64_t& live_bytes);
+    void replay_other(const EventSource& source, const Event& e, ReplaySummary& s);
+    void replay_oom(const EventSource& source, const Event& e, ReplaySummary& s);
 
     std::vector<Lane*> lanes_;
     ReplayOptions options_;

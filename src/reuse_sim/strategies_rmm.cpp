@@ -23,7 +23,8 @@ namespace gpumem::reuse_sim::detail {
 namespace {
 
 constexpr std::uint64_t kAlignment = 256;
-constexpr std::uint64_t align_up(std::uint64_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
+// Checked: --pool-max near 2^64 would otherwise wrap to a pool of 0 bytes.
+inline std::uint64_t align_up(std::uint64_t n) { return round_up_checked(n, kAlignment); }
 
 class RmmPoolResource {
 public:

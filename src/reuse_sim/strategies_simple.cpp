@@ -80,18 +80,21 @@ public:
         return true;
     }
     void deallocate(std::uint32_t handle) override { slots_[by_handle_[handle]].in_use = false; }
-    void release_all() override {
-        for (Slot& s : slots_)
-            if (s.capacity != 0) {
-                upstream_.deallocate(s.address, s.capacity, s.stream);
-                s.capacity = 0;
-            }
-    }
+    void release_all() override { release_idle(); }
+    // The buffers no request holds now; a requester's next request allocates anew.
+    void empty_cache() override { release_idle(); }
     std::vector<std::pair<std::string, std::uint64_t>> details() const override {
         return {{"slots", slots_.size()}, {"requesters", first_slot_.size()}};
     }
 
 protected:
+    void release_idle() {
+        for (Slot& s : slots_)
+            if (s.capacity != 0 && !s.in_use) {
+                upstream_.deallocate(s.address, s.capacity, s.stream);
+                s.capacity = 0;
+            }
+    }
     struct Slot {
         std::uint64_t address = 0;
         std::uint64_t capacity = 0;  // 0: no buffer
@@ -201,9 +204,12 @@ public:
         if (use.ring_index != kNone) ring_[use.ring_index].busy = false;
         else upstream_.deallocate(use.temporary.address, use.temporary.size, use.temporary.stream);
     }
-    void release_all() override {
+    // After every handle was freed, the idle buffers are all of them.
+    void release_all() override { empty_cache(); }
+    // The idle buffers; a slot whose buffer was released allocates it again on its next use.
+    void empty_cache() override {
         for (auto& s : ring_)
-            if (s.buffer.size != 0) {
+            if (s.buffer.size != 0 && !s.busy) {
                 upstream_.deallocate(s.buffer.address, s.buffer.size, s.buffer.stream);
                 s.buffer.size = 0;
             }
@@ -234,14 +240,24 @@ private:
 // synchronization points.
 class AsyncPool final : public PassThrough<true> {
 public:
-    AsyncPool(Upstream& upstream, std::uint64_t release_threshold) : PassThrough(upstream) {
+    AsyncPool(Upstream& upstream, std::uint64_t release_threshold) : PassThrough(upstream), release_threshold_(release_threshold) {
         upstream_.set_release_threshold(release_threshold);
     }
     void synchronize_point() override { upstream_.synchronize(); }
+    // PyTorch's cudaMallocAsync backend: synchronize, then trim the pool to
+    // nothing (cudaMemPoolTrimTo(pool, 0)); the threshold applies again after.
+    void empty_cache() override {
+        upstream_.set_release_threshold(0);
+        upstream_.synchronize();
+        upstream_.set_release_threshold(release_threshold_);
+    }
     void release_all() override {
         upstream_.set_release_threshold(0);
         upstream_.synchronize();
     }
+
+private:
+    std::uint64_t release_threshold_;
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 // PyTorch's CUDACachingAllocator (c10/cuda/CUDACachingAllocator.cpp,
 // DeviceCachingAllocator), without expandable segments, CUDA graphs, events
 // or garbage collection, which a single-process trace replay never reaches:
+//  - empty_cache (emptyCache): release_cached_blocks, below;
 //  - round_size: below 512 B -> 512; else, when roundup_power2_divisions
 //    applies to the size's interval and size > 512 * divisions, up to the
 //    next power-of-two division; else up to a multiple of 512;
@@ -135,6 +136,9 @@ public:
     }
 
     void release_all() override { release_cached_blocks(); }
+    // emptyCache: release_cached_blocks (its first step, completing frees
+    // that wait on events, is already in the trace as their frees).
+    void empty_cache() override { release_cached_blocks(); }
 
     std::vector<std::pair<std::string, std::uint64_t>> details() const override {
         const UpstreamCounters& c = upstream_.counters();

@@ -13,15 +13,18 @@
 
 #include "base/errors.hpp"
 #include "base/interrupt.hpp"
+#include "reuse_sim/pickle_reader.hpp"
+#include "reuse_sim/snapshot_reader.hpp"
 
 namespace gpumem::reuse_sim {
 
 namespace {
 
 constexpr Named<TraceFormat> kTraceFormatRows[] = {
-    {"auto", TraceFormat::automatic, "gpumem or rmm, decided by the header line"},
+    {"auto", TraceFormat::automatic, "a snapshot by its first byte, else gpumem or rmm by the header line"},
     {"gpumem", TraceFormat::gpumem, "gpumem's CSV: action,id,size,stream,tag (tests/TRACE_FORMAT.md)"},
     {"rmm", TraceFormat::rmm, "RAPIDS RMM logging_resource_adaptor CSV: Thread,Time,Action,Pointer,Size,Stream"},
+    {"snapshot", TraceFormat::snapshot, "PyTorch memory snapshot: the pickle of torch.cuda.memory._snapshot()"},
 };
 
 // open(2) that waits for a FIFO's writer as long as it takes, but not past
@@ -166,6 +169,24 @@ bool LineReader::next(std::string_view& line) {
             return true;
         }
     }
+}
+
+int LineReader::peek_byte() {
+    if (begin_ == end_ && !refill()) return -1;
+    return static_cast<unsigned char>(buffer_[begin_]);
+}
+
+std::string LineReader::read_rest() {
+    std::string all(buffer_.data() + begin_, end_ - begin_);
+    begin_ = end_;
+    started_ = true;
+    std::vector<char> chunk(1 << 20);
+    while (!eof_) {
+        const std::size_t n = read_some(chunk.data(), chunk.size());
+        if (n == 0) eof_ = true;
+        all.append(chunk.data(), n);
+    }
+    return all;
 }
 
 void LineReader::read_rest_into_spool() {
@@ -370,9 +391,17 @@ protected:
         throw UsageError(location(reader_.line_number()) + ": " + what);
     }
     // Next line that is not blank or a comment; checks the header first.
+    // With sync_comments_, a "# sync" comment after the header (what gpumem
+    // wrote for sync points before version 2) reads as a sync line.
     bool next_data_line(std::string_view& line, std::string_view header, const char* format_name) {
         while (reader_.next(line)) {
-            if (is_skippable(line)) continue;
+            if (is_skippable(line)) {
+                if (sync_comments_ && header_seen_ && trim(line) == "# sync") {
+                    line = "sync,,,,";
+                    return true;
+                }
+                continue;
+            }
             if (!header_seen_) {
                 if (trim(line) != header)
                     fail(std::string("expected the ") + format_name + " header '" + std::string(header) + "', found " +
@@ -388,11 +417,39 @@ protected:
 
     LineReader reader_;
     bool header_seen_ = false;
+    bool sync_comments_ = false;
 };
 
+// The actions of a gpumem trace and which fields each takes.
+enum class Field : std::uint8_t { none, optional, required };
+struct ActionRow {
+    std::string_view name;
+    EventKind kind;
+    Field id, size, stream, tag;  // size "required": at least 1 byte
+};
+constexpr ActionRow kActions[] = {
+    {"alloc", EventKind::alloc, Field::required, Field::required, Field::optional, Field::optional},
+    {"free", EventKind::free, Field::required, Field::optional, Field::optional, Field::optional},
+    {"sync", EventKind::sync, Field::none, Field::none, Field::none, Field::none},
+    {"empty_cache", EventKind::empty_cache, Field::none, Field::none, Field::none, Field::none},
+    {"oom", EventKind::oom, Field::none, Field::required, Field::optional, Field::optional},
+    {"segment_alloc", EventKind::segment_alloc, Field::optional, Field::required, Field::optional, Field::none},
+    {"segment_free", EventKind::segment_free, Field::optional, Field::required, Field::optional, Field::none},
+    {"segment_map", EventKind::segment_map, Field::optional, Field::required, Field::optional, Field::none},
+    {"segment_unmap", EventKind::segment_unmap, Field::optional, Field::required, Field::optional, Field::none},
+};
+
+const ActionRow& action_row(EventKind kind) {
+    for (const ActionRow& row : kActions)
+        if (row.kind == kind) return row;
+    return kActions[0];
+}
+
+// A gpumem trace read through the fast path for well-formed alloc and free
+// lines and a careful one (with the messages) for everything else.
 class GpumemCsvSource final : public CsvTraceSource {
 public:
-    using CsvTraceSource::CsvTraceSource;
+    GpumemCsvSource(LineReader reader, bool header_seen) : CsvTraceSource(std::move(reader), header_seen) { sync_comments_ = true; }
 
     std::string description() const override { return reader_.path() + " (gpumem CSV)"; }
     std::string format() const override { return "gpumem"; }
@@ -407,27 +464,48 @@ public:
             e.line = reader_.line_number();
             return true;
         }
-        std::string_view f[5];
-        const std::size_t n = split_fields(line, f, 5);
-        if (n != 5)
-            fail("expected 5 fields (action,id,size,stream,tag), found " + (n > 5 ? std::string("more") : std::to_string(n)));
-        const std::string_view action = trim(f[0]);
-        if (action == "alloc") e.kind = EventKind::alloc;
-        else if (action == "free") e.kind = EventKind::free;
-        else fail("unknown action " + quoted(action) + " (expected alloc or free)");
-        if (!parse_decimal(f[1], e.id)) fail("id: expected an unsigned integer, found " + quoted(f[1]));
-        e.size = 0;
-        if (!trim(f[2]).empty() && !parse_decimal(f[2], e.size)) fail("size: expected bytes as an unsigned integer, found " + quoted(f[2]));
-        if (e.kind == EventKind::alloc && e.size == 0) fail("alloc needs a size of at least 1 byte");
-        e.stream = 0;
-        if (!trim(f[3]).empty() && !parse_decimal(f[3], e.stream)) fail("stream: expected an unsigned integer, found " + quoted(f[3]));
-        const std::string_view tag = f[4];
-        e.tag = tag.empty() ? kNoTag : tags_.intern(tag);
+        parse_careful(line, e);
         e.line = reader_.line_number();
         return true;
     }
 
 private:
+    const ActionRow& action(std::string_view name) const {
+        for (const ActionRow& row : kActions)
+            if (row.name == name) return row;
+        std::string names;
+        for (const ActionRow& row : kActions) names += (names.empty() ? "" : ", ") + std::string(row.name);
+        fail("unknown action " + quoted(name) + " (expected " + names + ")");
+    }
+    // A numeric field: empty is `fallback` where the action allows it.
+    std::uint64_t number(std::string_view text, Field rule, const ActionRow& row, const char* name, const char* expected,
+                         std::uint64_t fallback = 0) const {
+        const bool empty = trim(text).empty();
+        if (rule == Field::none && !empty) fail(std::string(row.name) + " takes no " + name + ", found " + quoted(text));
+        if (empty) {
+            if (rule == Field::required) fail(std::string(row.name) + " needs " + (std::string(name) == "size" ? "a size of at least 1 byte" : std::string("an ") + name));
+            return fallback;
+        }
+        std::uint64_t v = 0;
+        if (!parse_decimal(text, v)) fail(std::string(name) + ": expected " + expected + ", found " + quoted(text));
+        return v;
+    }
+
+    void parse_careful(std::string_view line, Event& e) {
+        std::string_view f[5];
+        const std::size_t n = split_fields(line, f, 5);
+        if (n != 5)
+            fail("expected 5 fields (action,id,size,stream,tag), found " + (n > 5 ? std::string("more") : std::to_string(n)));
+        const ActionRow& row = action(trim(f[0]));
+        e.kind = row.kind;
+        e.id = number(f[1], row.id, row, "id", "an unsigned integer");
+        e.size = number(f[2], row.size, row, "size", "bytes as an unsigned integer");
+        if (row.size == Field::required && e.size == 0) fail(std::string(row.name) + " needs a size of at least 1 byte");
+        e.stream = number(f[3], row.stream, row, "stream", "an unsigned integer");
+        if (row.tag == Field::none && !f[4].empty()) fail(std::string(row.name) + " takes no tag, found " + quoted(f[4]));
+        e.tag = f[4].empty() || row.tag == Field::none ? kNoTag : tags_.intern(f[4]);
+    }
+
     TagTable tags_;
 };
 
@@ -438,6 +516,7 @@ public:
     std::string description() const override { return reader_.path() + " (RMM log CSV)"; }
     std::string format() const override { return "rmm"; }
     std::uint64_t skipped() const override { return failures_; }
+    std::string skipped_what() const override { return "'allocate failure' lines of the trace"; }
     bool rewind() override {
         failures_ = 0;
         return CsvTraceSource::rewind();
@@ -477,9 +556,10 @@ private:
 };
 
 
-// The format named by the first line of `reader` that is not a comment,
-// which it reads.
+// The format named by the first byte of `reader` (a pickle's PROTO opcode)
+// or by its first line that is not a comment, which it reads.
 TraceFormat read_format_header(LineReader& reader) {
+    if (reader.peek_byte() == 0x80) return TraceFormat::snapshot;
     std::string_view line;
     while (reader.next(line)) {
         if (is_skippable(line)) continue;
@@ -488,7 +568,7 @@ TraceFormat read_format_header(LineReader& reader) {
         if (t == kRmmHeader) return TraceFormat::rmm;
         throw UsageError(reader.path() + ":" + std::to_string(reader.line_number()) +
                          ": unrecognised trace header " + quoted(t) + " (expected '" + std::string(kGpumemHeader) +
-                         "' or '" + std::string(kRmmHeader) + "')");
+                         "' or '" + std::string(kRmmHeader) + "', or a PyTorch snapshot pickle)");
     }
     throw UsageError(reader.path() + ": empty trace: no header line");
 }
@@ -505,7 +585,7 @@ TraceFormat detect_trace_format(const std::string& path) {
 GpumemTraceWriter::GpumemTraceWriter(const std::string& path) : path_(path), buffer_(1 << 16) {
     file_ = std::fopen(path.c_str(), "wb");
     if (!file_) throw UsageError(path + ": cannot create trace: " + std::strerror(errno));
-    static const char header[] = "# gpumem-trace v1\naction,id,size,stream,tag\n";
+    static const char header[] = "# gpumem-trace v2\naction,id,size,stream,tag\n";
     append(header, sizeof header - 1);
 }
 
@@ -532,27 +612,18 @@ void GpumemTraceWriter::write(const Event& e, std::string_view tag) {
         const auto r = std::to_chars(digits, digits + sizeof digits, v);
         append(digits, static_cast<std::size_t>(r.ptr - digits));
     };
-    switch (e.kind) {
-        case EventKind::sync:
-            append("# sync\n", 7);
-            return;
-        case EventKind::alloc:
-            append("alloc,", 6);
-            number(e.id);
-            append(",", 1);
-            number(e.size);
-            append(",", 1);
-            number(e.stream);
-            append(",", 1);
-            append(tag.data(), tag.size());
-            append("\n", 1);
-            return;
-        case EventKind::free:
-            append("free,", 5);
-            number(e.id);
-            append(",,,\n", 4);
-            return;
-    }
+    const ActionRow& row = action_row(e.kind);
+    append(row.name.data(), row.name.size());
+    append(",", 1);
+    // Each field as the action takes it; a free names its id alone.
+    if (row.id != Field::none) number(e.id);
+    append(",", 1);
+    if (row.size == Field::required) number(e.size);
+    append(",", 1);
+    if (row.stream != Field::none && e.kind != EventKind::free) number(e.stream);
+    append(",", 1);
+    if (row.tag != Field::none && e.kind != EventKind::free) append(tag.data(), tag.size());
+    append("\n", 1);
 }
 
 void GpumemTraceWriter::close() {
@@ -562,10 +633,13 @@ void GpumemTraceWriter::close() {
     if (failed) throw Error(path_ + ": error writing trace: " + std::strerror(errno));
 }
 
-std::unique_ptr<EventSource> open_trace(const std::string& path, TraceFormat format, bool rereadable) {
+std::unique_ptr<EventSource> open_trace(const std::string& path, TraceFormat format, bool rereadable,
+                                        std::optional<std::uint32_t> snapshot_device) {
     LineReader reader(path, rereadable);
     const bool detected = format == TraceFormat::automatic;
     if (detected) format = read_format_header(reader);
+    // A snapshot is one pickled object: read whole, once; it rewinds in memory.
+    if (format == TraceFormat::snapshot) return open_snapshot(reader.path(), reader.read_rest(), snapshot_device);
     if (format == TraceFormat::rmm) return std::make_unique<RmmCsvSource>(std::move(reader), detected);
     return std::make_unique<GpumemCsvSource>(std::move(reader), detected);
 }

@@ -2,11 +2,14 @@
 // (tests/TRACE_FORMAT.md) and RAPIDS RMM's logging_resource_adaptor CSV.
 // They hold one buffered block of the file and the table of tag names, never
 // the whole trace. Malformed lines throw UsageError "file:line: what".
+// PyTorch memory snapshots (pickles) are recognised by their first byte and
+// read whole by snapshot_reader.hpp.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,7 +19,7 @@
 
 namespace gpumem::reuse_sim {
 
-enum class TraceFormat { automatic, gpumem, rmm };
+enum class TraceFormat { automatic, gpumem, rmm, snapshot };
 
 // The formats --trace-format takes (gpumem --list trace-formats).
 extern const NameTable<TraceFormat> kTraceFormats;
@@ -40,6 +43,11 @@ public:
     LineReader& operator=(const LineReader&) = delete;
 
     bool next(std::string_view& line);
+    // The first byte not yet read, without consuming it; -1 at the end.
+    int peek_byte();
+    // Everything not yet read (a snapshot is read whole), without keeping a
+    // copy for rewind().
+    std::string read_rest();
     std::uint64_t line_number() const noexcept { return line_number_; }
     // Back to the first line; false when the input cannot seek and was not
     // opened rereadable.
@@ -76,8 +84,8 @@ private:
     std::vector<std::uint32_t> slots_;  // open addressing over names_; kNoTag marks empty
 };
 
-// Writes events as a gpumem trace (CSV v1). Sync points, for which the
-// format has no action, become "# sync" comment lines (readers skip them).
+// Writes events as a gpumem trace (CSV v2): every kind of event has its
+// action, so a trace read back replays the same.
 class GpumemTraceWriter {
 public:
     explicit GpumemTraceWriter(const std::string& path);  // throws UsageError when it cannot be created
@@ -97,12 +105,16 @@ private:
 };
 
 // Opens `path` ("-": standard input) once, in `format`; automatic looks at
-// the header line. `rereadable`: the source can rewind even when the input
-// cannot seek (LineReader). Throws UsageError for unreadable files and
-// unknown headers.
-std::unique_ptr<EventSource> open_trace(const std::string& path, TraceFormat format, bool rereadable = false);
+// the first byte (a pickle: a PyTorch snapshot) and else the header line.
+// `rereadable`: the source can rewind even when the input cannot seek
+// (LineReader). `snapshot_device`: which device of a snapshot (none: the
+// only one with events). Throws UsageError for unreadable files and unknown
+// headers.
+std::unique_ptr<EventSource> open_trace(const std::string& path, TraceFormat format, bool rereadable = false,
+                                        std::optional<std::uint32_t> snapshot_device = std::nullopt);
 
-// The format `path` holds, judged by its first line that is not a comment.
+// The format `path` holds, judged by its first byte and its first line
+// that is not a comment.
 TraceFormat detect_trace_format(const std::string& path);
 
 }  // namespace gpumem::reuse_sim

@@ -71,10 +71,15 @@ void Upstream::count_pool_release(std::uint64_t bytes) noexcept {
 
 // --- SimulatedUpstream ---
 
-std::uint64_t SimulatedUpstream::new_address(std::uint64_t size) noexcept {
+std::uint64_t SimulatedUpstream::new_address(std::uint64_t size) {
     // Like the driver, large allocations start on 2 MiB boundaries.
+    // Addresses are never reused, so a trace that allocates more than the
+    // address space in all would wrap them: refused instead.
     const std::uint64_t a = next_address_;
-    next_address_ += round_up(size, kPoolGranule);
+    const std::uint64_t span = round_up_checked(size, kPoolGranule);
+    if (span > std::numeric_limits<std::uint64_t>::max() - a)
+        throw SizeOverflow("the simulated device's 64-bit address space is used up (addresses are never reused)");
+    next_address_ += span;
     return a;
 }
 
@@ -89,7 +94,7 @@ CoalescingFreeList& SimulatedUpstream::stream_list(std::uint32_t stream) {
 }
 
 bool SimulatedUpstream::do_allocate_async(std::uint64_t size, std::uint32_t stream, std::uint64_t& address) {
-    const std::uint64_t need = round_up(size, kPoolAlignment);
+    const std::uint64_t need = round_up_checked(size, kPoolAlignment);
     CoalescingFreeList& own = stream_list(stream);
     CoalescingFreeList* source = &own;
     FreeBlock b = own.take_best_fit(need);
@@ -98,7 +103,7 @@ bool SimulatedUpstream::do_allocate_async(std::uint64_t size, std::uint32_t stre
         b = pool_free_.take_best_fit(need);
     }
     if (!b.valid()) {
-        const std::uint64_t grow = round_up(need, kPoolGranule);
+        const std::uint64_t grow = round_up_checked(need, kPoolGranule);
         if (!fits(grow)) return false;
         b = FreeBlock{new_address(grow), grow, true};
         pool_chunks_.emplace(b.address, grow);

@@ -8,12 +8,29 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "reuse_sim/cost_table.hpp"
 #include "reuse_sim/free_list.hpp"
 
 namespace gpumem::reuse_sim {
+
+// A size that a strategy or the simulated device cannot round, or add to
+// what it holds, within 64 bits. The replay turns it into a usage error that
+// names the event and the strategy.
+class SizeOverflow : public std::overflow_error {
+public:
+    using std::overflow_error::overflow_error;
+};
+
+// n rounded up to a multiple of `multiple`, or SizeOverflow.
+inline std::uint64_t round_up_checked(std::uint64_t n, std::uint64_t multiple) {
+    if (n > std::numeric_limits<std::uint64_t>::max() - (multiple - 1))
+        throw SizeOverflow("rounding " + std::to_string(n) + " bytes up to a multiple of " + std::to_string(multiple) + " overflows 64 bits");
+    return (n + multiple - 1) / multiple * multiple;
+}
 
 struct UpstreamCounters {
     // cudaMalloc / cudaFree
@@ -127,7 +144,7 @@ private:
     void do_fill_zero(std::uint64_t, std::uint64_t) override {}
     void do_synchronize() override;
 
-    std::uint64_t new_address(std::uint64_t size) noexcept;
+    std::uint64_t new_address(std::uint64_t size);
     CoalescingFreeList& stream_list(std::uint32_t stream);
 
     std::uint64_t next_address_ = 0x7f0000000000ULL;

@@ -1,0 +1,407 @@
+#include "reuse_sim/snapshot_reader.hpp"
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <queue>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "base/errors.hpp"
+#include "reuse_sim/pickle_reader.hpp"
+
+namespace gpumem::reuse_sim {
+
+namespace {
+
+using pickle::Document;
+using pickle::Kind;
+using pickle::Value;
+
+constexpr std::uint64_t kMiB = 1ULL << 20;
+// An event dict holds about six keys; a larger one is not an event, and
+// looking keys up in it for every event would cost its size each time.
+constexpr std::size_t kMaxEventKeys = 64;
+
+bool is_pow2(std::uint64_t v) noexcept { return v != 0 && (v & (v - 1)) == 0; }
+
+std::size_t log2_of(std::uint64_t v) noexcept {
+    std::size_t l = 0;
+    while (v >>= 1) ++l;
+    return l;
+}
+
+// ------------------------------------------------------- allocator_settings
+
+class SettingsReader {
+public:
+    SettingsReader(const Document& doc, const std::string& name) : doc_(doc), name_(name) {}
+
+    RecordedAllocatorSettings read(const Value& settings) const {
+        RecordedAllocatorSettings s;
+        if (settings.kind == Kind::none) return s;
+        if (settings.kind != Kind::dict) fail("expected a dict, found " + std::string(Document::kind_name(settings.kind)));
+        if (const Value* v = doc_.get(settings, "PYTORCH_CUDA_ALLOC_CONF")) {
+            std::string_view text;
+            if (doc_.as_text(*v, text)) s.alloc_conf = std::string(text);
+        }
+        if (const Value* v = doc_.get(settings, "max_split_size")) s.max_split_size = max_split_size(*v);
+        if (const Value* v = doc_.get(settings, "roundup_power2_divisions")) s.roundup_power2_divisions = divisions(*v);
+        if (const Value* v = doc_.get(settings, "garbage_collection_threshold")) {
+            double t = 0;
+            if (!doc_.as_double(*v, t) || !(t >= 0.0 && t <= 1.0)) fail("garbage_collection_threshold: expected a number from 0 to 1");
+            s.garbage_collection_threshold = t;
+        }
+        if (const Value* v = doc_.get(settings, "expandable_segments")) {
+            bool on = false;
+            if (!doc_.as_bool(*v, on)) fail("expandable_segments: expected True or False");
+            s.expandable_segments = on;
+        }
+        return s;
+    }
+
+private:
+    [[noreturn]] void fail(const std::string& why) const { throw UsageError(name_ + ": allocator_settings: " + why); }
+
+    // PyTorch writes int64(SIZE_MAX), -1, for "no limit".
+    std::uint64_t max_split_size(const Value& v) const {
+        std::int64_t signed_value = 0;
+        std::uint64_t bytes = 0;
+        if (doc_.as_i64(v, signed_value) && signed_value < 0) return RecordedAllocatorSettings::kUnlimitedSplit;
+        if (!doc_.as_u64(v, bytes)) fail("max_split_size: expected an integer");
+        if (bytes >= (1ULL << 63)) return RecordedAllocatorSettings::kUnlimitedSplit;
+        if (bytes < 20 * kMiB) fail("max_split_size " + std::to_string(bytes) + " is below PyTorch's minimum of 20 MiB");
+        return bytes;
+    }
+
+    std::uint64_t division(const Value& v) const {
+        std::uint64_t d = 0;
+        if (!doc_.as_u64(v, d) || (d != 0 && !is_pow2(d)) || d > (1ULL << 30))
+            fail("roundup_power2_divisions: a division must be 0 or a power of two");
+        return d;
+    }
+
+    // Two forms: PyTorch's dict {"1": N, "2": N, ..., "32768": N} keyed by
+    // the interval's start in MiB (str or int), or a list of 16 divisions.
+    std::array<std::uint64_t, 16> divisions(const Value& v) const {
+        std::array<std::uint64_t, 16> out{};
+        const Value* items = nullptr;
+        std::size_t n = 0;
+        if (!doc_.items(v, items, n) || (v.kind != Kind::dict && v.kind != Kind::list && v.kind != Kind::tuple))
+            fail("roundup_power2_divisions: expected a dict of interval: divisions, or a list");
+        if (v.kind != Kind::dict) {
+            if (n > out.size()) fail("roundup_power2_divisions: more than 16 intervals");
+            for (std::size_t i = 0; i < n; ++i) out[i] = division(items[i]);
+            return out;
+        }
+        for (std::size_t i = 0; i + 1 < n; i += 2) out[interval_index(items[i])] = division(items[i + 1]);
+        return out;
+    }
+
+    std::size_t interval_index(const Value& key) const {
+        std::uint64_t mib = 0;
+        std::string_view text;
+        bool ok = doc_.as_u64(key, mib);
+        if (!ok && doc_.as_text(key, text) && !text.empty() && text.size() <= 6) {
+            ok = true;
+            for (char c : text) {
+                if (c < '0' || c > '9') ok = false;
+                mib = mib * 10 + static_cast<std::uint64_t>(c - '0');
+            }
+        }
+        if (!ok || !is_pow2(mib) || mib > 32768)
+            fail("roundup_power2_divisions: an interval must start at a power of two from 1 to 32768 MiB");
+        return log2_of(mib);
+    }
+
+    const Document& doc_;
+    const std::string& name_;
+};
+
+// ------------------------------------------------------------------- source
+
+class SnapshotSource final : public EventSource {
+public:
+    SnapshotSource(std::string name, Document doc, std::optional<std::uint32_t> device)
+        : name_(std::move(name)), doc_(std::move(doc)) {
+        const Value& root = doc_.root();
+        if (root.kind != Kind::dict)
+            throw UsageError(name_ + ": not a memory snapshot: the pickle holds a " + Document::kind_name(root.kind) +
+                             ", not a dict with 'device_traces'");
+        select_device(root, device);
+        if (const Value* s = doc_.get(root, "allocator_settings"); s && s->kind != Kind::none) {
+            settings_ = SettingsReader(doc_, name_).read(*s);
+            has_settings_ = true;
+        }
+    }
+
+    bool next(Event& e) override {
+        while (queue_.empty()) {
+            if (index_ == count_) return false;
+            read_entry();
+        }
+        e = queue_.front();
+        queue_.pop_front();
+        return true;
+    }
+    std::string location(std::uint64_t line) const override {
+        if (line == 0 || line > count_) return name_;
+        return name_ + ": offset " + std::to_string(doc_.offset_of(entries_[line - 1])) + " (device_traces[" +
+               std::to_string(device_) + "][" + std::to_string(line - 1) + "])";
+    }
+    std::string description() const override { return name_ + " (PyTorch snapshot, device " + std::to_string(device_) + ")"; }
+    std::string format() const override { return "snapshot"; }
+    bool rewind() override {
+        index_ = 0;
+        state_ = State{};
+        queue_.clear();
+        return true;
+    }
+    std::uint64_t skipped() const override { return state_.unknown_frees; }
+    std::string skipped_what() const override { return "frees of blocks allocated before the recording began"; }
+    std::vector<std::string> notes() const override;
+    const RecordedAllocatorSettings* allocator_settings() const override { return has_settings_ ? &settings_ : nullptr; }
+
+private:
+    struct LiveBlock {
+        std::uint64_t id, size, segment;
+        bool in_segment;
+    };
+    struct Segment {
+        std::uint64_t size = 0, live = 0;
+    };
+    // What the history has said so far: a rewind starts it again.
+    struct State {
+        std::unordered_map<std::uint64_t, LiveBlock> live;  // by address
+        std::priority_queue<std::uint64_t, std::vector<std::uint64_t>, std::greater<>> free_ids;
+        std::uint64_t next_id = 0;
+        std::map<std::uint64_t, Segment> segments;  // cudaMalloc'd segments seen allocated, by address
+        std::uint64_t free_segments = 0;            // of those, the ones holding no live block
+        std::uint64_t unknown_frees = 0, free_requested = 0, markers = 0, unknown_actions = 0;
+        std::uint64_t ambiguous_empty_caches = 0;  // read as empty_cache, right before a new segment
+    };
+
+    void select_device(const Value& root, std::optional<std::uint32_t> device);
+    [[noreturn]] void fail(std::size_t index, const std::string& why) const {
+        throw UsageError(location(index + 1) + ": " + why);
+    }
+    std::string_view action_of(std::size_t index) const;
+    std::uint64_t field(std::size_t index, std::string_view key, bool required, std::uint64_t fallback = 0) const;
+    std::uint64_t stream_of(std::size_t index) const;
+    void read_entry();
+    void on_alloc(std::size_t index);
+    void on_free(std::size_t index);
+    Event segment_event(std::size_t index, EventKind kind);
+    void on_release_run();
+    Segment* segment_holding(std::uint64_t address);
+
+    std::string name_;
+    Document doc_;
+    std::uint32_t device_ = 0;
+    const Value* entries_ = nullptr;
+    std::size_t count_ = 0;
+    std::size_t index_ = 0;  // the next entry to read
+    RecordedAllocatorSettings settings_;
+    bool has_settings_ = false;
+    State state_;
+    std::deque<Event> queue_;  // events read ahead of the caller
+};
+
+void SnapshotSource::select_device(const Value& root, std::optional<std::uint32_t> device) {
+    const Value* traces = doc_.get(root, "device_traces");
+    if (!traces) throw UsageError(name_ + ": not a memory snapshot: no 'device_traces' (was memory history recorded?)");
+    const Value* lists = nullptr;
+    std::size_t devices = 0;
+    if (traces->kind != Kind::list || !doc_.items(*traces, lists, devices))
+        throw UsageError(name_ + ": 'device_traces': expected a list, found " + Document::kind_name(traces->kind));
+    std::vector<std::uint32_t> with_events;
+    for (std::size_t d = 0; d < devices; ++d) {
+        const Value* first = nullptr;
+        std::size_t n = 0;
+        if (lists[d].kind != Kind::list || !doc_.items(lists[d], first, n))
+            throw UsageError(name_ + ": device_traces[" + std::to_string(d) + "]: expected a list, found " +
+                             Document::kind_name(lists[d].kind));
+        if (n > 0) with_events.push_back(static_cast<std::uint32_t>(d));
+    }
+    if (device) {
+        if (*device >= devices)
+            throw UsageError(name_ + ": --trace-device " + std::to_string(*device) + ": the snapshot has " + std::to_string(devices) +
+                             " device trace(s)");
+        device_ = *device;
+    } else if (with_events.size() > 1) {
+        std::string list;
+        for (std::uint32_t d : with_events) list += (list.empty() ? "" : ", ") + std::to_string(d);
+        throw UsageError(name_ + ": devices " + list + " all have events: choose one with --trace-device");
+    } else {
+        device_ = with_events.empty() ? 0 : with_events.front();
+    }
+    if (device_ < devices) doc_.items(lists[device_], entries_, count_);
+}
+
+std::string_view SnapshotSource::action_of(std::size_t index) const {
+    const Value& entry = entries_[index];
+    const Value* first = nullptr;
+    std::size_t n = 0;
+    if (entry.kind != Kind::dict || !doc_.items(entry, first, n))
+        fail(index, std::string("expected an event (a dict), found a ") + Document::kind_name(entry.kind));
+    if (n / 2 > kMaxEventKeys) fail(index, "a dict of " + std::to_string(n / 2) + " keys is not an allocator event");
+    const Value* action = doc_.get(entry, "action");
+    std::string_view text;
+    if (!action || !doc_.as_text(*action, text)) fail(index, "the event has no 'action' string");
+    return text;
+}
+
+std::uint64_t SnapshotSource::field(std::size_t index, std::string_view key, bool required, std::uint64_t fallback) const {
+    const Value* v = doc_.get(entries_[index], key);
+    if (!v || (!required && v->kind == Kind::none)) {
+        if (required) fail(index, std::string(action_of(index)) + " without '" + std::string(key) + "'");
+        return fallback;
+    }
+    std::uint64_t out = 0;
+    if (!doc_.as_u64(*v, out))
+        fail(index, std::string(action_of(index)) + ": '" + std::string(key) + "' is " +
+                        (v->kind == Kind::big_integer ? std::string("an int beyond 64 bits")
+                                                      : std::string("a ") + Document::kind_name(v->kind)) +
+                        ", not a non-negative integer");
+    return out;
+}
+
+// PyTorch writes int64(stream); a missing or None stream is the default one.
+std::uint64_t SnapshotSource::stream_of(std::size_t index) const {
+    const Value* v = doc_.get(entries_[index], "stream");
+    std::int64_t s = 0;
+    if (!v || v->kind == Kind::none) return 0;
+    if (doc_.as_i64(*v, s)) return static_cast<std::uint64_t>(s);
+    return field(index, "stream", true);
+}
+
+SnapshotSource::Segment* SnapshotSource::segment_holding(std::uint64_t address) {
+    auto it = state_.segments.upper_bound(address);
+    if (it == state_.segments.begin()) return nullptr;
+    --it;
+    return address - it->first < it->second.size ? &it->second : nullptr;
+}
+
+void SnapshotSource::read_entry() {
+    const std::size_t index = index_++;
+    const std::string_view action = action_of(index);
+    const std::uint64_t line = index + 1;
+    if (action == "alloc") on_alloc(index);
+    else if (action == "free_completed") on_free(index);
+    else if (action == "free_requested") ++state_.free_requested;
+    else if (action == "segment_alloc") {
+        const Event e = segment_event(index, EventKind::segment_alloc);
+        auto [it, added] = state_.segments.emplace(e.id, Segment{e.size, 0});
+        if (added) ++state_.free_segments;
+        queue_.push_back(e);
+    } else if (action == "segment_map") queue_.push_back(segment_event(index, EventKind::segment_map));
+    else if (action == "segment_free" || action == "segment_unmap") {
+        index_ = index;
+        on_release_run();
+    } else if (action == "oom") {
+        const std::uint64_t size = field(index, "size", true);
+        if (size == 0) fail(index, "oom of 0 bytes");
+        queue_.push_back(Event{EventKind::oom, 0, size, stream_of(index), kNoTag, line});
+    } else if (action == "snapshot") ++state_.markers;
+    else ++state_.unknown_actions;
+}
+
+void SnapshotSource::on_alloc(std::size_t index) {
+    const std::uint64_t address = field(index, "addr", true);
+    const std::uint64_t size = field(index, "size", true);
+    if (size == 0) fail(index, "alloc of 0 bytes");
+    if (state_.live.count(address))
+        fail(index, "alloc at an address that is already live (a corrupt history)");
+    std::uint64_t id = state_.next_id;
+    if (!state_.free_ids.empty()) {
+        id = state_.free_ids.top();
+        state_.free_ids.pop();
+    } else {
+        ++state_.next_id;
+    }
+    LiveBlock block{id, size, 0, false};
+    if (Segment* s = segment_holding(address)) {
+        if (s->live++ == 0) --state_.free_segments;
+        block.in_segment = true;
+        block.segment = address;
+    }
+    state_.live.emplace(address, block);
+    queue_.push_back(Event{EventKind::alloc, id, size, stream_of(index), kNoTag, index + 1});
+}
+
+void SnapshotSource::on_free(std::size_t index) {
+    const std::uint64_t address = field(index, "addr", true);
+    const auto it = state_.live.find(address);
+    if (it == state_.live.end()) {
+        // Allocated before the history began, or dropped by its ring buffer.
+        ++state_.unknown_frees;
+        return;
+    }
+    const LiveBlock block = it->second;
+    state_.live.erase(it);
+    if (block.in_segment)
+        if (Segment* s = segment_holding(block.segment); s && --s->live == 0) ++state_.free_segments;
+    state_.free_ids.push(block.id);
+    queue_.push_back(Event{EventKind::free, block.id, block.size, 0, kNoTag, index + 1});
+}
+
+Event SnapshotSource::segment_event(std::size_t index, EventKind kind) {
+    const std::uint64_t address = field(index, "addr", true);
+    const std::uint64_t size = field(index, "size", true);
+    if (size == 0) fail(index, std::string(action_of(index)) + " of 0 bytes");
+    return Event{kind, address, size, stream_of(index), kNoTag, index + 1};
+}
+
+// A run of segment_free / segment_unmap entries: an empty_cache of the
+// program, or the allocator's own release inside a request (see the header).
+void SnapshotSource::on_release_run() {
+    std::vector<Event> run;
+    bool whole_segments = false;
+    while (index_ < count_) {
+        const std::string_view action = action_of(index_);
+        const bool unmap = action == "segment_unmap";
+        if (!unmap && action != "segment_free") break;
+        const Event e = segment_event(index_++, unmap ? EventKind::segment_unmap : EventKind::segment_free);
+        if (!unmap) {
+            whole_segments = true;
+            if (auto it = state_.segments.find(e.id); it != state_.segments.end()) {
+                if (it->second.live == 0) --state_.free_segments;
+                state_.segments.erase(it);
+            }
+        }
+        run.push_back(e);
+    }
+    const bool before_oom = index_ < count_ && action_of(index_) == "oom";
+    const bool partial = whole_segments && state_.free_segments > 0;
+    if (!before_oom && !partial) {
+        queue_.push_back(Event{EventKind::empty_cache, 0, 0, 0, kNoTag, run.front().line});
+        const std::string_view next = index_ < count_ ? action_of(index_) : std::string_view();
+        if (next == "segment_alloc" || next == "segment_map") ++state_.ambiguous_empty_caches;
+    }
+    queue_.insert(queue_.end(), run.begin(), run.end());
+}
+
+std::vector<std::string> SnapshotSource::notes() const {
+    std::vector<std::string> notes;
+    if (count_ == 0)
+        notes.push_back(name_ + ": no allocation history for device " + std::to_string(device_) +
+                        " (record it with torch.cuda.memory._record_memory_history before the allocations)");
+    if (state_.unknown_actions)
+        notes.push_back(name_ + ": " + std::to_string(state_.unknown_actions) + " events of actions this reader does not know were skipped");
+    if (state_.ambiguous_empty_caches)
+        notes.push_back(name_ + ": " + std::to_string(state_.ambiguous_empty_caches) +
+                        " releases of every cached segment right before a new one were read as torch.cuda.empty_cache(); "
+                        "PyTorch's last-resort release before a retried cudaMalloc looks the same, and its retry is then not counted");
+    return notes;
+}
+
+}  // namespace
+
+std::unique_ptr<EventSource> open_snapshot(const std::string& name, std::string bytes, std::optional<std::uint32_t> device) {
+    pickle::Document doc = pickle::unpickle(bytes, name);
+    bytes = std::string();  // the document holds what it needs
+    return std::make_unique<SnapshotSource>(name, std::move(doc), device);
+}
+
+}  // namespace gpumem::reuse_sim

@@ -1,0 +1,42 @@
+// PyTorch memory snapshots (the pickle of torch.cuda.memory._snapshot()) as
+// an event source: one device's allocator history (snapshot["device_traces"])
+// becomes trace events, and snapshot["allocator_settings"] the settings the
+// recording ran with. Read with the restricted unpickler (pickle_reader.hpp):
+// plain values only, nothing callable.
+//
+// The history's actions become events as follows:
+//  - alloc: an alloc of the size the caller asked for (PyTorch records
+//    orig_size), its address mapped to a small id reused after its free;
+//  - free_completed: the free (the block is back in the cache then; a
+//    free_requested of a block used on other streams completes later);
+//    free_requested is counted only;
+//  - segment_alloc, segment_free, segment_map, segment_unmap: the recorded
+//    allocator's own actions, kept as such (not replayed, counted);
+//  - oom: an oom event (a request the allocator refused, of the size it had
+//    rounded it to);
+//  - a run of segment_free/segment_unmap that is not the allocator's own
+//    release inside a request (which ends in an oom, or leaves some cached
+//    segment in place: release_available_cached_blocks, garbage collection)
+//    is also an empty_cache event before it: PyTorch's release_cached_blocks
+//    frees every cached unsplit segment at once. Its last-resort release
+//    before a retried cudaMalloc looks the same in a snapshot; replaying it
+//    as empty_cache reaches the same state without counting the retry.
+//  - snapshot (a marker) is skipped.
+// Pure logic: no CUDA, no printing.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "reuse_sim/events.hpp"
+
+namespace gpumem::reuse_sim {
+
+// A source over the snapshot in `bytes` (the whole file). `device`: the
+// entry of device_traces to read; none: the only device with events (an
+// error when several have some). Throws UsageError "NAME: offset N: why".
+std::unique_ptr<EventSource> open_snapshot(const std::string& name, std::string bytes, std::optional<std::uint32_t> device);
+
+}  // namespace gpumem::reuse_sim
