@@ -2,7 +2,7 @@
 # Copies what a run on the GPU machine needs (the gpumem binary and the test
 # executables, not object files) from a build directory into .device/, which
 # git ignores and the device tool carries:  carry: [".device"].
-# On the device:  tests/run-tests.sh .device
+# On the device:  PYTHONPATH=$PWD/.device/py tests/run-tests.sh .device
 set -eu
 build=${1:-build}
 dest=.device
@@ -14,6 +14,11 @@ for f in "$build"/tests/test_*; do
 done
 for f in "$build"/bench/*; do
   [ -f "$f" ] && [ -x "$f" ] && { mkdir -p "$dest/bench"; cp "$f" "$dest/bench/"; }
+done
+# python3's prometheus_client (pure Python), so that tests/prometheus-check.sh
+# validates real expositions there: PYTHONPATH=.device/py on the device.
+for d in /usr/lib/python3/dist-packages/prometheus_client; do
+  [ -d "$d" ] && { mkdir -p "$dest/py"; cp -r "$d" "$dest/py/"; rm -rf "$dest/py/prometheus_client/__pycache__"; }
 done
 strip --strip-debug "$dest/gpumem" "$dest"/tests/* 2>/dev/null || true
 du -sh "$dest"
