@@ -50,6 +50,10 @@ const CommandEntry kCommands[] = {
     {"alloc-test hold",
      "Allocate SIZE or PCT% of free memory and hold it until --duration ends or a signal; prints a ready line once held",
      &kAllocHoldCommand},
+    {"check",
+     "Memory health verdict per GPU: NVML health, then allocation, fill and verify, memset, copy and p2p bandwidth against "
+     "thresholds derived from the GPU's own figures; exit 7 when a check fails",
+     &kCheckCommand},
     {"reuse-sim",
      "Replay an allocation trace or a built-in workload through reuse strategies (RMM's, PyTorch's, cudaMallocAsync and "
      "more: gpumem --list strategies) on a simulated device and compare them; no GPU needed unless --execute",
