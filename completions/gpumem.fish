@@ -224,3 +224,10 @@ complete -c gpumem -n $reuse_sim -l timeline-points -x -d 'Points kept for --tim
 complete -c gpumem -n $reuse_sim -l save-trace -r -F -d 'Also write the input\'s events as a gpumem trace (CSV)'
 complete -c gpumem -n $reuse_sim -l no-chart -d 'Table mode: no chart of reserved bytes'
 complete -c gpumem -n $reuse_sim -l execute -d 'Also replay each strategy for real on the GPU (-d)'
+
+# check
+set -l check "__fish_seen_subcommand_from check"
+complete -c gpumem -n $check -l level -x -a '(__gpumem_names levels)' -d 'What to run: quick, standard or long'
+complete -c gpumem -n $check -l threshold -x -a '(__gpumem_names checks)' -d 'A check\'s threshold, ID=VALUE'
+complete -c gpumem -n $check -l thresholds -r -F -d 'JSON file of check id to threshold'
+complete -c gpumem -n $check -l strict -d 'A warning fails too (exit 7)'

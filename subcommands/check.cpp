@@ -27,6 +27,8 @@ struct CheckOptions {
     std::vector<std::string> thresholds;      // --threshold ID=VALUE, repeatable
     std::optional<std::string> thresholds_file;  // --thresholds FILE
     bool strict = false;
+    int fill_passes = 1;                         // hidden test hook
+    std::optional<std::uint64_t> corrupt_word;   // hidden test hook
 };
 
 void add_options(CLI::App& sub, CheckOptions& o) {
@@ -41,6 +43,12 @@ void add_options(CLI::App& sub, CheckOptions& o) {
     sub.add_option("--thresholds", o.thresholds_file, "JSON file of check id to threshold (a number, or a string with a unit)")
         ->type_name("FILE");
     sub.add_flag("--strict", o.strict, "A warning fails too (exit 7)");
+    sub.add_option("--debug-fill-passes", o.fill_passes, "Test hook: repeat fill.verify's patterns N times")
+        ->check(CLI::Range(1, 1000000))
+        ->group("");
+    add_unsigned_option(sub, "--debug-corrupt-word", o.corrupt_word, "Test hook: invert one word before fill.verify reads it back", 0,
+                        1ULL << 60)
+        ->group("");
 }
 
 // A --threshold for a check the level does not run would be silently
@@ -62,6 +70,8 @@ CheckRequest check(const CheckOptions& o, const Globals& globals) {
     q.settings.thresholds = parse_threshold_overrides(o.thresholds, o.thresholds_file);
     check_levels_of(o.thresholds, q.settings.level);
     q.settings.strict = o.strict;
+    q.settings.fill_passes = o.fill_passes;
+    q.settings.corrupt_word = o.corrupt_word;
     return q;
 }
 

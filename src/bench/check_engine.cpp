@@ -136,9 +136,9 @@ CheckOutcome check_alloc_max(DeviceId device, const CheckSettings& s, const Stop
                   "one cudaMalloc, found in " + std::to_string(probes) + " probes");
 }
 
-std::string fill_note(const FillResult& r, double percent) {
+std::string fill_note(const FillResult& r, double percent, int passes) {
     const double seconds = r.write_seconds + r.read_seconds;
-    std::string note = std::to_string(all_patterns().size()) + " patterns over " + format_bytes(r.allocated) + " (" +
+    std::string note = std::to_string(all_patterns().size()) + " patterns" + (passes > 1 ? " x " + std::to_string(passes) + " passes" : "") + " over " + format_bytes(r.allocated) + " (" +
                        format_decimal(percent, 1) + "% of free)";
     if (seconds > 0) note += ", written and read back at " + format_bandwidth(static_cast<double>(r.bytes_written + r.bytes_read) / seconds);
     if (r.mismatches.empty()) return note;
@@ -154,6 +154,8 @@ CheckOutcome check_fill(DeviceId device, const CheckSettings& s, const StopToken
     options.chunk = GiB;
     options.verify = true;
     options.patterns = all_patterns();
+    options.passes = s.fill_passes;
+    options.corrupt_word = s.corrupt_word;
     double percent = s.level == CheckLevel::deep ? kLongFillPercent : kStandardFillPercent;
     for (int attempt = 0;; ++attempt) {
         options.total.is_percent = true;
@@ -162,7 +164,7 @@ CheckOutcome check_fill(DeviceId device, const CheckSettings& s, const StopToken
         try {
             const FillResult r = run_fill(device, options, stop);
             return judged("fill.verify", static_cast<double>(r.mismatched_words), threshold(s, "fill.verify", std::nullopt),
-                          fill_note(r, percent));
+                          fill_note(r, percent, options.passes));
         } catch (const PartialAllocationError&) {
             if (attempt == kFillRetries) throw;
             percent /= 2;

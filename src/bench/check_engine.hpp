@@ -46,6 +46,10 @@ struct CheckSettings {
     CheckLevel level = CheckLevel::standard;
     ThresholdOverrides thresholds;
     bool strict = false;
+    // Test hooks: repeat fill.verify's patterns (a long run to interrupt),
+    // and invert one word before they are read back (a bad word to find).
+    int fill_passes = 1;
+    std::optional<std::uint64_t> corrupt_word;
 };
 
 // Called with each check as soon as it is judged (on the device's thread).
