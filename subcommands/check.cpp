@@ -57,9 +57,11 @@ void check_levels_of(const std::vector<std::string>& options, CheckLevel level) 
     for (const std::string& option : options) {
         const std::string id = parse_threshold_option(option).first;
         const CheckKind& kind = check_row(id == "p2p" ? p2p_check_id(0, 1) : id).value;
-        if (!runs_at(kind, level))
-            throw UsageError("--threshold " + id + ": " + id + " does not run at --level " + std::string(kCheckLevels.name_of(level)) +
-                             " (it runs at standard and long)");
+        if (!runs_at(kind, level)) {
+            std::string message = "--threshold " + id;
+            message += ": " + id + " does not run at --level " + std::string(kCheckLevels.name_of(level));
+            throw UsageError(message + " (it runs at standard and long)");
+        }
     }
 }
 
@@ -96,6 +98,7 @@ void run_device_work(const CheckRequest& q, const std::vector<CheckDeviceFigures
         progress.update(++done, o.id + " " + std::string(verdict_name(o.verdict)));
     };
     std::vector<DeviceId> ids;
+    ids.reserve(figures.size());
     for (const CheckDeviceFigures& f : figures) ids.push_back(f.device.cuda_index.value());
     // results.devices is sized before the threads start: each writes its own element.
     run_on_devices(ids, [&](DeviceId id, const StopToken& stop) {

@@ -29,7 +29,7 @@ struct CheckResults {
     double seconds = 0;  // the whole run
 };
 
-Report check_report(const CheckRequest& request, const CheckResults& results, const OutputOptions& output);
+Report check_report(const CheckRequest& q, const CheckResults& results, const OutputOptions& output);
 DocumentSchema check_schema();
 // One line per failed check, as stderr shows them before the summary:
 // "GPU 0 (GPU-...): copy.h2d: 31.2 GB/s < 47.3 GB/s (...)".

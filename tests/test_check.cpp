@@ -137,7 +137,8 @@ TEST_CASE("check thresholds: values in each check's unit, or with a unit") {
         {"alloc.max", "1PiB"},        {"alloc.max", "-5GiB"},     {"fill.verify", "1.5"},     {"fill.verify", "18446744073709551616"},
         {"nvml.pcie.link", "x65"},    {"cuda.context", "2 days"}, {"nvml.ecc.mode", "1"},     {"nvml.remapped_rows.pending", "0"},
     };
-    for (const auto& [id, text] : bad) {
+    for (const auto& pair : bad) {
+        const std::string id = pair[0], text = pair[1];  // CAPTURE cannot take a structured binding under clang 14
         CAPTURE(id);
         CAPTURE(text);
         CHECK_THROWS_AS(value_of(id, text), UsageError);
@@ -170,7 +171,8 @@ TEST_CASE("check thresholds: files, and --threshold over them") {
         {R"({"fill.verify": 18446744073709551616})", "t.json: threshold of fill.verify"},
         {R"({"nvml.ecc.mode": 1})", "t.json: nvml.ecc.mode takes no threshold"},
     };
-    for (const auto& [text, message] : bad) {
+    for (const auto& item : bad) {
+        const std::string text = item.first, message = item.second;
         CAPTURE(text);
         CHECK(usage_error([&] { parse_threshold_file_text(text, "t.json"); }).rfind(message, 0) == 0);
     }

@@ -414,7 +414,7 @@ std::string_view failing_symbol(Comparison comparison) noexcept {
     return "?";
 }
 
-std::string with_note(std::string reason, const std::string& note) { return note.empty() ? reason : reason + "; " + note; }
+std::string with_note(const std::string& reason, const std::string& note) { return note.empty() ? reason : reason + "; " + note; }
 
 }  // namespace
 

@@ -287,15 +287,18 @@ void check_pair(const CheckDeviceFigures& a, const CheckDeviceFigures& b, const 
         failure = e.what();
     }
     const double seconds = seconds_since(start);
-    for (const auto& [id, from, out] : {std::make_tuple(ab, da, &to_a), std::make_tuple(ba, db, &to_b)}) {
-        auto row = std::find_if(rows.begin(), rows.end(), [&](const CopyResult& r) { return r.device == from && r.measured(); });
+    // Each way's row: the forward one's source is A, the reverse one's B.
+    auto judge_way = [&](const std::string& id, DeviceId from, StepRunner& out) {
+        auto row = std::find_if(rows.begin(), rows.end(), [from](const CopyResult& r) { return r.device == from && r.measured(); });
         CheckOutcome o = failure.empty() && row != rows.end()
                              ? judged(id, copy_figures(*row).median_bps / 1e9, threshold(s, id, slower),
                                       format_bytes(kDeviceCopyBytes) + " copies both ways at once, median of 5 samples")
                              : failed_check(id, failure.empty() ? "the copy measured nothing" : failure);
         o.seconds = seconds / 2;
-        out->add(std::move(o));
-    }
+        out.add(std::move(o));
+    };
+    judge_way(ab, da, to_a);
+    judge_way(ba, db, to_b);
 }
 
 }  // namespace
@@ -307,6 +310,7 @@ void run_p2p_checks(const std::vector<CheckDeviceFigures>& devices, const CheckS
         throw_if_interrupted();
         // Disjoint pairs at once, one thread each, named by their first device.
         std::vector<DeviceId> firsts;
+        firsts.reserve(round.size());
         for (const auto& [a, b] : round) firsts.push_back(devices[a].device.cuda_index.value());
         run_on_devices(firsts, [&](DeviceId first, const StopToken&) {
             for (const auto& [a, b] : round)
