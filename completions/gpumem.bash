@@ -29,6 +29,7 @@ _gpumem_opts_reuse_sim="--workload --steps --seed --change-rate --batch --layers
     --pool-initial --pool-max --bins --bin-blocks --max-split-size --max-non-split-rounding
     --roundup-power2-divisions --release-threshold --sync-every --capacity --costs --timeline --timeline-points
     --save-trace --no-chart --execute"
+_gpumem_opts_report="--outlier-fraction --strict"
 _gpumem_opts_check="--level --threshold --thresholds --strict"
 
 # Options whose next word is their value (all commands).
@@ -42,6 +43,7 @@ _gpumem_value_opts="-d --device --format --units --list
     --trace --trace-format --strategy --ring-buffers --ring-size --pool-initial --pool-max --bins --bin-blocks
     --max-split-size --max-non-split-rounding --roundup-power2-divisions --release-threshold --sync-every --capacity
     --costs --timeline --timeline-points --save-trace
+    --outlier-fraction
     --level --threshold --thresholds"
 
 # Values that are comma lists, as CONTEXT:OPTION; `all` is offered where the

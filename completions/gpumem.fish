@@ -225,6 +225,11 @@ complete -c gpumem -n $reuse_sim -l save-trace -r -F -d 'Also write the input\'s
 complete -c gpumem -n $reuse_sim -l no-chart -d 'Table mode: no chart of reserved bytes'
 complete -c gpumem -n $reuse_sim -l execute -d 'Also replay each strategy for real on the GPU (-d)'
 
+# report
+set -l report "__fish_seen_subcommand_from report"
+complete -c gpumem -n $report -l outlier-fraction -x -d 'Flag a GPU this fraction below its model\'s median'
+complete -c gpumem -n $report -l strict -d 'A warned check counts as failed'
+
 # check
 set -l check "__fish_seen_subcommand_from check"
 complete -c gpumem -n $check -l level -x -a '(__gpumem_names levels)' -d 'What to run: quick, standard or long'

@@ -58,6 +58,10 @@ const CommandEntry kCommands[] = {
      "Replay an allocation trace or a built-in workload through reuse strategies (RMM's, PyTorch's, cudaMallocAsync and "
      "more: gpumem --list strategies) on a simulated device and compare them; no GPU needed unless --execute",
      &kReuseSimCommand},
+    {"report",
+     "Merge gpumem JSON documents (files, globs, stdin) from many hosts and ranks into one fleet table; flag failed "
+     "checks and GPUs below their model's median; no GPU needed",
+     &kReportCommand},
 };
 
 std::string_view first_word(std::string_view name) { return name.substr(0, name.find(' ')); }

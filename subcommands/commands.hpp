@@ -22,6 +22,7 @@ extern const CommandDefinition kAllocChurnCommand;
 extern const CommandDefinition kAllocHoldCommand;
 extern const CommandDefinition kReuseSimCommand;
 extern const CommandDefinition kCheckCommand;
+extern const CommandDefinition kReportCommand;
 
 // info's document schema, also for its tests.
 DocumentSchema info_schema();

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/cuda_check.hpp"
+#include "core/stream_kernels.cuh"
 
 namespace gpumem {
 namespace {
@@ -68,44 +69,8 @@ __global__ void reset_result_kernel(VerifyResult* result) {
     result->first_bad_index = ~0ULL;
 }
 
-__host__ __device__ __forceinline__ unsigned long long splitmix64(unsigned long long x) {
-    x += 0x9E3779B97F4A7C15ULL;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-    return x ^ (x >> 31);
-}
-
-__host__ __device__ __forceinline__ unsigned long long pattern_value(int pattern, unsigned long long seed,
-                                                                     unsigned long long index, unsigned long long address) {
-    switch (pattern) {
-        case 0: return 0ULL;
-        case 1: return ~0ULL;
-        case 2: return 1ULL << ((index + seed) & 63);
-        case 3: return address;
-        default: return splitmix64(seed ^ (index * 0xD1B54A32D192ED03ULL));
-    }
-}
-
-__global__ void fill_pattern_kernel(unsigned long long* data, size_t words, int pattern, unsigned long long seed) {
-    const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-    for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < words; i += stride)
-        data[i] = pattern_value(pattern, seed, i, reinterpret_cast<unsigned long long>(data + i));
-}
-
-__global__ void verify_pattern_kernel(const unsigned long long* data, size_t words, int pattern, unsigned long long seed,
-                                      VerifyResult* result) {
-    unsigned long long local = 0;
-    unsigned long long first = ~0ULL;
-    const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-    for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < words; i += stride)
-        if (data[i] != pattern_value(pattern, seed, i, reinterpret_cast<unsigned long long>(data + i))) {
-            ++local;
-            if (i < first) first = i;
-        }
-    if (local) {
-        atomicAdd(&result->mismatches, local);
-        atomicMin(&result->first_bad_index, first);
-    }
+__global__ void reset_memtest_errors_kernel(MemtestErrors* errors) {
+    *errors = MemtestErrors{0, ~0ULL, 0, 0, 0, 0};
 }
 
 __global__ void sm_copy_vec_kernel(uint4* dst, const uint4* src, size_t vec_count) {
@@ -119,6 +84,9 @@ __global__ void sm_copy_bytes_kernel(unsigned char* dst, const unsigned char* sr
 }
 
 constexpr int kThreads = 512;
+
+// The fill, verify and memtest kernels' variant (see stream_kernels.cuh).
+using Stream = stream::Default;
 
 unsigned grid_for(size_t work) {
     // Enough blocks to fill any current GPU several times over; grid-stride loops do the rest.
@@ -167,23 +135,122 @@ void launch_verify_words(const void* data, std::size_t count, int width_bytes, s
     check_launch("verify_words_kernel launch");
 }
 
+namespace {
+
+// Calls fn with the word function of `pattern`, its type fixed at compile time.
+template <class Fn>
+void with_pattern_word(Pattern pattern, std::uint64_t seed, Fn&& fn) {
+    switch (pattern) {
+        case Pattern::zeros: fn(stream::ZerosWord{}); break;
+        case Pattern::ones: fn(stream::OnesWord{}); break;
+        case Pattern::walking: fn(stream::WalkingWord{seed}); break;
+        case Pattern::address: fn(stream::AddressWord{}); break;
+        default: fn(stream::RandomWord{seed}); break;
+    }
+}
+
+}  // namespace
+
 void launch_fill_pattern(void* data, std::size_t words, Pattern pattern, std::uint64_t seed, cudaStream_t stream) {
     if (words == 0) return;
-    fill_pattern_kernel<<<grid_for(words), kThreads, 0, stream>>>(static_cast<unsigned long long*>(data), words,
-                                                                  static_cast<int>(pattern), seed);
-    check_launch("fill_pattern_kernel launch");
+    with_pattern_word(pattern, seed, [&](auto word) {
+        stream::launch_words<Stream, stream::Mode::write>(data, words, 0, stream::NoWord{}, word, stream::NoRecorder{}, stream);
+    });
+    check_launch("fill_pattern kernel launch");
 }
 
 void launch_verify_pattern(const void* data, std::size_t words, Pattern pattern, std::uint64_t seed, VerifyResult* result,
                            cudaStream_t stream) {
     if (words == 0) return;
-    verify_pattern_kernel<<<grid_for(words), kThreads, 0, stream>>>(static_cast<const unsigned long long*>(data), words,
-                                                                    static_cast<int>(pattern), seed, result);
-    check_launch("verify_pattern_kernel launch");
+    // Mode::check never stores, so the buffer stays const in fact.
+    void* buffer = const_cast<void*>(data);
+    with_pattern_word(pattern, seed, [&](auto word) {
+        stream::launch_words<Stream, stream::Mode::check>(buffer, words, 0, word, stream::NoWord{},
+                                                          stream::WarpCountRecorder<VerifyResult>{result}, stream);
+    });
+    check_launch("verify_pattern kernel launch");
 }
 
 std::uint64_t pattern_word(Pattern pattern, std::uint64_t seed, std::uint64_t index, std::uint64_t address) {
-    return pattern_value(static_cast<int>(pattern), seed, index, address);
+    return stream::pattern_value(static_cast<int>(pattern), seed, index, address);
+}
+
+void reset_memtest_errors(MemtestErrors* errors, cudaStream_t stream) {
+    reset_memtest_errors_kernel<<<1, 1, 0, stream>>>(errors);
+    check_launch("reset_memtest_errors_kernel launch");
+}
+
+namespace {
+
+// Calls fn with the memtest word function of `p` over `chunk`, its kind
+// fixed at compile time.
+template <class Fn>
+void with_memtest_word(const WordPattern& p, const ChunkSpan& chunk, Fn&& fn) {
+    switch (p.kind) {
+        case WordKind::constant: fn(stream::MemtestWord<WordKind::constant>{p, chunk}); break;
+        case WordKind::walking: fn(stream::MemtestWord<WordKind::walking>{p, chunk}); break;
+        case WordKind::address: fn(stream::MemtestWord<WordKind::address>{p, chunk}); break;
+        case WordKind::modulo: fn(stream::MemtestWord<WordKind::modulo>{p, chunk}); break;
+        case WordKind::block: fn(stream::MemtestWord<WordKind::block>{p, chunk}); break;
+    }
+}
+
+// Block moves between the halves of a chunk, in 16-byte vectors: up,
+// upper[j] = lower[(j - shift) mod half]; down, lower[i] = upper[(i + shift) mod half].
+void launch_block_move(bool up, std::uint64_t shift_words, void* data, const ChunkSpan& chunk, cudaStream_t stream) {
+    const std::uint64_t half = chunk.words / 2;
+    if (half < 2) return;
+    auto* lower = static_cast<unsigned long long*>(data);
+    unsigned long long* upper = lower + half;
+    const std::uint64_t vectors = half / 2;
+    const std::uint64_t shift = (shift_words % half) / 2;
+    if (up) {
+        stream::launch_rotate_copy<Stream>(upper, lower, vectors, (vectors - shift) % vectors, stream);
+    } else {
+        stream::launch_rotate_copy<Stream>(lower, upper, vectors, shift, stream);
+    }
+}
+
+}  // namespace
+
+void launch_memtest_phase(const MemtestPhase& phase, void* data, const ChunkSpan& chunk, MemtestErrors* errors,
+                          cudaStream_t stream) {
+    using stream::Mode;
+    const stream::FirstWordRecorder<MemtestErrors> recorder{errors};
+    switch (phase.op) {
+        case PhaseOp::write:
+            with_memtest_word(phase.write, chunk, [&](auto word) {
+                stream::launch_words<Stream, Mode::write>(data, chunk.words, chunk.first, stream::NoWord{}, word,
+                                                          stream::NoRecorder{}, stream);
+            });
+            break;
+        case PhaseOp::check:
+            with_memtest_word(phase.expect, chunk, [&](auto word) {
+                stream::launch_words<Stream, Mode::check>(data, chunk.words, chunk.first, word, stream::NoWord{}, recorder,
+                                                          stream);
+            });
+            break;
+        case PhaseOp::check_write:
+            // One word function type for both: the plans pair patterns of one kind.
+            if (phase.write.kind != phase.expect.kind) throw Error("memtest check_write phase with two pattern kinds");
+            with_memtest_word(phase.expect, chunk, [&](auto expect) {
+                const decltype(expect) write{phase.write, chunk};
+                stream::launch_words<Stream, Mode::check_write>(data, chunk.words, chunk.first, expect, write, recorder,
+                                                                stream);
+            });
+            break;
+        case PhaseOp::move_up:
+        case PhaseOp::move_down:
+            launch_block_move(phase.op == PhaseOp::move_up, phase.write.a, data, chunk, stream);
+            break;
+        case PhaseOp::check_sparse:
+            with_memtest_word(phase.expect, chunk, [&](auto word) {
+                stream::launch_strided_check<Stream>(data, chunk.words, chunk.first, kModuloStride, phase.expect.a, word,
+                                                     recorder, stream);
+            });
+            break;
+    }
+    check_launch("memtest kernel launch");
 }
 
 void launch_sm_copy(void* dst, const void* src, std::size_t bytes, int sm_count, cudaStream_t stream) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "base/alloc_plan.hpp"
+#include "base/memtest_plan.hpp"
 
 namespace gpumem {
 
@@ -37,6 +38,25 @@ void launch_verify_pattern(const void* data, std::size_t words, Pattern pattern,
 // The value the pattern holds at word `index` of a buffer starting at `base`
 // (host side, for reports and tests).
 std::uint64_t pattern_word(Pattern pattern, std::uint64_t seed, std::uint64_t index, std::uint64_t address);
+
+// Mismatches of memtest phases, in device memory: the count, and the
+// lowest-indexed bad word (global word index, the word the phase expected,
+// the word it read). Start with reset_memtest_errors.
+struct MemtestErrors {
+    unsigned long long mismatches;
+    unsigned long long first_index;  // ~0ULL when none
+    unsigned long long expected, actual;
+    unsigned int lock;  // held while a warp writes the three words above
+    unsigned int unused;
+};
+void reset_memtest_errors(MemtestErrors* errors, cudaStream_t stream);
+
+// One phase (base/memtest_plan.hpp) over one chunk: `data` holds
+// chunk.words words (a multiple of kMemtestWordAlign, 16-byte aligned);
+// chunk.first is the global index of its first word. The move phases copy
+// between the chunk's halves.
+void launch_memtest_phase(const MemtestPhase& phase, void* data, const ChunkSpan& chunk, MemtestErrors* errors,
+                          cudaStream_t stream);
 
 // Copy with SM loads/stores instead of a copy engine; `dst`/`src` may be host
 // memory the device can address (mapped/registered) or peer memory.

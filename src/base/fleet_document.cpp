@@ -1,0 +1,302 @@
+// One gpumem JSON document read into what it says about each GPU: the
+// envelope (tool, command, ok, error, origin) is checked for every command;
+// check, info, copy and memset give GPUs and figures; other commands' documents
+// count for their errors only. A key of the wrong type is bad input: a
+// report must not quietly drop what it cannot read.
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "base/fleet.hpp"
+#include "base/sizes.hpp"
+
+namespace gpumem::fleet {
+
+constexpr Named<Verdict> kVerdictRows[] = {
+    {"pass", Verdict::pass, "the check passed"},
+    {"warn", Verdict::warn, "a warning: passes unless --strict"},
+    {"fail", Verdict::fail, "the check failed"},
+    {"n/a", Verdict::na, "not supported by the GPU or driver"},
+};
+const NameTable<Verdict> kVerdicts{"check verdict", kVerdictRows};
+
+constexpr Named<RowStatus> kRowStatusRows[] = {
+    {"error", RowStatus::error, "a document of it is an error document (the command could not run)"},
+    {"fail", RowStatus::fail, "a check failed (or, with --strict, warned)"},
+    {"outlier", RowStatus::outlier, "a figure is more than --outlier-fraction below its model's median"},
+    {"warn", RowStatus::warn, "a check warned"},
+    {"ok", RowStatus::ok, "none of the above"},
+};
+const NameTable<RowStatus> kRowStatuses{"row status", kRowStatusRows};
+
+namespace {
+
+using Json = nlohmann::json;
+
+// Typed reads: `where` names the key in messages ("devices[2].free").
+[[noreturn]] void wrong(const std::string& where, const char* expected) {
+    throw UsageError(where + ": expected " + expected);
+}
+
+const Json* member(const Json& object, const char* key) {
+    const auto it = object.find(key);
+    return it == object.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::optional<std::string> text_at(const Json& object, const char* key, const std::string& where) {
+    const Json* v = member(object, key);
+    if (!v) return std::nullopt;
+    if (!v->is_string()) wrong(where + key, "a string");
+    return v->get<std::string>();
+}
+
+std::optional<double> number_at(const Json& object, const char* key, const std::string& where) {
+    const Json* v = member(object, key);
+    if (!v) return std::nullopt;
+    if (!v->is_number()) wrong(where + key, "a number");
+    return v->get<double>();
+}
+
+std::optional<std::int64_t> integer_at(const Json& object, const char* key, const std::string& where) {
+    const Json* v = member(object, key);
+    if (!v) return std::nullopt;
+    if (!v->is_number_integer()) wrong(where + key, "an integer");
+    return v->get<std::int64_t>();
+}
+
+std::optional<std::uint64_t> count_at(const Json& object, const char* key, const std::string& where) {
+    const Json* v = member(object, key);
+    if (!v) return std::nullopt;
+    if (!v->is_number_unsigned()) wrong(where + key, "a whole number, 0 or more");
+    return v->get<std::uint64_t>();
+}
+
+// The rows of the table `key` (absent: none; a failure may stop before it).
+const Json& rows_at(const Json& doc, const char* key) {
+    static const Json none = Json::array();
+    const Json* v = member(doc, key);
+    if (!v) return none;
+    if (!v->is_array()) wrong(key, "an array of rows");
+    for (std::size_t i = 0; i < v->size(); ++i)
+        if (!(*v)[i].is_object()) wrong(std::string(key) + "[" + std::to_string(i) + "]", "an object");
+    return *v;
+}
+
+std::string row_where(const char* table, std::size_t i) { return std::string(table) + "[" + std::to_string(i) + "]."; }
+
+DocOrigin read_origin(const Json& doc) {
+    DocOrigin o;
+    const Json* v = member(doc, "origin");
+    if (!v) return o;
+    if (!v->is_object()) wrong("origin", "an object");
+    const std::optional<std::string> host = text_at(*v, "host", "origin.");
+    if (!host || host->empty()) wrong("origin.host", "a host name");
+    o.host = *host;
+    o.launcher = text_at(*v, "launcher", "origin.").value_or("");
+    o.job_id = text_at(*v, "job_id", "origin.");
+    o.rank = count_at(*v, "rank", "origin.");
+    o.local_rank = count_at(*v, "local_rank", "origin.");
+    o.world_size = count_at(*v, "world_size", "origin.");
+    return o;
+}
+
+std::optional<DocError> read_error(const Json& doc, bool ok) {
+    if (ok) return std::nullopt;
+    const Json* e = member(doc, "error");
+    if (!e || !e->is_object()) wrong("error", "an object (the document says \"ok\": false)");
+    DocError error;
+    error.status = integer_at(*e, "status", "error.").value_or(-1);
+    if (error.status < 0) wrong("error.status", "an exit status");
+    error.code = text_at(*e, "code", "error.").value_or("");
+    error.message = text_at(*e, "message", "error.").value_or("");
+    return error;
+}
+
+// The envelope every gpumem document has.
+Document read_envelope(const Json& doc, int max_schema_version) {
+    if (!doc.is_object()) throw UsageError(std::string("not a gpumem document: a JSON ") + doc.type_name() + ", not an object");
+    const Json* tool = member(doc, "tool");
+    if (!tool || *tool != "gpumem") throw UsageError("not a gpumem document (no \"tool\": \"gpumem\")");
+    const std::optional<std::int64_t> version = integer_at(doc, "schema_version", "");
+    if (!version) wrong("schema_version", "an integer");
+    if (*version > max_schema_version)
+        throw UsageError("schema_version " + std::to_string(*version) + ": written by a newer gpumem (this one reads up to " +
+                         std::to_string(max_schema_version) + ")");
+    Document d;
+    // An error found before the command was known (an unknown command, a
+    // bad global option) has an empty command: still a gpumem document.
+    const std::optional<std::string> command = text_at(doc, "command", "");
+    if (!command) wrong("command", "a command name");
+    d.command = *command;
+    if (d.command == "report")
+        throw UsageError("a report's own document: give report the documents it was made from");
+    const Json* ok = member(doc, "ok");
+    if (!ok || !ok->is_boolean()) wrong("ok", "true or false");
+    d.error = read_error(doc, ok->get<bool>());
+    d.origin = read_origin(doc);
+    return d;
+}
+
+// The GPU of a row: one entry per UUID, or per CUDA index where the row
+// names no UUID (copy's results; memset's results beside its details).
+GpuFacts& gpu_of(Document& d, const std::optional<std::int64_t>& index, const std::optional<std::string>& uuid,
+                 const std::string& where) {
+    if (!index && !uuid) wrong(where + "index", "a device index or a uuid");
+    for (GpuFacts& g : d.gpus) {
+        const bool same = uuid && g.uuid ? *g.uuid == *uuid : index && g.index && *g.index == *index;
+        if (!same) continue;
+        if (uuid) g.uuid = uuid;
+        if (index && !g.index) g.index = index;
+        return g;
+    }
+    d.gpus.push_back(GpuFacts{index, uuid, std::nullopt, std::nullopt, std::nullopt, std::nullopt, {}, {}});
+    return d.gpus.back();
+}
+
+GpuFacts& identified_gpu(Document& d, const Json& row, const std::string& where, const char* index_key) {
+    GpuFacts& g = gpu_of(d, integer_at(row, index_key, where), text_at(row, "uuid", where), where);
+    if (auto name = text_at(row, "name", where)) g.name = name;
+    return g;
+}
+
+Verdict verdict_at(const Json& row, const std::string& where) {
+    const std::optional<std::string> v = text_at(row, "verdict", where);
+    if (!v) wrong(where + "verdict", ("one of " + kVerdicts.names()).c_str());
+    const Named<Verdict>* found = kVerdicts.find(*v);
+    if (!found) throw UsageError(where + "verdict: '" + *v + "' is not a verdict (expected " + kVerdicts.names() + ")");
+    return found->value;
+}
+
+Verdict worse(std::optional<Verdict> a, Verdict b) {
+    auto rank = [](Verdict v) { return v == Verdict::fail ? 3 : v == Verdict::warn ? 2 : v == Verdict::pass ? 1 : 0; };
+    return a && rank(*a) > rank(b) ? *a : b;
+}
+
+void read_check(const Json& doc, Document& d) {
+    const Json* strict = member(doc, "strict");
+    if (strict && !strict->is_boolean()) wrong("strict", "true or false");
+    d.strict = strict && strict->get<bool>();
+    const Json& devices = rows_at(doc, "devices");
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+        const std::string where = row_where("devices", i);
+        GpuFacts& g = identified_gpu(d, devices[i], where, "index");
+        g.verdict = worse(g.verdict, verdict_at(devices[i], where));
+    }
+    const Json& checks = rows_at(doc, "checks");
+    for (std::size_t i = 0; i < checks.size(); ++i) {
+        const Json& row = checks[i];
+        const std::string where = row_where("checks", i);
+        GpuFacts& g = identified_gpu(d, row, where, "index");
+        const std::optional<std::string> id = text_at(row, "check", where);
+        if (!id || id->empty()) wrong(where + "check", "a check's name");
+        const Verdict verdict = verdict_at(row, where);
+        g.checks.push_back({*id, verdict});
+        g.verdict = worse(g.verdict, verdict);
+        const auto value = number_at(row, "value", where);
+        const auto comparison = text_at(row, "comparison", where);
+        // Only a figure judged higher-is-better is compared with its peers.
+        if (value && comparison == std::string(">="))
+            g.figures.push_back({*id, *value, text_at(row, "unit", where).value_or("")});
+    }
+}
+
+void read_info(const Json& doc, Document& d) {
+    const Json& devices = rows_at(doc, "devices");
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+        const std::string where = row_where("devices", i);
+        GpuFacts& g = identified_gpu(d, devices[i], where, "index");
+        if (auto free = count_at(devices[i], "free", where)) g.free = free;
+        if (auto total = count_at(devices[i], "total", where)) g.total = total;
+    }
+}
+
+// A figure keeps the minimum over rows of the same name: a copy to several
+// peers counts by its slowest link, the one an operator has to find.
+void add_min_figure(GpuFacts& g, Figure figure) {
+    for (Figure& f : g.figures)
+        if (f.name == figure.name) {
+            f.value = std::min(f.value, figure.value);
+            return;
+        }
+    g.figures.push_back(std::move(figure));
+}
+
+void read_copy(const Json& doc, Document& d) {
+    const Json& results = rows_at(doc, "results");
+    for (std::size_t i = 0; i < results.size(); ++i) {
+        const Json& row = results[i];
+        const std::string where = row_where("results", i);
+        GpuFacts& g = identified_gpu(d, row, where, "device");
+        const auto gbps = number_at(row, "median_gbps", where);
+        const auto direction = text_at(row, "direction", where);
+        const auto bytes = count_at(row, "bytes", where);
+        if (!gbps || !direction || !bytes) continue;  // skipped, not measured
+        std::string name = "copy." + *direction + " (";
+        if (auto memory = text_at(row, "host_memory", where)) name += *memory + ", ";
+        name += text_at(row, "engine", where).value_or("?") + ", " + format_bytes(*bytes);
+        const Json* access = member(row, "peer_access");
+        if (access && access->is_boolean() && !access->get<bool>()) name += ", no peer access";
+        add_min_figure(g, {name + ")", *gbps, "GB/s"});
+    }
+}
+
+void read_memset(const Json& doc, Document& d) {
+    // details name each device's UUID and model; results hold the figures.
+    const Json& details = rows_at(doc, "details");
+    for (std::size_t i = 0; i < details.size(); ++i) identified_gpu(d, details[i], row_where("details", i), "device");
+    const Json& results = rows_at(doc, "results");
+    for (std::size_t i = 0; i < results.size(); ++i) {
+        const Json& row = results[i];
+        const std::string where = row_where("results", i);
+        if (text_at(row, "target", where).value_or("device") != "device") continue;  // host memory: the CPU's figure
+        GpuFacts& g = gpu_of(d, integer_at(row, "device", where), std::nullopt, where);
+        const auto gbps = number_at(row, "bandwidth_gbps", where);
+        const auto bytes = count_at(row, "bytes", where);
+        const auto width = integer_at(row, "width_bits", where);
+        if (!gbps || !bytes) continue;
+        add_min_figure(g, {"memset (" + std::to_string(width.value_or(8)) + "-bit, " + format_bytes(*bytes) + ")", *gbps, "GB/s"});
+    }
+}
+
+std::size_t error_line(std::string_view text, std::size_t line, std::size_t byte) {
+    const std::size_t end = std::min(text.size(), byte > 0 ? byte - 1 : 0);
+    return line + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(end), '\n'));
+}
+
+// nlohmann's message without its prefix and its own (slice-relative) position.
+std::string parse_reason(const std::string& what) {
+    const std::size_t at = what.find(": ");
+    std::string reason = at == std::string::npos ? what : what.substr(at + 2);
+    // nlohmann quotes what it last read: bytes of a binary file stay off the terminal.
+    for (char& c : reason)
+        if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+    if (reason.rfind("syntax error while parsing ", 0) == 0) reason.erase(0, 27);
+    return "malformed JSON: " + reason;
+}
+
+}  // namespace
+
+Document parse_document(std::string_view text, std::size_t line, int max_schema_version) {
+    Json doc;
+    try {
+        doc = Json::parse(text.begin(), text.end());
+    } catch (const Json::parse_error& e) {
+        throw LineError(error_line(text, line, e.byte), parse_reason(e.what()));
+    }
+    try {
+        Document d = read_envelope(doc, max_schema_version);
+        if (d.command == "check") read_check(doc, d);
+        if (d.command == "info") read_info(doc, d);
+        if (d.command == "copy") read_copy(doc, d);
+        if (d.command == "memset") read_memset(doc, d);
+        return d;
+    } catch (const LineError&) {
+        throw;
+    } catch (const UsageError& e) {
+        throw LineError(line, e.what());
+    }
+}
+
+}  // namespace gpumem::fleet

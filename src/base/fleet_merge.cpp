@@ -1,0 +1,319 @@
+// The fleet: documents merged into a row per GPU, outliers against the
+// median of the GPUs of the same model, a summary per model, and the lines
+// that say why the fleet failed.
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <utility>
+
+#include "base/fleet.hpp"
+#include "base/sizes.hpp"
+#include "base/stats.hpp"
+
+namespace gpumem::fleet {
+namespace {
+
+std::string opt_text(const std::optional<std::uint64_t>& v) { return v ? std::to_string(*v) : "-"; }
+
+// The process a document came from: CUDA indices mean the same GPU only
+// within one (a launcher may narrow CUDA_VISIBLE_DEVICES per rank).
+std::string context_key(const DocOrigin& o) {
+    return o.host + '\n' + o.job_id.value_or("-") + '\n' + opt_text(o.rank) + '\n' + opt_text(o.local_rank);
+}
+
+// UUIDs and models by (process, CUDA index), from the documents that name
+// both (info, check, memset), for those that name an index only (copy).
+using Identities = std::map<std::string, std::pair<std::string, std::optional<std::string>>>;
+
+Identities learn_identities(const std::vector<Document>& documents) {
+    Identities ids;
+    for (const Document& d : documents)
+        for (const GpuFacts& g : d.gpus)
+            if (g.index && g.uuid) ids[context_key(d.origin) + '\n' + std::to_string(*g.index)] = {*g.uuid, g.name};
+    return ids;
+}
+
+void add_unique(std::vector<std::string>& list, const std::string& item) {
+    if (std::find(list.begin(), list.end(), item) == list.end()) list.push_back(item);
+}
+
+int verdict_rank(Verdict v) { return v == Verdict::fail ? 3 : v == Verdict::warn ? 2 : v == Verdict::pass ? 1 : 0; }
+
+class Merger {
+public:
+    Merger(const std::vector<Document>& documents) : ids_(learn_identities(documents)) {}
+
+    void add(const Document& d) {
+        DocumentRow doc{d.source, d.command, !d.error, std::nullopt, d.origin, 0};
+        std::vector<std::size_t> touched;
+        bool failed_check = false;
+        for (GpuFacts g : d.gpus) {
+            resolve(d.origin, g);
+            const std::size_t row = row_for(g.uuid ? "U\n" + d.origin.host + '\n' + *g.uuid
+                                                   : "I\n" + context_key(d.origin) + '\n' + std::to_string(g.index.value_or(-1)),
+                                            d);
+            failed_check |= merge_gpu(rows_[row], g, d.strict);
+            touch(row, d, touched);
+        }
+        if (d.error) {
+            doc.error_code = d.error->code;
+            // A failed check's error document: the failures are the rows' own.
+            const bool told = d.error->code == "check_failed" && failed_check;
+            if (!told) attach_error(d, touched);
+        }
+        doc.gpus = touched.size();
+        documents_.push_back(std::move(doc));
+    }
+
+    std::vector<GpuRow> rows() && { return std::move(rows_); }
+    std::vector<DocumentRow> documents() && { return std::move(documents_); }
+
+private:
+    void resolve(const DocOrigin& origin, GpuFacts& g) const {
+        if (g.uuid || !g.index) return;
+        const auto it = ids_.find(context_key(origin) + '\n' + std::to_string(*g.index));
+        if (it == ids_.end()) return;
+        g.uuid = it->second.first;
+        if (!g.name) g.name = it->second.second;
+    }
+
+    std::size_t row_for(const std::string& key, const Document& d) {
+        const auto [it, added] = keys_.emplace(key, rows_.size());
+        if (added) {
+            GpuRow row;
+            row.host = d.origin.host;
+            rows_.push_back(std::move(row));
+        }
+        // The rank and job of the last document that has them: a later
+        // document from outside any launcher (info on the node) keeps them.
+        GpuRow& row = rows_[it->second];
+        if (d.origin.rank || d.origin.job_id) {
+            row.job_id = d.origin.job_id;
+            row.rank = d.origin.rank;
+            row.local_rank = d.origin.local_rank;
+        }
+        return it->second;
+    }
+
+    void touch(std::size_t row, const Document& d, std::vector<std::size_t>& touched) {
+        if (!d.command.empty()) add_unique(rows_[row].commands, d.command);
+        rows_[row].sources.push_back(d.source);
+        if (std::find(touched.begin(), touched.end(), row) == touched.end()) touched.push_back(row);
+    }
+
+    // Returns whether the document failed a check of this GPU.
+    static bool merge_gpu(GpuRow& row, const GpuFacts& g, bool strict_document) {
+        if (g.index) row.index = g.index;
+        if (g.uuid) row.uuid = g.uuid;
+        if (g.name) row.name = g.name;
+        if (g.free) row.free = g.free;
+        if (g.total) row.total = g.total;
+        if (g.verdict && (!row.verdict || verdict_rank(*g.verdict) > verdict_rank(*row.verdict))) row.verdict = g.verdict;
+        bool failed = g.verdict == Verdict::fail;
+        for (const CheckResult& c : g.checks) {
+            // A warning failed a --strict check run: the report says so too.
+            const bool fail = c.verdict == Verdict::fail || (strict_document && c.verdict == Verdict::warn);
+            if (fail) add_unique(row.failed_checks, c.check);
+            if (!fail && c.verdict == Verdict::warn) add_unique(row.warned_checks, c.check);
+            failed |= fail;
+        }
+        for (const Figure& f : g.figures) {
+            auto same = [&f](const Figure& mine) { return mine.name == f.name; };
+            const auto it = std::find_if(row.figures.begin(), row.figures.end(), same);
+            if (it == row.figures.end())
+                row.figures.push_back(f);
+            else
+                *it = f;  // later documents win: a loop's JSON Lines are in time order
+        }
+        return failed || (strict_document && g.verdict == Verdict::warn);
+    }
+
+    // An error names its GPUs' rows, or, from a process that found none, a
+    // row of its own for that rank.
+    void attach_error(const Document& d, std::vector<std::size_t>& touched) {
+        if (touched.empty()) {
+            const std::size_t row = row_for("R\n" + context_key(d.origin), d);
+            touch(row, d, touched);
+        }
+        for (std::size_t row : touched) {
+            add_unique(rows_[row].error_codes, d.error->code);
+            add_unique(rows_[row].errors, (d.command.empty() ? "gpumem" : d.command) + ": " + d.error->message);
+        }
+    }
+
+    Identities ids_;
+    std::map<std::string, std::size_t> keys_;
+    std::vector<GpuRow> rows_;
+    std::vector<DocumentRow> documents_;
+};
+
+bool row_less(const GpuRow& a, const GpuRow& b) {
+    if (a.host != b.host) return natural_less(a.host, b.host);
+    if (a.index.has_value() != b.index.has_value()) return a.index.has_value();  // GPUs first, then GPU-less ranks
+    if (a.index != b.index) return a.index < b.index;
+    if (a.job_id != b.job_id) return a.job_id < b.job_id;
+    if (a.rank != b.rank) return a.rank < b.rank;
+    return a.uuid < b.uuid;
+}
+
+bool failed(const GpuRow& row, const ReportOptions& options) {
+    return row.verdict == Verdict::fail || !row.failed_checks.empty() || (options.strict && row.verdict == Verdict::warn);
+}
+
+// Each figure of each GPU against the median of the same figure over the
+// GPUs of its model; GPUs with no model name are compared with none.
+std::vector<FigureRow> compare_figures(std::vector<GpuRow>& rows, double fraction) {
+    std::map<std::pair<std::string, std::string>, std::vector<std::size_t>> groups;  // (model, figure) -> figures
+    std::vector<FigureRow> figures;
+    for (std::size_t r = 0; r < rows.size(); ++r)
+        for (const Figure& f : rows[r].figures) {
+            if (rows[r].name) groups[{*rows[r].name, f.name}].push_back(figures.size());
+            figures.push_back({r, f, f.value, 1, false});
+        }
+    for (const auto& [key, members] : groups) {
+        std::vector<double> values;
+        for (std::size_t m : members) values.push_back(figures[m].figure.value);
+        const double median = summarize(values).median;
+        for (std::size_t m : members) {
+            FigureRow& f = figures[m];
+            f.median = median;
+            f.peers = members.size();
+            // One GPU is its own median: an outlier needs peers.
+            f.outlier = members.size() >= 2 && median > 0 && f.figure.value < median * (1.0 - fraction);
+            if (f.outlier) add_unique(rows[f.row].outliers, f.figure.name);
+        }
+    }
+    return figures;
+}
+
+RowStatus status_of(const GpuRow& row, const ReportOptions& options) {
+    if (!row.errors.empty()) return RowStatus::error;
+    if (failed(row, options)) return RowStatus::fail;
+    if (!row.outliers.empty()) return RowStatus::outlier;
+    if (!row.warned_checks.empty() || row.verdict == Verdict::warn) return RowStatus::warn;
+    return RowStatus::ok;
+}
+
+std::vector<ModelSummary> summarize_models(const std::vector<GpuRow>& rows, const ReportOptions& options) {
+    std::vector<ModelSummary> models;
+    for (const GpuRow& row : rows) {
+        if (!row.name) continue;
+        auto it = std::find_if(models.begin(), models.end(), [&row](const ModelSummary& m) { return m.name == *row.name; });
+        if (it == models.end()) it = models.insert(models.end(), ModelSummary{*row.name});
+        ++it->gpus;
+        const bool fail = failed(row, options);
+        if (row.verdict) {
+            ++it->checked;
+            if (fail) ++it->failed;
+            else if (row.verdict == Verdict::warn || !row.warned_checks.empty()) ++it->warned;
+            else ++it->passed;
+        }
+        it->outliers += !row.outliers.empty();
+        it->errors += !row.errors.empty();
+    }
+    std::sort(models.begin(), models.end(), [](const ModelSummary& a, const ModelSummary& b) { return a.name < b.name; });
+    return models;
+}
+
+std::vector<ModelFigure> summarize_figures(const std::vector<GpuRow>& rows, const std::vector<FigureRow>& figures) {
+    std::map<std::pair<std::string, std::string>, std::vector<const FigureRow*>> groups;
+    for (const FigureRow& f : figures)
+        if (rows[f.row].name) groups[{*rows[f.row].name, f.figure.name}].push_back(&f);
+    std::vector<ModelFigure> out;
+    for (const auto& [key, members] : groups) {
+        std::vector<double> values;
+        ModelFigure m{key.first, key.second, members.front()->figure.unit};
+        for (const FigureRow* f : members) {
+            values.push_back(f->figure.value);
+            m.outliers += f->outlier;
+        }
+        const Summary s = summarize(values);
+        m.count = s.count;
+        m.median = s.median;
+        m.min = s.min;
+        m.max = s.max;
+        out.push_back(std::move(m));
+    }
+    return out;
+}
+
+std::string gpu_label(const GpuRow& row) {
+    std::string label = row.host.empty() ? "(no host)" : row.host;
+    if (row.index) label += " GPU " + std::to_string(*row.index);
+    if (row.uuid) label += " (" + *row.uuid + ")";
+    if (!row.index && !row.uuid) {
+        if (row.rank) label += " rank " + std::to_string(*row.rank);
+        if (row.job_id) label += " job " + *row.job_id;
+    }
+    return label;
+}
+
+std::string number_text(double value, const std::string& unit) {
+    return format_decimal(value, 3) + (unit.empty() ? "" : " " + unit);
+}
+
+std::vector<std::string> problem_lines(const Fleet& fleet, const ReportOptions& options) {
+    std::vector<std::string> lines;
+    for (const GpuRow& row : fleet.rows) {
+        for (const std::string& e : row.errors) lines.push_back(gpu_label(row) + ": " + e);
+        if (failed(row, options)) {
+            std::vector<std::string> checks = row.failed_checks;
+            if (options.strict) checks.insert(checks.end(), row.warned_checks.begin(), row.warned_checks.end());
+            std::string text = checks.empty() ? "check verdict " + std::string(kVerdicts.name_of(*row.verdict)) : "";
+            for (const std::string& c : checks) text += (text.empty() ? "" : ", ") + c;
+            lines.push_back(gpu_label(row) + ": failed " + text);
+        }
+    }
+    for (const FigureRow& f : fleet.figures) {
+        if (!f.outlier) continue;
+        const GpuRow& row = fleet.rows[f.row];
+        lines.push_back(gpu_label(row) + ": " + f.figure.name + " " + number_text(f.figure.value, f.figure.unit) + " is " +
+                        format_decimal(100.0 * f.below(), 1) + "% below the median " + number_text(f.median, f.figure.unit) +
+                        " of " + std::to_string(f.peers) + " " + *row.name);
+    }
+    return lines;
+}
+
+}  // namespace
+
+bool natural_less(std::string_view a, std::string_view b) noexcept {
+    std::size_t i = 0, j = 0;
+    auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+    while (i < a.size() && j < b.size()) {
+        if (digit(a[i]) && digit(b[j])) {
+            std::size_t ei = i, ej = j;
+            while (ei < a.size() && digit(a[ei])) ++ei;
+            while (ej < b.size() && digit(b[ej])) ++ej;
+            std::string_view na = a.substr(i, ei - i), nb = b.substr(j, ej - j);
+            while (na.size() > 1 && na.front() == '0') na.remove_prefix(1);
+            while (nb.size() > 1 && nb.front() == '0') nb.remove_prefix(1);
+            if (na.size() != nb.size()) return na.size() < nb.size();
+            if (na != nb) return na < nb;
+            i = ei;
+            j = ej;
+            continue;
+        }
+        if (a[i] != b[j]) return a[i] < b[j];
+        ++i;
+        ++j;
+    }
+    return a.size() - i < b.size() - j || (a.size() - i == b.size() - j && a < b);
+}
+
+Fleet merge_fleet(const std::vector<Document>& documents, const ReportOptions& options) {
+    Merger merger(documents);
+    for (const Document& d : documents) merger.add(d);
+    Fleet fleet;
+    fleet.documents = std::move(merger).documents();
+    fleet.rows = std::move(merger).rows();
+    std::stable_sort(fleet.rows.begin(), fleet.rows.end(), row_less);
+    fleet.figures = compare_figures(fleet.rows, options.outlier_fraction);
+    for (GpuRow& row : fleet.rows) row.status = status_of(row, options);
+    fleet.models = summarize_models(fleet.rows, options);
+    fleet.model_figures = summarize_figures(fleet.rows, fleet.figures);
+    fleet.problems = problem_lines(fleet, options);
+    return fleet;
+}
+
+}  // namespace gpumem::fleet

@@ -1,0 +1,364 @@
+// gpumem report: reading documents (pretty or JSON Lines, line numbers of
+// faults), the merge (one row per GPU, a rank's error row, duplicates,
+// copy rows joined by CUDA index), outliers per model, the exit status; and
+// the command over the fixtures (tests/fixtures/report, made by its
+// make-fixtures.py) through the binary.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/errors.hpp"
+#include "base/fleet.hpp"
+#include "cli_harness.hpp"
+
+using nlohmann::json;
+using namespace gpumem::fleet;
+
+namespace {
+
+json envelope(const std::string& command, const std::string& host, json origin = json::object()) {
+    origin["host"] = host;
+    return {{"schema_version", 1}, {"tool", "gpumem"}, {"version", "0.1.0"}, {"command", command}, {"ok", true}, {"origin", origin}};
+}
+
+json slurm(unsigned rank, const std::string& job = "7") {
+    return {{"launcher", "slurm"}, {"job_id", job}, {"rank", rank}, {"local_rank", rank}, {"world_size", 2}};
+}
+
+json check_row(int index, const std::string& uuid, const std::string& model, const std::string& check, double value,
+               const std::string& verdict, const std::string& comparison = ">=") {
+    return {{"index", index}, {"uuid", uuid},      {"name", model},          {"check", check},
+            {"verdict", verdict}, {"value", value}, {"unit", "GB/s"},         {"threshold", 10.0},
+            {"comparison", comparison}, {"reason", "r"}, {"seconds", 0.1}};
+}
+
+// A check document: one copy.h2d check per GPU (uuid, model, value, verdict).
+struct Gpu {
+    std::string uuid, model;
+    double h2d;
+    std::string verdict = "pass";
+};
+json check_doc(const std::string& host, const std::vector<Gpu>& gpus, json origin = json::object()) {
+    json d = envelope("check", host, std::move(origin));
+    d["checks"] = json::array();
+    d["devices"] = json::array();
+    for (std::size_t i = 0; i < gpus.size(); ++i) {
+        const Gpu& g = gpus[i];
+        d["checks"].push_back(check_row(static_cast<int>(i), g.uuid, g.model, "copy.h2d", g.h2d, g.verdict));
+        d["devices"].push_back({{"index", i}, {"uuid", g.uuid}, {"name", g.model}, {"pci_bus_id", "0"}, {"verdict", g.verdict},
+                                {"passed", 1}, {"warned", 0}, {"failed", 0}, {"na", 0}, {"seconds", 1.0}});
+    }
+    d["level"] = "standard";
+    d["strict"] = false;
+    d["verdict"] = "pass";
+    d["seconds"] = 1.0;
+    return d;
+}
+
+json error_doc(const std::string& command, const std::string& host, json origin, int status = 3,
+               const std::string& code = "no_device") {
+    json d = envelope(command, host, std::move(origin));
+    d["ok"] = false;
+    d["error"] = {{"status", status}, {"code", code}, {"message", "no usable GPU"}};
+    return d;
+}
+
+std::string lines(const std::vector<json>& docs) {
+    std::string text;
+    for (const json& d : docs) text += d.dump() + "\n";
+    return text;
+}
+
+Fleet fleet_of(const std::vector<json>& docs, ReportOptions options = {}) {
+    return merge_fleet(read_text("t", lines(docs), 1), options);
+}
+
+std::string read_error(const std::string& text) {
+    try {
+        read_text("in.json", text, 1);
+    } catch (const gpumem::UsageError& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+const GpuRow* row_of(const Fleet& f, const std::string& uuid) {
+    for (const GpuRow& r : f.rows)
+        if (r.uuid == uuid) return &r;
+    return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("report input: pretty documents and JSON Lines follow each other; each is named by its first line") {
+    const std::string text = check_doc("n1", {{"U0", "A", 50}}).dump(2) + "\n\n" + lines({envelope("info", "n1")}) +
+                             envelope("copy", "n2").dump(2);
+    const std::vector<Document> docs = read_text("f.json", text, 1);
+    REQUIRE(docs.size() == 3);
+    CHECK(docs[0].source == "f.json:1");
+    const std::string pretty = check_doc("n1", {{"U0", "A", 50}}).dump(2);
+    const auto newlines = static_cast<std::size_t>(std::count(pretty.begin(), pretty.end(), '\n'));
+    CHECK(docs[1].source == "f.json:" + std::to_string(newlines + 3));
+    CHECK(docs[2].source == "f.json:" + std::to_string(newlines + 4));
+    CHECK(docs[2].command == "copy");
+    CHECK(docs[2].origin.host == "n2");
+}
+
+TEST_CASE("report input: faults are named by file and line") {
+    const std::string good = envelope("info", "n1").dump() + "\n";
+    CHECK(read_error(good + good.substr(0, 30)).rfind("in.json:2: truncated document", 0) == 0);
+    CHECK(read_error(good + "{\"tool\": \"gpumem\",, }\n").rfind("in.json:2: malformed JSON", 0) == 0);
+    // A fault inside a pretty document: the line of the fault itself.
+    CHECK(read_error("{\n  \"tool\": \"gpumem\",\n  \"ok\": tru\n}\n").rfind("in.json:3: malformed JSON", 0) == 0);
+    CHECK(read_error("").find("empty") != std::string::npos);
+    CHECK(read_error(" \n\t\n").find("empty") != std::string::npos);
+    CHECK(read_error("{\"a\": 1}").find("not a gpumem document") != std::string::npos);
+    CHECK(read_error("[1, 2]").find("not a gpumem document") != std::string::npos);
+    CHECK(read_error("42").find("not a gpumem document") != std::string::npos);
+    CHECK(read_error(std::string(70, '[') + std::string(70, ']')).find("nested deeper") != std::string::npos);
+    json newer = envelope("info", "n1");
+    newer["schema_version"] = 2;
+    CHECK(read_error(newer.dump()).find("newer gpumem") != std::string::npos);
+    json report = envelope("report", "n1");
+    CHECK(read_error(report.dump()).find("report's own document") != std::string::npos);
+    json wrong = envelope("info", "n1");
+    wrong["devices"] = {{{"index", 0}, {"free", "lots"}}};
+    CHECK(read_error(wrong.dump()) == "in.json:1: devices[0].free: expected a whole number, 0 or more");
+    json bad_verdict = check_doc("n1", {{"U0", "A", 50, "maybe"}});
+    CHECK(read_error(bad_verdict.dump()).find("'maybe' is not a verdict") != std::string::npos);
+    json no_ok = envelope("info", "n1");
+    no_ok.erase("ok");
+    CHECK(read_error(no_ok.dump()).find("ok: expected true or false") != std::string::npos);
+    json error_without_error = envelope("info", "n1");
+    error_without_error["ok"] = false;
+    CHECK(read_error(error_without_error.dump()).find("error: expected an object") != std::string::npos);
+}
+
+TEST_CASE("report input: a document larger than the bound is refused before it is held") {
+    const std::string huge = "{\"tool\": \"" + std::string(kMaxDocumentBytes, 'x') + "\"}";
+    CHECK(read_error(huge).find("more than 16 MiB") != std::string::npos);
+    CHECK(read_error(std::string(kMaxDocumentBytes + 1, 'x')).find("more than 16 MiB") != std::string::npos);
+}
+
+TEST_CASE("report: outliers against the median of the same model only") {
+    // Model A: 50, 51, 49, 40 (median 49.5; 40 is 19% below). Model B: 30, 31 (no outlier though far below A).
+    const Fleet f = fleet_of({check_doc("n1", {{"A0", "A", 50}, {"A1", "A", 51}, {"B0", "B", 30}}),
+                              check_doc("n2", {{"A2", "A", 49}, {"A3", "A", 40}, {"B1", "B", 31}})});
+    REQUIRE(f.rows.size() == 6);
+    const GpuRow* slow = row_of(f, "A3");
+    REQUIRE(slow);
+    CHECK(slow->outliers == std::vector<std::string>{"copy.h2d"});
+    CHECK(slow->status == RowStatus::outlier);
+    CHECK(row_of(f, "B0")->outliers.empty());
+    CHECK(f.failed());
+    REQUIRE(f.model_figures.size() == 2);
+    CHECK(f.model_figures[0].model == "A");
+    CHECK(f.model_figures[0].median == doctest::Approx(49.5));
+    CHECK(f.model_figures[0].min == doctest::Approx(40));
+    CHECK(f.model_figures[0].outliers == 1);
+    // A looser fraction flags nothing.
+    CHECK(!fleet_of({check_doc("n1", {{"A0", "A", 50}, {"A1", "A", 51}}), check_doc("n2", {{"A2", "A", 49}, {"A3", "A", 40}})},
+                    {0.25, false})
+               .failed());
+}
+
+TEST_CASE("report: one GPU of a model has no peers; <= figures are not compared") {
+    CHECK(!fleet_of({check_doc("n1", {{"A0", "A", 5}})}).failed());
+    json d = check_doc("n1", {{"A0", "A", 50}, {"A1", "A", 50}});
+    d["checks"].push_back(check_row(0, "A0", "A", "nvml.pending", 0, "pass", "<="));
+    d["checks"].push_back(check_row(1, "A1", "A", "nvml.pending", 9, "pass", "<="));
+    const Fleet f = fleet_of({d});
+    CHECK(!f.failed());
+    CHECK(f.figures.size() == 2);
+}
+
+TEST_CASE("report: a failed check fails the fleet; its check_failed document adds no error row") {
+    json d = check_doc("n1", {{"A0", "A", 50}, {"A1", "A", 50, "fail"}}, slurm(0));
+    d["ok"] = false;
+    d["error"] = {{"status", 7}, {"code", "check_failed"}, {"message", "GPU 1: copy.h2d"}};
+    const Fleet f = fleet_of({d});
+    REQUIRE(f.rows.size() == 2);
+    CHECK(f.rows[1].status == RowStatus::fail);
+    CHECK(f.rows[1].failed_checks == std::vector<std::string>{"copy.h2d"});
+    CHECK(f.rows[1].errors.empty());
+    CHECK(f.rows[0].status == RowStatus::ok);
+    CHECK(f.problems.size() == 1);
+}
+
+TEST_CASE("report: warnings fail under --strict, the report's or the check run's") {
+    const json warned = check_doc("n1", {{"A0", "A", 50, "warn"}});
+    const Fleet plain = fleet_of({warned});
+    CHECK(!plain.failed());
+    CHECK(plain.rows[0].status == RowStatus::warn);
+    CHECK(fleet_of({warned}, {0.1, true}).failed());
+    json strict = warned;
+    strict["strict"] = true;
+    CHECK(fleet_of({strict}).rows[0].failed_checks == std::vector<std::string>{"copy.h2d"});
+}
+
+TEST_CASE("report: error documents are a row per rank; a rank's check and info errors share it") {
+    const Fleet f = fleet_of({error_doc("check", "n1", slurm(0)), error_doc("check", "n1", slurm(1)),
+                              error_doc("info", "n1", slurm(0)), error_doc("info", "n1", slurm(1))});
+    REQUIRE(f.rows.size() == 2);
+    CHECK(f.rows[0].rank == 0u);
+    CHECK(f.rows[1].rank == 1u);
+    CHECK(f.rows[0].commands == std::vector<std::string>{"check", "info"});
+    CHECK(f.rows[0].error_codes == std::vector<std::string>{"no_device"});
+    CHECK(f.rows[0].status == RowStatus::error);
+    CHECK(!f.rows[0].index);
+    CHECK(f.failed());
+    CHECK(f.documents.size() == 4);
+    CHECK(!f.documents[0].ok);
+    // Another job's ranks are other rows.
+    CHECK(fleet_of({error_doc("info", "n1", slurm(0, "7")), error_doc("info", "n1", slurm(0, "8"))}).rows.size() == 2);
+}
+
+TEST_CASE("report: an error document with GPUs marks their rows") {
+    json copy = envelope("copy", "n1");
+    copy["results"] = {{{"device", 0}, {"direction", "h2d"}, {"host_memory", "pinned"}, {"engine", "ce"}, {"bytes", 1024},
+                        {"median_gbps", 20.0}}};
+    copy["ok"] = false;
+    copy["error"] = {{"status", 6}, {"code", "below_expectation"}, {"message", "below --expect-min"}};
+    const Fleet f = fleet_of({copy});
+    REQUIRE(f.rows.size() == 1);
+    CHECK(f.rows[0].index == 0);
+    CHECK(f.rows[0].error_codes == std::vector<std::string>{"below_expectation"});
+}
+
+TEST_CASE("report: the same GPU in two documents is one row; the later figure, the worse verdict") {
+    const Fleet f = fleet_of({check_doc("n1", {{"A0", "A", 50, "fail"}}), check_doc("n1", {{"A0", "A", 60}})});
+    REQUIRE(f.rows.size() == 1);
+    CHECK(f.rows[0].verdict == Verdict::fail);
+    REQUIRE(f.rows[0].figures.size() == 1);
+    CHECK(f.rows[0].figures[0].value == doctest::Approx(60));
+    CHECK(f.rows[0].sources == std::vector<std::string>{"t:1", "t:2"});
+}
+
+TEST_CASE("report: copy rows join the GPU that a document of the same process names at that index") {
+    json info = envelope("info", "n1", slurm(1));
+    info["devices"] = {{{"index", 0}, {"uuid", "U1"}, {"name", "A"}, {"free", 10}, {"total", 20}}};
+    json copy = envelope("copy", "n1", slurm(1));
+    copy["results"] = {
+        {{"device", 0}, {"peer", 1}, {"direction", "p2p"}, {"engine", "ce"}, {"bytes", 1024}, {"median_gbps", 300.0}},
+        {{"device", 0}, {"peer", 2}, {"direction", "p2p"}, {"engine", "ce"}, {"bytes", 1024}, {"median_gbps", 100.0}},
+        {{"device", 0}, {"direction", "h2d"}, {"engine", "ce"}, {"bytes", 1024}, {"median_gbps", nullptr}, {"skipped", "x"}}};
+    // Rank 0's device 0 is another GPU (CUDA_VISIBLE_DEVICES narrowed per rank).
+    json other = copy;
+    other["origin"] = json(slurm(0));
+    other["origin"]["host"] = "n1";
+    const Fleet f = fleet_of({copy, info, other});
+    REQUIRE(f.rows.size() == 2);
+    const GpuRow* joined = row_of(f, "U1");
+    REQUIRE(joined);
+    CHECK(joined->free == 10u);
+    REQUIRE(joined->figures.size() == 1);  // the skipped row has no figure
+    CHECK(joined->figures[0].value == doctest::Approx(100));  // the slowest peer
+    CHECK(joined->figures[0].name == "copy.p2p (ce, 1 KiB)");
+    CHECK(joined->commands == std::vector<std::string>{"copy", "info"});
+}
+
+TEST_CASE("report: rows in host order with numbers as numbers, GPUs before GPU-less ranks") {
+    CHECK(natural_less("node2", "node10"));
+    CHECK(!natural_less("node10", "node2"));
+    CHECK(natural_less("a", "b"));
+    CHECK(natural_less("gpu-1-2", "gpu-1-10"));
+    CHECK(!natural_less("x", "x"));
+    const Fleet f = fleet_of({error_doc("info", "node10", slurm(0)), check_doc("node10", {{"U", "A", 5}}),
+                              check_doc("node2", {{"V", "A", 5}})});
+    REQUIRE(f.rows.size() == 3);
+    CHECK(f.rows[0].host == "node2");
+    CHECK(f.rows[1].uuid == std::string("U"));
+    CHECK(!f.rows[2].index);
+}
+
+// ---------------------------------------------------------------------------
+// The command, through the binary.
+
+namespace {
+
+std::string fixture(const std::string& name) {
+    const char* dir = std::getenv("GPUMEM_TESTS_DIR");
+    return std::string(dir ? dir : GPUMEM_TESTS_SOURCE_DIR) + "/fixtures/report/" + name;
+}
+
+void collect_keys(const json& value, std::set<std::string>& keys) {
+    if (value.is_object())
+        for (const auto& [k, v] : value.items()) {
+            keys.insert(k);
+            collect_keys(v, keys);
+        }
+    if (value.is_array())
+        for (const json& v : value) collect_keys(v, keys);
+}
+
+}  // namespace
+
+TEST_CASE("report command: the fixtures' fleet fails with 7, one stderr line, and a document of the schema's keys") {
+    const RunResult r = run_gpumem({"report", "--json", fixture("*.json*")});
+    CAPTURE(r.err);
+    CHECK(r.status == 7);
+    CHECK(r.stderr_lines() == 1);
+    const json doc = json::parse(r.out);
+    CHECK(doc["ok"] == false);
+    CHECK(doc["error"]["code"] == "check_failed");
+    CHECK(doc["verdict"] == "fail");
+    CHECK(doc["gpus"].size() == 10);
+    CHECK(doc["outliers"].size() == 2);
+    CHECK(doc["documents"].size() == 7);
+    std::set<std::string> statuses;
+    for (const json& row : doc["gpus"]) statuses.insert(row["status"].get<std::string>());
+    CHECK(statuses == std::set<std::string>{"ok", "fail", "outlier", "error"});
+    // Every key of the document is one the schema declares.
+    const json schema = json::parse(run_gpumem({"--schema"}).out).at("report");
+    std::set<std::string> declared, used;
+    collect_keys(schema, declared);
+    for (const auto& [k, v] : schema["properties"].items()) declared.insert(k);
+    for (const auto& table : {"gpus", "outliers", "figures", "models", "model_figures", "documents"})
+        for (const auto& [k, v] : schema["properties"][table]["items"]["properties"].items()) declared.insert(k);
+    collect_keys(doc, used);
+    for (const std::string& key : used) {
+        CAPTURE(key);
+        if (key == "status" || key == "code" || key == "message" || key == "host" || key == "launcher") continue;
+        CHECK(schema["properties"].dump().find("\"" + key + "\"") != std::string::npos);
+    }
+}
+
+TEST_CASE("report command: a healthy fleet exits 0; stdin, '-' and a file named twice are read once") {
+    const RunResult ok = run_gpumem({"report", fixture("check-node1.json"), fixture("info.jsonl"), fixture("copy-node1.json")});
+    CAPTURE(ok.err);
+    CHECK(ok.status == 0);
+    CHECK(ok.out.find("verdict: pass") != std::string::npos);
+    const RunResult twice = run_gpumem({"report", "--json", fixture("check-node1.json"), fixture("check-*1.json")});
+    CHECK(twice.status == 0);
+    CHECK(json::parse(twice.out)["documents"].size() == 1);
+    const RunResult piped = run_program(
+        "/bin/sh", {"-c", "cat \"$1\" | \"$2\" report --json - \"$3\"", "sh", fixture("check-node1.json"), gpumem_binary(),
+                    fixture("info.jsonl")});
+    CHECK(piped.status == 0);
+    CHECK(json::parse(piped.out)["documents"].size() == 3);
+    const RunResult csv = run_gpumem({"report", "--csv", fixture("check-node2.json")});
+    CHECK(csv.status == 7);
+    CHECK(csv.out.rfind("host,index,name,uuid,job_id,rank,local_rank,status,verdict", 0) == 0);
+}
+
+TEST_CASE("report: an error document written before its command was known is a rank's error row") {
+    json d = error_doc("", "n1", slurm(0), 2, "usage_error");
+    const Fleet f = fleet_of({d});
+    REQUIRE(f.rows.size() == 1);
+    CHECK(f.rows[0].errors == std::vector<std::string>{"gpumem: no usable GPU"});
+    CHECK(f.rows[0].commands.empty());
+}
+
+TEST_CASE("examples: the Slurm scripts parse (tests/slurm-test.sh runs the prolog under a real slurmctld)") {
+    const char* dir = std::getenv("GPUMEM_TESTS_DIR");
+    const std::string examples = std::string(dir ? dir : GPUMEM_TESTS_SOURCE_DIR) + "/../examples/";
+    for (const char* script : {"slurm-prolog.sh", "slurm-epilog.sh", "slurm-healthcheck.sh"}) {
+        CAPTURE(script);
+        CHECK(run_program("/bin/bash", {"-n", examples + script}).status == 0);
+    }
+}
