@@ -188,6 +188,31 @@ TEST_CASE("gpu check: a bad word fails fill.verify with its address") {
     CHECK(r.err.find("fill.verify: 1 > 0") != std::string::npos);
 }
 
+TEST_CASE("gpu check: long runs the memtest86 set, passes, and finds a planted bad word") {
+    const auto start = Clock::now();
+    const RunResult r = run_gpumem({"check", "-d", "0", "--level", "long", "--json"});
+    const double seconds = seconds_since(start);
+    INFO("exit " << r.status << "\nstderr: " << r.err);
+    CHECK(r.status == 0);
+    MESSAGE("gpumem check -d 0 --level long: " << seconds << " s");
+    json doc;
+    REQUIRE_NOTHROW(doc = json::parse(r.out));
+    const json* memtest = find_check(doc, 0, "memtest");
+    REQUIRE(memtest != nullptr);
+    MESSAGE(memtest->dump());
+    CHECK(memtest->at("verdict") == "pass");
+    CHECK(memtest->at("reason").get<std::string>().find("modulo") != std::string::npos);
+
+    const RunResult bad = run_gpumem({"check", "-d", "0", "--level", "long", "--debug-corrupt-word", "4000", "--json"});
+    CHECK(bad.status == 7);
+    REQUIRE_NOTHROW(doc = json::parse(bad.out));
+    memtest = find_check(doc, 0, "memtest");
+    REQUIRE(memtest != nullptr);
+    CAPTURE(memtest->dump());
+    CHECK(memtest->at("verdict") == "fail");
+    CHECK(memtest->at("reason").get<std::string>().find("first bad word at 0x") != std::string::npos);
+}
+
 TEST_CASE("gpu check: quick creates no CUDA context and lasts under a second") {
     // A context needs libcuda; quick never loads it (the dynamic loader's
     // log of every library it loads, dlopen's included, says so).

@@ -23,7 +23,7 @@ constexpr Named<CheckLevel> kCheckLevelRows[] = {
     {"standard", CheckLevel::standard,
      "NVML health, then a context, the largest allocation, fill and verify of half the free memory, memset, copy and p2p "
      "bandwidth: seconds per node"},
-    {"long", CheckLevel::deep, "as standard, with fill and verify over most of the free memory"},
+    {"long", CheckLevel::deep, "as standard, and the memtest86 set over 90% of the free memory"},
 };
 const NameTable<CheckLevel> kCheckLevels{"check level", kCheckLevelRows};
 
@@ -85,6 +85,9 @@ constexpr Named<CheckKind> kCheckRows[] = {
      "the largest single cudaMalloc against the free memory"},
     {"fill.verify", {"count", C::at_most, L::standard, V::fail, 0, R::fixed, 0, "0 bad words"},
      "patterns written over the free memory and read back: any bad word fails, with its address"},
+    {"memtest", {"count", C::at_most, L::deep, V::fail, 0, R::fixed, 0, "0 bad words"},
+     "the memtest86 set DCGM's memtest runs (walking bit, own address, moving inversions, 8-bit and random words, block "
+     "moves, modulo-20) over 90% of the free memory: any bad word fails, with its address"},
     {"memset.bandwidth",
      {"GB/s", C::at_least, L::standard, V::fail, 0.05, R::peak_fraction, 0.8, "80% of NVML's peak memory bandwidth"},
      "cuMemsetD32 bandwidth, median of samples"},

@@ -15,6 +15,7 @@
 #include "bench/alloc_apis.hpp"
 #include "bench/copy_bench.hpp"
 #include "bench/memset_bench.hpp"
+#include "bench/memtest.hpp"
 #include "core/cuda_check.hpp"
 
 namespace gpumem {
@@ -30,8 +31,8 @@ constexpr std::uint64_t kDeviceCopyBytes = 256 * MiB;
 constexpr std::uint64_t kHostCopyBytes = 64 * MiB;
 constexpr std::uint64_t kMemsetBytes = 1 * GiB;
 constexpr std::uint64_t kAllocGranule = 2 * MiB;
-// A fill that cannot get its share of free memory (another process took
-// some meanwhile) tries again with half of it, at most this many times.
+// A fill or memtest that cannot get its share of free memory (another
+// process took some meanwhile) tries again with half, at most this many times.
 constexpr int kFillRetries = 2;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
@@ -149,6 +150,20 @@ std::string fill_note(const FillResult& r, double percent, int passes) {
     return note;
 }
 
+// Runs work(percent of free memory); when another process took memory
+// meanwhile and the allocation fails part way, tries again with half.
+template <typename Work>
+CheckOutcome with_shrinking_share(double percent, Work work) {
+    for (int attempt = 0;; ++attempt) {
+        try {
+            return work(percent);
+        } catch (const PartialAllocationError&) {
+            if (attempt == kFillRetries) throw;
+            percent /= 2;
+        }
+    }
+}
+
 CheckOutcome check_fill(DeviceId device, const CheckSettings& s, const StopToken& stop) {
     FillOptions options;
     options.chunk = GiB;
@@ -156,20 +171,48 @@ CheckOutcome check_fill(DeviceId device, const CheckSettings& s, const StopToken
     options.patterns = all_patterns();
     options.passes = s.fill_passes;
     options.corrupt_word = s.corrupt_word;
-    double percent = s.level == CheckLevel::deep ? kLongFillPercent : kStandardFillPercent;
-    for (int attempt = 0;; ++attempt) {
+    return with_shrinking_share(kFillPercent, [&](double percent) {
         options.total.is_percent = true;
         options.total.percent = percent;
         options.total.text = format_decimal(percent, 1) + "%";
-        try {
-            const FillResult r = run_fill(device, options, stop);
-            return judged("fill.verify", static_cast<double>(r.mismatched_words), threshold(s, "fill.verify", std::nullopt),
-                          fill_note(r, percent, options.passes));
-        } catch (const PartialAllocationError&) {
-            if (attempt == kFillRetries) throw;
-            percent /= 2;
-        }
+        const FillResult r = run_fill(device, options, stop);
+        return judged("fill.verify", static_cast<double>(r.mismatched_words), threshold(s, "fill.verify", std::nullopt),
+                      fill_note(r, percent, options.passes));
+    });
+}
+
+std::string memtest_note(const MemtestResult& r, double percent) {
+    std::vector<std::string> names;
+    std::uint64_t traffic = 0;
+    double seconds = 0;
+    const MemtestTestResult* failing = nullptr;
+    for (const MemtestTestResult& t : r.tests) {
+        names.emplace_back(memtest_name(t.test));
+        traffic += t.traffic;
+        seconds += t.seconds;
+        if (!failing && t.first_bad) failing = &t;
     }
+    std::string note = join(names, ", ") + " over " + format_bytes(r.bytes) + " (" + format_decimal(percent, 1) + "% of free)";
+    if (seconds > 0) note += " at " + format_bandwidth(static_cast<double>(traffic) / seconds);
+    if (!failing) return note;
+    const BadWord& w = *failing->first_bad;
+    return note + "; first bad word at " + hex(w.address) + " (" + memtest_name(failing->test) + "): expected " + hex(w.expected) +
+           ", read " + hex(w.actual);
+}
+
+// The memtest86 set (long): most of the free memory, every test once.
+CheckOutcome check_memtest(DeviceId device, const CheckSettings& s, const StopToken& stop) {
+    MemtestOptions options;
+    options.tests = kMemtestKinds.values();
+    options.chunk = GiB;
+    if (s.corrupt_word) options.inject_fault_at = *s.corrupt_word * 8;
+    return with_shrinking_share(kMemtestPercent, [&](double percent) {
+        options.bytes = static_cast<std::uint64_t>(static_cast<double>(device_memory_info(device).free) * percent / 100);
+        const MemtestResult r = run_memtest(device, options, stop);
+        // A stopped run returns what it did; the run as a whole ends here.
+        if (r.stopped) stop.throw_if_stopped();
+        return judged("memtest", static_cast<double>(r.mismatches()), threshold(s, "memtest", std::nullopt), memtest_note(r, percent));
+    });
 }
 
 CheckOutcome check_memset(const CheckDeviceFigures& f, const CheckSettings& s) {
@@ -200,7 +243,7 @@ CheckOutcome check_copy(const CheckDeviceFigures& f, const CheckSettings& s, con
     return judged(id, gbps, threshold(s, id, pcie_of(f)), format_bytes(kHostCopyBytes) + " pinned copies, median of 5 samples");
 }
 
-const char* const kDeviceWork[] = {"alloc.max", "fill.verify", "memset.bandwidth", "copy.d2d", "copy.h2d", "copy.d2h"};
+const char* const kDeviceWork[] = {"alloc.max", "fill.verify", "memtest", "memset.bandwidth", "copy.d2d", "copy.h2d", "copy.d2h"};
 
 }  // namespace
 
@@ -214,11 +257,13 @@ void run_device_checks(const CheckDeviceFigures& f, const CheckSettings& s, std:
     StepRunner steps(s, out, stop, on_outcome);
     steps.run("cuda.context", [&] { return check_context(device, s); });
     if (!steps.last().value) {
-        for (const char* id : kDeviceWork) steps.add(not_applicable(id, "not run: no CUDA context"));
+        for (const char* id : kDeviceWork)
+            if (runs_at(check_row(id).value, s.level)) steps.add(not_applicable(id, "not run: no CUDA context"));
         return;
     }
     steps.run("alloc.max", [&] { return check_alloc_max(device, s, stop); });
     steps.run("fill.verify", [&] { return check_fill(device, s, stop); });
+    if (s.level == CheckLevel::deep) steps.run("memtest", [&] { return check_memtest(device, s, stop); });
     steps.run("memset.bandwidth", [&] { return check_memset(f, s); });
     for (const char* direction : {"d2d", "h2d", "d2h"})
         steps.run(std::string("copy.") + direction, [&] { return check_copy(f, s, direction, stop); });

@@ -55,9 +55,9 @@ struct CheckSettings {
 // Called with each check as soon as it is judged (on the device's thread).
 using OutcomeFn = std::function<void(const CheckOutcome&)>;
 
-// Fill and verify: the share of free memory each level covers.
-inline constexpr double kStandardFillPercent = 50;
-inline constexpr double kLongFillPercent = 90;
+// The share of free memory fill.verify covers, and the long level's memtest.
+inline constexpr double kFillPercent = 50;
+inline constexpr double kMemtestPercent = 90;
 
 // The device work of the standard and long levels on one device, each
 // outcome appended to `out` (then given to `on_outcome`) as it is judged. A
