@@ -486,6 +486,25 @@ TEST_CASE("check report: Prometheus metrics pass promtool") {
     CHECK(promtool.status == 0);
 }
 
+// What gpumem report reads of a check document is what check writes: the
+// failed GPU and its checks come out of the merge.
+TEST_CASE("check report: gpumem report reads the document check writes") {
+    Report report = check_report(standard_request(), two_devices(), OutputOptions{Format::json});
+    report.origin.add({"host", "", FieldKind::text}, std::string("node1"));
+    Folder folder;
+    const std::string file =
+        folder.write("check.json", render_json_error(report, CheckFailedError("2 of 42 checks failed"), OutputOptions{Format::json}));
+    const RunResult r = run_gpumem({"report", file, "--json"});
+    CAPTURE(r.err);
+    CAPTURE(r.out);
+    CHECK(r.status == 7);
+    const json doc = json::parse(r.out);
+    const std::string text = doc.dump();
+    CHECK(text.find("fill.verify") != std::string::npos);
+    CHECK(text.find("copy.h2d") != std::string::npos);
+    CHECK(text.find(identity(1).uuid) != std::string::npos);
+}
+
 TEST_CASE("check options: check() accepts what it should, before any driver call") {
     Folder folder;
     const std::string file = folder.write("t.json", R"({"copy.h2d": "40GB/s"})");

@@ -171,6 +171,9 @@ TEST_CASE("gpu check: an impossible threshold exits 7, a line per failed check, 
     CHECK(prom.out.find("gpumem_check_pass{gpu=\"0\"") != std::string::npos);
     CHECK(prom.out.find("gpumem_run_exit_status{command=\"check\"") != std::string::npos);
     CHECK(prom.out.find("} 7\n") != std::string::npos);
+    // One exposition: each family once, with the failure's exit status.
+    CHECK(prom.out.find("# TYPE gpumem_check_pass gauge") == prom.out.rfind("# TYPE gpumem_check_pass gauge"));
+    CHECK(prom.out.find("gpumem_run_success{command=\"check\"") == prom.out.rfind("gpumem_run_success{command=\"check\""));
 }
 
 TEST_CASE("gpu check: a bad word fails fill.verify with its address") {
