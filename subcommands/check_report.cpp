@@ -200,14 +200,28 @@ std::string check_failure_summary(const CheckResults& results) {
            std::to_string(results.devices.size()) + " GPU(s): " + join(named);
 }
 
-// Each check with its default threshold: what --list checks prints.
+namespace {
+std::string_view levels_text(CheckLevel level) {
+    switch (level) {
+        case CheckLevel::quick: return "every level";
+        case CheckLevel::standard: return "standard and long";
+        case CheckLevel::deep: return "long";
+    }
+    return "";
+}
+}  // namespace
+
+// Each check with the levels that run it and its default threshold: what
+// --list checks prints.
 NameListView check_list() {
     static const std::vector<std::string> texts = [] {
         std::vector<std::string> t;
-        for (const Named<CheckKind>& row : kChecks)
-            t.push_back(std::string(row.help) + " [" + (row.value.level == CheckLevel::quick ? "every level" : "standard and long") + "; " +
-                        std::string(row.value.unit) + " " + std::string(comparison_symbol(row.value.comparison)) + " " +
-                        std::string(row.value.threshold) + "]");
+        for (const Named<CheckKind>& row : kChecks) {
+            const CheckKind& k = row.value;
+            std::string rule(k.unit);
+            rule += k.rule == ThresholdRule::none ? std::string(": ") : " " + std::string(comparison_symbol(k.comparison)) + " ";
+            t.push_back(std::string(row.help) + " [" + std::string(levels_text(k.level)) + "; " + rule + std::string(k.threshold) + "]");
+        }
         return t;
     }();
     NameListView view{kChecks.what(), {}};

@@ -52,11 +52,11 @@ constexpr Named<CheckKind> kCheckRows[] = {
      "uncorrected ECC errors since the driver loaded: any fails"},
     {"nvml.ecc.uncorrected.aggregate", {"count", C::at_most, L::quick, V::warn, 0, R::fixed, 0, "0 (warns)"},
      "uncorrected ECC errors over the GPU's life: any warns"},
-    {"nvml.ecc.corrected.volatile", {"count", C::at_most, L::quick, V::warn, 0, R::none, 0, "none: reported only"},
+    {"nvml.ecc.corrected.volatile", {"count", C::at_most, L::quick, V::warn, 0, R::none, 0, "reported only, no default threshold"},
      "corrected ECC errors since the driver loaded; warns above a --threshold"},
-    {"nvml.ecc.corrected.aggregate", {"count", C::at_most, L::quick, V::warn, 0, R::none, 0, "none: reported only"},
+    {"nvml.ecc.corrected.aggregate", {"count", C::at_most, L::quick, V::warn, 0, R::none, 0, "reported only, no default threshold"},
      "corrected ECC errors over the GPU's life; warns above a --threshold"},
-    {"nvml.remapped_rows.correctable", {"count", C::at_most, L::quick, V::warn, 0, R::none, 0, "none: reported only"},
+    {"nvml.remapped_rows.correctable", {"count", C::at_most, L::quick, V::warn, 0, R::none, 0, "reported only, no default threshold"},
      "rows remapped for correctable errors (Ampere and newer); warns above a --threshold"},
     {"nvml.remapped_rows.uncorrectable", {"count", C::at_most, L::quick, V::warn, 0, R::fixed, 0, "0 (warns)"},
      "rows remapped for uncorrectable errors (Ampere and newer): any warns"},
@@ -64,7 +64,7 @@ constexpr Named<CheckKind> kCheckRows[] = {
      "a row remap waits for a GPU reset: fails"},
     {"nvml.remapped_rows.failure", {"bool", C::at_most, L::quick, V::fail, 0, R::unsettable, 0, "0: no remap failed"},
      "a row remap failed, the GPU needs service: fails"},
-    {"nvml.retired_pages.sbe", {"count", C::at_most, L::quick, V::warn, 0, R::none, 0, "none: reported only"},
+    {"nvml.retired_pages.sbe", {"count", C::at_most, L::quick, V::warn, 0, R::none, 0, "reported only, no default threshold"},
      "pages retired for single-bit errors (before Ampere); warns above a --threshold"},
     {"nvml.retired_pages.dbe", {"count", C::at_most, L::quick, V::warn, 0, R::fixed, 0, "0 (warns)"},
      "pages retired for double-bit errors (before Ampere): any warns"},
@@ -435,7 +435,7 @@ CheckOutcome judged(const std::string& id, std::optional<double> value, const st
     const std::string shown = format_check_value(kind, *value);
     if (!threshold) {
         out.verdict = Verdict::pass;
-        out.reason = with_note(shown + "; no threshold (set one with --threshold " + id + "=VALUE)", note);
+        out.reason = with_note(shown + "; no threshold set", note);
         return out;
     }
     out.threshold = threshold->value;
