@@ -139,11 +139,11 @@ Verdict worst_of(const std::vector<Verdict>& verdicts) noexcept {
     return worst;
 }
 
-std::string_view comparison_symbol(Comparison comparison) noexcept {
+std::string_view comparison_symbol(Comparison comparison, bool holds) noexcept {
     switch (comparison) {
-        case Comparison::at_least: return ">=";
-        case Comparison::at_most: return "<=";
-        case Comparison::equal: return "==";
+        case Comparison::at_least: return holds ? ">=" : "<";
+        case Comparison::at_most: return holds ? "<=" : ">";
+        case Comparison::equal: return holds ? "==" : "!=";
     }
     return "?";
 }
@@ -408,15 +408,6 @@ std::string format_check_value(const CheckKind& kind, double value) {
 
 namespace {
 
-std::string_view failing_symbol(Comparison comparison) noexcept {
-    switch (comparison) {
-        case Comparison::at_least: return "<";
-        case Comparison::at_most: return ">";
-        case Comparison::equal: return "!=";
-    }
-    return "?";
-}
-
 std::string with_note(const std::string& reason, const std::string& note) { return note.empty() ? reason : reason + "; " + note; }
 
 }  // namespace
@@ -444,7 +435,7 @@ CheckOutcome judged(const std::string& id, std::optional<double> value, const st
     const bool beyond = kind.comparison == Comparison::at_least ? *value < t
                         : kind.comparison == Comparison::at_most ? *value > t
                                                                  : *value != t;
-    std::string reason = shown + " " + std::string(beyond ? failing_symbol(kind.comparison) : comparison_symbol(kind.comparison)) +
+    std::string reason = shown + " " + std::string(comparison_symbol(kind.comparison, !beyond)) +
                          " " + format_check_value(kind, threshold->value);
     if (!beyond && out.verdict == Verdict::warn) reason += ", within " + percent_text(kind.warn_margin) + " of it";
     if (!threshold->basis.empty()) reason += " (" + threshold->basis + ")";

@@ -33,7 +33,8 @@ Verdict worst_of(const std::vector<Verdict>& verdicts) noexcept;
 
 // How a value is judged against its threshold.
 enum class Comparison { at_least, at_most, equal };
-std::string_view comparison_symbol(Comparison comparison) noexcept;  // ">=", "<=", "=="
+// ">=", "<=", "==", or where the comparison does not hold "<", ">", "!=".
+std::string_view comparison_symbol(Comparison comparison, bool holds = true) noexcept;
 
 // Where a check's default threshold comes from.
 enum class ThresholdRule {
