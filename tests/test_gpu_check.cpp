@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_harness.hpp"
+#include "nvml_used.hpp"
 #include "core/cuda_devices.hpp"
 #include "core/nvml.hpp"
 
@@ -31,10 +32,7 @@ using nlohmann::json;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-constexpr std::uint64_t MiB = 1ULL << 20;
-constexpr std::uint64_t GiB = 1ULL << 30;
-constexpr std::int64_t kSlack = 32 * MiB;
+using namespace gpu_memory;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -48,31 +46,6 @@ std::vector<std::string> lines_of(const std::string& text) {
         start = end + 1;
     }
     return lines;
-}
-
-// NVML's used memory of CUDA device 0.
-std::uint64_t used_now() {
-    static std::unique_ptr<gpumem::Nvml> nvml;
-    static unsigned index = 0;
-    if (!nvml) {
-        std::string why;
-        nvml = gpumem::Nvml::open(why);
-        REQUIRE_MESSAGE(nvml, "NVML: " << why);
-        const auto i = nvml->index_of(gpumem::cuda_visible_devices().at(0).pci);
-        REQUIRE(i.has_value());
-        index = *i;
-    }
-    return nvml->memory(index).used;
-}
-
-std::uint64_t settle_to(std::uint64_t target, double seconds) {
-    const auto start = Clock::now();
-    std::uint64_t used = used_now();
-    while (std::llabs(static_cast<std::int64_t>(used - target)) > kSlack && seconds_since(start) < seconds) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        used = used_now();
-    }
-    return used;
 }
 
 const json* find_check(const json& doc, int gpu, const std::string& id) {
@@ -252,12 +225,12 @@ TEST_CASE("gpu check: quick creates no CUDA context and lasts under a second") {
 
 TEST_CASE("gpu check: SIGINT mid-check gives 130 and memory back") {
     for (const bool json_out : {false, true}) {
-        const std::uint64_t before = settle_to(used_now(), 0);
+        const std::uint64_t before = nvml_used().settle_to(nvml_used()(), 0);
         std::vector<std::string> args = {"check", "-d", "0", "--debug-fill-passes", "100000"};
         if (json_out) args.push_back("--json");
         Started child = start_gpumem(args);
         const auto deadline = Clock::now() + std::chrono::seconds(60);
-        while (used_now() < before + GiB && Clock::now() < deadline && child.running())
+        while (nvml_used()() < before + GiB && Clock::now() < deadline && child.running())
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
         std::this_thread::sleep_for(std::chrono::milliseconds(500));
         const bool running = child.running();
@@ -266,13 +239,13 @@ TEST_CASE("gpu check: SIGINT mid-check gives 130 and memory back") {
         child.wait_within(10);
         const double seconds = seconds_since(signalled);
         const RunResult r = child.wait();
-        const std::uint64_t after = settle_to(before, 3);
+        const std::uint64_t after = nvml_used().settle_to(before, 3);
         INFO("exit " << r.status << " after " << seconds << " s; used before " << before / MiB << " MiB, after " << after / MiB
                      << " MiB\nstderr: " << r.err);
         CHECK(running);
         CHECK(r.status == 130);
         CHECK(seconds < 1.0);
-        CHECK(std::llabs(static_cast<std::int64_t>(after - before)) <= kSlack);
+        CHECK(std::llabs(diff(after, before)) <= kSlack);
         if (!json_out) continue;
         json doc;
         REQUIRE_NOTHROW(doc = json::parse(r.out));
@@ -283,7 +256,7 @@ TEST_CASE("gpu check: SIGINT mid-check gives 130 and memory back") {
 }
 
 TEST_CASE("gpu check: two checks on one GPU at once both finish") {
-    const std::uint64_t before = settle_to(used_now(), 0);
+    const std::uint64_t before = nvml_used().settle_to(nvml_used()(), 0);
     Started first = start_gpumem({"check", "-d", "0", "--json"});
     Started second = start_gpumem({"check", "-d", "0", "--json"});
     first.wait_within(120);
@@ -305,7 +278,7 @@ TEST_CASE("gpu check: two checks on one GPU at once both finish") {
         for (const json& c : doc.at("checks"))
             if (c.at("verdict") != "pass" && c.at("verdict") != "n/a") MESSAGE("side by side: " << c.dump());
     }
-    CHECK(std::llabs(static_cast<std::int64_t>(settle_to(before, 3) - before)) <= kSlack);
+    CHECK(std::llabs(diff(nvml_used().settle_to(before, 3), before)) <= kSlack);
 }
 
 TEST_CASE("gpu check: p2p both ways between every pair of GPUs") {
