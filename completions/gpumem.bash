@@ -29,8 +29,9 @@ _gpumem_opts_reuse_sim="--workload --steps --seed --change-rate --batch --layers
     --pool-initial --pool-max --bins --bin-blocks --max-split-size --max-non-split-rounding
     --roundup-power2-divisions --release-threshold --sync-every --capacity --memory-fraction --device-total --costs
     --timeline --timeline-points --save-trace --no-chart --execute"
-
 _gpumem_opts_report="--outlier-fraction --strict"
+_gpumem_opts_check="--level --threshold --thresholds --strict"
+
 # Options whose next word is their value (all commands).
 _gpumem_value_opts="-d --device --format --units --list
     --query --pick --min-free -l --loop --count
@@ -42,7 +43,8 @@ _gpumem_value_opts="-d --device --format --units --list
     --trace --trace-format --strategy --ring-buffers --ring-size --pool-initial --pool-max --bins --bin-blocks
     --max-split-size --max-non-split-rounding --roundup-power2-divisions --release-threshold --sync-every --capacity
     --costs --timeline --timeline-points --save-trace --trace-device --memory-fraction --device-total
-    --outlier-fraction"
+    --outlier-fraction
+    --level --threshold --thresholds"
 
 # Values that are comma lists, as CONTEXT:OPTION; `all` is offered where the
 # option takes it.
@@ -50,7 +52,7 @@ _gpumem_list_opts="info:--query alloc_test_latency:--api alloc_test_fill:--patte
 _gpumem_all_opts="alloc_test_latency:--api alloc_test_fill:--pattern reuse_sim:--strategy"
 
 # Values that are file names.
-_gpumem_file_opts="--trace --costs --timeline --save-trace --save-costs"
+_gpumem_file_opts="--trace --costs --timeline --save-trace --save-costs --thresholds"
 
 _gpumem_takes_value() {
     [[ -n $1 && " $_gpumem_value_opts " == *[[:space:]]"$1"[[:space:]]* ]]
@@ -112,6 +114,7 @@ _gpumem_values() {
         --workload) _gpumem_list "$2" workloads ;;
         --trace-format) _gpumem_list "$2" trace-formats ;;
         --strategy) _gpumem_list "$2" strategies ;;
+        --level) _gpumem_list "$2" levels ;;
     esac
 }
 

@@ -232,3 +232,10 @@ complete -c gpumem -n $reuse_sim -l execute -d 'Also replay each strategy for re
 set -l report "__fish_seen_subcommand_from report"
 complete -c gpumem -n $report -l outlier-fraction -x -d 'Flag a GPU this fraction below its model\'s median'
 complete -c gpumem -n $report -l strict -d 'A warned check counts as failed'
+
+# check
+set -l check "__fish_seen_subcommand_from check"
+complete -c gpumem -n $check -l level -x -a '(__gpumem_names levels)' -d 'What to run: quick, standard or long'
+complete -c gpumem -n $check -l threshold -x -a '(__gpumem_names checks)' -d 'A check\'s threshold, ID=VALUE'
+complete -c gpumem -n $check -l thresholds -r -F -d 'JSON file of check id to threshold'
+complete -c gpumem -n $check -l strict -d 'A warning fails too (exit 7)'

@@ -50,6 +50,10 @@ const CommandEntry kCommands[] = {
     {"alloc-test hold",
      "Allocate SIZE or PCT% of free memory and hold it until --duration ends or a signal; prints a ready line once held",
      &kAllocHoldCommand},
+    {"check",
+     "Memory health verdict per GPU: NVML health, then allocation, fill and verify, memset, copy and p2p bandwidth against "
+     "thresholds derived from the GPU's own figures; exit 7 when a check fails",
+     &kCheckCommand},
     {"reuse-sim",
      "Replay an allocation trace or a built-in workload through reuse strategies (RMM's, PyTorch's, cudaMallocAsync and "
      "more: gpumem --list strategies) on a simulated device and compare them; no GPU needed unless --execute",
@@ -216,7 +220,10 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
         partial.metric_labels = metric_labels(globals.origin);
         for (const auto& w : partial.warnings) spdlog::warn("{}", w);
         const bool json_out = json || session.output().format == Format::json;
-        if (!json_out && !session.final_written() && partial.has_rows() && dynamic_cast<const OutputError*>(&e) == nullptr)
+        // Prometheus text is one exposition, written by fail() with the exit
+        // status: the partial results written here too would repeat every family.
+        const bool one_document = json_out || session.output().format == Format::prometheus;
+        if (!one_document && !session.final_written() && partial.has_rows() && dynamic_cast<const OutputError*>(&e) == nullptr)
             write_stdout(render(partial, session.output()));
         return fail(e, partial, session.output(), json_out);
     }

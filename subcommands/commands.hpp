@@ -21,6 +21,7 @@ extern const CommandDefinition kAllocFillCommand;
 extern const CommandDefinition kAllocChurnCommand;
 extern const CommandDefinition kAllocHoldCommand;
 extern const CommandDefinition kReuseSimCommand;
+extern const CommandDefinition kCheckCommand;
 extern const CommandDefinition kReportCommand;
 
 // info's document schema, also for its tests.

@@ -7,6 +7,7 @@
 #include "base/sizes.hpp"
 #include "bench/alloc_apis.hpp"
 #include "bench/alloc_modes.hpp"
+#include "check_report.hpp"
 #include "commands.hpp"
 #include "info_fields.hpp"
 #include "reuse_sim/strategy.hpp"
@@ -30,6 +31,8 @@ const std::vector<ListEntry>& name_lists() {
         {"patterns", "alloc-test fill --pattern", [] { return view_of(kPatterns); }},
         {"via", "alloc-test churn --via", [] { return view_of(kChurnVias); }},
         {"fields", "info --query", info_fields_view},
+        {"checks", "check --threshold", check_list},
+        {"levels", "check --level", check_level_list},
         {"strategies", "reuse-sim --strategy", [] { return view_of(reuse_sim::kStrategies); }},
         {"workloads", "reuse-sim --workload", [] { return view_of(reuse_sim::kWorkloads); }},
         {"trace-formats", "reuse-sim --trace-format", [] { return view_of(reuse_sim::kTraceFormats); }},

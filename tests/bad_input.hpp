@@ -86,6 +86,7 @@ std::vector<BadCase> memset_cases(const Scratch& s);
 std::vector<BadCase> copy_cases(const Scratch& s);
 std::vector<BadCase> alloc_test_cases(const Scratch& s);
 std::vector<BadCase> reuse_sim_cases(const Scratch& s);
+std::vector<BadCase> check_cases(const Scratch& s);
 std::vector<BadCase> report_cases(const Scratch& s);
 
 }  // namespace bad_input

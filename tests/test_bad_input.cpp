@@ -37,7 +37,7 @@ std::vector<BadCase> bad_cases() {
     std::vector<BadCase> all;
     for (auto* part : {bad_input::global_cases, bad_input::info_cases, bad_input::memset_cases, bad_input::copy_cases,
                        bad_input::alloc_test_cases, bad_input::reuse_sim_cases,
-                       bad_input::report_cases}) {
+                       bad_input::report_cases, bad_input::check_cases}) {
         std::vector<BadCase> cases = part(s);
         all.insert(all.end(), cases.begin(), cases.end());
     }

@@ -1,0 +1,482 @@
+#include "base/check_plan.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <sys/stat.h>
+
+#include <nlohmann/json.hpp>
+
+#include "base/errors.hpp"
+#include "base/sizes.hpp"
+#include "base/text.hpp"
+
+namespace gpumem {
+
+constexpr Named<CheckLevel> kCheckLevelRows[] = {
+    {"quick", CheckLevel::quick, "NVML health only: no CUDA context, under a second"},
+    {"standard", CheckLevel::standard,
+     "NVML health, then a context, the largest allocation, fill and verify of half the free memory, memset, copy and p2p "
+     "bandwidth: seconds per node"},
+    {"long", CheckLevel::deep, "as standard, and the memtest86 set over 90% of the free memory"},
+};
+const NameTable<CheckLevel> kCheckLevels{"check level", kCheckLevelRows};
+
+constexpr Named<Verdict> kVerdictRows[] = {
+    {"pass", Verdict::pass, "the value meets its threshold"},
+    {"warn", Verdict::warn, "worth a look; a failure under --strict"},
+    {"fail", Verdict::fail, "the check failed: gpumem exits 7"},
+    {"n/a", Verdict::na, "the GPU or driver does not report it, or it cannot run here (no peer access)"},
+};
+const NameTable<Verdict> kVerdicts{"verdict", kVerdictRows};
+
+namespace {
+
+using C = Comparison;
+using L = CheckLevel;
+using R = ThresholdRule;
+using V = Verdict;
+
+// The default fractions: each passes a healthy H100 and H200 with room to
+// spare (bench/results: memset 95% of peak, a d2d copy 87% of half the peak,
+// pinned h2d and d2h 88% of a Gen5 x16 link's rate on an H200).
+constexpr Named<CheckKind> kCheckRows[] = {
+    {"nvml.ecc.mode", {"bool", C::equal, L::quick, V::warn, 0, R::unsettable, 1, "1: ECC on, and on after the next reboot"},
+     "ECC mode (1 on, 0 off); warns when off or when a change waits for a reboot"},
+    {"nvml.ecc.uncorrected.volatile", {"count", C::at_most, L::quick, V::fail, 0, R::fixed, 0, "0"},
+     "uncorrected ECC errors since the driver loaded: any fails"},
+    {"nvml.ecc.uncorrected.aggregate", {"count", C::at_most, L::quick, V::warn, 0, R::fixed, 0, "0 (warns)"},
+     "uncorrected ECC errors over the GPU's life: any warns"},
+    {"nvml.ecc.corrected.volatile", {"count", C::at_most, L::quick, V::warn, 0, R::none, 0, "reported only, no default threshold"},
+     "corrected ECC errors since the driver loaded; warns above a --threshold"},
+    {"nvml.ecc.corrected.aggregate", {"count", C::at_most, L::quick, V::warn, 0, R::none, 0, "reported only, no default threshold"},
+     "corrected ECC errors over the GPU's life; warns above a --threshold"},
+    {"nvml.remapped_rows.correctable", {"count", C::at_most, L::quick, V::warn, 0, R::none, 0, "reported only, no default threshold"},
+     "rows remapped for correctable errors (Ampere and newer); warns above a --threshold"},
+    {"nvml.remapped_rows.uncorrectable", {"count", C::at_most, L::quick, V::warn, 0, R::fixed, 0, "0 (warns)"},
+     "rows remapped for uncorrectable errors (Ampere and newer): any warns"},
+    {"nvml.remapped_rows.pending", {"bool", C::at_most, L::quick, V::fail, 0, R::unsettable, 0, "0: no remap waits"},
+     "a row remap waits for a GPU reset: fails"},
+    {"nvml.remapped_rows.failure", {"bool", C::at_most, L::quick, V::fail, 0, R::unsettable, 0, "0: no remap failed"},
+     "a row remap failed, the GPU needs service: fails"},
+    {"nvml.retired_pages.sbe", {"count", C::at_most, L::quick, V::warn, 0, R::none, 0, "reported only, no default threshold"},
+     "pages retired for single-bit errors (before Ampere); warns above a --threshold"},
+    {"nvml.retired_pages.dbe", {"count", C::at_most, L::quick, V::warn, 0, R::fixed, 0, "0 (warns)"},
+     "pages retired for double-bit errors (before Ampere): any warns"},
+    {"nvml.retired_pages.pending", {"bool", C::at_most, L::quick, V::fail, 0, R::unsettable, 0, "0: no retirement waits"},
+     "a page retirement waits for a reboot: fails"},
+    {"nvml.pcie.link", {"lanes", C::at_least, L::quick, V::warn, 0, R::maximum, 0, "the link's maximum width"},
+     "PCIe link width against its maximum (warns); the generation is shown, and judged by copy.h2d/d2h under load"},
+    {"nvml.memory_clock",
+     {"MHz", C::at_least, L::quick, V::warn, 0, R::maximum, 0, "the maximum memory clock, while a fault or limit holds it back"},
+     "memory clock against its maximum: warns when below it with a clock event reason that means a fault or a limit"},
+    {"nvml.clock_event_reasons", {"count", C::at_most, L::quick, V::warn, 0, R::fixed, 0, "0 (warns)"},
+     "clock event reasons that mean a fault or a limit (power cap, thermal or hardware slowdown, power brake)"},
+    {"nvml.processes", {"count", C::at_most, L::quick, V::warn, 0, R::fixed, 0, "0 (warns)"},
+     "other processes holding memory on the GPU: warns, as they may disturb the results"},
+    {"cuda.context", {"s", C::at_most, L::standard, V::warn, 0, R::fixed, 10, "10 s (warns)"},
+     "creating a CUDA context: fails when it cannot be created, warns when slow"},
+    {"alloc.max", {"bytes", C::at_least, L::standard, V::fail, 0, R::free_fraction, 0.9, "90% of the free memory"},
+     "the largest single cudaMalloc against the free memory"},
+    {"fill.verify", {"count", C::at_most, L::standard, V::fail, 0, R::fixed, 0, "0 bad words"},
+     "patterns written over the free memory and read back: any bad word fails, with its address"},
+    {"memtest", {"count", C::at_most, L::deep, V::fail, 0, R::fixed, 0, "0 bad words"},
+     "the memtest86 set DCGM's memtest runs (walking bit, own address, moving inversions, 8-bit and random words, block "
+     "moves, modulo-20) over 90% of the free memory: any bad word fails, with its address"},
+    {"memset.bandwidth",
+     {"GB/s", C::at_least, L::standard, V::fail, 0.05, R::peak_fraction, 0.8, "80% of NVML's peak memory bandwidth"},
+     "cuMemsetD32 bandwidth, median of samples"},
+    {"copy.d2d",
+     {"GB/s", C::at_least, L::standard, V::fail, 0.05, R::copy_fraction, 0.65,
+      "65% of half NVML's peak memory bandwidth (a copy reads and writes each byte)"},
+     "device to device copy bandwidth (bytes counted once), median of samples"},
+    {"copy.h2d",
+     {"GB/s", C::at_least, L::standard, V::fail, 0.05, R::pcie_fraction, 0.75,
+      "75% of the PCIe link's rate (maximum generation x width)"},
+     "pinned host to device copy bandwidth, median of samples"},
+    {"copy.d2h",
+     {"GB/s", C::at_least, L::standard, V::fail, 0.05, R::pcie_fraction, 0.75,
+      "75% of the PCIe link's rate (maximum generation x width)"},
+     "device to pinned host copy bandwidth, median of samples"},
+    {"p2p.A-B",
+     {"GB/s", C::at_least, L::standard, V::fail, 0.05, R::pcie_fraction, 0.5,
+      "50% of the slower PCIe link's rate (NVLink pairs exceed it many times)", true},
+     "peer copy bandwidth from device A to B with peer access, both ways at once (n/a without peer access)"},
+};
+
+constexpr std::string_view kP2pPrefix = "p2p.";
+
+std::string percent_text(double fraction) { return format_decimal(fraction * 100, 1) + "%"; }
+
+}  // namespace
+
+const NameTable<CheckKind> kChecks{"check", kCheckRows};
+
+std::string_view verdict_name(Verdict verdict) noexcept { return kVerdicts.name_of(verdict); }
+
+namespace {
+int severity(Verdict v) noexcept {
+    switch (v) {
+        case Verdict::na: return 0;
+        case Verdict::pass: return 1;
+        case Verdict::warn: return 2;
+        case Verdict::fail: return 3;
+    }
+    return 0;
+}
+}  // namespace
+
+Verdict worse(Verdict a, Verdict b) noexcept { return severity(a) >= severity(b) ? a : b; }
+
+Verdict worst_of(const std::vector<Verdict>& verdicts) noexcept {
+    Verdict worst = Verdict::na;
+    for (Verdict v : verdicts) worst = worse(worst, v);
+    return worst;
+}
+
+std::string_view comparison_symbol(Comparison comparison, bool holds) noexcept {
+    switch (comparison) {
+        case Comparison::at_least: return holds ? ">=" : "<";
+        case Comparison::at_most: return holds ? "<=" : ">";
+        case Comparison::equal: return holds ? "==" : "!=";
+    }
+    return "?";
+}
+
+const Named<CheckKind>& check_row(std::string_view id) {
+    if (id.substr(0, kP2pPrefix.size()) == kP2pPrefix) {
+        const std::string_view pair = id.substr(kP2pPrefix.size());
+        const std::size_t dash = pair.find('-');
+        auto index = [&](std::string_view digits) {
+            if (digits.empty() || digits.size() > 4 || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+                throw UsageError("check '" + std::string(id) + "': a p2p check is p2p.A-B with A and B CUDA device indices");
+            return std::stoi(std::string(digits));
+        };
+        if (dash == std::string_view::npos) index("");
+        if (index(pair.substr(0, dash)) == index(pair.substr(dash + 1)))
+            throw UsageError("check '" + std::string(id) + "': a p2p check joins two different devices");
+        for (const Named<CheckKind>& row : kChecks)
+            if (row.value.per_pair) return row;
+    }
+    return kChecks.row(id);
+}
+
+std::string p2p_check_id(int source, int destination) {
+    return std::string(kP2pPrefix) + std::to_string(source) + "-" + std::to_string(destination);
+}
+
+bool runs_at(const CheckKind& kind, CheckLevel level) noexcept { return static_cast<int>(level) >= static_cast<int>(kind.level); }
+
+// ---------------------------------------------------------------------------
+// Thresholds given by the user
+
+namespace {
+
+// The most a threshold of each unit can sensibly be; beyond it the value is
+// a typing error.
+double unit_ceiling(std::string_view unit) {
+    if (unit == "GB/s") return 1e6;  // 1 PB/s
+    if (unit == "bytes") return static_cast<double>(kLargestBufferBytes);
+    if (unit == "MHz") return 1e6;
+    if (unit == "s") return 86400;
+    if (unit == "lanes") return 64;
+    return 9007199254740992.0;  // counts: 2^53, exact in a double
+}
+
+// `text` without the unit `suffix` (any case) at its end, if it has it.
+std::string_view without_suffix(std::string_view text, std::string_view suffix) {
+    if (text.size() < suffix.size()) return text;
+    const std::string_view tail = text.substr(text.size() - suffix.size());
+    for (std::size_t i = 0; i < suffix.size(); ++i)
+        if (std::tolower(static_cast<unsigned char>(tail[i])) != std::tolower(static_cast<unsigned char>(suffix[i]))) return text;
+    return text.substr(0, text.size() - suffix.size());
+}
+
+double number_in_unit(std::string_view unit, std::string_view text) {
+    if (unit == "bytes") return static_cast<double>(parse_size(text, true));
+    if (unit == "GB/s") {
+        const std::string_view rate = without_suffix(text, "/s");
+        if (rate.size() != text.size()) return static_cast<double>(parse_size(rate, true)) / 1e9;
+        return parse_real(text);  // a bare number is in GB/s
+    }
+    if (unit == "lanes") {
+        if (!text.empty() && (text[0] == 'x' || text[0] == 'X')) text.remove_prefix(1);
+        text = without_suffix(text, "lanes");
+    } else if (unit != "count") {
+        text = without_suffix(text, unit);
+    }
+    const double v = parse_real(text);
+    if ((unit == "count" || unit == "lanes") && v != std::floor(v)) throw UsageError("'" + std::string(text) + "' is not a whole number");
+    return v;
+}
+
+}  // namespace
+
+double parse_threshold_value(const Named<CheckKind>& row, std::string_view text) {
+    const CheckKind& kind = row.value;
+    const std::string what = "threshold of " + std::string(row.name);
+    if (kind.rule == ThresholdRule::unsettable)
+        throw UsageError(std::string(row.name) + " takes no threshold (" + std::string(row.help) + ")");
+    double v = 0;
+    try {
+        v = number_in_unit(kind.unit, text);
+    } catch (const UsageError& e) {
+        throw UsageError(what + ": " + e.what() + " (a number in " + std::string(kind.unit) + ", or with a unit)");
+    }
+    if (v < 0) throw UsageError(what + " '" + std::string(text) + "' is negative");
+    if (v > unit_ceiling(kind.unit))
+        throw UsageError(what + " '" + std::string(text) + "' is beyond any GPU (at most " +
+                         format_check_value(kind, unit_ceiling(kind.unit)) + ")");
+    return v;
+}
+
+std::pair<std::string, double> parse_threshold_option(std::string_view text) {
+    const std::size_t eq = text.find('=');
+    if (eq == std::string_view::npos || eq == 0 || eq + 1 == text.size())
+        throw UsageError("--threshold '" + std::string(text) + "': expected ID=VALUE, such as copy.h2d=45GB/s");
+    const std::string id(text.substr(0, eq));
+    const Named<CheckKind>& row = id == "p2p" ? check_row(p2p_check_id(0, 1)) : check_row(id);
+    return {id, parse_threshold_value(row, text.substr(eq + 1))};
+}
+
+ThresholdOverrides parse_threshold_file_text(const std::string& text, const std::string& name) {
+    nlohmann::json doc;
+    try {
+        doc = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception& e) {
+        throw UsageError(name + ": not JSON: " + one_line(e.what()));
+    }
+    if (!doc.is_object()) throw UsageError(name + ": expected a JSON object of check ids to thresholds, such as {\"copy.h2d\": \"45GB/s\"}");
+    ThresholdOverrides overrides;
+    for (const auto& [id, value] : doc.items()) {
+        try {
+            const Named<CheckKind>& row = id == "p2p" ? check_row(p2p_check_id(0, 1)) : check_row(id);
+            double v = 0;
+            if (value.is_string()) {
+                v = parse_threshold_value(row, value.get<std::string>());
+            } else if (value.is_number()) {
+                const nlohmann::json as_text = value;
+                v = parse_threshold_value(row, as_text.dump());
+            } else {
+                throw UsageError("the threshold of " + id + " must be a number or a string with a unit");
+            }
+            overrides[id] = ThresholdOverride{v, name};
+        } catch (const UsageError& e) {
+            throw UsageError(name + ": " + e.what());
+        }
+    }
+    return overrides;
+}
+
+namespace {
+
+// A thresholds file's text. A FIFO or a device is refused before it is
+// opened, so that a wrong path cannot block the run waiting for a writer.
+std::string read_thresholds_file(const std::string& path) {
+    if (path.empty()) throw UsageError("--thresholds: empty file name");
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) throw UsageError(path + ": " + std::strerror(errno));
+    if (S_ISDIR(st.st_mode)) throw UsageError(path + ": is a directory, not a thresholds file");
+    if (!S_ISREG(st.st_mode)) throw UsageError(path + ": not a regular file (a thresholds file is a JSON file)");
+    constexpr off_t kLargest = 1 << 20;
+    if (st.st_size > kLargest) throw UsageError(path + ": " + std::to_string(st.st_size) + " bytes is too large for a thresholds file");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw UsageError(path + ": " + std::strerror(errno));
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (text.str().find_first_not_of(" \t\r\n") == std::string::npos)
+        throw UsageError(path + ": empty (expected a JSON object of check ids to thresholds)");
+    return text.str();
+}
+
+}  // namespace
+
+ThresholdOverrides parse_threshold_overrides(const std::vector<std::string>& options, const std::optional<std::string>& file) {
+    ThresholdOverrides overrides;
+    if (file) overrides = parse_threshold_file_text(read_thresholds_file(*file), *file);
+    std::vector<std::string> seen;
+    for (const std::string& option : options) {
+        auto [id, value] = parse_threshold_option(option);
+        if (std::find(seen.begin(), seen.end(), id) != seen.end()) throw UsageError("--threshold " + id + " given twice");
+        seen.push_back(id);
+        overrides[id] = ThresholdOverride{value, "--threshold"};
+    }
+    return overrides;
+}
+
+const ThresholdOverride* find_override(const ThresholdOverrides& overrides, const std::string& id) {
+    if (auto it = overrides.find(id); it != overrides.end()) return &it->second;
+    if (id.substr(0, kP2pPrefix.size()) == kP2pPrefix)
+        if (auto it = overrides.find("p2p"); it != overrides.end()) return &it->second;
+    return nullptr;
+}
+
+// ---------------------------------------------------------------------------
+// Default thresholds
+
+std::optional<double> pcie_rate_bps(unsigned generation, unsigned width) noexcept {
+    // GT/s per lane and the share of bits that carry data (8b/10b, 128b/130b, FLIT).
+    double gts = 0, encoding = 0;
+    switch (generation) {
+        case 1: gts = 2.5, encoding = 0.8; break;
+        case 2: gts = 5, encoding = 0.8; break;
+        case 3: gts = 8, encoding = 128.0 / 130; break;
+        case 4: gts = 16, encoding = 128.0 / 130; break;
+        case 5: gts = 32, encoding = 128.0 / 130; break;
+        case 6: gts = 64, encoding = 242.0 / 256; break;
+        default: return std::nullopt;
+    }
+    if (width == 0) return std::nullopt;
+    return gts * 1e9 * encoding * width / 8;
+}
+
+std::optional<Reference> pcie_reference(std::optional<unsigned> max_generation, std::optional<unsigned> max_width) {
+    if (!max_generation || !max_width) return std::nullopt;
+    const std::optional<double> bps = pcie_rate_bps(*max_generation, *max_width);
+    if (!bps) return std::nullopt;
+    const double gbps = *bps / 1e9;
+    return Reference{gbps, "PCIe Gen" + std::to_string(*max_generation) + " x" + std::to_string(*max_width) + "'s " +
+                               format_decimal(gbps, 1) + " GB/s"};
+}
+
+std::optional<Reference> peak_reference(std::optional<double> peak_bps, ThresholdRule rule) {
+    if (!peak_bps || !(*peak_bps > 0)) return std::nullopt;
+    const double gbps = *peak_bps / 1e9;
+    if (rule == ThresholdRule::copy_fraction)
+        return Reference{gbps / 2, format_decimal(gbps / 2, 1) + " GB/s, half NVML's peak memory bandwidth of " +
+                                       format_decimal(gbps, 1) + " GB/s"};
+    return Reference{gbps, "NVML's peak memory bandwidth of " + format_decimal(gbps, 1) + " GB/s"};
+}
+
+std::optional<Reference> free_reference(std::optional<std::uint64_t> free_bytes) {
+    if (!free_bytes) return std::nullopt;
+    return Reference{static_cast<double>(*free_bytes), "the " + format_bytes(*free_bytes) + " free"};
+}
+
+std::optional<Threshold> threshold_for(const std::string& id, const CheckKind& kind, const ThresholdOverrides& overrides,
+                                       const std::optional<Reference>& reference) {
+    if (const ThresholdOverride* o = find_override(overrides, id)) return Threshold{o->value, "set by " + o->source};
+    switch (kind.rule) {
+        case ThresholdRule::none: return std::nullopt;
+        case ThresholdRule::fixed: return Threshold{kind.amount, "default"};
+        case ThresholdRule::unsettable: return Threshold{kind.amount, ""};
+        case ThresholdRule::maximum:
+            if (!reference) return std::nullopt;
+            return Threshold{reference->value, reference->name};
+        case ThresholdRule::peak_fraction:
+        case ThresholdRule::copy_fraction:
+        case ThresholdRule::pcie_fraction:
+        case ThresholdRule::free_fraction:
+            if (!reference) return std::nullopt;
+            return Threshold{kind.amount * reference->value, percent_text(kind.amount) + " of " + reference->name};
+    }
+    return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------
+// Verdicts
+
+Verdict judge_value(const CheckKind& kind, double value, double threshold) noexcept {
+    switch (kind.comparison) {
+        case Comparison::at_least:
+            if (value < threshold) return kind.beyond;
+            if (kind.warn_margin > 0 && value < threshold * (1 + kind.warn_margin)) return Verdict::warn;
+            return Verdict::pass;
+        case Comparison::at_most:
+            if (value > threshold) return kind.beyond;
+            if (kind.warn_margin > 0 && value > threshold * (1 - kind.warn_margin)) return Verdict::warn;
+            return Verdict::pass;
+        case Comparison::equal: return value == threshold ? Verdict::pass : kind.beyond;
+    }
+    return Verdict::na;
+}
+
+std::string format_check_value(const CheckKind& kind, double value) {
+    const std::string_view unit = kind.unit;
+    if (unit == "GB/s") return format_decimal(value, 1) + " GB/s";
+    if (unit == "bytes") return format_bytes(static_cast<std::uint64_t>(value));
+    if (unit == "s") return format_decimal(value, 3) + " s";
+    if (unit == "MHz") return format_decimal(value, 0) + " MHz";
+    if (unit == "lanes") return "x" + format_decimal(value, 0);
+    return format_decimal(value, 0);  // count, bool
+}
+
+namespace {
+
+std::string with_note(const std::string& reason, const std::string& note) { return note.empty() ? reason : reason + "; " + note; }
+
+}  // namespace
+
+CheckOutcome judged(const std::string& id, std::optional<double> value, const std::optional<Threshold>& threshold,
+                    const std::string& note) {
+    CheckOutcome out;
+    out.id = id;
+    out.kind = &check_row(id).value;
+    const CheckKind& kind = *out.kind;
+    out.value = value;
+    if (!value) {
+        out.reason = with_note("not reported", note);
+        return out;
+    }
+    const std::string shown = format_check_value(kind, *value);
+    if (!threshold) {
+        out.verdict = Verdict::pass;
+        out.reason = with_note(shown + "; no threshold set", note);
+        return out;
+    }
+    out.threshold = threshold->value;
+    out.verdict = judge_value(kind, *value, threshold->value);
+    const double t = threshold->value;
+    const bool beyond = kind.comparison == Comparison::at_least ? *value < t
+                        : kind.comparison == Comparison::at_most ? *value > t
+                                                                 : *value != t;
+    std::string reason = shown + " " + std::string(comparison_symbol(kind.comparison, !beyond)) +
+                         " " + format_check_value(kind, threshold->value);
+    if (!beyond && out.verdict == Verdict::warn) reason += ", within " + percent_text(kind.warn_margin) + " of it";
+    if (!threshold->basis.empty()) reason += " (" + threshold->basis + ")";
+    out.reason = with_note(reason, note);
+    return out;
+}
+
+CheckOutcome not_applicable(const std::string& id, const std::string& why) {
+    CheckOutcome out;
+    out.id = id;
+    out.kind = &check_row(id).value;
+    out.verdict = Verdict::na;
+    out.reason = why;
+    return out;
+}
+
+CheckOutcome failed_check(const std::string& id, const std::string& why) {
+    CheckOutcome out = not_applicable(id, one_line(why));
+    out.verdict = out.kind->beyond;
+    return out;
+}
+
+void apply_strict(CheckOutcome& outcome, bool strict) {
+    if (!strict || outcome.verdict != Verdict::warn) return;
+    outcome.verdict = Verdict::fail;
+    outcome.reason += " (a warning: a failure under --strict)";
+}
+
+VerdictCounts count_verdicts(const std::vector<CheckOutcome>& checks) {
+    VerdictCounts counts;
+    for (const CheckOutcome& c : checks) {
+        const Verdict v = c.verdict;
+        counts.worst = worse(counts.worst, v);
+        switch (v) {
+            case Verdict::pass: ++counts.passed; break;
+            case Verdict::warn: ++counts.warned; break;
+            case Verdict::fail: ++counts.failed; break;
+            case Verdict::na: ++counts.na; break;
+        }
+    }
+    return counts;
+}
+
+}  // namespace gpumem

@@ -1,0 +1,164 @@
+// The pure half of `gpumem check`: its levels, its checks (one table: id,
+// unit, comparison, the lowest level that runs it, and how its default
+// threshold is derived from a theoretical figure), threshold overrides from
+// the command line and from a JSON file, and the verdict logic (pass, warn,
+// fail, n/a; --strict; the worst of several). No CUDA and no NVML: tested on
+// the CPU. src/bench/check_engine runs the checks on a GPU.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/name_table.hpp"
+
+namespace gpumem {
+
+// How much a check run does (DCGM's -r 1/2/3). `deep` is the level named "long".
+enum class CheckLevel { quick, standard, deep };
+extern const NameTable<CheckLevel> kCheckLevels;
+
+// A check's verdict. n/a: the GPU or driver does not report the figure, or
+// the check could not run (no peer access); never a failure.
+enum class Verdict { pass, warn, fail, na };
+extern const NameTable<Verdict> kVerdicts;
+std::string_view verdict_name(Verdict verdict) noexcept;
+// fail > warn > pass > n/a: a device with one failed check fails, and one
+// whose checks are all n/a is n/a.
+Verdict worse(Verdict a, Verdict b) noexcept;
+Verdict worst_of(const std::vector<Verdict>& verdicts) noexcept;
+
+// How a value is judged against its threshold.
+enum class Comparison { at_least, at_most, equal };
+// ">=", "<=", "==", or where the comparison does not hold "<", ">", "!=".
+std::string_view comparison_symbol(Comparison comparison, bool holds = true) noexcept;
+
+// Where a check's default threshold comes from.
+enum class ThresholdRule {
+    fixed,            // `amount` itself
+    none,             // no default: reported, judged only once a threshold is given
+    unsettable,       // a yes/no figure judged against `amount`; no override
+    peak_fraction,    // amount x NVML's peak memory bandwidth
+    copy_fraction,    // amount x half the peak: a device copy reads and writes each byte
+    pcie_fraction,    // amount x the PCIe link's theoretical rate (maximum generation x width)
+    free_fraction,    // amount x the device's free memory when the check starts
+    maximum,          // the GPU's own maximum of the figure (link width, memory clock)
+};
+
+// A row of kChecks.
+struct CheckKind {
+    std::string_view unit;  // "GB/s", "bytes", "count", "MHz", "s", "lanes", "bool"
+    Comparison comparison = Comparison::at_least;
+    CheckLevel level = CheckLevel::quick;  // the lowest level that runs it
+    Verdict beyond = Verdict::fail;        // the verdict when the threshold is crossed
+    // >=: a value above the threshold by less than this fraction warns
+    // (a GPU at the edge of failing); 0: no such band.
+    double warn_margin = 0;
+    ThresholdRule rule = ThresholdRule::fixed;
+    double amount = 0;            // see ThresholdRule
+    std::string_view threshold;   // the default threshold in words, for --list, help and the man page
+    bool per_pair = false;        // p2p: one check per ordered pair, id "p2p.A-B"
+};
+
+// Every check, in the order they run and are reported (gpumem --list checks).
+extern const NameTable<CheckKind> kChecks;
+// The row of a check id ("copy.h2d", "p2p.0-1"); UsageError when unknown.
+const Named<CheckKind>& check_row(std::string_view id);
+// The id of the p2p check from `source` to `destination`: "p2p.0-1".
+std::string p2p_check_id(int source, int destination);
+// Whether a check runs at `level`.
+bool runs_at(const CheckKind& kind, CheckLevel level) noexcept;
+
+// ---------------------------------------------------------------------------
+// Thresholds given by the user
+
+struct ThresholdOverride {
+    double value = 0;    // in the check's unit
+    std::string source;  // "--threshold" or the file's path
+};
+// Check id (or "p2p" for every pair) -> threshold.
+using ThresholdOverrides = std::map<std::string, ThresholdOverride>;
+
+// A threshold value for `kind` as written: a number in the check's unit, or
+// with a unit: sizes (60GiB) for bytes, bandwidths (45GB/s, 40GiB/s, 10TB/s)
+// for GB/s, 1500MHz, 5s, x16 or 16lanes. NaN, infinities, negative numbers
+// and absurdly large ones are UsageErrors, as is a check that takes none.
+double parse_threshold_value(const Named<CheckKind>& row, std::string_view text);
+// "ID=VALUE" (--threshold): the id (a check, a p2p pair, or "p2p") and its value.
+std::pair<std::string, double> parse_threshold_option(std::string_view text);
+// The --threshold options in order (a check named twice is an error), over
+// those of `file` (--thresholds), whose errors read "FILE: reason".
+ThresholdOverrides parse_threshold_overrides(const std::vector<std::string>& options, const std::optional<std::string>& file);
+// A --thresholds file's text (a JSON object of check id to a number or a
+// string with a unit); `name` names it in errors.
+ThresholdOverrides parse_threshold_file_text(const std::string& text, const std::string& name);
+// The override that applies to `id`: its own, else for a p2p pair "p2p"'s.
+const ThresholdOverride* find_override(const ThresholdOverrides& overrides, const std::string& id);
+
+// ---------------------------------------------------------------------------
+// Default thresholds
+
+// The theoretical figure a default threshold is a fraction of, in the
+// check's unit, and how to name it in a reason: "PCIe Gen5 x16's 63.0 GB/s".
+struct Reference {
+    double value = 0;
+    std::string name;
+};
+// Bytes per second of one direction of a PCIe link: GT/s x encoding x lanes
+// / 8, before packet overheads (Gen5 x16: 63.0 GB/s). Empty when unknown.
+std::optional<double> pcie_rate_bps(unsigned generation, unsigned width) noexcept;
+std::optional<Reference> pcie_reference(std::optional<unsigned> max_generation, std::optional<unsigned> max_width);
+std::optional<Reference> peak_reference(std::optional<double> peak_bps, ThresholdRule rule);
+std::optional<Reference> free_reference(std::optional<std::uint64_t> free_bytes);
+
+struct Threshold {
+    double value = 0;
+    std::string basis;  // "75% of PCIe Gen5 x16's 63.0 GB/s", "--threshold", "set.json"
+};
+// The threshold of check `id`: the user's, else its default from `reference`
+// (the rule's figure, where the rule needs one). Empty: no threshold.
+std::optional<Threshold> threshold_for(const std::string& id, const CheckKind& kind, const ThresholdOverrides& overrides,
+                                       const std::optional<Reference>& reference);
+
+// ---------------------------------------------------------------------------
+// Verdicts
+
+// One check on one device, judged.
+struct CheckOutcome {
+    std::string id;               // "copy.h2d", "p2p.0-1"
+    const CheckKind* kind = nullptr;  // its row of kChecks
+    Verdict verdict = Verdict::na;
+    std::optional<double> value;  // in kind->unit
+    std::optional<double> threshold;
+    std::string reason;
+    double seconds = 0;
+};
+
+// The verdict of `value` against `threshold` under `kind`'s comparison,
+// severity and warning margin (--strict: see apply_strict).
+Verdict judge_value(const CheckKind& kind, double value, double threshold) noexcept;
+// A measured check: its verdict and a one-line reason ("55.3 GB/s >= 47.3
+// GB/s (75% of PCIe Gen5 x16's 63.0 GB/s)"), with `note` after it.
+CheckOutcome judged(const std::string& id, std::optional<double> value, const std::optional<Threshold>& threshold,
+                    const std::string& note = "");
+// A check that has no value: n/a, and why.
+CheckOutcome not_applicable(const std::string& id, const std::string& why);
+// A check whose work failed (a CUDA error, out of memory): its row's failing
+// verdict with the error as the reason.
+CheckOutcome failed_check(const std::string& id, const std::string& why);
+// A value in a check's unit, for reasons and text output: "55.3 GB/s", "71.3 GiB", "3".
+std::string format_check_value(const CheckKind& kind, double value);
+
+// A device's checks, counted.
+struct VerdictCounts {
+    std::uint64_t passed = 0, warned = 0, failed = 0, na = 0;
+    Verdict worst = Verdict::na;
+};
+VerdictCounts count_verdicts(const std::vector<CheckOutcome>& checks);
+// --strict: a warning becomes a failure, and its reason says so.
+void apply_strict(CheckOutcome& outcome, bool strict);
+
+}  // namespace gpumem

@@ -1,0 +1,368 @@
+// The device work of `gpumem check` (standard and long levels): each step
+// runs one of gpumem's engines and is judged as soon as it ends.
+#include "bench/check_engine.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "base/cpu_affinity.hpp"
+#include "base/sizes.hpp"
+#include "base/text.hpp"
+#include "bench/alloc_apis.hpp"
+#include "bench/copy_bench.hpp"
+#include "bench/memset_bench.hpp"
+#include "bench/memtest.hpp"
+#include "core/cuda_check.hpp"
+
+namespace gpumem {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr std::uint64_t MiB = 1ULL << 20;
+constexpr std::uint64_t GiB = 1ULL << 30;
+// A device copy of 256 MiB runs at full rate on HBM and over NVLink; a PCIe
+// copy engine reaches its rate well below 64 MiB (see copy.cpp's defaults).
+constexpr std::uint64_t kDeviceCopyBytes = 256 * MiB;
+constexpr std::uint64_t kHostCopyBytes = 64 * MiB;
+constexpr std::uint64_t kMemsetBytes = 1 * GiB;
+constexpr std::uint64_t kAllocGranule = 2 * MiB;
+// A fill or memtest that cannot get its share of free memory (another
+// process took some meanwhile) tries again with half, at most this many times.
+constexpr int kFillRetries = 2;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+std::optional<Threshold> threshold(const CheckSettings& s, const std::string& id, const std::optional<Reference>& reference) {
+    return threshold_for(id, check_row(id).value, s.thresholds, reference);
+}
+
+std::optional<Reference> pcie_of(const CheckDeviceFigures& f) {
+    if (!f.pcie) return std::nullopt;
+    return pcie_reference(f.pcie->max_generation, f.pcie->max_width);
+}
+
+// Runs a device's steps: each is timed, a failure of its work (a CUDA
+// error, no memory) fails its check instead of the run, and each outcome is
+// added as soon as it is judged. Ctrl-C and a sibling's stop pass through.
+class StepRunner {
+public:
+    StepRunner(const CheckSettings& settings, std::vector<CheckOutcome>& out, const StopToken& stop, const OutcomeFn& on)
+        : settings_(settings), out_(out), stop_(stop), on_(on) {}
+
+    template <typename Work>
+    void run(const std::string& id, Work work) {
+        stop_.throw_if_stopped();
+        const auto start = Clock::now();
+        CheckOutcome outcome;
+        try {
+            outcome = work();
+        } catch (const InterruptedError&) {
+            throw;
+        } catch (const StoppedBySiblingError&) {
+            throw;
+        } catch (const Error& e) {
+            outcome = failed_check(id, e.what());
+        }
+        outcome.seconds = seconds_since(start);
+        add(std::move(outcome));
+    }
+    void add(CheckOutcome outcome) {
+        apply_strict(outcome, settings_.strict);
+        out_.push_back(std::move(outcome));
+        if (on_) on_(out_.back());
+    }
+    const CheckOutcome& last() const { return out_.back(); }
+
+private:
+    const CheckSettings& settings_;
+    std::vector<CheckOutcome>& out_;
+    const StopToken& stop_;
+    const OutcomeFn& on_;
+};
+
+// The median bandwidth of a one-size copy plan, in GB/s (its first lane).
+double copy_gbps(CopyPlan plan, std::uint64_t bytes) {
+    plan.sizes = {bytes};
+    plan.timing = TimingPlan{2, 1, 5};
+    plan.auto_iterations = true;
+    plan.sample_seconds = 0.01;
+    check_copy_fits(plan);
+    std::vector<CopyResult> rows;
+    run_copy_plan(plan, [&](CopyResult r) { rows.push_back(std::move(r)); });
+    if (rows.empty() || !rows.front().measured()) throw Error("the copy measured nothing");
+    return copy_figures(rows.front()).median_bps / 1e9;
+}
+
+// Copies between host and device use the host's memory and, on many
+// machines, a PCIe switch shared by several GPUs: one device at a time, so
+// that no device is judged on a rate another one took from it.
+std::unique_lock<std::mutex> host_link(const StopToken& stop) {
+    static std::mutex link;
+    std::unique_lock<std::mutex> lock(link, std::defer_lock);
+    while (!lock.try_lock()) {
+        stop.throw_if_stopped();
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return lock;
+}
+
+CheckOutcome check_context(DeviceId device, const CheckSettings& s) {
+    const auto start = Clock::now();
+    ensure_context(device);
+    return judged("cuda.context", seconds_since(start), threshold(s, "cuda.context", std::nullopt));
+}
+
+CheckOutcome check_alloc_max(DeviceId device, const CheckSettings& s, const StopToken& stop) {
+    const std::uint64_t free = device_memory_info(device).free;
+    int probes = 0;
+    // Each probe allocates and frees at once; success is monotonic in size.
+    const std::uint64_t largest = largest_succeeding(
+        free, kAllocGranule,
+        [&](std::uint64_t bytes) {
+            stop.throw_if_stopped();
+            try {
+                DeviceAllocation probe(device, static_cast<std::size_t>(bytes));
+                return true;
+            } catch (const OutOfMemoryError&) {
+                return false;
+            }
+        },
+        &probes);
+    return judged("alloc.max", static_cast<double>(largest), threshold(s, "alloc.max", free_reference(free)),
+                  "one cudaMalloc, found in " + std::to_string(probes) + " probes");
+}
+
+std::string fill_note(const FillResult& r, double percent, int passes) {
+    const double seconds = r.write_seconds + r.read_seconds;
+    std::string note = std::to_string(all_patterns().size()) + " patterns" + (passes > 1 ? " x " + std::to_string(passes) + " passes" : "") + " over " + format_bytes(r.allocated) + " (" +
+                       format_decimal(percent, 1) + "% of free)";
+    if (seconds > 0) note += ", written and read back at " + format_bandwidth(static_cast<double>(r.bytes_written + r.bytes_read) / seconds);
+    if (r.mismatches.empty()) return note;
+    const FillMismatch& m = r.mismatches.front();
+    note += "; first bad word at " + hex(m.chunk_base + m.offset) + " (pattern " + pattern_name(m.pattern) + "): expected " +
+            hex(m.expected) + ", read " + hex(m.actual);
+    for (std::size_t i = 1; i < r.mismatches.size() && i < 4; ++i) note += "; " + hex(r.mismatches[i].chunk_base + r.mismatches[i].offset);
+    return note;
+}
+
+// Runs work(percent of free memory); when another process took memory
+// meanwhile and the allocation fails part way, tries again with half.
+template <typename Work>
+CheckOutcome with_shrinking_share(double percent, Work work) {
+    for (int attempt = 0;; ++attempt) {
+        try {
+            return work(percent);
+        } catch (const PartialAllocationError&) {
+            if (attempt == kFillRetries) throw;
+            percent /= 2;
+        }
+    }
+}
+
+CheckOutcome check_fill(DeviceId device, const CheckSettings& s, const StopToken& stop) {
+    FillOptions options;
+    options.chunk = GiB;
+    options.verify = true;
+    options.patterns = all_patterns();
+    options.passes = s.fill_passes;
+    options.corrupt_word = s.corrupt_word;
+    return with_shrinking_share(kFillPercent, [&](double percent) {
+        options.total.is_percent = true;
+        options.total.percent = percent;
+        options.total.text = format_decimal(percent, 1) + "%";
+        const FillResult r = run_fill(device, options, stop);
+        return judged("fill.verify", static_cast<double>(r.mismatched_words), threshold(s, "fill.verify", std::nullopt),
+                      fill_note(r, percent, options.passes));
+    });
+}
+
+std::string memtest_note(const MemtestResult& r, double percent) {
+    std::vector<std::string> names;
+    std::uint64_t traffic = 0;
+    double seconds = 0;
+    const MemtestTestResult* failing = nullptr;
+    for (const MemtestTestResult& t : r.tests) {
+        names.emplace_back(memtest_name(t.test));
+        traffic += t.traffic;
+        seconds += t.seconds;
+        if (!failing && t.first_bad) failing = &t;
+    }
+    std::string note = join(names, ", ") + " over " + format_bytes(r.bytes) + " (" + format_decimal(percent, 1) + "% of free)";
+    if (seconds > 0) note += " at " + format_bandwidth(static_cast<double>(traffic) / seconds);
+    if (!failing) return note;
+    const BadWord& w = *failing->first_bad;
+    return note + "; first bad word at " + hex(w.address) + " (" + memtest_name(failing->test) + "): expected " + hex(w.expected) +
+           ", read " + hex(w.actual);
+}
+
+// The memtest86 set (long): most of the free memory, every test once.
+CheckOutcome check_memtest(DeviceId device, const CheckSettings& s, const StopToken& stop) {
+    MemtestOptions options;
+    options.tests = kMemtestKinds.values();
+    options.chunk = GiB;
+    if (s.corrupt_word) options.inject_fault_at = *s.corrupt_word * 8;
+    return with_shrinking_share(kMemtestPercent, [&](double percent) {
+        options.bytes = static_cast<std::uint64_t>(static_cast<double>(device_memory_info(device).free) * percent / 100);
+        const MemtestResult r = run_memtest(device, options, stop);
+        // A stopped run returns what it did; the run as a whole ends here.
+        if (r.stopped) stop.throw_if_stopped();
+        return judged("memtest", static_cast<double>(r.mismatches()), threshold(s, "memtest", std::nullopt), memtest_note(r, percent));
+    });
+}
+
+CheckOutcome check_memset(const CheckDeviceFigures& f, const CheckSettings& s) {
+    MemsetPlan plan;
+    plan.device = f.device.cuda_index.value();
+    plan.size = std::min(kMemsetBytes, device_memory_info(plan.device).free / 4 / 4 * 4);
+    plan.width = 4;
+    plan.value = 0x5A5A5A5A;
+    plan.timing = TimingPlan{2, 20, 5};
+    const MemsetResult r = run_memset(plan);
+    const double gbps = static_cast<double>(r.bytes_set) / r.seconds.median / 1e9;
+    return judged("memset.bandwidth", gbps, threshold(s, "memset.bandwidth", peak_reference(f.peak_bps, ThresholdRule::peak_fraction)),
+                  format_bytes(r.bytes_set) + " with cuMemsetD32, median of 5 samples");
+}
+
+CheckOutcome check_copy(const CheckDeviceFigures& f, const CheckSettings& s, const char* direction, const StopToken& stop) {
+    const std::string id = std::string("copy.") + direction;
+    CopyPlan plan;
+    plan.direction = kCopyDirections.parse(direction);
+    plan.device = f.device.cuda_index.value();
+    if (!plan.direction.uses_host_memory()) {
+        const double gbps = copy_gbps(plan, kDeviceCopyBytes);
+        return judged(id, gbps, threshold(s, id, peak_reference(f.peak_bps, ThresholdRule::copy_fraction)),
+                      format_bytes(kDeviceCopyBytes) + " copies, bytes counted once, median of 5 samples");
+    }
+    const std::unique_lock<std::mutex> lock = host_link(stop);
+    const double gbps = copy_gbps(plan, kHostCopyBytes);
+    return judged(id, gbps, threshold(s, id, pcie_of(f)), format_bytes(kHostCopyBytes) + " pinned copies, median of 5 samples");
+}
+
+const char* const kDeviceWork[] = {"alloc.max", "fill.verify", "memtest", "memset.bandwidth", "copy.d2d", "copy.h2d", "copy.d2h"};
+
+}  // namespace
+
+void run_device_checks(const CheckDeviceFigures& f, const CheckSettings& s, std::vector<CheckOutcome>& out, const StopToken& stop,
+                       const OutcomeFn& on_outcome) {
+    if (s.level == CheckLevel::quick) return;
+    const DeviceId device = f.device.cuda_index.value();
+    // The host threads of the copies, and the pages they touch first, next to the GPU.
+    std::optional<ScopedCpuAffinity> pin;
+    if (!f.cpu_affinity.empty()) pin.emplace(f.cpu_affinity);
+    StepRunner steps(s, out, stop, on_outcome);
+    steps.run("cuda.context", [&] { return check_context(device, s); });
+    if (!steps.last().value) {
+        for (const char* id : kDeviceWork)
+            if (runs_at(check_row(id).value, s.level)) steps.add(not_applicable(id, "not run: no CUDA context"));
+        return;
+    }
+    steps.run("alloc.max", [&] { return check_alloc_max(device, s, stop); });
+    steps.run("fill.verify", [&] { return check_fill(device, s, stop); });
+    if (s.level == CheckLevel::deep) steps.run("memtest", [&] { return check_memtest(device, s, stop); });
+    steps.run("memset.bandwidth", [&] { return check_memset(f, s); });
+    for (const char* direction : {"d2d", "h2d", "d2h"})
+        steps.run(std::string("copy.") + direction, [&] { return check_copy(f, s, direction, stop); });
+}
+
+// ---------------------------------------------------------------------------
+// p2p
+
+std::vector<std::vector<std::pair<std::size_t, std::size_t>>> pair_rounds(std::size_t count) {
+    std::vector<std::vector<std::pair<std::size_t, std::size_t>>> rounds;
+    if (count < 2) return rounds;
+    // The circle method: position 0 stays, the others turn; an odd count
+    // gets a bye (a position past the end) that pairs with nobody.
+    const std::size_t n = count % 2 ? count + 1 : count;
+    std::vector<std::size_t> ring(n);
+    for (std::size_t i = 0; i < n; ++i) ring[i] = i;
+    for (std::size_t r = 0; r + 1 < n; ++r) {
+        std::vector<std::pair<std::size_t, std::size_t>> round;
+        for (std::size_t i = 0; i < n / 2; ++i) {
+            const std::size_t a = ring[i], b = ring[n - 1 - i];
+            if (a < count && b < count) round.emplace_back(std::min(a, b), std::max(a, b));
+        }
+        rounds.push_back(std::move(round));
+        std::rotate(ring.begin() + 1, ring.end() - 1, ring.end());
+    }
+    return rounds;
+}
+
+namespace {
+
+// Both ways between two devices at once (copy p2p-bidir, peer access on):
+// each way's own rate against the slower link's PCIe rate.
+void check_pair(const CheckDeviceFigures& a, const CheckDeviceFigures& b, const CheckSettings& s, std::vector<CheckOutcome>& out_a,
+                std::vector<CheckOutcome>& out_b, const OutcomeFn& on_outcome) {
+    const DeviceId da = a.device.cuda_index.value(), db = b.device.cuda_index.value();
+    const std::string ab = p2p_check_id(da.ordinal(), db.ordinal()), ba = p2p_check_id(db.ordinal(), da.ordinal());
+    const StopToken no_sibling_stop;  // each pair's failure is its own checks'
+    StepRunner to_a(s, out_a, no_sibling_stop, on_outcome), to_b(s, out_b, no_sibling_stop, on_outcome);
+    // A thread starts on device 0; set, never restore (that would create a context there).
+    GPUMEM_CUDA_CALL(cudaSetDevice(da.ordinal()));
+    if (!peer_access_possible(da, db) || !peer_access_possible(db, da)) {
+        const std::string why = "no peer access between devices " + to_string(da) + " and " + to_string(db);
+        to_a.add(not_applicable(ab, why));
+        to_b.add(not_applicable(ba, why));
+        return;
+    }
+    std::optional<Reference> slower = pcie_of(a);
+    const std::optional<Reference> other = pcie_of(b);
+    if (!slower || (other && other->value < slower->value)) slower = other;
+    const auto start = Clock::now();
+    std::vector<CopyResult> rows;
+    std::string failure;
+    try {
+        CopyPlan plan;
+        plan.direction = kCopyDirections.parse("p2p-bidir");
+        plan.device = da;
+        plan.peer = db;
+        plan.sizes = {kDeviceCopyBytes};
+        plan.timing = TimingPlan{2, 1, 5};
+        plan.sample_seconds = 0.01;
+        check_copy_fits(plan);
+        run_copy_plan(plan, [&](CopyResult r) { rows.push_back(std::move(r)); });
+    } catch (const InterruptedError&) {
+        throw;
+    } catch (const Error& e) {
+        failure = e.what();
+    }
+    const double seconds = seconds_since(start);
+    // Each way's row: the forward one's source is A, the reverse one's B.
+    auto judge_way = [&](const std::string& id, DeviceId from, StepRunner& out) {
+        auto row = std::find_if(rows.begin(), rows.end(), [from](const CopyResult& r) { return r.device == from && r.measured(); });
+        CheckOutcome o = failure.empty() && row != rows.end()
+                             ? judged(id, copy_figures(*row).median_bps / 1e9, threshold(s, id, slower),
+                                      format_bytes(kDeviceCopyBytes) + " copies both ways at once, median of 5 samples")
+                             : failed_check(id, failure.empty() ? "the copy measured nothing" : failure);
+        o.seconds = seconds / 2;
+        out.add(std::move(o));
+    };
+    judge_way(ab, da, to_a);
+    judge_way(ba, db, to_b);
+}
+
+}  // namespace
+
+void run_p2p_checks(const std::vector<CheckDeviceFigures>& devices, const CheckSettings& s,
+                    const std::vector<std::vector<CheckOutcome>*>& outs, const OutcomeFn& on_outcome) {
+    if (s.level == CheckLevel::quick) return;
+    for (const auto& round : pair_rounds(devices.size())) {
+        throw_if_interrupted();
+        // Disjoint pairs at once, one thread each, named by their first device.
+        std::vector<DeviceId> firsts;
+        firsts.reserve(round.size());
+        for (const auto& [a, b] : round) firsts.push_back(devices[a].device.cuda_index.value());
+        run_on_devices(firsts, [&](DeviceId first, const StopToken&) {
+            for (const auto& [a, b] : round)
+                if (devices[a].device.cuda_index == first) check_pair(devices[a], devices[b], s, *outs[a], *outs[b], on_outcome);
+            return 0;
+        });
+    }
+}
+
+}  // namespace gpumem

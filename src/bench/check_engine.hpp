@@ -1,0 +1,78 @@
+// The engine behind `gpumem check`: reads each device's health through NVML
+// (no CUDA context), judges it, and at the standard and long levels runs the
+// device work (context, largest allocation, fill and verify, memset and copy
+// bandwidth, p2p) with the existing engines, judging each step as it ends.
+// The checks, thresholds and verdicts themselves are base/check_plan's.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/check_plan.hpp"
+#include "base/device_spec.hpp"
+#include "bench/alloc_modes.hpp"
+#include "core/nvml.hpp"
+
+namespace gpumem {
+
+// What NVML said about one device before any work: the figures its NVML
+// checks judge and its default thresholds derive from.
+struct CheckDeviceFigures {
+    DeviceIdentity device;            // cuda_index set
+    std::string why_no_nvml;          // empty when NVML answered
+    std::optional<NvmlHealth> health;
+    std::optional<NvmlPcieLink> pcie;
+    std::optional<double> peak_bps;   // NVML's peak memory bandwidth
+    // Other processes holding memory on the device ("pid 12 python (1 GiB)");
+    // empty with processes_known false when NVML could not list them.
+    std::vector<std::string> other_processes;
+    bool processes_known = false;
+    std::vector<int> cpu_affinity;    // CPUs next to the GPU
+    double seconds = 0;               // reading all of this
+};
+
+// The devices of `spec` and their NVML figures, through DeviceInventory:
+// no CUDA context is created (where NVML is missing, only cuInit runs).
+std::vector<CheckDeviceFigures> read_check_figures(const DeviceSpec& spec);
+
+// Pure: the NVML checks (nvml.*) of a device from its figures, in kChecks
+// order; figures NVML does not report are n/a.
+std::vector<CheckOutcome> nvml_checks(const CheckDeviceFigures& figures, const ThresholdOverrides& overrides);
+
+struct CheckSettings {
+    CheckLevel level = CheckLevel::standard;
+    ThresholdOverrides thresholds;
+    bool strict = false;
+    // Test hooks: repeat fill.verify's patterns (a long run to interrupt),
+    // and invert one word before they are read back (a bad word to find).
+    int fill_passes = 1;
+    std::optional<std::uint64_t> corrupt_word;
+};
+
+// Called with each check as soon as it is judged (on the device's thread).
+using OutcomeFn = std::function<void(const CheckOutcome&)>;
+
+// The share of free memory fill.verify covers, and the long level's memtest.
+inline constexpr double kFillPercent = 50;
+inline constexpr double kMemtestPercent = 90;
+
+// The device work of the standard and long levels on one device, each
+// outcome appended to `out` (then given to `on_outcome`) as it is judged. A
+// step that fails (a CUDA error, no memory) fails its check and the next
+// step runs; Ctrl-C or a sibling's stop ends the run with everything freed.
+void run_device_checks(const CheckDeviceFigures& figures, const CheckSettings& settings, std::vector<CheckOutcome>& out,
+                       const StopToken& stop, const OutcomeFn& on_outcome);
+
+// Rounds in which every unordered pair of `count` devices meets once, no
+// device twice in a round (the circle method): pairs of positions.
+std::vector<std::vector<std::pair<std::size_t, std::size_t>>> pair_rounds(std::size_t count);
+
+// p2p both ways between every pair of `devices`, the pairs of a round at the
+// same time; the check from A to B goes to `outs[A]`.
+void run_p2p_checks(const std::vector<CheckDeviceFigures>& devices, const CheckSettings& settings,
+                    const std::vector<std::vector<CheckOutcome>*>& outs, const OutcomeFn& on_outcome);
+
+}  // namespace gpumem

@@ -1,0 +1,211 @@
+// The NVML half of `gpumem check`: reading each device's figures without a
+// CUDA context, and judging them (nvml_checks, pure).
+#include <unistd.h>
+
+#include <algorithm>
+#include <bitset>
+#include <chrono>
+
+#include "base/errors.hpp"
+#include "base/sizes.hpp"
+#include "base/text.hpp"
+#include "bench/check_engine.hpp"
+#include "core/device_inventory.hpp"
+
+namespace gpumem {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::vector<std::string> others_of(const std::vector<NvmlProcess>& processes) {
+    std::vector<std::string> others;
+    const auto self = static_cast<unsigned>(::getpid());
+    for (const NvmlProcess& p : processes) {
+        if (p.pid == self) continue;
+        std::string text = "pid " + std::to_string(p.pid) + (p.name.empty() ? "" : " " + p.name);
+        if (p.used_memory) text += " (" + format_bytes(*p.used_memory) + ")";
+        others.push_back(std::move(text));
+    }
+    return others;
+}
+
+}  // namespace
+
+std::vector<CheckDeviceFigures> read_check_figures(const DeviceSpec& spec) {
+    DeviceInventory inventory = DeviceInventory::open();
+    inventory.skip_nvml_shutdown();  // the process ends soon after; see Nvml::skip_shutdown
+    const std::vector<std::size_t> positions = inventory.resolve(spec);
+    std::vector<CheckDeviceFigures> all;
+    const Nvml* nvml = inventory.source() == "nvml" ? inventory.nvml() : nullptr;
+    SnapshotFields fields;
+    fields.pcie = fields.peak_bandwidth = fields.health = true;
+    for (std::size_t pos : positions) {
+        throw_if_interrupted();
+        const auto start = std::chrono::steady_clock::now();
+        CheckDeviceFigures f;
+        f.device = inventory.visible().at(pos);
+        if (nvml == nullptr) {
+            // The CUDA runtime's fallback would create a context: none of it.
+            f.why_no_nvml = "NVML unavailable";
+            all.push_back(std::move(f));
+            continue;
+        }
+        const DeviceReport report = std::move(inventory.snapshot({pos}, fields).devices.at(0));
+        f.health = report.health;
+        f.pcie = report.pcie;
+        f.peak_bps = report.peak_memory_bandwidth;
+        const unsigned index = f.device.nvml_index.value();
+        try {
+            f.other_processes = others_of(nvml->compute_processes(index));
+            f.processes_known = true;
+        } catch (const Error&) {  // n/a: some drivers and containers refuse the list
+        }
+        f.cpu_affinity = nvml->cpu_affinity(index);
+        f.seconds = seconds_since(start);
+        all.push_back(std::move(f));
+    }
+    return all;
+}
+
+namespace {
+
+// The NVML checks of one device, in kChecks order.
+class HealthJudge {
+public:
+    HealthJudge(const CheckDeviceFigures& f, const ThresholdOverrides& overrides) : f_(f), overrides_(overrides) {}
+
+    // A count or yes/no figure against its threshold; n/a when not reported.
+    template <typename T>
+    void figure(const char* id, const std::optional<T>& value, const char* unsupported) {
+        if (!value) {
+            out.push_back(not_applicable(id, unsupported));
+            return;
+        }
+        out.push_back(judged(id, static_cast<double>(*value), threshold(id, std::nullopt)));
+    }
+
+    void ecc_mode() {
+        const NvmlHealth& h = *f_.health;
+        if (!h.ecc_enabled) {
+            out.push_back(not_applicable("nvml.ecc.mode", "not supported by this GPU (no ECC)"));
+            return;
+        }
+        const bool on = *h.ecc_enabled, later = h.ecc_pending.value_or(on);
+        std::string note = on ? "ECC on" : "ECC off";
+        if (later != on) note += later ? "; on after the next reboot" : "; off after the next reboot";
+        CheckOutcome o = judged("nvml.ecc.mode", on ? 1.0 : 0.0, threshold("nvml.ecc.mode", std::nullopt), note);
+        if (on && !later) o.verdict = Verdict::warn;
+        out.push_back(std::move(o));
+    }
+
+    void pcie_link() {
+        const char* id = "nvml.pcie.link";
+        if (!f_.pcie || f_.pcie->current_width == 0) {
+            out.push_back(not_applicable(id, "not reported by this GPU"));
+            return;
+        }
+        const NvmlPcieLink& l = *f_.pcie;
+        const Reference max{static_cast<double>(l.max_width), "the link's maximum"};
+        // An idle link lowers its generation to save power: the generation
+        // is shown; copy.h2d and copy.d2h judge the rate under load.
+        const std::string note = "Gen" + std::to_string(l.current_generation) + " now, Gen" + std::to_string(l.max_generation) +
+                                 " at most (an idle link lowers its generation; copy.h2d and copy.d2h judge the rate)";
+        out.push_back(judged(id, static_cast<double>(l.current_width), threshold(id, max), note));
+    }
+
+    void memory_clock() {
+        const char* id = "nvml.memory_clock";
+        const NvmlHealth& h = *f_.health;
+        if (!h.memory_clock_mhz || !h.memory_clock_max_mhz) {
+            out.push_back(not_applicable(id, "not reported by this GPU"));
+            return;
+        }
+        const std::uint64_t bad = h.clock_event_reasons ? clock_event_reasons_bad(*h.clock_event_reasons) : 0;
+        const Reference max{static_cast<double>(*h.memory_clock_max_mhz), "the maximum memory clock"};
+        std::string note;
+        if (bad) note = "held back by " + join(clock_event_reason_names(bad));
+        CheckOutcome o = judged(id, static_cast<double>(*h.memory_clock_mhz), threshold(id, max), note);
+        // A clock below its maximum with no fault or limit behind it is an
+        // idle or application setting, not a fault.
+        if (o.verdict == Verdict::warn && !bad && !find_override(overrides_, id)) {
+            o.verdict = Verdict::pass;
+            o.reason += "; no fault or limit holds it back";
+        }
+        out.push_back(std::move(o));
+    }
+
+    void clock_reasons() {
+        const char* id = "nvml.clock_event_reasons";
+        const NvmlHealth& h = *f_.health;
+        if (!h.clock_event_reasons) {
+            out.push_back(not_applicable(id, "not reported by this GPU"));
+            return;
+        }
+        const std::uint64_t bad = clock_event_reasons_bad(*h.clock_event_reasons);
+        const std::vector<std::string> names = clock_event_reason_names(*h.clock_event_reasons);
+        const std::string note = "active: " + (names.empty() ? std::string("none") : join(names));
+        out.push_back(judged(id, static_cast<double>(std::bitset<64>(bad).count()), threshold(id, std::nullopt), note));
+    }
+
+    void processes() {
+        const char* id = "nvml.processes";
+        if (!f_.processes_known) {
+            out.push_back(not_applicable(id, "NVML could not list the processes"));
+            return;
+        }
+        std::vector<std::string> shown(f_.other_processes.begin(), f_.other_processes.begin() + std::min<std::size_t>(3, f_.other_processes.size()));
+        if (shown.size() < f_.other_processes.size()) shown.push_back("...");
+        const std::string note = shown.empty() ? "" : join(shown) + ": results may be disturbed";
+        out.push_back(judged(id, static_cast<double>(f_.other_processes.size()), threshold(id, std::nullopt), note));
+    }
+
+    std::vector<CheckOutcome> out;
+
+private:
+    std::optional<Threshold> threshold(const std::string& id, const std::optional<Reference>& reference) const {
+        return threshold_for(id, check_row(id).value, overrides_, reference);
+    }
+    const CheckDeviceFigures& f_;
+    const ThresholdOverrides& overrides_;
+};
+
+constexpr const char* kNoRemap = "not supported by this GPU (remapped rows exist on Ampere and newer)";
+constexpr const char* kNoRetire = "not supported by this GPU (pages are retired before Ampere; newer GPUs remap rows)";
+constexpr const char* kNoEcc = "not supported by this GPU (no ECC, or ECC off)";
+
+}  // namespace
+
+std::vector<CheckOutcome> nvml_checks(const CheckDeviceFigures& figures, const ThresholdOverrides& overrides) {
+    if (!figures.health) {
+        std::vector<CheckOutcome> out;
+        const std::string why = figures.why_no_nvml.empty() ? "NVML gave no health figures" : figures.why_no_nvml;
+        for (const Named<CheckKind>& row : kChecks)
+            if (std::string_view(row.name).substr(0, 5) == "nvml.") out.push_back(not_applicable(std::string(row.name), why));
+        return out;
+    }
+    const NvmlHealth& h = *figures.health;
+    HealthJudge j(figures, overrides);
+    j.ecc_mode();
+    j.figure("nvml.ecc.uncorrected.volatile", h.ecc_uncorrected_volatile, kNoEcc);
+    j.figure("nvml.ecc.uncorrected.aggregate", h.ecc_uncorrected_aggregate, kNoEcc);
+    j.figure("nvml.ecc.corrected.volatile", h.ecc_corrected_volatile, kNoEcc);
+    j.figure("nvml.ecc.corrected.aggregate", h.ecc_corrected_aggregate, kNoEcc);
+    j.figure("nvml.remapped_rows.correctable", h.remapped_rows_correctable, kNoRemap);
+    j.figure("nvml.remapped_rows.uncorrectable", h.remapped_rows_uncorrectable, kNoRemap);
+    j.figure("nvml.remapped_rows.pending", h.remapped_rows_pending, kNoRemap);
+    j.figure("nvml.remapped_rows.failure", h.remapped_rows_failure, kNoRemap);
+    j.figure("nvml.retired_pages.sbe", h.retired_pages_sbe, kNoRetire);
+    j.figure("nvml.retired_pages.dbe", h.retired_pages_dbe, kNoRetire);
+    j.figure("nvml.retired_pages.pending", h.retired_pages_pending, kNoRetire);
+    j.pcie_link();
+    j.memory_clock();
+    j.clock_reasons();
+    j.processes();
+    // The reading of the figures is shared; each check gets its part.
+    for (CheckOutcome& o : j.out) o.seconds = figures.seconds / static_cast<double>(j.out.size());
+    return std::move(j.out);
+}
+
+}  // namespace gpumem

@@ -1,0 +1,43 @@
+// gpumem check's checked request, its results, and the pure parts: the
+// report (table, JSON, CSV, Prometheus metrics) and the failure lines.
+// check.cpp checks and runs; the CPU tests call these with synthetic results.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/check_plan.hpp"
+#include "base/device_spec.hpp"
+#include "bench/check_engine.hpp"
+#include "output.hpp"
+
+namespace gpumem::cli {
+
+struct CheckRequest {
+    DeviceSpec devices;  // -d, default all
+    CheckSettings settings;
+};
+
+// One device's checks, in the order they ran.
+struct CheckDeviceResult {
+    DeviceIdentity device;
+    std::vector<CheckOutcome> checks;
+};
+
+struct CheckResults {
+    std::vector<CheckDeviceResult> devices;
+    double seconds = 0;  // the whole run
+};
+
+Report check_report(const CheckRequest& q, const CheckResults& results, const OutputOptions& output);
+DocumentSchema check_schema();
+// One line per failed check, as stderr shows them before the summary:
+// "GPU 0 (GPU-...): copy.h2d: 31.2 GB/s < 47.3 GB/s (...)".
+std::vector<std::string> check_failure_lines(const CheckResults& results);
+// The summary error of a run with failed checks; empty when none failed.
+std::string check_failure_summary(const CheckResults& results);
+
+NameListView check_list();
+NameListView check_level_list();
+
+}  // namespace gpumem::cli

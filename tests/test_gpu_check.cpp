@@ -1,0 +1,305 @@
+// gpumem check on a GPU, through the real binary in a child process:
+//   - standard passes on a healthy GPU within 15 s, every check there;
+//   - an impossible threshold exits 7 with one stderr line per failed check
+//     and the JSON error document holding every table;
+//   - a planted bad word fails fill.verify with its address;
+//   - quick creates no CUDA context (it never loads libcuda) and lasts < 1 s;
+//   - SIGINT mid-check gives 130 and NVML's used memory back where it was;
+//   - two checks on one GPU at once both finish, their data verified;
+//   - with two GPUs or more, p2p both ways for every pair.
+#include <doctest/doctest.h>
+
+#include <dirent.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_harness.hpp"
+#include "nvml_used.hpp"
+#include "core/cuda_devices.hpp"
+#include "core/nvml.hpp"
+
+using nlohmann::json;
+
+namespace {
+
+using namespace gpu_memory;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        const std::size_t end = text.find('\n', start);
+        lines.push_back(text.substr(start, end - start));
+        if (end == std::string::npos) break;
+        start = end + 1;
+    }
+    return lines;
+}
+
+const json* find_check(const json& doc, int gpu, const std::string& id) {
+    for (const json& c : doc.at("checks"))
+        if (c.at("index") == gpu && c.at("check") == id) return &c;
+    return nullptr;
+}
+
+std::size_t gpu_count() { return gpumem::cuda_visible_devices().size(); }
+
+// Every check of device 0 the level runs, by id.
+std::set<std::string> device_checks(const json& doc) {
+    std::set<std::string> ids;
+    for (const json& c : doc.at("checks"))
+        if (c.at("index") == 0) ids.insert(c.at("check").get<std::string>());
+    return ids;
+}
+
+const std::set<std::string> kDeviceWork = {"cuda.context", "alloc.max", "fill.verify", "memset.bandwidth",
+                                           "copy.d2d",     "copy.h2d",  "copy.d2h"};
+
+}  // namespace
+
+TEST_CASE("gpu check: standard passes on a healthy GPU within 15 s") {
+    const auto start = Clock::now();
+    const RunResult r = run_gpumem({"check", "--json"});
+    const double seconds = seconds_since(start);
+    INFO("exit " << r.status << " after " << seconds << " s\nstderr: " << r.err << "\nstdout: " << r.out.substr(0, 6000));
+    CHECK(r.status == 0);
+    json doc;
+    REQUIRE_NOTHROW(doc = json::parse(r.out));
+    CHECK(doc.at("ok") == true);
+    CHECK(doc.at("level") == "standard");
+    CHECK(doc.at("verdict") != "fail");
+    CHECK(seconds < 15.0);
+    MESSAGE("gpumem check (standard, " << gpu_count() << " GPU(s)): " << seconds << " s, verdict " << doc.at("verdict"));
+    for (const json& c : doc.at("checks")) {
+        CAPTURE(c.dump());
+        CHECK(c.at("verdict") != "fail");
+        if (c.at("verdict") == "warn") MESSAGE("warning: " << c.dump());
+    }
+    const std::set<std::string> ids = device_checks(doc);
+    for (const std::string& id : kDeviceWork) {
+        CAPTURE(id);
+        CHECK(ids.count(id) == 1);
+    }
+    for (const char* id : {"fill.verify", "copy.h2d", "memset.bandwidth", "copy.d2d", "alloc.max"}) {
+        const json* c = find_check(doc, 0, id);
+        REQUIRE(c != nullptr);
+        CAPTURE(c->dump());
+        CHECK(c->at("verdict") == "pass");
+        CHECK(c->at("value").is_number());
+        CHECK(c->at("threshold").is_number());
+    }
+    // The text table too.
+    const RunResult text = run_gpumem({"check", "-d", "0"});
+    CHECK(text.status == 0);
+    CHECK(text.out.find("fill.verify") != std::string::npos);
+    CHECK(text.out.find("verdict: ") != std::string::npos);
+}
+
+TEST_CASE("gpu check: an impossible threshold exits 7, a line per failed check, the tables in the error document") {
+    const RunResult r = run_gpumem({"check", "-d", "0", "--threshold", "copy.h2d=10TB/s", "--json"});
+    INFO("exit " << r.status << "\nstderr: " << r.err << "\nstdout: " << r.out.substr(0, 6000));
+    CHECK(r.status == 7);
+    const std::vector<std::string> err = lines_of(r.err);
+    REQUIRE(err.size() >= 2);
+    bool h2d_line = false;
+    for (std::size_t i = 0; i + 1 < err.size(); ++i) {
+        CHECK(err[i].rfind("gpumem: error: GPU 0 (GPU-", 0) == 0);
+        h2d_line = h2d_line || (err[i].find("): copy.h2d: ") != std::string::npos && err[i].find(" < 10000 GB/s (set by --threshold)") != std::string::npos);
+    }
+    CHECK(h2d_line);
+    CHECK(err.back().find("checks failed on 1 of 1 GPU(s): copy.h2d on GPU 0") != std::string::npos);
+    json doc;
+    REQUIRE_NOTHROW(doc = json::parse(r.out));
+    CHECK(doc.at("ok") == false);
+    CHECK(doc.at("error").at("status") == 7);
+    CHECK(doc.at("error").at("code") == "check_failed");
+    CHECK(doc.at("verdict") == "fail");
+    CHECK(doc.at("devices").at(0).at("verdict") == "fail");
+    const std::set<std::string> ids = device_checks(doc);
+    for (const std::string& id : kDeviceWork) CHECK(ids.count(id) == 1);
+    const json* h2d = find_check(doc, 0, "copy.h2d");
+    REQUIRE(h2d != nullptr);
+    CHECK(h2d->at("verdict") == "fail");
+    CHECK(h2d->at("threshold") == 10000.0);
+
+    // Text: the table still goes to stdout.
+    const RunResult text = run_gpumem({"check", "-d", "0", "--level", "standard", "--threshold", "copy.d2h=10TB/s"});
+    CHECK(text.status == 7);
+    CHECK(text.out.find("copy.d2h") != std::string::npos);
+    // Prometheus: the failure is in the metrics.
+    const RunResult prom = run_gpumem({"check", "-d", "0", "--threshold", "memset.bandwidth=1000TB/s", "--format", "prometheus"});
+    CHECK(prom.status == 7);
+    CHECK(prom.out.find("gpumem_check_pass{gpu=\"0\"") != std::string::npos);
+    CHECK(prom.out.find("gpumem_run_exit_status{command=\"check\"") != std::string::npos);
+    CHECK(prom.out.find("} 7\n") != std::string::npos);
+    // One exposition: each family once, with the failure's exit status.
+    CHECK(prom.out.find("# TYPE gpumem_check_pass gauge") == prom.out.rfind("# TYPE gpumem_check_pass gauge"));
+    CHECK(prom.out.find("gpumem_run_success{command=\"check\"") == prom.out.rfind("gpumem_run_success{command=\"check\""));
+}
+
+TEST_CASE("gpu check: a bad word fails fill.verify with its address") {
+    const RunResult r = run_gpumem({"check", "-d", "0", "--debug-corrupt-word", "123457", "--json"});
+    INFO("stderr: " << r.err);
+    CHECK(r.status == 7);
+    json doc;
+    REQUIRE_NOTHROW(doc = json::parse(r.out));
+    const json* fill = find_check(doc, 0, "fill.verify");
+    REQUIRE(fill != nullptr);
+    CAPTURE(fill->dump());
+    CHECK(fill->at("verdict") == "fail");
+    CHECK(fill->at("value") == 1.0);
+    CHECK(fill->at("reason").get<std::string>().find("first bad word at 0x") != std::string::npos);
+    CHECK(r.err.find("fill.verify: 1 > 0") != std::string::npos);
+}
+
+TEST_CASE("gpu check: long runs the memtest86 set, passes, and finds a planted bad word") {
+    const auto start = Clock::now();
+    const RunResult r = run_gpumem({"check", "-d", "0", "--level", "long", "--json"});
+    const double seconds = seconds_since(start);
+    INFO("exit " << r.status << "\nstderr: " << r.err);
+    CHECK(r.status == 0);
+    MESSAGE("gpumem check -d 0 --level long: " << seconds << " s");
+    json doc;
+    REQUIRE_NOTHROW(doc = json::parse(r.out));
+    const json* memtest = find_check(doc, 0, "memtest");
+    REQUIRE(memtest != nullptr);
+    MESSAGE(memtest->dump());
+    CHECK(memtest->at("verdict") == "pass");
+    CHECK(memtest->at("reason").get<std::string>().find("modulo") != std::string::npos);
+
+    const RunResult bad = run_gpumem({"check", "-d", "0", "--level", "long", "--debug-corrupt-word", "4000", "--json"});
+    CHECK(bad.status == 7);
+    REQUIRE_NOTHROW(doc = json::parse(bad.out));
+    memtest = find_check(doc, 0, "memtest");
+    REQUIRE(memtest != nullptr);
+    CAPTURE(memtest->dump());
+    CHECK(memtest->at("verdict") == "fail");
+    CHECK(memtest->at("reason").get<std::string>().find("first bad word at 0x") != std::string::npos);
+}
+
+TEST_CASE("gpu check: quick creates no CUDA context and lasts under a second") {
+    // A context needs libcuda; quick never loads it (the dynamic loader's
+    // log of every library it loads, dlopen's included, says so).
+    char dir_template[] = "/tmp/gpumem-check-ld.XXXXXX";
+    REQUIRE(mkdtemp(dir_template) != nullptr);
+    const std::string dir = dir_template;
+    auto loaded_libcuda = [&](const std::string& prefix) {
+        bool found = false;
+        DIR* d = opendir(dir.c_str());
+        REQUIRE(d != nullptr);
+        while (dirent* e = readdir(d))
+            if (std::string(e->d_name).rfind(prefix, 0) == 0)
+                found = found || slurp(dir + "/" + e->d_name).find("libcuda.so") != std::string::npos;
+        closedir(d);
+        return found;
+    };
+    const auto start = Clock::now();
+    const RunResult quick = run_gpumem({"check", "--level", "quick", "--json"}, {"LD_DEBUG=files", "LD_DEBUG_OUTPUT=" + dir + "/quick"});
+    const double seconds = seconds_since(start);
+    INFO("stderr: " << quick.err);
+    CHECK(quick.status == 0);
+    CHECK(seconds < 1.0);
+    MESSAGE("gpumem check --level quick: " << seconds << " s");
+    json doc;
+    REQUIRE_NOTHROW(doc = json::parse(quick.out));
+    for (const json& c : doc.at("checks")) CHECK(c.at("check").get<std::string>().rfind("nvml.", 0) == 0);
+    CHECK_FALSE(loaded_libcuda("quick"));
+    // Control: standard does load it, so the log would have shown it.
+    const RunResult standard = run_gpumem({"check", "-d", "0", "--json"}, {"LD_DEBUG=files", "LD_DEBUG_OUTPUT=" + dir + "/standard"});
+    CHECK(standard.status == 0);
+    CHECK(loaded_libcuda("standard"));
+    (void)std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+TEST_CASE("gpu check: SIGINT mid-check gives 130 and memory back") {
+    for (const bool json_out : {false, true}) {
+        const std::uint64_t before = nvml_used().settle_to(nvml_used()(), 0);
+        std::vector<std::string> args = {"check", "-d", "0", "--debug-fill-passes", "100000"};
+        if (json_out) args.push_back("--json");
+        Started child = start_gpumem(args);
+        const auto deadline = Clock::now() + std::chrono::seconds(60);
+        while (nvml_used()() < before + GiB && Clock::now() < deadline && child.running())
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        const bool running = child.running();
+        const auto signalled = Clock::now();
+        child.signal(SIGINT);
+        child.wait_within(10);
+        const double seconds = seconds_since(signalled);
+        const RunResult r = child.wait();
+        const std::uint64_t after = nvml_used().settle_to(before, 3);
+        INFO("exit " << r.status << " after " << seconds << " s; used before " << before / MiB << " MiB, after " << after / MiB
+                     << " MiB\nstderr: " << r.err);
+        CHECK(running);
+        CHECK(r.status == 130);
+        CHECK(seconds < 1.0);
+        CHECK(std::llabs(diff(after, before)) <= kSlack);
+        if (!json_out) continue;
+        json doc;
+        REQUIRE_NOTHROW(doc = json::parse(r.out));
+        CHECK(doc.at("error").at("status") == 130);
+        CHECK(find_check(doc, 0, "cuda.context") != nullptr);  // what ran is reported
+        CHECK(find_check(doc, 0, "fill.verify") == nullptr);
+    }
+}
+
+TEST_CASE("gpu check: two checks on one GPU at once both finish") {
+    const std::uint64_t before = nvml_used().settle_to(nvml_used()(), 0);
+    Started first = start_gpumem({"check", "-d", "0", "--json"});
+    Started second = start_gpumem({"check", "-d", "0", "--json"});
+    first.wait_within(120);
+    second.wait_within(120);
+    for (Started* s : {&first, &second}) {
+        const RunResult r = s->wait();
+        INFO("exit " << r.status << "\nstderr: " << r.err);
+        // Each may see the other: a warning (nvml.processes), or a rate or
+        // an allocation the other took its share of (a failure, exit 7).
+        CHECK((r.status == 0 || r.status == 7));
+        json doc;
+        REQUIRE_NOTHROW(doc = json::parse(r.out));
+        const std::set<std::string> ids = device_checks(doc);
+        for (const std::string& id : kDeviceWork) CHECK(ids.count(id) == 1);
+        const json* fill = find_check(doc, 0, "fill.verify");
+        REQUIRE(fill != nullptr);
+        CAPTURE(fill->dump());
+        CHECK(fill->at("verdict") == "pass");
+        for (const json& c : doc.at("checks"))
+            if (c.at("verdict") != "pass" && c.at("verdict") != "n/a") MESSAGE("side by side: " << c.dump());
+    }
+    CHECK(std::llabs(diff(nvml_used().settle_to(before, 3), before)) <= kSlack);
+}
+
+TEST_CASE("gpu check: p2p both ways between every pair of GPUs") {
+    const std::size_t n = gpu_count();
+    if (n < 2) {
+        MESSAGE("one GPU: no pair to check");
+        return;
+    }
+    const RunResult r = run_gpumem({"check", "--json"});
+    INFO("stderr: " << r.err);
+    CHECK(r.status == 0);
+    json doc;
+    REQUIRE_NOTHROW(doc = json::parse(r.out));
+    for (std::size_t a = 0; a < n; ++a)
+        for (std::size_t b = 0; b < n; ++b) {
+            if (a == b) continue;
+            const std::string id = "p2p." + std::to_string(a) + "-" + std::to_string(b);
+            const json* c = find_check(doc, static_cast<int>(a), id);
+            CAPTURE(id);
+            REQUIRE(c != nullptr);
+            CHECK(c->at("verdict") != "fail");
+            MESSAGE(c->dump());
+        }
+}
