@@ -20,5 +20,5 @@ done
 for d in /usr/lib/python3/dist-packages/prometheus_client; do
   [ -d "$d" ] && { mkdir -p "$dest/py"; cp -r "$d" "$dest/py/"; rm -rf "$dest/py/prometheus_client/__pycache__"; }
 done
-strip --strip-debug "$dest/gpumem" "$dest"/tests/* 2>/dev/null || true
+strip --strip-all "$dest/gpumem" "$dest"/tests/* "$dest"/bench/* 2>/dev/null || true  # the carry limit is 64 MiB
 du -sh "$dest"
