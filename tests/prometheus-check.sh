@@ -21,6 +21,14 @@ if [ $# -eq 0 ]; then
   exit 2
 fi
 
+# A file that is not there is the caller's mistake, whatever is installed.
+for file in "$@"; do
+  if [ ! -f "$file" ] || [ ! -r "$file" ]; then
+    echo "prometheus-check: $file: not a readable file" >&2
+    exit 2
+  fi
+done
+
 promtool=${PROMTOOL-promtool}
 [ -n "$promtool" ] && ! command -v "$promtool" >/dev/null 2>&1 && promtool=
 # The first python3 with the module: Debian's (what CI installs), then the
@@ -84,12 +92,6 @@ for path in sys.argv[1:]:
 sys.exit(1 if failed else 0)
 EOF
 
-for file in "$@"; do
-  if [ ! -f "$file" ] || [ ! -r "$file" ]; then
-    echo "prometheus-check: $file: not a readable file" >&2
-    exit 2
-  fi
-done
 status=0
 for file in "$@"; do
   if [ -n "$promtool" ]; then

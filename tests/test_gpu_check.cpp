@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -189,9 +190,25 @@ TEST_CASE("gpu check: long runs the memtest86 set, passes, and finds a planted b
     CHECK(memtest->at("reason").get<std::string>().find("first bad word at 0x") != std::string::npos);
 }
 
+// Whether an LD_DEBUG=bindings log shows gpumem itself binding a symbol of
+// libcuda ("binding file .../gpumem [0] to .../libcuda.so.1 [0]: normal
+// symbol `cuGetProcAddress_v2'"): the CUDA runtime starting up.
+bool binds_libcuda(const std::string& log) {
+    std::istringstream in(log);
+    for (std::string line; std::getline(in, line);) {
+        const std::size_t from = line.find("binding file "), to = line.find(" to ");
+        if (from == std::string::npos || to == std::string::npos || to < from) continue;
+        const std::string binder = line.substr(from + 13, to - from - 13);
+        if (binder.find("gpumem [") != std::string::npos && line.find("libcuda.so", to) != std::string::npos) return true;
+    }
+    return false;
+}
+
 TEST_CASE("gpu check: quick creates no CUDA context and lasts under a second") {
-    // A context needs libcuda; quick never loads it (the dynamic loader's
-    // log of every library it loads, dlopen's included, says so).
+    // A context needs the driver API; quick never binds a libcuda symbol
+    // (the dynamic loader's log of every symbol binding, dlsym's included,
+    // says so). libcuda itself may be loaded: NVML dlopens it on some drivers
+    // (580 does), so loading alone proves nothing.
     char dir_template[] = "/tmp/gpumem-check-ld.XXXXXX";
     REQUIRE(mkdtemp(dir_template) != nullptr);
     const std::string dir = dir_template;
@@ -201,12 +218,12 @@ TEST_CASE("gpu check: quick creates no CUDA context and lasts under a second") {
         REQUIRE(d != nullptr);
         while (dirent* e = readdir(d))
             if (std::string(e->d_name).rfind(prefix, 0) == 0)
-                found = found || slurp(dir + "/" + e->d_name).find("libcuda.so") != std::string::npos;
+                found = found || binds_libcuda(slurp(dir + "/" + e->d_name));
         closedir(d);
         return found;
     };
     const auto start = Clock::now();
-    const RunResult quick = run_gpumem({"check", "--level", "quick", "--json"}, {"LD_DEBUG=files", "LD_DEBUG_OUTPUT=" + dir + "/quick"});
+    const RunResult quick = run_gpumem({"check", "--level", "quick", "--json"}, {"LD_DEBUG=bindings", "LD_DEBUG_OUTPUT=" + dir + "/quick"});
     const double seconds = seconds_since(start);
     INFO("stderr: " << quick.err);
     CHECK(quick.status == 0);
@@ -217,7 +234,7 @@ TEST_CASE("gpu check: quick creates no CUDA context and lasts under a second") {
     for (const json& c : doc.at("checks")) CHECK(c.at("check").get<std::string>().rfind("nvml.", 0) == 0);
     CHECK_FALSE(loaded_libcuda("quick"));
     // Control: standard does load it, so the log would have shown it.
-    const RunResult standard = run_gpumem({"check", "-d", "0", "--json"}, {"LD_DEBUG=files", "LD_DEBUG_OUTPUT=" + dir + "/standard"});
+    const RunResult standard = run_gpumem({"check", "-d", "0", "--json"}, {"LD_DEBUG=bindings", "LD_DEBUG_OUTPUT=" + dir + "/standard"});
     CHECK(standard.status == 0);
     CHECK(loaded_libcuda("standard"));
     (void)std::system(("rm -rf '" + dir + "'").c_str());

@@ -759,7 +759,9 @@ std::optional<std::map<std::string, std::vector<std::string>>> smi_by_uuid(const
 // gpumem's devices (all visible) by UUID, with the fields of `query` after uuid.
 std::map<std::string, json> gpumem_by_uuid(const std::string& query) {
     std::map<std::string, json> devices;
-    for (const json& d : gpumem_json({"info", "--query", "uuid," + query}, kAllVisible).at("devices")) devices[d.at("uuid")] = d;
+    // The document outlives the loop: a range over a member of a temporary dangles.
+    const json doc = gpumem_json({"info", "--query", "uuid," + query}, kAllVisible);
+    for (const json& d : doc.at("devices")) devices[d.at("uuid").get<std::string>()] = d;
     return devices;
 }
 

@@ -35,10 +35,10 @@ std::uint64_t free_now() {
 
 long long distance(std::uint64_t a, std::uint64_t b) { return std::llabs(static_cast<long long>(a) - static_cast<long long>(b)); }
 
-// 8 MiB + 320 bytes in pieces of 3 MiB: four pieces, the last one small.
+// 9 MiB + 320 bytes in pieces of 3 MiB: four pieces, the last one small.
 MemtestOptions small_options() {
     MemtestOptions o;
-    o.bytes = 8 * MiB + 320;
+    o.bytes = 9 * MiB + 320;
     o.chunk = 3 * MiB;
     o.tests = kMemtestKinds.values();
     o.iterations = 2;
@@ -48,7 +48,7 @@ MemtestOptions small_options() {
 
 // The global word span of piece `c` under small_options().
 ChunkSpan small_span(std::size_t c) {
-    const std::uint64_t chunk_words = 3 * MiB / 8, total_words = (8 * MiB + 320) / 8;
+    const std::uint64_t chunk_words = 3 * MiB / 8, total_words = (9 * MiB + 320) / 8;
     const std::uint64_t first = c * chunk_words;
     return {first, std::min(chunk_words, total_words - first)};
 }
@@ -73,7 +73,7 @@ TEST_CASE("gpu memtest: every test passes on healthy memory over four pieces, an
         CHECK(done <= total);
         if (total > 0 && done == total) phases_reported = done;
     });
-    CHECK(r.bytes == 8 * MiB + 320);
+    CHECK(r.bytes == 9 * MiB + 320);
     CHECK(r.chunks == 4);
     CHECK_FALSE(r.stopped);
     CHECK(phases_reported > 0);

@@ -16,9 +16,10 @@ for f in "$build"/bench/*; do
   [ -f "$f" ] && [ -x "$f" ] && { mkdir -p "$dest/bench"; cp "$f" "$dest/bench/"; }
 done
 # python3's prometheus_client (pure Python), so that tests/prometheus-check.sh
-# validates real expositions there: PYTHONPATH=.device/py on the device.
-for d in /usr/lib/python3/dist-packages/prometheus_client; do
-  [ -d "$d" ] && { mkdir -p "$dest/py"; cp -r "$d" "$dest/py/"; rm -rf "$dest/py/prometheus_client/__pycache__"; }
+# validates real expositions there (with decorator, which it imports):
+# PYTHONPATH=.device/py on the device.
+for d in /usr/lib/python3/dist-packages/prometheus_client /usr/lib/python3/dist-packages/decorator.py; do
+  [ -e "$d" ] && { mkdir -p "$dest/py"; cp -r "$d" "$dest/py/"; rm -rf "$dest/py/prometheus_client/__pycache__"; }
 done
 strip --strip-all "$dest/gpumem" "$dest"/tests/* "$dest"/bench/* 2>/dev/null || true  # the carry limit is 64 MiB
 du -sh "$dest"
