@@ -206,8 +206,8 @@ TEST_CASE("check thresholds: defaults derived from the GPU's own figures") {
     const CheckKind& h2d = check_row("copy.h2d").value;
     const std::optional<Threshold> t = threshold_for("copy.h2d", h2d, {}, link);
     REQUIRE(t);
-    CHECK(t->value == doctest::Approx(0.75 * 63.015));
-    CHECK(t->basis == "75% of PCIe Gen5 x16's 63 GB/s");
+    CHECK(t->value == doctest::Approx(0.6 * 63.015));
+    CHECK(t->basis == "60% of PCIe Gen5 x16's 63 GB/s");
     CHECK_FALSE(threshold_for("copy.h2d", h2d, {}, std::nullopt));  // no link figures: no threshold
     ThresholdOverrides overrides{{"copy.h2d", {45, "--threshold"}}, {"p2p", {100, "f.json"}}};
     CHECK(threshold_for("copy.h2d", h2d, overrides, link)->value == 45);

@@ -191,15 +191,18 @@ TEST_CASE("gpu check: long runs the memtest86 set, passes, and finds a planted b
 }
 
 // Whether an LD_DEBUG=bindings log shows gpumem itself binding a symbol of
-// libcuda ("binding file .../gpumem [0] to .../libcuda.so.1 [0]: normal
-// symbol `cuGetProcAddress_v2'"): the CUDA runtime starting up.
+// libcuda ("binding file <main program> [0] to .../libcuda.so.1 [0]: normal
+// symbol `cuGetProcAddress_v2'", dlsym's lookups included): the CUDA runtime,
+// linked statically into gpumem, starting up. glibc names the executable
+// "<main program>"; NVML's own lookups name libnvidia-ml and do not count.
 bool binds_libcuda(const std::string& log) {
     std::istringstream in(log);
     for (std::string line; std::getline(in, line);) {
         const std::size_t from = line.find("binding file "), to = line.find(" to ");
         if (from == std::string::npos || to == std::string::npos || to < from) continue;
         const std::string binder = line.substr(from + 13, to - from - 13);
-        if (binder.find("gpumem [") != std::string::npos && line.find("libcuda.so", to) != std::string::npos) return true;
+        const bool gpumem = binder.find("<main program>") != std::string::npos || binder.find("gpumem [") != std::string::npos;
+        if (gpumem && line.find("libcuda.so", to) != std::string::npos) return true;
     }
     return false;
 }

@@ -44,7 +44,11 @@ using V = Verdict;
 
 // The default fractions: each passes a healthy H100 and H200 with room to
 // spare (bench/results: memset 95% of peak, a d2d copy 87% of half the peak,
-// pinned h2d and d2h 88% of a Gen5 x16 link's rate on an H200).
+// pinned h2d and d2h 88% of a Gen5 x16 link's rate on an H200). Host copies
+// are judged by their best sample at 60%: on the lent H100 machines the
+// median of a run swung between 42% and 87% of the link's rate from one
+// run to the next (other tenants on the host's memory and links), while a
+// link one generation or half its width down cannot pass 50% at all.
 constexpr Named<CheckKind> kCheckRows[] = {
     {"nvml.ecc.mode", {"bool", C::equal, L::quick, V::warn, 0, R::unsettable, 1, "1: ECC on, and on after the next reboot"},
      "ECC mode (1 on, 0 off); warns when off or when a change waits for a reboot"},
@@ -96,13 +100,13 @@ constexpr Named<CheckKind> kCheckRows[] = {
       "65% of half NVML's peak memory bandwidth (a copy reads and writes each byte)"},
      "device to device copy bandwidth (bytes counted once), median of samples"},
     {"copy.h2d",
-     {"GB/s", C::at_least, L::standard, V::fail, 0.05, R::pcie_fraction, 0.75,
-      "75% of the PCIe link's rate (maximum generation x width)"},
-     "pinned host to device copy bandwidth, median of samples"},
+     {"GB/s", C::at_least, L::standard, V::fail, 0.05, R::pcie_fraction, 0.6,
+      "60% of the PCIe link's rate (maximum generation x width)"},
+     "pinned host to device copy bandwidth, best of samples"},
     {"copy.d2h",
-     {"GB/s", C::at_least, L::standard, V::fail, 0.05, R::pcie_fraction, 0.75,
-      "75% of the PCIe link's rate (maximum generation x width)"},
-     "device to pinned host copy bandwidth, median of samples"},
+     {"GB/s", C::at_least, L::standard, V::fail, 0.05, R::pcie_fraction, 0.6,
+      "60% of the PCIe link's rate (maximum generation x width)"},
+     "device to pinned host copy bandwidth, best of samples"},
     {"p2p.A-B",
      {"GB/s", C::at_least, L::standard, V::fail, 0.05, R::pcie_fraction, 0.5,
       "50% of the slower PCIe link's rate (NVLink pairs exceed it many times)", true},

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# One batch on the GPU machine for gpumem check (issue 15): every suite, then
+# check's demonstrations (exposition validated, an impossible threshold, a
+# planted bad word, Ctrl-C, two checks at once) and bench/check.sh. Output
+# under $OUT. Run from the repository root after tools/stage-device.sh:
+#   bash tools/device-check-run.sh [tests|demo|bench|all]
+set -u
+what=${1:-all}
+export PYTHONPATH=$PWD/.device/py
+G=.device/gpumem
+OUT=${OUT:-/tmp/gpumem-out}; mkdir -p "$OUT"
+nvidia-smi --query-gpu=index,name,driver_version,memory.total,pcie.link.gen.max,pcie.link.width.max --format=csv,noheader
+if [ "$what" = tests ] || [ "$what" = all ]; then
+  start=$SECONDS
+  tests/run-tests.sh .device >"$OUT/tests.log" 2>&1
+  echo "tests took $((SECONDS - start)) s: $(tail -n 1 "$OUT/tests.log")"
+  grep -E '^\S+ +[0-9]+ \|' "$OUT/tests.log" | grep -v ' 0 failed' || true
+  grep -E '^\.\./tests/.*(ERROR|FATAL)' "$OUT/tests.log" | head -20 || true
+fi
+if [ "$what" = demo ] || [ "$what" = all ]; then
+  for level in quick standard; do
+    d=$(mktemp -d); LD_DEBUG=bindings LD_DEBUG_OUTPUT=$d/log $G check -d 0 --level $level >/dev/null 2>&1
+    echo "check --level $level: $(cat $d/log* | grep -c 'to .*libcuda.so') libcuda bindings, by: $(cat $d/log* | grep 'to .*libcuda.so' | sed -n 's/.*binding file \(.*\) to .*/\1/p' | sort | uniq -c | tr '\n' ' ')"
+    rm -rf "$d"
+  done
+  for level in quick standard long; do
+    s=$(date +%s.%N); $G check --level $level >"$OUT/check-$level.txt" 2>&1; rc=$?; e=$(date +%s.%N)
+    echo "check --level $level: exit $rc, $(awk "BEGIN{printf \"%.2f\", $e - $s}") s"
+  done
+  $G check --json >"$OUT/check.json"; echo "check --json: exit $?"
+  $G check --format prometheus >"$OUT/check.prom"; echo "check --format prometheus: exit $?"
+  $G info --format prometheus --processes >"$OUT/info.prom"; echo "info --format prometheus: exit $?"
+  bash tests/prometheus-check.sh "$OUT/check.prom" "$OUT/info.prom"; echo "prometheus-check (python parser): exit $?"
+  $G check -d 0 --threshold copy.h2d=10TB/s --json >"$OUT/check-impossible.json" 2>"$OUT/check-impossible.err"
+  echo "impossible threshold: exit $?"; cat "$OUT/check-impossible.err"
+  $G check -d 0 --threshold copy.h2d=10TB/s --format prometheus 2>/dev/null | grep -E 'gpumem_run_exit_status|check_pass\{.*copy.h2d' 
+  used() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0; }
+  before=$(used)
+  $G check -d 0 --debug-fill-passes 100000 >/dev/null 2>"$OUT/check-sigint.err" & pid=$!
+  sleep 6; kill -INT $pid; wait $pid; rc=$?; sleep 1
+  echo "SIGINT mid-check: exit $rc; memory used before $before MiB, after $(used) MiB"; tail -n 2 "$OUT/check-sigint.err"
+  $G check -d 0 --json >"$OUT/twice.1.json" 2>"$OUT/twice.1.err" & a=$!
+  $G check -d 0 --json >"$OUT/twice.2.json" 2>"$OUT/twice.2.err" & b=$!
+  wait $a; ra=$?; wait $b; rb=$?
+  echo "two checks at once on GPU 0: exits $ra and $rb"
+  python3 - "$OUT" <<'PY'
+import json, sys
+for n in (1, 2):
+    d = json.load(open(f"{sys.argv[1]}/twice.{n}.json"))
+    print(f"  run {n}: verdict {d['verdict']}, " + ", ".join(f"{c['check']} {c['verdict']}" for c in d["checks"] if c["verdict"] not in ("pass", "n/a")))
+PY
+fi
+if [ "$what" = bench ] || [ "$what" = all ]; then
+  bash bench/check.sh .device "${RUNS:-3}" >/dev/null; echo "bench/check.sh: exit $?"
+  sed -n '1,20p' "$OUT/check-bench.md"
+fi
