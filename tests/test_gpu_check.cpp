@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -190,28 +191,29 @@ TEST_CASE("gpu check: long runs the memtest86 set, passes, and finds a planted b
     CHECK(memtest->at("reason").get<std::string>().find("first bad word at 0x") != std::string::npos);
 }
 
-// Whether an LD_DEBUG=bindings log shows gpumem itself binding a symbol of
-// libcuda ("binding file <main program> [0] to .../libcuda.so.1 [0]: normal
-// symbol `cuGetProcAddress_v2'", dlsym's lookups included): the CUDA runtime,
-// linked statically into gpumem, starting up. glibc names the executable
-// "<main program>"; NVML's own lookups name libnvidia-ml and do not count.
-bool binds_libcuda(const std::string& log) {
+// Whether an LD_DEBUG=files log shows gpumem opening libcuda itself: the
+// CUDA runtime (linked statically into gpumem) starting up, which a context
+// needs. NVML dlopens libcuda on some drivers (580 does: "file=libcuda.so.1
+// [0];  dynamically loaded by .../libnvidia-ml.so.1"), so loading alone
+// proves nothing; what tells is a load by anything else first, or a second
+// dlopen ("opening file=.../libcuda.so.1 [0]; direct_opencount=2").
+bool gpumem_opened_libcuda(const std::string& log) {
     std::istringstream in(log);
     for (std::string line; std::getline(in, line);) {
-        const std::size_t from = line.find("binding file "), to = line.find(" to ");
-        if (from == std::string::npos || to == std::string::npos || to < from) continue;
-        const std::string binder = line.substr(from + 13, to - from - 13);
-        const bool gpumem = binder.find("<main program>") != std::string::npos || binder.find("gpumem [") != std::string::npos;
-        if (gpumem && line.find("libcuda.so", to) != std::string::npos) return true;
+        if (line.find("libcuda.so") == std::string::npos) continue;
+        const std::size_t by = line.find("dynamically loaded by ");
+        if (by != std::string::npos && line.find("libnvidia-ml", by) == std::string::npos) return true;
+        const std::size_t count = line.find("direct_opencount=");
+        if (line.find("opening file=") != std::string::npos && count != std::string::npos &&
+            std::strtoul(line.c_str() + count + 17, nullptr, 10) >= 2)
+            return true;
     }
     return false;
 }
 
 TEST_CASE("gpu check: quick creates no CUDA context and lasts under a second") {
-    // A context needs the driver API; quick never binds a libcuda symbol
-    // (the dynamic loader's log of every symbol binding, dlsym's included,
-    // says so). libcuda itself may be loaded: NVML dlopens it on some drivers
-    // (580 does), so loading alone proves nothing.
+    // A context needs the CUDA runtime to open libcuda; quick never does
+    // (the dynamic loader's log of every library opened, dlopen's included).
     char dir_template[] = "/tmp/gpumem-check-ld.XXXXXX";
     REQUIRE(mkdtemp(dir_template) != nullptr);
     const std::string dir = dir_template;
@@ -221,12 +223,12 @@ TEST_CASE("gpu check: quick creates no CUDA context and lasts under a second") {
         REQUIRE(d != nullptr);
         while (dirent* e = readdir(d))
             if (std::string(e->d_name).rfind(prefix, 0) == 0)
-                found = found || binds_libcuda(slurp(dir + "/" + e->d_name));
+                found = found || gpumem_opened_libcuda(slurp(dir + "/" + e->d_name));
         closedir(d);
         return found;
     };
     const auto start = Clock::now();
-    const RunResult quick = run_gpumem({"check", "--level", "quick", "--json"}, {"LD_DEBUG=bindings", "LD_DEBUG_OUTPUT=" + dir + "/quick"});
+    const RunResult quick = run_gpumem({"check", "--level", "quick", "--json"}, {"LD_DEBUG=files", "LD_DEBUG_OUTPUT=" + dir + "/quick"});
     const double seconds = seconds_since(start);
     INFO("stderr: " << quick.err);
     CHECK(quick.status == 0);
@@ -237,7 +239,7 @@ TEST_CASE("gpu check: quick creates no CUDA context and lasts under a second") {
     for (const json& c : doc.at("checks")) CHECK(c.at("check").get<std::string>().rfind("nvml.", 0) == 0);
     CHECK_FALSE(loaded_libcuda("quick"));
     // Control: standard does load it, so the log would have shown it.
-    const RunResult standard = run_gpumem({"check", "-d", "0", "--json"}, {"LD_DEBUG=bindings", "LD_DEBUG_OUTPUT=" + dir + "/standard"});
+    const RunResult standard = run_gpumem({"check", "-d", "0", "--json"}, {"LD_DEBUG=files", "LD_DEBUG_OUTPUT=" + dir + "/standard"});
     CHECK(standard.status == 0);
     CHECK(loaded_libcuda("standard"));
     (void)std::system(("rm -rf '" + dir + "'").c_str());
