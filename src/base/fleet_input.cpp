@@ -30,7 +30,7 @@ public:
     }
     // End of input: a value still open was cut short.
     void finish() {
-        if (token_ && value_.size()) return emit();
+        if (token_ && !value_.empty()) return emit();
         if (!value_.empty())
             throw LineError(line_, "truncated document: the input ends inside the document that starts on line " +
                                        std::to_string(start_line_));

@@ -66,8 +66,11 @@ public:
         documents_.push_back(std::move(doc));
     }
 
-    std::vector<GpuRow> rows() && { return std::move(rows_); }
-    std::vector<DocumentRow> documents() && { return std::move(documents_); }
+    // The merged tables, taken once at the end.
+    void take(std::vector<DocumentRow>& documents, std::vector<GpuRow>& rows) {
+        documents = std::move(documents_);
+        rows = std::move(rows_);
+    }
 
 private:
     void resolve(const DocOrigin& origin, GpuFacts& g) const {
@@ -305,8 +308,7 @@ Fleet merge_fleet(const std::vector<Document>& documents, const ReportOptions& o
     Merger merger(documents);
     for (const Document& d : documents) merger.add(d);
     Fleet fleet;
-    fleet.documents = std::move(merger).documents();
-    fleet.rows = std::move(merger).rows();
+    merger.take(fleet.documents, fleet.rows);
     std::stable_sort(fleet.rows.begin(), fleet.rows.end(), row_less);
     fleet.figures = compare_figures(fleet.rows, options.outlier_fraction);
     for (GpuRow& row : fleet.rows) row.status = status_of(row, options);

@@ -87,7 +87,7 @@ private:
 };
 
 // The bandwidth figures of a one-size copy plan (its first lane), `samples` samples.
-CopyFigures copy_figures_of(CopyPlan plan, std::uint64_t bytes, unsigned samples) {
+CopyFigures copy_figures_of(CopyPlan plan, std::uint64_t bytes, int samples) {
     plan.sizes = {bytes};
     plan.timing = TimingPlan{2, 1, samples};
     plan.auto_iterations = true;

@@ -191,7 +191,7 @@ private:
         doc_.strings_.emplace_back(s);
         return Value{kind, doc_.strings_.size() - 1};
     }
-    Value integer(std::string_view little_endian_twos_complement);
+    Value integer(std::string_view s);  // little-endian two's complement
 
     bool scalar(unsigned char op);
     bool text(unsigned char op);
