@@ -13,13 +13,14 @@
 #include <string_view>
 #include <vector>
 
+#include "base/check_plan.hpp"
 #include "base/name_table.hpp"
 
 namespace gpumem::fleet {
 
-// A check's verdict, as `gpumem check` writes it.
-enum class Verdict { pass, warn, fail, na };
-extern const NameTable<Verdict> kVerdicts;
+// A check's verdict, as `gpumem check` writes it: check's own table.
+using gpumem::kVerdicts;
+using gpumem::Verdict;
 
 // A fleet row's status, worst first: what an operator looks at first.
 enum class RowStatus { error, fail, outlier, warn, ok };

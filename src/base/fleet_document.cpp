@@ -14,14 +14,6 @@
 
 namespace gpumem::fleet {
 
-constexpr Named<Verdict> kVerdictRows[] = {
-    {"pass", Verdict::pass, "the check passed"},
-    {"warn", Verdict::warn, "a warning: passes unless --strict"},
-    {"fail", Verdict::fail, "the check failed"},
-    {"n/a", Verdict::na, "not supported by the GPU or driver"},
-};
-const NameTable<Verdict> kVerdicts{"check verdict", kVerdictRows};
-
 constexpr Named<RowStatus> kRowStatusRows[] = {
     {"error", RowStatus::error, "a document of it is an error document (the command could not run)"},
     {"fail", RowStatus::fail, "a check failed (or, with --strict, warned)"},
@@ -169,10 +161,7 @@ Verdict verdict_at(const Json& row, const std::string& where) {
     return found->value;
 }
 
-Verdict worse(std::optional<Verdict> a, Verdict b) {
-    auto rank = [](Verdict v) { return v == Verdict::fail ? 3 : v == Verdict::warn ? 2 : v == Verdict::pass ? 1 : 0; };
-    return a && rank(*a) > rank(b) ? *a : b;
-}
+Verdict worse(std::optional<Verdict> a, Verdict b) { return a ? gpumem::worse(*a, b) : b; }
 
 void read_check(const Json& doc, Document& d) {
     const Json* strict = member(doc, "strict");

@@ -38,8 +38,6 @@ void add_unique(std::vector<std::string>& list, const std::string& item) {
     if (std::find(list.begin(), list.end(), item) == list.end()) list.push_back(item);
 }
 
-int verdict_rank(Verdict v) { return v == Verdict::fail ? 3 : v == Verdict::warn ? 2 : v == Verdict::pass ? 1 : 0; }
-
 class Merger {
 public:
     Merger(const std::vector<Document>& documents) : ids_(learn_identities(documents)) {}
@@ -112,7 +110,7 @@ private:
         if (g.name) row.name = g.name;
         if (g.free) row.free = g.free;
         if (g.total) row.total = g.total;
-        if (g.verdict && (!row.verdict || verdict_rank(*g.verdict) > verdict_rank(*row.verdict))) row.verdict = g.verdict;
+        if (g.verdict) row.verdict = row.verdict ? gpumem::worse(*row.verdict, *g.verdict) : *g.verdict;
         bool failed = g.verdict == Verdict::fail;
         for (const CheckResult& c : g.checks) {
             // A warning failed a --strict check run: the report says so too.
