@@ -1,10 +1,16 @@
 // Summary statistics of repeated measurements. Pure logic.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <vector>
 
 namespace gpumem {
+
+// Host wall time since `start`, in seconds (steady clock).
+inline double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 struct Summary {
     std::size_t count = 0;

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/stats.hpp"
 #include "core/cuda_check.hpp"
 #include "core/mix_memory.hpp"
 #include "core/nvml.hpp"
@@ -23,7 +24,6 @@ double micros_between(Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double, std::micro>(b - a).count();
 }
 
-double seconds_since(Clock::time_point a) { return std::chrono::duration<double>(Clock::now() - a).count(); }
 
 void report(const ProgressFn& progress, const char* phase, std::uint64_t done, std::uint64_t total) {
     if (progress) progress(phase, done, total);

@@ -2,7 +2,6 @@
 // runs one of gpumem's engines and is judged as soon as it ends.
 #include "bench/check_engine.hpp"
 
-#include <cstdio>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -12,6 +11,7 @@
 
 #include "base/cpu_affinity.hpp"
 #include "base/sizes.hpp"
+#include "base/stats.hpp"
 #include "base/text.hpp"
 #include "bench/alloc_apis.hpp"
 #include "bench/copy_bench.hpp"
@@ -36,7 +36,6 @@ constexpr std::uint64_t kAllocGranule = 2 * MiB;
 // process took some meanwhile) tries again with half, at most this many times.
 constexpr int kFillRetries = 2;
 
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 std::optional<Threshold> threshold(const CheckSettings& s, const std::string& id, const std::optional<Reference>& reference) {
     return threshold_for(id, check_row(id).value, s.thresholds, reference);
@@ -244,10 +243,9 @@ CheckOutcome check_copy(const CheckDeviceFigures& f, const CheckSettings& s, con
     // The link's capability is its best sample: a host link's rate swings
     // with the host's other traffic, which only ever lowers it.
     const CopyFigures figures = copy_figures_of(plan, kHostCopyBytes, 7);
-    char median[64];
-    std::snprintf(median, sizeof median, "%.1f GB/s", figures.median_bps / 1e9);
     return judged(id, figures.max_bps / 1e9, threshold(s, id, pcie_of(f)),
-                  format_bytes(kHostCopyBytes) + " pinned copies, best of 7 samples (median " + median + ")");
+                  format_bytes(kHostCopyBytes) + " pinned copies, best of 7 samples (median " +
+                      format_decimal(figures.median_bps / 1e9, 1) + " GB/s)");
 }
 
 // In the order they run. Bandwidth first: right after a memtest over 90% of

@@ -8,6 +8,7 @@
 
 #include "base/errors.hpp"
 #include "base/sizes.hpp"
+#include "base/stats.hpp"
 #include "base/text.hpp"
 #include "bench/check_engine.hpp"
 #include "core/device_inventory.hpp"
@@ -15,9 +16,6 @@
 namespace gpumem {
 namespace {
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 std::vector<std::string> others_of(const std::vector<NvmlProcess>& processes) {
     std::vector<std::string> others;

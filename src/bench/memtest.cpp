@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "base/stats.hpp"
 #include "core/cuda_check.hpp"
 #include "core/cuda_raii.hpp"
 #include "core/kernels.hpp"
@@ -19,7 +20,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 void check_options(const MemtestOptions& options) {
     if (memtest_round_down(options.bytes) < kMemtestMinBytes)
