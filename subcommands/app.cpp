@@ -198,11 +198,12 @@ int fail(const Error& error, const Report& report, const OutputOptions& output, 
     return static_cast<int>(error.status());
 }
 
-// The origin as metric labels, on every sample of --format prometheus.
-std::vector<std::pair<std::string, std::string>> metric_labels(const Origin& origin) {
-    std::vector<std::pair<std::string, std::string>> labels;
-    for (const auto& [key, value] : origin_labels(origin)) labels.emplace_back(std::string(key), value);
-    return labels;
+// Stamps a report with who wrote it: the JSON "origin" record, and the same
+// as labels on every sample of --format prometheus.
+void stamp(Report& report, const Origin& origin) {
+    report.origin = origin_record(origin);
+    report.metric_labels.clear();
+    for (const auto& [key, value] : origin_labels(origin)) report.metric_labels.emplace_back(std::string(key), value);
 }
 
 // Runs a Command through its contract. Results measured before a failure
@@ -216,8 +217,7 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
         command.execute(session);
     } catch (const Error& e) {
         Report partial = command.report(session.output());
-        partial.origin = origin_record(globals.origin);
-        partial.metric_labels = metric_labels(globals.origin);
+        stamp(partial, globals.origin);
         for (const auto& w : partial.warnings) spdlog::warn("{}", w);
         const bool json_out = json || session.output().format == Format::json;
         // Prometheus text is one exposition, written by fail() with the exit
@@ -228,8 +228,7 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
         return fail(e, partial, session.output(), json_out);
     }
     Report report = command.report(session.output());
-    report.origin = origin_record(globals.origin);
-    report.metric_labels = metric_labels(globals.origin);
+    stamp(report, globals.origin);
     for (const auto& w : report.warnings) spdlog::warn("{}", w);
     if (!session.final_written()) write_stdout(render(report, session.output()));
     return 0;
@@ -344,7 +343,7 @@ int run_command_line(int argc, char** argv, RunMode mode) {
     const Placement placement = read_placement();
     Report empty;
     empty.command = invoked ? std::string(invoked->name) : "";
-    empty.origin = origin_record(make_origin(placement.host, placement.launcher));
+    stamp(empty, make_origin(placement.host, placement.launcher));
     OutputOptions error_output;
     if (json) error_output.format = Format::json;
     try {
