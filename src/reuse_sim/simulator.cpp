@@ -247,6 +247,7 @@ ReplaySummary Replay::run(EventSource& source) {
             if (options_.poll) options_.poll();
         }
     }
+    for (Lane* lane : lanes_) lane->strategy->end_of_trace();
     if (timeline_) timeline_->finish();
     s.skipped = source.skipped();
     s.live_at_end = ids_.size();

@@ -1,0 +1,160 @@
+// torch-caching: PyTorch 2.11's CUDACachingAllocator (DeviceCachingAllocator
+// in c10/cuda/CUDACachingAllocator.cpp), shared by strategies_torch.cpp (the
+// request path, the cache, releases, garbage collection) and
+// torch_expandable.cpp (expandable segments). What is modelled, and how
+// exactly, is in strategies_torch.cpp's opening comment.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "reuse_sim/strategy.hpp"
+
+namespace gpumem::reuse_sim::detail::torch {
+
+constexpr std::uint64_t kMinBlockSize = 512;
+constexpr std::uint64_t kSmallSize = 1048576;
+constexpr std::uint64_t kSmallBuffer = 2097152;    // small pool segments, and its expandable segments' pages
+constexpr std::uint64_t kLargeBuffer = 20971520;   // the large pool's expandable segments' pages
+constexpr std::uint64_t kMinLargeAlloc = 10485760;
+constexpr std::uint64_t kRoundLarge = 2097152;
+
+struct BlockPool;
+
+// The virtual address range of an expandable segment (one per stream and
+// pool): pages of `page` bytes are mapped into it as requests need them.
+struct ExpandableSegment {
+    std::uint64_t base = 0, size = 0, page = 0;
+};
+
+struct Block {
+    std::uint64_t address = 0;
+    std::uint64_t size = 0;
+    std::uint64_t requested = 0;
+    std::uint64_t stream = 0;        // as the trace names it: the pool's first sort key
+    std::uint32_t stream_index = 0;  // for the upstream
+    std::uint64_t gc_count_base = 0; // the pool's get_free_block count when the block was cached
+    BlockPool* pool = nullptr;
+    ExpandableSegment* segment = nullptr;  // null: a cudaMalloc'd segment
+    bool allocated = false;
+    bool mapped = true;     // false: address space of an expandable segment without pages
+    Block* prev = nullptr;  // neighbours within the segment
+    Block* next = nullptr;
+    bool is_split() const noexcept { return prev || next; }
+};
+
+// BlockComparatorSize: (stream, size, address).
+struct BySize {
+    bool operator()(const Block* a, const Block* b) const noexcept {
+        if (a->stream != b->stream) return a->stream < b->stream;
+        if (a->size != b->size) return a->size < b->size;
+        return a->address < b->address;
+    }
+};
+// BlockComparatorAddress: (stream, address), for the unmapped ranges.
+struct ByAddress {
+    bool operator()(const Block* a, const Block* b) const noexcept {
+        if (a->stream != b->stream) return a->stream < b->stream;
+        return a->address < b->address;
+    }
+};
+
+struct BlockPool {
+    explicit BlockPool(bool is_small) : small(is_small) {}
+    std::set<Block*, BySize> blocks;       // cached (free, mapped) blocks
+    std::set<Block*, ByAddress> unmapped;  // expandable segments' address space without pages
+    const bool small;
+    // get_free_block calls while garbage collection is on: a cached block's
+    // age is how many there were since it was cached.
+    std::uint64_t get_free_blocks_call_count = 0;
+
+    void insert_into_blocks(Block* b) {
+        b->gc_count_base = get_free_blocks_call_count;
+        blocks.insert(b);
+    }
+    std::uint64_t gc_count(const Block* b) const noexcept { return get_free_blocks_call_count - b->gc_count_base; }
+};
+
+struct Stat {
+    std::uint64_t current = 0, peak = 0;
+    void increase(std::uint64_t n) noexcept {
+        current += n;
+        if (current > peak) peak = current;
+    }
+    void decrease(std::uint64_t n) noexcept { current -= n; }
+};
+
+// One request as malloc() sees it (AllocParams).
+struct Params {
+    BlockPool* pool = nullptr;
+    std::uint64_t size = 0;        // rounded
+    std::uint64_t alloc_size = 0;  // the segment a cudaMalloc would take
+    std::uint64_t stream = 0;
+    std::uint32_t stream_index = 0;
+};
+
+class TorchCaching final : public Strategy {
+public:
+    TorchCaching(Upstream& upstream, const TorchOptions& o);
+
+    static std::uint64_t roundup_power2_next_division(std::uint64_t size, std::uint64_t divisions);
+    std::uint64_t round_size(std::uint64_t size) const noexcept;
+    static std::uint64_t get_allocation_size(std::uint64_t size) noexcept;
+
+    bool allocate(const Request& r) override;
+    void deallocate(std::uint32_t handle) override;
+    void synchronize_point() override { flush_pending_empty_cache(); }
+    void end_of_trace() override { flush_pending_empty_cache(); }
+    void empty_cache() override;
+    void release_all() override;
+    std::vector<std::pair<std::string, std::uint64_t>> details() const override;
+
+private:
+    // strategies_torch.cpp
+    Params params_for(const Request& r);
+    bool is_own_release(const Params& p) const;
+    void flush_pending_empty_cache();
+    Block* malloc_block(const Params& p);
+    Block* find_free_block(const Params& p) const;
+    Block* get_free_block(const Params& p);
+    Block* alloc_block(const Params& p, bool is_retry);
+    bool should_split(const Block* block, std::uint64_t size) const noexcept;
+    void alloc_found_block(Block* block, const Params& p, const Request& r);
+    void free_block(Block* block);
+    std::uint64_t try_merge_blocks(Block* dst, Block* src);
+    bool release_available_cached_blocks(const Params& p);
+    void release_cached_blocks();
+    void release_blocks(BlockPool& pool);
+    void release_block(Block* block);
+    bool gc_enabled() const noexcept;
+    bool gc_would_release() const;
+    void garbage_collect_cached_blocks();
+    std::uint64_t total_allocated_memory() const noexcept { return upstream_.counters().reserved_bytes; }
+    bool fraction_set() const noexcept { return upstream_.capacity() != kUnlimited; }
+    Block* new_block();
+    void delete_block(Block* b);
+
+    // torch_expandable.cpp
+    Block* try_allocate_expandable_block(const Params& p);
+    Block* find_expandable_block(const Params& p);
+    void map_block(Block* to_map, std::uint64_t size);
+    void unmap_block(Block* block);
+    void release_expandable_segment(Block* block);
+
+    TorchOptions o_;
+    BlockPool large_{false}, small_{true};
+    std::vector<Block*> live_;
+    std::vector<std::unique_ptr<Block[]>> chunks_;
+    std::vector<Block*> spare_;
+    std::vector<std::unique_ptr<ExpandableSegment>> segments_;
+    std::uint64_t next_segment_base_;
+    std::uint64_t num_ooms_ = 0, num_sync_all_streams_ = 0;
+    bool pending_empty_cache_ = false;
+    Stat allocated_bytes_, requested_bytes_, segment_, allocation_, oversize_allocations_, oversize_segments_;
+};
+
+}  // namespace gpumem::reuse_sim::detail::torch
