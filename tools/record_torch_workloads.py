@@ -37,6 +37,11 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 MiB = 1 << 20
 
+# Caps are allowed_memory_maximum (set_per_process_memory_fraction of the
+# device total); "stress" workloads run _stress_loop with the spec's knobs.
+# Each setting of PYTORCH_CUDA_ALLOC_CONF alone and in pairs, under caps that
+# bite (retries and OOMs above zero where the name says so).
+RL = "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]"
 WORKLOADS = {
     "cnn_inference": {},
     "transformer_train": {},
@@ -44,6 +49,36 @@ WORKLOADS = {
     "memory_fraction": {"limit_bytes": 1536 * MiB},
     "max_split": {"limit_bytes": 1024 * MiB,
                   "alloc_conf": "max_split_size_mb:64,roundup_power2_divisions:4"},
+    # default settings, a cap, requests that do not fit: the OOM path and the program going on
+    "oom_default": {"stress": {"seed": 1, "oom_every": 5}, "limit_bytes": 1024 * MiB},
+    "max_split_oom": {"stress": {"seed": 2, "oom_every": 6}, "limit_bytes": 1024 * MiB,
+                      "alloc_conf": "max_split_size_mb:64"},
+    "roundup_scalar": {"stress": {"seed": 3, "oom_every": 7}, "limit_bytes": 1024 * MiB,
+                       "alloc_conf": "roundup_power2_divisions:4"},
+    "roundup_list": {"stress": {"seed": 4, "oom_every": 7}, "limit_bytes": 1024 * MiB, "alloc_conf": RL},
+    "roundup_list_max_split": {"stress": {"seed": 5, "oom_every": 5}, "limit_bytes": 1024 * MiB,
+                               "alloc_conf": RL + ",max_split_size_mb:128"},
+    "expandable": {"stress": {"seed": 6, "oom_every": 6}, "limit_bytes": 1024 * MiB,
+                   "alloc_conf": "expandable_segments:True"},
+    "expandable_roundup": {"stress": {"seed": 7, "oom_every": 6}, "limit_bytes": 1024 * MiB,
+                           "alloc_conf": "expandable_segments:True,roundup_power2_divisions:4"},
+    "expandable_empty_cache": {"stress": {"seed": 8, "empty_cache_every": 4}, "limit_bytes": 1536 * MiB,
+                               "alloc_conf": "expandable_segments:True"},
+    "gc_threshold": {"stress": {"seed": 9, "oom_every": 8}, "limit_bytes": 1024 * MiB,
+                     "alloc_conf": "garbage_collection_threshold:0.6"},
+    "gc_max_split": {"stress": {"seed": 10, "oom_every": 6}, "limit_bytes": 1024 * MiB,
+                     "alloc_conf": "garbage_collection_threshold:0.8,max_split_size_mb:128"},
+    "gc_expandable": {"stress": {"seed": 11, "oom_every": 6}, "limit_bytes": 1024 * MiB,
+                      "alloc_conf": "garbage_collection_threshold:0.7,expandable_segments:True"},
+    "empty_cache": {"stress": {"seed": 12, "empty_cache_every": 3}, "limit_bytes": 1536 * MiB},
+    "empty_cache_max_split": {"stress": {"seed": 13, "empty_cache_every": 4, "oom_every": 9},
+                              "limit_bytes": 1024 * MiB, "alloc_conf": "max_split_size_mb:64"},
+    "record_stream": {"stress": {"seed": 14, "streams": 2}},
+    "record_stream_cap": {"stress": {"seed": 15, "streams": 2, "oom_every": 6}, "limit_bytes": 1024 * MiB},
+    "record_stream_max_split": {"stress": {"seed": 16, "streams": 3, "oom_every": 7}, "limit_bytes": 1024 * MiB,
+                                "alloc_conf": "max_split_size_mb:96"},
+    "record_stream_expandable": {"stress": {"seed": 17, "streams": 2, "oom_every": 7},
+                                 "limit_bytes": 1024 * MiB, "alloc_conf": "expandable_segments:True"},
 }
 
 
@@ -141,6 +176,55 @@ def workload_max_split(torch, device):
     return {"pattern": "40 rounds of N tensors of one odd size (12-140 MiB, <= 400 MiB live) + small tensors"}
 
 
+def _allocate_together(torch, device, sizes):
+    """Tensors of these sizes all alive at once, freed on return or raise."""
+    return [torch.empty(n, dtype=torch.uint8, device=device) for n in sizes] and None
+
+
+def _stress_loop(torch, device, spec):
+    """Rounds of odd-sized tensors (small and large pools) on one or more
+    streams; blocks used on a side stream are handed over with record_stream.
+    Every oom_every-th round asks for more than the cap (an OOM the program
+    catches and goes on after); every empty_cache_every-th round calls
+    torch.cuda.empty_cache()."""
+    import random
+    rng = random.Random(spec["seed"])
+    streams = [torch.cuda.current_stream(device)] + [torch.cuda.Stream(device) for _ in range(spec.get("streams", 1) - 1)]
+    large = [12, 18, 22, 33, 40, 50, 63, 65, 70, 90, 130, 140, 200]
+    held, ooms = [], 0
+    for r in range(spec.get("rounds", 40)):
+        stream = streams[r % len(streams)]
+        size = rng.choice(large) * MiB + rng.randrange(0, MiB)
+        with torch.cuda.stream(stream):
+            try:  # fragmentation under a cap can refuse even these: an OOM the program goes on after
+                xs = [torch.empty(size, dtype=torch.uint8, device=device) for _ in range(max(1, 400 * MiB // size))]
+            except torch.OutOfMemoryError:
+                xs, ooms = [], ooms + 1
+            held.append(torch.empty(rng.randrange(1, 900_000), dtype=torch.uint8, device=device))
+        if len(streams) > 1:
+            # a tensor of the default stream used on another: freed only when that work is done
+            side = streams[1 + r % (len(streams) - 1)]
+            y = torch.empty(rng.randrange(1, 8 * MiB), dtype=torch.uint8, device=device)
+            side.wait_stream(streams[0])
+            with torch.cuda.stream(side):
+                y.fill_(1)
+            y.record_stream(side)
+            del y
+        if len(held) > 8:
+            held.pop(0)
+        del xs
+        if spec.get("oom_every") and r % spec["oom_every"] == spec["oom_every"] - 1:
+            sizes = (rng.randrange(700, 1400) * MiB, rng.randrange(300, 700) * MiB)
+            try:
+                _allocate_together(torch, device, sizes)
+            except torch.OutOfMemoryError:
+                ooms += 1  # the tensors that did fit died with _allocate_together's frame
+        if spec.get("empty_cache_every") and r % spec["empty_cache_every"] == spec["empty_cache_every"] - 1:
+            torch.cuda.empty_cache()
+    del held
+    return {"pattern": "stress loop " + json.dumps(spec, sort_keys=True), "caught_ooms": ooms}
+
+
 def summarize_trace(trace):
     """Counts of the history's actions, for stats.json (gpumem reads the events)."""
     actions = {}
@@ -166,7 +250,7 @@ def summarize_trace(trace):
             "oom": actions.get("oom", 0)}
 
 
-def run_child(name, outdir, device_index, max_entries):
+def run_child(name, outdir, device_index, max_entries, out_name=None):
     import pickle
     import torch
 
@@ -180,32 +264,43 @@ def run_child(name, outdir, device_index, max_entries):
     torch.cuda.set_device(device)
     allowed = None
     fraction = None
+    total = torch.cuda.mem_get_info(device)[1]
     if "limit_bytes" in spec:
-        total = torch.cuda.mem_get_info(device)[1]
         fraction = spec["limit_bytes"] / total
         torch.cuda.set_per_process_memory_fraction(fraction, device)
         # DeviceCachingAllocator::setMemoryFraction: size_t(fraction * double(total))
         allowed = int(fraction * float(total))
-    info = globals()["workload_" + name](torch, device)
+    if "stress" in spec:
+        info = _stress_loop(torch, device, spec["stress"])
+    else:
+        info = globals()["workload_" + name](torch, device)
     torch.cuda.synchronize(device)
 
     stats = torch.cuda.memory_stats(device)
     snapshot = torch.cuda.memory._snapshot()
-    with open(os.path.join(outdir, name + ".pickle"), "wb") as f:
+    out_name = out_name or name
+    with open(os.path.join(outdir, out_name + ".pickle"), "wb") as f:
         pickle.dump(snapshot, f)
     summary = summarize_trace(snapshot["device_traces"][device_index])
     summary["max_entries"] = max_entries
     summary["wrapped"] = summary["events"] >= max_entries
 
     alloc_conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF")
-    replay = {"capacity": allowed, "max_split_size": None, "roundup_power2_divisions": None}
+    replay = {"capacity": allowed, "max_split_size": None, "roundup_power2_divisions": None,
+              "expandable_segments": False, "garbage_collection_threshold": None}
     if alloc_conf:
-        for item in alloc_conf.split(","):
+        # split on the commas outside [...] (the list form of roundup_power2_divisions)
+        import re
+        for item in re.split(r",(?![^\[]*\])", alloc_conf):
             key, _, value = item.partition(":")
             if key == "max_split_size_mb":
                 replay["max_split_size"] = int(value) * MiB
             elif key == "roundup_power2_divisions":
                 replay["roundup_power2_divisions"] = value
+            elif key == "expandable_segments":
+                replay["expandable_segments"] = value == "True"
+            elif key == "garbage_collection_threshold":
+                replay["garbage_collection_threshold"] = float(value)
     try:
         backend = torch.cuda.get_allocator_backend()
     except Exception:
@@ -214,6 +309,7 @@ def run_child(name, outdir, device_index, max_entries):
         "schema_version": 1,
         "kind": "gpumem-torch-fixture",
         "workload": name,
+        "fixture": out_name,
         "workload_info": info,
         "torch_version": torch.__version__,
         "cuda_version": torch.version.cuda,
@@ -223,13 +319,14 @@ def run_child(name, outdir, device_index, max_entries):
             "PYTORCH_CUDA_ALLOC_CONF": alloc_conf,
             "memory_fraction": fraction,
             "allowed_memory_maximum": allowed,
+            "device_total": total,
             "snapshot_allocator_settings": snapshot.get("allocator_settings") if isinstance(snapshot, dict) else None,
         },
         "reuse_sim": replay,
         "trace": summary,
         "memory_stats": {k: v for k, v in stats.items()},
     }
-    with open(os.path.join(outdir, name + ".stats.json"), "w") as f:
+    with open(os.path.join(outdir, out_name + ".stats.json"), "w") as f:
         json.dump(doc, f, indent=1, sort_keys=False, default=str)
         f.write("\n")
     return 0
@@ -245,19 +342,17 @@ def check_with_gpumem(gpumem, outdir, name):
     args = [gpumem, "reuse-sim", "--trace", os.path.join(outdir, name + ".pickle"), "--strategy", "torch-caching",
             "--json"]
     replay = doc["reuse_sim"]
+    # the allocator settings come from the snapshot itself; only the cap is not recorded there
     if replay.get("capacity"):
         args += ["--capacity", str(replay["capacity"])]
-    if replay.get("max_split_size"):
-        args += ["--max-split-size", str(replay["max_split_size"])]
-    if replay.get("roundup_power2_divisions"):
-        args += ["--roundup-power2-divisions", replay["roundup_power2_divisions"]]
     out = subprocess.run(args, capture_output=True, text=True)
-    if out.returncode != 0:
+    if out.returncode not in (0, 7):
         return f"gpumem exited {out.returncode}: {out.stderr.strip()}"
     row = json.loads(out.stdout)["strategies"][0]
     stats = doc["memory_stats"]
-    want = (stats["num_device_alloc"], stats["num_device_free"], stats["reserved_bytes.all.peak"])
-    got = (row["upstream_allocs"], row["upstream_frees"], row["peak_reserved"])
+    want = (stats["num_device_alloc"], stats["num_device_free"], stats["reserved_bytes.all.peak"],
+            stats["num_alloc_retries"], stats["num_ooms"])
+    got = (row["upstream_allocs"], row["upstream_frees"], row["peak_reserved"], row["retries"], row["ooms"])
     return "match" if want == got else f"MISMATCH torch {want} vs reuse-sim {got}"
 
 
@@ -269,16 +364,23 @@ def main(argv=None):
     parser.add_argument("--max-entries", type=int, default=2_000_000,
                         help="allocator history ring size; a wrapped ring makes the trace incomplete")
     parser.add_argument("--check", metavar="GPUMEM_BIN", help="replay each trace with this gpumem and compare")
+    parser.add_argument("--alloc-conf", metavar="CONF",
+                        help="PYTORCH_CUDA_ALLOC_CONF settings instead of the workload's own (the same cap): "
+                             "the real rerun of a setting the tuner recommends")
+    parser.add_argument("--as", dest="out_name", metavar="NAME",
+                        help="write NAME.pickle and NAME.stats.json (one workload only)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     os.makedirs(args.outdir, exist_ok=True)
     if args.child:
-        return run_child(args.child, args.outdir, args.device, args.max_entries)
+        return run_child(args.child, args.outdir, args.device, args.max_entries, args.out_name)
 
     names = list(WORKLOADS) if not args.only else args.only.split(",")
     for n in names:
         if n not in WORKLOADS:
             parser.error(f"unknown workload {n!r} (known: {', '.join(WORKLOADS)})")
+    if args.out_name and len(names) != 1:
+        parser.error("--as names the files of one workload: give --only NAME")
     failed = 0
     for name in names:
         env = dict(os.environ)
@@ -286,12 +388,16 @@ def main(argv=None):
         # The native caching allocator with cudaMalloc segments (what the
         # model replays), whatever the defaults of this torch build are, plus
         # the workload's own settings.
-        conf = "backend:native,expandable_segments:False"
-        if WORKLOADS[name].get("alloc_conf"):
-            conf += "," + WORKLOADS[name]["alloc_conf"]
+        own = WORKLOADS[name].get("alloc_conf", "") if args.alloc_conf is None else args.alloc_conf
+        conf = "backend:native" + ("" if "expandable_segments" in own else ",expandable_segments:False")
+        if own:
+            conf += "," + own
         env["PYTORCH_CUDA_ALLOC_CONF"] = conf
         cmd = [sys.executable, os.path.abspath(__file__), args.outdir, "--child", name, "--device", str(args.device),
                "--max-entries", str(args.max_entries)]
+        if args.out_name:
+            cmd += ["--as", args.out_name]
+        name = args.out_name or name
         rc = subprocess.run(cmd, env=env).returncode
         if rc != 0:
             print(f"{name}: FAILED (exit {rc})", file=sys.stderr)
@@ -304,8 +410,8 @@ def main(argv=None):
                 f"num_device_alloc {s['num_device_alloc']}, num_device_free {s['num_device_free']}, "
                 f"reserved peak {s['reserved_bytes.all.peak']}, retries {s.get('num_alloc_retries')}, "
                 f"ooms {s.get('num_ooms')}")
-        if t["wrapped"] or t["skipped_frees"] or t["oom"]:
-            line += "  WARNING: incomplete trace (wrapped ring, frees of unknown blocks or OOMs)"
+        if t["wrapped"] or t["skipped_frees"]:
+            line += "  WARNING: incomplete trace (wrapped ring or frees of unknown blocks)"
         if args.check:
             result = check_with_gpumem(args.check, args.outdir, name)
             line += "  replay: " + result
