@@ -211,6 +211,8 @@ void Replay::replay_other(const EventSource& source, const Event& e, ReplaySumma
             break;
         case EventKind::oom: replay_oom(source, e, s); break;
         case EventKind::segment_alloc:
+            for (Lane* lane : lanes_) lane->strategy->recorded_segment(e.id, e.size);
+            [[fallthrough]];
         case EventKind::segment_map:
             ++rec.segment_events;
             ++rec.device_allocs;

@@ -48,14 +48,16 @@ namespace {
 int floor_log2(std::uint64_t v) noexcept { return 63 - __builtin_clzll(v); }
 bool is_pow2(std::uint64_t v) noexcept { return v != 0 && (v & (v - 1)) == 0; }
 
-// Expandable segments' address space: far above the simulated cudaMalloc
-// addresses, one range per segment.
+// Expandable segments' address space, one range per segment; and the
+// addresses of cudaMalloc'd segments when the trace did not record theirs.
+// Both far from a device's (0x7f... on Linux).
 constexpr std::uint64_t kExpandableBase = std::uint64_t{1} << 52;
+constexpr std::uint64_t kSyntheticBase = std::uint64_t{1} << 60;
 
 }  // namespace
 
 TorchCaching::TorchCaching(Upstream& upstream, const TorchOptions& o)
-    : Strategy(upstream), o_(o), next_segment_base_(kExpandableBase) {}
+    : Strategy(upstream), o_(o), next_segment_base_(kExpandableBase), next_synthetic_address_(kSyntheticBase) {}
 
 std::uint64_t TorchCaching::roundup_power2_next_division(std::uint64_t size, std::uint64_t divisions) {
     if (is_pow2(size)) return size;
@@ -98,6 +100,7 @@ bool TorchCaching::allocate(const Request& r) {
         if (!is_own_release(p)) release_cached_blocks();
     }
     Block* block = malloc_block(p);
+    recorded_.clear();  // they were this request's
     if (!block) {
         ++num_ooms_;
         return false;
@@ -117,7 +120,15 @@ bool TorchCaching::allocate(const Request& r) {
 bool TorchCaching::is_own_release(const Params& p) const {
     if (find_free_block(p)) return false;
     if (gc_would_release()) return true;
-    return fraction_set() && total_allocated_memory() + p.alloc_size > upstream_.capacity();
+    const std::uint64_t capacity = upstream_.capacity();
+    if (!fraction_set() || total_allocated_memory() + p.alloc_size <= capacity) return false;
+    // The request would free oversize blocks first: when they make room,
+    // it frees no more, and a release of everything was the program's.
+    std::vector<Block*> oversize;
+    if (!select_oversize_blocks(p, oversize)) return true;
+    std::uint64_t released = 0;
+    for (const Block* b : oversize) released += b->size;
+    return total_allocated_memory() - released + p.alloc_size > capacity;
 }
 
 void TorchCaching::flush_pending_empty_cache() {
@@ -219,7 +230,9 @@ Block* TorchCaching::alloc_block(const Params& p, bool is_retry) {
     std::uint64_t address = 0;
     if (!upstream_.allocate(p.alloc_size, p.stream_index, address)) return nullptr;
     Block* b = new_block();
-    b->address = address;
+    b->upstream_address = address;
+    b->address = segment_address(p.alloc_size);
+    segments_by_address_.emplace(b->address, p.alloc_size);
     b->size = p.alloc_size;
     b->stream = p.stream;
     b->stream_index = p.stream_index;
@@ -284,34 +297,61 @@ std::uint64_t TorchCaching::try_merge_blocks(Block* dst, Block* src) {
     return subsumed;
 }
 
-// Frees cached oversize blocks (>= max_split_size) of the request's stream,
-// only enough for the request; blocks of expandable segments stay.
-bool TorchCaching::release_available_cached_blocks(const Params& p) {
+// The cached oversize blocks (>= max_split_size) of the request's stream that
+// release_available_cached_blocks frees, in its order: the smallest that is
+// large enough alone, else the largest ones until they are enough (blocks of
+// expandable segments stay). Returns whether they are enough.
+bool TorchCaching::select_oversize_blocks(const Params& p, std::vector<Block*>& out) const {
     if (o_.max_split_size == TorchOptions::kNoLimit) return false;
-    auto& blocks = p.pool->blocks;
+    const auto& blocks = p.pool->blocks;
     Block key;
     key.stream = p.stream;
     key.size = std::max(p.size, o_.max_split_size);
     auto it = blocks.lower_bound(&key);
     if (it != blocks.end() && (*it)->stream == p.stream && !(*it)->segment) {
-        release_block(*it);
+        out.push_back(*it);
         return true;
     }
-    // No single block is large enough: free several oversize blocks, largest first.
     if (it == blocks.begin()) return false;
     std::uint64_t total_released = 0;
-    --it;
-    while (total_released < key.size && (*it)->size >= o_.max_split_size && (*it)->stream == p.stream) {
-        Block* cur = *it;
-        const bool first = it == blocks.begin();
-        if (!first) --it;
-        if (!cur->segment) {
-            total_released += cur->size;
-            release_block(cur);
+    do {
+        --it;
+        if ((*it)->size < o_.max_split_size || (*it)->stream != p.stream) break;
+        if (!(*it)->segment) {
+            total_released += (*it)->size;
+            out.push_back(*it);
         }
-        if (first) break;
-    }
+    } while (total_released < key.size && it != blocks.begin());
     return total_released >= key.size;
+}
+
+// Frees them, enough or not.
+bool TorchCaching::release_available_cached_blocks(const Params& p) {
+    std::vector<Block*> oversize;
+    const bool enough = select_oversize_blocks(p, oversize);
+    for (Block* b : oversize) release_block(b);
+    return enough;
+}
+
+// Where a new cudaMalloc'd segment lies: where the recorded allocator's did,
+// if it recorded one of this size for this request and the model has
+// nothing there; else an address above all others.
+std::uint64_t TorchCaching::segment_address(std::uint64_t size) {
+    auto overlaps = [this](std::uint64_t address, std::uint64_t bytes) {
+        auto it = segments_by_address_.lower_bound(address);
+        if (it != segments_by_address_.end() && it->first - address < bytes) return true;
+        return it != segments_by_address_.begin() && address - std::prev(it)->first < std::prev(it)->second;
+    };
+    for (auto it = recorded_.begin(); it != recorded_.end(); ++it) {
+        if (it->second != size) continue;
+        const std::uint64_t address = it->first;
+        recorded_.erase(it);
+        if (address < kExpandableBase && address <= ~0ULL - size && !overlaps(address, size)) return address;
+        break;
+    }
+    const std::uint64_t address = next_synthetic_address_;
+    next_synthetic_address_ += round_up_checked(size, kRoundLarge);
+    return address;
 }
 
 // Frees every unsplit cached segment and unmaps every free page (large
@@ -338,7 +378,8 @@ void TorchCaching::release_blocks(BlockPool& pool) {
 }
 
 void TorchCaching::release_block(Block* block) {
-    upstream_.deallocate(block->address, block->size, block->stream_index);
+    upstream_.deallocate(block->upstream_address, block->size, block->stream_index);
+    segments_by_address_.erase(block->address);
     segment_.decrease(1);
     if (block->size >= o_.max_split_size) oversize_segments_.decrease(1);
     block->pool->blocks.erase(block);

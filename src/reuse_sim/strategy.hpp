@@ -86,6 +86,14 @@ public:
     // The trace ended: settle what waited for the next event (torch-caching
     // reads an empty_cache in the light of the request after it).
     virtual void end_of_trace() {}
+    // What the recorded allocator did just before the next request: a
+    // cudaMalloc of `size` bytes at `address` (a PyTorch snapshot's
+    // segment_alloc). torch-caching orders its cached blocks by address as
+    // PyTorch does, so it takes the device's addresses where it can.
+    virtual void recorded_segment(std::uint64_t address, std::uint64_t size) {
+        (void)address;
+        (void)size;
+    }
     // Returns every cached byte upstream (after all handles were freed).
     virtual void release_all() = 0;
     // Strategy-specific figures for the JSON report (PyTorch's own stats...).

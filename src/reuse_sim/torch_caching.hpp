@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -32,9 +33,10 @@ struct ExpandableSegment {
 };
 
 struct Block {
-    std::uint64_t address = 0;
+    std::uint64_t address = 0;  // orders blocks of equal size, as the device's addresses do in PyTorch
     std::uint64_t size = 0;
     std::uint64_t requested = 0;
+    std::uint64_t upstream_address = 0;  // of a whole cudaMalloc'd segment, for cudaFree
     std::uint64_t stream = 0;        // as the trace names it: the pool's first sort key
     std::uint32_t stream_index = 0;  // for the upstream
     std::uint64_t gc_count_base = 0; // the pool's get_free_block count when the block was cached
@@ -109,6 +111,7 @@ public:
     void deallocate(std::uint32_t handle) override;
     void synchronize_point() override { flush_pending_empty_cache(); }
     void end_of_trace() override { flush_pending_empty_cache(); }
+    void recorded_segment(std::uint64_t address, std::uint64_t size) override { recorded_.emplace_back(address, size); }
     void empty_cache() override;
     void release_all() override;
     std::vector<std::pair<std::string, std::uint64_t>> details() const override;
@@ -126,7 +129,9 @@ private:
     void alloc_found_block(Block* block, const Params& p, const Request& r);
     void free_block(Block* block);
     std::uint64_t try_merge_blocks(Block* dst, Block* src);
+    bool select_oversize_blocks(const Params& p, std::vector<Block*>& out) const;
     bool release_available_cached_blocks(const Params& p);
+    std::uint64_t segment_address(std::uint64_t size);
     void release_cached_blocks();
     void release_blocks(BlockPool& pool);
     void release_block(Block* block);
@@ -152,6 +157,9 @@ private:
     std::vector<Block*> spare_;
     std::vector<std::unique_ptr<ExpandableSegment>> segments_;
     std::uint64_t next_segment_base_;
+    std::uint64_t next_synthetic_address_;
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> recorded_;  // the next request's recorded cudaMallocs
+    std::map<std::uint64_t, std::uint64_t> segments_by_address_;      // live cudaMalloc'd segments: address -> size
     std::uint64_t num_ooms_ = 0, num_sync_all_streams_ = 0;
     bool pending_empty_cache_ = false;
     Stat allocated_bytes_, requested_bytes_, segment_, allocation_, oversize_allocations_, oversize_segments_;
