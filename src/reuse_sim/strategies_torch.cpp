@@ -97,7 +97,8 @@ bool TorchCaching::allocate(const Request& r) {
     const Params p = params_for(r);
     if (pending_empty_cache_) {
         pending_empty_cache_ = false;
-        if (!is_own_release(p)) release_cached_blocks();
+        if (is_own_release(p)) ++empty_caches_read_as_own_;
+        else release_cached_blocks();
     }
     Block* block = malloc_block(p);
     recorded_.clear();  // they were this request's
@@ -180,6 +181,10 @@ std::vector<std::pair<std::string, std::uint64_t>> TorchCaching::details() const
         {"num_alloc_retries", retries_},
         {"num_ooms", num_ooms_},
         {"num_sync_all_streams", num_sync_all_streams_},
+        // Releases a snapshot cannot tell from the program's empty_cache()
+        // (see is_own_release): num_alloc_retries is one too many for each
+        // that was the program's.
+        {"empty_caches_read_as_own_release", empty_caches_read_as_own_},
         {"reserved_bytes.all.peak", c.peak_reserved_bytes},
         {"allocated_bytes.all.peak", allocated_bytes_.peak},
         {"requested_bytes.all.peak", requested_bytes_.peak},

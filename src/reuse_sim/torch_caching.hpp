@@ -160,7 +160,7 @@ private:
     std::uint64_t next_synthetic_address_;
     std::vector<std::pair<std::uint64_t, std::uint64_t>> recorded_;  // the next request's recorded cudaMallocs
     std::map<std::uint64_t, std::uint64_t> segments_by_address_;      // live cudaMalloc'd segments: address -> size
-    std::uint64_t num_ooms_ = 0, num_sync_all_streams_ = 0;
+    std::uint64_t num_ooms_ = 0, num_sync_all_streams_ = 0, empty_caches_read_as_own_ = 0;
     bool pending_empty_cache_ = false;
     Stat allocated_bytes_, requested_bytes_, segment_, allocation_, oversize_allocations_, oversize_segments_;
 };
