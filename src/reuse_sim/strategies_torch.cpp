@@ -119,7 +119,7 @@ bool TorchCaching::allocate(const Request& r) {
 // segment exceeds the memory fraction. The model then makes those releases
 // (and counts the retry). Otherwise it was the program's.
 bool TorchCaching::is_own_release(const Params& p) const {
-    if (find_free_block(p)) return false;
+    if (find_free_block(p) != p.pool->blocks.end()) return false;
     if (gc_would_release()) return true;
     const std::uint64_t capacity = upstream_.capacity();
     if (!fraction_set() || total_allocated_memory() + p.alloc_size <= capacity) return false;
@@ -195,15 +195,15 @@ std::vector<std::pair<std::string, std::uint64_t>> TorchCaching::details() const
     };
 }
 
-// The best-fitting cached block for the request, left in its pool; null when
-// none may serve it.
-Block* TorchCaching::find_free_block(const Params& p) const {
+// The best-fitting cached block for the request, left in its pool; end()
+// when none may serve it.
+std::set<Block*, BySize>::const_iterator TorchCaching::find_free_block(const Params& p) const {
     Block key;
     key.stream = p.stream;
     key.size = p.size;
     const auto& blocks = p.pool->blocks;
     auto it = blocks.lower_bound(&key);
-    if (it == blocks.end() || (*it)->stream != p.stream) return nullptr;
+    if (it == blocks.end() || (*it)->stream != p.stream) return blocks.end();
     if ((*it)->segment) {
         // A block that can grow into the unmapped pages after it counts with
         // them: look further for an expandable block that is smaller so.
@@ -214,17 +214,19 @@ Block* TorchCaching::find_free_block(const Params& p) const {
             it = next++;
     }
     // Do not return an oversized block for a large request.
-    if (p.size < o_.max_split_size && (*it)->size >= o_.max_split_size) return nullptr;
+    if (p.size < o_.max_split_size && (*it)->size >= o_.max_split_size) return blocks.end();
     // Allow an oversized block to be rounded up, within a limit.
-    if (p.size >= o_.max_split_size && (*it)->size >= p.size + o_.max_non_split_rounding) return nullptr;
-    return *it;
+    if (p.size >= o_.max_split_size && (*it)->size >= p.size + o_.max_non_split_rounding) return blocks.end();
+    return it;
 }
 
 Block* TorchCaching::get_free_block(const Params& p) {
     // Track block reuse interval only when garbage collection is enabled.
     if (gc_enabled()) ++p.pool->get_free_blocks_call_count;
-    Block* block = find_free_block(p);
-    if (block) p.pool->blocks.erase(block);
+    const auto it = find_free_block(p);
+    if (it == p.pool->blocks.end()) return nullptr;
+    Block* block = *it;
+    p.pool->blocks.erase(it);
     return block;
 }
 
@@ -286,8 +288,8 @@ void TorchCaching::free_block(Block* block) {
 // and mapped alike; returns the bytes taken over (0: none).
 std::uint64_t TorchCaching::try_merge_blocks(Block* dst, Block* src) {
     if (!src || src->allocated || src->mapped != dst->mapped) return 0;
-    if (src->mapped) src->pool->blocks.erase(src);
-    else src->pool->unmapped.erase(src);
+    if (src->mapped) src->pool->erase_block(src);
+    else src->pool->erase_unmapped(src);
     if (dst->prev == src) {  // [src dst]
         dst->address = src->address;
         dst->prev = src->prev;
@@ -387,7 +389,7 @@ void TorchCaching::release_block(Block* block) {
     segments_by_address_.erase(block->address);
     segment_.decrease(1);
     if (block->size >= o_.max_split_size) oversize_segments_.decrease(1);
-    block->pool->blocks.erase(block);
+    block->pool->erase_block(block);
     delete_block(block);
 }
 

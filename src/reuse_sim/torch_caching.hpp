@@ -74,6 +74,10 @@ struct BlockPool {
     // age is how many there were since it was cached.
     std::uint64_t get_free_blocks_call_count = 0;
 
+    // Erasing by key would search twice (equal_range); blocks are unique.
+    void erase_block(Block* b) { blocks.erase(blocks.find(b)); }
+    void erase_unmapped(Block* b) { unmapped.erase(unmapped.find(b)); }
+
     void insert_into_blocks(Block* b) {
         b->gc_count_base = get_free_blocks_call_count;
         blocks.insert(b);
@@ -122,7 +126,7 @@ private:
     bool is_own_release(const Params& p) const;
     void flush_pending_empty_cache();
     Block* malloc_block(const Params& p);
-    Block* find_free_block(const Params& p) const;
+    std::set<Block*, BySize>::const_iterator find_free_block(const Params& p) const;
     Block* get_free_block(const Params& p);
     Block* alloc_block(const Params& p, bool is_retry);
     bool should_split(const Block* block, std::uint64_t size) const noexcept;

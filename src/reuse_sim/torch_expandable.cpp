@@ -36,7 +36,7 @@ Block* TorchCaching::try_allocate_expandable_block(const Params& p) {
         map_block(next, std::min(p.size - candidate->size, next->size));
         candidate = next;
     }
-    p.pool->blocks.erase(candidate);
+    p.pool->erase_block(candidate);
     return candidate;
 }
 
@@ -89,7 +89,7 @@ void TorchCaching::map_block(Block* to_map, std::uint64_t size) {
     const std::uint64_t end = (offset + size + es.page - 1) / es.page;
     const std::uint64_t mapped = (end - begin) * es.page;
     BlockPool& pool = *to_map->pool;
-    pool.unmapped.erase(to_map);
+    pool.erase_unmapped(to_map);
     to_map->mapped = true;
     if (mapped < to_map->size) {
         // to_map -> remaining -> to_map->next
@@ -119,7 +119,7 @@ void TorchCaching::unmap_block(Block* block) {
     const std::uint64_t end = (offset + block->size) / es.page;
     if (begin >= end) return;
     BlockPool& pool = *block->pool;
-    pool.blocks.erase(block);
+    pool.erase_block(block);
     const std::uint64_t unmapped_address = es.base + begin * es.page;
     const std::uint64_t unmapped_size = (end - begin) * es.page;
     const std::uint64_t before_size = unmapped_address - block->address;
@@ -154,7 +154,7 @@ void TorchCaching::unmap_block(Block* block) {
 
 // A segment without pages goes away with its address space.
 void TorchCaching::release_expandable_segment(Block* block) {
-    block->pool->unmapped.erase(block);
+    block->pool->erase_unmapped(block);
     ExpandableSegment* es = block->segment;
     segments_.erase(std::find_if(segments_.begin(), segments_.end(), [es](const auto& s) { return s.get() == es; }));
     delete_block(block);
