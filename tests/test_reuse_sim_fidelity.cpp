@@ -103,6 +103,33 @@ Replayed replay_fixture(const std::string& name, const nlohmann::json& doc) {
 
 }  // namespace
 
+// The value of `key` in a PYTORCH_CUDA_ALLOC_CONF string ("" if absent); a
+// list value keeps its commas ("[256:1,512:2,>:8]").
+std::string conf_value(const std::string& conf, const std::string& key) {
+    const std::size_t at = conf.find(key + ":");
+    if (at == std::string::npos) return "";
+    std::size_t end = at + key.size() + 1;
+    for (int depth = 0; end < conf.size() && (depth > 0 || conf[end] != ','); ++end)
+        depth += conf[end] == '[' ? 1 : conf[end] == ']' ? -1 : 0;
+    return conf.substr(at + key.size() + 1, end - at - key.size() - 1);
+}
+
+TEST_CASE("roundup_power2_divisions parses as PyTorch 2.11 recorded it in the fixtures' snapshots") {
+    for (const std::string& name : fixture_names()) {
+        CAPTURE(name);
+        std::ifstream in(fixture_dir() + "/" + name + ".stats.json");
+        const nlohmann::json doc = nlohmann::json::parse(in);
+        const nlohmann::json& conf = doc.at("allocator").at("PYTORCH_CUDA_ALLOC_CONF");
+        const std::string text = conf_value(conf.is_null() ? "" : conf.get<std::string>(), "roundup_power2_divisions");
+        if (text.empty()) continue;
+        CAPTURE(text);
+        auto source = rs::open_trace(fixture_dir() + "/" + name + ".pickle", rs::TraceFormat::automatic);
+        REQUIRE(source->allocator_settings());
+        REQUIRE(source->allocator_settings()->roundup_power2_divisions);
+        CHECK(rs::parse_roundup_power2_divisions(text) == *source->allocator_settings()->roundup_power2_divisions);
+    }
+}
+
 TEST_CASE("torch-caching reproduces PyTorch's own statistics on recorded workloads") {
     const auto names = fixture_names();
     if (names.empty()) {
