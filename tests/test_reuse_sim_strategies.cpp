@@ -323,6 +323,8 @@ namespace {
 // The program's torch.cuda.empty_cache(), and a request the recorded allocator refused.
 rs::Event E() { return rs::Event{rs::EventKind::empty_cache, 0, 0, 0, rs::kNoTag, 0}; }
 rs::Event O(std::uint64_t size) { return rs::Event{rs::EventKind::oom, 0, size, 0, rs::kNoTag, 0}; }
+// The recorded allocator's cudaMalloc of `size` bytes at `address`.
+rs::Event SA(std::uint64_t address, std::uint64_t size) { return rs::Event{rs::EventKind::segment_alloc, address, size, 0, rs::kNoTag, 0}; }
 rs::StrategyOptions expandable() {
     rs::StrategyOptions o;
     o.torch.expandable_segments = true;
@@ -421,6 +423,41 @@ TEST_CASE("torch-caching: an empty_cache before a request is the program's, or t
         CHECK(out.result.counters.device_frees == 2);
         CHECK(out.result.counters.reserved_bytes == 0);
     }
+}
+
+TEST_CASE("torch-caching: equal-size cached blocks are taken lowest address first, the device's where recorded") {
+    // Segment X (40 MiB) ends up as a free 30 MiB block beside a live 10 MiB
+    // one; segment Y is a free 30 MiB block of its own. Request 5 takes the
+    // one at the lower address; the empty_cache then frees Y only if it is
+    // still cached.
+    auto trace = [&](bool recorded) {
+        std::vector<rs::Event> t;
+        if (recorded) t.push_back(SA(0x2000000000, 40 * MiB));
+        t.insert(t.end(), {A(1, 40 * MiB), F(1), A(2, 30 * MiB), A(3, 10 * MiB)});
+        if (recorded) t.push_back(SA(0x1000000000, 30 * MiB));
+        t.insert(t.end(), {A(4, 30 * MiB), F(2), F(4), A(5, 30 * MiB), E()});
+        return t;
+    };
+    SUBCASE("without recorded addresses, in the order the segments came") {
+        CHECK(run_strategy("torch-caching", trace(false)).result.counters.device_frees == 1);
+    }
+    SUBCASE("with the recording's, Y lies lower") {
+        CHECK(run_strategy("torch-caching", trace(true)).result.counters.device_frees == 0);
+    }
+}
+
+TEST_CASE("torch-caching: oversize releases leave expandable segments alone") {
+    rs::StrategyOptions o = expandable();
+    o.torch.max_split_size = 40 * MiB;
+    // 1 maps 60 MiB (3 pages) and frees them; 2 does not fit the 80 MiB cap
+    // beside them as a cudaMalloc would see it (60 + 62 > 80), and the cached
+    // 60 MiB block is no oversize block to release: every page is unmapped
+    // (the retry), and 2 maps 80 MiB anew.
+    const auto out = run_strategy("torch-caching", {A(1, 60 * MiB), F(1), A(2, 61 * MiB)}, o, 80 * MiB);
+    CHECK(out.result.retries == 1);
+    CHECK(out.result.counters.device_frees == 1);
+    CHECK(out.result.counters.device_allocs == 2);
+    CHECK(out.result.ooms == 0);
 }
 
 TEST_CASE("torch-caching: an OOM, and the program going on after it") {
