@@ -76,17 +76,7 @@ rs::TorchOptions recorded_options(const rs::RecordedAllocatorSettings* s) {
     return o;
 }
 
-struct Replayed {
-    rs::LaneResult result;
-    rs::ReplaySummary summary;
-    std::uint64_t detail(const std::string& key) const {
-        for (const auto& [k, v] : result.details)
-            if (k == key) return v;
-        return 0;
-    }
-};
-
-Replayed replay_fixture(const std::string& name, const nlohmann::json& doc) {
+Outcome replay_fixture(const std::string& name, const nlohmann::json& doc) {
     const nlohmann::json& cap = doc.at("allocator").at("allowed_memory_maximum");
     const std::uint64_t capacity = cap.is_null() ? rs::kUnlimited : cap.get<std::uint64_t>();
     auto source = rs::open_trace(fixture_dir() + "/" + name + ".pickle", rs::TraceFormat::automatic);
@@ -95,7 +85,7 @@ Replayed replay_fixture(const std::string& name, const nlohmann::json& doc) {
     rs::Lane lane("torch-caching", std::make_unique<rs::SimulatedUpstream>(capacity, nullptr));
     lane.strategy = rs::make_strategy(rs::kStrategies.parse("torch-caching"), o, *lane.upstream);
     rs::Replay replay({&lane}, {});
-    Replayed out;
+    Outcome out;
     out.summary = replay.run(*source);
     out.result = rs::summarize(lane);
     return out;
@@ -143,7 +133,7 @@ TEST_CASE("torch-caching reproduces PyTorch's own statistics on recorded workloa
         const nlohmann::json doc = nlohmann::json::parse(in);
         const nlohmann::json& stats = doc.at("memory_stats");
         CAPTURE(doc.value("torch_version", std::string("?")));
-        const Replayed r = replay_fixture(name, doc);
+        const Outcome r = replay_fixture(name, doc);
         const std::pair<std::string, std::uint64_t> model[] = {
             {"num_device_alloc", r.result.counters.device_allocs},
             {"num_device_free", r.result.counters.device_frees},
