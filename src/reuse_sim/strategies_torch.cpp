@@ -197,12 +197,12 @@ std::vector<std::pair<std::string, std::uint64_t>> TorchCaching::details() const
 
 // The best-fitting cached block for the request, left in its pool; end()
 // when none may serve it.
-std::set<Block*, BySize>::const_iterator TorchCaching::find_free_block(const Params& p) const {
+std::set<Cached, BySize>::const_iterator TorchCaching::find_free_block(const Params& p) const {
     Block key;
     key.stream = p.stream;
     key.size = p.size;
     const auto& blocks = p.pool->blocks;
-    auto it = blocks.lower_bound(&key);
+    auto it = blocks.lower_bound(Cached::of(&key));
     if (it == blocks.end() || (*it)->stream != p.stream) return blocks.end();
     if ((*it)->segment) {
         // A block that can grow into the unmapped pages after it counts with
@@ -314,7 +314,7 @@ bool TorchCaching::select_oversize_blocks(const Params& p, std::vector<Block*>& 
     Block key;
     key.stream = p.stream;
     key.size = std::max(p.size, o_.max_split_size);
-    auto it = blocks.lower_bound(&key);
+    auto it = blocks.lower_bound(Cached::of(&key));
     if (it != blocks.end() && (*it)->stream == p.stream && !(*it)->segment) {
         out.push_back(*it);
         return true;

@@ -49,12 +49,22 @@ struct Block {
     bool is_split() const noexcept { return prev || next; }
 };
 
+// A cached block in its pool, with the keys it is ordered by held inline
+// (the comparisons then touch no Block); it reads as the Block* it holds.
+struct Cached {
+    std::uint64_t stream = 0, size = 0, address = 0;
+    Block* block = nullptr;
+    static Cached of(const Block* b) noexcept { return {b->stream, b->size, b->address, const_cast<Block*>(b)}; }
+    Block* operator->() const noexcept { return block; }
+    operator Block*() const noexcept { return block; }  // NOLINT(google-explicit-constructor): reads as its block
+};
+
 // BlockComparatorSize: (stream, size, address).
 struct BySize {
-    bool operator()(const Block* a, const Block* b) const noexcept {
-        if (a->stream != b->stream) return a->stream < b->stream;
-        if (a->size != b->size) return a->size < b->size;
-        return a->address < b->address;
+    bool operator()(const Cached& a, const Cached& b) const noexcept {
+        if (a.stream != b.stream) return a.stream < b.stream;
+        if (a.size != b.size) return a.size < b.size;
+        return a.address < b.address;
     }
 };
 // BlockComparatorAddress: (stream, address), for the unmapped ranges.
@@ -67,7 +77,7 @@ struct ByAddress {
 
 struct BlockPool {
     explicit BlockPool(bool is_small) : small(is_small) {}
-    std::set<Block*, BySize> blocks;       // cached (free, mapped) blocks
+    std::set<Cached, BySize> blocks;       // cached (free, mapped) blocks
     std::set<Block*, ByAddress> unmapped;  // expandable segments' address space without pages
     const bool small;
     // get_free_block calls while garbage collection is on: a cached block's
@@ -75,12 +85,12 @@ struct BlockPool {
     std::uint64_t get_free_blocks_call_count = 0;
 
     // Erasing by key would search twice (equal_range); blocks are unique.
-    void erase_block(Block* b) { blocks.erase(blocks.find(b)); }
+    void erase_block(Block* b) { blocks.erase(blocks.find(Cached::of(b))); }
     void erase_unmapped(Block* b) { unmapped.erase(unmapped.find(b)); }
 
     void insert_into_blocks(Block* b) {
         b->gc_count_base = get_free_blocks_call_count;
-        blocks.insert(b);
+        blocks.insert(Cached::of(b));
     }
     std::uint64_t gc_count(const Block* b) const noexcept { return get_free_blocks_call_count - b->gc_count_base; }
 };
@@ -126,7 +136,7 @@ private:
     bool is_own_release(const Params& p) const;
     void flush_pending_empty_cache();
     Block* malloc_block(const Params& p);
-    std::set<Block*, BySize>::const_iterator find_free_block(const Params& p) const;
+    std::set<Cached, BySize>::const_iterator find_free_block(const Params& p) const;
     Block* get_free_block(const Params& p);
     Block* alloc_block(const Params& p, bool is_retry);
     bool should_split(const Block* block, std::uint64_t size) const noexcept;
