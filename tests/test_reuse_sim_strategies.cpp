@@ -377,6 +377,11 @@ TEST_CASE("torch-caching: expandable segments map pages, one device allocation p
         CHECK(out.result.peak_reserved == 40 * MiB);
         CHECK(out.result.counters.device_allocs == 1);  // 2 fits the 15 MiB left
     }
+    SUBCASE("a request beyond any device's memory is refused, as cuMemCreate refuses it") {
+        const auto out = run_strategy("torch-caching", {A(1, std::uint64_t{1} << 50), A(2, MiB)}, expandable());
+        CHECK(out.result.ooms == 1);
+        CHECK(out.result.counters.device_allocs == 1);  // 2 only
+    }
 }
 
 TEST_CASE("torch-caching: garbage_collection_threshold frees the oldest cached blocks, with a memory fraction only") {

@@ -48,16 +48,11 @@ namespace {
 int floor_log2(std::uint64_t v) noexcept { return 63 - __builtin_clzll(v); }
 bool is_pow2(std::uint64_t v) noexcept { return v != 0 && (v & (v - 1)) == 0; }
 
-// Expandable segments' address space, one range per segment; and the
-// addresses of cudaMalloc'd segments when the trace did not record theirs.
-// Both far from a device's (0x7f... on Linux).
-constexpr std::uint64_t kExpandableBase = std::uint64_t{1} << 52;
-constexpr std::uint64_t kSyntheticBase = std::uint64_t{1} << 60;
 
 }  // namespace
 
 TorchCaching::TorchCaching(Upstream& upstream, const TorchOptions& o)
-    : Strategy(upstream), o_(o), next_segment_base_(kExpandableBase), next_synthetic_address_(kSyntheticBase) {}
+    : Strategy(upstream), o_(o), next_synthetic_address_(kSyntheticBase) {}
 
 std::uint64_t TorchCaching::roundup_power2_next_division(std::uint64_t size, std::uint64_t divisions) {
     if (is_pow2(size)) return size;
@@ -226,7 +221,7 @@ Block* TorchCaching::get_free_block(const Params& p) {
     const auto it = find_free_block(p);
     if (it == p.pool->blocks.end()) return nullptr;
     Block* block = *it;
-    p.pool->blocks.erase(it);
+    p.pool->erase_block(it);
     return block;
 }
 
@@ -357,7 +352,10 @@ std::uint64_t TorchCaching::segment_address(std::uint64_t size) {
         break;
     }
     const std::uint64_t address = next_synthetic_address_;
-    next_synthetic_address_ += round_up_checked(size, kRoundLarge);
+    const std::uint64_t span = round_up_checked(size, kRoundLarge);
+    if (span > ~0ULL - address)
+        throw SizeOverflow("torch-caching's 64-bit address space for segments is used up (addresses are never reused)");
+    next_synthetic_address_ += span;
     return address;
 }
 
@@ -371,13 +369,15 @@ void TorchCaching::release_cached_blocks() {
 }
 
 void TorchCaching::release_blocks(BlockPool& pool) {
-    std::vector<Block*> to_unmap;
-    for (auto it = pool.blocks.begin(); it != pool.blocks.end();) {
+    for (auto it = pool.whole.begin(); it != pool.whole.end();) {
         Block* block = *it;
         ++it;
-        if (block->segment) to_unmap.push_back(block);
-        else if (!block->prev && !block->next) release_block(block);
+        release_block(block);
     }
+    if (!o_.expandable_segments && segments_.empty()) return;
+    std::vector<Block*> to_unmap;
+    for (Block* block : pool.blocks)
+        if (block->segment) to_unmap.push_back(block);
     for (Block* block : to_unmap) {
         unmap_block(block);
         if (!block->prev && !block->next) release_expandable_segment(block);
@@ -401,7 +401,7 @@ bool TorchCaching::gc_would_release() const {
     const auto gc_threshold =
         static_cast<std::uint64_t>(o_.garbage_collection_threshold * static_cast<double>(upstream_.capacity()));
     if (total_allocated_memory() <= gc_threshold) return false;
-    return std::any_of(large_.blocks.begin(), large_.blocks.end(), [](const Block* b) { return !b->is_split() && !b->segment; });
+    return !large_.whole.empty();
 }
 
 // Frees unsplit large cached blocks, oldest first by rounds of "at least the
@@ -412,8 +412,7 @@ void TorchCaching::garbage_collect_cached_blocks() {
     if (total_allocated_memory() <= gc_threshold) return;
     const std::uint64_t target_size = total_allocated_memory() - gc_threshold;
     std::uint64_t gc_reclaimed = 0, total_age = 0, freeable_block_count = 0;
-    for (const Block* b : large_.blocks) {
-        if (b->is_split()) continue;
+    for (const Block* b : large_.whole) {
         total_age += large_.gc_count(b);
         ++freeable_block_count;
     }
@@ -421,10 +420,10 @@ void TorchCaching::garbage_collect_cached_blocks() {
     while (gc_reclaimed < target_size && block_freed && freeable_block_count > 0) {
         const double age_threshold = static_cast<double>(total_age) / static_cast<double>(freeable_block_count);
         block_freed = false;
-        for (auto it = large_.blocks.begin(); it != large_.blocks.end();) {
+        for (auto it = large_.whole.begin(); it != large_.whole.end();) {
             Block* block = *it;
             ++it;
-            if (block->is_split() || block->segment || static_cast<double>(large_.gc_count(block)) < age_threshold) continue;
+            if (static_cast<double>(large_.gc_count(block)) < age_threshold) continue;
             block_freed = true;
             gc_reclaimed += block->size;
             total_age -= large_.gc_count(block);

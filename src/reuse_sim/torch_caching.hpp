@@ -10,6 +10,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -24,12 +25,25 @@ constexpr std::uint64_t kLargeBuffer = 20971520;   // the large pool's expandabl
 constexpr std::uint64_t kMinLargeAlloc = 10485760;
 constexpr std::uint64_t kRoundLarge = 2097152;
 
+// Expandable segments' address space: from kExpandableBase, a range of
+// kSegmentAddressSpace per segment. PyTorch reserves 1 1/8 of the device's
+// memory; the model reserves more than any device has, which changes
+// nothing: a segment does not run out of address space before the device
+// runs out of memory, and sizes are compared only between blocks of the same
+// segment (whose unmapped tail is the largest).
+constexpr std::uint64_t kExpandableBase = std::uint64_t{1} << 52;
+constexpr std::uint64_t kSegmentAddressSpace = std::uint64_t{1} << 44;
+// The addresses of cudaMalloc'd segments when the trace did not record
+// theirs: above expandable segments' and far from a device's (0x7f... on Linux).
+constexpr std::uint64_t kSyntheticBase = std::uint64_t{1} << 60;
+
 struct BlockPool;
 
 // The virtual address range of an expandable segment (one per stream and
 // pool): pages of `page` bytes are mapped into it as requests need them.
 struct ExpandableSegment {
     std::uint64_t base = 0, size = 0, page = 0;
+    std::uint32_t slot = 0;  // among its stream's segments in the pool: where its address range lies
 };
 
 struct Block {
@@ -80,18 +94,31 @@ struct BlockPool {
     std::set<Cached, BySize> blocks;       // cached (free, mapped) blocks
     std::set<Block*, ByAddress> unmapped;  // expandable segments' address space without pages
     const bool small;
+    // Per stream, which address ranges its expandable segments take (only
+    // blocks of one stream are ever compared by address).
+    std::unordered_map<std::uint64_t, std::vector<bool>> segment_slots;
     // get_free_block calls while garbage collection is on: a cached block's
     // age is how many there were since it was cached.
     std::uint64_t get_free_blocks_call_count = 0;
 
-    // Erasing by key would search twice (equal_range); blocks are unique.
-    void erase_block(Block* b) { blocks.erase(blocks.find(Cached::of(b))); }
-    void erase_unmapped(Block* b) { unmapped.erase(unmapped.find(b)); }
+    // Cached blocks that are a whole cudaMalloc'd segment, the only ones
+    // releases free: kept apart so that a release need not look at every
+    // cached block (a cached block is split or not for as long as it is cached).
+    std::set<Cached, BySize> whole;
 
+    static bool is_whole(const Block* b) noexcept { return !b->is_split() && !b->segment; }
     void insert_into_blocks(Block* b) {
         b->gc_count_base = get_free_blocks_call_count;
         blocks.insert(Cached::of(b));
+        if (is_whole(b)) whole.insert(Cached::of(b));
     }
+    // Erasing by key would search twice (equal_range); blocks are unique.
+    void erase_block(std::set<Cached, BySize>::const_iterator it) {
+        if (is_whole(*it)) whole.erase(whole.find(*it));
+        blocks.erase(it);
+    }
+    void erase_block(Block* b) { erase_block(blocks.find(Cached::of(b))); }
+    void erase_unmapped(Block* b) { unmapped.erase(unmapped.find(b)); }
     std::uint64_t gc_count(const Block* b) const noexcept { return get_free_blocks_call_count - b->gc_count_base; }
 };
 
@@ -169,8 +196,7 @@ private:
     std::vector<Block*> live_;
     std::vector<std::unique_ptr<Block[]>> chunks_;
     std::vector<Block*> spare_;
-    std::vector<std::unique_ptr<ExpandableSegment>> segments_;
-    std::uint64_t next_segment_base_;
+    std::unordered_map<const ExpandableSegment*, std::unique_ptr<ExpandableSegment>> segments_;
     std::uint64_t next_synthetic_address_;
     std::vector<std::pair<std::uint64_t, std::uint64_t>> recorded_;  // the next request's recorded cudaMallocs
     std::map<std::uint64_t, std::uint64_t> segments_by_address_;      // live cudaMalloc'd segments: address -> size

@@ -14,17 +14,11 @@
 #include "reuse_sim/torch_caching.hpp"
 
 namespace gpumem::reuse_sim::detail::torch {
-namespace {
-
-// Address space per segment. PyTorch reserves 1 1/8 of the device's memory;
-// the model reserves more than any device has, which changes nothing: a
-// segment never runs out of address space, and sizes are compared only
-// between blocks of the same segment (whose unmapped tail is the largest).
-constexpr std::uint64_t kSegmentAddressSpace = std::uint64_t{1} << 44;
-
-}  // namespace
 
 Block* TorchCaching::try_allocate_expandable_block(const Params& p) {
+    // More than a segment's address space: more than a device has, where
+    // PyTorch's cuMemCreate fails.
+    if (p.size > kSegmentAddressSpace / kLargeBuffer * kLargeBuffer) return nullptr;
     // Free and unmapped blocks with room for the request, in one of:
     // unmapped -> null; unmapped -> free -> *; free -> unmapped -> *.
     Block* candidate = find_expandable_block(p);
@@ -61,13 +55,20 @@ Block* TorchCaching::find_expandable_block(const Params& p) {
         if (allocatable(c->prev)) c = c->prev;
         if (has_available_address_space(c)) return c;
     }
-    const std::uint64_t page = pool.small ? kSmallBuffer : kLargeBuffer;
-    segments_.push_back(std::make_unique<ExpandableSegment>());
-    ExpandableSegment* es = segments_.back().get();
-    es->page = page;
-    es->size = kSegmentAddressSpace / page * page;
-    es->base = next_segment_base_;
-    next_segment_base_ += 2 * kSegmentAddressSpace;
+    std::vector<bool>& slots = pool.segment_slots[p.stream];
+    const auto free_slot = std::find(slots.begin(), slots.end(), false);
+    const auto slot = static_cast<std::uint32_t>(free_slot - slots.begin());
+    if (free_slot == slots.end()) slots.push_back(true);
+    else *free_slot = true;
+    if (slot >= (kSyntheticBase - kExpandableBase) / kSegmentAddressSpace)
+        throw SizeOverflow("more expandable segments at once on one stream than the model has address space for");
+    auto segment = std::make_unique<ExpandableSegment>();
+    ExpandableSegment* es = segment.get();
+    segments_.emplace(es, std::move(segment));
+    es->page = pool.small ? kSmallBuffer : kLargeBuffer;
+    es->size = kSegmentAddressSpace / es->page * es->page;
+    es->base = kExpandableBase + slot * kSegmentAddressSpace;
+    es->slot = slot;
     Block* candidate = new_block();
     candidate->address = es->base;
     candidate->size = es->size;
@@ -154,9 +155,14 @@ void TorchCaching::unmap_block(Block* block) {
 
 // A segment without pages goes away with its address space.
 void TorchCaching::release_expandable_segment(Block* block) {
-    block->pool->erase_unmapped(block);
-    ExpandableSegment* es = block->segment;
-    segments_.erase(std::find_if(segments_.begin(), segments_.end(), [es](const auto& s) { return s.get() == es; }));
+    BlockPool& pool = *block->pool;
+    pool.erase_unmapped(block);
+    const ExpandableSegment* es = block->segment;
+    std::vector<bool>& slots = pool.segment_slots[block->stream];
+    slots[es->slot] = false;
+    while (!slots.empty() && !slots.back()) slots.pop_back();
+    if (slots.empty()) pool.segment_slots.erase(block->stream);
+    segments_.erase(es);
     delete_block(block);
 }
 
