@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <optional>
+#include <random>
 
 #include "base/memory_policy.hpp"
 #include "reuse_sim_helpers.hpp"
@@ -474,6 +475,47 @@ TEST_CASE("torch-caching: an OOM, and the program going on after it") {
     CHECK(out.result.retries == 1);
     CHECK(out.result.counters.device_allocs == 1);
     CHECK(out.result.counters.device_frees == 0);
+}
+
+TEST_CASE("torch-caching: every setting together on a random trace, with empty_caches and OOMs, gives everything back") {
+    std::mt19937_64 rng(7);
+    std::vector<rs::Event> trace;
+    std::vector<std::uint64_t> live;
+    std::uint64_t next_id = 0;
+    for (int i = 0; i < 20000; ++i) {
+        const auto r = rng() % 100;
+        if (r < 2) {
+            trace.push_back(E());
+        } else if (r < 48 && !live.empty()) {
+            std::swap(live[rng() % live.size()], live.back());
+            trace.push_back(F(live.back()));
+            live.pop_back();
+        } else {
+            const auto size = std::uint64_t{512} << (rng() % 18) | rng() % 4096;  // 512 B to 64 MiB
+            trace.push_back(A(next_id, size, rs::kNoTag, rng() % 4));
+            live.push_back(next_id++);
+        }
+    }
+    for (const bool expandable_segments : {false, true}) {
+        CAPTURE(expandable_segments);
+        rs::StrategyOptions o;
+        o.torch.expandable_segments = expandable_segments;
+        o.torch.max_split_size = 64 * MiB;
+        o.torch.garbage_collection_threshold = 0.6;
+        o.torch.roundup_power2_divisions.fill(4);
+        VectorSource source(trace);
+        rs::Lane lane("torch-caching", std::make_unique<rs::SimulatedUpstream>(GiB, nullptr));
+        lane.strategy = rs::make_strategy(rs::kStrategies.parse("torch-caching"), o, *lane.upstream);
+        rs::Replay replay({&lane}, {});
+        replay.run(source);
+        const rs::LaneResult r = rs::summarize(lane);
+        CHECK(r.ooms > 0);
+        CHECK(r.peak_reserved <= GiB + (expandable_segments ? 64 * MiB : 0));
+        replay.teardown();
+        CHECK(lane.upstream->counters().reserved_bytes == 0);
+        // A map and an unmap need not cover the same pages: only cudaMalloc'd segments pair up.
+        if (!expandable_segments) CHECK(lane.upstream->counters().device_allocs == lane.upstream->counters().device_frees);
+    }
 }
 
 TEST_CASE("async-pool: the driver's pool grows on demand and gives memory back at synchronizations") {
