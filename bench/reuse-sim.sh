@@ -8,9 +8,11 @@
 #    grow with the trace: the trace is streamed);
 #  - instructions per event under valgrind --tool=callgrind: the difference
 #    between a 300k- and a 100k-event trace divided by the difference in
-#    events, so start-up costs cancel and the figure is stable.
-# Writes bench/results/reuse-sim-DATE.md and prints it.
-#   bench/reuse-sim.sh [BUILD_DIR]          (default build)
+#    events, so start-up costs cancel and the figure is stable;
+#  - the same on a random trace with 4 streams (issue 14: every strategy
+#    >= 2 M events/s there), and the time of a trace with 10^6 streams.
+# Writes bench/results/reuse-sim-DATE.md (or OUT) and prints it.
+#   bench/reuse-sim.sh [BUILD_DIR [OUT]]     (default build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -22,8 +24,50 @@ steps_10m=116300   # training workload: ~86 requests+frees per step -> 10.0 M ev
 steps_1m=11630
 steps_small=1163   # ~100k events
 steps_large=3489   # ~300k events
+random_10m=10000000 random_1m=1000000 random_small=100000 random_large=300000
+many_streams=1000000 many_streams_events=4000000
 work=$(mktemp -d /tmp/gpumem-bench-XXXXXX)
 trap 'rm -rf "$work"' EXIT
+
+# random_trace EVENTS STREAMS FILE: a deterministic random trace (seed 1).
+# Sizes log-uniform from 1 KiB to 64 MiB; a free takes a random live
+# allocation; the live count wanders between 1000 and 5000; ids come back
+# most recently freed first, as a real allocator's addresses do. Up to 64
+# streams are drawn at random per allocation; more are taken in turn (7919
+# is prime to 10^6, so 10^6 allocations use every stream).
+random_trace() {
+  python3 - "$@" <<'PY'
+import math, random, sys
+events, streams, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+rng = random.Random(1)
+rand, exp = rng.random, math.exp
+lo, span = math.log(1024), math.log(64 << 20) - math.log(1024)
+live, spare, out, next_id, allocs = [], [], [], 1, 0
+with open(path, "w") as w:
+    w.write("# gpumem-trace v2\naction,id,size,stream,tag\n")
+    for _ in range(events):
+        k = len(live)
+        if k < 1000 or (k < 5000 and rand() < 0.5):
+            s = allocs * 7919 % streams if streams > 64 else int(rand() * streams)
+            if spare:
+                a = spare.pop()
+            else:
+                a, next_id = next_id, next_id + 1
+            out.append("alloc,%d,%d,%d,\n" % (a, int(exp(lo + rand() * span)), s))
+            live.append(a)
+            allocs += 1
+        else:
+            i = int(rand() * k)
+            live[i], live[-1] = live[-1], live[i]
+            a = live.pop()
+            spare.append(a)
+            out.append("free,%d,,,\n" % a)
+        if len(out) >= 65536:
+            w.write("".join(out))
+            out.clear()
+    w.write("".join(out))
+PY
+}
 
 field() { python3 -c "import json,sys; d=json.load(sys.stdin); print(d['$1'])"; }
 median3() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
@@ -33,11 +77,15 @@ for n in 10m:$steps_10m 1m:$steps_1m small:$steps_small large:$steps_large; do
   "$bin" reuse-sim --workload training --steps "${n#*:}" --strategy naive --no-chart --json \
     --save-trace "$work/${n%%:*}.csv" >/dev/null
 done
+for n in 10m:$random_10m 1m:$random_1m small:$random_small large:$random_large; do
+  random_trace "${n#*:}" 4 "$work/random-${n%%:*}.csv"
+done
+random_trace $many_streams_events $many_streams "$work/many-streams.csv"
 events_10m=$("$bin" reuse-sim --trace "$work/10m.csv" --strategy naive --json | field events)
 events_small=$("$bin" reuse-sim --trace "$work/small.csv" --strategy naive --json | field events)
 events_large=$("$bin" reuse-sim --trace "$work/large.csv" --strategy naive --json | field events)
 
-rows=""
+rows="" random_rows=""
 for s in $strategies; do
   echo "strategy $s..." >&2
   file_rates=() gen_rates=()
@@ -62,9 +110,21 @@ for s in $strategies; do
   gen_rate=$(median3 "${gen_rates[@]}")
   rows+=$(printf '| %s | %.2f | %.2f | %d | %d | %s | %s |' "$s" "$(python3 -c "print($file_rate/1e6)")" \
     "$(python3 -c "print($gen_rate/1e6)")" "$((rss_1m / 1024))" "$((rss_10m / 1024))" "$per_event" "$gen_per_event")$'\n'
+
+  # The random trace with 4 streams, and the one with 10^6 streams.
+  random_rates=()
+  for i in 1 2 3; do
+    random_rates+=("$("$bin" reuse-sim --trace "$work/random-10m.csv" --strategy "$s" --json | field events_per_second)")
+  done
+  random_rss_10m=$( { /usr/bin/time -f '%M' "$bin" reuse-sim --trace "$work/random-10m.csv" --strategy "$s" --json >/dev/null; } 2>&1 | tail -n 1)
+  random_rss_1m=$( { /usr/bin/time -f '%M' "$bin" reuse-sim --trace "$work/random-1m.csv" --strategy "$s" --json >/dev/null; } 2>&1 | tail -n 1)
+  random_ir=$(python3 -c "print(round(($(ir --trace "$work/random-large.csv") - $(ir --trace "$work/random-small.csv")) / ($random_large - $random_small)))")
+  many=$( { /usr/bin/time -f '%e %M' "$bin" reuse-sim --trace "$work/many-streams.csv" --strategy "$s" --json >/dev/null; } 2>&1 | tail -n 1)
+  random_rows+=$(printf '| %s | %.2f | %d | %d | %s | %s | %d |' "$s" "$(python3 -c "print($(median3 "${random_rates[@]}")/1e6)")" \
+    "$((random_rss_1m / 1024))" "$((random_rss_10m / 1024))" "$random_ir" "${many% *}" "$((${many#* } / 1024))")$'\n'
 done
 
-out=bench/results/reuse-sim-$(date +%F).md
+out=${2:-bench/results/reuse-sim-$(date +%F).md}
 {
   echo "# reuse-sim benchmark, $(date +%F)"
   echo
@@ -81,5 +141,16 @@ out=bench/results/reuse-sim-$(date +%F).md
   echo "| strategy | M events/s (file) | M events/s (generator) | RSS 1M events (MiB) | RSS 10M events (MiB) | Ir/event (file) | Ir/event (generator) |"
   echo "| --- | --- | --- | --- | --- | --- | --- |"
   printf '%s' "$rows"
+  echo
+  echo "## Random trace, 4 streams"
+  echo
+  echo "- trace: $random_10m events (and the first $random_1m, from the same seed, for RSS), sizes log-uniform 1 KiB..64 MiB, random frees, 1000..5000 live, 4 streams at random (random_trace in this script)"
+  echo "- 10^6 streams: $many_streams_events events taking $many_streams streams in turn; wall seconds and peak RSS of one run"
+  echo "- Ir/event: callgrind, (Ir($random_large events) - Ir($random_small events)) / $((random_large - random_small))"
+  echo "- targets (issue 14): >= 2 M events/s for every strategy, >= 10 M for naive and grow-only, RSS flat, 10^6 streams in seconds"
+  echo
+  echo "| strategy | M events/s | RSS 1M events (MiB) | RSS 10M events (MiB) | Ir/event | 10^6 streams (s) | 10^6 streams RSS (MiB) |"
+  echo "| --- | --- | --- | --- | --- | --- | --- |"
+  printf '%s' "$random_rows"
 } >"$out"
 cat "$out"

@@ -1,4 +1,4 @@
-// gpumem alloc-test max: the largest single cudaMalloc (binary search) and
+// gpumem alloc-test max: the largest single cudaMalloc (searched down from the total) and
 // the total obtainable in chunks with cuda_memtest's back-off.
 #include "alloc.hpp"
 #include "commands.hpp"
@@ -81,7 +81,7 @@ Report max_report(const MaxRequest& q, const MaxResults& results, const OutputOp
     Report r;
     const auto lines = lines_per_device<MaxLine>(results.devices, r, [&](const MaxDevice& d) { return MaxLine{&d, q.options.chunk}; });
     kLayout.fill(r, lines, q, output.format);
-    r.text_after.push_back("largest single: binary search of cudaMalloc to " + format_bytes(q.options.granularity) +
+    r.text_after.push_back("largest single: cudaMalloc searched down from the total in doubling steps, then bisected, to " + format_bytes(q.options.granularity) +
                            "; obtainable: pieces of the chunk until one fails, then halves down to the granularity. "
                            "free is cudaMemGetInfo's, with gpumem's own context (~0.5 GiB) already counted as used.");
     return r;

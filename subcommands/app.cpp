@@ -43,7 +43,7 @@ const CommandEntry kCommands[] = {
     {"alloc-test", "Allocation stress tests: latency, max, fill, churn, hold (see gpumem(1), ALLOC-TEST)", nullptr},
     {"alloc-test latency", "Allocation and free latency per API and size, and whether a free synchronizes the device",
      &kAllocLatencyCommand},
-    {"alloc-test max", "Largest single cudaMalloc (binary search) and the total obtainable in chunks", &kAllocMaxCommand},
+    {"alloc-test max", "Largest single cudaMalloc and the total obtainable in chunks", &kAllocMaxCommand},
     {"alloc-test fill", "Allocate SIZE or PCT% of free memory in chunks, write patterns and optionally verify them",
      &kAllocFillCommand},
     {"alloc-test churn", "Random allocate/free of sizes from --sizes, directly or through MixMemory", &kAllocChurnCommand},

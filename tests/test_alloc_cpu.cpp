@@ -1,5 +1,5 @@
 // CPU suite for alloc-test's pure logic: percentiles, ranges and chunk
-// plans, the binary search and the back-off, the churn planner, durations,
+// plans, the search of the largest allocation and the back-off, the churn planner, durations,
 // API and pattern names, the pattern generators, the cost-table format and
 // the per-device thread runner.
 #include <doctest/doctest.h>
@@ -86,14 +86,23 @@ TEST_CASE("alloc totals: percentages round down to 2 MiB, sizes to whole words")
 
 TEST_CASE("alloc largest_succeeding finds the largest granule a monotonic probe accepts") {
     const std::uint64_t g = 2ULL << 20;
-    for (std::uint64_t capacity : std::vector<std::uint64_t>{0, 1, g - 1, g, 3 * g + 5, 79ULL << 30, 80ULL << 30}) {
+    const std::uint64_t limit = 80ULL << 30;
+    const int log_granules = static_cast<int>(std::ceil(std::log2(static_cast<double>(limit / g + 1))));
+    for (std::uint64_t capacity : std::vector<std::uint64_t>{0, 1, g - 1, g, 3 * g + 5, 79ULL << 30, limit - 5 * g,
+                                                             limit - g, limit, limit + 1}) {
+        CAPTURE(capacity);
         int probes = 0;
-        const std::uint64_t limit = 80ULL << 30;
         const std::uint64_t got =
             largest_succeeding(limit, g, [&](std::uint64_t bytes) { return bytes <= capacity; }, &probes);
         CHECK(got == std::min(capacity, limit) / g * g);
-        CHECK(probes <= static_cast<int>(std::ceil(std::log2(static_cast<double>(limit / g + 1)))) + 1);
+        CHECK(probes <= 2 * log_granules + 1);
+        // Near the limit (free memory, where the largest allocation lies) it takes a handful.
+        if (capacity + 5 * g >= limit) CHECK(probes <= 6);
+        if (capacity >= limit) CHECK(probes == 1);
     }
+    // Every granule count from 0 to 40 under a limit of 37 granules.
+    for (std::uint64_t capacity = 0; capacity <= 40; ++capacity)
+        CHECK(largest_succeeding(37, 1, [&](std::uint64_t b) { return b <= capacity; }) == std::min<std::uint64_t>(capacity, 37));
     // Every probe is a multiple of the granularity and within the limit.
     largest_succeeding(100, 7, [](std::uint64_t b) {
         CHECK(b % 7 == 0);

@@ -3,7 +3,9 @@
 # check's demonstrations (exposition validated, an impossible threshold, a
 # planted bad word, Ctrl-C, two checks at once) and bench/check.sh. Output
 # under $OUT. Run from the repository root after tools/stage-device.sh:
-#   bash tools/device-check-run.sh [tests|demo|bench|all]
+#   bash tools/device-check-run.sh [tests|demo|bench|ranks|all]
+# ranks (two or more GPUs): two ranks launched as Slurm and as Open MPI would,
+# each with -d local, merged by gpumem report.
 set -u
 what=${1:-all}
 export PYTHONPATH=$PWD/.device/py
@@ -49,6 +51,32 @@ for n in (1, 2):
     d = json.load(open(f"{sys.argv[1]}/twice.{n}.json"))
     print(f"  run {n}: verdict {d['verdict']}, " + ", ".join(f"{c['check']} {c['verdict']}" for c in d["checks"] if c["verdict"] not in ("pass", "n/a")))
 PY
+fi
+if [ "$what" = ranks ] || [ "$what" = all ]; then
+  n=$(nvidia-smi -L | wc -l)
+  if [ "$n" -lt 2 ]; then echo "ranks: $n GPU(s), two needed: skipped"; else
+    $G check -d all --json >"$OUT/check-all.json"; echo "check -d all on $n GPUs: exit $?"
+    python3 - "$OUT/check-all.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for c in d["checks"]:
+    if c["check"].startswith("p2p") or c["verdict"] not in ("pass", "n/a"):
+        print(f"  GPU {c.get('index', '?')}: {c['check']} {c['verdict']} {c.get('value')} {c.get('unit', '')} (threshold {c.get('threshold')})")
+PY
+    # As slurmstepd sets them for srun -n 2 on one node
+    for r in 0 1; do
+      SLURM_PROCID=$r SLURM_LOCALID=$r SLURM_NTASKS=2 SLURM_JOB_ID=4242 SLURM_STEP_ID=0 \
+        $G check -d local --json >"$OUT/slurm-rank$r.json" 2>"$OUT/slurm-rank$r.err" & pids[$r]=$!
+    done
+    for r in 0 1; do wait ${pids[$r]}; echo "slurm-style rank $r: exit $?"; done
+    $G report "$OUT"/slurm-rank*.json; echo "report over the slurm-style ranks: exit $?"
+    if command -v mpirun >/dev/null; then
+      mpirun -np 2 --allow-run-as-root --oversubscribe sh -c \
+        "$G check -d local --json > $OUT/mpi-rank\$OMPI_COMM_WORLD_RANK.json"; echo "mpirun -np 2 check -d local: exit $?"
+      $G report --json "$OUT"/mpi-rank*.json >"$OUT/mpi-report.json"; echo "report over the mpirun ranks: exit $?"
+      $G report "$OUT"/mpi-rank*.json
+    else echo "no mpirun"; fi
+  fi
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
   bash bench/check.sh .device "${RUNS:-3}" >/dev/null; echo "bench/check.sh: exit $?"

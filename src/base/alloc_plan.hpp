@@ -1,5 +1,5 @@
 // The pure half of `gpumem alloc-test`: durations, test patterns, how
-// memory is cut into chunks, binary search of the largest allocation, the
+// memory is cut into chunks, search of the largest allocation, the
 // back-off of chunked allocation and the random stream of churn. No CUDA, so
 // it is tested on the CPU; src/bench/alloc_modes runs it on a GPU.
 #pragma once
@@ -42,8 +42,9 @@ std::vector<std::uint64_t> plan_chunks(std::uint64_t total, std::uint64_t chunk)
 
 // Largest multiple of `granularity` not above `limit` for which `probe`
 // succeeds, assuming success is monotonic (every smaller size succeeds too);
-// 0 if none does. Binary search: about log2(limit / granularity) probes,
-// counted in *probes.
+// 0 if none does. Gallops down from the limit, then bisects: a handful of
+// probes when the answer is near the limit, at most about
+// 2 log2(limit / granularity) otherwise, counted in *probes.
 std::uint64_t largest_succeeding(std::uint64_t limit, std::uint64_t granularity,
                                  const std::function<bool(std::uint64_t)>& probe, int* probes = nullptr);
 

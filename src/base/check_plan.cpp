@@ -201,6 +201,17 @@ std::string_view without_suffix(std::string_view text, std::string_view suffix) 
     return text.substr(0, text.size() - suffix.size());
 }
 
+// What --threshold accepts for a check of this unit, for error messages.
+std::string_view unit_examples(std::string_view unit) {
+    if (unit == "GB/s") return "45, 45GB/s or 45000MB/s";
+    if (unit == "bytes") return "120GiB or 128849018880";
+    if (unit == "s") return "10 or 10s";
+    if (unit == "lanes") return "16 or x16";
+    if (unit == "MHz") return "1500 or 1500MHz";
+    if (unit == "bool") return "0 or 1";
+    return "0 or 3";
+}
+
 double number_in_unit(std::string_view unit, std::string_view text) {
     if (unit == "bytes") return static_cast<double>(parse_size(text, true));
     if (unit == "GB/s") {
@@ -229,8 +240,11 @@ double parse_threshold_value(const Named<CheckKind>& row, std::string_view text)
     double v = 0;
     try {
         v = number_in_unit(kind.unit, text);
-    } catch (const UsageError& e) {
-        throw UsageError(what + ": " + e.what() + " (a number in " + std::string(kind.unit) + ", or with a unit)");
+    } catch (const UsageError&) {
+        // One message whatever the parser said: what was wrong and what is right.
+        if (!text.empty() && text[0] == '-') throw UsageError(what + " '" + std::string(text) + "' is negative");
+        throw UsageError(what + ": '" + std::string(text) + "' is not a value in " + std::string(kind.unit) +
+                         " (such as " + std::string(unit_examples(kind.unit)) + ")");
     }
     if (v < 0) throw UsageError(what + " '" + std::string(text) + "' is negative");
     if (v > unit_ceiling(kind.unit))

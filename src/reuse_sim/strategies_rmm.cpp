@@ -17,6 +17,7 @@
 
 #include "reuse_sim/flat_map.hpp"
 #include "reuse_sim/free_list.hpp"
+#include "reuse_sim/max_index.hpp"
 #include "reuse_sim/strategies_impl.hpp"
 
 namespace gpumem::reuse_sim::detail {
@@ -33,56 +34,88 @@ public:
         if (initial > 0) {
             // RMM puts the initial block on the legacy default stream's list.
             const FreeBlock b = try_to_expand(initial, initial, 0);
-            if (b.valid()) list(0).insert(b);
+            if (b.valid()) insert(0, b);
         }
     }
 
     // do_allocate: `bytes` already rounded by the caller to 256.
     bool allocate(std::uint64_t bytes, std::uint32_t stream, std::uint64_t& address, bool& head) {
-        const FreeBlock b = get_block(bytes, stream);
-        if (!b.valid()) return false;
-        if (b.size > bytes) list(stream).insert(FreeBlock{b.address + bytes, b.size - bytes, false});
+        FreeBlock b;
+        if (largest_.get(stream) >= bytes) {  // the usual case: the stream's own list, split in place
+            b = lists_[stream]->take_front_of_best_fit(bytes);
+            updated(stream);
+        } else {
+            b = get_block(bytes, stream);
+            if (!b.valid()) return false;
+            if (b.size > bytes) insert(stream, FreeBlock{b.address + bytes, b.size - bytes, false});
+        }
         address = b.address;
         head = b.head;
         return true;
     }
     void deallocate(std::uint64_t address, std::uint64_t bytes, std::uint32_t stream, bool head) {
-        list(stream).insert(FreeBlock{address, bytes, head});
+        insert(stream, FreeBlock{address, bytes, head});
     }
     void release() {
         for (const auto& [address, size] : upstream_blocks_) upstream_.deallocate(address, size, 0);
         upstream_blocks_.clear();
         lists_.clear();
+        largest_.clear();
         pool_size_ = 0;
     }
     std::uint64_t pool_size() const noexcept { return pool_size_; }
     std::size_t upstream_blocks() const noexcept { return upstream_blocks_.size(); }
 
 private:
-    CoalescingFreeList& list(std::uint32_t stream) {
+    static constexpr std::size_t npos = MaxIndex<std::uint64_t>::npos;
+
+    // Every change to a stream's list goes through these three, which keep
+    // largest_ (the largest free block of each stream) up to date. An empty
+    // list is dropped: with 10^6 streams most are empty at any time.
+    void insert(std::uint32_t stream, FreeBlock b) {
         if (stream >= lists_.size()) lists_.resize(stream + 1);
         if (!lists_[stream]) lists_[stream] = std::make_unique<CoalescingFreeList>();
-        return *lists_[stream];
+        lists_[stream]->insert(b);
+        largest_.set(stream, lists_[stream]->largest());
+    }
+    FreeBlock take(std::uint32_t stream, std::uint64_t size) {
+        if (largest_.get(stream) < size) return {};
+        const FreeBlock b = lists_[stream]->take_best_fit(size);
+        updated(stream);
+        return b;
+    }
+    // Moves stream `from`'s whole list into `stream`'s.
+    void absorb(std::uint32_t stream, std::uint32_t from) {
+        if (stream >= lists_.size()) lists_.resize(stream + 1);
+        if (!lists_[stream]) lists_[stream].swap(lists_[from]);
+        else lists_[stream]->absorb(*lists_[from]);
+        updated(from);
+        updated(stream);
+    }
+    void updated(std::uint32_t stream) {
+        auto& l = lists_[stream];
+        if (l && l->empty()) l.reset();
+        largest_.set(stream, l ? l->largest() : 0);
     }
 
+    // The search of stream_ordered_memory_resource::get_block, with the other
+    // streams' lists visited in stream order; largest_ skips those that
+    // cannot serve the request (the first loop) or are empty (the second).
+    // The stream's own list cannot serve `size` (allocate() looked).
     FreeBlock get_block(std::uint64_t size, std::uint32_t stream) {
-        CoalescingFreeList& own = list(stream);
-        if (FreeBlock b = own.take_best_fit(size); b.valid()) return b;
-        // Another stream's list, without merging first.
-        for (std::uint32_t s = 0; s < lists_.size(); ++s) {
-            if (s == stream || !lists_[s]) continue;
-            if (FreeBlock b = lists_[s]->take_best_fit(size); b.valid()) {
-                own.absorb(*lists_[s]);
-                lists_[s].reset();
-                return b;
-            }
+        // Another stream's list, without merging first; then absorb that list.
+        for (std::size_t s = largest_.first_at_least(0, size); s != npos; s = largest_.first_at_least(s + 1, size)) {
+            if (s == stream) continue;
+            const auto from = static_cast<std::uint32_t>(s);
+            const FreeBlock b = take(from, size);
+            if (lists_[from]) absorb(stream, from);
+            return b;
         }
         // Absorb the other lists one at a time, looking after each.
-        for (std::uint32_t s = 0; s < lists_.size(); ++s) {
-            if (s == stream || !lists_[s]) continue;
-            own.absorb(*lists_[s]);
-            lists_[s].reset();
-            if (FreeBlock b = own.take_best_fit(size); b.valid()) return b;
+        for (std::size_t s = largest_.first_at_least(0, 1); s != npos; s = largest_.first_at_least(s + 1, 1)) {
+            if (s == stream) continue;
+            absorb(stream, static_cast<std::uint32_t>(s));
+            if (FreeBlock b = take(stream, size); b.valid()) return b;
         }
         return try_to_expand(size_to_grow(size), size, stream);
     }
@@ -113,7 +146,8 @@ private:
     Upstream& upstream_;
     std::uint64_t maximum_;
     std::uint64_t pool_size_ = 0;
-    std::vector<std::unique_ptr<CoalescingFreeList>> lists_;
+    std::vector<std::unique_ptr<CoalescingFreeList>> lists_;  // by stream; null: empty
+    MaxIndex<std::uint64_t> largest_;                          // by stream: its list's largest block
     std::vector<std::pair<std::uint64_t, std::uint64_t>> upstream_blocks_;
 };
 
@@ -162,22 +196,29 @@ public:
     std::size_t chunks() const noexcept { return chunks_; }
 
     bool allocate(std::uint32_t stream, std::uint64_t& address) {
-        auto& own = list(stream);
-        if (own.empty()) {
-            // Blocks are all alike: any other stream's block fits, and its
-            // list moves to this stream.
-            for (std::uint32_t s = 0; s < free_.size() && own.empty(); ++s) {
-                if (s == stream || free_[s].empty()) continue;
-                own.insert(own.end(), free_[s].begin(), free_[s].end());
-                free_[s].clear();
+        if (!nonempty_.get(stream)) {
+            // Blocks are all alike: the first other stream's block fits, and
+            // its list moves to this (empty) one.
+            std::size_t s = nonempty_.first_at_least(0, 1);
+            if (s == stream) s = nonempty_.first_at_least(s + 1, 1);
+            if (s != MaxIndex<std::uint8_t>::npos) {
+                list(stream).swap(free_[s]);
+                nonempty_.set(s, 0);
+                nonempty_.set(stream, 1);
+            } else if (!add_chunk(stream)) {
+                return false;
             }
         }
-        if (own.empty() && !add_chunk(stream)) return false;
+        auto& own = free_[stream];
         address = own.back();
         own.pop_back();
+        if (own.empty()) nonempty_.set(stream, 0);
         return true;
     }
-    void deallocate(std::uint64_t address, std::uint32_t stream) { list(stream).push_back(address); }
+    void deallocate(std::uint64_t address, std::uint32_t stream) {
+        list(stream).push_back(address);
+        nonempty_.set(stream, 1);
+    }
 
 private:
     std::vector<std::uint64_t>& list(std::uint32_t stream) {
@@ -191,6 +232,7 @@ private:
         ++chunks_;
         auto& own = list(stream);
         for (std::uint64_t i = 0; i + block_size_ <= chunk_size_; i += block_size_) own.push_back(address + i);
+        if (!own.empty()) nonempty_.set(stream, 1);
         return true;
     }
 
@@ -198,7 +240,8 @@ private:
     std::uint64_t block_size_;
     std::uint64_t chunk_size_;
     std::size_t chunks_ = 0;
-    std::vector<std::vector<std::uint64_t>> free_;
+    std::vector<std::vector<std::uint64_t>> free_;  // by stream
+    MaxIndex<std::uint8_t> nonempty_;              // by stream: 1 where free_ holds a block
 };
 
 class RmmBinning final : public Strategy {

@@ -110,12 +110,10 @@ CoalescingFreeList& SimulatedUpstream::stream_list(std::uint32_t stream) {
 bool SimulatedUpstream::do_allocate_async(std::uint64_t size, std::uint32_t stream, std::uint64_t& address) {
     const std::uint64_t need = round_up_checked(size, kPoolAlignment);
     CoalescingFreeList& own = stream_list(stream);
-    CoalescingFreeList* source = &own;
-    FreeBlock b = own.take_best_fit(need);
-    if (!b.valid()) {
-        source = &pool_free_;
-        b = pool_free_.take_best_fit(need);
-    }
+    // The best fit in the stream's list, else in the pool's; what the block
+    // holds beyond the request stays in that list.
+    FreeBlock b = own.take_front_of_best_fit(need);
+    if (!b.valid()) b = pool_free_.take_front_of_best_fit(need);
     if (!b.valid()) {
         const std::uint64_t grow = round_up_checked(need, kPoolGranule);
         if (!fits(grow)) return false;
@@ -124,9 +122,8 @@ bool SimulatedUpstream::do_allocate_async(std::uint64_t size, std::uint32_t stre
         count_pool_grow(grow);
         // The rest of a fresh granule run stays with this stream, where it
         // can merge with what the stream frees.
-        source = &own;
+        if (grow > need) own.insert(FreeBlock{b.address + need, grow - need, false});
     }
-    if (b.size > need) source->insert(FreeBlock{b.address + need, b.size - need, false});
     address = b.address;
     return true;
 }
