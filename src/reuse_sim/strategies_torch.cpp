@@ -234,7 +234,6 @@ Block* TorchCaching::alloc_block(const Params& p, bool is_retry) {
     Block* b = new_block();
     b->upstream_address = address;
     b->address = segment_address(p.alloc_size);
-    segments_by_address_.emplace(b->address, p.alloc_size);
     b->size = p.alloc_size;
     b->stream = p.stream;
     b->stream_index = p.stream_index;
@@ -337,7 +336,8 @@ bool TorchCaching::release_available_cached_blocks(const Params& p) {
 
 // Where a new cudaMalloc'd segment lies: where the recorded allocator's did,
 // if it recorded one of this size for this request and the model has
-// nothing there; else an address above all others.
+// nothing there (segments_by_address_ holds those); else an address above
+// all others, never reused.
 std::uint64_t TorchCaching::segment_address(std::uint64_t size) {
     auto overlaps = [this](std::uint64_t address, std::uint64_t bytes) {
         auto it = segments_by_address_.lower_bound(address);
@@ -348,8 +348,9 @@ std::uint64_t TorchCaching::segment_address(std::uint64_t size) {
         if (it->second != size) continue;
         const std::uint64_t address = it->first;
         recorded_.erase(it);
-        if (address < kExpandableBase && address <= ~0ULL - size && !overlaps(address, size)) return address;
-        break;
+        if (address >= kExpandableBase || address > ~0ULL - size || overlaps(address, size)) break;
+        segments_by_address_.emplace(address, size);
+        return address;
     }
     const std::uint64_t address = next_synthetic_address_;
     const std::uint64_t span = round_up_checked(size, kRoundLarge);
@@ -369,11 +370,7 @@ void TorchCaching::release_cached_blocks() {
 }
 
 void TorchCaching::release_blocks(BlockPool& pool) {
-    for (auto it = pool.whole.begin(); it != pool.whole.end();) {
-        Block* block = *it;
-        ++it;
-        release_block(block);
-    }
+    while (!pool.whole.empty()) release_block(pool.whole.back());
     if (!o_.expandable_segments && segments_.empty()) return;
     std::vector<Block*> to_unmap;
     for (Block* block : pool.blocks)
@@ -386,7 +383,7 @@ void TorchCaching::release_blocks(BlockPool& pool) {
 
 void TorchCaching::release_block(Block* block) {
     upstream_.deallocate(block->upstream_address, block->size, block->stream_index);
-    segments_by_address_.erase(block->address);
+    if (block->address < kSyntheticBase) segments_by_address_.erase(block->address);
     segment_.decrease(1);
     if (block->size >= o_.max_split_size) oversize_segments_.decrease(1);
     block->pool->erase_block(block);
@@ -420,9 +417,10 @@ void TorchCaching::garbage_collect_cached_blocks() {
     while (gc_reclaimed < target_size && block_freed && freeable_block_count > 0) {
         const double age_threshold = static_cast<double>(total_age) / static_cast<double>(freeable_block_count);
         block_freed = false;
-        for (auto it = large_.whole.begin(); it != large_.whole.end();) {
-            Block* block = *it;
-            ++it;
+        // From the back: a release moves the last block into the freed place,
+        // which this walk has passed.
+        for (std::size_t i = large_.whole.size(); i-- > 0;) {
+            Block* block = large_.whole[i];
             if (static_cast<double>(large_.gc_count(block)) < age_threshold) continue;
             block_freed = true;
             gc_reclaimed += block->size;

@@ -54,6 +54,7 @@ struct Block {
     std::uint64_t stream = 0;        // as the trace names it: the pool's first sort key
     std::uint32_t stream_index = 0;  // for the upstream
     std::uint64_t gc_count_base = 0; // the pool's get_free_block count when the block was cached
+    std::uint32_t whole_index = 0;   // in its pool's `whole`, while it is there
     BlockPool* pool = nullptr;
     ExpandableSegment* segment = nullptr;  // null: a cudaMalloc'd segment
     bool allocated = false;
@@ -102,19 +103,28 @@ struct BlockPool {
     std::uint64_t get_free_blocks_call_count = 0;
 
     // Cached blocks that are a whole cudaMalloc'd segment, the only ones
-    // releases free: kept apart so that a release need not look at every
-    // cached block (a cached block is split or not for as long as it is cached).
-    std::set<Cached, BySize> whole;
+    // releases free: kept apart, in no order (what releases and garbage
+    // collection free does not depend on it), so that a release need not look
+    // at every cached block. A cached block is split or not for as long as it
+    // is cached.
+    std::vector<Block*> whole;
 
     static bool is_whole(const Block* b) noexcept { return !b->is_split() && !b->segment; }
     void insert_into_blocks(Block* b) {
         b->gc_count_base = get_free_blocks_call_count;
         blocks.insert(Cached::of(b));
-        if (is_whole(b)) whole.insert(Cached::of(b));
+        if (!is_whole(b)) return;
+        b->whole_index = static_cast<std::uint32_t>(whole.size());
+        whole.push_back(b);
     }
     // Erasing by key would search twice (equal_range); blocks are unique.
     void erase_block(std::set<Cached, BySize>::const_iterator it) {
-        if (is_whole(*it)) whole.erase(whole.find(*it));
+        if (is_whole(*it)) {
+            Block* last = whole.back();
+            last->whole_index = it->block->whole_index;
+            whole[last->whole_index] = last;
+            whole.pop_back();
+        }
         blocks.erase(it);
     }
     void erase_block(Block* b) { erase_block(blocks.find(Cached::of(b))); }
@@ -199,7 +209,7 @@ private:
     std::unordered_map<const ExpandableSegment*, std::unique_ptr<ExpandableSegment>> segments_;
     std::uint64_t next_synthetic_address_;
     std::vector<std::pair<std::uint64_t, std::uint64_t>> recorded_;  // the next request's recorded cudaMallocs
-    std::map<std::uint64_t, std::uint64_t> segments_by_address_;      // live cudaMalloc'd segments: address -> size
+    std::map<std::uint64_t, std::uint64_t> segments_by_address_;      // live segments at recorded addresses: address -> size
     std::uint64_t num_ooms_ = 0, num_sync_all_streams_ = 0, empty_caches_read_as_own_ = 0;
     bool pending_empty_cache_ = false;
     Stat allocated_bytes_, requested_bytes_, segment_, allocation_, oversize_allocations_, oversize_segments_;
