@@ -603,7 +603,7 @@ Report tune_report(const ReuseSimRequest& q, const ReuseSimResults& r, const Out
     report.text_before.push_back(head_line(q, r, output.unit));
     for (std::string& line : recorded_lines(r, output.unit)) report.text_before.push_back(std::move(line));
     report.text_before.push_back("torch-caching under " + std::to_string(r.tune->grid_points) +
-                                 " settings, ranked: no OOM first, then the lowest peak reserved, fewer retries, less modelled time");
+                                 " settings, ranked: no OOM first (then fewer), then the lowest peak reserved, fewer retries, less modelled time");
     report.text_after = {"", tune_answer_text(q, r, output.unit)};
     return report;
 }

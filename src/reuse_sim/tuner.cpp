@@ -232,6 +232,8 @@ std::string alloc_conf(const TorchOptions& options) {
 
 bool ranks_before(const TuneOutcome& a, const TuneOutcome& b) noexcept {
     if ((a.ooms == 0) != (b.ooms == 0)) return a.ooms == 0;
+    // Under a cap every failing setting peaks near the cap: the count tells them apart.
+    if (a.ooms != b.ooms) return a.ooms < b.ooms;
     if (a.peak_reserved != b.peak_reserved) return a.peak_reserved < b.peak_reserved;
     if (a.retries != b.retries) return a.retries < b.retries;
     return a.modelled_us < b.modelled_us;

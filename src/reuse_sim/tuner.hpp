@@ -94,8 +94,8 @@ struct TuneRow {
     TuneOutcome outcome;
 };
 
-// Whether `a` ranks before `b`: no OOM first, then the lower peak reserved,
-// fewer retries, less modelled time.
+// Whether `a` ranks before `b`: no OOM first (among settings with OOMs,
+// fewer first), then the lower peak reserved, fewer retries, less modelled time.
 bool ranks_before(const TuneOutcome& a, const TuneOutcome& b) noexcept;
 // Sorts by ranks_before; among equals the recorded setting first, then grid order.
 void rank_rows(std::vector<TuneRow>& rows);
