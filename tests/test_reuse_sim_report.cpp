@@ -461,8 +461,8 @@ TEST_CASE("reuse-sim report: --tune's document has the schema's keys, the ranked
     CHECK(t["smallest_capacity_bytes"] == 36ULL << 30);
     CHECK(t["capacity_not_searched"].is_null());
     CHECK(t["answer"] ==
-          "With expandable_segments:True this trace fits in 40 GiB (peak 37 GiB); as recorded it fails at event 18,231; the best "
-          "setting fits down to about 36 GiB (to within 1 MiB, 32 more replays).");
+          "With expandable_segments:True this trace fits in 40 GiB (peak 37 GiB); as recorded it fails at event 18,231; the smallest "
+          "capacity the best setting fits in is about 36 GiB (to within 1 MiB, 32 more replays).");
     // The comparison's document has no "tune".
     CHECK_FALSE(document(reuse_sim_report(request(), results(), OutputOptions{Format::json})).contains("tune"));
 }

@@ -191,7 +191,7 @@ TEST_CASE("tuner: the answer says which setting fits, and where the recorded one
     found.replays = 33;
     CHECK(rs::tune_answer(uncapped, rs::kUnlimited, found, bytes, "with the baseline settings") ==
           "Without a memory cap (--capacity, --memory-fraction) nothing runs out of memory; with expandable_segments:True the peak "
-          "reserved is 30 GiB, with the baseline settings 32 GiB; the best setting fits down to about 28 GiB (to within 1 MiB, 33 "
+          "reserved is 30 GiB, with the baseline settings 32 GiB; the smallest capacity the best setting fits in is about 28 GiB (to within 1 MiB, 33 "
           "more replays).");
     rs::CapacitySearch skipped;
     skipped.not_searched = "it would take about 90 s more";

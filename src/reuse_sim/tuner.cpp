@@ -42,7 +42,14 @@ void parse_roundup(std::string_view value, TorchOptions& o) {
         o.roundup_power2_divisions.fill(0);
         return;
     }
-    o.roundup_power2_divisions = parse_roundup_power2_divisions(value);
+    try {
+        o.roundup_power2_divisions = parse_roundup_power2_divisions(value);
+    } catch (const UsageError& e) {
+        // Its message names the flag (--roundup-power2-divisions 'X': why): keep the why.
+        const std::string what = e.what();
+        const std::size_t why = what.find("': ");
+        throw UsageError("roundup_power2_divisions '" + std::string(value) + "': " + (why == std::string::npos ? what : what.substr(why + 3)));
+    }
 }
 
 void parse_expandable(std::string_view value, TorchOptions& o) {
@@ -118,12 +125,12 @@ SweepAxis axis_of(const Named<KnobSpec>& knob, std::string_view list, std::strin
     SweepAxis axis;
     axis.knob = &knob;
     for (std::string_view value : split_values(list)) {
-        if (value.empty()) throw UsageError("--sweep '" + std::string(option_text) + "': empty value");
+        if (value.empty()) throw UsageError("'" + std::string(option_text) + "': empty value");
         TorchOptions o;
         knob.value.parse(value, o);
         for (const TorchOptions& seen : axis.values)
             if (knob.value.same(seen, o))
-                throw UsageError("--sweep '" + std::string(option_text) + "': " + std::string(knob.name) + " value '" +
+                throw UsageError("'" + std::string(option_text) + "': " + std::string(knob.name) + " value '" +
                                  std::string(value) + "' given twice");
         axis.values.push_back(o);
     }
@@ -137,18 +144,23 @@ const NameTable<KnobSpec> kKnobs{"knob", kKnobRows};
 SweepAxis parse_sweep(std::string_view text) {
     const std::size_t equals = text.find('=');
     if (equals == std::string_view::npos)
-        throw UsageError("--sweep '" + std::string(text) + "': expected KNOB=V1,V2,... (knobs: " + kKnobs.names(", ") + ")");
+        throw UsageError("'" + std::string(text) + "': expected KNOB=V1,V2,... (knobs: " + kKnobs.names(", ") + ")");
     const std::string_view name = trimmed(text.substr(0, equals)), list = trimmed(text.substr(equals + 1));
     const Named<KnobSpec>* knob = kKnobs.find(name);
-    if (!knob) throw UsageError("--sweep '" + std::string(text) + "': unknown knob '" + std::string(name) + "' (expected " + kKnobs.names() + ")");
-    if (list.empty()) throw UsageError("--sweep '" + std::string(text) + "': empty list of values");
+    if (!knob) throw UsageError("'" + std::string(text) + "': unknown knob '" + std::string(name) + "' (expected " + kKnobs.names() + ")");
+    if (list.empty()) throw UsageError("'" + std::string(text) + "': empty list of values");
     return axis_of(*knob, list, text);
 }
 
 std::vector<SweepAxis> grid_axes(const std::vector<std::string>& sweeps, bool tune, bool capped) {
     std::vector<SweepAxis> axes;
     for (const std::string& text : sweeps) {
-        SweepAxis axis = parse_sweep(text);
+        SweepAxis axis;
+        try {
+            axis = parse_sweep(text);
+        } catch (const UsageError& e) {
+            throw UsageError(std::string("--sweep: ") + e.what());
+        }
         for (const SweepAxis& a : axes)
             if (a.knob == axis.knob) throw UsageError("--sweep: " + std::string(axis.knob->name) + " swept twice (give all its values in one --sweep)");
         if (axis.knob->value.needs_cap && !capped)
@@ -274,7 +286,7 @@ std::string at_event(const TuneOutcome& o) {
 
 std::string search_clause(const CapacitySearch& search, const std::function<std::string(std::uint64_t)>& bytes) {
     if (search.smallest)
-        return "; the best setting fits down to about " + bytes(*search.smallest) + " (to within " + bytes(search.resolution) + ", " +
+        return "; the smallest capacity the best setting fits in is about " + bytes(*search.smallest) + " (to within " + bytes(search.resolution) + ", " +
                std::to_string(search.replays) + " more replays)";
     if (!search.not_searched.empty()) return "; the smallest capacity the best setting fits in was not searched: " + search.not_searched;
     return "";
