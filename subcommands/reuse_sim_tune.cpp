@@ -29,7 +29,7 @@ struct LanesReplay {
 };
 
 // The input replayed once through torch-caching lanes, from its start.
-LanesReplay replay_lanes(rs::EventSource& source, const rs::CostModel& costs, const rs::StrategyOptions& base,
+LanesReplay replay_lanes(const ReuseSimRequest& q, rs::EventSource& source, const rs::CostModel& costs, const rs::StrategyOptions& base,
                          const std::vector<TuneLane>& specs) {
     const rs::StrategySpec& torch = rs::kStrategies.parse("torch-caching");
     std::vector<std::unique_ptr<rs::Lane>> lanes;
@@ -43,6 +43,7 @@ LanesReplay replay_lanes(rs::EventSource& source, const rs::CostModel& costs, co
         lanes.push_back(std::move(lane));
     }
     rs::ReplayOptions options;
+    options.sync_every = q.sync_every;
     options.poll = [] { throw_if_interrupted(); };
     rs::Replay replay(lane_ptrs, options);
     LanesReplay result;
@@ -72,13 +73,14 @@ constexpr double kSearchSeconds = 60.0;
 
 // The smallest capacity of `probes` that `torch` fits in (no OOM), by one
 // replay; also the largest that it does not fit in below that one.
-std::pair<std::optional<std::uint64_t>, std::optional<std::uint64_t>> probe(rs::EventSource& source, const rs::CostModel& costs,
+std::pair<std::optional<std::uint64_t>, std::optional<std::uint64_t>> probe(const ReuseSimRequest& q, rs::EventSource& source,
+                                                                            const rs::CostModel& costs,
                                                                             const rs::StrategyOptions& base, const rs::TorchOptions& torch,
                                                                             const std::vector<std::uint64_t>& probes) {
     if (!source.rewind()) throw Error("--tune: cannot read " + source.description() + " again");
     std::vector<TuneLane> specs;
     for (std::uint64_t c : probes) specs.push_back({torch, c});
-    const LanesReplay replay = replay_lanes(source, costs, base, specs);
+    const LanesReplay replay = replay_lanes(q, source, costs, base, specs);
     std::optional<std::uint64_t> fits, fails;
     for (std::size_t i = 0; i < probes.size(); ++i) {
         if (replay.lanes[i].ooms == 0 && !fits) fits = probes[i];
@@ -114,12 +116,12 @@ rs::CapacitySearch search_capacity(const ReuseSimRequest& q, rs::EventSource& so
         high = best.outcome.peak_reserved;
     } else {
         if (!source.rewind()) throw Error("--tune: cannot read " + source.description() + " again");
-        high = replay_lanes(source, costs, r.strategy_options, {{best.point.options, rs::kUnlimited}}).lanes.front().peak_reserved;
+        high = replay_lanes(q, source, costs, r.strategy_options, {{best.point.options, rs::kUnlimited}}).lanes.front().peak_reserved;
         search.replays += 1;
     }
     for (int pass = 0; pass < kSearchPasses && high > low + (1ULL << 20); ++pass) {
         const std::vector<std::uint64_t> probes = rs::capacity_probes(low, high, kProbesPerPass);
-        const auto [fits, fails] = probe(source, costs, r.strategy_options, best.point.options, probes);
+        const auto [fits, fails] = probe(q, source, costs, r.strategy_options, best.point.options, probes);
         search.replays += probes.size();
         if (fails) low = *fails;
         if (!fits) break;  // not even `high`: the search's assumption does not hold here
@@ -143,7 +145,7 @@ void tune_reuse_sim(const ReuseSimRequest& q, rs::EventSource& source, const rs:
     for (const rs::GridPoint& p : points) specs.push_back({p.options, q.capacity});
     r.tune = TuneResults{};
     r.tune->grid_points = points.size();
-    LanesReplay grid = replay_lanes(source, costs, r.strategy_options, specs);
+    LanesReplay grid = replay_lanes(q, source, costs, r.strategy_options, specs);
     if (grid.summary.skipped) r.warnings.push_back(std::to_string(grid.summary.skipped) + " " + source.skipped_what() + " were not replayed");
     for (std::string& note : source.notes()) r.warnings.push_back(std::move(note));
     r.summary = grid.summary;

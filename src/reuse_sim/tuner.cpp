@@ -310,7 +310,7 @@ std::string tune_answer(const std::vector<TuneRow>& rows, std::uint64_t capacity
                                     bytes(recorded.peak_reserved));
     } else if (best.ooms == 0 && recorded.ooms == 0) {
         s = baseline + " this trace fits in " + bytes(capacity) + " (peak " + bytes(recorded.peak_reserved) + ")" +
-            (best_is_recorded ? ", and no setting of the grid lowers the peak"
+            (best_is_recorded ? ", and no other setting that fits has a lower peak"
                               : "; " + best_with + " the peak is " + bytes(best.peak_reserved));
     } else if (best.ooms == 0) {
         s = best_with + " this trace fits in " + bytes(capacity) + " (peak " + bytes(best.peak_reserved) + "); " + baseline +
