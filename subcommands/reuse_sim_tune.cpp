@@ -10,6 +10,7 @@
 
 #include "base/errors.hpp"
 #include "base/interrupt.hpp"
+#include "base/sizes.hpp"
 #include "reuse_sim.hpp"
 
 namespace gpumem::cli {
@@ -119,7 +120,8 @@ rs::CapacitySearch search_capacity(const ReuseSimRequest& q, rs::EventSource& so
         high = replay_lanes(q, source, costs, r.strategy_options, {{best.point.options, rs::kUnlimited}}).lanes.front().peak_reserved;
         search.replays += 1;
     }
-    for (int pass = 0; pass < kSearchPasses && high > low + (1ULL << 20); ++pass) {
+    // At least one pass: an uncapped peak is checked under a cap of its size.
+    for (int pass = 0; pass < kSearchPasses && (pass == 0 || high > low + (1ULL << 20)); ++pass) {
         const std::vector<std::uint64_t> probes = rs::capacity_probes(low, high, kProbesPerPass);
         const auto [fits, fails] = probe(q, source, costs, r.strategy_options, best.point.options, probes);
         search.replays += probes.size();
@@ -129,7 +131,7 @@ rs::CapacitySearch search_capacity(const ReuseSimRequest& q, rs::EventSource& so
         smallest = high;
     }
     if (!smallest) {
-        search.not_searched = "no capacity up to " + std::to_string(high) + " bytes fits";
+        search.not_searched = "it ran out of memory at every capacity tried, up to " + format_bytes(high);
         return search;
     }
     search.smallest = smallest;
