@@ -341,6 +341,16 @@ TEST_CASE("cli reuse-sim --tune: a recorded workload under a cap that bites, ran
     CHECK(has(text.out, "PYTORCH_CUDA_ALLOC_CONF"));
     CHECK(has(text.out, "baseline  (PyTorch's defaults)"));
     CHECK(has(text.out, "the smallest capacity the best setting fits in is about"));
+    // --memory-fraction is a cap too: the GC threshold joins the grid; without a cap it does not.
+    const RunResult fraction = run_gpumem({"reuse-sim", "--trace", fixture("torch/memory_fraction.csv"), "--tune", "--memory-fraction",
+                                           "0.5", "--device-total", "1300MiB", "--json"});
+    REQUIRE(fraction.status == 0);
+    const nlohmann::json fd = nlohmann::json::parse(fraction.out);
+    CHECK(fd["capacity_bytes"] == 650ULL << 20);
+    CHECK(fd["tune"]["grid_points"] == 36);
+    const RunResult uncapped = run_gpumem({"reuse-sim", "--trace", fixture("torch/memory_fraction.csv"), "--tune", "--json"});
+    REQUIRE(uncapped.status == 0);
+    CHECK(nlohmann::json::parse(uncapped.out)["tune"]["grid_points"] == 18);
 }
 
 TEST_CASE("cli reuse-sim --sweep: a snapshot's own setting is the recorded row; a FIFO is read once and spooled for the search") {
