@@ -80,6 +80,7 @@ std::pair<std::optional<std::uint64_t>, std::optional<std::uint64_t>> probe(cons
                                                                             const std::vector<std::uint64_t>& probes) {
     if (!source.rewind()) throw Error("--tune: cannot read " + source.description() + " again");
     std::vector<TuneLane> specs;
+    specs.reserve(probes.size());
     for (std::uint64_t c : probes) specs.push_back({torch, c});
     const LanesReplay replay = replay_lanes(q, source, costs, base, specs);
     std::optional<std::uint64_t> fits, fails;
@@ -144,6 +145,7 @@ rs::CapacitySearch search_capacity(const ReuseSimRequest& q, rs::EventSource& so
 void tune_reuse_sim(const ReuseSimRequest& q, rs::EventSource& source, const rs::CostModel& costs, ReuseSimResults& r) {
     const std::vector<rs::GridPoint> points = rs::grid_points(r.strategy_options.torch, q.tune->axes);
     std::vector<TuneLane> specs;
+    specs.reserve(points.size());
     for (const rs::GridPoint& p : points) specs.push_back({p.options, q.capacity});
     r.tune = TuneResults{};
     r.tune->grid_points = points.size();
