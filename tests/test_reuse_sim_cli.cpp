@@ -330,6 +330,15 @@ TEST_CASE("cli reuse-sim --tune: a recorded workload under a cap that bites, ran
         CHECK(rows[i]["first_oom_event"].is_null() == (rows[i]["ooms"] == 0));
     }
     CHECK(recorded == 1);
+    // The recorded setting's lane is the comparison's torch-caching row, figure for figure.
+    const RunResult plain = run_gpumem(
+        {"reuse-sim", "--trace", fixture("torch/memory_fraction.csv"), "--strategy", "torch-caching", "--capacity", "600MiB", "--json"});
+    REQUIRE(plain.status == 0);
+    const nlohmann::json torch = nlohmann::json::parse(plain.out)["strategies"][0];
+    for (const nlohmann::json& row : rows) {
+        if (row["recorded"] != true) continue;
+        for (const char* key : {"peak_reserved", "ooms", "retries", "upstream_allocs", "upstream_frees"}) CHECK(row[key] == torch[key]);
+    }
     const nlohmann::json& t = d["tune"];
     CHECK(t["recorded_fits"] == false);  // 6 OOMs at 600 MiB
     CHECK(t["recorded_first_oom_event"] == 318);
