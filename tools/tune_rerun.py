@@ -7,7 +7,7 @@ what gpumem reuse-sim predicted for that setting with what PyTorch did.
 
 NAME is a fixture of tests/fixtures/torch: NAME.stats.json and its trace
 (NAME.pickle, else NAME.csv), recorded by tools/record_torch_workloads.py,
-whose workload of that name is rerun. CONF is the setting to try, in
+whose workload (the stats' "workload") is rerun. CONF is the setting to try, in
 PYTORCH_CUDA_ALLOC_CONF's syntax ("" for PyTorch's defaults); without it, the
 setting `gpumem reuse-sim --tune` recommends for the fixture (its
 best_alloc_conf), under the capacity the fixture was recorded with.
@@ -136,13 +136,13 @@ def predicted(gpumem, trace, capacity, conf, flags):
     return conf, row, " ".join([gpumem] + base + sweeps_for(conf, bool(capacity)))
 
 
-def real(name, conf, device, outdir):
-    cmd = [sys.executable, os.path.join(HERE, "record_torch_workloads.py"), outdir, "--only", name,
-           "--device", str(device), "--alloc-conf", conf]
+def real(workload, conf, device, outdir):
+    cmd = [sys.executable, os.path.join(HERE, "record_torch_workloads.py"), outdir, "--only", workload,
+           "--device", str(device), "--alloc-conf", conf, "--as", "rerun"]
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         fail(f"{' '.join(cmd)} exited {out.returncode}: {out.stderr.strip() or out.stdout.strip()}")
-    with open(os.path.join(outdir, name + ".stats.json")) as f:
+    with open(os.path.join(outdir, "rerun.stats.json")) as f:
         return json.load(f)
 
 
@@ -153,7 +153,7 @@ def main(argv=None):
     parser.add_argument("--gpumem", default=os.path.join(ROOT, "build", "gpumem"))
     parser.add_argument("--fixtures", default=os.path.join(ROOT, "tests", "fixtures", "torch"))
     parser.add_argument("--device", type=int, default=0)
-    parser.add_argument("--keep", metavar="DIR", help="keep the rerun's snapshot and stats here")
+    parser.add_argument("--keep", metavar="DIR", help="keep the rerun's snapshot and stats here (rerun.pickle, rerun.stats.json)")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     args = parser.parse_args(argv)
 
@@ -166,7 +166,7 @@ def main(argv=None):
     outdir = args.keep or tempfile.mkdtemp(prefix="gpumem-tune-rerun-")
     os.makedirs(outdir, exist_ok=True)
     try:
-        rerun = real(args.name, conf, args.device, outdir)
+        rerun = real(recorded.get("workload", args.name), conf, args.device, outdir)
     finally:
         if not args.keep:
             shutil.rmtree(outdir, ignore_errors=True)
