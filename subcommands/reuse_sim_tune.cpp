@@ -65,9 +65,10 @@ rs::TuneOutcome outcome_of(const rs::LaneResult& lane) {
     return o;
 }
 
-// The search's bounds: 16 capacities a pass, at most 3 passes (one more
-// when the best setting does not fit under the cap: its uncapped peak),
-// and no search that the grid's own replay says would take over a minute.
+// The search's bounds: 16 capacities a pass, at most 3 passes to narrow
+// down (one more for its uncapped peak when the best setting does not fit
+// under the cap, one more to look higher when nothing up to that fits), and
+// no search that the grid's own replay says would take over a minute.
 constexpr std::size_t kProbesPerPass = 16;
 constexpr int kSearchPasses = 3;
 constexpr double kSearchSeconds = 60.0;
@@ -102,7 +103,7 @@ rs::CapacitySearch search_capacity(const ReuseSimRequest& q, rs::EventSource& so
         return search;
     }
     const double lane_seconds = grid_seconds / static_cast<double>(std::max<std::uint64_t>(r.tune->grid_points, 1));
-    const double estimate = lane_seconds * static_cast<double>(kProbesPerPass * kSearchPasses + 1);
+    const double estimate = lane_seconds * static_cast<double>(kProbesPerPass * (kSearchPasses + 1) + 1);
     if (estimate > kSearchSeconds) {
         search.not_searched = "it would take about " + std::to_string(static_cast<long long>(estimate)) + " s more";
         return search;
@@ -122,14 +123,24 @@ rs::CapacitySearch search_capacity(const ReuseSimRequest& q, rs::EventSource& so
         search.replays += 1;
     }
     // At least one pass: an uncapped peak is checked under a cap of its size.
-    for (int pass = 0; pass < kSearchPasses && (pass == 0 || high > low + (1ULL << 20)); ++pass) {
+    // Where nothing up to it fits (under a cap the allocator decides
+    // otherwise: garbage collection, expandable segments), one pass looks
+    // up to 4 times higher before the others narrow down.
+    bool looked_higher = false;
+    for (int pass = 0; pass <= kSearchPasses && (pass == 0 || high > low + (1ULL << 20)); ++pass) {
         const std::vector<std::uint64_t> probes = rs::capacity_probes(low, high, kProbesPerPass);
         const auto [fits, fails] = probe(q, source, costs, r.strategy_options, best.point.options, probes);
         search.replays += probes.size();
         if (fails) low = *fails;
-        if (!fits) break;  // not even `high`: the search's assumption does not hold here
+        if (!fits) {
+            if (smallest || looked_higher || high > rs::kUnlimited / 4) break;
+            looked_higher = true;
+            high *= 4;
+            continue;
+        }
         high = *fits;
         smallest = high;
+        if (pass == kSearchPasses - 1 && !looked_higher) break;
     }
     if (!smallest) {
         search.not_searched = "it ran out of memory at every capacity tried, up to " + format_bytes(high);

@@ -342,7 +342,8 @@ TEST_CASE("cli reuse-sim --tune: a recorded workload under a cap that bites, ran
     const nlohmann::json& t = d["tune"];
     CHECK(t["recorded_fits"] == false);  // 6 OOMs at 600 MiB
     REQUIRE(t["recorded_first_oom_event"].is_number());
-    CHECK(t["smallest_capacity_bytes"] > 600ULL << 20);
+    REQUIRE(t["smallest_capacity_bytes"].is_number());
+    CHECK(t["smallest_capacity_bytes"] >= d["peak_live_bytes"]);
     CHECK(t["capacity_search_replays"] > 0);
     CHECK(has(t["answer"].get<std::string>(), "as recorded it fails at event " + t["recorded_first_oom_event"].dump()));
     const RunResult text = run_gpumem({"reuse-sim", "--trace", fixture("torch/memory_fraction.pickle"), "--tune", "--capacity", "600MiB"});
