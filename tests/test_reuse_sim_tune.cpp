@@ -147,6 +147,13 @@ TEST_CASE("tuner: PYTORCH_CUDA_ALLOC_CONF in PyTorch's syntax, defaults left out
     o.roundup_power2_divisions.fill(4);
     o.max_non_split_rounding = 64 * kMiB;
     CHECK(rs::alloc_conf(o) == "max_non_split_rounding_mb:64,roundup_power2_divisions:4");
+    o = rs::TorchOptions{};
+    for (const char* t : {"0.6", "0.123456789", "1e-09", "0.99999"}) {
+        rs::parse_sweep(std::string("garbage_collection_threshold=") + t).knob->value.parse(t, o);
+        const std::string conf = rs::alloc_conf(o);
+        CAPTURE(conf);
+        CHECK(std::stod(conf.substr(conf.find(':') + 1)) == o.garbage_collection_threshold);
+    }
 }
 
 TEST_CASE("tuner: roundup_power2_divisions written out reads back the same, both forms") {

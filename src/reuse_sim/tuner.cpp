@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 #include "base/errors.hpp"
 #include "base/sizes.hpp"
@@ -76,8 +78,17 @@ std::string max_split_size_conf(const TorchOptions& o) {
 }
 std::string roundup_conf(const TorchOptions& o) { return format_roundup_power2_divisions(o.roundup_power2_divisions); }
 std::string expandable_conf(const TorchOptions& o) { return o.expandable_segments ? "True" : ""; }
+// The shortest text that reads back as the same double ("0.6", "1e-09"):
+// PyTorch reads it with std::stod.
 std::string gc_conf(const TorchOptions& o) {
-    return o.garbage_collection_threshold > 0.0 ? format_decimal(o.garbage_collection_threshold, 6) : std::string();
+    const double t = o.garbage_collection_threshold;
+    if (t <= 0.0) return "";
+    char text[32];
+    for (int digits = 1; digits <= 17; ++digits) {
+        std::snprintf(text, sizeof text, "%.*g", digits, t);
+        if (std::strtod(text, nullptr) == t) break;
+    }
+    return text;
 }
 
 constexpr Named<KnobSpec> kKnobRows[] = {
