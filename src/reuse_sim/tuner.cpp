@@ -23,7 +23,8 @@ std::string_view trimmed(std::string_view s) noexcept {
 
 // --------------------------------------------------------------- the knobs
 
-// PyTorch refuses max_split_size_mb:N below kLargeBuffer (20 MiB).
+// PyTorch refuses max_split_size_mb:N below kLargeBuffer (20 MiB), and reads
+// N with std::stoi (an int).
 void parse_max_split_size(std::string_view value, TorchOptions& o) {
     if (value == "none") {
         o.max_split_size = TorchOptions::kNoLimit;
@@ -31,9 +32,9 @@ void parse_max_split_size(std::string_view value, TorchOptions& o) {
     }
     std::uint64_t mib = 0;
     try {
-        mib = parse_unsigned(value, 1ULL << 40);
+        mib = parse_unsigned(value, 2147483647);
     } catch (const UsageError&) {
-        throw UsageError("max_split_size '" + std::string(value) + "': expected MiB (a whole number, at least 20) or none");
+        throw UsageError("max_split_size '" + std::string(value) + "': expected MiB (a whole number from 20 to 2147483647) or none");
     }
     if (mib < 20) throw UsageError("max_split_size '" + std::string(value) + "': PyTorch requires at least 20 (MiB)");
     o.max_split_size = mib * kMiB;
