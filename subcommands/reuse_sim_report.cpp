@@ -430,7 +430,10 @@ struct TuneDocument {
     const ReuseSimResults& r;
     const TuneResults& t() const { return *r.tune; }
     const rs::TuneRow& best() const { return t().rows.front(); }
-    const rs::TuneRow& recorded() const { return *recorded_row(t()); }
+    const rs::TuneRow& recorded() const {
+        const rs::TuneRow* row = recorded_row(t());
+        return row ? *row : best();  // the grid always holds it; this only guards
+    }
 };
 constexpr Column<TuneDocument> kTuneDocumentColumns[] = {
     {{"grid_points", "", FieldKind::integer}, [](const TuneDocument& d) { return u64(d.t().grid_points); }},
@@ -603,7 +606,7 @@ Report tune_report(const ReuseSimRequest& q, const ReuseSimResults& r, const Out
     report.text_before.push_back(head_line(q, r, output.unit));
     for (std::string& line : recorded_lines(r, output.unit)) report.text_before.push_back(std::move(line));
     report.text_before.push_back("torch-caching under " + std::to_string(r.tune->grid_points) +
-                                 " settings, ranked: no OOM first (then fewer), then the lowest peak reserved, fewer retries, less modelled time");
+                                 " settings, ranked: no OOM first (then the fewest), then the lowest peak reserved, fewer retries, less modelled time");
     report.text_after = {"", tune_answer_text(q, r, output.unit)};
     return report;
 }
