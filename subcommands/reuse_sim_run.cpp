@@ -103,7 +103,7 @@ std::unique_ptr<rs::EventSource> open_input(const ReuseSimRequest& q) {
 }
 
 // A snapshot's allocator settings become torch-caching's, except where a
-// flag set one; those the model does not follow yet are said so.
+// flag set one.
 void apply_recorded_settings(const ReuseSimRequest& q, const rs::RecordedAllocatorSettings& recorded, ReuseSimResults& r) {
     r.allocator_settings = recorded;
     rs::TorchOptions& torch = r.strategy_options.torch;
@@ -120,11 +120,10 @@ void apply_recorded_settings(const ReuseSimRequest& q, const rs::RecordedAllocat
     const bool replays_torch =
         std::any_of(q.strategies.begin(), q.strategies.end(), [](const auto* row) { return row->name == "torch-caching"; });
     if (!replays_torch) return;
-    if (torch.expandable_segments)
-        r.warnings.emplace_back("the snapshot ran with expandable_segments:True, which torch-caching does not model yet: it replays "
-                                "cudaMalloc segments");
-    if (torch.garbage_collection_threshold > 0.0)
-        r.warnings.emplace_back("the snapshot ran with garbage_collection_threshold, which torch-caching does not model yet");
+    // PyTorch collects garbage only under a memory fraction, and so does the model.
+    if (torch.garbage_collection_threshold > 0.0 && q.capacity == rs::kUnlimited)
+        r.warnings.emplace_back("the snapshot ran with garbage_collection_threshold, which PyTorch applies only under a memory "
+                                "fraction: give --memory-fraction or --capacity for torch-caching to collect garbage as it did");
 }
 
 // Every strategy on the simulated device, in one replay of the input.

@@ -1,9 +1,12 @@
-// Fidelity of the torch-caching model: on traces recorded from real PyTorch
-// workloads (tools/record_torch_workloads.py, fixtures in tests/fixtures/torch/:
-// NAME.pickle, the snapshot, or NAME.csv from earlier recordings), replaying
-// the requests must give exactly the
-// cudaMalloc count, cudaFree count and peak reserved bytes that
-// torch.cuda.memory_stats() reported at the end of the same process.
+// Fidelity of the torch-caching model: on snapshots recorded from real
+// PyTorch 2.11 workloads (tools/record_torch_workloads.py, fixtures in
+// tests/fixtures/torch/: NAME.pickle and NAME.stats.json), replaying the
+// snapshot under the allocator settings it recorded and the memory cap it ran
+// under (allowed_memory_maximum) must give exactly the num_device_alloc,
+// num_device_free, reserved_bytes.all.peak, num_alloc_retries and num_ooms
+// that torch.cuda.memory_stats() reported at the end of the same process.
+// A counter that cannot be exact is pinned to the model's value with the
+// reason (kKnownDifferences), so that any change shows.
 #include <doctest/doctest.h>
 
 #include <dirent.h>
@@ -40,7 +43,82 @@ std::vector<std::string> fixture_names() {
     return names;
 }
 
+// A counter the model does not reproduce exactly on a fixture: its value
+// in the model, and why it differs. Empty while every counter is exact.
+struct KnownDifference {
+    const char* fixture;
+    const char* counter;
+    std::uint64_t model;
+    const char* why;
+};
+const KnownDifference kKnownDifferences[] = {
+    {"empty_cache_max_split", "num_alloc_retries", 8,
+     "one of the program's torch.cuda.empty_cache() came right before a request that would not have fit under the "
+     "cap; a snapshot shows it exactly as PyTorch's own release of every cached segment before a retried cudaMalloc "
+     "(same segment frees, same order, then the same segment_alloc), which the model takes it for and counts a retry"},
+};
+
+const KnownDifference* known_difference(const std::string& fixture, const std::string& counter) {
+    for (const KnownDifference& d : kKnownDifferences)
+        if (fixture == d.fixture && counter == d.counter) return &d;
+    return nullptr;
+}
+
+// TorchOptions from the settings the snapshot recorded.
+rs::TorchOptions recorded_options(const rs::RecordedAllocatorSettings* s) {
+    rs::TorchOptions o;
+    if (!s) return o;
+    if (s->max_split_size && *s->max_split_size != rs::RecordedAllocatorSettings::kUnlimitedSplit)
+        o.max_split_size = *s->max_split_size;
+    if (s->roundup_power2_divisions) o.roundup_power2_divisions = *s->roundup_power2_divisions;
+    if (s->garbage_collection_threshold) o.garbage_collection_threshold = *s->garbage_collection_threshold;
+    if (s->expandable_segments) o.expandable_segments = *s->expandable_segments;
+    return o;
+}
+
+Outcome replay_fixture(const std::string& name, const nlohmann::json& doc) {
+    const nlohmann::json& cap = doc.at("allocator").at("allowed_memory_maximum");
+    const std::uint64_t capacity = cap.is_null() ? rs::kUnlimited : cap.get<std::uint64_t>();
+    auto source = rs::open_trace(fixture_dir() + "/" + name + ".pickle", rs::TraceFormat::automatic);
+    rs::StrategyOptions o;
+    o.torch = recorded_options(source->allocator_settings());
+    rs::Lane lane("torch-caching", std::make_unique<rs::SimulatedUpstream>(capacity, nullptr));
+    lane.strategy = rs::make_strategy(rs::kStrategies.parse("torch-caching"), o, *lane.upstream);
+    rs::Replay replay({&lane}, {});
+    Outcome out;
+    out.summary = replay.run(*source);
+    out.result = rs::summarize(lane);
+    return out;
+}
+
 }  // namespace
+
+// The value of `key` in a PYTORCH_CUDA_ALLOC_CONF string ("" if absent); a
+// list value keeps its commas ("[256:1,512:2,>:8]").
+std::string conf_value(const std::string& conf, const std::string& key) {
+    const std::size_t at = conf.find(key + ":");
+    if (at == std::string::npos) return "";
+    std::size_t end = at + key.size() + 1;
+    for (int depth = 0; end < conf.size() && (depth > 0 || conf[end] != ','); ++end)
+        depth += conf[end] == '[' ? 1 : conf[end] == ']' ? -1 : 0;
+    return conf.substr(at + key.size() + 1, end - at - key.size() - 1);
+}
+
+TEST_CASE("roundup_power2_divisions parses as PyTorch 2.11 recorded it in the fixtures' snapshots") {
+    for (const std::string& name : fixture_names()) {
+        CAPTURE(name);
+        std::ifstream in(fixture_dir() + "/" + name + ".stats.json");
+        const nlohmann::json doc = nlohmann::json::parse(in);
+        const nlohmann::json& conf = doc.at("allocator").at("PYTORCH_CUDA_ALLOC_CONF");
+        const std::string text = conf_value(conf.is_null() ? "" : conf.get<std::string>(), "roundup_power2_divisions");
+        if (text.empty()) continue;
+        CAPTURE(text);
+        auto source = rs::open_trace(fixture_dir() + "/" + name + ".pickle", rs::TraceFormat::automatic);
+        REQUIRE(source->allocator_settings());
+        REQUIRE(source->allocator_settings()->roundup_power2_divisions);
+        CHECK(rs::parse_roundup_power2_divisions(text) == *source->allocator_settings()->roundup_power2_divisions);
+    }
+}
 
 TEST_CASE("torch-caching reproduces PyTorch's own statistics on recorded workloads") {
     const auto names = fixture_names();
@@ -48,57 +126,37 @@ TEST_CASE("torch-caching reproduces PyTorch's own statistics on recorded workloa
         MESSAGE("no fixtures in " << fixture_dir() << ": record them with tools/record_torch_workloads.py on a GPU");
         return;
     }
-    // Recorded with settings torch-caching does not model yet (expandable
-    // segments, garbage collection) or where it still differs; their
-    // counters are reported, not checked, until it does (issue 14).
-    const std::vector<std::string> not_yet_exact = {"expandable", "expandable_empty_cache", "expandable_roundup",
-                                                    "gc_expandable", "gc_max_split", "record_stream_expandable",
-                                                    "roundup_scalar"};
     for (const std::string& name : names) {
         CAPTURE(name);
-        if (std::find(not_yet_exact.begin(), not_yet_exact.end(), name) != not_yet_exact.end()) {
-            MESSAGE(name << ": not modelled exactly yet, counters not checked");
-            continue;
-        }
         std::ifstream in(fixture_dir() + "/" + name + ".stats.json");
         REQUIRE(in);
         const nlohmann::json doc = nlohmann::json::parse(in);
         const nlohmann::json& stats = doc.at("memory_stats");
-        const nlohmann::json& replay = doc.at("reuse_sim");
         CAPTURE(doc.value("torch_version", std::string("?")));
-
-        rs::StrategyOptions o;
-        std::uint64_t capacity = rs::kUnlimited;
-        if (!replay.at("capacity").is_null()) capacity = replay.at("capacity").get<std::uint64_t>();
-        if (!replay.at("max_split_size").is_null()) o.torch.max_split_size = replay.at("max_split_size").get<std::uint64_t>();
-        if (!replay.at("roundup_power2_divisions").is_null())
-            o.torch.roundup_power2_divisions = rs::parse_roundup_power2_divisions(replay.at("roundup_power2_divisions").get<std::string>());
-
-        // The snapshot itself where the fixture has it (gpumem reads it), else its older CSV conversion.
-        const std::string base = fixture_dir() + "/" + name;
-        const bool has_pickle = std::ifstream(base + ".pickle").good();
-        auto source = rs::open_trace(base + (has_pickle ? ".pickle" : ".csv"), rs::TraceFormat::automatic);
-        rs::Lane lane("torch-caching", std::make_unique<rs::SimulatedUpstream>(capacity, nullptr));
-        lane.strategy = rs::make_strategy(rs::kStrategies.parse("torch-caching"), o, *lane.upstream);
-        rs::Replay replay_run({&lane}, {});
-        const rs::ReplaySummary summary = replay_run.run(*source);
-        const rs::LaneResult r = rs::summarize(lane);
-        auto detail = [&r](const std::string& key) {
-            for (const auto& [k, v] : r.details)
-                if (k == key) return v;
-            return std::uint64_t{0};
+        const Outcome r = replay_fixture(name, doc);
+        const std::pair<std::string, std::uint64_t> model[] = {
+            {"num_device_alloc", r.result.counters.device_allocs},
+            {"num_device_free", r.result.counters.device_frees},
+            {"reserved_bytes.all.peak", r.result.peak_reserved},
+            {"num_alloc_retries", r.detail("num_alloc_retries")},
+            {"num_ooms", r.detail("num_ooms")},
         };
-
-        // What the issue requires, exactly.
-        CHECK(r.counters.device_allocs == stats.at("num_device_alloc").get<std::uint64_t>());
-        CHECK(r.counters.device_frees == stats.at("num_device_free").get<std::uint64_t>());
-        CHECK(r.peak_reserved == stats.at("reserved_bytes.all.peak").get<std::uint64_t>());
+        std::ostringstream line;
+        line << name << ":";
+        for (const auto& [counter, value] : model) {
+            CAPTURE(counter);
+            const std::uint64_t torch = stats.at(counter).get<std::uint64_t>();
+            line << " " << counter << " " << torch << "/" << value;
+            if (const KnownDifference* d = known_difference(name, counter)) {
+                CAPTURE(d->why);
+                CHECK(value == d->model);
+                CHECK(value != torch);  // fixed: remove the entry
+            } else {
+                CHECK(value == torch);
+            }
+        }
+        MESSAGE(line.str() << " (PyTorch/model)");
         // The trace is complete: the requested bytes peak the same way.
-        CHECK(summary.peak_live_bytes == stats.at("requested_bytes.all.peak").get<std::uint64_t>());
-        // Further figures of the same model, reported when they differ.
-        WARN(detail("num_alloc_retries") == stats.at("num_alloc_retries").get<std::uint64_t>());
-        WARN(detail("num_ooms") == stats.at("num_ooms").get<std::uint64_t>());
-        WARN(detail("allocated_bytes.all.peak") == stats.at("allocated_bytes.all.peak").get<std::uint64_t>());
-        WARN(detail("segment.all.peak") == stats.at("segment.all.peak").get<std::uint64_t>());
+        CHECK(r.summary.peak_live_bytes == stats.at("requested_bytes.all.peak").get<std::uint64_t>());
     }
 }

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <optional>
+#include <random>
 
 #include "base/memory_policy.hpp"
 #include "reuse_sim_helpers.hpp"
@@ -317,6 +318,204 @@ TEST_CASE("torch-caching: rounding of sizes") {
     CHECK(out.detail("allocated_bytes.all.peak") == 512 + 1024 + MiB + MiB + 512);
     CHECK(out.result.peak_reserved == 2 * MiB + 20 * MiB);
     CHECK(out.detail("requested_bytes.all.peak") == 1 + 513 + MiB + MiB + 1);
+}
+
+namespace {
+// The program's torch.cuda.empty_cache(), and a request the recorded allocator refused.
+rs::Event E() { return rs::Event{rs::EventKind::empty_cache, 0, 0, 0, rs::kNoTag, 0}; }
+rs::Event O(std::uint64_t size) { return rs::Event{rs::EventKind::oom, 0, size, 0, rs::kNoTag, 0}; }
+// The recorded allocator's cudaMalloc of `size` bytes at `address`.
+rs::Event SA(std::uint64_t address, std::uint64_t size) { return rs::Event{rs::EventKind::segment_alloc, address, size, 0, rs::kNoTag, 0}; }
+rs::StrategyOptions expandable() {
+    rs::StrategyOptions o;
+    o.torch.expandable_segments = true;
+    return o;
+}
+}  // namespace
+
+TEST_CASE("torch-caching: roundup_power2_divisions in PyTorch's list form") {
+    rs::StrategyOptions o;
+    o.torch.roundup_power2_divisions = rs::parse_roundup_power2_divisions("[256:1,512:2,>:8]");
+    // [256, 512) MiB: 1 division (512-byte rounding), and below it too (the
+    // first entry covers smaller intervals); [512, 1024) MiB: 2; ">": every
+    // interval after the last one named, 8 (as the snapshots of PyTorch 2.11
+    // record it).
+    const auto out = run_strategy("torch-caching", {A(1, 300 * MiB + 1), A(2, 600 * MiB + 1), A(3, 1500 * MiB), A(4, 5 * MiB + 1)}, o);
+    CHECK(out.detail("allocated_bytes.all.peak") == (300 * MiB + 512) + 768 * MiB + 1536 * MiB + (5 * MiB + 512));
+}
+
+TEST_CASE("torch-caching: expandable segments map pages, one device allocation per map") {
+    SUBCASE("2 MiB pages for the small pool, 20 MiB pages for the large one; a block grows into the next pages") {
+        const auto out = run_strategy("torch-caching", {A(1, 1000), A(2, 1000), A(3, 3 * MiB), A(4, 18 * MiB)}, expandable());
+        // 1 and 2: one small page. 3: one large page (not a 20 MiB segment
+        // for it alone: the 17 MiB left is one free block). 4 does not fit the
+        // 17 MiB, which grows by one more page into 37 MiB: 18 for it, 19 left.
+        CHECK(out.result.counters.device_allocs == 3);
+        CHECK(out.result.peak_reserved == 42 * MiB);
+        CHECK(out.detail("allocated_bytes.all.peak") == 2048 + 3 * MiB + 18 * MiB);
+    }
+    SUBCASE("empty_cache unmaps whole free pages only, in one unmap per free block") {
+        const auto out = run_strategy("torch-caching",
+                                      {A(1, 1000), A(2, 1000), A(3, 3 * MiB), A(4, 18 * MiB), F(3), F(4), E()}, expandable());
+        // The large segment's 40 MiB are one free block: one unmap. The small
+        // page still holds 1 and 2: nothing to unmap there.
+        CHECK(out.result.counters.device_frees == 1);
+        CHECK(out.result.counters.reserved_bytes == 2 * MiB);
+    }
+    SUBCASE("partial pages stay mapped until their blocks are free") {
+        const auto out = run_strategy("torch-caching", {A(1, 600 * KiB), A(2, MiB), A(3, MiB), F(1), E(), F(2), F(3), E()}, expandable());
+        // 3 straddles the first page's end: a second page. At the first
+        // empty_cache no free block covers a whole page; at the second the
+        // merged 4 MiB block is unmapped at once.
+        CHECK(out.result.counters.device_allocs == 2);
+        CHECK(out.result.counters.device_frees == 1);
+        CHECK(out.result.counters.reserved_bytes == 0);
+    }
+    SUBCASE("the memory fraction is checked against the segment a cudaMalloc would take, not the pages") {
+        // 25 MiB: a 26 MiB segment fits 30 MiB; two 20 MiB pages are mapped.
+        const auto out = run_strategy("torch-caching", {A(1, 25 * MiB), A(2, 10 * MiB)}, expandable(), 30 * MiB);
+        CHECK(out.result.ooms == 0);
+        CHECK(out.result.peak_reserved == 40 * MiB);
+        CHECK(out.result.counters.device_allocs == 1);  // 2 fits the 15 MiB left
+    }
+    SUBCASE("a request beyond any device's memory is refused, as cuMemCreate refuses it") {
+        const auto out = run_strategy("torch-caching", {A(1, std::uint64_t{1} << 50), A(2, MiB)}, expandable());
+        CHECK(out.result.ooms == 1);
+        CHECK(out.result.counters.device_allocs == 1);  // 2 only
+    }
+}
+
+TEST_CASE("torch-caching: garbage_collection_threshold frees the oldest cached blocks, with a memory fraction only") {
+    rs::StrategyOptions o;
+    o.torch.garbage_collection_threshold = 0.5;
+    // 30 MiB is cached at the 2nd large-pool search, 40 MiB at the 4th. At
+    // the 6th, 116 MiB reserved exceed 100 MiB (0.5 x 200): ages 4 and 2,
+    // average 3, so only the 30 MiB block goes, which is enough.
+    const std::vector<rs::Event> trace = {A(1, 30 * MiB), A(2, 40 * MiB), F(1), A(3, 10 * MiB, rs::kNoTag, 7),
+                                          A(4, 10 * MiB, rs::kNoTag, 7), F(2), A(5, 25 * MiB, rs::kNoTag, 7),
+                                          A(6, 20 * MiB, rs::kNoTag, 7), A(7, 40 * MiB)};
+    SUBCASE("with a fraction") {
+        const auto out = run_strategy("torch-caching", trace, o, 200 * MiB);
+        CHECK(out.result.counters.device_frees == 1);
+        CHECK(out.result.counters.device_allocs == 6);  // 7 takes the cached 40 MiB block
+        CHECK(out.result.peak_reserved == 116 * MiB);
+        CHECK(out.result.retries == 0);
+    }
+    SUBCASE("without one, PyTorch never collects") {
+        const auto out = run_strategy("torch-caching", trace, o);
+        CHECK(out.result.counters.device_frees == 0);
+        CHECK(out.result.peak_reserved == 136 * MiB);
+    }
+}
+
+TEST_CASE("torch-caching: an empty_cache before a request is the program's, or the request's own release") {
+    SUBCASE("a cached block would serve the request: the program's empty_cache") {
+        const auto out = run_strategy("torch-caching", {A(1, 30 * MiB), F(1), E(), A(2, 30 * MiB)});
+        CHECK(out.result.counters.device_frees == 1);
+        CHECK(out.result.counters.device_allocs == 2);
+        CHECK(out.result.retries == 0);
+    }
+    SUBCASE("a new segment would exceed the fraction: the request's own release, and its retry") {
+        const auto out = run_strategy("torch-caching", {A(1, 30 * MiB), F(1), E(), A(2, 40 * MiB)}, {}, 50 * MiB);
+        CHECK(out.result.counters.device_frees == 1);
+        CHECK(out.result.retries == 1);
+        CHECK(out.result.ooms == 0);
+        CHECK(out.detail("num_sync_all_streams") == 1);
+    }
+    SUBCASE("before a free, and at the end of the trace, it is the program's") {
+        const auto out = run_strategy("torch-caching", {A(1, 30 * MiB), A(2, 30 * MiB), F(1), E(), F(2), A(3, 2 * MiB), F(3), E()});
+        // The first frees 1 but not 2 (freed after it); 3 is served from 2's
+        // cached block, and the second frees that one.
+        CHECK(out.result.counters.device_frees == 2);
+        CHECK(out.result.counters.reserved_bytes == 0);
+    }
+}
+
+TEST_CASE("torch-caching: equal-size cached blocks are taken lowest address first, the device's where recorded") {
+    // Segment X (40 MiB) ends up as a free 30 MiB block beside a live 10 MiB
+    // one; segment Y is a free 30 MiB block of its own. Request 5 takes the
+    // one at the lower address; the empty_cache then frees Y only if it is
+    // still cached.
+    auto trace = [&](bool recorded) {
+        std::vector<rs::Event> t;
+        if (recorded) t.push_back(SA(0x2000000000, 40 * MiB));
+        t.insert(t.end(), {A(1, 40 * MiB), F(1), A(2, 30 * MiB), A(3, 10 * MiB)});
+        if (recorded) t.push_back(SA(0x1000000000, 30 * MiB));
+        t.insert(t.end(), {A(4, 30 * MiB), F(2), F(4), A(5, 30 * MiB), E()});
+        return t;
+    };
+    SUBCASE("without recorded addresses, in the order the segments came") {
+        CHECK(run_strategy("torch-caching", trace(false)).result.counters.device_frees == 1);
+    }
+    SUBCASE("with the recording's, Y lies lower") {
+        CHECK(run_strategy("torch-caching", trace(true)).result.counters.device_frees == 0);
+    }
+}
+
+TEST_CASE("torch-caching: oversize releases leave expandable segments alone") {
+    rs::StrategyOptions o = expandable();
+    o.torch.max_split_size = 40 * MiB;
+    // 1 maps 60 MiB (3 pages) and frees them; 2 does not fit the 80 MiB cap
+    // beside them as a cudaMalloc would see it (60 + 62 > 80), and the cached
+    // 60 MiB block is no oversize block to release: every page is unmapped
+    // (the retry), and 2 maps 80 MiB anew.
+    const auto out = run_strategy("torch-caching", {A(1, 60 * MiB), F(1), A(2, 61 * MiB)}, o, 80 * MiB);
+    CHECK(out.result.retries == 1);
+    CHECK(out.result.counters.device_frees == 1);
+    CHECK(out.result.counters.device_allocs == 2);
+    CHECK(out.result.ooms == 0);
+}
+
+TEST_CASE("torch-caching: an OOM, and the program going on after it") {
+    const auto out = run_strategy("torch-caching", {A(1, 30 * MiB), O(30 * MiB), F(1), A(2, 30 * MiB)}, {}, 40 * MiB);
+    // The refused request: no cached block, no room, nothing to release; the
+    // retry counts, then the OOM. The program goes on: 2 takes 1's block.
+    CHECK(out.result.ooms == 1);
+    CHECK(out.detail("num_ooms") == 1);
+    CHECK(out.result.retries == 1);
+    CHECK(out.result.counters.device_allocs == 1);
+    CHECK(out.result.counters.device_frees == 0);
+}
+
+TEST_CASE("torch-caching: every setting together on a random trace, with empty_caches and OOMs, gives everything back") {
+    std::mt19937_64 rng(7);
+    std::vector<rs::Event> trace;
+    std::vector<std::uint64_t> live;
+    std::uint64_t next_id = 0;
+    for (int i = 0; i < 20000; ++i) {
+        const auto r = rng() % 100;
+        if (r < 2) {
+            trace.push_back(E());
+        } else if (r < 48 && !live.empty()) {
+            std::swap(live[rng() % live.size()], live.back());
+            trace.push_back(F(live.back()));
+            live.pop_back();
+        } else {
+            const auto size = std::uint64_t{512} << (rng() % 18) | rng() % 4096;  // 512 B to 64 MiB
+            trace.push_back(A(next_id, size, rs::kNoTag, rng() % 4));
+            live.push_back(next_id++);
+        }
+    }
+    for (const bool expandable_segments : {false, true}) {
+        CAPTURE(expandable_segments);
+        rs::StrategyOptions o;
+        o.torch.expandable_segments = expandable_segments;
+        o.torch.max_split_size = 64 * MiB;
+        o.torch.garbage_collection_threshold = 0.6;
+        o.torch.roundup_power2_divisions.fill(4);
+        VectorSource source(trace);
+        rs::Lane lane("torch-caching", std::make_unique<rs::SimulatedUpstream>(GiB, nullptr));
+        lane.strategy = rs::make_strategy(rs::kStrategies.parse("torch-caching"), o, *lane.upstream);
+        rs::Replay replay({&lane}, {});
+        replay.run(source);
+        const rs::LaneResult r = rs::summarize(lane);
+        CHECK(r.ooms > 0);
+        CHECK(r.peak_reserved <= GiB + (expandable_segments ? 64 * MiB : 0));
+        replay.teardown();
+        CHECK(lane.upstream->counters().reserved_bytes == 0);
+        // A map and an unmap need not cover the same pages: only cudaMalloc'd segments pair up.
+        if (!expandable_segments) CHECK(lane.upstream->counters().device_allocs == lane.upstream->counters().device_frees);
+    }
 }
 
 TEST_CASE("async-pool: the driver's pool grows on demand and gives memory back at synchronizations") {

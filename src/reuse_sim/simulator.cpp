@@ -211,6 +211,8 @@ void Replay::replay_other(const EventSource& source, const Event& e, ReplaySumma
             break;
         case EventKind::oom: replay_oom(source, e, s); break;
         case EventKind::segment_alloc:
+            for (Lane* lane : lanes_) lane->strategy->recorded_segment(e.id, e.size);
+            [[fallthrough]];
         case EventKind::segment_map:
             ++rec.segment_events;
             ++rec.device_allocs;
@@ -247,6 +249,7 @@ ReplaySummary Replay::run(EventSource& source) {
             if (options_.poll) options_.poll();
         }
     }
+    for (Lane* lane : lanes_) lane->strategy->end_of_trace();
     if (timeline_) timeline_->finish();
     s.skipped = source.skipped();
     s.live_at_end = ids_.size();

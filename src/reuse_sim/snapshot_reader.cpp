@@ -391,8 +391,10 @@ std::vector<std::string> SnapshotSource::notes() const {
         notes.push_back(name_ + ": " + std::to_string(state_.unknown_actions) + " events of actions this reader does not know were skipped");
     if (state_.ambiguous_empty_caches)
         notes.push_back(name_ + ": " + std::to_string(state_.ambiguous_empty_caches) +
-                        " releases of every cached segment right before a new one were read as torch.cuda.empty_cache(); "
-                        "PyTorch's last-resort release before a retried cudaMalloc looks the same, and its retry is then not counted");
+                        " releases of every cached segment came right before a new one: the program's torch.cuda.empty_cache(), "
+                        "or PyTorch's own last-resort release before a retried cudaMalloc, which a snapshot shows alike; "
+                        "torch-caching takes one for PyTorch's own when the request would not have fit without it, and its "
+                        "num_alloc_retries is one too many for each that was the program's");
     return notes;
 }
 

@@ -1,7 +1,10 @@
-// PyTorch's CUDACachingAllocator (c10/cuda/CUDACachingAllocator.cpp,
-// DeviceCachingAllocator), without expandable segments, CUDA graphs, events
-// or garbage collection, which a single-process trace replay never reaches:
-//  - empty_cache (emptyCache): release_cached_blocks, below;
+// PyTorch 2.11's CUDACachingAllocator (c10/cuda/CUDACachingAllocator.cpp,
+// DeviceCachingAllocator) for one device, without CUDA graphs and private
+// pools, which a trace replay never reaches. Counted as PyTorch counts them:
+// num_device_alloc (cudaMalloc and page maps), num_device_free (cudaFree and
+// page unmaps), reserved_bytes (segments and mapped pages), num_alloc_retries,
+// num_ooms. --capacity stands for set_per_process_memory_fraction's
+// allowed_memory_maximum (size_t(fraction * total)).
 //  - round_size: below 512 B -> 512; else, when roundup_power2_divisions
 //    applies to the size's interval and size > 512 * divisions, up to the
 //    next power-of-two division; else up to a multiple of 512;
@@ -11,311 +14,442 @@
 //  - get_free_block: best fit by (stream, size, address) in the pool; a
 //    block >= max_split_size never serves a request below it, and serves a
 //    larger one only if it exceeds it by less than max_non_split_rounding;
-//  - on a miss, cudaMalloc; if refused, free cached oversize blocks
-//    (release_available_cached_blocks, only with max_split_size set) and
-//    retry; if refused again, free every unsplit cached segment
-//    (release_cached_blocks) and retry once more (num_alloc_retries), then OOM;
-//  - should_split: small pool when >= 512 B remain, large pool when the
-//    request is below max_split_size and > 1 MiB remains;
-//  - a freed block merges with free neighbours of its segment.
+//    with expandable segments, a block that can grow into unmapped pages
+//    counts with them;
+//  - on a miss: garbage collection (with a memory fraction and a threshold),
+//    then a new segment; the fraction refuses it when total reserved + the
+//    segment would exceed allowed_memory_maximum. If refused, free cached
+//    oversize blocks (release_available_cached_blocks, only with
+//    max_split_size set) and try again; then free every unsplit cached
+//    segment and unmap every free page (release_cached_blocks), retry once
+//    more (num_alloc_retries), and raise OOM (num_ooms). The program goes on:
+//    the refused request is never freed;
+//  - should_split: small pool, or expandable segments, when >= 512 B
+//    remain; large pool when the request is below max_split_size and > 1 MiB
+//    remains;
+//  - a freed block merges with free neighbours of its segment;
+//  - garbage_collect_cached_blocks: while reserved exceeds threshold *
+//    allowed_memory_maximum, free the unsplit large cached blocks whose age
+//    (get_free_block calls since they were cached) is at least the average;
+//  - empty_cache (emptyCache): release_cached_blocks;
+//  - record_stream: a block used on another stream is cached when its free
+//    completes, which is where the trace has its free.
 // Memory goes back to the device only through those releases.
 #include <algorithm>
 #include <memory>
-#include <set>
 
 #include "reuse_sim/strategies_impl.hpp"
+#include "reuse_sim/torch_caching.hpp"
 
 namespace gpumem::reuse_sim::detail {
+namespace torch {
 namespace {
-
-constexpr std::uint64_t kMinBlockSize = 512;
-constexpr std::uint64_t kSmallSize = 1048576;
-constexpr std::uint64_t kSmallBuffer = 2097152;
-constexpr std::uint64_t kLargeBuffer = 20971520;
-constexpr std::uint64_t kMinLargeAlloc = 10485760;
-constexpr std::uint64_t kRoundLarge = 2097152;
 
 int floor_log2(std::uint64_t v) noexcept { return 63 - __builtin_clzll(v); }
 bool is_pow2(std::uint64_t v) noexcept { return v != 0 && (v & (v - 1)) == 0; }
 
-struct Block {
-    std::uint64_t address = 0;
-    std::uint64_t size = 0;
-    std::uint64_t requested = 0;
-    std::uint64_t stream = 0;         // as the trace names it: the pool's first sort key
-    std::uint32_t stream_index = 0;   // for the upstream
-    bool small = false;
-    bool allocated = false;
-    Block* prev = nullptr;  // neighbours within the segment (cudaMalloc'd range)
-    Block* next = nullptr;
-    bool is_split() const noexcept { return prev || next; }
-};
-
-struct BlockComparatorSize {
-    bool operator()(const Block* a, const Block* b) const noexcept {
-        if (a->stream != b->stream) return a->stream < b->stream;
-        if (a->size != b->size) return a->size < b->size;
-        return a->address < b->address;
-    }
-};
-using BlockPool = std::set<Block*, BlockComparatorSize>;
-
-struct Stat {
-    std::uint64_t current = 0, peak = 0;
-    void increase(std::uint64_t n) noexcept {
-        current += n;
-        peak = std::max(peak, current);
-    }
-    void decrease(std::uint64_t n) noexcept { current -= n; }
-};
-
-class TorchCaching final : public Strategy {
-public:
-    TorchCaching(Upstream& upstream, const TorchOptions& o) : Strategy(upstream), o_(o) {}
-
-    static std::uint64_t roundup_power2_next_division(std::uint64_t size, std::uint64_t divisions) {
-        if (is_pow2(size)) return size;
-        const std::uint64_t power2_floor = std::uint64_t{1} << floor_log2(size);
-        const std::uint64_t power2_division = power2_floor >> floor_log2(divisions);
-        if (power2_division == 0) return power2_floor << 1;
-        const std::uint64_t round_size_floor = size & ~(power2_division - 1);
-        return round_size_floor == size ? size : round_size_floor + power2_division;
-    }
-
-    std::uint64_t roundup_power2_divisions(std::uint64_t size) const noexcept {
-        // Intervals start at 1 MiB (2^20): index 0 covers everything below 2 MiB.
-        const int index = std::min(15, std::max(0, floor_log2(size) - 20));
-        return o_.roundup_power2_divisions[static_cast<std::size_t>(index)];
-    }
-
-    std::uint64_t round_size(std::uint64_t size) const noexcept {
-        if (size < kMinBlockSize) return kMinBlockSize;
-        const std::uint64_t divisions = roundup_power2_divisions(size);
-        if (divisions > 1 && size > kMinBlockSize * divisions) return roundup_power2_next_division(size, divisions);
-        return kMinBlockSize * ((size + kMinBlockSize - 1) / kMinBlockSize);
-    }
-
-    static std::uint64_t get_allocation_size(std::uint64_t size) noexcept {
-        if (size <= kSmallSize) return kSmallBuffer;
-        if (size < kMinLargeAlloc) return kLargeBuffer;
-        return kRoundLarge * ((size + kRoundLarge - 1) / kRoundLarge);
-    }
-
-    bool allocate(const Request& r) override {
-        const std::uint64_t size = round_size(r.size);
-        const bool small = size <= kSmallSize;
-        BlockPool& pool = small ? small_ : large_;
-        const std::uint64_t alloc_size = get_allocation_size(size);
-        Block key;
-        key.stream = r.stream_value;
-        key.size = size;
-
-        Block* block = get_free_block(pool, key);
-        if (!block) {
-            block = alloc_block(alloc_size, small, r, false);
-            if (!block && release_available_cached_blocks(pool, key)) block = alloc_block(alloc_size, small, r, false);
-            if (!block && release_cached_blocks()) block = alloc_block(alloc_size, small, r, true);
-        }
-        if (!block) {
-            ++num_ooms_;
-            return false;
-        }
-        const bool split_remainder = should_split(block, size);
-        alloc_found_block(block, pool, size, r, split_remainder);
-        return true;
-    }
-
-    void deallocate(std::uint32_t handle) override {
-        Block* block = live_[handle];
-        block->allocated = false;
-        allocated_bytes_.decrease(block->size);
-        requested_bytes_.decrease(block->requested);
-        allocation_.decrease(1);
-        if (block->size >= o_.max_split_size) oversize_allocations_.decrease(1);
-        free_block(block);
-    }
-
-    void release_all() override { release_cached_blocks(); }
-    // emptyCache: release_cached_blocks (its first step, completing frees
-    // that wait on events, is already in the trace as their frees).
-    void empty_cache() override { release_cached_blocks(); }
-
-    std::vector<std::pair<std::string, std::uint64_t>> details() const override {
-        const UpstreamCounters& c = upstream_.counters();
-        return {
-            {"num_device_alloc", c.device_allocs},
-            {"num_device_free", c.device_frees},
-            {"num_alloc_retries", retries_},
-            {"num_ooms", num_ooms_},
-            {"reserved_bytes.all.peak", c.peak_reserved_bytes},
-            {"allocated_bytes.all.peak", allocated_bytes_.peak},
-            {"requested_bytes.all.peak", requested_bytes_.peak},
-            {"segment.all.peak", segment_.peak},
-            {"allocation.all.peak", allocation_.peak},
-            {"oversize_allocations.peak", oversize_allocations_.peak},
-            {"oversize_segments.peak", oversize_segments_.peak},
-        };
-    }
-
-private:
-    Block* get_free_block(BlockPool& pool, const Block& key) {
-        auto it = pool.lower_bound(const_cast<Block*>(&key));
-        if (it == pool.end() || (*it)->stream != key.stream) return nullptr;
-        // Do not return an oversized block for a large request.
-        if (key.size < o_.max_split_size && (*it)->size >= o_.max_split_size) return nullptr;
-        // Allow an oversized block to be rounded up, within a limit.
-        if (key.size >= o_.max_split_size && (*it)->size >= key.size + o_.max_non_split_rounding) return nullptr;
-        Block* block = *it;
-        pool.erase(it);
-        return block;
-    }
-
-    Block* alloc_block(std::uint64_t alloc_size, bool small, const Request& r, bool is_retry) {
-        if (is_retry) ++retries_;
-        std::uint64_t address = 0;
-        if (!upstream_.allocate(alloc_size, r.stream, address)) return nullptr;
-        Block* b = new_block();
-        b->address = address;
-        b->size = alloc_size;
-        b->stream = r.stream_value;
-        b->stream_index = r.stream;
-        b->small = small;
-        segment_.increase(1);
-        if (alloc_size >= o_.max_split_size) oversize_segments_.increase(1);
-        return b;
-    }
-
-    bool should_split(const Block* block, std::uint64_t size) const noexcept {
-        const std::uint64_t remaining = block->size - size;
-        if (block->small) return remaining >= kMinBlockSize;
-        return size < o_.max_split_size && remaining > kSmallSize;
-    }
-
-    void alloc_found_block(Block* block, BlockPool& pool, std::uint64_t size, const Request& r, bool split_remainder) {
-        if (split_remainder) {
-            Block* remaining = block;
-            block = new_block();
-            block->address = remaining->address;
-            block->size = size;
-            block->stream = remaining->stream;
-            block->stream_index = remaining->stream_index;
-            block->small = remaining->small;
-            block->prev = remaining->prev;
-            if (block->prev) block->prev->next = block;
-            block->next = remaining;
-            remaining->prev = block;
-            remaining->address += size;
-            remaining->size -= size;
-            pool.insert(remaining);
-        }
-        block->allocated = true;
-        block->requested = r.size;
-        at_grow(live_, r.handle) = block;
-        allocation_.increase(1);
-        allocated_bytes_.increase(block->size);
-        requested_bytes_.increase(block->requested);
-        if (block->size >= o_.max_split_size) oversize_allocations_.increase(1);
-    }
-
-    void free_block(Block* block) {
-        BlockPool& pool = block->small ? small_ : large_;
-        Block* const candidates[2] = {block->prev, block->next};
-        for (Block* c : candidates) try_merge_blocks(block, c, pool);
-        pool.insert(block);
-    }
-
-    void try_merge_blocks(Block* dst, Block* src, BlockPool& pool) {
-        if (!src || src->allocated) return;
-        pool.erase(src);
-        if (dst->prev == src) {  // [src dst]
-            dst->address = src->address;
-            dst->prev = src->prev;
-            if (dst->prev) dst->prev->next = dst;
-        } else {  // [dst src]
-            dst->next = src->next;
-            if (dst->next) dst->next->prev = dst;
-        }
-        dst->size += src->size;
-        delete_block(src);
-    }
-
-    // Frees cached oversize blocks (>= max_split_size), only enough for the request.
-    bool release_available_cached_blocks(BlockPool& pool, const Block& request_key) {
-        if (o_.max_split_size == TorchOptions::kNoLimit) return false;
-        Block key = request_key;
-        key.size = key.size < o_.max_split_size ? o_.max_split_size : key.size;
-        auto it = pool.lower_bound(&key);
-        if (it == pool.end() || (*it)->stream != key.stream) {
-            // No single block is large enough: free several oversize blocks, largest first.
-            if (it == pool.begin()) return false;
-            std::uint64_t total_released = 0;
-            --it;
-            while (total_released < key.size && (*it)->size >= o_.max_split_size && (*it)->stream == key.stream) {
-                auto cur = it;
-                total_released += (*it)->size;
-                if (it != pool.begin()) {
-                    --it;
-                    release_block(*cur);
-                } else {
-                    release_block(*cur);
-                    break;
-                }
-            }
-            if (total_released < key.size) return false;
-        } else {
-            release_block(*it);
-        }
-        return true;
-    }
-
-    // Frees every cached segment that is not split (large pool, then small).
-    bool release_cached_blocks() {
-        release_blocks(large_);
-        release_blocks(small_);
-        return true;
-    }
-
-    void release_blocks(BlockPool& pool) {
-        for (auto it = pool.begin(); it != pool.end();) {
-            Block* block = *it;
-            ++it;
-            if (!block->prev && !block->next) release_block(block);
-        }
-    }
-
-    void release_block(Block* block) {
-        upstream_.deallocate(block->address, block->size, block->stream_index);
-        segment_.decrease(1);
-        if (block->size >= o_.max_split_size) oversize_segments_.decrease(1);
-        (block->small ? small_ : large_).erase(block);
-        delete_block(block);
-    }
-
-    Block* new_block() {
-        if (spare_.empty()) {
-            chunks_.emplace_back(new Block[256]);
-            for (int i = 255; i >= 0; --i) spare_.push_back(&chunks_.back()[i]);
-        }
-        Block* b = spare_.back();
-        spare_.pop_back();
-        *b = Block{};
-        return b;
-    }
-    void delete_block(Block* b) { spare_.push_back(b); }
-
-    TorchOptions o_;
-    BlockPool large_, small_;
-    std::vector<Block*> live_;
-    std::vector<std::unique_ptr<Block[]>> chunks_;
-    std::vector<Block*> spare_;
-    std::uint64_t num_ooms_ = 0;
-    Stat allocated_bytes_, requested_bytes_, segment_, allocation_, oversize_allocations_, oversize_segments_;
-};
 
 }  // namespace
 
+TorchCaching::TorchCaching(Upstream& upstream, const TorchOptions& o)
+    : Strategy(upstream), o_(o), next_synthetic_address_(kSyntheticBase) {}
+
+std::uint64_t TorchCaching::roundup_power2_next_division(std::uint64_t size, std::uint64_t divisions) {
+    if (is_pow2(size)) return size;
+    const std::uint64_t power2_floor = std::uint64_t{1} << floor_log2(size);
+    const std::uint64_t power2_division = power2_floor >> floor_log2(divisions);
+    if (power2_division == 0) return power2_floor << 1;
+    const std::uint64_t round_size_floor = size & ~(power2_division - 1);
+    return round_size_floor == size ? size : round_size_floor + power2_division;
+}
+
+std::uint64_t TorchCaching::round_size(std::uint64_t size) const noexcept {
+    if (size < kMinBlockSize) return kMinBlockSize;
+    // Intervals start at 1 MiB (2^20): index 0 covers everything below 2 MiB.
+    const int index = std::min(15, std::max(0, floor_log2(size) - 20));
+    const std::uint64_t divisions = o_.roundup_power2_divisions[static_cast<std::size_t>(index)];
+    if (divisions > 1 && size > kMinBlockSize * divisions) return roundup_power2_next_division(size, divisions);
+    return kMinBlockSize * ((size + kMinBlockSize - 1) / kMinBlockSize);
+}
+
+std::uint64_t TorchCaching::get_allocation_size(std::uint64_t size) noexcept {
+    if (size <= kSmallSize) return kSmallBuffer;
+    if (size < kMinLargeAlloc) return kLargeBuffer;
+    return kRoundLarge * ((size + kRoundLarge - 1) / kRoundLarge);
+}
+
+Params TorchCaching::params_for(const Request& r) {
+    Params p;
+    p.size = round_size(r.size);
+    p.pool = p.size <= kSmallSize ? &small_ : &large_;
+    p.alloc_size = get_allocation_size(p.size);
+    p.stream = r.stream_value;
+    p.stream_index = r.stream;
+    return p;
+}
+
+bool TorchCaching::allocate(const Request& r) {
+    const Params p = params_for(r);
+    if (pending_empty_cache_) {
+        pending_empty_cache_ = false;
+        if (is_own_release(p)) ++empty_caches_read_as_own_;
+        else release_cached_blocks();
+    }
+    Block* block = malloc_block(p);
+    recorded_.clear();  // they were this request's
+    if (!block) {
+        ++num_ooms_;
+        return false;
+    }
+    alloc_found_block(block, p, r);
+    return true;
+}
+
+// A snapshot shows the program's torch.cuda.empty_cache() and the releases
+// PyTorch makes itself inside a request alike: a run of segment frees (or
+// unmaps) before the request's new segment. The reader reports it as an
+// empty_cache, which waits for the next event. Before a request, it was the
+// request's own when no cached block serves the request and the request
+// would release memory itself: garbage collection frees a block, or a new
+// segment exceeds the memory fraction. The model then makes those releases
+// (and counts the retry). Otherwise it was the program's.
+bool TorchCaching::is_own_release(const Params& p) const {
+    if (find_free_block(p) != p.pool->blocks.end()) return false;
+    if (gc_would_release()) return true;
+    const std::uint64_t capacity = upstream_.capacity();
+    if (!fraction_set() || total_allocated_memory() + p.alloc_size <= capacity) return false;
+    // The request would free oversize blocks first: when they make room,
+    // it frees no more, and a release of everything was the program's.
+    std::vector<Block*> oversize;
+    if (!select_oversize_blocks(p, oversize)) return true;
+    std::uint64_t released = 0;
+    for (const Block* b : oversize) released += b->size;
+    return total_allocated_memory() - released + p.alloc_size > capacity;
+}
+
+void TorchCaching::flush_pending_empty_cache() {
+    if (!pending_empty_cache_) return;
+    pending_empty_cache_ = false;
+    release_cached_blocks();
+}
+
+void TorchCaching::empty_cache() {
+    flush_pending_empty_cache();
+    pending_empty_cache_ = true;
+}
+
+void TorchCaching::release_all() {
+    flush_pending_empty_cache();
+    release_cached_blocks();
+}
+
+// malloc() up to the OOM: a cached block, or a new one after whatever
+// releases it takes; null when PyTorch raises OutOfMemoryError.
+Block* TorchCaching::malloc_block(const Params& p) {
+    if (Block* block = get_free_block(p)) return block;
+    if (gc_enabled()) garbage_collect_cached_blocks();
+    Block* block = alloc_block(p, false);
+    if (!block && release_available_cached_blocks(p)) block = alloc_block(p, false);
+    if (!block) {
+        release_cached_blocks();
+        block = alloc_block(p, true);
+    }
+    return block;
+}
+
+void TorchCaching::deallocate(std::uint32_t handle) {
+    flush_pending_empty_cache();
+    Block* block = live_[handle];
+    block->allocated = false;
+    allocated_bytes_.decrease(block->size);
+    requested_bytes_.decrease(block->requested);
+    allocation_.decrease(1);
+    if (block->size >= o_.max_split_size) oversize_allocations_.decrease(1);
+    free_block(block);
+}
+
+std::vector<std::pair<std::string, std::uint64_t>> TorchCaching::details() const {
+    const UpstreamCounters& c = upstream_.counters();
+    return {
+        {"num_device_alloc", c.device_allocs},
+        {"num_device_free", c.device_frees},
+        {"num_alloc_retries", retries_},
+        {"num_ooms", num_ooms_},
+        {"num_sync_all_streams", num_sync_all_streams_},
+        // Releases a snapshot cannot tell from the program's empty_cache()
+        // (see is_own_release): num_alloc_retries is one too many for each
+        // that was the program's.
+        {"empty_caches_read_as_own_release", empty_caches_read_as_own_},
+        {"reserved_bytes.all.peak", c.peak_reserved_bytes},
+        {"allocated_bytes.all.peak", allocated_bytes_.peak},
+        {"requested_bytes.all.peak", requested_bytes_.peak},
+        {"segment.all.peak", segment_.peak},
+        {"allocation.all.peak", allocation_.peak},
+        {"oversize_allocations.peak", oversize_allocations_.peak},
+        {"oversize_segments.peak", oversize_segments_.peak},
+    };
+}
+
+// The best-fitting cached block for the request, left in its pool; end()
+// when none may serve it.
+std::set<Cached, BySize>::const_iterator TorchCaching::find_free_block(const Params& p) const {
+    Block key;
+    key.stream = p.stream;
+    key.size = p.size;
+    const auto& blocks = p.pool->blocks;
+    auto it = blocks.lower_bound(Cached::of(&key));
+    if (it == blocks.end() || (*it)->stream != p.stream) return blocks.end();
+    if ((*it)->segment) {
+        // A block that can grow into the unmapped pages after it counts with
+        // them: look further for an expandable block that is smaller so.
+        auto expandable_size = [](const Block* b) { return b->size + (b->next && !b->next->mapped ? b->next->size : 0); };
+        auto next = std::next(it);
+        while ((*it)->segment && next != blocks.end() && (*next)->stream == p.stream &&
+               expandable_size(*next) < expandable_size(*it))
+            it = next++;
+    }
+    // Do not return an oversized block for a large request.
+    if (p.size < o_.max_split_size && (*it)->size >= o_.max_split_size) return blocks.end();
+    // Allow an oversized block to be rounded up, within a limit.
+    if (p.size >= o_.max_split_size && (*it)->size >= p.size + o_.max_non_split_rounding) return blocks.end();
+    return it;
+}
+
+Block* TorchCaching::get_free_block(const Params& p) {
+    // Track block reuse interval only when garbage collection is enabled.
+    if (gc_enabled()) ++p.pool->get_free_blocks_call_count;
+    const auto it = find_free_block(p);
+    if (it == p.pool->blocks.end()) return nullptr;
+    Block* block = *it;
+    p.pool->erase_block(it);
+    return block;
+}
+
+Block* TorchCaching::alloc_block(const Params& p, bool is_retry) {
+    if (is_retry) ++retries_;
+    if (fraction_set() && total_allocated_memory() + p.alloc_size > upstream_.capacity()) return nullptr;
+    if (o_.expandable_segments) return try_allocate_expandable_block(p);
+    std::uint64_t address = 0;
+    if (!upstream_.allocate(p.alloc_size, p.stream_index, address)) return nullptr;
+    Block* b = new_block();
+    b->upstream_address = address;
+    b->address = segment_address(p.alloc_size);
+    segments_by_address_.emplace(b->address, p.alloc_size);
+    b->size = p.alloc_size;
+    b->stream = p.stream;
+    b->stream_index = p.stream_index;
+    b->pool = p.pool;
+    segment_.increase(1);
+    if (p.alloc_size >= o_.max_split_size) oversize_segments_.increase(1);
+    return b;
+}
+
+bool TorchCaching::should_split(const Block* block, std::uint64_t size) const noexcept {
+    const std::uint64_t remaining = block->size - size;
+    if (block->pool->small || o_.expandable_segments) return remaining >= kMinBlockSize;
+    return size < o_.max_split_size && remaining > kSmallSize;
+}
+
+void TorchCaching::alloc_found_block(Block* block, const Params& p, const Request& r) {
+    if (should_split(block, p.size)) {
+        Block* remaining = block;
+        block = new_block();
+        *block = *remaining;
+        block->size = p.size;
+        block->prev = remaining->prev;
+        if (block->prev) block->prev->next = block;
+        block->next = remaining;
+        remaining->prev = block;
+        remaining->address += p.size;
+        remaining->size -= p.size;
+        p.pool->insert_into_blocks(remaining);
+    }
+    block->allocated = true;
+    block->requested = r.size;
+    at_grow(live_, r.handle) = block;
+    allocation_.increase(1);
+    allocated_bytes_.increase(block->size);
+    requested_bytes_.increase(block->requested);
+    if (block->size >= o_.max_split_size) oversize_allocations_.increase(1);
+}
+
+void TorchCaching::free_block(Block* block) {
+    Block* const candidates[2] = {block->prev, block->next};
+    for (Block* c : candidates) try_merge_blocks(block, c);
+    block->pool->insert_into_blocks(block);
+}
+
+// Merges `src` into its neighbour `dst` (which is in no set) when it is free
+// and mapped alike; returns the bytes taken over (0: none).
+std::uint64_t TorchCaching::try_merge_blocks(Block* dst, Block* src) {
+    if (!src || src->allocated || src->mapped != dst->mapped) return 0;
+    if (src->mapped) src->pool->erase_block(src);
+    else src->pool->erase_unmapped(src);
+    if (dst->prev == src) {  // [src dst]
+        dst->address = src->address;
+        dst->prev = src->prev;
+        if (dst->prev) dst->prev->next = dst;
+    } else {  // [dst src]
+        dst->next = src->next;
+        if (dst->next) dst->next->prev = dst;
+    }
+    const std::uint64_t subsumed = src->size;
+    dst->size += subsumed;
+    delete_block(src);
+    return subsumed;
+}
+
+// The cached oversize blocks (>= max_split_size) of the request's stream that
+// release_available_cached_blocks frees, in its order: the smallest that is
+// large enough alone, else the largest ones until they are enough (blocks of
+// expandable segments stay). Returns whether they are enough.
+bool TorchCaching::select_oversize_blocks(const Params& p, std::vector<Block*>& out) const {
+    if (o_.max_split_size == TorchOptions::kNoLimit) return false;
+    const auto& blocks = p.pool->blocks;
+    Block key;
+    key.stream = p.stream;
+    key.size = std::max(p.size, o_.max_split_size);
+    auto it = blocks.lower_bound(Cached::of(&key));
+    if (it != blocks.end() && (*it)->stream == p.stream && !(*it)->segment) {
+        out.push_back(*it);
+        return true;
+    }
+    if (it == blocks.begin()) return false;
+    std::uint64_t total_released = 0;
+    do {
+        --it;
+        if ((*it)->size < o_.max_split_size || (*it)->stream != p.stream) break;
+        if (!(*it)->segment) {
+            total_released += (*it)->size;
+            out.push_back(*it);
+        }
+    } while (total_released < key.size && it != blocks.begin());
+    return total_released >= key.size;
+}
+
+// Frees them, enough or not.
+bool TorchCaching::release_available_cached_blocks(const Params& p) {
+    std::vector<Block*> oversize;
+    const bool enough = select_oversize_blocks(p, oversize);
+    for (Block* b : oversize) release_block(b);
+    return enough;
+}
+
+// Where a new cudaMalloc'd segment lies: where the recorded allocator's did,
+// if it recorded one of this size for this request and the model has
+// nothing there; else an address above all others.
+std::uint64_t TorchCaching::segment_address(std::uint64_t size) {
+    auto overlaps = [this](std::uint64_t address, std::uint64_t bytes) {
+        auto it = segments_by_address_.lower_bound(address);
+        if (it != segments_by_address_.end() && it->first - address < bytes) return true;
+        return it != segments_by_address_.begin() && address - std::prev(it)->first < std::prev(it)->second;
+    };
+    for (auto it = recorded_.begin(); it != recorded_.end(); ++it) {
+        if (it->second != size) continue;
+        const std::uint64_t address = it->first;
+        recorded_.erase(it);
+        if (address < kExpandableBase && address <= ~0ULL - size && !overlaps(address, size)) return address;
+        break;
+    }
+    const std::uint64_t address = next_synthetic_address_;
+    const std::uint64_t span = round_up_checked(size, kRoundLarge);
+    if (span > ~0ULL - address)
+        throw SizeOverflow("torch-caching's 64-bit address space for segments is used up (addresses are never reused)");
+    next_synthetic_address_ += span;
+    return address;
+}
+
+// Frees every unsplit cached segment and unmaps every free page (large
+// pool, then small). Its first step, completing the frees that wait on
+// other streams (synchronize_and_free_events), is in the trace as their frees.
+void TorchCaching::release_cached_blocks() {
+    ++num_sync_all_streams_;
+    release_blocks(large_);
+    release_blocks(small_);
+}
+
+void TorchCaching::release_blocks(BlockPool& pool) {
+    for (auto it = pool.whole.begin(); it != pool.whole.end();) {
+        Block* block = *it;
+        ++it;
+        release_block(block);
+    }
+    if (!o_.expandable_segments && segments_.empty()) return;
+    std::vector<Block*> to_unmap;
+    for (Block* block : pool.blocks)
+        if (block->segment) to_unmap.push_back(block);
+    for (Block* block : to_unmap) {
+        unmap_block(block);
+        if (!block->prev && !block->next) release_expandable_segment(block);
+    }
+}
+
+void TorchCaching::release_block(Block* block) {
+    upstream_.deallocate(block->upstream_address, block->size, block->stream_index);
+    segments_by_address_.erase(block->address);
+    segment_.decrease(1);
+    if (block->size >= o_.max_split_size) oversize_segments_.decrease(1);
+    block->pool->erase_block(block);
+    delete_block(block);
+}
+
+// PyTorch collects garbage only with a memory fraction set.
+bool TorchCaching::gc_enabled() const noexcept { return o_.garbage_collection_threshold > 0.0 && fraction_set(); }
+
+bool TorchCaching::gc_would_release() const {
+    if (!gc_enabled()) return false;
+    const auto gc_threshold =
+        static_cast<std::uint64_t>(o_.garbage_collection_threshold * static_cast<double>(upstream_.capacity()));
+    if (total_allocated_memory() <= gc_threshold) return false;
+    return !large_.whole.empty();
+}
+
+// Frees unsplit large cached blocks, oldest first by rounds of "at least the
+// average age", until reserved memory is down to the threshold.
+void TorchCaching::garbage_collect_cached_blocks() {
+    const auto gc_threshold =
+        static_cast<std::uint64_t>(o_.garbage_collection_threshold * static_cast<double>(upstream_.capacity()));
+    if (total_allocated_memory() <= gc_threshold) return;
+    const std::uint64_t target_size = total_allocated_memory() - gc_threshold;
+    std::uint64_t gc_reclaimed = 0, total_age = 0, freeable_block_count = 0;
+    for (const Block* b : large_.whole) {
+        total_age += large_.gc_count(b);
+        ++freeable_block_count;
+    }
+    bool block_freed = true;
+    while (gc_reclaimed < target_size && block_freed && freeable_block_count > 0) {
+        const double age_threshold = static_cast<double>(total_age) / static_cast<double>(freeable_block_count);
+        block_freed = false;
+        for (auto it = large_.whole.begin(); it != large_.whole.end();) {
+            Block* block = *it;
+            ++it;
+            if (static_cast<double>(large_.gc_count(block)) < age_threshold) continue;
+            block_freed = true;
+            gc_reclaimed += block->size;
+            total_age -= large_.gc_count(block);
+            --freeable_block_count;
+            release_block(block);
+        }
+    }
+}
+
+Block* TorchCaching::new_block() {
+    if (spare_.empty()) {
+        chunks_.emplace_back(new Block[256]);
+        for (int i = 255; i >= 0; --i) spare_.push_back(&chunks_.back()[i]);
+    }
+    Block* b = spare_.back();
+    spare_.pop_back();
+    *b = Block{};
+    return b;
+}
+
+void TorchCaching::delete_block(Block* b) { spare_.push_back(b); }
+
+}  // namespace torch
+
 std::unique_ptr<Strategy> make_torch_caching(Upstream& upstream, const StrategyOptions& options) {
-    return std::make_unique<TorchCaching>(upstream, options.torch);
+    return std::make_unique<torch::TorchCaching>(upstream, options.torch);
 }
 
 }  // namespace gpumem::reuse_sim::detail

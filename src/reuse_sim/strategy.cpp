@@ -55,7 +55,8 @@ std::array<std::uint64_t, 16> parse_roundup_power2_divisions(std::string_view te
         const std::uint64_t value = parse_uint(item.substr(colon + 1));
         if (value != 0 && !is_pow2(value)) throw fail("the divisions must be a power of two or 0");
         if (key == ">") {
-            for (std::size_t i = last_index; i < divisions.size(); ++i) divisions[i] = value;
+            // Every interval after the last one named (PyTorch 2.11 keeps that one's own value).
+            for (std::size_t i = last_index + 1; i < divisions.size(); ++i) divisions[i] = value;
         } else {
             const std::uint64_t interval = parse_uint(key);
             if (!is_pow2(interval)) throw fail("interval starts must be powers of two (MiB)");

@@ -35,10 +35,10 @@ struct TorchOptions {
     std::uint64_t max_split_size = kNoLimit;               // max_split_size_mb
     std::uint64_t max_non_split_rounding = 20ULL << 20;    // max_non_split_rounding_mb (kLargeBuffer)
     std::array<std::uint64_t, 16> roundup_power2_divisions{};  // per power-of-two interval from 1 MiB; 0: off
-    // Read from a snapshot and reported; not modelled yet (the replay uses
-    // cudaMalloc segments and no garbage collection).
+    // garbage_collection_threshold: with a memory fraction (--capacity),
+    // free old cached blocks while reserved > threshold x capacity; 0: off.
     double garbage_collection_threshold = 0.0;
-    bool expandable_segments = false;
+    bool expandable_segments = false;  // grow one segment per stream and pool by mapping pages
 };
 // "4" (every interval) or PyTorch's list form "[256:1,512:2,>:8]" (MiB
 // interval starts). Throws UsageError as PyTorch would refuse.
@@ -83,6 +83,17 @@ public:
     // (torch.cuda.empty_cache()). Strategies without a cache, or whose
     // model cannot give part of it back (RMM's pool), do nothing.
     virtual void empty_cache() {}
+    // The trace ended: settle what waited for the next event (torch-caching
+    // reads an empty_cache in the light of the request after it).
+    virtual void end_of_trace() {}
+    // What the recorded allocator did just before the next request: a
+    // cudaMalloc of `size` bytes at `address` (a PyTorch snapshot's
+    // segment_alloc). torch-caching orders its cached blocks by address as
+    // PyTorch does, so it takes the device's addresses where it can.
+    virtual void recorded_segment(std::uint64_t address, std::uint64_t size) {
+        (void)address;
+        (void)size;
+    }
     // Returns every cached byte upstream (after all handles were freed).
     virtual void release_all() = 0;
     // Strategy-specific figures for the JSON report (PyTorch's own stats...).

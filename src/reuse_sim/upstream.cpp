@@ -28,6 +28,20 @@ void Upstream::deallocate(std::uint64_t address, std::uint64_t size, std::uint32
     if (costs_) counters_.modelled_us += costs_->device_free(size);
 }
 
+void Upstream::map_pages(std::uint64_t size) {
+    ++counters_.device_allocs;
+    counters_.device_reserved_bytes += size;
+    add_reserved(size);
+    if (costs_) counters_.modelled_us += costs_->device_alloc(size);
+}
+
+void Upstream::unmap_pages(std::uint64_t size) {
+    ++counters_.device_frees;
+    counters_.device_reserved_bytes -= size;
+    sub_reserved(size);
+    if (costs_) counters_.modelled_us += costs_->device_free(size);
+}
+
 bool Upstream::allocate_async(std::uint64_t size, std::uint32_t stream, std::uint64_t& address) {
     if (!do_allocate_async(size, stream, address)) {
         ++counters_.async_alloc_failures;

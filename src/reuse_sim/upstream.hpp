@@ -64,6 +64,14 @@ public:
     bool allocate(std::uint64_t size, std::uint32_t stream, std::uint64_t& address);
     // cudaFree: synchronizes the device.
     void deallocate(std::uint64_t address, std::uint64_t size, std::uint32_t stream);
+    // Physical pages mapped into, or unmapped from, an expandable segment
+    // (cuMemCreate + cuMemMap, cuMemUnmap + cuMemRelease): PyTorch counts
+    // each call as one device allocation or free, and its bytes as reserved.
+    // Counted only, never refused and not performed on a device: the caller
+    // checks its own limit (PyTorch compares its memory fraction with the
+    // segment it would have cudaMalloc'd, not with the pages it maps).
+    void map_pages(std::uint64_t size);
+    void unmap_pages(std::uint64_t size);
     // cudaMallocAsync / cudaFreeAsync on the device's stream-ordered pool.
     bool allocate_async(std::uint64_t size, std::uint32_t stream, std::uint64_t& address);
     void deallocate_async(std::uint64_t address, std::uint64_t size, std::uint32_t stream);
@@ -75,6 +83,9 @@ public:
     void synchronize();
 
     const UpstreamCounters& counters() const noexcept { return counters_; }
+    // The most it reserves at once (kUnlimited: no limit): --capacity, which
+    // for PyTorch's allocator stands for its allowed_memory_maximum.
+    std::uint64_t capacity() const noexcept { return capacity_; }
 
 protected:
     // `costs` may be null (no modelled time).
