@@ -28,7 +28,7 @@ _gpumem_opts_reuse_sim="--workload --steps --seed --change-rate --batch --layers
     --prompt --tokens --streams --trace --trace-format --trace-device --strategy --growth --zero-fill --ring-buffers --ring-size
     --pool-initial --pool-max --bins --bin-blocks --max-split-size --max-non-split-rounding
     --roundup-power2-divisions --release-threshold --sync-every --capacity --memory-fraction --device-total --costs
-    --timeline --timeline-points --save-trace --no-chart --execute"
+    --timeline --timeline-points --save-trace --no-chart --execute --tune --sweep"
 _gpumem_opts_report="--outlier-fraction --strict"
 _gpumem_opts_check="--level --threshold --thresholds --strict"
 
@@ -42,7 +42,7 @@ _gpumem_value_opts="-d --device --format --units --list
     --workload --steps --change-rate --batch --layers --sample-bytes --max-detections --prompt --tokens --streams
     --trace --trace-format --strategy --ring-buffers --ring-size --pool-initial --pool-max --bins --bin-blocks
     --max-split-size --max-non-split-rounding --roundup-power2-divisions --release-threshold --sync-every --capacity
-    --costs --timeline --timeline-points --save-trace --trace-device --memory-fraction --device-total
+    --costs --timeline --timeline-points --save-trace --trace-device --memory-fraction --device-total --sweep
     --outlier-fraction
     --level --threshold --thresholds"
 
@@ -115,6 +115,7 @@ _gpumem_values() {
         --trace-format) _gpumem_list "$2" trace-formats ;;
         --strategy) _gpumem_list "$2" strategies ;;
         --level) _gpumem_list "$2" levels ;;
+        --sweep) _gpumem_list "$2" knobs | sed 's/$/=/' ;;  # KNOB=, its values typed after it
     esac
 }
 
@@ -201,6 +202,7 @@ _gpumem() {
             _gpumem_complete_list "$values" "$with_all"
         else
             COMPREPLY=($(compgen -W "$values" -- "$cur"))
+            [[ ${COMPREPLY[0]-} == *= ]] && compopt -o nospace 2>/dev/null
         fi
         return 0
     fi

@@ -227,6 +227,8 @@ complete -c gpumem -n $reuse_sim -l timeline-points -x -d 'Points kept for --tim
 complete -c gpumem -n $reuse_sim -l save-trace -r -F -d 'Also write the input\'s events as a gpumem trace (CSV)'
 complete -c gpumem -n $reuse_sim -l no-chart -d 'Table mode: no chart of reserved bytes'
 complete -c gpumem -n $reuse_sim -l execute -d 'Also replay each strategy for real on the GPU (-d)'
+complete -c gpumem -n $reuse_sim -l tune -d 'What-if tuner: torch-caching under a grid of PYTORCH_CUDA_ALLOC_CONF settings'
+complete -c gpumem -n $reuse_sim -l sweep -x -a '(__gpumem_names knobs | string replace -r \t \=\t)' -d 'KNOB=V1,V2,...: torch-caching with each value of a knob'
 
 # report
 set -l report "__fish_seen_subcommand_from report"

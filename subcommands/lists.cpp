@@ -12,6 +12,7 @@
 #include "info_fields.hpp"
 #include "reuse_sim/strategy.hpp"
 #include "reuse_sim/trace_reader.hpp"
+#include "reuse_sim/tuner.hpp"
 #include "reuse_sim/workloads.hpp"
 
 namespace gpumem::cli {
@@ -36,6 +37,7 @@ const std::vector<ListEntry>& name_lists() {
         {"strategies", "reuse-sim --strategy", [] { return view_of(reuse_sim::kStrategies); }},
         {"workloads", "reuse-sim --workload", [] { return view_of(reuse_sim::kWorkloads); }},
         {"trace-formats", "reuse-sim --trace-format", [] { return view_of(reuse_sim::kTraceFormats); }},
+        {"knobs", "reuse-sim --sweep", [] { return view_of(reuse_sim::kKnobs); }},
     };
     return lists;
 }

@@ -71,6 +71,9 @@ struct ReuseSimOptions {
     std::optional<std::string> save_trace;
     bool no_chart = false;
     bool execute = false;
+    // the what-if tuner
+    bool tune = false;
+    std::vector<std::string> sweeps;  // --sweep KNOB=V1,V2,..., repeatable
 };
 
 // The options that tune strategies, and whether each was given. Which
@@ -212,12 +215,25 @@ void add_output_options(CLI::App& sub, ReuseSimOptions& o) {
                  "call counts equal the simulated ones (exit 4 if not)");
 }
 
+void add_tune_options(CLI::App& sub, ReuseSimOptions& o) {
+    sub.add_flag("--tune",
+                 o.tune,
+                 "What-if tuner: replay torch-caching under a grid of PYTORCH_CUDA_ALLOC_CONF settings (" + rs::kKnobs.names(", ") +
+                     ") and rank them");
+    sub.add_option("--sweep", o.sweeps,
+                   "KNOB=V1,V2,...: replay torch-caching with each value of KNOB (" + rs::kKnobs.names(", ") +
+                       "; gpumem --list knobs); repeatable, the grid is the product; with --tune, replaces that knob's default values")
+        ->type_name("KNOB=VALUES")
+        ->check(parsing_validator([](const std::string& v) { rs::parse_sweep(v); }, ""));
+}
+
 void add_options(CLI::App& sub, ReuseSimOptions& o) {
     sub.footer("Sizes take units (4KiB, 1.5GiB). Strategies: " + rs::kStrategies.names(", ") +
                ", or all. See gpumem(1), section REUSE-SIM.");
     add_workload_options(sub, o);
     add_strategy_options(sub, o);
     add_output_options(sub, o);
+    add_tune_options(sub, o);
 }
 
 // "N" or "A..B" of positive integers.
@@ -363,6 +379,21 @@ std::uint64_t check_capacity(const ReuseSimOptions& o) {
     return capacity;
 }
 
+// --tune and --sweep replay torch-caching alone, each setting a lane of one
+// replay; what only the comparison of strategies has is refused with them.
+std::optional<TuneRequest> check_tune(const ReuseSimOptions& o, const ReuseSimRequest& q) {
+    if (!o.tune && o.sweeps.empty()) return std::nullopt;
+    const char* mode = o.tune ? "--tune" : "--sweep";
+    if (o.strategy != "all" && o.strategy != "torch-caching")
+        throw UsageError(std::string(mode) + " replays torch-caching alone: leave out --strategy");
+    if (o.execute) throw UsageError(std::string(mode) + " and --execute cannot be combined (run --execute with the chosen setting)");
+    if (o.timeline) throw UsageError(std::string(mode) + " and --timeline cannot be combined");
+    if (o.save_trace) throw UsageError(std::string(mode) + " and --save-trace cannot be combined");
+    TuneRequest tune;
+    tune.axes = rs::grid_axes(o.sweeps, o.tune, q.capacity != rs::kUnlimited);
+    return tune;
+}
+
 ReuseSimRequest check(const ReuseSimOptions& o, const Globals& globals) {
     ReuseSimRequest q;
     q.input = check_input(o);
@@ -374,6 +405,12 @@ ReuseSimRequest check(const ReuseSimOptions& o, const Globals& globals) {
     q.torch_flags.roundup_power2_divisions = o.roundup_power2_divisions.has_value();
     q.capacity = check_capacity(o);
     check_outputs(o, globals, q);
+    q.tune = check_tune(o, q);
+    if (q.tune) {
+        q.strategies = {&rs::kStrategies.row("torch-caching")};
+        q.warnings = ignored_option_warnings(o, q.strategies);
+        q.chart = false;
+    }
     return q;
 }
 

@@ -14,9 +14,11 @@
 #include "base/name_table.hpp"
 #include "chart.hpp"
 #include "command.hpp"
+#include "reuse_sim/cost_table.hpp"
 #include "reuse_sim/simulator.hpp"
 #include "reuse_sim/strategy.hpp"
 #include "reuse_sim/trace_reader.hpp"
+#include "reuse_sim/tuner.hpp"
 #include "reuse_sim/upstream.hpp"
 #include "reuse_sim/workloads.hpp"
 
@@ -28,6 +30,11 @@ struct ReuseSimInput {
     reuse_sim::TraceFormat trace_format = reuse_sim::TraceFormat::automatic;
     std::optional<std::uint32_t> trace_device;  // --trace-device: a snapshot's device
     reuse_sim::WorkloadOptions workload;  // without --trace
+};
+
+// --tune / --sweep: the grid of torch-caching settings to replay.
+struct TuneRequest {
+    std::vector<reuse_sim::SweepAxis> axes;  // the knobs varied, in kKnobs' order
 };
 
 // Everything the options say, checked (check() in reuse_sim.cpp).
@@ -49,6 +56,7 @@ struct ReuseSimRequest {
     LevelChartStyle chart_style;
     std::optional<DeviceSpec> execute_on;       // --execute: one device
     std::vector<std::string> warnings;          // options that tune no selected strategy
+    std::optional<TuneRequest> tune;            // --tune, --sweep: the what-if tuner instead of the comparison
 
     // Points the replay keeps: for --timeline and the chart (0: none).
     std::size_t replay_timeline_points() const;
@@ -94,6 +102,13 @@ struct ExecuteResults {
     bool verified() const { return free_bytes_after && out_of_memory().empty() && mismatched().empty(); }
 };
 
+// The tuner's replays: every grid point, ranked, and the capacity search.
+struct TuneResults {
+    std::uint64_t grid_points = 0;          // settings replayed (the grid, and the baseline when not in it)
+    std::vector<reuse_sim::TuneRow> rows;   // ranked (reuse_sim::rank_rows)
+    reuse_sim::CapacitySearch search;       // for the best setting
+};
+
 // Filled as the run goes: a failure part way reports what was done.
 struct ReuseSimResults {
     std::vector<std::string> warnings;  // the cost table's gaps, trace lines not replayed
@@ -108,10 +123,13 @@ struct ReuseSimResults {
     std::vector<reuse_sim::LaneResult> lanes;         // one per strategy, in the request's order
     std::optional<reuse_sim::Timeline> timeline;
     std::optional<ExecuteResults> execute;
+    std::optional<TuneResults> tune;                  // --tune, --sweep
     bool complete = false;  // everything ran, --execute's checks passed
 };
 
 void execute_reuse_sim(const ReuseSimRequest& q, ReuseSimResults& r, Session& session);
+// --tune, --sweep (reuse_sim_tune.cpp): the grid replayed from `source`, ranked, and the capacity search.
+void tune_reuse_sim(const ReuseSimRequest& q, reuse_sim::EventSource& source, const reuse_sim::CostModel& costs, ReuseSimResults& r);
 Report reuse_sim_report(const ReuseSimRequest& q, const ReuseSimResults& r, const OutputOptions& output);
 
 // The document's keys (kReuseSimCommand.schema).

@@ -82,9 +82,20 @@ std::vector<StrategyRow> strategy_rows(const ReuseSimResults& r) {
     return rows;
 }
 
-// Table mode: the best value of each compared column gets a '*' (others a
-// space, to keep the digits aligned). Columns where all rows agree are left alone.
-void mark_best(Table& t, Unit unit) {
+// Whether a row may be marked best in a column: a strategy that ran out of
+// memory never is, and slack and fragmentation compare only the strategies
+// that reused memory (served some request from memory they already held):
+// naive's are trivially 0.
+bool may_be_best(const rs::LaneResult& lane, std::string_view column) {
+    if (lane.ooms != 0) return false;
+    if (column == "slack_at_peak" || column == "fragmentation") return lane.hits != 0;
+    return true;
+}
+
+// Table mode: the best value of each compared column, among the rows that
+// may be best in it, gets a '*' (others a space, to keep the digits
+// aligned). Columns where all rows agree are left alone.
+void mark_best(Table& t, const std::vector<StrategyRow>& rows, Unit unit) {
     if (t.rows.size() < 2) return;
     const std::vector<std::pair<std::string, bool>> compared = {
         {"upstream_allocs", false}, {"upstream_frees", false}, {"hit_rate", true}, {"peak_reserved", false},
@@ -95,20 +106,22 @@ void mark_best(Table& t, Unit unit) {
         const auto it = std::find_if(compared.begin(), compared.end(), [&](const auto& c) { return c.first == t.fields[col].key; });
         if (it == compared.end()) continue;
         const bool higher_is_better = it->second;
-        double best = std::nan("");
+        double best = std::nan(""), first = std::nan("");
         bool all_equal = true;
-        for (const auto& row : t.rows) {
-            const double v = cell_number(row[col]);
+        for (std::size_t i = 0; i < t.rows.size(); ++i) {
+            const double v = cell_number(t.rows[i][col]);
             if (std::isnan(v)) continue;
-            if (!std::isnan(best) && v != best) all_equal = false;
+            if (std::isnan(first)) first = v;
+            if (v != first) all_equal = false;
+            if (!may_be_best(*rows[i].lane, t.fields[col].key)) continue;
             if (std::isnan(best) || (higher_is_better ? v > best : v < best)) best = v;
         }
         if (std::isnan(best) || all_equal) continue;
-        for (auto& row : t.rows) {
-            const double v = cell_number(row[col]);
+        for (std::size_t i = 0; i < t.rows.size(); ++i) {
+            const double v = cell_number(t.rows[i][col]);
             if (std::isnan(v)) continue;
-            const std::string text = cell_text(row[col], t.fields[col], unit);
-            row[col] = text + (v == best ? "*" : " ");
+            const bool star = v == best && may_be_best(*rows[i].lane, t.fields[col].key);
+            t.rows[i][col] = cell_text(t.rows[i][col], t.fields[col], unit) + (star ? "*" : " ");
         }
     }
 }
@@ -324,6 +337,129 @@ constexpr Column<ReuseSimResults> kSettingsColumns[] = {
 };
 constexpr auto settings_schema = nested_schema<kSettingsColumns>;
 
+// ------------------------------------------------------------ tuner
+
+// A row of the tuner's table: a grid point, its replay, its rank.
+struct TuneRowView {
+    const rs::TuneRow* row;
+    std::uint64_t rank;
+    bool from_snapshot;  // the baseline is the snapshot's own setting
+};
+
+// A setting's knobs as a record: one key per row of kKnobs, typed.
+Cell knob_cell(const rs::TorchOptions& o, rs::Knob knob) {
+    switch (knob) {
+        case rs::Knob::max_split_size: return unless(o.max_split_size, rs::TorchOptions::kNoLimit);
+        case rs::Knob::roundup_power2_divisions:
+            return std::vector<std::uint64_t>(o.roundup_power2_divisions.begin(), o.roundup_power2_divisions.end());
+        case rs::Knob::expandable_segments: return o.expandable_segments;
+        case rs::Knob::garbage_collection_threshold: return o.garbage_collection_threshold;
+    }
+    return Cell();
+}
+FieldKind knob_kind(rs::Knob knob) {
+    switch (knob) {
+        case rs::Knob::max_split_size: return FieldKind::bytes;
+        case rs::Knob::roundup_power2_divisions: return FieldKind::list;
+        case rs::Knob::expandable_segments: return FieldKind::boolean;
+        case rs::Knob::garbage_collection_threshold: return FieldKind::real;
+    }
+    return FieldKind::text;
+}
+Cell settings_cell(const TuneRowView& v) {
+    Record record;
+    for (const Named<rs::KnobSpec>& knob : rs::kKnobs)
+        record.add(Field{knob.name, "", knob_kind(knob.value.knob)}, knob_cell(v.row->point.options, knob.value.knob));
+    return record_cell(std::move(record));
+}
+const FieldSchemaSet& knob_settings_schema() {
+    static const FieldSchemaSet set = [] {
+        FieldSchemaSet s;
+        for (const Named<rs::KnobSpec>& knob : rs::kKnobs) s.fields.push_back({Field{knob.name, "", knob_kind(knob.value.knob)}});
+        return s;
+    }();
+    return set;
+}
+
+std::string conf_text(const TuneRowView& v) {
+    const std::string conf = rs::alloc_conf(v.row->point.options);
+    return conf.empty() ? std::string("(PyTorch's defaults)") : conf;
+}
+
+constexpr Column<TuneRowView> kTuneColumns[] = {
+    {{"rank", "#", FieldKind::integer}, [](const TuneRowView& v) { return u64(v.rank); }},
+    {{"note", "", FieldKind::text},
+     [](const TuneRowView& v) -> Cell { return v.row->point.recorded ? std::string(v.from_snapshot ? "recorded" : "baseline") : std::string(); },
+     Shown::table_only},
+    {{"alloc_conf", "PYTORCH_CUDA_ALLOC_CONF", FieldKind::text}, [](const TuneRowView& v) -> Cell { return rs::alloc_conf(v.row->point.options); },
+     Shown::machine_only},
+    {{"alloc_conf", "PYTORCH_CUDA_ALLOC_CONF", FieldKind::text}, [](const TuneRowView& v) -> Cell { return conf_text(v); }, Shown::table_only},
+    {{"recorded", "", FieldKind::boolean}, [](const TuneRowView& v) -> Cell { return v.row->point.recorded; }, Shown::machine_only},
+    {{"settings", "", FieldKind::record}, settings_cell, Shown::machine_only, false, knob_settings_schema},
+    {{"peak_reserved", "peak reserved", FieldKind::bytes}, [](const TuneRowView& v) { return u64(v.row->outcome.peak_reserved); }},
+    {{"ooms", "OOMs", FieldKind::integer}, [](const TuneRowView& v) { return u64(v.row->outcome.ooms); }},
+    {{"first_oom_event", "first OOM", FieldKind::integer}, [](const TuneRowView& v) { return optional_cell(v.row->outcome.first_oom_event); }},
+    {{"retries", "retries", FieldKind::integer}, [](const TuneRowView& v) { return u64(v.row->outcome.retries); }},
+    {{"upstream_allocs", "allocs", FieldKind::integer}, [](const TuneRowView& v) { return u64(v.row->outcome.device_allocs); }},
+    {{"upstream_frees", "frees", FieldKind::integer}, [](const TuneRowView& v) { return u64(v.row->outcome.device_frees); }},
+    {{"modelled_ms", "model ms", FieldKind::real, 2}, [](const TuneRowView& v) { return ms(v.row->outcome.modelled_us); }},
+};
+
+std::vector<TuneRowView> tune_rows(const ReuseSimResults& r) {
+    std::vector<TuneRowView> rows;
+    for (std::size_t i = 0; i < r.tune->rows.size(); ++i) rows.push_back({&r.tune->rows[i], i + 1, r.allocator_settings.has_value()});
+    return rows;
+}
+
+std::string baseline_name(const ReuseSimResults& r) { return r.allocator_settings ? "as recorded" : "with the baseline settings"; }
+
+std::string tune_answer_text(const ReuseSimRequest& q, const ReuseSimResults& r, Unit unit) {
+    return rs::tune_answer(r.tune->rows, q.capacity, r.tune->search, [unit](std::uint64_t b) { return format_bytes(b, unit); },
+                           baseline_name(r));
+}
+
+const rs::TuneRow* recorded_row(const TuneResults& t) {
+    for (const rs::TuneRow& row : t.rows)
+        if (row.point.recorded) return &row;
+    return nullptr;
+}
+
+// The document's "tune": the answer and its parts, for scripts.
+struct TuneDocument {
+    const ReuseSimRequest& q;
+    const ReuseSimResults& r;
+    const TuneResults& t() const { return *r.tune; }
+    const rs::TuneRow& best() const { return t().rows.front(); }
+    const rs::TuneRow& recorded() const {
+        const rs::TuneRow* row = recorded_row(t());
+        return row ? *row : best();  // the grid always holds it; this only guards
+    }
+};
+constexpr Column<TuneDocument> kTuneDocumentColumns[] = {
+    {{"grid_points", "", FieldKind::integer}, [](const TuneDocument& d) { return u64(d.t().grid_points); }},
+    {{"best_alloc_conf", "", FieldKind::text}, [](const TuneDocument& d) -> Cell { return rs::alloc_conf(d.best().point.options); }},
+    {{"best_fits", "", FieldKind::boolean}, [](const TuneDocument& d) -> Cell { return d.best().outcome.ooms == 0; }},
+    {{"best_peak_reserved", "", FieldKind::bytes}, [](const TuneDocument& d) { return u64(d.best().outcome.peak_reserved); }},
+    {{"best_first_oom_event", "", FieldKind::integer}, [](const TuneDocument& d) { return optional_cell(d.best().outcome.first_oom_event); }},
+    {{"recorded_alloc_conf", "", FieldKind::text}, [](const TuneDocument& d) -> Cell { return rs::alloc_conf(d.recorded().point.options); }},
+    {{"recorded_fits", "", FieldKind::boolean}, [](const TuneDocument& d) -> Cell { return d.recorded().outcome.ooms == 0; }},
+    {{"recorded_peak_reserved", "", FieldKind::bytes}, [](const TuneDocument& d) { return u64(d.recorded().outcome.peak_reserved); }},
+    {{"recorded_first_oom_event", "", FieldKind::integer},
+     [](const TuneDocument& d) { return optional_cell(d.recorded().outcome.first_oom_event); }},
+    {{"smallest_capacity_bytes", "", FieldKind::bytes}, [](const TuneDocument& d) { return optional_cell(d.t().search.smallest); }},
+    {{"capacity_resolution_bytes", "", FieldKind::bytes},
+     [](const TuneDocument& d) { return d.t().search.smallest ? u64(d.t().search.resolution) : Cell(); }},
+    {{"capacity_search_replays", "", FieldKind::integer}, [](const TuneDocument& d) { return u64(d.t().search.replays); }},
+    {{"capacity_not_searched", "", FieldKind::text},
+     [](const TuneDocument& d) { return d.t().search.not_searched.empty() ? Cell() : Cell(d.t().search.not_searched); }},
+    {{"answer", "", FieldKind::text}, [](const TuneDocument& d) -> Cell { return tune_answer_text(d.q, d.r, Unit::automatic); }},
+};
+constexpr auto tune_document_schema = nested_schema<kTuneDocumentColumns>;
+Cell tune_cell(const ReuseSimRequest& q, const ReuseSimResults& r) {
+    if (!r.tune || r.tune->rows.empty()) return Cell();
+    return record_cell(make_record(Columns<TuneDocument>(kTuneDocumentColumns), TuneDocument{q, r}));
+}
+
 constexpr Column<Document> kDocumentColumns[] = {
     {{"input", "", FieldKind::record}, [](const Document& d) { return record_cell(make_record(Columns<Document>(kInputColumns), d)); },
      Shown::always, false, input_schema},
@@ -369,6 +505,8 @@ constexpr Column<Document> kDocumentColumns[] = {
          return d.r.execute ? record_cell(make_record(Columns<ExecuteResults>(kExecuteColumns), *d.r.execute)) : Cell();
      },
      Shown::always, true, execute_schema},
+    // With --tune or --sweep only.
+    {{"tune", "", FieldKind::record}, [](const Document& d) { return tune_cell(d.q, d.r); }, Shown::always, true, tune_document_schema},
 };
 
 // ------------------------------------------------------------ text
@@ -419,9 +557,9 @@ std::string execute_line(const ExecuteResults& x) {
                                        : "DIFFER from the simulation");
 }
 
-// One line of levels per strategy: reserved bytes over the run, each row on
-// its own scale (its peak, printed at the end) so that every strategy's shape
-// shows; the table compares the magnitudes.
+// One line of levels per strategy: reserved bytes over the run, every row on
+// one scale (the largest peak) so that rows compare, each row's own peak
+// printed at its end.
 std::vector<std::string> reserved_chart(const rs::Timeline& timeline, const ReuseSimResults& r, const LevelChartStyle& style, Unit unit) {
     const std::size_t points = timeline.points();
     if (points == 0) return {};
@@ -435,8 +573,10 @@ std::vector<std::string> reserved_chart(const rs::Timeline& timeline, const Reus
     for (std::size_t p = 0; p < points; ++p) live.values.push_back(static_cast<double>(timeline.live(p)));
     series.push_back(std::move(live));
     std::vector<std::string> lines = {"", "Reserved bytes over events " + std::to_string(timeline.first_event(0)) + ".." +
-                                              std::to_string(timeline.first_event(points - 1)) + " (each row scaled to its own peak):"};
-    for (std::string& line : render_level_chart(series, style, [unit](double peak) { return format_bytes(static_cast<std::uint64_t>(peak), unit); }))
+                                              std::to_string(timeline.first_event(points - 1)) + " (one scale for all rows):"};
+    LevelChartStyle shared = style;
+    shared.shared_scale = true;
+    for (std::string& line : render_level_chart(series, shared, [unit](double peak) { return format_bytes(static_cast<std::uint64_t>(peak), unit); }))
         lines.push_back(std::move(line));
     return lines;
 }
@@ -451,11 +591,24 @@ std::vector<std::string> text_after(const ReuseSimRequest& q, const ReuseSimResu
     }
     if (!r.complete) return lines;
     lines.push_back("");
-    lines.push_back("* best in its column. Model ms: CUDA calls priced by the cost table (" + r.cost_device + ", " +
-                    (q.costs ? *q.costs : std::string("built-in")) + ").");
+    lines.push_back("* best in its column, among the strategies without OOMs (slack and frag: among those that reused memory). "
+                    "Model ms: CUDA calls priced by the cost table (" + r.cost_device + ", " + (q.costs ? *q.costs : std::string("built-in")) + ").");
     if (q.chart && r.timeline)
         for (std::string& line : reserved_chart(*r.timeline, r, q.chart_style, unit)) lines.push_back(std::move(line));
     return lines;
+}
+
+// --tune, --sweep: the ranked settings and the answer instead of the strategies.
+Report tune_report(const ReuseSimRequest& q, const ReuseSimResults& r, const OutputOptions& output, Report report) {
+    report.tables.push_back(make_table("settings", Columns<TuneRowView>(kTuneColumns), tune_rows(r), output.format));
+    report.fields = make_record(Columns<Document>(kDocumentColumns), Document{q, r});
+    if (output.format != Format::table || r.tune->rows.empty()) return report;
+    report.text_before.push_back(head_line(q, r, output.unit));
+    for (std::string& line : recorded_lines(r, output.unit)) report.text_before.push_back(std::move(line));
+    report.text_before.push_back("torch-caching under " + std::to_string(r.tune->grid_points) +
+                                 " settings, ranked: no OOM first (then the fewest), then the lowest peak reserved, fewer retries, less modelled time");
+    report.text_after = {"", tune_answer_text(q, r, output.unit)};
+    return report;
 }
 
 }  // namespace
@@ -466,13 +619,14 @@ Report reuse_sim_report(const ReuseSimRequest& q, const ReuseSimResults& r, cons
     report.warnings = q.warnings;
     report.warnings.insert(report.warnings.end(), r.warnings.begin(), r.warnings.end());
     if (!r.summary) return report;  // nothing simulated yet
+    if (r.tune) return tune_report(q, r, output, std::move(report));
     const bool measured = q.execute_on.has_value();
     report.tables.push_back(make_table("strategies", Columns<StrategyRow>(kStrategyColumns), strategy_rows(r), output.format,
                                        [measured](const Field& f) { return measured || f.key != "measured_ms"; }));
     report.fields = make_record(Columns<Document>(kDocumentColumns), Document{q, r});
     if (output.format != Format::table) return report;
     // A replay on the GPU that stopped part way leaves its table unmarked.
-    if (!r.execute || r.execute->free_bytes_after) mark_best(report.tables.back(), output.unit);
+    if (!r.execute || r.execute->free_bytes_after) mark_best(report.tables.back(), strategy_rows(r), output.unit);
     report.text_before.push_back(head_line(q, r, output.unit));
     for (std::string& line : recorded_lines(r, output.unit)) report.text_before.push_back(std::move(line));
     report.text_after = text_after(q, r, output.unit);
@@ -481,7 +635,7 @@ Report reuse_sim_report(const ReuseSimRequest& q, const ReuseSimResults& r, cons
 
 DocumentSchema reuse_sim_document_schema() {
     return {"reuse-sim",
-            {{"strategies", Columns<StrategyRow>(kStrategyColumns).schema()}},
+            {{"strategies", Columns<StrategyRow>(kStrategyColumns).schema()}, {"settings", Columns<TuneRowView>(kTuneColumns).schema()}},
             Columns<Document>(kDocumentColumns).schema()};
 }
 

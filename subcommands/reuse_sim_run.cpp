@@ -98,7 +98,7 @@ bool needs_largest_request(const ReuseSimRequest& q) {
 // temporary file as they are read.
 std::unique_ptr<rs::EventSource> open_input(const ReuseSimRequest& q) {
     if (!q.input.trace) return rs::make_workload(q.input.workload);
-    const bool rereadable = needs_largest_request(q) || q.execute_on;
+    const bool rereadable = needs_largest_request(q) || q.execute_on || q.tune;
     return rs::open_trace(*q.input.trace, q.input.trace_format, rereadable, q.input.trace_device);
 }
 
@@ -232,6 +232,11 @@ void execute_reuse_sim(const ReuseSimRequest& q, ReuseSimResults& r, Session& se
     OutputFiles files = open_outputs(q);
     r.strategy_options = q.strategy_options;
     if (const rs::RecordedAllocatorSettings* recorded = source->allocator_settings()) apply_recorded_settings(q, *recorded, r);
+    if (q.tune) {
+        tune_reuse_sim(q, *source, costs, r);
+        r.complete = true;
+        return;
+    }
     if (needs_largest_request(q)) r.strategy_options.largest_request = rs::largest_request(*source);
     simulate(q, *source, costs, files, r);
     if (device) execute_on_gpu(q, *device, *source, costs, session.output().unit, r);

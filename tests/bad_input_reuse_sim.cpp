@@ -201,6 +201,42 @@ std::vector<BadCase> reuse_sim_cases(const Scratch& s) {
         {{"--json", "--csv", "reuse-sim"}},
         {{"reuse-sim", "--csv", "--json"}},
         {{"--json", "reuse-sim", "--format", "table", "--trace", ""}},
+        // The what-if tuner (--tune, --sweep): bad knobs and values, a knob
+        // swept twice, empty lists, a grid too large, what it cannot combine
+        // with; all before the trace (a FIFO here) is opened.
+        {{"reuse-sim", "--sweep", "nope=1"}, {2}, true},
+        {{"reuse-sim", "--sweep", "max_split_size"}},
+        {{"reuse-sim", "--sweep", ""}},
+        {{"reuse-sim", "--sweep", "max_split_size="}, {2}, true},
+        {{"reuse-sim", "--sweep", "max_split_size=64,,128"}},
+        {{"reuse-sim", "--sweep", "max_split_size=lots"}},
+        {{"reuse-sim", "--sweep", "max_split_size=19"}},
+        {{"reuse-sim", "--sweep", "max_split_size=-64"}},
+        {{"reuse-sim", "--sweep", "max_split_size=18446744073709551616"}},
+        {{"reuse-sim", "--sweep", "max_split_size=64,64"}},
+        {{"reuse-sim", "--sweep", "max_split_size=64", "--sweep", "max_split_size=128"}, {2}, true},
+        {{"reuse-sim", "--sweep", "roundup_power2_divisions=3"}},
+        {{"reuse-sim", "--sweep", "roundup_power2_divisions=[256:1"}},
+        {{"reuse-sim", "--sweep", "roundup_power2_divisions=[256:1,>:3]"}},
+        {{"reuse-sim", "--sweep", "expandable_segments=maybe"}},
+        {{"reuse-sim", "--sweep", "expandable_segments=true,True"}},
+        {{"reuse-sim", "--sweep", "garbage_collection_threshold=0.5"}, {2}, true},  // no cap
+        {{"reuse-sim", "--sweep", "garbage_collection_threshold=1", "--capacity", "1GiB"}},
+        {{"reuse-sim", "--sweep", "garbage_collection_threshold=nan", "--capacity", "1GiB"}},
+        {{"reuse-sim", "--sweep", "garbage_collection_threshold=inf", "--capacity", "1GiB"}},
+        {{"reuse-sim", "--sweep", "garbage_collection_threshold=-0.1", "--capacity", "1GiB"}},
+        {{"reuse-sim", "--sweep", "max_split_size=21,22,23,24,25,26,27,28,29", "--sweep", "roundup_power2_divisions=1,2,4,8,16,32,64,128",
+          "--sweep", "expandable_segments=true,false"},
+         {2}, true},  // 144 settings
+        {{"reuse-sim", "--tune", "--strategy", "naive"}, {2}, true},
+        {{"reuse-sim", "--sweep", "expandable_segments=true", "--strategy", "torch-caching,pool"}},
+        {{"reuse-sim", "--tune", "--execute"}},
+        {{"-d", "0", "reuse-sim", "--tune"}},
+        {{"reuse-sim", "--tune", "--timeline", s.path("tl.csv")}},
+        {{"reuse-sim", "--tune", "--save-trace", s.path("saved.csv")}},
+        {{"reuse-sim", "--tune", "--trace", fifo, "--sweep", "nope=1"}},
+        {{"reuse-sim", "--tune", "--trace", fifo, "--sweep", "garbage_collection_threshold=0.5"}},
+        {{"reuse-sim", "--tune", "--trace", fifo, "--strategy", "ring"}},
     };
 }
 

@@ -303,3 +303,88 @@ TEST_CASE("reuse-sim: a snapshot's allocator settings apply, flags override them
     CHECK(c["allocator_settings"].is_null());
     CHECK(c["recorded"].is_null());
 }
+
+namespace {
+
+std::string fixture(const std::string& name) {
+    const char* tests_dir = std::getenv("GPUMEM_TESTS_DIR");
+    return std::string(tests_dir ? tests_dir : GPUMEM_TESTS_SOURCE_DIR) + "/fixtures/" + name;
+}
+
+}  // namespace
+
+TEST_CASE("cli reuse-sim --tune: a recorded workload under a cap that bites, ranked, answered, the smallest capacity searched") {
+    const RunResult r =
+        run_gpumem({"reuse-sim", "--trace", fixture("torch/memory_fraction.pickle"), "--tune", "--capacity", "600MiB", "--json"});
+    REQUIRE(r.status == 0);
+    const nlohmann::json d = nlohmann::json::parse(r.out);
+    CHECK_FALSE(d.contains("strategies"));
+    const nlohmann::json& rows = d["settings"];
+    REQUIRE(rows.size() == 36);  // --tune's grid under a cap; the defaults are one of its points
+    CHECK(d["tune"]["grid_points"] == 36);
+    int recorded = 0;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        CHECK(rows[i]["rank"] == i + 1);
+        recorded += rows[i]["recorded"].get<bool>();
+        if (i > 0 && rows[i - 1]["ooms"] == 0) CHECK((rows[i]["ooms"] > 0 || rows[i]["peak_reserved"] >= rows[i - 1]["peak_reserved"]));
+        CHECK(rows[i]["first_oom_event"].is_null() == (rows[i]["ooms"] == 0));
+    }
+    CHECK(recorded == 1);
+    // The recorded setting's lane is the comparison's torch-caching row, figure for figure.
+    const RunResult plain = run_gpumem(
+        {"reuse-sim", "--trace", fixture("torch/memory_fraction.pickle"), "--strategy", "torch-caching", "--capacity", "600MiB", "--json"});
+    REQUIRE(plain.status == 0);
+    const nlohmann::json torch = nlohmann::json::parse(plain.out)["strategies"][0];
+    for (const nlohmann::json& row : rows) {
+        if (row["recorded"] != true) continue;
+        for (const char* key : {"peak_reserved", "ooms", "retries", "upstream_allocs", "upstream_frees"}) CHECK(row[key] == torch[key]);
+    }
+    const nlohmann::json& t = d["tune"];
+    CHECK(t["recorded_fits"] == false);  // 6 OOMs at 600 MiB
+    REQUIRE(t["recorded_first_oom_event"].is_number());
+    REQUIRE(t["smallest_capacity_bytes"].is_number());
+    CHECK(t["smallest_capacity_bytes"] >= d["peak_live_bytes"]);
+    CHECK(t["capacity_search_replays"] > 0);
+    CHECK(has(t["answer"].get<std::string>(), "as recorded it fails at event " + t["recorded_first_oom_event"].dump()));
+    const RunResult text = run_gpumem({"reuse-sim", "--trace", fixture("torch/memory_fraction.pickle"), "--tune", "--capacity", "600MiB"});
+    REQUIRE(text.status == 0);
+    CHECK(has(text.out, "PYTORCH_CUDA_ALLOC_CONF"));
+    CHECK(has(text.out, "recorded  (PyTorch's defaults)"));
+    CHECK(has(text.out, "the smallest capacity the best setting fits in is about"));
+    // --memory-fraction is a cap too: the GC threshold joins the grid; without a cap it does not.
+    const RunResult fraction = run_gpumem({"reuse-sim", "--trace", fixture("torch/memory_fraction.pickle"), "--tune", "--memory-fraction",
+                                           "0.5", "--device-total", "1300MiB", "--json"});
+    REQUIRE(fraction.status == 0);
+    const nlohmann::json fd = nlohmann::json::parse(fraction.out);
+    CHECK(fd["capacity_bytes"] == 650ULL << 20);
+    CHECK(fd["tune"]["grid_points"] == 36);
+    const RunResult uncapped = run_gpumem({"reuse-sim", "--trace", fixture("torch/memory_fraction.pickle"), "--tune", "--json"});
+    REQUIRE(uncapped.status == 0);
+    CHECK(nlohmann::json::parse(uncapped.out)["tune"]["grid_points"] == 18);
+}
+
+TEST_CASE("cli reuse-sim --sweep: a snapshot's own setting is the recorded row; a FIFO is read once and spooled for the search") {
+    const RunResult r = run_gpumem({"reuse-sim", "--trace", fixture("snapshots/small_p4.pickle"), "--sweep", "max_split_size=none,64",
+                                    "--sweep", "roundup_power2_divisions=none,4", "--json"});
+    REQUIRE(r.status == 0);
+    const nlohmann::json d = nlohmann::json::parse(r.out);
+    REQUIRE(d["settings"].size() == 5);  // the recorded divisions (4 below 2 MiB only) are not in the grid: added
+    CHECK(d["tune"]["grid_points"] == 5);
+    int recorded = 0;
+    for (const nlohmann::json& row : d["settings"])
+        if (row["recorded"] == true) {
+            ++recorded;
+            CHECK(row["alloc_conf"] == "max_split_size_mb:64,roundup_power2_divisions:[1:4,2:0,>:0]");
+        }
+    CHECK(recorded == 1);
+    const RunResult text = run_gpumem({"reuse-sim", "--trace", fixture("snapshots/small_p4.pickle"), "--sweep", "expandable_segments=true"});
+    CHECK(has(text.out, "recorded  max_split_size_mb:64"));
+    const Fifo fifo;
+    LateWriter writer(fifo.path, kTrace, 0.2);
+    const RunResult f = run_gpumem({"reuse-sim", "--trace", fifo.path, "--sweep", "max_split_size=none,64", "--capacity", "1GiB", "--json"});
+    CHECK(writer.written());
+    REQUIRE(f.status == 0);
+    const nlohmann::json fd = nlohmann::json::parse(f.out);
+    CHECK(fd["settings"].size() == 2);
+    CHECK(fd["tune"]["smallest_capacity_bytes"].is_number());
+}

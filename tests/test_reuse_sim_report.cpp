@@ -4,6 +4,7 @@
 // and the strategy table against --help, --list and the man page.
 #include <doctest/doctest.h>
 
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -158,7 +159,8 @@ TEST_CASE("reuse-sim report: the table marks the best values, has the legend, an
     const Report table = reuse_sim_report(request(), results(), OutputOptions{Format::table});
     const std::string text = render(table, OutputOptions{Format::table});
     CHECK(text.find("reuse-sim: workload training") == 0);
-    CHECK(text.find("* best in its column. Model ms: CUDA calls priced by the cost table (NVIDIA H200, built-in).") != std::string::npos);
+    CHECK(text.find("* best in its column, among the strategies without OOMs") != std::string::npos);
+    CHECK(text.find("Model ms: CUDA calls priced by the cost table (NVIDIA H200, built-in).") != std::string::npos);
     CHECK(text.find("GPU ms") == std::string::npos);  // no --execute
     CHECK(text.find("2*") != std::string::npos);       // binning's allocs
     const std::string csv = render(reuse_sim_report(request(), results(), OutputOptions{Format::csv}), OutputOptions{Format::csv});
@@ -309,4 +311,171 @@ TEST_CASE("reuse-sim: the strategy table is what --help, --list strategies and t
         const std::size_t text = reuse.find("\n\t", entry + 1);
         CHECK(reuse.compare(text + 2, users.size() + 1, users + ":") == 0);
     }
+}
+
+namespace {
+
+// The cells of a strategy's row in the text table, split at runs of spaces.
+std::vector<std::string> text_row(const std::string& text, const std::string& strategy) {
+    std::vector<std::string> cells;
+    const std::size_t at = text.find("\n" + strategy + " ");
+    if (at == std::string::npos) return cells;
+    const std::string line = text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+    std::size_t i = 0;
+    while (i < line.size()) {
+        while (i < line.size() && line[i] == ' ') ++i;
+        std::size_t end = line.find("  ", i);
+        if (end == std::string::npos) end = line.size();
+        if (end > i) cells.push_back(line.substr(i, end - i));
+        i = end;
+    }
+    return cells;
+}
+bool starred(const std::vector<std::string>& cells, const std::string& value) {
+    for (const std::string& c : cells)
+        if (c == value + "*") return true;
+    return false;
+}
+
+}  // namespace
+
+TEST_CASE("reuse-sim report: a strategy with OOMs never gets a *, slack and frag compare only strategies that reused memory") {
+    ReuseSimRequest q = request();
+    q.strategies.push_back(&rs::kStrategies.row("pool"));
+    ReuseSimResults r = results();
+    // naive: no hits (it reuses nothing), the least slack; pool: the lowest
+    // peak and the fewest allocs, but it ran out of memory.
+    r.lanes[0].slack_at_peak = 0;
+    r.lanes[0].fragmentation = 0.0;
+    r.lanes[0].hits = 0;
+    r.lanes[1].slack_at_peak = 8192;
+    r.lanes[1].fragmentation = 0.10;
+    r.lanes.push_back(lane("pool", 1, 4096));
+    r.lanes[2].ooms = 2;
+    r.lanes[2].slack_at_peak = 100;
+    r.lanes[2].fragmentation = 0.5;
+    const std::string text = render(reuse_sim_report(q, r, OutputOptions{Format::table, Unit::B}), OutputOptions{Format::table});
+    INFO(text);
+    const auto naive = text_row(text, "naive"), binning = text_row(text, "binning"), pool = text_row(text, "pool");
+    REQUIRE(pool.size() > 10);
+    for (const std::string& cell : pool) CHECK(cell.find('*') == std::string::npos);
+    CHECK(starred(binning, "2"));                   // allocs: pool's 1 has OOMs
+    CHECK(starred(binning, "8192 B"));              // slack: naive's 0 is trivial
+    CHECK(starred(binning, "10%"));                 // frag
+    CHECK_FALSE(starred(naive, "0 B"));
+    CHECK_FALSE(starred(naive, "0%"));
+    CHECK(starred(naive, "8192 B"));                // peak reserved: pool's 4096 B ran out of memory
+}
+
+TEST_CASE("reuse-sim report: the chart's rows share one scale and print their peaks") {
+    ReuseSimResults r = results();
+    rs::Timeline timeline(2, 4);
+    std::vector<std::unique_ptr<rs::Lane>> owned;
+    std::vector<rs::Lane*> lanes;
+    const std::uint64_t reserved[2] = {100ULL << 20, 10ULL << 20};
+    for (std::uint64_t bytes : reserved) {
+        owned.push_back(std::make_unique<rs::Lane>("x", std::make_unique<rs::SimulatedUpstream>(rs::kUnlimited, nullptr)));
+        std::uint64_t address = 0;
+        owned.back()->upstream->allocate(bytes, 0, address);
+        lanes.push_back(owned.back().get());
+    }
+    for (std::uint64_t e = 0; e < 8; ++e) timeline.record(e, lanes, 1 << 20);
+    timeline.finish();
+    r.timeline = timeline;
+    ReuseSimRequest q = request();
+    q.chart_style.width = 4;
+    const std::string text = render(reuse_sim_report(q, r, OutputOptions{Format::table}), OutputOptions{Format::table});
+    INFO(text);
+    CHECK(text.find("(one scale for all rows)") != std::string::npos);
+    CHECK(text.find("peak 100 MiB") != std::string::npos);
+    CHECK(text.find("peak 10 MiB") != std::string::npos);
+    // On one scale binning's 10 MiB is a low level, not a full column.
+    const std::size_t binning = text.find("\nbinning ");
+    REQUIRE(binning != std::string::npos);
+    const std::string line = text.substr(binning + 1, text.find('\n', binning + 1) - binning - 1);
+    CHECK(line.find('@') == std::string::npos);
+    CHECK(line.find('.') != std::string::npos);
+}
+
+namespace {
+
+ReuseSimResults tune_results() {
+    ReuseSimResults r = results();
+    r.lanes.clear();
+    r.timeline.reset();
+    r.input_format = "snapshot";
+    r.allocator_settings = rs::RecordedAllocatorSettings{};
+    TuneResults t;
+    rs::TuneRow best, recorded;
+    best.point.options.expandable_segments = true;
+    best.outcome.peak_reserved = 37ULL << 30;
+    best.outcome.device_allocs = 3;
+    recorded.point.recorded = true;
+    recorded.outcome.peak_reserved = 40ULL << 30;
+    recorded.outcome.ooms = 2;
+    recorded.outcome.retries = 5;
+    recorded.outcome.first_oom_event = 18231;
+    t.rows = {best, recorded};
+    t.grid_points = 2;
+    t.search.smallest = 36ULL << 30;
+    t.search.resolution = 1 << 20;
+    t.search.replays = 32;
+    r.tune = t;
+    return r;
+}
+
+ReuseSimRequest tune_request() {
+    ReuseSimRequest q = request();
+    q.strategies = {&rs::kStrategies.row("torch-caching")};
+    q.capacity = 40ULL << 30;
+    q.chart = false;
+    q.tune = TuneRequest{};
+    return q;
+}
+
+}  // namespace
+
+TEST_CASE("reuse-sim report: --tune's document has the schema's keys, the ranked settings and the answer") {
+    const json doc = document(reuse_sim_report(tune_request(), tune_results(), OutputOptions{Format::json}));
+    std::vector<std::string> problems;
+    compare(doc, schema_json(reuse_sim_document_schema()), "", problems);
+    CHECK(problems.empty());
+    for (const std::string& p : problems) MESSAGE(p);
+    CHECK_FALSE(doc.contains("strategies"));
+    REQUIRE(doc["settings"].size() == 2);
+    const json& first = doc["settings"][0];
+    CHECK(first["rank"] == 1);
+    CHECK(first["alloc_conf"] == "expandable_segments:True");
+    CHECK(first["recorded"] == false);
+    CHECK(first["settings"]["expandable_segments"] == true);
+    CHECK(first["settings"]["max_split_size"].is_null());
+    CHECK(first["settings"]["roundup_power2_divisions"].size() == 16);
+    CHECK(first["first_oom_event"].is_null());
+    CHECK(doc["settings"][1]["first_oom_event"] == 18231);
+    CHECK(doc["settings"][1]["alloc_conf"] == "");
+    const json& t = doc["tune"];
+    CHECK(t["best_alloc_conf"] == "expandable_segments:True");
+    CHECK(t["best_fits"] == true);
+    CHECK(t["recorded_fits"] == false);
+    CHECK(t["recorded_first_oom_event"] == 18231);
+    CHECK(t["smallest_capacity_bytes"] == 36ULL << 30);
+    CHECK(t["capacity_not_searched"].is_null());
+    CHECK(t["answer"] ==
+          "With expandable_segments:True this trace fits in 40 GiB (peak 37 GiB); as recorded it fails at event 18,231; the smallest "
+          "capacity the best setting fits in is about 36 GiB (to within 1 MiB, 32 more replays).");
+    // The comparison's document has no "tune".
+    CHECK_FALSE(document(reuse_sim_report(request(), results(), OutputOptions{Format::json})).contains("tune"));
+}
+
+TEST_CASE("reuse-sim report: --tune's table marks the recorded row and ends with the answer; CSV has the conf to paste") {
+    const std::string text = render(reuse_sim_report(tune_request(), tune_results(), OutputOptions{Format::table}), OutputOptions{Format::table});
+    INFO(text);
+    CHECK(text.find("PYTORCH_CUDA_ALLOC_CONF") != std::string::npos);
+    CHECK(text.find("recorded  (PyTorch's defaults)") != std::string::npos);
+    CHECK(text.find("torch-caching under 2 settings, ranked") != std::string::npos);
+    CHECK(text.find("as recorded it fails at event 18,231") != std::string::npos);
+    CHECK(text.find("best in its column") == std::string::npos);
+    const std::string csv = render(reuse_sim_report(tune_request(), tune_results(), OutputOptions{Format::csv}), OutputOptions{Format::csv});
+    CHECK(csv.rfind("rank,alloc_conf,recorded,settings,peak_reserved,ooms,first_oom_event,", 0) == 0);
+    CHECK(csv.find("\n1,expandable_segments:True,false,") != std::string::npos);
 }

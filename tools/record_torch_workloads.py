@@ -77,6 +77,10 @@ WORKLOADS = {
     "record_stream_cap": {"stress": {"seed": 15, "streams": 2, "oom_every": 6}, "limit_bytes": 1024 * MiB},
     "record_stream_max_split": {"stress": {"seed": 16, "streams": 3, "oom_every": 7}, "limit_bytes": 1024 * MiB,
                                 "alloc_conf": "max_split_size_mb:96"},
+    # fragmentation alone: little is live, but the cached 20 MiB segments are
+    # pinned by one small block each, so a large request fails under the cap
+    # as recorded and fits with expandable segments (the tuner's question)
+    "fragmentation_oom": {"limit_bytes": 1024 * MiB},
     "record_stream_expandable": {"stress": {"seed": 17, "streams": 2, "oom_every": 7},
                                  "limit_bytes": 1024 * MiB, "alloc_conf": "expandable_segments:True"},
 }
@@ -144,6 +148,23 @@ def workload_dynamic_shapes(torch, device):
             _ = y.sum().item()
             del x, y
     return {"model": "TransformerEncoder d256 h4 ff1024 x2, batch 4", "sequence_lengths": lengths}
+
+
+def workload_fragmentation_oom(torch, device):
+    ooms = 0
+    for r in range(3):
+        # 5 MiB tensors share 20 MiB segments (kLargeBuffer): keeping one in
+        # four pins every segment while three quarters of it lie free
+        xs = [torch.empty(5 * MiB - 4096 * r, dtype=torch.uint8, device=device) for _ in range(160)]
+        kept = xs[::4]
+        del xs
+        try:
+            _allocate_together(torch, device, (320 * MiB,))
+        except torch.OutOfMemoryError:
+            ooms += 1
+        del kept
+    return {"pattern": "3 rounds: 160 tensors of ~5 MiB, one in four kept (200 MiB live, 800 MiB reserved), "
+                       "then 320 MiB at once under a 1024 MiB cap", "caught_ooms": ooms}
 
 
 def _sized_tensor_loop(torch, device, rng, rounds, live_budget, large_sizes):

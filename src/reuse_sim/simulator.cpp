@@ -104,7 +104,7 @@ void check_request_size(const EventSource& source, const Event& e) {
 
 }  // namespace
 
-inline void Replay::serve(Lane& lane, const Request& r, const EventSource& source, const Event& e) {
+inline void Replay::serve(Lane& lane, const Request& r, const EventSource& source, const Event& e, std::uint64_t event_ordinal) {
     LaneMetrics& m = lane.metrics;
     const UpstreamCounters& c = lane.upstream->counters();
     const std::uint64_t taken_before = c.device_allocs + c.pool_grows;
@@ -123,7 +123,7 @@ inline void Replay::serve(Lane& lane, const Request& r, const EventSource& sourc
         m.live_bytes += r.size;
         m.peak_live_bytes = std::max(m.peak_live_bytes, m.live_bytes);
     } else {
-        ++m.ooms;
+        if (m.ooms++ == 0) m.first_oom_event = event_ordinal;
     }
     if (c.reserved_bytes > m.peak_reserved_bytes) {
         m.peak_reserved_bytes = c.reserved_bytes;
@@ -148,7 +148,7 @@ inline void Replay::replay_alloc(const EventSource& source, const Event& e, Repl
     s.largest_request = std::max(s.largest_request, e.size);
     s.requested_bytes = s.requested_bytes > ~0ULL - e.size ? ~0ULL : s.requested_bytes + e.size;  // a statistic: saturates
     ++s.allocs;
-    for (Lane* lane : lanes_) serve(*lane, r, source, e);
+    for (Lane* lane : lanes_) serve(*lane, r, source, e, s.events);
     if (options_.sync_every && s.allocs % options_.sync_every == 0) synchronize_all();
 }
 
@@ -187,7 +187,7 @@ void Replay::replay_oom(const EventSource& source, const Event& e, ReplaySummary
     for (Lane* lane : lanes_) {
         if (lane->metrics.live_bytes > ~0ULL - e.size)
             throw UsageError(size_context(source, e) + "the live allocations would exceed 2^64 bytes");
-        serve(*lane, r, source, e);
+        serve(*lane, r, source, e, s.events);
         if (lane->refused[r.handle]) continue;
         lane->strategy->deallocate(r.handle);
         lane->metrics.live_bytes -= e.size;
@@ -280,6 +280,7 @@ LaneResult summarize(const Lane& lane) {
     r.strategy = lane.name;
     r.requests = m.requests;
     r.ooms = m.ooms;
+    r.first_oom_event = m.first_oom_event;
     r.served = m.requests - m.ooms;
     r.hits = m.hits;
     r.retries = lane.strategy->retries();

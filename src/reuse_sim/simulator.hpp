@@ -23,6 +23,7 @@ struct LaneMetrics {
     std::uint64_t requests = 0;  // alloc events seen
     std::uint64_t hits = 0;      // served without taking memory from the device or driver
     std::uint64_t ooms = 0;      // refused
+    std::uint64_t first_oom_event = 0;  // the ordinal (from 1) of the event first refused; 0: none
     std::uint64_t live_bytes = 0, peak_live_bytes = 0;        // requested bytes live in this lane
     std::uint64_t peak_reserved_bytes = 0, live_at_peak_reserved = 0;
 };
@@ -112,7 +113,8 @@ private:
     // The parts of run(), always inlined into it (simulator.cpp).
     void note_initial_reservations();
     [[gnu::always_inline]] inline std::uint32_t take_handle(const EventSource& source, const Event& e);
-    [[gnu::always_inline]] inline void serve(Lane& lane, const Request& r, const EventSource& source, const Event& e);
+    [[gnu::always_inline]] inline void serve(Lane& lane, const Request& r, const EventSource& source, const Event& e,
+                                             std::uint64_t event_ordinal);
     [[gnu::always_inline]] inline void replay_alloc(const EventSource& source, const Event& e, ReplaySummary& s,
                                                     std::uint64_t& live_bytes);
     [[gnu::always_inline]] inline void replay_free(const EventSource& source, const Event& e, ReplaySummary& s,
@@ -135,6 +137,7 @@ private:
 struct LaneResult {
     std::string strategy;
     std::uint64_t requests = 0, served = 0, hits = 0, ooms = 0, retries = 0;
+    std::uint64_t first_oom_event = 0;  // the ordinal (from 1) of the event first refused; 0: none
     std::uint64_t upstream_allocs = 0, upstream_frees = 0, implicit_syncs = 0;
     double hit_rate = 0;  // hits / requests
     std::uint64_t peak_reserved = 0, peak_live = 0;
