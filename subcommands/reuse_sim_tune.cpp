@@ -35,9 +35,24 @@ LanesReplay replay_lanes(const ReuseSimRequest& q, rs::EventSource& source, cons
     const rs::StrategySpec& torch = rs::kStrategies.parse("torch-caching");
     std::vector<std::unique_ptr<rs::Lane>> lanes;
     std::vector<rs::Lane*> lane_ptrs;
+    // First, unreported: the recorded settings under the recorded capacity,
+    // which read the snapshot's ambiguous releases for every lane (see
+    // rs::ReleaseReadings); a lane's own state would read a release PyTorch
+    // made itself as the program's empty_cache under other settings.
+    auto readings = std::make_shared<rs::ReleaseReadings>();
+    {
+        rs::StrategyOptions options = base;
+        options.release_readings = readings;
+        options.decides_release_readings = true;
+        auto lane = std::make_unique<rs::Lane>("torch-caching", std::make_unique<rs::SimulatedUpstream>(q.capacity, &costs));
+        lane->strategy = rs::make_strategy(torch, options, *lane->upstream);
+        lane_ptrs.push_back(lane.get());
+        lanes.push_back(std::move(lane));
+    }
     for (const TuneLane& spec : specs) {
         rs::StrategyOptions options = base;
         options.torch = spec.torch;
+        options.release_readings = readings;
         auto lane = std::make_unique<rs::Lane>("torch-caching", std::make_unique<rs::SimulatedUpstream>(spec.capacity, &costs));
         lane->strategy = rs::make_strategy(torch, options, *lane->upstream);
         lane_ptrs.push_back(lane.get());
@@ -49,7 +64,7 @@ LanesReplay replay_lanes(const ReuseSimRequest& q, rs::EventSource& source, cons
     rs::Replay replay(lane_ptrs, options);
     LanesReplay result;
     result.summary = replay.run(source);
-    for (const auto& lane : lanes) result.lanes.push_back(rs::summarize(*lane));
+    for (std::size_t i = 1; i < lanes.size(); ++i) result.lanes.push_back(rs::summarize(*lanes[i]));
     return result;
 }
 

@@ -77,9 +77,9 @@ WORKLOADS = {
     "record_stream_cap": {"stress": {"seed": 15, "streams": 2, "oom_every": 6}, "limit_bytes": 1024 * MiB},
     "record_stream_max_split": {"stress": {"seed": 16, "streams": 3, "oom_every": 7}, "limit_bytes": 1024 * MiB,
                                 "alloc_conf": "max_split_size_mb:96"},
-    # fragmentation alone: little is live, but the cached 20 MiB segments are
-    # pinned by one small block each, so a large request fails under the cap
-    # as recorded and fits with expandable segments (the tuner's question)
+    # fragmentation alone: 600 MiB live, but every cached segment is split, so
+    # a large request fails under the cap as recorded and fits with expandable
+    # segments or max_split_size (the tuner's question)
     "fragmentation_oom": {"limit_bytes": 1024 * MiB},
     "record_stream_expandable": {"stress": {"seed": 17, "streams": 2, "oom_every": 7},
                                  "limit_bytes": 1024 * MiB, "alloc_conf": "expandable_segments:True"},
@@ -153,18 +153,19 @@ def workload_dynamic_shapes(torch, device):
 def workload_fragmentation_oom(torch, device):
     ooms = 0
     for r in range(3):
-        # 5 MiB tensors share 20 MiB segments (kLargeBuffer): keeping one in
-        # four pins every segment while three quarters of it lie free
-        xs = [torch.empty(5 * MiB - 4096 * r, dtype=torch.uint8, device=device) for _ in range(160)]
-        kept = xs[::4]
+        # tensors above 10 MiB get segments of their own; freed, each
+        # cached segment is split by a smaller tensor, so none is whole and
+        # none can be released when a large request needs room under the cap
+        xs = [torch.empty((40 + r) * MiB, dtype=torch.uint8, device=device) for _ in range(20)]
         del xs
+        ys = [torch.empty((30 - r) * MiB, dtype=torch.uint8, device=device) for _ in range(20)]
         try:
-            _allocate_together(torch, device, (320 * MiB,))
+            _allocate_together(torch, device, (300 * MiB,))
         except torch.OutOfMemoryError:
             ooms += 1
-        del kept
-    return {"pattern": "3 rounds: 160 tensors of ~5 MiB, one in four kept (200 MiB live, 800 MiB reserved), "
-                       "then 320 MiB at once under a 1024 MiB cap", "caught_ooms": ooms}
+        del ys
+    return {"pattern": "3 rounds: 20 tensors of 40-42 MiB freed, 20 of 28-30 MiB splitting their cached segments, "
+                       "then 300 MiB under a 1024 MiB cap", "caught_ooms": ooms}
 
 
 def _sized_tensor_loop(torch, device, rng, rounds, live_budget, large_sizes):

@@ -51,8 +51,13 @@ bool is_pow2(std::uint64_t v) noexcept { return v != 0 && (v & (v - 1)) == 0; }
 
 }  // namespace
 
-TorchCaching::TorchCaching(Upstream& upstream, const TorchOptions& o)
-    : Strategy(upstream), o_(o), next_synthetic_address_(kSyntheticBase) {}
+TorchCaching::TorchCaching(Upstream& upstream, const TorchOptions& o, std::shared_ptr<ReleaseReadings> readings,
+                           bool decides_readings)
+    : Strategy(upstream),
+      o_(o),
+      next_synthetic_address_(kSyntheticBase),
+      readings_(std::move(readings)),
+      decides_readings_(decides_readings) {}
 
 std::uint64_t TorchCaching::roundup_power2_next_division(std::uint64_t size, std::uint64_t divisions) {
     if (is_pow2(size)) return size;
@@ -92,7 +97,7 @@ bool TorchCaching::allocate(const Request& r) {
     const Params p = params_for(r);
     if (pending_empty_cache_) {
         pending_empty_cache_ = false;
-        if (is_own_release(p)) ++empty_caches_read_as_own_;
+        if (read_as_own_release(p)) ++empty_caches_read_as_own_;
         else release_cached_blocks();
     }
     Block* block = malloc_block(p);
@@ -127,9 +132,21 @@ bool TorchCaching::is_own_release(const Params& p) const {
     return total_allocated_memory() - released + p.alloc_size > capacity;
 }
 
+// is_own_release, or the reading of the lane that decides for this replay.
+bool TorchCaching::read_as_own_release(const Params& p) {
+    const std::size_t index = release_index_++;
+    if (readings_ && !decides_readings_ && index < readings_->own.size()) return readings_->own[index];
+    const bool own = is_own_release(p);
+    if (readings_ && decides_readings_) readings_->own.push_back(own);
+    return own;
+}
+
 void TorchCaching::flush_pending_empty_cache() {
     if (!pending_empty_cache_) return;
     pending_empty_cache_ = false;
+    // No request followed: the program's, for every lane alike.
+    if (readings_ && decides_readings_) readings_->own.push_back(false);
+    ++release_index_;
     release_cached_blocks();
 }
 
@@ -447,7 +464,8 @@ void TorchCaching::delete_block(Block* b) { spare_.push_back(b); }
 }  // namespace torch
 
 std::unique_ptr<Strategy> make_torch_caching(Upstream& upstream, const StrategyOptions& options) {
-    return std::make_unique<torch::TorchCaching>(upstream, options.torch);
+    return std::make_unique<torch::TorchCaching>(upstream, options.torch, options.release_readings,
+                                                 options.decides_release_readings);
 }
 
 }  // namespace gpumem::reuse_sim::detail

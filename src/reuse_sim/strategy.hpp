@@ -44,6 +44,16 @@ struct TorchOptions {
 // interval starts). Throws UsageError as PyTorch would refuse.
 std::array<std::uint64_t, 16> parse_roundup_power2_divisions(std::string_view text);
 
+// How the torch-caching lanes of one replay read a snapshot's ambiguous
+// releases (TorchCaching::is_own_release). Whether the program called
+// empty_cache is a fact of the recording, not of a lane's settings: the lane
+// that replays the recorded settings under the recorded capacity decides each
+// one, in trace order, and lanes with other settings (the tuner's) follow it
+// instead of judging by their own state.
+struct ReleaseReadings {
+    std::vector<bool> own;  // per ambiguous release: PyTorch's own (true) or the program's
+};
+
 struct StrategyOptions {
     GrowthPolicy growth = GrowthPolicy::exact();  // grow-only: MixMemory's rule (a row of kGrowthRules)
     bool zero_fill = false;
@@ -54,6 +64,8 @@ struct StrategyOptions {
     std::vector<std::uint64_t> bins = {256ULL << 10, 512ULL << 10, 1ULL << 20, 2ULL << 20, 4ULL << 20};
     std::uint64_t bin_blocks = 128;  // RMM fixed_size_memory_resource default_blocks_to_preallocate
     TorchOptions torch;
+    std::shared_ptr<ReleaseReadings> release_readings;  // null: each torch-caching lane reads for itself
+    bool decides_release_readings = false;              // this lane writes them (the others read)
     std::uint64_t release_threshold = 0;
     // The input's largest request, found by a first pass over it when a
     // strategy needs it (StrategySpec::needs_largest_request).

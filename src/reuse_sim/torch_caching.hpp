@@ -152,7 +152,8 @@ struct Params {
 
 class TorchCaching final : public Strategy {
 public:
-    TorchCaching(Upstream& upstream, const TorchOptions& o);
+    TorchCaching(Upstream& upstream, const TorchOptions& o, std::shared_ptr<ReleaseReadings> readings = nullptr,
+                 bool decides_readings = false);
 
     static std::uint64_t roundup_power2_next_division(std::uint64_t size, std::uint64_t divisions);
     std::uint64_t round_size(std::uint64_t size) const noexcept;
@@ -171,6 +172,7 @@ private:
     // strategies_torch.cpp
     Params params_for(const Request& r);
     bool is_own_release(const Params& p) const;
+    bool read_as_own_release(const Params& p);
     void flush_pending_empty_cache();
     Block* malloc_block(const Params& p);
     std::set<Cached, BySize>::const_iterator find_free_block(const Params& p) const;
@@ -212,6 +214,9 @@ private:
     std::map<std::uint64_t, std::uint64_t> segments_by_address_;      // live segments at recorded addresses: address -> size
     std::uint64_t num_ooms_ = 0, num_sync_all_streams_ = 0, empty_caches_read_as_own_ = 0;
     bool pending_empty_cache_ = false;
+    std::shared_ptr<ReleaseReadings> readings_;
+    bool decides_readings_ = false;
+    std::size_t release_index_ = 0;  // ambiguous releases resolved so far
     Stat allocated_bytes_, requested_bytes_, segment_, allocation_, oversize_allocations_, oversize_segments_;
 };
 
