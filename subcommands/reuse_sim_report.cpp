@@ -15,6 +15,7 @@
 #include "chart.hpp"
 #include "commands.hpp"
 #include "reuse_sim.hpp"
+#include "reuse_sim/tuner.hpp"
 
 namespace gpumem::cli {
 namespace {
@@ -531,9 +532,9 @@ std::vector<std::string> recorded_lines(const ReuseSimResults& r, Unit unit) {
             line += " max_split_size " + (*a.max_split_size == rs::RecordedAllocatorSettings::kUnlimitedSplit ? std::string("unlimited")
                                                                                                             : format_bytes(*a.max_split_size, unit)) + ",";
         if (a.roundup_power2_divisions) {
-            std::vector<std::string> d;
-            for (std::uint64_t v : *a.roundup_power2_divisions) d.push_back(std::to_string(v));
-            line += " roundup_power2_divisions [" + join(d, " ") + "],";
+            // As PYTORCH_CUDA_ALLOC_CONF writes it, so that it can be pasted back.
+            const std::string d = rs::format_roundup_power2_divisions(*a.roundup_power2_divisions);
+            line += " roundup_power2_divisions " + (d.empty() ? std::string("off") : d) + ",";
         }
         if (a.garbage_collection_threshold) line += " garbage_collection_threshold " + format_decimal(*a.garbage_collection_threshold, 2) + ",";
         if (a.expandable_segments) line += std::string(" expandable_segments ") + (*a.expandable_segments ? "True" : "False") + ",";
