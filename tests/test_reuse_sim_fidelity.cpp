@@ -143,7 +143,10 @@ TEST_CASE("torch-caching reproduces PyTorch's own statistics on recorded workloa
         };
         std::ostringstream line;
         line << name << ":";
-        for (const auto& [counter, value] : model) {
+        for (const auto& entry : model) {
+            // Not a structured binding: clang 14 cannot capture one in CAPTURE's lambda.
+            const std::string& counter = entry.first;
+            const std::uint64_t value = entry.second;
             CAPTURE(counter);
             const std::uint64_t torch = stats.at(counter).get<std::uint64_t>();
             line << " " << counter << " " << torch << "/" << value;
