@@ -35,33 +35,29 @@ LanesReplay replay_lanes(const ReuseSimRequest& q, rs::EventSource& source, cons
     const rs::StrategySpec& torch = rs::kStrategies.parse("torch-caching");
     std::vector<std::unique_ptr<rs::Lane>> lanes;
     std::vector<rs::Lane*> lane_ptrs;
+    auto add_lane = [&](const rs::StrategyOptions& options, std::uint64_t capacity) {
+        auto lane = std::make_unique<rs::Lane>("torch-caching", std::make_unique<rs::SimulatedUpstream>(capacity, &costs));
+        lane->strategy = rs::make_strategy(torch, options, *lane->upstream);
+        lane_ptrs.push_back(lane.get());
+        lanes.push_back(std::move(lane));
+    };
     // First, unreported: the recorded settings under the recorded capacity,
     // which read the snapshot's ambiguous releases for every lane (see
     // rs::ReleaseReadings); a lane's own state would read a release PyTorch
     // made itself as the program's empty_cache under other settings.
-    auto readings = std::make_shared<rs::ReleaseReadings>();
-    {
-        rs::StrategyOptions options = base;
-        options.release_readings = readings;
-        options.decides_release_readings = true;
-        auto lane = std::make_unique<rs::Lane>("torch-caching", std::make_unique<rs::SimulatedUpstream>(q.capacity, &costs));
-        lane->strategy = rs::make_strategy(torch, options, *lane->upstream);
-        lane_ptrs.push_back(lane.get());
-        lanes.push_back(std::move(lane));
-    }
+    rs::StrategyOptions options = base;
+    options.release_readings = std::make_shared<rs::ReleaseReadings>();
+    options.decides_release_readings = true;
+    add_lane(options, q.capacity);
+    options.decides_release_readings = false;
     for (const TuneLane& spec : specs) {
-        rs::StrategyOptions options = base;
         options.torch = spec.torch;
-        options.release_readings = readings;
-        auto lane = std::make_unique<rs::Lane>("torch-caching", std::make_unique<rs::SimulatedUpstream>(spec.capacity, &costs));
-        lane->strategy = rs::make_strategy(torch, options, *lane->upstream);
-        lane_ptrs.push_back(lane.get());
-        lanes.push_back(std::move(lane));
+        add_lane(options, spec.capacity);
     }
-    rs::ReplayOptions options;
-    options.sync_every = q.sync_every;
-    options.poll = [] { throw_if_interrupted(); };
-    rs::Replay replay(lane_ptrs, options);
+    rs::ReplayOptions replay_options;
+    replay_options.sync_every = q.sync_every;
+    replay_options.poll = [] { throw_if_interrupted(); };
+    rs::Replay replay(lane_ptrs, replay_options);
     LanesReplay result;
     result.summary = replay.run(source);
     for (std::size_t i = 1; i < lanes.size(); ++i) result.lanes.push_back(rs::summarize(*lanes[i]));
