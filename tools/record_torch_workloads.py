@@ -26,6 +26,15 @@ Workloads (a few thousand events each):
                      cudaMalloc refusals, free-cached-blocks-and-retry
   max_split          max_split_size_mb:64 and roundup_power2_divisions:4 with a
                      memory fraction: oversize blocks, release_available_cached_blocks
+  oom_*              programs that catch torch.OutOfMemoryError and change course,
+                     under a memory fraction calibrated on the workload itself
+                     ("limit_of_peak": that share of the allocated peak of an
+                     uncapped run, rounded up to MiB): a transformer trained on
+                     variable sequence lengths that skips the batch (and calls
+                     empty_cache) or shortens the sequence, one whose batch is
+                     halved into micro-batches, a KV cache grown by torch.cat
+                     whose sequence ends at the OOM. The reruns of
+                     tools/tune_rerun.py keep the recorded fraction (--memory-fraction).
 """
 
 import argparse
@@ -83,6 +92,17 @@ WORKLOADS = {
     "fragmentation_oom": {"limit_bytes": 1024 * MiB},
     "record_stream_expandable": {"stress": {"seed": 17, "streams": 2, "oom_every": 7},
                                  "limit_bytes": 1024 * MiB, "alloc_conf": "expandable_segments:True"},
+    # Programs that catch OOMs (the tuner's "which setting avoids my OOM" on
+    # what a program does after one), each under two caps: a share of its own
+    # uncapped allocated peak, so that the caps bite on any GPU.
+    "oom_skip_batch": {"oom": {"fn": "varlen_train", "on_oom": "skip", "seed": 21}, "limit_of_peak": 0.9},
+    "oom_skip_batch_loose": {"oom": {"fn": "varlen_train", "on_oom": "skip", "seed": 21}, "limit_of_peak": 1.02},
+    "oom_shorten_seq": {"oom": {"fn": "varlen_train", "on_oom": "shorten", "seed": 22}, "limit_of_peak": 0.9},
+    "oom_shorten_seq_loose": {"oom": {"fn": "varlen_train", "on_oom": "shorten", "seed": 22}, "limit_of_peak": 1.02},
+    "oom_halve_batch": {"oom": {"fn": "batch_train", "on_oom": "halve", "seed": 23}, "limit_of_peak": 0.9},
+    "oom_halve_batch_loose": {"oom": {"fn": "batch_train", "on_oom": "halve", "seed": 23}, "limit_of_peak": 1.02},
+    "oom_end_sequence": {"oom": {"fn": "kv_generate", "on_oom": "end", "seed": 24}, "limit_of_peak": 0.9},
+    "oom_end_sequence_loose": {"oom": {"fn": "kv_generate", "on_oom": "end", "seed": 24}, "limit_of_peak": 1.02},
 }
 
 
@@ -247,6 +267,123 @@ def _stress_loop(torch, device, spec):
     return {"pattern": "stress loop " + json.dumps(spec, sort_keys=True), "caught_ooms": ooms}
 
 
+def _small_lm(torch, device, d_model=256, layers=2, vocab=4096):
+    nn = torch.nn
+    layer = nn.TransformerEncoderLayer(d_model=d_model, nhead=4, dim_feedforward=4 * d_model, batch_first=True,
+                                       dropout=0.0)
+    return nn.ModuleDict({"emb": nn.Embedding(vocab, d_model), "enc": nn.TransformerEncoder(layer, layers),
+                          "head": nn.Linear(d_model, vocab)}).to(device)
+
+
+def _lm_loss(torch, model, tokens):
+    logits = model["head"](model["enc"](model["emb"](tokens[:, :-1])))
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), tokens[:, 1:].reshape(-1))
+
+
+def _oom_varlen_train(torch, device, spec):
+    """A small language model trained on batches of variable sequence length
+    (most short, a few long). On an OOM the program either skips the batch
+    (zero_grad, empty_cache) or retries it with the sequence cut in half."""
+    import random
+    rng = random.Random(spec["seed"])
+    vocab, batch = 4096, 8
+    model = _small_lm(torch, device, vocab=vocab)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    lengths = [rng.choice([rng.randrange(64, 400), rng.randrange(64, 400), rng.randrange(600, 1600)]) for _ in range(14)]
+    ooms = skipped = shortened = 0
+    for length in lengths:
+        tokens = torch.randint(0, vocab, (batch, length + 1), device=device)
+        while True:
+            try:
+                loss = _lm_loss(torch, model, tokens)
+                loss.backward()
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+                _ = loss.item()
+                del loss
+                break
+            except torch.OutOfMemoryError:
+                ooms += 1
+                opt.zero_grad(set_to_none=True)
+                if spec["on_oom"] == "skip":
+                    skipped += 1
+                    torch.cuda.empty_cache()
+                    break
+            # shorten: the frames of the failed step are gone here
+            if tokens.shape[1] <= 33:
+                skipped += 1
+                break
+            tokens = tokens[:, : tokens.shape[1] // 2 + 1].contiguous()
+            shortened += 1
+        del tokens
+    return {"pattern": "LM d256 x2 vocab 4096, batch 8, 14 steps of variable length; on OOM: " + spec["on_oom"],
+            "lengths": lengths, "caught_ooms": ooms, "skipped": skipped, "shortened": shortened}
+
+
+def _oom_batch_train(torch, device, spec):
+    """An MLP classifier trained on batches of varying size; on an OOM the
+    batch is split into twice as many micro-batches (gradients accumulated)."""
+    import random
+    rng = random.Random(spec["seed"])
+    nn = torch.nn
+    model = nn.Sequential(nn.Linear(1024, 4096), nn.GELU(), nn.Linear(4096, 4096), nn.GELU(),
+                          nn.Linear(4096, 1000)).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    sizes = [rng.choice([rng.randrange(256, 2048), rng.randrange(256, 2048), rng.randrange(4096, 12288)]) for _ in range(14)]
+    ooms = halvings = 0
+    for size in sizes:
+        x = torch.randn(size, 1024, device=device)
+        y = torch.randint(0, 1000, (size,), device=device)
+        parts = 1
+        while True:
+            try:
+                for xs, ys in zip(x.chunk(parts), y.chunk(parts)):
+                    loss = nn.functional.cross_entropy(model(xs), ys) / parts
+                    loss.backward()
+                    del loss
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+                break
+            except torch.OutOfMemoryError:
+                ooms += 1
+                opt.zero_grad(set_to_none=True)
+            if parts >= 64:
+                break
+            parts *= 2
+            halvings += 1
+        del x, y
+    return {"pattern": "MLP 1024-4096-4096-1000, 14 batches of 256-12288; on OOM: twice the micro-batches",
+            "sizes": sizes, "caught_ooms": ooms, "halvings": halvings}
+
+
+def _oom_kv_generate(torch, device, spec):
+    """Decoding with a KV cache per layer grown by torch.cat, 8 tokens at a
+    time, to a target length per sequence; on an OOM the sequence ends there
+    (its cache freed) and the next begins."""
+    import random
+    rng = random.Random(spec["seed"])
+    layers, batch, heads, dim, step = 3, 8, 16, 128, 8
+    ooms = 0
+    ended = []
+    for _ in range(5):
+        target = rng.randrange(256, 1536)
+        tokens = step
+        caches = [torch.randn(batch, 2 * heads, step, dim, device=device, dtype=torch.float16) for _ in range(layers)]
+        try:
+            while tokens < target:
+                for i in range(layers):
+                    new = torch.randn(batch, 2 * heads, step, dim, device=device, dtype=torch.float16)
+                    caches[i] = torch.cat([caches[i], new], dim=2)
+                    del new
+                tokens += step
+        except torch.OutOfMemoryError:
+            ooms += 1
+        ended.append((target, tokens))
+        del caches
+    return {"pattern": "KV cache of 3 layers (8 x 32 x T x 128 fp16) grown by torch.cat 8 tokens at a time; "
+                       "on OOM: the sequence ends", "target_and_reached": ended, "caught_ooms": ooms}
+
+
 def summarize_trace(trace):
     """Counts of the history's actions, for stats.json (gpumem reads the events)."""
     actions = {}
@@ -272,7 +409,7 @@ def summarize_trace(trace):
             "oom": actions.get("oom", 0)}
 
 
-def run_child(name, outdir, device_index, max_entries, out_name=None):
+def run_child(name, outdir, device_index, max_entries, out_name=None, limit=None):
     import pickle
     import torch
 
@@ -287,13 +424,25 @@ def run_child(name, outdir, device_index, max_entries, out_name=None):
     allowed = None
     fraction = None
     total = torch.cuda.mem_get_info(device)[1]
-    if "limit_bytes" in spec:
+    if limit is not None and limit.get("fraction"):
+        fraction = limit["fraction"]
+        torch.cuda.set_per_process_memory_fraction(fraction, device)
+        allowed = int(fraction * float(total))
+    elif limit is not None and limit.get("bytes"):
+        fraction = limit["bytes"] / total
+        torch.cuda.set_per_process_memory_fraction(fraction, device)
+        allowed = int(fraction * float(total))
+    elif limit is not None:
+        pass  # uncapped: the calibration run of a "limit_of_peak" workload
+    elif "limit_bytes" in spec:
         fraction = spec["limit_bytes"] / total
         torch.cuda.set_per_process_memory_fraction(fraction, device)
         # DeviceCachingAllocator::setMemoryFraction: size_t(fraction * double(total))
         allowed = int(fraction * float(total))
     if "stress" in spec:
         info = _stress_loop(torch, device, spec["stress"])
+    elif "oom" in spec:
+        info = globals()["_oom_" + spec["oom"]["fn"]](torch, device, spec["oom"])
     else:
         info = globals()["workload_" + name](torch, device)
     torch.cuda.synchronize(device)
@@ -340,6 +489,7 @@ def run_child(name, outdir, device_index, max_entries, out_name=None):
             "backend": backend,
             "PYTORCH_CUDA_ALLOC_CONF": alloc_conf,
             "memory_fraction": fraction,
+            "memory_fraction_repr": repr(fraction) if fraction is not None else None,
             "allowed_memory_maximum": allowed,
             "device_total": total,
             "snapshot_allocator_settings": snapshot.get("allocator_settings") if isinstance(snapshot, dict) else None,
@@ -391,11 +541,20 @@ def main(argv=None):
                              "the real rerun of a setting the tuner recommends")
     parser.add_argument("--as", dest="out_name", metavar="NAME",
                         help="write NAME.pickle and NAME.stats.json (one workload only)")
+    parser.add_argument("--memory-fraction", type=float, metavar="F",
+                        help="set_per_process_memory_fraction(F) instead of the workload's own cap (a rerun keeps the "
+                             "recorded fraction, so that the capacity is the same to the byte)")
+    parser.add_argument("--limit-bytes", type=int, metavar="N", help="the cap in bytes instead of the workload's own")
+    parser.add_argument("--jobs", type=int, default=1, help="workloads recorded at once (fresh processes on one GPU)")
+    parser.add_argument("--uncapped", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     os.makedirs(args.outdir, exist_ok=True)
     if args.child:
-        return run_child(args.child, args.outdir, args.device, args.max_entries, args.out_name)
+        limit = None
+        if args.memory_fraction or args.limit_bytes or args.uncapped:
+            limit = {"fraction": args.memory_fraction, "bytes": args.limit_bytes}
+        return run_child(args.child, args.outdir, args.device, args.max_entries, args.out_name, limit)
 
     names = list(WORKLOADS) if not args.only else args.only.split(",")
     for n in names:
@@ -403,8 +562,8 @@ def main(argv=None):
             parser.error(f"unknown workload {n!r} (known: {', '.join(WORKLOADS)})")
     if args.out_name and len(names) != 1:
         parser.error("--as names the files of one workload: give --only NAME")
-    failed = 0
-    for name in names:
+    def record(name):
+        """One workload in fresh processes; returns (name, line, ok)."""
         env = dict(os.environ)
         env.pop("PYTORCH_NO_CUDA_MEMORY_CACHING", None)
         # The native caching allocator with cudaMalloc segments (what the
@@ -417,28 +576,60 @@ def main(argv=None):
         env["PYTORCH_CUDA_ALLOC_CONF"] = conf
         cmd = [sys.executable, os.path.abspath(__file__), args.outdir, "--child", name, "--device", str(args.device),
                "--max-entries", str(args.max_entries)]
+        out_name = args.out_name or name
         if args.out_name:
             cmd += ["--as", args.out_name]
-        name = args.out_name or name
+        if args.memory_fraction:
+            cmd += ["--memory-fraction", repr(args.memory_fraction)]
+        elif args.limit_bytes:
+            cmd += ["--limit-bytes", str(args.limit_bytes)]
+        elif "limit_of_peak" in WORKLOADS[name]:
+            # The cap from the workload itself: a share of its allocated peak
+            # without a cap (under the same settings), rounded up to MiB.
+            import tempfile
+            with tempfile.TemporaryDirectory(prefix="gpumem-calibrate-") as tmp:
+                calibrate = [sys.executable, os.path.abspath(__file__), tmp, "--child", name, "--device",
+                             str(args.device), "--max-entries", "1", "--uncapped"]
+                rc = subprocess.run(calibrate, env=env).returncode
+                if rc != 0:
+                    return name, f"{name}: FAILED (calibration exit {rc})", False
+                with open(os.path.join(tmp, name + ".stats.json")) as f:
+                    peak = json.load(f)["memory_stats"]["allocated_bytes.all.peak"]
+            limit = -(-int(WORKLOADS[name]["limit_of_peak"] * peak) // MiB) * MiB
+            cmd += ["--limit-bytes", str(limit)]
         rc = subprocess.run(cmd, env=env).returncode
         if rc != 0:
-            print(f"{name}: FAILED (exit {rc})", file=sys.stderr)
-            failed += 1
-            continue
-        with open(os.path.join(args.outdir, name + ".stats.json")) as f:
+            return out_name, f"{out_name}: FAILED (exit {rc})", False
+        with open(os.path.join(args.outdir, out_name + ".stats.json")) as f:
             doc = json.load(f)
         s, t = doc["memory_stats"], doc["trace"]
-        line = (f"{name}: {t['allocs']} allocs, {t['frees']} frees; torch {doc['torch_version']}: "
+        line = (f"{out_name}: {t['allocs']} allocs, {t['frees']} frees; torch {doc['torch_version']}: "
                 f"num_device_alloc {s['num_device_alloc']}, num_device_free {s['num_device_free']}, "
                 f"reserved peak {s['reserved_bytes.all.peak']}, retries {s.get('num_alloc_retries')}, "
                 f"ooms {s.get('num_ooms')}")
         if t["wrapped"] or t["skipped_frees"]:
             line += "  WARNING: incomplete trace (wrapped ring or frees of unknown blocks)"
+        ok = True
         if args.check:
-            result = check_with_gpumem(args.check, args.outdir, name)
+            result = check_with_gpumem(args.check, args.outdir, out_name)
             line += "  replay: " + result
-            failed += result != "match"
-        print(line)
+            ok = result == "match"
+        return out_name, line, ok
+
+    failed = 0
+    if args.jobs > 1:
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            results = list(pool.map(record, names))
+    else:
+        results = []
+        for name in names:
+            results.append(record(name))
+            print(results[-1][1], flush=True)
+    for _, line, ok in results:
+        if args.jobs > 1:
+            print(line)
+        failed += not ok
     return 1 if failed else 0
 
 

@@ -4,6 +4,7 @@ what gpumem reuse-sim predicted for that setting with what PyTorch did.
 
     tools/tune_rerun.py NAME [CONF] [--gpumem BIN] [--fixtures DIR] [--device N]
                                     [--keep DIR] [--json]
+    tools/tune_rerun.py NAME --all-settings [--jobs N] [--keep DIR | --reruns DIR] [--json]
 
 NAME is a fixture of tests/fixtures/torch: NAME.stats.json and its trace
 (NAME.pickle, else NAME.csv), recorded by tools/record_torch_workloads.py,
@@ -24,8 +25,18 @@ best_alloc_conf), under the capacity the fixture was recorded with.
    Exit status 0 when all five agree, 1 when one differs, 2 on bad arguments
    or a failed run.
 
+With --all-settings, every setting of the --tune grid is rerun (N fresh
+processes at once on the GPU) and compared with its row of the tuner's
+table: predicted and real OOMs, whether each says the setting fits (no OOM),
+and whether they agree; the setting --tune recommends is marked. --keep DIR
+keeps each rerun's stats (DIR/NAME/SETTING.stats.json); --reruns DIR reads
+them back instead of rerunning (no GPU: a new gpumem's predictions against
+the same real runs).
+
 Needs a GPU, torch, and the workload's GPU model for the memory fraction to
-mean the same capacity (a different device name is warned about).
+mean the same capacity (a different device name is warned about). The rerun
+keeps the recorded memory fraction itself, so that the capacity is the same
+to the byte on the same GPU model.
 """
 
 import argparse
@@ -136,14 +147,82 @@ def predicted(gpumem, trace, capacity, conf, flags):
     return conf, row, " ".join([gpumem] + base + sweeps_for(conf, bool(capacity)))
 
 
-def real(workload, conf, device, outdir):
+def real(workload, conf, device, outdir, fraction=None, as_name="rerun"):
     cmd = [sys.executable, os.path.join(HERE, "record_torch_workloads.py"), outdir, "--only", workload,
-           "--device", str(device), "--alloc-conf", conf, "--as", "rerun"]
+           "--device", str(device), "--alloc-conf", conf, "--as", as_name]
+    if fraction:
+        cmd += ["--memory-fraction", repr(fraction)]
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         fail(f"{' '.join(cmd)} exited {out.returncode}: {out.stderr.strip() or out.stdout.strip()}")
-    with open(os.path.join(outdir, "rerun.stats.json")) as f:
+    with open(os.path.join(outdir, as_name + ".stats.json")) as f:
         return json.load(f)
+
+
+def setting_file_name(conf):
+    """A file name for a setting: letters, digits, '.', '_' and '-' only."""
+    import re
+    return re.sub(r"[^A-Za-z0-9.]+", "-", conf).strip("-") or "defaults"
+
+
+def all_settings(args, recorded, trace, capacity, fraction):
+    """Every setting of the --tune grid rerun for real, against its row of the tuner's table."""
+    base = ["reuse-sim", "--trace", trace, "--json", "--tune"] + (["--capacity", str(capacity)] if capacity else [])
+    doc = run_gpumem(args.gpumem, base + recorded_flags(recorded, trace))
+    tune = doc["tune"]
+    rows = doc["settings"]
+    workload = recorded.get("workload", args.name)
+    outdir = args.reruns or args.keep or tempfile.mkdtemp(prefix="gpumem-tune-rerun-")
+    outdir = os.path.join(outdir, args.name)
+    os.makedirs(outdir, exist_ok=True)
+
+    def rerun(row):
+        conf, file_name = row["alloc_conf"], setting_file_name(row["alloc_conf"])
+        path = os.path.join(outdir, file_name + ".stats.json")
+        if args.reruns:
+            if not os.path.exists(path):
+                fail(f"no rerun {path}")
+            with open(path) as f:
+                return json.load(f)
+        return real(workload, conf, args.device, outdir, fraction, file_name)
+
+    try:
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            reruns = list(pool.map(rerun, rows))
+    finally:
+        if not args.keep and not args.reruns:
+            shutil.rmtree(os.path.dirname(outdir), ignore_errors=True)
+    lines = []
+    for row, rerun_doc in zip(rows, reruns):
+        stats = rerun_doc["memory_stats"]
+        real_ooms = stats.get("num_ooms")
+        lines.append({
+            "alloc_conf": row["alloc_conf"], "recorded": row["recorded"], "best": row["alloc_conf"] == tune["best_alloc_conf"],
+            "predicted_ooms": row["ooms"], "real_ooms": real_ooms,
+            "predicted_fits": row["ooms"] == 0, "real_fits": real_ooms == 0, "agree": (row["ooms"] == 0) == (real_ooms == 0),
+            "granted_recorded_ooms": row.get("granted_recorded_ooms"),
+            "predicted_peak_reserved": row["peak_reserved"], "real_peak_reserved": stats.get("reserved_bytes.all.peak"),
+            "caught_ooms": (rerun_doc.get("workload_info") or {}).get("caught_ooms"),
+        })
+    agree = sum(line["agree"] for line in lines)
+    result = {"fixture": args.name, "capacity_bytes": capacity, "recorded_ooms": (doc.get("recorded") or {}).get("ooms"),
+              "answer": tune.get("answer"), "best_alloc_conf": tune["best_alloc_conf"], "settings": lines,
+              "agree": agree, "settings_rerun": len(lines)}
+    if args.json:
+        json.dump(result, sys.stdout, indent=1)
+        print()
+        return 0
+    print(f"{args.name}: capacity {capacity}, {result['recorded_ooms']} OOMs as recorded; "
+          f"fits (no OOM) predicted and real agree for {agree} of {len(lines)} settings")
+    print(tune.get("answer", ""))
+    print("| setting | predicted OOMs | real OOMs | agreement |")
+    print("| --- | --- | --- | --- |")
+    for line in lines:
+        mark = (" (recorded)" if line["recorded"] else "") + (" (answer)" if line["best"] else "")
+        verdict = ("agree" if line["agree"] else "DIFFER") + (": fits" if line["real_fits"] else ": does not fit")
+        print(f"| {line['alloc_conf'] or '(defaults)'}{mark} | {line['predicted_ooms']} | {line['real_ooms']} | {verdict} |")
+    return 0
 
 
 def main(argv=None):
@@ -155,22 +234,37 @@ def main(argv=None):
     parser.add_argument("--device", type=int, default=0)
     parser.add_argument("--keep", metavar="DIR", help="keep the rerun's snapshot and stats here (rerun.pickle, rerun.stats.json)")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument("--all-settings", action="store_true", help="rerun every setting of the --tune grid")
+    parser.add_argument("--jobs", type=int, default=1, help="with --all-settings: reruns at once on the GPU")
+    parser.add_argument("--reruns", metavar="DIR", help="with --all-settings: the reruns --keep kept, instead of the GPU")
     args = parser.parse_args(argv)
+    if (args.jobs != 1 or args.reruns) and not args.all_settings:
+        parser.error("--jobs and --reruns go with --all-settings")
+    if args.all_settings and args.conf is not None:
+        parser.error("--all-settings reruns the grid: give no CONF")
 
     stats_path, trace = fixture_paths(args.fixtures, args.name)
     with open(stats_path) as f:
         recorded = json.load(f)
     capacity = (recorded.get("allocator") or {}).get("allowed_memory_maximum")
+    # A cap calibrated on the workload itself: the recorded fraction (the
+    # others keep their own cap in bytes, on any GPU model).
+    sys.path.insert(0, HERE)
+    from record_torch_workloads import WORKLOADS
+    calibrated = "limit_of_peak" in WORKLOADS.get(recorded.get("workload", args.name), {})
+    fraction = (recorded.get("allocator") or {}).get("memory_fraction") if calibrated else None
+    if args.all_settings:
+        return all_settings(args, recorded, trace, capacity, fraction)
     conf, row, command = predicted(args.gpumem, trace, capacity, args.conf, recorded_flags(recorded, trace))
 
     outdir = args.keep or tempfile.mkdtemp(prefix="gpumem-tune-rerun-")
     os.makedirs(outdir, exist_ok=True)
     try:
-        rerun = real(recorded.get("workload", args.name), conf, args.device, outdir)
+        rerun = real(recorded.get("workload", args.name), conf, args.device, outdir, fraction)
     finally:
         if not args.keep:
             shutil.rmtree(outdir, ignore_errors=True)
-    if rerun.get("device_name") != recorded.get("device_name"):
+    if fraction and rerun.get("device_name") != recorded.get("device_name"):
         print(f"tune_rerun: warning: recorded on {recorded.get('device_name')}, rerun on {rerun.get('device_name')}: "
               "the memory fraction is another capacity", file=sys.stderr)
     stats = rerun["memory_stats"]
