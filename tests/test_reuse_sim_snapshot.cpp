@@ -253,16 +253,63 @@ TEST_CASE("empty_cache: each strategy gives back what it naturally can") {
     CHECK(r.result.upstream_frees == 1);
 }
 
-TEST_CASE("oom events: each strategy is asked; what it serves is given back at once") {
+TEST_CASE("oom events: each strategy is asked; what it serves is held until the program's next request") {
+    auto E = [] { return rs::Event{rs::EventKind::empty_cache, 0, 0, 0, rs::kNoTag, 0}; };
+    auto O = [](std::uint64_t size) { return rs::Event{rs::EventKind::oom, 0, size, 0, rs::kNoTag, 0}; };
     const rs::Event refused{rs::EventKind::oom, 0, 100 * MiB, 0, rs::kNoTag, 0};
     const Outcome fits = run_strategy("naive", {A(1, MiB), refused, F(1)});
     CHECK(fits.summary.oom_events == 1);
     CHECK(fits.result.requests == 2);
     CHECK(fits.result.ooms == 0);
-    CHECK(fits.result.upstream_frees == 2);
+    CHECK(fits.result.granted_oom_events == 1);
+    CHECK(fits.result.upstream_frees == 2);  // the granted one at the end of the input
     const Outcome capped = run_strategy("torch-caching", {A(1, MiB), refused, F(1)}, {}, 64 * MiB);
     CHECK(capped.result.ooms == 1);
+    CHECK(capped.result.granted_oom_events == 0);
     CHECK(capped.detail("num_ooms") == 1);
+
+    SUBCASE("freed before the next request: a cap that holds one of them holds both in turn") {
+        // Never freed, the 60 MiB alloc would not fit beside it under 100 MiB.
+        const Outcome turn = run_strategy("naive", {A(1, 30 * MiB), O(60 * MiB), F(1), A(2, 60 * MiB), F(2)}, {}, 100 * MiB);
+        CHECK(turn.result.ooms == 0);
+        CHECK(turn.result.granted_oom_events == 1);
+        CHECK(turn.result.peak_reserved == 90 * MiB);  // 1 and the granted one, never the granted one and 2
+        const Outcome next_oom = run_strategy("naive", {O(60 * MiB), O(60 * MiB)}, {}, 100 * MiB);
+        CHECK(next_oom.result.ooms == 0);
+        CHECK(next_oom.result.granted_oom_events == 2);
+    }
+    SUBCASE("held through the unwinding: the failed step's frees and the handler's empty_cache") {
+        // torch-caching: the granted 40 MiB is a segment of its own. The
+        // handler's empty_cache, with the failed step's frees on both sides
+        // (skip_batch_loose's order), cannot release it while it is held, and
+        // the next request of its size finds it cached. Freed at once, the
+        // empty_cache would have given it back and 3 taken a new segment.
+        const Outcome held =
+            run_strategy("torch-caching", {A(1, 30 * MiB), A(2, 10 * MiB), O(40 * MiB), F(1), E(), F(2), A(3, 40 * MiB), F(3)});
+        CHECK(held.result.granted_oom_events == 1);
+        CHECK(held.result.counters.device_allocs == 3);
+        CHECK(held.result.counters.device_frees == 1);  // 1's segment
+        CHECK(held.result.hits == 1);
+        // A release right before the next request is read with that request
+        // (the program's empty_cache, or PyTorch's own inside it): the
+        // unwinding was over, and the granted block goes with the others.
+        const Outcome before_request = run_strategy("torch-caching", {A(1, 30 * MiB), O(40 * MiB), F(1), E(), A(3, 40 * MiB), F(3)});
+        CHECK(before_request.result.counters.device_allocs == 3);
+        CHECK(before_request.result.counters.device_frees == 2);
+    }
+    SUBCASE("the lanes that refuse it are not touched, in one replay with lanes that grant it") {
+        VectorSource source({A(1, 30 * MiB), O(60 * MiB), F(1), A(2, 60 * MiB), F(2)});
+        rs::Lane small("naive", std::make_unique<rs::SimulatedUpstream>(64 * MiB, nullptr));
+        rs::Lane large("naive", std::make_unique<rs::SimulatedUpstream>(rs::kUnlimited, nullptr));
+        for (rs::Lane* lane : {&small, &large}) lane->strategy = rs::make_strategy(rs::kStrategies.parse("naive"), {}, *lane->upstream);
+        rs::Replay replay({&small, &large}, {});
+        replay.run(source);
+        CHECK(rs::summarize(small).ooms == 1);
+        CHECK(rs::summarize(small).granted_oom_events == 0);
+        CHECK(rs::summarize(small).upstream_frees == 2);
+        CHECK(rs::summarize(large).granted_oom_events == 1);
+        CHECK(rs::summarize(large).upstream_frees == 3);
+    }
 }
 
 TEST_CASE("sizes that would overflow are usage errors naming the event, in every strategy") {

@@ -132,6 +132,7 @@ inline void Replay::serve(Lane& lane, const Request& r, const EventSource& sourc
 }
 
 inline void Replay::replay_alloc(const EventSource& source, const Event& e, ReplaySummary& s, std::uint64_t& live_bytes) {
+    if (!granted_handles_.empty()) free_granted_ooms();
     check_request_size(source, e);
     if (live_bytes > ~0ULL - e.size) throw UsageError(size_context(source, e) + "the live allocations would exceed 2^64 bytes");
     const std::uint32_t handle = take_handle(source, e);
@@ -172,9 +173,20 @@ inline void Replay::replay_free(const EventSource& source, const Event& e, Repla
 }
 
 // A request the recorded allocator refused: each strategy is asked for it
-// too (PyTorch's own OOM path releases cached blocks first), and what one
-// serves is given back at once, since the program never held it.
+// too (PyTorch's own OOM path releases cached blocks first). Its lifetime
+// where a strategy grants it is not in the recording, which shows what the
+// program did instead: it caught the error, and the frames of the failed step
+// were unwound (their tensors freed, with the handler's own work such as
+// zero_grad or empty_cache in between) before it asked for memory again, to
+// retry smaller, skip the step or end the sequence. A granted block belongs
+// to that failed step: it is held until the program's next request (alloc
+// or oom) and freed then, before that request (and before a release that
+// came right before it, which torch-caching reads with the request: see
+// Strategy::deallocate_granted_oom); at the end of the input, at the end.
+// Neither at once (the unwinding's frees and the handler's empty_cache would
+// see it gone) nor never (a leak the program would not have).
 void Replay::replay_oom(const EventSource& source, const Event& e, ReplaySummary& s) {
+    if (!granted_handles_.empty()) free_granted_ooms();
     check_request_size(source, e);
     ++s.oom_events;
     Request r;
@@ -184,15 +196,36 @@ void Replay::replay_oom(const EventSource& source, const Event& e, ReplaySummary
     r.stream_value = e.stream;
     // One requester for every untagged refusal: grow-only keeps one buffer for them, not one each.
     r.slot = e.tag == kNoTag ? (std::uint64_t{3} << 62) : e.tag;
+    bool granted = false;
     for (Lane* lane : lanes_) {
         if (lane->metrics.live_bytes > ~0ULL - e.size)
             throw UsageError(size_context(source, e) + "the live allocations would exceed 2^64 bytes");
         serve(*lane, r, source, e, s.events);
         if (lane->refused[r.handle]) continue;
-        lane->strategy->deallocate(r.handle);
-        lane->metrics.live_bytes -= e.size;
+        ++lane->metrics.granted_oom_events;
+        granted = true;
     }
-    handles_.give_back(r.handle);
+    if (!granted) {
+        handles_.give_back(r.handle);
+        return;
+    }
+    granted_handles_.push_back(r.handle);
+    granted_ooms_.push_back(Live{e.size, r.stream});
+}
+
+// The recorded OOMs some lane granted, freed in the order they were granted.
+void Replay::free_granted_ooms() {
+    for (std::size_t i = 0; i < granted_handles_.size(); ++i) {
+        const std::uint32_t handle = granted_handles_[i];
+        for (Lane* lane : lanes_) {
+            if (lane->refused[handle]) continue;
+            lane->strategy->deallocate_granted_oom(handle);
+            lane->metrics.live_bytes -= granted_ooms_[i].size;
+        }
+        handles_.give_back(handle);
+    }
+    granted_handles_.clear();
+    granted_ooms_.clear();
 }
 
 // The events other than alloc and free, off the hot path.
@@ -249,6 +282,7 @@ ReplaySummary Replay::run(EventSource& source) {
             if (options_.poll) options_.poll();
         }
     }
+    if (!granted_handles_.empty()) free_granted_ooms();
     for (Lane* lane : lanes_) lane->strategy->end_of_trace();
     if (timeline_) timeline_->finish();
     s.skipped = source.skipped();
@@ -281,6 +315,7 @@ LaneResult summarize(const Lane& lane) {
     r.requests = m.requests;
     r.ooms = m.ooms;
     r.first_oom_event = m.first_oom_event;
+    r.granted_oom_events = m.granted_oom_events;
     r.served = m.requests - m.ooms;
     r.hits = m.hits;
     r.retries = lane.strategy->retries();

@@ -24,6 +24,7 @@ struct LaneMetrics {
     std::uint64_t hits = 0;      // served without taking memory from the device or driver
     std::uint64_t ooms = 0;      // refused
     std::uint64_t first_oom_event = 0;  // the ordinal (from 1) of the event first refused; 0: none
+    std::uint64_t granted_oom_events = 0;  // requests the recording refused (oom events) that this lane served
     std::uint64_t live_bytes = 0, peak_live_bytes = 0;        // requested bytes live in this lane
     std::uint64_t peak_reserved_bytes = 0, live_at_peak_reserved = 0;
 };
@@ -121,6 +122,7 @@ private:
                                                    std::uint64_t& live_bytes);
     void replay_other(const EventSource& source, const Event& e, ReplaySummary& s);
     void replay_oom(const EventSource& source, const Event& e, ReplaySummary& s);
+    void free_granted_ooms();
 
     std::vector<Lane*> lanes_;
     ReplayOptions options_;
@@ -130,6 +132,10 @@ private:
     std::uint32_t last_stream_index_ = 0;
     std::vector<Live> live_;
     RecycledIds<std::uint32_t> handles_{0};
+    // Recorded OOMs that some lane granted, held until the program's next
+    // request (see replay_oom): their handles and sizes.
+    std::vector<Live> granted_ooms_;
+    std::vector<std::uint32_t> granted_handles_;
     std::unique_ptr<Timeline> timeline_;
 };
 
@@ -138,6 +144,7 @@ struct LaneResult {
     std::string strategy;
     std::uint64_t requests = 0, served = 0, hits = 0, ooms = 0, retries = 0;
     std::uint64_t first_oom_event = 0;  // the ordinal (from 1) of the event first refused; 0: none
+    std::uint64_t granted_oom_events = 0;  // of the recording's refused requests (oom events), those served
     std::uint64_t upstream_allocs = 0, upstream_frees = 0, implicit_syncs = 0;
     double hit_rate = 0;  // hits / requests
     std::uint64_t peak_reserved = 0, peak_live = 0;

@@ -174,8 +174,14 @@ Block* TorchCaching::malloc_block(const Params& p) {
     return block;
 }
 
+// A free after an empty_cache settles it as the program's: PyTorch's own
+// release happens inside a request, with no free in between.
 void TorchCaching::deallocate(std::uint32_t handle) {
     flush_pending_empty_cache();
+    free_live(handle);
+}
+
+void TorchCaching::free_live(std::uint32_t handle) {
     Block* block = live_[handle];
     block->allocated = false;
     allocated_bytes_.decrease(block->size);

@@ -89,6 +89,11 @@ public:
     // retries the strategy makes). A refused request is never freed.
     virtual bool allocate(const Request& request) = 0;
     virtual void deallocate(std::uint32_t handle) = 0;
+    // Frees a request the recording refused and this strategy granted, right
+    // before the program's next request: the end of the failed step's
+    // unwinding, which came before whatever waits for that request (an
+    // empty_cache torch-caching has not yet read as the program's or its own).
+    virtual void deallocate_granted_oom(std::uint32_t handle) { deallocate(handle); }
     // A device synchronization point of the workload.
     virtual void synchronize_point() {}
     // The program asked the allocator to give its cached memory back

@@ -161,6 +161,7 @@ public:
 
     bool allocate(const Request& r) override;
     void deallocate(std::uint32_t handle) override;
+    void deallocate_granted_oom(std::uint32_t handle) override { free_live(handle); }
     void synchronize_point() override { flush_pending_empty_cache(); }
     void end_of_trace() override { flush_pending_empty_cache(); }
     void recorded_segment(std::uint64_t address, std::uint64_t size) override { recorded_.emplace_back(address, size); }
@@ -174,6 +175,7 @@ private:
     bool is_own_release(const Params& p) const;
     bool read_as_own_release(const Params& p);
     void flush_pending_empty_cache();
+    void free_live(std::uint32_t handle);
     Block* malloc_block(const Params& p);
     std::set<Cached, BySize>::const_iterator find_free_block(const Params& p) const;
     Block* get_free_block(const Params& p);
