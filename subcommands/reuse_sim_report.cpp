@@ -400,6 +400,8 @@ constexpr Column<TuneRowView> kTuneColumns[] = {
     {{"peak_reserved", "peak reserved", FieldKind::bytes}, [](const TuneRowView& v) { return u64(v.row->outcome.peak_reserved); }},
     {{"ooms", "OOMs", FieldKind::integer}, [](const TuneRowView& v) { return u64(v.row->outcome.ooms); }},
     {{"first_oom_event", "first OOM", FieldKind::integer}, [](const TuneRowView& v) { return optional_cell(v.row->outcome.first_oom_event); }},
+    {{"granted_recorded_ooms", "", FieldKind::integer}, [](const TuneRowView& v) { return u64(v.row->outcome.granted_ooms); },
+     Shown::machine_only},
     {{"retries", "retries", FieldKind::integer}, [](const TuneRowView& v) { return u64(v.row->outcome.retries); }},
     {{"upstream_allocs", "allocs", FieldKind::integer}, [](const TuneRowView& v) { return u64(v.row->outcome.device_allocs); }},
     {{"upstream_frees", "frees", FieldKind::integer}, [](const TuneRowView& v) { return u64(v.row->outcome.device_frees); }},
@@ -416,7 +418,7 @@ std::string baseline_name(const ReuseSimResults& r) { return r.allocator_setting
 
 std::string tune_answer_text(const ReuseSimRequest& q, const ReuseSimResults& r, Unit unit) {
     return rs::tune_answer(r.tune->rows, q.capacity, r.tune->search, [unit](std::uint64_t b) { return format_bytes(b, unit); },
-                           baseline_name(r));
+                           baseline_name(r), r.summary ? r.summary->oom_events : 0);
 }
 
 const rs::TuneRow* recorded_row(const TuneResults& t) {
@@ -442,6 +444,12 @@ constexpr Column<TuneDocument> kTuneDocumentColumns[] = {
     {{"best_fits", "", FieldKind::boolean}, [](const TuneDocument& d) -> Cell { return d.best().outcome.ooms == 0; }},
     {{"best_peak_reserved", "", FieldKind::bytes}, [](const TuneDocument& d) { return u64(d.best().outcome.peak_reserved); }},
     {{"best_first_oom_event", "", FieldKind::integer}, [](const TuneDocument& d) { return optional_cell(d.best().outcome.first_oom_event); }},
+    // The input's OOMs, and how many the best setting turns into successes:
+    // after those the program would have gone its own way (best_changes_course),
+    // asking for memory the recording never saw.
+    {{"recorded_oom_events", "", FieldKind::integer}, [](const TuneDocument& d) { return u64(d.r.summary ? d.r.summary->oom_events : 0); }},
+    {{"best_granted_recorded_ooms", "", FieldKind::integer}, [](const TuneDocument& d) { return u64(d.best().outcome.granted_ooms); }},
+    {{"best_changes_course", "", FieldKind::boolean}, [](const TuneDocument& d) -> Cell { return d.best().outcome.granted_ooms > 0; }},
     {{"recorded_alloc_conf", "", FieldKind::text}, [](const TuneDocument& d) -> Cell { return rs::alloc_conf(d.recorded().point.options); }},
     {{"recorded_fits", "", FieldKind::boolean}, [](const TuneDocument& d) -> Cell { return d.recorded().outcome.ooms == 0; }},
     {{"recorded_peak_reserved", "", FieldKind::bytes}, [](const TuneDocument& d) { return u64(d.recorded().outcome.peak_reserved); }},

@@ -72,6 +72,7 @@ rs::TuneOutcome outcome_of(const rs::LaneResult& lane) {
     o.device_allocs = lane.upstream_allocs;
     o.device_frees = lane.upstream_frees;
     o.modelled_us = lane.modelled_us;
+    o.granted_ooms = lane.granted_oom_events;
     if (lane.first_oom_event != 0) o.first_oom_event = lane.first_oom_event;
     return o;
 }

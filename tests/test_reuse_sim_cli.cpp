@@ -388,3 +388,59 @@ TEST_CASE("cli reuse-sim --sweep: a snapshot's own setting is the recorded row; 
     CHECK(fd["settings"].size() == 2);
     CHECK(fd["tune"]["smallest_capacity_bytes"].is_number());
 }
+
+// Programs that caught their OOMs (tools/record_torch_workloads.py oom_*, on an
+// H100 under a memory fraction), tuned under the cap they ran with: the
+// answer says how many recorded OOMs the best setting turns into successes,
+// and that the program's course after them is not in the recording.
+TEST_CASE("cli reuse-sim --tune on recorded OOMs: the requests each setting grants, and what the answer covers") {
+    SUBCASE("oom_skip_batch: the best setting grants the one recorded OOM (the real rerun then failed later in the step)") {
+        const RunResult r = run_gpumem(
+            {"reuse-sim", "--trace", fixture("torch/oom_skip_batch.pickle"), "--tune", "--capacity", "962592768", "--json"});
+        REQUIRE(r.status == 0);
+        const nlohmann::json d = nlohmann::json::parse(r.out);
+        CHECK(d["oom_events"] == 1);
+        for (const nlohmann::json& row : d["settings"]) {
+            CAPTURE(row["alloc_conf"]);
+            CHECK(row["granted_recorded_ooms"] <= 1);
+            // No OOM: it granted the recorded one; the recorded setting grants none.
+            if (row["ooms"] == 0) CHECK(row["granted_recorded_ooms"] == 1);
+            if (row["recorded"] == true) CHECK(row["granted_recorded_ooms"] == 0);
+        }
+        const nlohmann::json& t = d["tune"];
+        CHECK(t["best_fits"] == true);
+        CHECK(t["recorded_fits"] == false);
+        CHECK(t["recorded_oom_events"] == 1);
+        CHECK(t["best_granted_recorded_ooms"] == 1);
+        CHECK(t["best_changes_course"] == true);
+        const std::string answer = t["answer"];
+        CHECK(has(answer, "the request that ran out of memory as recorded is granted, after which the program may ask for "
+                          "memory the recording never saw"));
+        const RunResult text = run_gpumem({"reuse-sim", "--trace", fixture("torch/oom_skip_batch.pickle"), "--tune", "--capacity", "962592768"});
+        CHECK(has(text.out, "the recording never saw"));
+    }
+    SUBCASE("oom_halve_batch: 10 OOMs as recorded; the best grants some of them and fails the others") {
+        const RunResult r = run_gpumem(
+            {"reuse-sim", "--trace", fixture("torch/oom_halve_batch.pickle"), "--tune", "--capacity", "1356857344", "--json"});
+        REQUIRE(r.status == 0);
+        const nlohmann::json d = nlohmann::json::parse(r.out);
+        const nlohmann::json& t = d["tune"];
+        CHECK(t["recorded_oom_events"] == 10);
+        CHECK(t["best_fits"] == false);
+        const std::uint64_t granted = t["best_granted_recorded_ooms"];
+        CHECK(granted > 0);
+        CHECK(granted < 10);
+        CHECK(d["settings"][0]["ooms"] >= 10 - granted);  // the recorded OOMs it refuses are OOMs of its own
+        CHECK(has(t["answer"].get<std::string>(), std::to_string(granted) + " of the 10 requests that ran out of memory as recorded are granted"));
+    }
+    SUBCASE("no recorded OOM: nothing granted, nothing said") {
+        const RunResult r =
+            run_gpumem({"reuse-sim", "--trace", fixture("torch/memory_fraction.pickle"), "--tune", "--capacity", "600MiB", "--json"});
+        REQUIRE(r.status == 0);
+        const nlohmann::json t = nlohmann::json::parse(r.out)["tune"];
+        CHECK(t["recorded_oom_events"] == 0);
+        CHECK(t["best_granted_recorded_ooms"] == 0);
+        CHECK(t["best_changes_course"] == false);
+        CHECK_FALSE(has(t["answer"].get<std::string>(), "never saw"));
+    }
+}

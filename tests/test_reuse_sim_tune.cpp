@@ -217,3 +217,25 @@ TEST_CASE("tuner: capacity probes split (low, high] evenly, on MiB, ending at hi
     CHECK(rs::capacity_probes(100, 100, 16).empty());
     CHECK(rs::capacity_probes(kMiB, kMiB + 3, 16).size() <= 3);
 }
+
+TEST_CASE("tuner: where the recording ran out of memory, the answer counts the OOMs the best setting grants") {
+    std::vector<rs::TuneRow> rows = {row("expandable", 900 * kMiB, 0), row("", 1000 * kMiB, 3, 1, 0, true)};
+    rows[0].outcome.granted_ooms = 3;
+    const rs::CapacitySearch none;
+    const std::string all = rs::tune_answer(rows, kGiB, none, bytes, "as recorded", 3);
+    CHECK(has(all, "With expandable_segments:True this trace fits in 1 GiB"));
+    CHECK(has(all, "; with expandable_segments:True all 3 requests that ran out of memory as recorded are granted, after which "
+                   "the program may ask for memory the recording never saw (it recovered instead): rerun it to confirm."));
+    rows[0].outcome.granted_ooms = 1;
+    rows[0].outcome.ooms = 2;
+    rows[0].outcome.first_oom_event = 7;
+    CHECK(has(rs::tune_answer(rows, kGiB, none, bytes, "as recorded", 3), "1 of the 3 requests that ran out of memory as recorded is granted"));
+    // One recorded OOM, granted.
+    rows[0].outcome.ooms = 0;
+    CHECK(has(rs::tune_answer(rows, kGiB, none, bytes, "as recorded", 1), "the request that ran out of memory as recorded is granted"));
+    // Nothing granted, or nothing recorded: nothing said.
+    rows[0].outcome.granted_ooms = 0;
+    CHECK_FALSE(has(rs::tune_answer(rows, kGiB, none, bytes, "as recorded", 3), "never saw"));
+    rows[0].outcome.granted_ooms = 2;
+    CHECK_FALSE(has(rs::tune_answer(rows, kGiB, none, bytes, "as recorded", 0), "never saw"));
+}

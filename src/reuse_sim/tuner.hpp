@@ -87,6 +87,10 @@ struct TuneOutcome {
     std::uint64_t peak_reserved = 0, ooms = 0, retries = 0, device_allocs = 0, device_frees = 0;
     double modelled_us = 0;
     std::optional<std::uint64_t> first_oom_event;  // the ordinal (from 1) of the event first refused
+    // Of the requests the recording refused (its OOMs), those this setting
+    // serves: after each, the program would have gone on with its step
+    // instead of recovering, asking for memory the recording never saw.
+    std::uint64_t granted_ooms = 0;
 };
 
 struct TuneRow {
@@ -116,11 +120,14 @@ std::vector<std::uint64_t> capacity_probes(std::uint64_t low, std::uint64_t high
 
 // The answer, one sentence: whether and with what setting the trace fits
 // under `capacity` (kUnlimited: no cap), as recorded or not, the event the
-// recorded setting first fails at, and the smallest capacity found.
-// `rows` ranked; `bytes` formats a size; `baseline_name` is "as recorded" or
-// "with the baseline settings".
+// recorded setting first fails at, and the smallest capacity found; where the
+// input recorded OOMs (`recorded_ooms`, its oom events) and the best setting
+// grants some, how many, and that the program's course after them is not in
+// the recording. `rows` ranked; `bytes` formats a size; `baseline_name` is
+// "as recorded" or "with the baseline settings".
 std::string tune_answer(const std::vector<TuneRow>& rows, std::uint64_t capacity, const CapacitySearch& search,
-                        const std::function<std::string(std::uint64_t)>& bytes, std::string_view baseline_name);
+                        const std::function<std::string(std::uint64_t)>& bytes, std::string_view baseline_name,
+                        std::uint64_t recorded_ooms = 0);
 
 // 18231 -> "18,231".
 std::string group_digits(std::uint64_t value);
