@@ -224,15 +224,15 @@ TEST_CASE("tuner: where the recording ran out of memory, the answer counts the O
     const rs::CapacitySearch none;
     const std::string all = rs::tune_answer(rows, kGiB, none, bytes, "as recorded", 3);
     CHECK(has(all, "With expandable_segments:True this trace fits in 1 GiB"));
-    CHECK(has(all, "; with expandable_segments:True all 3 requests that ran out of memory as recorded are granted, after which "
+    CHECK(has(all, "; the best setting grants all 3 requests that ran out of memory as recorded, after which "
                    "the program may ask for memory the recording never saw (it recovered instead): rerun it to confirm."));
     rows[0].outcome.granted_ooms = 1;
     rows[0].outcome.ooms = 2;
     rows[0].outcome.first_oom_event = 7;
-    CHECK(has(rs::tune_answer(rows, kGiB, none, bytes, "as recorded", 3), "1 of the 3 requests that ran out of memory as recorded is granted"));
+    CHECK(has(rs::tune_answer(rows, kGiB, none, bytes, "as recorded", 3), "the best setting grants 1 of the 3 requests that ran out of memory as recorded, after"));
     // One recorded OOM, granted.
     rows[0].outcome.ooms = 0;
-    CHECK(has(rs::tune_answer(rows, kGiB, none, bytes, "as recorded", 1), "the request that ran out of memory as recorded is granted"));
+    CHECK(has(rs::tune_answer(rows, kGiB, none, bytes, "as recorded", 1), "the best setting grants the request that ran out of memory as recorded, after"));
     // Nothing granted, or nothing recorded: nothing said.
     rows[0].outcome.granted_ooms = 0;
     CHECK_FALSE(has(rs::tune_answer(rows, kGiB, none, bytes, "as recorded", 3), "never saw"));

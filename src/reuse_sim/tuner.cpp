@@ -306,14 +306,14 @@ std::string search_clause(const CapacitySearch& search, const std::function<std:
 
 // What a setting that serves recorded OOMs leaves open: the program caught
 // each, and what it did then (recover) is all the recording holds.
-std::string granted_clause(const TuneOutcome& best, std::uint64_t recorded_ooms, const std::string& best_with) {
+std::string granted_clause(const TuneOutcome& best, std::uint64_t recorded_ooms) {
     if (best.granted_ooms == 0 || recorded_ooms == 0) return "";
     const std::uint64_t g = best.granted_ooms;
     const std::string which = g == recorded_ooms ? (g == 1 ? std::string("the request") : "all " + group_digits(g) + " requests")
                                                  : group_digits(g) + " of the " + group_digits(recorded_ooms) + " requests";
-    return "; " + best_with + " " + which + " that ran out of memory as recorded " + (g == 1 ? "is" : "are") +
-           " granted, after which the program may ask for memory the recording never saw (it recovered instead): "
-           "rerun it to confirm";
+    return "; the best setting grants " + which +
+           " that ran out of memory as recorded, after which the program may ask for memory the recording never saw "
+           "(it recovered instead): rerun it to confirm";
 }
 
 }  // namespace
@@ -347,7 +347,7 @@ std::string tune_answer(const std::vector<TuneRow>& rows, std::uint64_t capacity
                               : "the best, " + best_with.substr(5) + ", fails " + at_event(best) + " (" + std::to_string(best.ooms) +
                                     " OOMs), " + baseline + " " + at_event(recorded) + " (" + std::to_string(recorded.ooms) + " OOMs)");
     }
-    s += granted_clause(best, recorded_ooms, best_with) + search_clause(search, bytes) + ".";
+    s += granted_clause(best, recorded_ooms) + search_clause(search, bytes) + ".";
     s[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(s[0])));
     return s;
 }
