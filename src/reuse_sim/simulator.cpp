@@ -294,6 +294,7 @@ ReplaySummary Replay::run(EventSource& source) {
 }
 
 void Replay::teardown() {
+    if (!granted_handles_.empty()) free_granted_ooms();  // a run stopped early (Ctrl-C) may hold some
     std::vector<std::uint32_t> handles;
     ids_.for_each([&handles](std::uint64_t, std::uint32_t h) { handles.push_back(h); });
     std::sort(handles.begin(), handles.end());
