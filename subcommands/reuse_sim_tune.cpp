@@ -115,16 +115,26 @@ rs::CapacitySearch search_capacity(const TuneRun& run, const ReuseSimResults& r,
         }
         // An uncapped peak is checked under a cap of its size. Where it does
         // not fit (under a cap the allocator decides otherwise: garbage
-        // collection, expandable segments), look once 4 times higher.
+        // collection; expandable segments weigh a whole segment against the
+        // cap, where they map only the pages they need), look one segment
+        // higher, and then once 4 times higher.
         high = std::max(high, low + 1);
         search.replays += 1;
         if (probe(run, setting, {high}, "capacity search")[high]) {
             smallest = high;
-        } else if (high <= rs::kUnlimited / 4) {
-            low = high;
-            high *= 4;
-            search.replays += 1;
-            if (probe(run, setting, {high}, "capacity search")[high]) smallest = high;
+        } else {
+            const std::uint64_t segment = run.trace.largest_segment();
+            for (const std::uint64_t higher : {high <= rs::kUnlimited - segment ? high + segment : high,
+                                               high <= rs::kUnlimited / 4 ? high * 4 : high}) {
+                if (higher <= high) continue;
+                low = high;
+                high = higher;
+                search.replays += 1;
+                if (probe(run, setting, {high}, "capacity search")[high]) {
+                    smallest = high;
+                    break;
+                }
+            }
         }
     }
     if (!smallest) {

@@ -91,6 +91,11 @@ LoadedTrace::LoadedTrace(EventSource& source, const std::function<void()>& poll)
     request_sizes_.shrink_to_fit();
 }
 
+std::uint64_t LoadedTrace::largest_segment() const noexcept {
+    if (request_sizes_.empty()) return 0;
+    return detail::torch::TorchCaching::get_allocation_size(request_sizes_.back()) + detail::torch::kRoundLarge;
+}
+
 std::unique_ptr<EventSource> LoadedTrace::cursor() const { return std::make_unique<MemorySource>(*this); }
 
 // ------------------------------------------------------------------- replays

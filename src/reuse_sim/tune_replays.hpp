@@ -35,6 +35,10 @@ public:
     std::uint64_t empty_caches() const noexcept { return empty_caches_; }
     // The sizes of every request (alloc and oom events), each once, ascending.
     const std::vector<std::uint64_t>& request_sizes() const noexcept { return request_sizes_; }
+    // The largest segment a request of the input takes without rounding
+    // settings (get_allocation_size of its largest request), plus the
+    // rounding to 2 MiB a setting can add; 0 without requests.
+    std::uint64_t largest_segment() const noexcept;
     // A source over the events, from the first; any number may read at once.
     std::unique_ptr<EventSource> cursor() const;
 
