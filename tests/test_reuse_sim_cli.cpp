@@ -233,6 +233,22 @@ TEST_CASE("cli reuse-sim: Ctrl-C while a FIFO's writer has not finished exits 13
     close(fd);
 }
 
+TEST_CASE("cli reuse-sim: Ctrl-C stops --tune's replays on every thread and exits 130") {
+    // Minutes of work: read into memory, then lanes on every core.
+    for (const int after_ms : {200, 1500}) {
+        CAPTURE(after_ms);
+        Started run = start_gpumem({"reuse-sim", "--workload", "dynamic", "--steps", "100000", "--tune", "--capacity", "1GiB"});
+        std::this_thread::sleep_for(std::chrono::milliseconds(after_ms));
+        REQUIRE(run.running());
+        run.signal(SIGINT);
+        CHECK(run.wait_within(10) == 130);
+        const RunResult r = run.wait();
+        CHECK(r.stderr_lines() == 1);
+        CHECK(has(r.err, "interrupted"));
+        CHECK(r.out.empty());
+    }
+}
+
 TEST_CASE("cli reuse-sim: output files are checked before the simulation starts") {
     // A simulation of hours: the bad path must end the run at once.
     for (const char* option : {"--timeline", "--save-trace"}) {
