@@ -75,7 +75,9 @@ std::map<std::uint64_t, bool> probe(const TuneRun& run, const rs::TorchOptions& 
 // The smallest capacity the best setting fits in, to within a MiB, assuming
 // that a setting that fits in some capacity fits in every larger one: a
 // bisection between the peak of live requests (below which nothing fits)
-// and a capacity it fits in. Each round replays the next probes of the
+// and a capacity it fits in: the cap where it fits under it, else found by
+// steps up from the peak of live requests (uncapped: from its own peak,
+// checked first). Each round replays the next probes of the
 // bisection on every core at once (the midpoint, and those it leads to), so
 // the answer, and the count of replays it needed, is that of one probe at a
 // time.
@@ -106,39 +108,36 @@ rs::CapacitySearch search_capacity(const TuneRun& run, const ReuseSimResults& r,
     const rs::TorchOptions& setting = best.point.options;
     if (fits_under_cap) {
         smallest = high;
-    } else {
-        if (q.capacity == rs::kUnlimited) {
-            high = best.outcome.peak_reserved;
-        } else {
-            high = run.replay({{setting, rs::kUnlimited}}, "the best setting without a cap").lanes.front().peak_reserved;
-            search.replays += 1;
-        }
-        // An uncapped peak is checked under a cap of its size. Where it does
-        // not fit (under a cap the allocator decides otherwise: garbage
-        // collection; expandable segments weigh a whole segment against the
-        // cap, where they map only the pages they need), look one segment
-        // higher, and then once 4 times higher.
-        high = std::max(high, low + 1);
+    } else if (q.capacity == rs::kUnlimited) {
+        // Its uncapped peak, checked under a cap of its size.
+        high = std::max(best.outcome.peak_reserved, low + 1);
         search.replays += 1;
-        if (probe(run, setting, {high}, "capacity search")[high]) {
-            smallest = high;
-        } else {
-            const std::uint64_t segment = run.trace.largest_segment();
-            for (const std::uint64_t higher : {high <= rs::kUnlimited - segment ? high + segment : high,
-                                               high <= rs::kUnlimited / 4 ? high * 4 : high}) {
-                if (higher <= high) continue;
-                low = high;
-                high = higher;
+        if (probe(run, setting, {high}, "capacity search")[high]) smallest = high;
+        else low = high;
+    }
+    if (!smallest) {
+        // Up from what is known too small, by steps that double from the
+        // largest segment, until one fits (probes that fail stop at their
+        // first OOM); the cores try the next steps at once.
+        std::uint64_t step = std::max<std::uint64_t>(run.trace.largest_segment(), kMiB);
+        while (!smallest && low < rs::kUnlimited / 2) {
+            std::vector<std::uint64_t> probes;
+            for (std::uint64_t c = low, s = step; probes.size() < std::max(1U, run.options.threads) && c < rs::kUnlimited / 2; s *= 2)
+                probes.push_back(c = std::min(c + s, rs::kUnlimited / 2));
+            const std::map<std::uint64_t, bool> fits = probe(run, setting, probes, "capacity search above " + format_bytes(low));
+            for (const std::uint64_t c : probes) {
                 search.replays += 1;
-                if (probe(run, setting, {high}, "capacity search")[high]) {
-                    smallest = high;
+                step *= 2;
+                if (fits.at(c)) {
+                    smallest = high = c;
                     break;
                 }
+                low = c;
             }
         }
     }
     if (!smallest) {
-        search.not_searched = "it ran out of memory at every capacity tried, up to " + format_bytes(high);
+        search.not_searched = "it ran out of memory at every capacity tried, up to " + format_bytes(low);
         return search;
     }
     while (rs::bisection_midpoint(low, high)) {
