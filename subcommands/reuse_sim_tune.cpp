@@ -65,6 +65,7 @@ constexpr std::uint64_t kMiB = 1ULL << 20;
 std::map<std::uint64_t, bool> probe(const TuneRun& run, const rs::TorchOptions& torch, const std::vector<std::uint64_t>& capacities,
                                     const std::string& label) {
     std::vector<rs::TorchLane> lanes;
+    lanes.reserve(capacities.size());
     for (std::uint64_t c : capacities) lanes.push_back({torch, c});
     const rs::LaneReplays replays = run.replay(lanes, label, true);
     std::map<std::uint64_t, bool> fits;
