@@ -279,7 +279,9 @@ TEST_CASE("reuse-sim: a snapshot that would run code is refused, not run") {
         const RunResult r = run_gpumem(args);
         CAPTURE(r.err);
         CHECK(r.status == 2);
-        CHECK(has(r.err, "refusing opcode GLOBAL (0x63): it would import or call code"));
+        // Protocol 0 is refused by its first bytes, before the unpickler.
+        CHECK((has(r.err, "refusing opcode GLOBAL (0x63): it would import or call code") ||
+               (args.back() == "snapshot" && has(r.err, "not a PyTorch snapshot: a pickle of protocol 2 to 5"))));
         CHECK(r.out.empty());
     }
     CHECK(access(marker.c_str(), F_OK) != 0);
@@ -365,7 +367,7 @@ TEST_CASE("cli reuse-sim --tune: a recorded workload under a cap that bites, ran
     const RunResult text = run_gpumem({"reuse-sim", "--trace", fixture("torch/memory_fraction.pickle"), "--tune", "--capacity", "600MiB"});
     REQUIRE(text.status == 0);
     CHECK(has(text.out, "PYTORCH_CUDA_ALLOC_CONF"));
-    CHECK(has(text.out, "recorded  (PyTorch's defaults)"));
+    CHECK(has(text.out, "recorded: (PyTorch's defaults)"));
     CHECK(has(text.out, "the smallest capacity the best setting fits in is about"));
     // --memory-fraction is a cap too: the GC threshold joins the grid; without a cap it does not.
     const RunResult fraction = run_gpumem({"reuse-sim", "--trace", fixture("torch/memory_fraction.pickle"), "--tune", "--memory-fraction",
@@ -394,7 +396,7 @@ TEST_CASE("cli reuse-sim --sweep: a snapshot's own setting is the recorded row; 
         }
     CHECK(recorded == 1);
     const RunResult text = run_gpumem({"reuse-sim", "--trace", fixture("snapshots/small_p4.pickle"), "--sweep", "expandable_segments=true"});
-    CHECK(has(text.out, "recorded  max_split_size_mb:64"));
+    CHECK(has(text.out, "recorded: max_split_size_mb:64"));
     const Fifo fifo;
     LateWriter writer(fifo.path, kTrace, 0.2);
     const RunResult f = run_gpumem({"reuse-sim", "--trace", fifo.path, "--sweep", "max_split_size=none,64", "--capacity", "1GiB", "--json"});

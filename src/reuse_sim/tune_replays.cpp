@@ -13,6 +13,7 @@
 #include <thread>
 #include <utility>
 
+#include "reuse_sim/cost_table.hpp"
 #include "reuse_sim/torch_caching.hpp"
 
 namespace gpumem::reuse_sim {
@@ -55,7 +56,10 @@ struct Cancelled {};
 LaneResult replay_lane(const LoadedTrace& trace, const TorchLane& spec, const StrategyOptions& options, const LaneReplayOptions& o,
                        const std::function<void()>& poll, ReplaySummary& summary) {
     static const StrategySpec& torch = kStrategies.parse("torch-caching");
-    Lane lane("torch-caching", std::make_unique<SimulatedUpstream>(spec.capacity, o.costs));
+    // The cost model's size caches are written as it is read: one per lane,
+    // not shared between threads.
+    std::unique_ptr<CostModel> costs = o.costs ? std::make_unique<CostModel>(o.costs->table()) : nullptr;
+    Lane lane("torch-caching", std::make_unique<SimulatedUpstream>(spec.capacity, costs.get()));
     StrategyOptions lane_options = options;
     lane_options.torch = spec.torch;
     lane.strategy = make_strategy(torch, lane_options, *lane.upstream);
