@@ -198,6 +198,23 @@ std::string wrapped(const std::string& text, std::size_t columns, char after) {
     return out;
 }
 
+// A row's cells as lines: a wrapped cell's lines below the row's first,
+// the other cells empty there.
+std::vector<std::vector<std::string>> row_lines(const std::vector<std::string>& texts) {
+    std::vector<std::vector<std::string>> lines;
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+        std::size_t k = 0;
+        for (std::size_t start = 0;; ++k) {
+            const std::size_t end = texts[i].find('\n', start);
+            if (lines.size() <= k) lines.emplace_back(texts.size());
+            lines[k][i] = texts[i].substr(start, end == std::string::npos ? std::string::npos : end - start);
+            if (end == std::string::npos) break;
+            start = end + 1;
+        }
+    }
+    return lines;
+}
+
 // The table's wrapping column narrowed to keep the table within
 // kTableColumns (never below 16 columns); `width` and `cells` as rendered.
 void wrap_table_cells(const Table& table, std::vector<std::size_t>& width, std::vector<std::vector<std::string>>& cells) {
@@ -220,6 +237,42 @@ void wrap_table_cells(const Table& table, std::vector<std::size_t>& width, std::
         }
         return;
     }
+}
+
+// One table, its columns aligned (a wrapped cell over several lines).
+void render_table(std::ostream& out, const Table& table, const OutputOptions& options) {
+    std::vector<std::size_t> width(table.fields.size());
+    std::vector<std::vector<std::string>> cells;
+    for (std::size_t i = 0; i < table.fields.size(); ++i) width[i] = display_width(table.fields[i].header);
+    for (const auto& row : table.rows) {
+        std::vector<std::string> texts;
+        for (std::size_t i = 0; i < table.fields.size(); ++i) {
+            texts.push_back(i < row.size() ? cell_text(row[i], table.fields[i], options.unit) : "");
+            width[i] = std::max(width[i], display_width(texts.back()));
+        }
+        cells.push_back(std::move(texts));
+    }
+    wrap_table_cells(table, width, cells);
+    auto emit_line = [&](const std::vector<std::string>& texts) {
+        std::string line;
+        for (std::size_t i = 0; i < texts.size(); ++i) {
+            const bool left = table.fields[i].kind == FieldKind::text;
+            const std::string pad(width[i] - std::min(width[i], display_width(texts[i])), ' ');
+            if (i) line += "  ";
+            line += left ? texts[i] + pad : pad + texts[i];
+        }
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        out << line << '\n';
+    };
+    auto emit = [&](const std::vector<std::string>& texts) {
+        for (const auto& line : row_lines(texts)) emit_line(line);
+    };
+    if (options.header) {
+        std::vector<std::string> headers;
+        for (const Field& f : table.fields) headers.emplace_back(f.header);
+        emit(headers);
+    }
+    for (const auto& texts : cells) emit(texts);
 }
 
 Cell count_cell(const std::optional<unsigned>& value) { return value ? Cell(std::uint64_t{*value}) : Cell(); }
@@ -311,50 +364,7 @@ std::string render(const Report& report, const OutputOptions& options) {
             for (const Table& table : report.tables) {
                 if (!first_table) out << '\n';
                 first_table = false;
-                std::vector<std::size_t> width(table.fields.size());
-                std::vector<std::vector<std::string>> cells;
-                for (std::size_t i = 0; i < table.fields.size(); ++i) width[i] = display_width(table.fields[i].header);
-                for (const auto& row : table.rows) {
-                    std::vector<std::string> texts;
-                    for (std::size_t i = 0; i < table.fields.size(); ++i) {
-                        texts.push_back(i < row.size() ? cell_text(row[i], table.fields[i], options.unit) : "");
-                        width[i] = std::max(width[i], display_width(texts.back()));
-                    }
-                    cells.push_back(std::move(texts));
-                }
-                wrap_table_cells(table, width, cells);
-                auto emit_line = [&](const std::vector<std::string>& texts) {
-                    std::string line;
-                    for (std::size_t i = 0; i < texts.size(); ++i) {
-                        const bool left = table.fields[i].kind == FieldKind::text;
-                        const std::string pad(width[i] - std::min(width[i], display_width(texts[i])), ' ');
-                        if (i) line += "  ";
-                        line += left ? texts[i] + pad : pad + texts[i];
-                    }
-                    while (!line.empty() && line.back() == ' ') line.pop_back();
-                    out << line << '\n';
-                };
-                // A wrapped cell's lines below its row's first, the other cells empty there.
-                auto emit = [&](const std::vector<std::string>& texts) {
-                    std::vector<std::vector<std::string>> lines;
-                    for (std::size_t i = 0; i < texts.size(); ++i) {
-                        std::size_t k = 0;
-                        for (std::size_t start = 0;; ++k) {
-                            const std::size_t end = texts[i].find('\n', start);
-                            if (lines.size() <= k) lines.emplace_back(texts.size());
-                            lines[k][i] = texts[i].substr(start, end == std::string::npos ? std::string::npos : end - start);
-                            if (end == std::string::npos) break;
-                            start = end + 1;
-                        }
-                    }
-                    for (const auto& line : lines) emit_line(line);
-                };
-                if (options.header) {
-                    std::vector<std::string> headers;
-                    for (const Field& f : table.fields) headers.emplace_back(f.header);
-                    emit(headers);
-                }
-                for (const auto& texts : cells) emit(texts);
+                render_table(out, table, options);
             }
             for (const std::string& line : report.text_after) out << line << '\n';
             break;
