@@ -166,6 +166,115 @@ std::string csv_header(const Field& field, Unit unit) {
 
 namespace {
 
+// `text` in lines of at most `columns`: broken after `after` where it can
+// be, anywhere where it cannot.
+std::string wrapped(const std::string& text, std::size_t columns, char after) {
+    std::vector<std::string> pieces;
+    for (std::size_t start = 0; start < text.size();) {
+        std::size_t end = text.find(after, start);
+        end = end == std::string::npos ? text.size() : end + 1;
+        pieces.push_back(text.substr(start, end - start));
+        start = end;
+    }
+    std::string out, line;
+    auto flush = [&] {
+        if (line.empty()) return;
+        out += (out.empty() ? "" : "\n") + line;
+        line.clear();
+    };
+    for (std::string& piece : pieces) {
+        if (display_width(line) + display_width(piece) > columns) flush();
+        while (display_width(piece) > columns) {
+            // Too long alone: after its last ':' that fits, else anywhere.
+            const std::size_t colon = piece.rfind(':', columns - 1);
+            const std::size_t cut = colon == std::string::npos || colon == 0 ? columns : colon + 1;
+            line = piece.substr(0, cut);
+            piece.erase(0, cut);
+            flush();
+        }
+        line += piece;
+    }
+    flush();
+    return out;
+}
+
+// A row's cells as lines: a wrapped cell's lines below the row's first,
+// the other cells empty there.
+std::vector<std::vector<std::string>> row_lines(const std::vector<std::string>& texts) {
+    std::vector<std::vector<std::string>> lines;
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+        std::size_t k = 0;
+        for (std::size_t start = 0;; ++k) {
+            const std::size_t end = texts[i].find('\n', start);
+            if (lines.size() <= k) lines.emplace_back(texts.size());
+            lines[k][i] = texts[i].substr(start, end == std::string::npos ? std::string::npos : end - start);
+            if (end == std::string::npos) break;
+            start = end + 1;
+        }
+    }
+    return lines;
+}
+
+// The table's wrapping column narrowed to keep the table within
+// kTableColumns (never below 16 columns); `width` and `cells` as rendered.
+void wrap_table_cells(const Table& table, std::vector<std::size_t>& width, std::vector<std::vector<std::string>>& cells) {
+    constexpr std::size_t kNarrowest = 16;
+    for (std::size_t w = 0; w < table.fields.size(); ++w) {
+        if (table.fields[w].wrap_after == 0) continue;
+        std::size_t others = 2 * (width.size() - 1);
+        for (std::size_t i = 0; i < width.size(); ++i) others += i == w ? 0 : width[i];
+        if (others + width[w] <= kTableColumns) return;
+        const std::size_t columns = std::max(kNarrowest, kTableColumns - std::min(kTableColumns, others));
+        width[w] = display_width(table.fields[w].header);
+        for (auto& row : cells) {
+            row[w] = wrapped(row[w], columns, table.fields[w].wrap_after);
+            for (std::size_t start = 0; start <= row[w].size();) {
+                std::size_t end = row[w].find('\n', start);
+                if (end == std::string::npos) end = row[w].size();
+                width[w] = std::max(width[w], display_width(std::string_view(row[w]).substr(start, end - start)));
+                start = end + 1;
+            }
+        }
+        return;
+    }
+}
+
+// One table, its columns aligned (a wrapped cell over several lines).
+void render_table(std::ostream& out, const Table& table, const OutputOptions& options) {
+    std::vector<std::size_t> width(table.fields.size());
+    std::vector<std::vector<std::string>> cells;
+    for (std::size_t i = 0; i < table.fields.size(); ++i) width[i] = display_width(table.fields[i].header);
+    for (const auto& row : table.rows) {
+        std::vector<std::string> texts;
+        for (std::size_t i = 0; i < table.fields.size(); ++i) {
+            texts.push_back(i < row.size() ? cell_text(row[i], table.fields[i], options.unit) : "");
+            width[i] = std::max(width[i], display_width(texts.back()));
+        }
+        cells.push_back(std::move(texts));
+    }
+    wrap_table_cells(table, width, cells);
+    auto emit_line = [&](const std::vector<std::string>& texts) {
+        std::string line;
+        for (std::size_t i = 0; i < texts.size(); ++i) {
+            const bool left = table.fields[i].kind == FieldKind::text;
+            const std::string pad(width[i] - std::min(width[i], display_width(texts[i])), ' ');
+            if (i) line += "  ";
+            line += left ? texts[i] + pad : pad + texts[i];
+        }
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        out << line << '\n';
+    };
+    auto emit = [&](const std::vector<std::string>& texts) {
+        for (const auto& line : row_lines(texts)) emit_line(line);
+    };
+    if (options.header) {
+        std::vector<std::string> headers;
+        for (const Field& f : table.fields) headers.emplace_back(f.header);
+        emit(headers);
+    }
+    for (const auto& texts : cells) emit(texts);
+}
+
 Cell count_cell(const std::optional<unsigned>& value) { return value ? Cell(std::uint64_t{*value}) : Cell(); }
 
 constexpr Column<Origin> kOriginColumns[] = {
@@ -255,34 +364,7 @@ std::string render(const Report& report, const OutputOptions& options) {
             for (const Table& table : report.tables) {
                 if (!first_table) out << '\n';
                 first_table = false;
-                std::vector<std::size_t> width(table.fields.size());
-                std::vector<std::vector<std::string>> cells;
-                for (std::size_t i = 0; i < table.fields.size(); ++i) width[i] = display_width(table.fields[i].header);
-                for (const auto& row : table.rows) {
-                    std::vector<std::string> texts;
-                    for (std::size_t i = 0; i < table.fields.size(); ++i) {
-                        texts.push_back(i < row.size() ? cell_text(row[i], table.fields[i], options.unit) : "");
-                        width[i] = std::max(width[i], display_width(texts.back()));
-                    }
-                    cells.push_back(std::move(texts));
-                }
-                auto emit = [&](const std::vector<std::string>& texts) {
-                    std::string line;
-                    for (std::size_t i = 0; i < texts.size(); ++i) {
-                        const bool left = table.fields[i].kind == FieldKind::text;
-                        const std::string pad(width[i] - std::min(width[i], display_width(texts[i])), ' ');
-                        if (i) line += "  ";
-                        line += left ? texts[i] + pad : pad + texts[i];
-                    }
-                    while (!line.empty() && line.back() == ' ') line.pop_back();
-                    out << line << '\n';
-                };
-                if (options.header) {
-                    std::vector<std::string> headers;
-                    for (const Field& f : table.fields) headers.emplace_back(f.header);
-                    emit(headers);
-                }
-                for (const auto& texts : cells) emit(texts);
+                render_table(out, table, options);
             }
             for (const std::string& line : report.text_after) out << line << '\n';
             break;

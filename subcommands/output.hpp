@@ -47,7 +47,13 @@ struct Field {
     std::string_view header;  // table header
     FieldKind kind = FieldKind::text;
     int decimals = 2;         // real and percent
+    // Table format: a text column whose cells break into lines after this
+    // character (else anywhere) when the table would be wider than
+    // kTableColumns; 0: never.
+    char wrap_after = 0;
 };
+// The widest a table with a wrapping column (Field::wrap_after) gets.
+inline constexpr std::size_t kTableColumns = 100;
 
 struct Record;
 using RecordList = std::vector<Record>;

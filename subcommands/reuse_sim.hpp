@@ -35,6 +35,8 @@ struct ReuseSimInput {
 // --tune / --sweep: the grid of torch-caching settings to replay.
 struct TuneRequest {
     std::vector<reuse_sim::SweepAxis> axes;  // the knobs varied, in kKnobs' order
+    unsigned threads = 0;                    // lanes replayed at once; 0: one per usable core
+    bool skip_equivalent = true;             // replay settings that provably replay alike once (tests compare)
 };
 
 // Everything the options say, checked (check() in reuse_sim.cpp).
@@ -105,6 +107,7 @@ struct ExecuteResults {
 // The tuner's replays: every grid point, ranked, and the capacity search.
 struct TuneResults {
     std::uint64_t grid_points = 0;          // settings replayed (the grid, and the baseline when not in it)
+    std::uint64_t lanes_replayed = 0;       // replays of the grid: settings that replay alike count once
     std::vector<reuse_sim::TuneRow> rows;   // ranked (reuse_sim::rank_rows)
     reuse_sim::CapacitySearch search;       // for the best setting
 };
@@ -129,7 +132,9 @@ struct ReuseSimResults {
 
 void execute_reuse_sim(const ReuseSimRequest& q, ReuseSimResults& r, Session& session);
 // --tune, --sweep (reuse_sim_tune.cpp): the grid replayed from `source`, ranked, and the capacity search.
-void tune_reuse_sim(const ReuseSimRequest& q, reuse_sim::EventSource& source, const reuse_sim::CostModel& costs, ReuseSimResults& r);
+// `show_progress`: a progress line on stderr (a terminal, without -q).
+void tune_reuse_sim(const ReuseSimRequest& q, reuse_sim::EventSource& source, const reuse_sim::CostModel& costs, ReuseSimResults& r,
+                    bool show_progress = false);
 Report reuse_sim_report(const ReuseSimRequest& q, const ReuseSimResults& r, const OutputOptions& output);
 
 // The document's keys (kReuseSimCommand.schema).

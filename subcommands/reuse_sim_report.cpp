@@ -382,19 +382,20 @@ const FieldSchemaSet& knob_settings_schema() {
     return set;
 }
 
+// The table's setting: the recorded (or baseline) one says so first. The
+// table wraps it after its commas (the full text is in JSON and the answer).
 std::string conf_text(const TuneRowView& v) {
     const std::string conf = rs::alloc_conf(v.row->point.options);
-    return conf.empty() ? std::string("(PyTorch's defaults)") : conf;
+    const std::string note = v.row->point.recorded ? std::string(v.from_snapshot ? "recorded: " : "baseline: ") : std::string();
+    return note + (conf.empty() ? std::string("(PyTorch's defaults)") : conf);
 }
 
 constexpr Column<TuneRowView> kTuneColumns[] = {
     {{"rank", "#", FieldKind::integer}, [](const TuneRowView& v) { return u64(v.rank); }},
-    {{"note", "", FieldKind::text},
-     [](const TuneRowView& v) -> Cell { return v.row->point.recorded ? std::string(v.from_snapshot ? "recorded" : "baseline") : std::string(); },
-     Shown::table_only},
     {{"alloc_conf", "PYTORCH_CUDA_ALLOC_CONF", FieldKind::text}, [](const TuneRowView& v) -> Cell { return rs::alloc_conf(v.row->point.options); },
      Shown::machine_only},
-    {{"alloc_conf", "PYTORCH_CUDA_ALLOC_CONF", FieldKind::text}, [](const TuneRowView& v) -> Cell { return conf_text(v); }, Shown::table_only},
+    {{"alloc_conf", "PYTORCH_CUDA_ALLOC_CONF", FieldKind::text, 2, ','}, [](const TuneRowView& v) -> Cell { return conf_text(v); },
+     Shown::table_only},
     {{"recorded", "", FieldKind::boolean}, [](const TuneRowView& v) -> Cell { return v.row->point.recorded; }, Shown::machine_only},
     {{"settings", "", FieldKind::record}, settings_cell, Shown::machine_only, false, knob_settings_schema},
     {{"peak_reserved", "peak reserved", FieldKind::bytes}, [](const TuneRowView& v) { return u64(v.row->outcome.peak_reserved); }},
@@ -614,8 +615,13 @@ Report tune_report(const ReuseSimRequest& q, const ReuseSimResults& r, const Out
     if (output.format != Format::table || r.tune->rows.empty()) return report;
     report.text_before.push_back(head_line(q, r, output.unit));
     for (std::string& line : recorded_lines(r, output.unit)) report.text_before.push_back(std::move(line));
-    report.text_before.push_back("torch-caching under " + std::to_string(r.tune->grid_points) +
-                                 " settings, ranked: no OOM first (then the fewest), then the lowest peak reserved, fewer retries, less modelled time");
+    const std::uint64_t replayed = r.tune->lanes_replayed;
+    report.text_before.push_back("torch-caching under " + std::to_string(r.tune->grid_points) + " settings" +
+                                 (replayed != 0 && replayed < r.tune->grid_points
+                                      ? " (" + std::to_string(replayed) + " replayed: the others provably replay as one of them)"
+                                      : std::string()) +
+                                 ", ranked:");
+    report.text_before.push_back("no OOM first (then the fewest), then the lowest peak reserved, fewer retries, less modelled time");
     report.text_after = {"", tune_answer_text(q, r, output.unit)};
     return report;
 }

@@ -233,7 +233,7 @@ void execute_reuse_sim(const ReuseSimRequest& q, ReuseSimResults& r, Session& se
     r.strategy_options = q.strategy_options;
     if (const rs::RecordedAllocatorSettings* recorded = source->allocator_settings()) apply_recorded_settings(q, *recorded, r);
     if (q.tune) {
-        tune_reuse_sim(q, *source, costs, r);
+        tune_reuse_sim(q, *source, costs, r, session.progress());
         r.complete = true;
         return;
     }

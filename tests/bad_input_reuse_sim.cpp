@@ -1,7 +1,15 @@
 // Bad invocations of gpumem reuse-sim: see bad_input.hpp.
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include "bad_input.hpp"
+#include "cli_harness.hpp"
 
 namespace bad_input {
 
@@ -237,7 +245,96 @@ std::vector<BadCase> reuse_sim_cases(const Scratch& s) {
         {{"reuse-sim", "--tune", "--trace", fifo, "--sweep", "nope=1"}},
         {{"reuse-sim", "--tune", "--trace", fifo, "--sweep", "garbage_collection_threshold=0.5"}},
         {{"reuse-sim", "--tune", "--trace", fifo, "--strategy", "ring"}},
+        // Input that never ends a line, or never ends (the limits:
+        // kMaxTraceLineBytes, kMaxSnapshotBytes): refused at once, not read
+        // into memory. A FIFO and a huge line: the test cases below.
+        {{"reuse-sim", "--trace", "/dev/zero"}, {2}, true},
+        {{"reuse-sim", "--trace", "/dev/zero", "--trace-format", "rmm"}},
+        {{"reuse-sim", "--trace", "/dev/zero", "--trace-format", "gpumem", "--tune"}},
+        {{"reuse-sim", "--trace", "/dev/zero", "--trace-format", "snapshot"}, {2}, true},
     };
 }
 
 }  // namespace bad_input
+
+namespace {
+
+// A FIFO whose writer sends `chunk` over and over until the reader goes.
+class EndlessFifo {
+public:
+    EndlessFifo(std::string path, std::string chunk) : path_(std::move(path)) {
+        ::unlink(path_.c_str());
+        REQUIRE(::mkfifo(path_.c_str(), 0600) == 0);
+        ::signal(SIGPIPE, SIG_IGN);  // the writer learns of the reader's exit by EPIPE
+        writer_ = std::thread([this, chunk = std::move(chunk)] {
+            const int fd = ::open(path_.c_str(), O_WRONLY);
+            if (fd < 0) return;
+            std::string block;
+            while (block.size() < (1 << 16)) block += chunk;
+            while (!stop_ && ::write(fd, block.data(), block.size()) > 0) {
+            }
+            ::close(fd);
+        });
+    }
+    ~EndlessFifo() {
+        stop_ = true;
+        // A writer still waiting for a reader: be that reader.
+        const int fd = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK);
+        writer_.join();
+        if (fd >= 0) ::close(fd);
+        ::unlink(path_.c_str());
+    }
+    EndlessFifo(const EndlessFifo&) = delete;
+    EndlessFifo& operator=(const EndlessFifo&) = delete;
+    const std::string& path() const { return path_; }
+
+private:
+    std::string path_;
+    std::atomic<bool> stop_{false};
+    std::thread writer_;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+// "Within a second" on an idle machine; the bound here leaves room for a
+// loaded CI machine and still fails on reading the input to its end.
+TEST_CASE("bad input: reuse-sim refuses a FIFO that never ends a line, naming the limit") {
+    const bad_input::Scratch& s = bad_input::scratch();
+    for (const char* format : {"auto", "gpumem", "rmm", "snapshot"}) {
+        CAPTURE(format);
+        const EndlessFifo fifo(s.path("endless.fifo"), "action,id,size,stream,tag");
+        const auto start = std::chrono::steady_clock::now();
+        const RunResult r = run_gpumem({"reuse-sim", "--trace", fifo.path(), "--trace-format", format, "--tune"});
+        CHECK(seconds_since(start) < 10.0);
+        CHECK(r.status == 2);
+        CHECK(r.out.empty());
+        CHECK(r.stderr_lines() == 1);
+        INFO(r.err);
+        if (std::string(format) == "snapshot") CHECK(r.err.find("not a PyTorch snapshot") != std::string::npos);
+        else CHECK(r.err.find("a line longer than 1 MiB, the limit for one line of a trace") != std::string::npos);
+    }
+    // Zeros: a snapshot's first bytes say it is none.
+    const EndlessFifo zeros(s.path("zeros.fifo"), std::string(64, '\0'));
+    const RunResult r = run_gpumem({"reuse-sim", "--trace", zeros.path()});
+    CHECK(r.status == 2);
+    CHECK(r.err.find("limit") != std::string::npos);
+}
+
+TEST_CASE("bad input: reuse-sim refuses a 1 GB line generated on the fly after reading 1 MiB of it") {
+    const bad_input::Scratch& s = bad_input::scratch();
+    // A sparse file: 1 GiB of zeros after a header, without a newline, written in no time.
+    const std::string path = s.path("huge_line.csv");
+    s.write("huge_line.csv", "action,id,size,stream,tag\nalloc,1,");
+    REQUIRE(::truncate(path.c_str(), 1LL << 30) == 0);
+    const auto start = std::chrono::steady_clock::now();
+    const RunResult r = run_gpumem({"reuse-sim", "--trace", path});
+    CHECK(seconds_since(start) < 10.0);
+    CHECK(r.status == 2);
+    INFO(r.err);
+    CHECK(r.err.find(":2: a line longer than 1 MiB") != std::string::npos);
+    ::unlink(path.c_str());
+}

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -471,11 +472,80 @@ TEST_CASE("reuse-sim report: --tune's table marks the recorded row and ends with
     const std::string text = render(reuse_sim_report(tune_request(), tune_results(), OutputOptions{Format::table}), OutputOptions{Format::table});
     INFO(text);
     CHECK(text.find("PYTORCH_CUDA_ALLOC_CONF") != std::string::npos);
-    CHECK(text.find("recorded  (PyTorch's defaults)") != std::string::npos);
+    CHECK(text.find("recorded: (PyTorch's defaults)") != std::string::npos);
     CHECK(text.find("torch-caching under 2 settings, ranked") != std::string::npos);
     CHECK(text.find("as recorded it fails at event 18,231") != std::string::npos);
     CHECK(text.find("best in its column") == std::string::npos);
     const std::string csv = render(reuse_sim_report(tune_request(), tune_results(), OutputOptions{Format::csv}), OutputOptions{Format::csv});
     CHECK(csv.rfind("rank,alloc_conf,recorded,settings,peak_reserved,ooms,first_oom_event,", 0) == 0);
     CHECK(csv.find("\n1,expandable_segments:True,false,") != std::string::npos);
+}
+
+TEST_CASE("reuse-sim report: --tune's table stays within 100 columns with the longest settings; JSON keeps them whole") {
+    ReuseSimRequest q = tune_request();
+    q.tune->axes = rs::grid_axes({}, true, true);  // --tune's grid under a cap
+    ReuseSimResults r = tune_results();
+    r.tune->rows.clear();
+    rs::TorchOptions baseline;
+    baseline.max_non_split_rounding = 64ULL << 20;  // the longest: a rounding PyTorch adds after max_split_size_mb
+    const std::vector<rs::GridPoint> points = rs::grid_points(baseline, q.tune->axes);
+    std::uint64_t k = 0;
+    for (const rs::GridPoint& p : points) {
+        rs::TuneRow row{p, {}};
+        row.outcome.peak_reserved = (8ULL << 30) + k * 12345678;
+        row.outcome.ooms = 1000000 + k;
+        row.outcome.first_oom_event = 12345678 + k;
+        row.outcome.retries = 999999;
+        row.outcome.device_allocs = 1234567;
+        row.outcome.device_frees = 1234567;
+        row.outcome.modelled_us = 123456789.0;
+        r.tune->rows.push_back(row);
+        ++k;
+    }
+    r.tune->grid_points = r.tune->rows.size();
+    const std::string longest = rs::alloc_conf(r.tune->rows.back().point.options);
+    REQUIRE(longest.size() > 100);
+    const std::string text = render(reuse_sim_report(q, r, OutputOptions{Format::table}), OutputOptions{Format::table});
+    INFO(text);
+    std::size_t table_lines = 0;
+    bool in_table = false;
+    std::string joined, last_row_setting;
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+        if (line.find("PYTORCH_CUDA_ALLOC_CONF") != std::string::npos) in_table = true;
+        if (in_table && line.empty()) in_table = false;
+        if (!in_table) continue;
+        ++table_lines;
+        CHECK(line.size() <= 100);
+    }
+    CHECK(table_lines > r.tune->rows.size());  // wrapped: more lines than rows
+    // The wrapped cells put back together are the settings, each whole.
+    const std::size_t column = text.find("PYTORCH_CUDA_ALLOC_CONF") - text.rfind('\n', text.find("PYTORCH_CUDA_ALLOC_CONF")) - 1;
+    std::istringstream again(text);
+    std::string cell;
+    std::vector<std::string> cells;
+    in_table = false;
+    for (std::string line; std::getline(again, line);) {
+        if (line.find("PYTORCH_CUDA_ALLOC_CONF") != std::string::npos) {
+            in_table = true;
+            continue;
+        }
+        if (in_table && line.empty()) break;
+        if (!in_table) continue;
+        const bool new_row = line.substr(0, column).find_first_not_of(' ') != std::string::npos;
+        std::string part = line.size() > column ? line.substr(column) : "";
+        part = part.substr(0, part.find("  "));
+        if (new_row && !cell.empty()) cells.push_back(cell), cell.clear();
+        cell += part;
+    }
+    cells.push_back(cell);
+    REQUIRE(cells.size() == r.tune->rows.size());
+    std::vector<std::string> expected;
+    for (const rs::TuneRow& row : r.tune->rows) {
+        const std::string conf = rs::alloc_conf(row.point.options);
+        expected.push_back((row.point.recorded ? (r.allocator_settings ? "recorded: " : "baseline: ") : "") + (conf.empty() ? std::string("(PyTorch's defaults)") : conf));
+    }
+    CHECK(cells == expected);
+    const json doc = document(reuse_sim_report(q, r, OutputOptions{Format::json}));
+    CHECK(doc["settings"].back()["alloc_conf"] == longest);
 }

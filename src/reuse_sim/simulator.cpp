@@ -124,6 +124,7 @@ inline void Replay::serve(Lane& lane, const Request& r, const EventSource& sourc
         m.peak_live_bytes = std::max(m.peak_live_bytes, m.live_bytes);
     } else {
         if (m.ooms++ == 0) m.first_oom_event = event_ordinal;
+        stop_ = stop_ || options_.stop_at_first_oom;
     }
     if (c.reserved_bytes > m.peak_reserved_bytes) {
         m.peak_reserved_bytes = c.reserved_bytes;
@@ -269,7 +270,7 @@ ReplaySummary Replay::run(EventSource& source) {
     std::uint64_t until_poll = options_.poll_interval;
     note_initial_reservations();
     Event e;
-    while (source.next(e)) {
+    while (!stop_ && source.next(e)) {
         ++s.events;
         switch (e.kind) {
             case EventKind::alloc: replay_alloc(source, e, s, live_bytes); break;
@@ -282,8 +283,11 @@ ReplaySummary Replay::run(EventSource& source) {
             if (options_.poll) options_.poll();
         }
     }
-    if (!granted_handles_.empty()) free_granted_ooms();
-    for (Lane* lane : lanes_) lane->strategy->end_of_trace();
+    s.stopped_at_oom = stop_;
+    if (!stop_) {
+        if (!granted_handles_.empty()) free_granted_ooms();
+        for (Lane* lane : lanes_) lane->strategy->end_of_trace();
+    }
     if (timeline_) timeline_->finish();
     s.skipped = source.skipped();
     s.live_at_end = ids_.size();

@@ -67,6 +67,10 @@ struct ReplayOptions {
     std::size_t timeline_points = 0;    // 0: no timeline
     std::function<void()> poll;         // called every poll_interval events (Ctrl-C checks)
     std::uint64_t poll_interval = 1 << 16;
+    // Stop at the first request a lane refuses: the tuner's capacity search
+    // asks only whether a setting fits (the summary then covers the events
+    // up to it, and says so).
+    bool stop_at_first_oom = false;
 };
 
 // What the recorded allocator did by its own account (a PyTorch snapshot's
@@ -88,6 +92,7 @@ struct ReplaySummary {
     std::uint64_t requested_bytes = 0;
     std::uint32_t streams = 0;
     double seconds = 0;
+    bool stopped_at_oom = false;  // ReplayOptions::stop_at_first_oom ended it before the input's end
 };
 
 class Replay {
@@ -137,6 +142,7 @@ private:
     std::vector<Live> granted_ooms_;
     std::vector<std::uint32_t> granted_handles_;
     std::unique_ptr<Timeline> timeline_;
+    bool stop_ = false;  // a lane refused a request under stop_at_first_oom
 };
 
 // Per-strategy results as reported.

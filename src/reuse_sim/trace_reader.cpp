@@ -134,7 +134,13 @@ bool LineReader::refill() {
         end_ -= begin_;
         begin_ = 0;
     }
-    if (end_ == buffer_.size()) buffer_.resize(buffer_.size() * 2);  // a line longer than the buffer
+    if (end_ == buffer_.size()) {  // a line longer than the buffer
+        if (buffer_.size() >= kMaxTraceLineBytes)
+            throw UsageError(path_ + ":" + std::to_string(line_number_ + 1) + ": a line longer than " +
+                             std::to_string(kMaxTraceLineBytes >> 20) +
+                             " MiB, the limit for one line of a trace (a binary file, or input that never ends a line?)");
+        buffer_.resize(std::min(buffer_.size() * 2, kMaxTraceLineBytes));
+    }
     const std::size_t n = read_some(buffer_.data() + end_, buffer_.size() - end_);
     if (n == 0) {
         eof_ = true;
@@ -176,16 +182,30 @@ int LineReader::peek_byte() {
     return static_cast<unsigned char>(buffer_[begin_]);
 }
 
-std::string LineReader::read_rest() {
+std::string_view LineReader::peek(std::size_t n) {
+    while (end_ - begin_ < n && refill()) {
+    }
+    return std::string_view(buffer_.data() + begin_, std::min(n, end_ - begin_));
+}
+
+std::string LineReader::read_rest(std::uint64_t limit) {
+    const auto too_large = [&] {
+        return UsageError(path_ + ": more than " + std::to_string(limit >> 30) + " GiB, the limit for a snapshot read whole" +
+                          " (input that never ends?)");
+    };
+    struct stat st {};
+    if (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) > limit) throw too_large();
     std::string all(buffer_.data() + begin_, end_ - begin_);
     begin_ = end_;
     started_ = true;
     std::vector<char> chunk(1 << 20);
     while (!eof_) {
+        if (all.size() > limit) throw too_large();
         const std::size_t n = read_some(chunk.data(), chunk.size());
         if (n == 0) eof_ = true;
         all.append(chunk.data(), n);
     }
+    if (all.size() > limit) throw too_large();
     return all;
 }
 
@@ -639,7 +659,14 @@ std::unique_ptr<EventSource> open_trace(const std::string& path, TraceFormat for
     const bool detected = format == TraceFormat::automatic;
     if (detected) format = read_format_header(reader);
     // A snapshot is one pickled object: read whole, once; it rewinds in memory.
-    if (format == TraceFormat::snapshot) return open_snapshot(reader.path(), reader.read_rest(), snapshot_device);
+    if (format == TraceFormat::snapshot) {
+        // A pickle of protocol 2 to 5, known by its first two bytes before
+        // the rest is read (/dev/zero is not read to the limit).
+        const std::string_view start = reader.peek(2);
+        if (start.size() < 2 || static_cast<unsigned char>(start[0]) != 0x80 || start[1] < 2 || start[1] > 5)
+            throw UsageError(reader.path() + ": not a PyTorch snapshot: a pickle of protocol 2 to 5 starts with bytes 0x80 0x02..0x05");
+        return open_snapshot(reader.path(), reader.read_rest(kMaxSnapshotBytes), snapshot_device);
+    }
     if (format == TraceFormat::rmm) return std::make_unique<RmmCsvSource>(std::move(reader), detected);
     return std::make_unique<GpumemCsvSource>(std::move(reader), detected);
 }

@@ -21,6 +21,13 @@ namespace gpumem::reuse_sim {
 
 enum class TraceFormat { automatic, gpumem, rmm, snapshot };
 
+// What an input may hold, so that one that never ends (a FIFO, a
+// character device such as /dev/zero) or a line that never ends is refused
+// at once instead of read into memory: a line of a CSV trace, and a PyTorch
+// snapshot (read whole: the pickle and the values it holds must fit in memory).
+inline constexpr std::size_t kMaxTraceLineBytes = std::size_t{1} << 20;
+inline constexpr std::uint64_t kMaxSnapshotBytes = std::uint64_t{4} << 30;
+
 // The formats --trace-format takes (gpumem --list trace-formats).
 extern const NameTable<TraceFormat> kTraceFormats;
 
@@ -42,12 +49,17 @@ public:
     LineReader(const LineReader&) = delete;
     LineReader& operator=(const LineReader&) = delete;
 
+    // The next line. Throws UsageError for a line longer than
+    // kMaxTraceLineBytes, having read no more than that of it.
     bool next(std::string_view& line);
     // The first byte not yet read, without consuming it; -1 at the end.
     int peek_byte();
+    // Up to `n` bytes not yet read (fewer at the end), without consuming them.
+    std::string_view peek(std::size_t n);
     // Everything not yet read (a snapshot is read whole), without keeping a
-    // copy for rewind().
-    std::string read_rest();
+    // copy for rewind(). Throws UsageError when it is more than `limit`
+    // bytes, before reading a regular file, and as soon as a stream passes it.
+    std::string read_rest(std::uint64_t limit);
     std::uint64_t line_number() const noexcept { return line_number_; }
     // Back to the first line; false when the input cannot seek and was not
     // opened rereadable.
