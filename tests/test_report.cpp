@@ -205,7 +205,7 @@ TEST_CASE("report: warnings fail under --strict, the report's or the check run's
 TEST_CASE("report: remediations per GPU and node, the drain list, unknown checks fail the fleet") {
     // A document without remediations (gpumem before issue 22): the check's
     // default for its verdict (copy.h2d failing asks for a drain).
-    const json old = check_doc("n1", {{"A0", "A", 50}, {"A1", "A", 20, "fail"}});
+    const json old = check_doc("n1", {{"A0", "A", 50}, {"A1", "A", 49, "fail"}});
     Fleet f = fleet_of({old});
     CHECK(f.rows[0].remediation == Remediation::none);
     CHECK(f.rows[1].remediation == Remediation::drain);
