@@ -251,9 +251,11 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
         stamp(partial, globals.origin);
         for (const auto& w : partial.warnings) spdlog::warn("{}", w);
         const bool json_out = json || session.output().format == Format::json;
-        // Prometheus text is one exposition, written by fail() with the exit
-        // status: the partial results written here too would repeat every family.
-        const bool one_document = json_out || session.output().format == Format::prometheus;
+        // Prometheus text is one exposition, and a Nagios plugin one status
+        // line, written by fail() with the exit status: the partial results
+        // written here too would repeat them.
+        const bool one_document =
+            json_out || session.output().format == Format::prometheus || session.output().format == Format::nagios;
         if (!one_document && !session.final_written() && partial.has_rows() && dynamic_cast<const OutputError*>(&e) == nullptr)
             write_stdout(render(partial, session.output()));
         return fail(e, partial, session.output(), json_out);
