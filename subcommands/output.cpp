@@ -212,6 +212,17 @@ Json report_to_json(const Report& report) {
     return doc;
 }
 
+namespace {
+
+// A Nagios plugin's output: its status line, ended by a newline.
+std::string nagios_text(const Report& report) {
+    if (!report.nagios) return "";
+    const std::string& text = report.nagios->text;
+    return text.empty() || text.back() != '\n' ? text + "\n" : text;
+}
+
+}  // namespace
+
 std::string render(const Report& report, const OutputOptions& options) {
     std::ostringstream out;
     switch (options.format) {
@@ -241,10 +252,7 @@ std::string render(const Report& report, const OutputOptions& options) {
             out << render_prometheus(report, 0);
             break;
         }
-        case Format::nagios: {
-            if (report.nagios) out << report.nagios->text << (report.nagios->text.empty() || report.nagios->text.back() != '\n' ? "\n" : "");
-            break;
-        }
+        case Format::nagios: out << nagios_text(report); break;
         case Format::value: {
             // Bare values of the first table, tab-separated, one row per line.
             if (report.tables.empty()) break;

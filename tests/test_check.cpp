@@ -462,6 +462,14 @@ TEST_CASE("check unknown: an NVML call that failed is unknown, one not supported
     CHECK(find(out, "nvml.clock_event_reasons").verdict == Verdict::na);
     CHECK(count_verdicts(out).worst == Verdict::unknown);  // never a pass
     CHECK(find(out, "nvml.retired_pages.sbe").verdict == Verdict::na);  // not this GPU's: still n/a
+    // A failed call marks its own checks only, by the whole function name.
+    CheckDeviceFigures old = healthy(0);
+    old.health->retired_pages_sbe.reset();
+    old.health->retired_pages_dbe.reset();
+    old.health->errors.emplace_back("nvmlDeviceGetRetiredPages", "Unknown Error");
+    const std::vector<CheckOutcome> o = nvml_checks(old, {});
+    CHECK(find(o, "nvml.retired_pages.sbe").verdict == Verdict::unknown);
+    CHECK(find(o, "nvml.retired_pages.pending").verdict == Verdict::na);  // nvmlDeviceGetRetiredPagesPendingStatus is another call
     f.memory.reset();
     f.memory_error = "nvmlDeviceGetMemoryInfo failed: GPU is lost";
     CHECK(find(nvml_checks(f, {}), "nvml.memory.in_use").verdict == Verdict::unknown);
