@@ -117,7 +117,10 @@ public:
     void absent(const char* id, const char* unsupported) {
         for (const auto& [function, message] : f_.health->errors)
             if (names_function(check_row(id).value.source, function)) {
-                out.push_back(unknown_check(id, function + " failed: " + message));
+                std::string why = function;
+                why += " failed: ";
+                why += message;
+                out.push_back(unknown_check(id, why));
                 return;
             }
         out.push_back(not_applicable(id, unsupported));
