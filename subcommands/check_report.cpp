@@ -201,7 +201,7 @@ std::string perf_number(const CheckKind& kind, double v) {
 // A performance datum's range (Nagios plugin guidelines): "T:" alerts below
 // T, "T" outside 0..T, "T:T" anything but T.
 std::string nagios_range(const CheckKind& kind, double threshold) {
-    const std::string t = perf_number(kind, threshold);
+    std::string t = perf_number(kind, threshold);
     switch (kind.comparison) {
         case Comparison::at_least: return t + ":";
         case Comparison::at_most: return t;

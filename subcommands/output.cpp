@@ -248,10 +248,7 @@ std::string render(const Report& report, const OutputOptions& options) {
             }
             break;
         }
-        case Format::prometheus: {
-            out << render_prometheus(report, 0);
-            break;
-        }
+        case Format::prometheus: out << render_prometheus(report, 0); break;
         case Format::nagios: out << nagios_text(report); break;
         case Format::value: {
             // Bare values of the first table, tab-separated, one row per line.
