@@ -31,6 +31,10 @@ std::string_view verdict_name(Verdict verdict) noexcept;
 Verdict worse(Verdict a, Verdict b) noexcept;
 Verdict worst_of(const std::vector<Verdict>& verdicts) noexcept;
 
+// What a failed or warned check asks the operator to do, least to most
+// disruptive (check-foundation's; here until that branch lands).
+enum class Remediation { none, drain, reset_gpu, reboot, service };
+
 // How a value is judged against its threshold.
 enum class Comparison { at_least, at_most, equal };
 // ">=", "<=", "==", or where the comparison does not hold "<", ">", "!=".
@@ -87,6 +91,10 @@ using ThresholdOverrides = std::map<std::string, ThresholdOverride>;
 // for GB/s, 1500MHz, 5s, x16 or 16lanes. NaN, infinities, negative numbers
 // and absurdly large ones are UsageErrors, as is a check that takes none.
 double parse_threshold_value(const Named<CheckKind>& row, std::string_view text);
+// The check --expect-gpus sets ("node.gpus"), and its value: a whole number
+// of GPUs, at least 1; UsageError otherwise.
+inline constexpr std::string_view kExpectedGpusCheck = "node.gpus";
+double parse_expect_gpus(std::string_view text);
 // "ID=VALUE" (--threshold): the id (a check, a p2p pair, or "p2p") and its value.
 std::pair<std::string, double> parse_threshold_option(std::string_view text);
 // The --threshold options in order (a check named twice is an error), over
@@ -135,6 +143,7 @@ struct CheckOutcome {
     std::optional<double> threshold;
     std::string reason;
     double seconds = 0;
+    Remediation remediation = Remediation::none;
 };
 
 // The verdict of `value` against `threshold` under `kind`'s comparison,
@@ -146,6 +155,8 @@ CheckOutcome judged(const std::string& id, std::optional<double> value, const st
                     const std::string& note = "");
 // A check that has no value: n/a, and why.
 CheckOutcome not_applicable(const std::string& id, const std::string& why);
+// A check that could not run (check-foundation's; n/a here until it lands).
+CheckOutcome unknown_check(const std::string& id, const std::string& why);
 // A check whose work failed (a CUDA error, out of memory): its row's failing
 // verdict with the error as the reason.
 CheckOutcome failed_check(const std::string& id, const std::string& why);
