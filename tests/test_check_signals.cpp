@@ -81,7 +81,8 @@ TEST_CASE("nvlink checks: links against the GPU's, counters against thresholds")
         CheckDeviceFigures f = gpu(0x18);
         f.nvlink = hgx();
         f.nvlink->active[7] = false;
-        const CheckOutcome& links = find(nvlink_checks(f, {}), "nvlink.links");
+        const std::vector<CheckOutcome> checks = nvlink_checks(f, {});
+        const CheckOutcome& links = find(checks, "nvlink.links");
         CHECK(links.verdict == Verdict::fail);
         CHECK(links.remediation == Remediation::reset_gpu);
         CHECK(links.reason.find("17 < 18") == 0);
@@ -181,7 +182,7 @@ TEST_CASE("p2p reference: NVLink where the pair has it, else PCIe") {
         const auto r = p2p_reference(a, b);
         REQUIRE(r);
         CHECK(r->value == doctest::Approx(450));
-        CHECK(r->name == "NVLink 4.0 x18 (through NVSwitch)'s 450.0 GB/s");
+        CHECK(r->name == "NVLink 4.0 x18 (through NVSwitch)'s 450 GB/s");
         const std::optional<Threshold> t = threshold_for("p2p.0-1", check_row("p2p.0-1").value, {}, r);
         CHECK(t->value == doctest::Approx(225));
         b.nvlink = hgx(16);  // two of b's links down: the fewer

@@ -31,9 +31,22 @@ constexpr Named<Verdict> kVerdictRows[] = {
     {"pass", Verdict::pass, "the value meets its threshold"},
     {"warn", Verdict::warn, "worth a look; a failure under --strict"},
     {"fail", Verdict::fail, "the check failed: gpumem exits 7"},
-    {"n/a", Verdict::na, "the GPU or driver does not report it, or it cannot run here (no peer access)"},
+    {"n/a", Verdict::na, "not supported by the GPU or driver, or not possible here (no peer access): never a failure"},
+    {"unknown", Verdict::unknown,
+     "the check could not run (an NVML call failed or was refused, a file could not be read, no CUDA context): worse than "
+     "warn, a failure under --strict"},
 };
 const NameTable<Verdict> kVerdicts{"verdict", kVerdictRows};
+
+constexpr Named<Remediation> kRemediationRows[] = {
+    {"none", Remediation::none, "nothing to do: the check passed, or its warning needs no action"},
+    {"drain", Remediation::drain, "drain the node: no new jobs until someone looks (a slow link, memory held, a throttled clock)"},
+    {"reset-gpu", Remediation::reset_gpu,
+     "reset the GPU (nvidia-smi -r, or a reboot where it cannot be reset): clears volatile errors and applies a pending remap"},
+    {"reboot", Remediation::reboot, "reboot the node: a pending page retirement, a state a GPU reset does not clear"},
+    {"service", Remediation::service, "send the GPU or node for service (RMA): a remap failed, memory returns bad words"},
+};
+const NameTable<Remediation> kRemediations{"remediation", kRemediationRows};
 
 namespace {
 
@@ -41,6 +54,7 @@ using C = Comparison;
 using L = CheckLevel;
 using R = ThresholdRule;
 using V = Verdict;
+using X = Remediation;
 
 // The default fractions: each passes a healthy H100 and H200 with room to
 // spare (bench/results: memset 95% of peak, a d2d copy 87% of half the peak,
@@ -50,84 +64,103 @@ using V = Verdict;
 // run to the next (other tenants on the host's memory and links), while a
 // link one generation or half its width down cannot pass 50% at all.
 constexpr Named<CheckKind> kCheckRows[] = {
-    {"nvml.ecc.mode", {"bool", C::equal, L::quick, V::warn, 0, R::unsettable, 1, "1: ECC on, and on after the next reboot"},
+    {"nvml.ecc.mode", {"bool", C::equal, L::quick, V::warn, 0, R::unsettable, 1, "1: ECC on, and on after the next reboot", false, X::reset_gpu, "NVML nvmlDeviceGetEccMode"},
      "ECC mode (1 on, 0 off); warns when off or when a change waits for a reboot"},
-    {"nvml.ecc.uncorrected.volatile", {"count", C::at_most, L::quick, V::fail, 0, R::fixed, 0, "0"},
+    {"nvml.ecc.uncorrected.volatile", {"count", C::at_most, L::quick, V::fail, 0, R::fixed, 0, "0", false, X::reset_gpu, "NVML nvmlDeviceGetTotalEccErrors (volatile)"},
      "uncorrected ECC errors since the driver loaded: any fails"},
-    {"nvml.ecc.uncorrected.aggregate", {"count", C::at_most, L::quick, V::warn, 0, R::fixed, 0, "0 (warns)"},
+    {"nvml.ecc.uncorrected.aggregate", {"count", C::at_most, L::quick, V::warn, 0, R::fixed, 0, "0 (warns)", false, X::none, "NVML nvmlDeviceGetTotalEccErrors (aggregate)"},
      "uncorrected ECC errors over the GPU's life: any warns"},
-    {"nvml.ecc.corrected.volatile", {"count", C::at_most, L::quick, V::warn, 0, R::none, 0, "reported only, no default threshold"},
+    {"nvml.ecc.corrected.volatile", {"count", C::at_most, L::quick, V::warn, 0, R::none, 0, "reported only, no default threshold", false, X::none, "NVML nvmlDeviceGetTotalEccErrors (volatile)"},
      "corrected ECC errors since the driver loaded; warns above a --threshold"},
-    {"nvml.ecc.corrected.aggregate", {"count", C::at_most, L::quick, V::warn, 0, R::none, 0, "reported only, no default threshold"},
+    {"nvml.ecc.corrected.aggregate", {"count", C::at_most, L::quick, V::warn, 0, R::none, 0, "reported only, no default threshold", false, X::none, "NVML nvmlDeviceGetTotalEccErrors (aggregate)"},
      "corrected ECC errors over the GPU's life; warns above a --threshold"},
-    {"nvml.remapped_rows.correctable", {"count", C::at_most, L::quick, V::warn, 0, R::none, 0, "reported only, no default threshold"},
+    {"nvml.remapped_rows.correctable", {"count", C::at_most, L::quick, V::warn, 0, R::none, 0, "reported only, no default threshold", false, X::none, "NVML nvmlDeviceGetRemappedRows"},
      "rows remapped for correctable errors (Ampere and newer); warns above a --threshold"},
-    {"nvml.remapped_rows.uncorrectable", {"count", C::at_most, L::quick, V::warn, 0, R::fixed, 0, "0 (warns)"},
+    {"nvml.remapped_rows.uncorrectable", {"count", C::at_most, L::quick, V::warn, 0, R::fixed, 0, "0 (warns)", false, X::none, "NVML nvmlDeviceGetRemappedRows"},
      "rows remapped for uncorrectable errors (Ampere and newer): any warns"},
-    {"nvml.remapped_rows.pending", {"bool", C::at_most, L::quick, V::fail, 0, R::unsettable, 0, "0: no remap waits"},
+    {"nvml.remapped_rows.pending", {"bool", C::at_most, L::quick, V::fail, 0, R::unsettable, 0, "0: no remap waits", false, X::reset_gpu, "NVML nvmlDeviceGetRemappedRows"},
      "a row remap waits for a GPU reset: fails"},
-    {"nvml.remapped_rows.failure", {"bool", C::at_most, L::quick, V::fail, 0, R::unsettable, 0, "0: no remap failed"},
+    {"nvml.remapped_rows.failure", {"bool", C::at_most, L::quick, V::fail, 0, R::unsettable, 0, "0: no remap failed", false, X::service, "NVML nvmlDeviceGetRemappedRows"},
      "a row remap failed, the GPU needs service: fails"},
-    {"nvml.retired_pages.sbe", {"count", C::at_most, L::quick, V::warn, 0, R::none, 0, "reported only, no default threshold"},
+    {"nvml.retired_pages.sbe", {"count", C::at_most, L::quick, V::warn, 0, R::none, 0, "reported only, no default threshold", false, X::none, "NVML nvmlDeviceGetRetiredPages"},
      "pages retired for single-bit errors (before Ampere); warns above a --threshold"},
-    {"nvml.retired_pages.dbe", {"count", C::at_most, L::quick, V::warn, 0, R::fixed, 0, "0 (warns)"},
+    {"nvml.retired_pages.dbe", {"count", C::at_most, L::quick, V::warn, 0, R::fixed, 0, "0 (warns)", false, X::none, "NVML nvmlDeviceGetRetiredPages"},
      "pages retired for double-bit errors (before Ampere): any warns"},
-    {"nvml.retired_pages.pending", {"bool", C::at_most, L::quick, V::fail, 0, R::unsettable, 0, "0: no retirement waits"},
+    {"nvml.retired_pages.pending", {"bool", C::at_most, L::quick, V::fail, 0, R::unsettable, 0, "0: no retirement waits", false, X::reboot, "NVML nvmlDeviceGetRetiredPagesPendingStatus"},
      "a page retirement waits for a reboot: fails"},
-    {"nvml.pcie.link", {"lanes", C::at_least, L::quick, V::warn, 0, R::maximum, 0, "the link's maximum width"},
+    {"nvml.pcie.link", {"lanes", C::at_least, L::quick, V::warn, 0, R::maximum, 0, "the link's maximum width", false, X::drain, "NVML nvmlDeviceGetCurrPcieLinkWidth, nvmlDeviceGetMaxPcieLinkWidth"},
      "PCIe link width against its maximum (warns); the generation is shown, and judged by copy.h2d/d2h under load"},
     {"nvml.memory_clock",
-     {"MHz", C::at_least, L::quick, V::warn, 0, R::maximum, 0, "the maximum memory clock, while a fault or limit holds it back"},
+     {"MHz", C::at_least, L::quick, V::warn, 0, R::maximum, 0, "the maximum memory clock, while a fault or limit holds it back", false, X::drain, "NVML nvmlDeviceGetClockInfo, nvmlDeviceGetMaxClockInfo (memory)"},
      "memory clock against its maximum: warns when below it with a clock event reason that means a fault or a limit"},
-    {"nvml.clock_event_reasons", {"count", C::at_most, L::quick, V::warn, 0, R::fixed, 0, "0 (warns)"},
-     "clock event reasons that mean a fault or a limit (power cap, thermal or hardware slowdown, power brake)"},
-    {"nvml.processes", {"count", C::at_most, L::quick, V::warn, 0, R::fixed, 0, "0 (warns)"},
+    {"nvml.clock_event_reasons",
+     {"count", C::at_most, L::quick, V::fail, 0, R::fixed, 0, "0 fault reasons (SW thermal slowdown warns)", false, X::drain,
+      "NVML nvmlDeviceGetCurrentClocksEventReasons"},
+     "clock event reasons, each classified: HW slowdown, HW thermal slowdown and HW power brake fail; SW thermal slowdown "
+     "and reasons this build does not know warn; idle, application and display clocks, SW power cap and sync boost pass"},
+    {"nvml.processes", {"count", C::at_most, L::quick, V::warn, 0, R::fixed, 0, "0 (warns)", false, X::none, "NVML nvmlDeviceGetComputeRunningProcesses"},
      "other processes holding memory on the GPU: warns, as they may disturb the results"},
+    {"nvml.memory.in_use",
+     {"bytes", C::at_most, L::quick, V::fail, 0, R::total_fraction, 0.01, "1% of the total memory", false, X::drain,
+      "NVML nvmlDeviceGetMemoryInfo_v2 (used, beyond the driver's reserve), nvmlDeviceGetComputeRunningProcesses"},
+     "memory in use beyond the driver's own reserve, read before gpumem's context, with the processes that hold it or "
+     "none visible (a leak, or another container's process): fails above the threshold"},
     {"node.gpus",
-     {"count", C::at_least, L::quick, V::fail, 0, R::none, 0, "--expect-gpus N (none by default); a GPU NVML reports lost fails"},
+     {"count", C::at_least, L::quick, V::fail, 0, R::none, 0, "--expect-gpus N (none by default); a GPU NVML reports lost fails", false,
+      X::reboot, "NVML nvmlDeviceGetCount and device handles (NVML_ERROR_GPU_IS_LOST), CUDA_VISIBLE_DEVICES"},
      "GPUs visible on the node against --expect-gpus, and GPUs NVML reports lost (fallen off the bus): the node's, on its "
      "first GPU's row"},
     {"xid.events",
      {"count", C::at_most, L::quick, V::fail, 0, R::unsettable, 0,
-      "by NVIDIA's Xid catalog: a critical code fails, others warn, unknown codes warn"},
-     "Xid events of the GPU in the kernel log (live, or --kernel-log FILE) since boot or --xid-since: the worst decides"},
+      "by NVIDIA's Xid catalog: a critical code fails, others warn, unknown codes warn", false, X::drain,
+      "kernel log: /dev/kmsg (klogctl where missing) or --kernel-log FILE; NVIDIA's Xid catalog (gpumem --list xids)"},
+     "Xid events of the GPU in the kernel log (live, or --kernel-log FILE) since boot or --xid-since: the worst event decides "
+     "the verdict and the remediation"},
     {"nvlink.links",
-     {"count", C::at_least, L::quick, V::fail, 0, R::maximum, 0, "every NVLink link the GPU has, active"},
+     {"count", C::at_least, L::quick, V::fail, 0, R::maximum, 0, "every NVLink link the GPU has, active", false, X::reset_gpu,
+      "NVML nvmlDeviceGetNvLinkState, field NVML_FI_DEV_NVLINK_LINK_COUNT"},
      "active NVLink links against the links the GPU has (n/a on a PCIe-only GPU, or when no link is up at all)"},
-    {"nvlink.replay_errors", {"count", C::at_most, L::quick, V::warn, 0, R::fixed, 100, "100 (warns)"},
+    {"nvlink.replay_errors",
+     {"count", C::at_most, L::quick, V::warn, 0, R::fixed, 100, "100 (warns)", false, X::none,
+      "NVML field NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL"},
      "NVLink replays (a packet sent again) over every link since the driver loaded"},
-    {"nvlink.recovery_errors", {"count", C::at_most, L::quick, V::warn, 0, R::fixed, 0, "0 (warns)"},
+    {"nvlink.recovery_errors",
+     {"count", C::at_most, L::quick, V::warn, 0, R::fixed, 0, "0 (warns)", false, X::reset_gpu,
+      "NVML field NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL"},
      "NVLink recoveries (a link retrained) over every link since the driver loaded"},
-    {"nvlink.crc_errors", {"count", C::at_most, L::quick, V::warn, 0, R::fixed, 100, "100 (warns)"},
+    {"nvlink.crc_errors",
+     {"count", C::at_most, L::quick, V::warn, 0, R::fixed, 100, "100 (warns)", false, X::service,
+      "NVML fields NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL + _CRC_DATA_ERROR_COUNT_TOTAL"},
      "NVLink CRC errors (flit and data) over every link since the driver loaded"},
-    {"cuda.context", {"s", C::at_most, L::standard, V::warn, 0, R::fixed, 10, "10 s (warns)"},
+    {"cuda.context", {"s", C::at_most, L::standard, V::warn, 0, R::fixed, 10, "10 s (warns)", false, X::reset_gpu, "CUDA runtime (cudaSetDevice, cudaFree(0))"},
      "creating a CUDA context: fails when it cannot be created, warns when slow"},
-    {"alloc.max", {"bytes", C::at_least, L::standard, V::fail, 0, R::free_fraction, 0.9, "90% of the free memory"},
+    {"alloc.max", {"bytes", C::at_least, L::standard, V::fail, 0, R::free_fraction, 0.9, "90% of the free memory", false, X::drain, "cudaMalloc"},
      "the largest single cudaMalloc against the free memory"},
-    {"fill.verify", {"count", C::at_most, L::standard, V::fail, 0, R::fixed, 0, "0 bad words"},
+    {"fill.verify", {"count", C::at_most, L::standard, V::fail, 0, R::fixed, 0, "0 bad words", false, X::service, "gpumem's fill and verify kernels"},
      "patterns written over the free memory and read back: any bad word fails, with its address"},
-    {"memtest", {"count", C::at_most, L::deep, V::fail, 0, R::fixed, 0, "0 bad words"},
+    {"memtest", {"count", C::at_most, L::deep, V::fail, 0, R::fixed, 0, "0 bad words", false, X::service, "gpumem's memtest kernels"},
      "the memtest86 set DCGM's memtest runs (walking bit, own address, moving inversions, 8-bit and random words, block "
      "moves, modulo-20) over 90% of the free memory: any bad word fails, with its address"},
     {"memset.bandwidth",
-     {"GB/s", C::at_least, L::standard, V::fail, 0.05, R::peak_fraction, 0.8, "80% of NVML's peak memory bandwidth"},
+     {"GB/s", C::at_least, L::standard, V::fail, 0.05, R::peak_fraction, 0.8, "80% of NVML's peak memory bandwidth", false, X::drain, "cuMemsetD32"},
      "cuMemsetD32 bandwidth, median of samples"},
     {"copy.d2d",
      {"GB/s", C::at_least, L::standard, V::fail, 0.05, R::copy_fraction, 0.65,
-      "65% of half NVML's peak memory bandwidth (a copy reads and writes each byte)"},
+      "65% of half NVML's peak memory bandwidth (a copy reads and writes each byte)", false, X::drain, "cudaMemcpyAsync, device to device"},
      "device to device copy bandwidth (bytes counted once), median of samples"},
     {"copy.h2d",
      {"GB/s", C::at_least, L::standard, V::fail, 0.05, R::pcie_fraction, 0.6,
-      "60% of the PCIe link's rate (maximum generation x width)"},
+      "60% of the PCIe link's rate (maximum generation x width)", false, X::drain, "cudaMemcpyAsync from pinned host memory"},
      "pinned host to device copy bandwidth, best of samples"},
     {"copy.d2h",
      {"GB/s", C::at_least, L::standard, V::fail, 0.05, R::pcie_fraction, 0.6,
-      "60% of the PCIe link's rate (maximum generation x width)"},
+      "60% of the PCIe link's rate (maximum generation x width)", false, X::drain, "cudaMemcpyAsync to pinned host memory"},
      "device to pinned host copy bandwidth, best of samples"},
     {"p2p.A-B",
      {"GB/s", C::at_least, L::standard, V::fail, 0.05, R::pcie_fraction, 0.5,
       "50% of what connects the pair: its NVLink links (version x links, direct or through NVSwitch) where NVML reports them, "
-      "else the slower PCIe link's rate", true},
+      "else the slower PCIe link's rate", true, X::drain,
+      "cudaMemcpyPeerAsync, both ways at once; NVML NVLink state, version and remote device for the reference"},
      "peer copy bandwidth from device A to B with peer access, both ways at once (n/a without peer access)"},
 };
 
@@ -148,13 +181,18 @@ int severity(Verdict v) noexcept {
         case Verdict::na: return 0;
         case Verdict::pass: return 1;
         case Verdict::warn: return 2;
-        case Verdict::fail: return 3;
+        case Verdict::unknown: return 3;
+        case Verdict::fail: return 4;
     }
     return 0;
 }
 }  // namespace
 
 Verdict worse(Verdict a, Verdict b) noexcept { return severity(a) >= severity(b) ? a : b; }
+
+std::string_view remediation_name(Remediation remediation) noexcept { return kRemediations.name_of(remediation); }
+
+Remediation worse_remediation(Remediation a, Remediation b) noexcept { return static_cast<int>(a) >= static_cast<int>(b) ? a : b; }
 
 Verdict worst_of(const std::vector<Verdict>& verdicts) noexcept {
     Verdict worst = Verdict::na;
@@ -409,6 +447,11 @@ std::optional<Reference> free_reference(std::optional<std::uint64_t> free_bytes)
     return Reference{static_cast<double>(*free_bytes), "the " + format_bytes(*free_bytes) + " free"};
 }
 
+std::optional<Reference> total_reference(std::optional<std::uint64_t> total_bytes) {
+    if (!total_bytes || *total_bytes == 0) return std::nullopt;
+    return Reference{static_cast<double>(*total_bytes), "the " + format_bytes(*total_bytes) + " total"};
+}
+
 std::optional<Threshold> threshold_for(const std::string& id, const CheckKind& kind, const ThresholdOverrides& overrides,
                                        const std::optional<Reference>& reference) {
     if (const ThresholdOverride* o = find_override(overrides, id)) return Threshold{o->value, "set by " + o->source};
@@ -423,6 +466,7 @@ std::optional<Threshold> threshold_for(const std::string& id, const CheckKind& k
         case ThresholdRule::copy_fraction:
         case ThresholdRule::pcie_fraction:
         case ThresholdRule::free_fraction:
+        case ThresholdRule::total_fraction:
             if (!reference) return std::nullopt;
             return Threshold{kind.amount * reference->value, percent_text(kind.amount) + " of " + reference->name};
     }
@@ -482,6 +526,7 @@ CheckOutcome judged(const std::string& id, std::optional<double> value, const st
     }
     out.threshold = threshold->value;
     out.verdict = judge_value(kind, *value, threshold->value);
+    out.remediation = remediation_for(kind, out.verdict);
     const double t = threshold->value;
     const bool beyond = kind.comparison == Comparison::at_least ? *value < t
                         : kind.comparison == Comparison::at_most ? *value > t
@@ -503,18 +548,35 @@ CheckOutcome not_applicable(const std::string& id, const std::string& why) {
     return out;
 }
 
-CheckOutcome unknown_check(const std::string& id, const std::string& why) { return not_applicable(id, why); }
-
-CheckOutcome failed_check(const std::string& id, const std::string& why) {
+CheckOutcome unknown_check(const std::string& id, const std::string& why) {
     CheckOutcome out = not_applicable(id, one_line(why));
-    out.verdict = out.kind->beyond;
+    out.verdict = Verdict::unknown;
     return out;
 }
 
+// The work itself failed (no context, a CUDA error, out of memory): a
+// failure whatever the row's verdict beyond its threshold, since the GPU
+// could not do what the next job will ask of it.
+CheckOutcome failed_check(const std::string& id, const std::string& why) {
+    CheckOutcome out = not_applicable(id, one_line(why));
+    out.verdict = Verdict::fail;
+    out.remediation = remediation_for(*out.kind, out.verdict);
+    return out;
+}
+
+Remediation remediation_for(const CheckKind& kind, Verdict verdict) noexcept {
+    return verdict == Verdict::warn || verdict == Verdict::fail ? kind.remediation : Remediation::none;
+}
+
 void apply_strict(CheckOutcome& outcome, bool strict) {
-    if (!strict || outcome.verdict != Verdict::warn) return;
-    outcome.verdict = Verdict::fail;
-    outcome.reason += " (a warning: a failure under --strict)";
+    if (!strict) return;
+    if (outcome.verdict == Verdict::warn) {
+        outcome.verdict = Verdict::fail;
+        outcome.reason += " (a warning: a failure under --strict)";
+    } else if (outcome.verdict == Verdict::unknown) {
+        outcome.verdict = Verdict::fail;
+        outcome.reason += " (could not run: a failure under --strict)";
+    }
 }
 
 VerdictCounts count_verdicts(const std::vector<CheckOutcome>& checks) {
@@ -527,7 +589,9 @@ VerdictCounts count_verdicts(const std::vector<CheckOutcome>& checks) {
             case Verdict::warn: ++counts.warned; break;
             case Verdict::fail: ++counts.failed; break;
             case Verdict::na: ++counts.na; break;
+            case Verdict::unknown: ++counts.unknown; break;
         }
+        counts.remediation = worse_remediation(counts.remediation, c.remediation);
     }
     return counts;
 }

@@ -21,19 +21,29 @@ namespace gpumem {
 enum class CheckLevel { quick, standard, deep };
 extern const NameTable<CheckLevel> kCheckLevels;
 
-// A check's verdict. n/a: the GPU or driver does not report the figure, or
-// the check could not run (no peer access); never a failure.
-enum class Verdict { pass, warn, fail, na };
+// A check's verdict. n/a: the GPU or driver does not have the figure (not
+// supported by the hardware, no peer access): never a failure. unknown: the
+// check could not run (an NVML call failed or was not permitted, a file
+// could not be read, the CUDA context it needed could not be made): the
+// node's health is not known, so it is never read as a pass.
+enum class Verdict { pass, warn, fail, na, unknown };
 extern const NameTable<Verdict> kVerdicts;
 std::string_view verdict_name(Verdict verdict) noexcept;
-// fail > warn > pass > n/a: a device with one failed check fails, and one
-// whose checks are all n/a is n/a.
+// fail > unknown > warn > pass > n/a (Nagios' CRITICAL > UNKNOWN > WARNING >
+// OK): a device with one failed check fails; one whose checks could not all
+// run is unknown unless one failed (a fleet must not pass a node it could
+// not judge); one whose checks are all n/a is n/a.
 Verdict worse(Verdict a, Verdict b) noexcept;
 Verdict worst_of(const std::vector<Verdict>& verdicts) noexcept;
 
-// What a failed or warned check asks the operator to do, least to most
-// disruptive (check-foundation's; here until that branch lands).
+// What a failed or warned check asks the operator to do, from the least to
+// the most disruptive: nothing, drain the node (no new jobs until someone
+// looks), reset the GPU (nvidia-smi -r), reboot the node, send the GPU or
+// node for service (RMA). Declared in that order: a larger value is worse.
 enum class Remediation { none, drain, reset_gpu, reboot, service };
+extern const NameTable<Remediation> kRemediations;
+std::string_view remediation_name(Remediation remediation) noexcept;
+Remediation worse_remediation(Remediation a, Remediation b) noexcept;
 
 // How a value is judged against its threshold.
 enum class Comparison { at_least, at_most, equal };
@@ -49,6 +59,7 @@ enum class ThresholdRule {
     copy_fraction,    // amount x half the peak: a device copy reads and writes each byte
     pcie_fraction,    // amount x the PCIe link's theoretical rate (maximum generation x width)
     free_fraction,    // amount x the device's free memory when the check starts
+    total_fraction,   // amount x the device's total memory
     maximum,          // the GPU's own maximum of the figure (link width, memory clock)
 };
 
@@ -65,6 +76,12 @@ struct CheckKind {
     double amount = 0;            // see ThresholdRule
     std::string_view threshold;   // the default threshold in words, for --list, help and the man page
     bool per_pair = false;        // p2p: one check per ordered pair, id "p2p.A-B"
+    // What a failed or warned check asks for by default (a check that knows
+    // better, such as an Xid code's, sets its own on the outcome).
+    Remediation remediation = Remediation::none;
+    // Where the figure comes from: "NVML nvmlDeviceGetTotalEccErrors",
+    // "kernel log (Xid)", "cudaMalloc": for --list checks and the man page.
+    std::string_view source;
 };
 
 // Every check, in the order they run and are reported (gpumem --list checks).
@@ -121,6 +138,7 @@ std::optional<double> pcie_rate_bps(unsigned generation, unsigned width) noexcep
 std::optional<Reference> pcie_reference(std::optional<unsigned> max_generation, std::optional<unsigned> max_width);
 std::optional<Reference> peak_reference(std::optional<double> peak_bps, ThresholdRule rule);
 std::optional<Reference> free_reference(std::optional<std::uint64_t> free_bytes);
+std::optional<Reference> total_reference(std::optional<std::uint64_t> total_bytes);
 
 struct Threshold {
     double value = 0;
@@ -143,6 +161,8 @@ struct CheckOutcome {
     std::optional<double> threshold;
     std::string reason;
     double seconds = 0;
+    // Set from the row when the check warns or fails (judged, failed_check,
+    // apply_strict), else none; a check may set a more precise one.
     Remediation remediation = Remediation::none;
 };
 
@@ -155,21 +175,28 @@ CheckOutcome judged(const std::string& id, std::optional<double> value, const st
                     const std::string& note = "");
 // A check that has no value: n/a, and why.
 CheckOutcome not_applicable(const std::string& id, const std::string& why);
-// A check that could not run (check-foundation's; n/a here until it lands).
+// A check that could not run (an NVML call failed or was refused, a file
+// could not be read): unknown, and why.
 CheckOutcome unknown_check(const std::string& id, const std::string& why);
-// A check whose work failed (a CUDA error, out of memory): its row's failing
-// verdict with the error as the reason.
+// A check whose work failed (a CUDA error, out of memory): a failure with
+// the error as the reason and its row's remediation.
 CheckOutcome failed_check(const std::string& id, const std::string& why);
+// The remediation a verdict asks for under `kind`: its row's for warn and
+// fail, none otherwise.
+Remediation remediation_for(const CheckKind& kind, Verdict verdict) noexcept;
 // A value in a check's unit, for reasons and text output: "55.3 GB/s", "71.3 GiB", "3".
 std::string format_check_value(const CheckKind& kind, double value);
 
 // A device's checks, counted.
 struct VerdictCounts {
-    std::uint64_t passed = 0, warned = 0, failed = 0, na = 0;
+    std::uint64_t passed = 0, warned = 0, failed = 0, na = 0, unknown = 0;
     Verdict worst = Verdict::na;
+    Remediation remediation = Remediation::none;  // the worst of the checks'
 };
 VerdictCounts count_verdicts(const std::vector<CheckOutcome>& checks);
-// --strict: a warning becomes a failure, and its reason says so.
+// --strict: a warning, and a check that could not run (unknown), become
+// failures, and the reason says so. A strict run passes only a node whose
+// every check ran and passed (or is n/a).
 void apply_strict(CheckOutcome& outcome, bool strict);
 
 }  // namespace gpumem

@@ -267,7 +267,7 @@ void run_device_checks(const CheckDeviceFigures& f, const CheckSettings& s, std:
     steps.run("cuda.context", [&] { return check_context(device, s); });
     if (!steps.last().value) {
         for (const char* id : kDeviceWork)
-            if (runs_at(check_row(id).value, s.level)) steps.add(not_applicable(id, "not run: no CUDA context"));
+            if (runs_at(check_row(id).value, s.level)) steps.add(unknown_check(id, "not run: no CUDA context"));
         return;
     }
     steps.run("memset.bandwidth", [&] { return check_memset(f, s); });

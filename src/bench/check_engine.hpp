@@ -27,12 +27,20 @@ struct CheckDeviceFigures {
     std::optional<NvmlPcieLink> pcie;
     std::optional<double> peak_bps;   // NVML's peak memory bandwidth
     // Other processes holding memory on the device ("pid 12 python (1 GiB)");
-    // empty with processes_known false when NVML could not list them.
+    // empty with processes_known false when NVML could not list them
+    // (processes_error then says why).
     std::vector<std::string> other_processes;
+    std::vector<NvmlProcess> others;  // the same, as NVML gave them
     bool processes_known = false;
     // NVLink (nvlink.* and p2p's reference); empty when NVML is missing.
     std::optional<NvmlNvLink> nvlink;
     std::string why_no_nvlink;        // why nvlink is empty (the GPU was lost meanwhile)
+    std::string processes_error;
+    // Memory as NVML saw it before gpumem made a context on the device (at
+    // standard level the figures are read before any context); empty with
+    // memory_error set when NVML could not tell.
+    std::optional<NvmlMemory> memory;
+    std::string memory_error;
     std::vector<int> cpu_affinity;    // CPUs next to the GPU
     double seconds = 0;               // reading all of this
 };

@@ -18,16 +18,26 @@ namespace gpumem {
 namespace {
 
 
-std::vector<std::string> others_of(const std::vector<NvmlProcess>& processes) {
-    std::vector<std::string> others;
+std::vector<NvmlProcess> others_of(const std::vector<NvmlProcess>& processes) {
+    std::vector<NvmlProcess> others;
     const auto self = static_cast<unsigned>(::getpid());
-    for (const NvmlProcess& p : processes) {
-        if (p.pid == self) continue;
-        std::string text = "pid " + std::to_string(p.pid) + (p.name.empty() ? "" : " " + p.name);
-        if (p.used_memory) text += " (" + format_bytes(*p.used_memory) + ")";
-        others.push_back(std::move(text));
-    }
+    for (const NvmlProcess& p : processes)
+        if (p.pid != self) others.push_back(p);
     return others;
+}
+
+std::string process_text(const NvmlProcess& p) {
+    std::string text = "pid " + std::to_string(p.pid) + (p.name.empty() ? "" : " " + p.name);
+    if (p.used_memory) text += " (" + format_bytes(*p.used_memory) + ")";
+    return text;
+}
+
+// At most three processes, then "...".
+std::string processes_text(const std::vector<NvmlProcess>& processes) {
+    std::vector<std::string> shown;
+    for (std::size_t i = 0; i < processes.size() && i < 3; ++i) shown.push_back(process_text(processes[i]));
+    if (processes.size() > shown.size()) shown.push_back("... (" + std::to_string(processes.size()) + " in all)");
+    return join(shown);
 }
 
 }  // namespace
@@ -52,7 +62,7 @@ std::vector<CheckDeviceFigures> read_check_figures(const DeviceSpec& spec, Check
         f.device = inventory.visible().at(pos);
         if (nvml == nullptr) {
             // The CUDA runtime's fallback would create a context: none of it.
-            f.why_no_nvml = "NVML unavailable";
+            f.why_no_nvml = "NVML unavailable, the check could not run";
             all.push_back(std::move(f));
             continue;
         }
@@ -62,9 +72,16 @@ std::vector<CheckDeviceFigures> read_check_figures(const DeviceSpec& spec, Check
         f.peak_bps = report.peak_memory_bandwidth;
         const unsigned index = f.device.nvml_index.value();
         try {
-            f.other_processes = others_of(nvml->compute_processes(index));
+            f.others = others_of(nvml->compute_processes(index));
+            for (const NvmlProcess& p : f.others) f.other_processes.push_back(process_text(p));
             f.processes_known = true;
-        } catch (const Error&) {  // n/a: some drivers and containers refuse the list
+        } catch (const Error& e) {  // unknown: some drivers and containers refuse the list
+            f.processes_error = one_line(e.what());
+        }
+        try {
+            f.memory = nvml->memory(index);
+        } catch (const Error& e) {
+            f.memory_error = one_line(e.what());
         }
         try {
             f.nvlink = nvml->nvlink(index);
@@ -90,16 +107,27 @@ public:
     template <typename T>
     void figure(const char* id, const std::optional<T>& value, const char* unsupported) {
         if (!value) {
-            out.push_back(not_applicable(id, unsupported));
+            absent(id, unsupported);
             return;
         }
         out.push_back(judged(id, static_cast<double>(*value), threshold(id, std::nullopt)));
     }
 
+    // A figure NVML did not give: unknown when the call behind it failed
+    // (no permission, GPU lost...), n/a when the GPU does not support it.
+    void absent(const char* id, const char* unsupported) {
+        for (const auto& [function, message] : f_.health->errors)
+            if (check_row(id).value.source.find(function) != std::string_view::npos) {
+                out.push_back(unknown_check(id, function + " failed: " + message));
+                return;
+            }
+        out.push_back(not_applicable(id, unsupported));
+    }
+
     void ecc_mode() {
         const NvmlHealth& h = *f_.health;
         if (!h.ecc_enabled) {
-            out.push_back(not_applicable("nvml.ecc.mode", "not supported by this GPU (no ECC)"));
+            absent("nvml.ecc.mode", "not supported by this GPU (no ECC)");
             return;
         }
         const bool on = *h.ecc_enabled, later = h.ecc_pending.value_or(on);
@@ -129,7 +157,7 @@ public:
         const char* id = "nvml.memory_clock";
         const NvmlHealth& h = *f_.health;
         if (!h.memory_clock_mhz || !h.memory_clock_max_mhz) {
-            out.push_back(not_applicable(id, "not reported by this GPU"));
+            absent(id, "not reported by this GPU");
             return;
         }
         const std::uint64_t bad = h.clock_event_reasons ? clock_event_reasons_bad(*h.clock_event_reasons) : 0;
@@ -137,38 +165,72 @@ public:
         std::string note;
         if (bad) note = "held back by " + join(clock_event_reason_names(bad));
         CheckOutcome o = judged(id, static_cast<double>(*h.memory_clock_mhz), threshold(id, max), note);
-        // A clock below its maximum with no fault or limit behind it is an
-        // idle or application setting, not a fault.
+        // A clock below its maximum under normal reasons only (idle, a power
+        // cap, application clocks) is operation, not a fault.
         if (o.verdict == Verdict::warn && !bad && !find_override(overrides_, id)) {
             o.verdict = Verdict::pass;
-            o.reason += "; no fault or limit holds it back";
+            o.remediation = Remediation::none;
+            o.reason += "; only normal clock event reasons (idle, power cap, set clocks) hold it";
         }
         out.push_back(std::move(o));
     }
 
+    // Every reason NVML reports, classified (ClockReasonClass): a fault
+    // fails, a warning reason (SW thermal slowdown, a bit this build does
+    // not know) warns, normal operation passes. The value is the number of
+    // fault reasons, judged against the threshold (0).
     void clock_reasons() {
         const char* id = "nvml.clock_event_reasons";
         const NvmlHealth& h = *f_.health;
         if (!h.clock_event_reasons) {
-            out.push_back(not_applicable(id, "not reported by this GPU"));
+            absent(id, "not reported by this GPU");
             return;
         }
-        const std::uint64_t bad = clock_event_reasons_bad(*h.clock_event_reasons);
-        const std::vector<std::string> names = clock_event_reason_names(*h.clock_event_reasons);
-        const std::string note = "active: " + (names.empty() ? std::string("none") : join(names));
-        out.push_back(judged(id, static_cast<double>(std::bitset<64>(bad).count()), threshold(id, std::nullopt), note));
+        const std::uint64_t reasons = *h.clock_event_reasons;
+        const std::uint64_t faults = clock_event_reasons_of(reasons, ClockReasonClass::fault);
+        const std::uint64_t warnings = clock_event_reasons_of(reasons, ClockReasonClass::warning);
+        const std::uint64_t normal = clock_event_reasons_of(reasons, ClockReasonClass::normal);
+        std::vector<std::string> parts;
+        if (faults) parts.push_back("fault: " + join(clock_event_reason_names(faults)));
+        if (warnings) parts.push_back("warning: " + join(clock_event_reason_names(warnings)));
+        if (normal) parts.push_back("normal: " + join(clock_event_reason_names(normal)));
+        const std::string note = "active: " + (parts.empty() ? std::string("none") : join(parts, "; "));
+        CheckOutcome o = judged(id, static_cast<double>(std::bitset<64>(faults).count()), threshold(id, std::nullopt), note);
+        if (o.verdict == Verdict::pass && warnings) {
+            o.verdict = Verdict::warn;
+            o.remediation = Remediation::none;  // hot but within limits: look at the cooling, no need to drain
+        }
+        out.push_back(std::move(o));
     }
 
     void processes() {
         const char* id = "nvml.processes";
         if (!f_.processes_known) {
-            out.push_back(not_applicable(id, "NVML could not list the processes"));
+            out.push_back(unknown_check(id, "NVML could not list the processes: " + f_.processes_error));
             return;
         }
-        std::vector<std::string> shown(f_.other_processes.begin(), f_.other_processes.begin() + std::min<std::size_t>(3, f_.other_processes.size()));
-        if (shown.size() < f_.other_processes.size()) shown.push_back("...");
-        const std::string note = shown.empty() ? "" : join(shown) + ": results may be disturbed";
-        out.push_back(judged(id, static_cast<double>(f_.other_processes.size()), threshold(id, std::nullopt), note));
+        const std::string note = f_.others.empty() ? "" : processes_text(f_.others) + ": results may be disturbed";
+        out.push_back(judged(id, static_cast<double>(f_.others.size()), threshold(id, std::nullopt), note));
+    }
+
+    // Memory in use beyond the driver's reserve, as NVML saw it before
+    // gpumem's own context, with the processes that hold it.
+    void memory_in_use() {
+        const char* id = "nvml.memory.in_use";
+        if (!f_.memory) {
+            out.push_back(unknown_check(id, "NVML could not read the memory: " + f_.memory_error));
+            return;
+        }
+        const NvmlMemory& m = *f_.memory;
+        std::string note = m.has_reserved ? format_bytes(m.reserved) + " reserved by the driver, not counted"
+                                          : "NVML's memory info v2 is unavailable: the figure includes the driver's reserve";
+        if (!f_.processes_known)
+            note += "; the processes are not known (" + f_.processes_error + ")";
+        else if (!f_.others.empty())
+            note += "; held by " + processes_text(f_.others);
+        else if (m.used > 0)
+            note += "; held by none visible (a leak, or a process of another container)";
+        out.push_back(judged(id, static_cast<double>(m.used), threshold(id, total_reference(m.total)), note));
     }
 
     std::vector<CheckOutcome> out;
@@ -192,7 +254,7 @@ std::vector<CheckOutcome> nvml_checks(const CheckDeviceFigures& figures, const T
         std::vector<CheckOutcome> out;
         const std::string why = figures.why_no_nvml.empty() ? "NVML gave no health figures" : figures.why_no_nvml;
         for (const Named<CheckKind>& row : kChecks)
-            if (std::string_view(row.name).substr(0, 5) == "nvml.") out.push_back(not_applicable(std::string(row.name), why));
+            if (std::string_view(row.name).substr(0, 5) == "nvml.") out.push_back(unknown_check(std::string(row.name), why));
         return out;
     }
     const NvmlHealth& h = *figures.health;
@@ -213,6 +275,7 @@ std::vector<CheckOutcome> nvml_checks(const CheckDeviceFigures& figures, const T
     j.memory_clock();
     j.clock_reasons();
     j.processes();
+    j.memory_in_use();
     // The reading of the figures is shared; each check gets its part.
     for (CheckOutcome& o : j.out) o.seconds = figures.seconds / static_cast<double>(j.out.size());
     return std::move(j.out);

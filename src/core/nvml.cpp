@@ -22,6 +22,7 @@ constexpr nvmlReturn_t NVML_SUCCESS = 0;
 constexpr nvmlReturn_t NVML_ERROR_INVALID_ARGUMENT = 2;
 constexpr nvmlReturn_t NVML_ERROR_NOT_SUPPORTED = 3;
 constexpr nvmlReturn_t NVML_ERROR_INSUFFICIENT_SIZE = 7;
+constexpr nvmlReturn_t NVML_ERROR_FUNCTION_NOT_FOUND = 13;
 constexpr nvmlReturn_t NVML_ERROR_GPU_IS_LOST = 15;
 constexpr unsigned NVML_CLOCK_MEM = 2;
 constexpr unsigned long long NVML_VALUE_NOT_AVAILABLE = ~0ULL;
@@ -451,34 +452,28 @@ NvmlNvLink Nvml::nvlink(unsigned index) const {
 
 namespace {
 
-// nvml.h's nvmlClocksEventReason* bits, named as nvidia-smi -q names them.
+// nvml.h's nvmlClocksEventReason* bits, named as nvidia-smi -q names them,
+// and what each says (see ClockReasonClass).
 struct ClockReason {
     std::uint64_t bit;
     const char* name;
-    bool bad;  // a fault or a limit holds the clocks back
+    ClockReasonClass kind;
 };
 constexpr ClockReason kClockReasons[] = {
-    {0x1, "gpu_idle", false},
-    {0x2, "applications_clocks_setting", false},
-    {0x4, "sw_power_cap", true},
-    {0x8, "hw_slowdown", true},
-    {0x10, "sync_boost", false},
-    {0x20, "sw_thermal_slowdown", true},
-    {0x40, "hw_thermal_slowdown", true},
-    {0x80, "hw_power_brake_slowdown", true},
-    {0x100, "display_clock_setting", false},
+    {0x1, "gpu_idle", ClockReasonClass::normal},
+    {0x2, "applications_clocks_setting", ClockReasonClass::normal},
+    {0x4, "sw_power_cap", ClockReasonClass::normal},
+    {0x8, "hw_slowdown", ClockReasonClass::fault},
+    {0x10, "sync_boost", ClockReasonClass::normal},
+    {0x20, "sw_thermal_slowdown", ClockReasonClass::warning},
+    {0x40, "hw_thermal_slowdown", ClockReasonClass::fault},
+    {0x80, "hw_power_brake_slowdown", ClockReasonClass::fault},
+    {0x100, "display_clock_setting", ClockReasonClass::normal},
 };
 
 // NVML_MEMORY_ERROR_TYPE_* and NVML_*_ECC counter types, page retirement causes.
 constexpr int kCorrected = 0, kUncorrected = 1, kVolatile = 0, kAggregate = 1;
 constexpr int kRetiredSbe = 0, kRetiredDbe = 1;
-
-template <typename Fn>
-std::optional<std::uint64_t> ecc_count(Fn fn, nvmlDevice_t h, int type, int counter) {
-    unsigned long long n = 0;
-    if (!fn || fn(h, type, counter, &n) != NVML_SUCCESS) return std::nullopt;
-    return n;
-}
 
 }  // namespace
 
@@ -497,28 +492,60 @@ std::vector<std::string> clock_event_reason_names(std::uint64_t reasons) {
     return names;
 }
 
-std::uint64_t clock_event_reasons_bad(std::uint64_t reasons) noexcept {
-    std::uint64_t bad = 0;
+ClockReasonClass clock_reason_class(std::uint64_t bit) noexcept {
     for (const ClockReason& r : kClockReasons)
-        if (r.bad) bad |= r.bit;
-    return reasons & bad;
+        if (r.bit == bit) return r.kind;
+    return ClockReasonClass::warning;  // a reason this build does not know
+}
+
+std::uint64_t clock_event_reasons_of(std::uint64_t reasons, ClockReasonClass which) noexcept {
+    std::uint64_t mask = 0;
+    for (int b = 0; b < 64; ++b) {
+        const std::uint64_t bit = std::uint64_t{1} << b;
+        if ((reasons & bit) && clock_reason_class(bit) == which) mask |= bit;
+    }
+    return mask;
+}
+
+std::uint64_t clock_event_reasons_bad(std::uint64_t reasons) noexcept {
+    return clock_event_reasons_of(reasons, ClockReasonClass::warning) | clock_event_reasons_of(reasons, ClockReasonClass::fault);
+}
+
+const std::string* NvmlHealth::error_of(std::string_view function) const noexcept {
+    for (const auto& [name, message] : errors)
+        if (name == function) return &message;
+    return nullptr;
 }
 
 NvmlHealth Nvml::health(unsigned index) const {
     const Api& a = *api_;
     nvmlDevice_t h = a.handle(index);
     NvmlHealth out;
+    // Whether a call answered; a failure other than "not supported" is noted
+    // (once per function) so that its checks say unknown, not n/a.
+    auto ok = [&](nvmlReturn_t r, const char* function) {
+        if (r == NVML_SUCCESS) return true;
+        if (r != NVML_ERROR_NOT_SUPPORTED && r != NVML_ERROR_FUNCTION_NOT_FOUND && !out.error_of(function))
+            out.errors.emplace_back(function, a.message(r));
+        return false;
+    };
     int current = 0, pending = 0;
-    if (a.device_ecc_mode && a.device_ecc_mode(h, &current, &pending) == NVML_SUCCESS) {
+    if (a.device_ecc_mode && ok(a.device_ecc_mode(h, &current, &pending), "nvmlDeviceGetEccMode")) {
         out.ecc_enabled = current != 0;
         out.ecc_pending = pending != 0;
     }
-    out.ecc_corrected_volatile = ecc_count(a.device_total_ecc, h, kCorrected, kVolatile);
-    out.ecc_uncorrected_volatile = ecc_count(a.device_total_ecc, h, kUncorrected, kVolatile);
-    out.ecc_corrected_aggregate = ecc_count(a.device_total_ecc, h, kCorrected, kAggregate);
-    out.ecc_uncorrected_aggregate = ecc_count(a.device_total_ecc, h, kUncorrected, kAggregate);
+    auto ecc_count = [&](int type, int counter) -> std::optional<std::uint64_t> {
+        unsigned long long n = 0;
+        if (!a.device_total_ecc || !ok(a.device_total_ecc(h, type, counter, &n), "nvmlDeviceGetTotalEccErrors")) return std::nullopt;
+        return n;
+    };
+    out.ecc_corrected_volatile = ecc_count(kCorrected, kVolatile);
+    out.ecc_uncorrected_volatile = ecc_count(kUncorrected, kVolatile);
+    out.ecc_corrected_aggregate = ecc_count(kCorrected, kAggregate);
+    out.ecc_uncorrected_aggregate = ecc_count(kUncorrected, kAggregate);
     unsigned correctable = 0, uncorrectable = 0, remap_pending = 0, failure = 0;
-    if (a.device_remapped_rows && a.device_remapped_rows(h, &correctable, &uncorrectable, &remap_pending, &failure) == NVML_SUCCESS) {
+    if (a.device_remapped_rows &&
+        ok(a.device_remapped_rows(h, &correctable, &uncorrectable, &remap_pending, &failure), "nvmlDeviceGetRemappedRows")) {
         out.remapped_rows_correctable = correctable;
         out.remapped_rows_uncorrectable = uncorrectable;
         out.remapped_rows_pending = remap_pending != 0;
@@ -530,15 +557,18 @@ NvmlHealth Nvml::health(unsigned index) const {
         unsigned count = 0;
         if (!a.device_retired_pages) break;
         const nvmlReturn_t r = a.device_retired_pages(h, cause, &count, nullptr);
-        if (r == NVML_SUCCESS || r == NVML_ERROR_INSUFFICIENT_SIZE) (cause == kRetiredSbe ? out.retired_pages_sbe : out.retired_pages_dbe) = count;
+        if (r == NVML_SUCCESS || r == NVML_ERROR_INSUFFICIENT_SIZE || ok(r, "nvmlDeviceGetRetiredPages"))
+            (cause == kRetiredSbe ? out.retired_pages_sbe : out.retired_pages_dbe) = count;
     }
     int retired_pending = 0;
-    if (a.device_retired_pending && a.device_retired_pending(h, &retired_pending) == NVML_SUCCESS) out.retired_pages_pending = retired_pending != 0;
+    if (a.device_retired_pending && ok(a.device_retired_pending(h, &retired_pending), "nvmlDeviceGetRetiredPagesPendingStatus"))
+        out.retired_pages_pending = retired_pending != 0;
     unsigned mhz = 0;
-    if (a.device_clock && a.device_clock(h, NVML_CLOCK_MEM, &mhz) == NVML_SUCCESS) out.memory_clock_mhz = mhz;
-    if (a.device_max_clock && a.device_max_clock(h, NVML_CLOCK_MEM, &mhz) == NVML_SUCCESS) out.memory_clock_max_mhz = mhz;
+    if (a.device_clock && ok(a.device_clock(h, NVML_CLOCK_MEM, &mhz), "nvmlDeviceGetClockInfo")) out.memory_clock_mhz = mhz;
+    if (a.device_max_clock && ok(a.device_max_clock(h, NVML_CLOCK_MEM, &mhz), "nvmlDeviceGetMaxClockInfo")) out.memory_clock_max_mhz = mhz;
     unsigned long long reasons = 0;
-    if (a.device_clock_reasons && a.device_clock_reasons(h, &reasons) == NVML_SUCCESS) out.clock_event_reasons = reasons;
+    if (a.device_clock_reasons && ok(a.device_clock_reasons(h, &reasons), "nvmlDeviceGetCurrentClocksEventReasons"))
+        out.clock_event_reasons = reasons;
     return out;
 }
 

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string_view>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -52,6 +54,13 @@ struct NvmlHealth {
     std::optional<unsigned> memory_clock_mhz, memory_clock_max_mhz;
     // nvmlClocksEventReason* bits active now (0: the clocks are not held back).
     std::optional<std::uint64_t> clock_event_reasons;
+    // The NVML calls that failed for a reason other than "not supported"
+    // (no permission, GPU lost, an unknown error), by function name
+    // ("nvmlDeviceGetRemappedRows") to NVML's message: their figures stay
+    // empty, and their checks are unknown rather than n/a.
+    std::vector<std::pair<std::string, std::string>> errors;
+    // The message of `function`'s failure, or null when it did not fail.
+    const std::string* error_of(std::string_view function) const noexcept;
 };
 
 // NVLink as NVML reports it (nvmlDeviceGetFieldValues, nvmlDeviceGetNvLinkState...).
@@ -83,8 +92,19 @@ public:
 // Names of the clock event (throttle) reason bits, as nvidia-smi prints them
 // under "Clocks Event Reasons"; unknown bits as hex.
 std::vector<std::string> clock_event_reason_names(std::uint64_t reasons);
-// Reasons that mean the clocks are held back by a fault or a limit (power
-// brake, thermal slowdown, HW slowdown...), as opposed to idle or a set clock.
+// What a clock event reason says about the GPU. normal: idle, application
+// or display clocks, sync boost, the software power cap (the GPU running at
+// its configured power limit is operation, not a fault). warning: software
+// thermal slowdown (hot, within its limits; worth a look). fault: hardware
+// slowdown, hardware thermal slowdown, hardware power brake (the board or
+// the node forces the clocks down). A bit NVML adds later: a warning that
+// names it.
+enum class ClockReasonClass { normal, warning, fault };
+ClockReasonClass clock_reason_class(std::uint64_t bit) noexcept;
+// The active reasons of one class (a mask of `reasons`).
+std::uint64_t clock_event_reasons_of(std::uint64_t reasons, ClockReasonClass which) noexcept;
+// Reasons that hold the clocks back for something other than normal
+// operation: the warning and fault reasons.
 std::uint64_t clock_event_reasons_bad(std::uint64_t reasons) noexcept;
 
 class Nvml {
