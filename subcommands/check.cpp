@@ -144,6 +144,7 @@ void add_signal_checks(const CheckRequest& q, const CheckNodeFigures& node, cons
     const std::optional<XidClock> clock = q.kernel_log ? std::nullopt : std::optional<XidClock>(xid_clock_now());
     const XidWindow window = xid_window(scan, q.xid_since, clock);
     std::vector<PciAddress> checked;
+    checked.reserve(figures.size());
     for (const CheckDeviceFigures& f : figures) checked.push_back(f.device.pci);
     const double xid_seconds = std::chrono::duration<double>(Clock::now() - start).count();
     for (std::size_t i = 0; i < figures.size(); ++i) {

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <iterator>
 
 #include "base/errors.hpp"
 #include "base/sizes.hpp"
@@ -45,7 +46,7 @@ using R = Remediation;
 // service. An application's fault warns (it is worth a look when it
 // repeats); a fault of the GPU, its memory or its links fails. A code not
 // here warns, naming the code.
-const std::vector<XidCode> kXidCatalog = {
+constexpr XidCode kXidCatalog[] = {
     {8, S::warn, R::none, "GPU stopped processing (a channel timed out; usually the application's)"},
     {13, S::warn, R::none, "graphics engine exception (usually the application's: an illegal address or instruction)"},
     {31, S::warn, R::none, "GPU memory page fault (usually the application's: an illegal memory access)"},
@@ -213,7 +214,7 @@ void read_prefix_time(std::string_view prefix, XidEvent& e) {
     }
     if (starts_with(p, "<")) {  // klogctl's <prio>
         const std::size_t close = p.find('>');
-        if (close != std::string_view::npos && close < 5) p.remove_prefix(close + 1);
+        if (close < 5) p.remove_prefix(close + 1);  // npos is never < 5
     }
     if (const auto iso = parse_iso_time(p, true)) {
         e.epoch = iso->epoch;
@@ -270,11 +271,15 @@ std::string cut(std::string_view s, std::size_t n) {
 
 }  // namespace
 
-const std::vector<XidCode>& xid_catalog() { return kXidCatalog; }
+const std::vector<XidCode>& xid_catalog() {
+    static const std::vector<XidCode> rows(std::begin(kXidCatalog), std::end(kXidCatalog));
+    return rows;
+}
 
 const XidCode* xid_code(unsigned code) noexcept {
-    const auto it = std::lower_bound(kXidCatalog.begin(), kXidCatalog.end(), code, [](const XidCode& c, unsigned v) { return c.code < v; });
-    return it != kXidCatalog.end() && it->code == code ? &*it : nullptr;
+    const XidCode* end = std::end(kXidCatalog);
+    const XidCode* it = std::lower_bound(std::begin(kXidCatalog), end, code, [](const XidCode& c, unsigned v) { return c.code < v; });
+    return it != end && it->code == code ? it : nullptr;
 }
 
 bool same_pci_device(const PciAddress& a, const PciAddress& b) noexcept {
