@@ -29,7 +29,7 @@ _gpumem_opts_reuse_sim="--workload --steps --seed --change-rate --batch --layers
     --pool-initial --pool-max --bins --bin-blocks --max-split-size --max-non-split-rounding
     --roundup-power2-divisions --release-threshold --sync-every --capacity --memory-fraction --device-total --costs
     --timeline --timeline-points --save-trace --no-chart --execute --tune --sweep"
-_gpumem_opts_report="--outlier-fraction --strict"
+_gpumem_opts_report="--outlier-fraction --strict --drain-list"
 _gpumem_opts_check="--level --threshold --thresholds --strict --kernel-log --xid-since --expect-gpus"
 
 # Options whose next word is their value (all commands).

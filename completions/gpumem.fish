@@ -233,7 +233,8 @@ complete -c gpumem -n $reuse_sim -l sweep -x -a '(__gpumem_names knobs | string 
 # report
 set -l report "__fish_seen_subcommand_from report"
 complete -c gpumem -n $report -l outlier-fraction -x -d 'Flag a GPU this fraction below its model\'s median'
-complete -c gpumem -n $report -l strict -d 'A warned check counts as failed'
+complete -c gpumem -n $report -l strict -d 'A warned check, or one that could not run, counts as failed'
+complete -c gpumem -n $report -l drain-list -d 'Print only the nodes to drain: HOST<TAB>REMEDIATION: reason'
 
 # check
 set -l check "__fish_seen_subcommand_from check"

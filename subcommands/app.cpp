@@ -94,6 +94,23 @@ bool json_requested(int argc, char** argv) {
     return json && !other;
 }
 
+// --format nagios holds for errors found while parsing too: a Nagios plugin
+// reports a bad command line as UNKNOWN (exit 3, a status line on stdout),
+// not as the CRITICAL that exit 2 would mean to Nagios.
+bool nagios_requested(int argc, char** argv) {
+    bool nagios = false, other = false;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        std::optional<std::string> format;
+        if (a == "--json") format = "json";
+        if (a == "--csv") format = "csv";
+        if (a.rfind("--format=", 0) == 0) format = a.substr(9);
+        if (a == "--format" && i + 1 < argc) format = argv[i + 1];
+        if (format) (*format == "nagios" ? nagios : other) = true;
+    }
+    return nagios && !other;
+}
+
 // The command row named on the command line (a mode when it has modes),
 // found before CLI11 parses so that only its options need registering:
 // registering every option of every command took over half of start-up.
@@ -186,6 +203,20 @@ void add_own_options(CLI::App& app, Parsed& p) {
 
 int fail(const Error& error, const Report& report, const OutputOptions& output, bool json) {
     std::fprintf(stderr, "gpumem: error: %s\n", one_line(error.what()).c_str());
+    if (!json && output.format == Format::nagios) {
+        // A failed check is CRITICAL with the report's own line; anything
+        // else (a usage error, no GPU, an interruption) is UNKNOWN.
+        const bool check_failed = error.status() == ExitStatus::check_failed && report.nagios;
+        Report plain = report;
+        if (!check_failed) plain.nagios.reset();
+        if (dynamic_cast<const OutputError*>(&error) == nullptr) {
+            try {
+                write_stdout(render_nagios_error(plain, error));
+            } catch (const OutputError&) {
+            }
+        }
+        return check_failed ? nagios_error_status(plain) : 3;
+    }
     // stdout itself failed: no document can follow.
     const bool prometheus = !json && output.format == Format::prometheus;
     if ((json || prometheus) && dynamic_cast<const OutputError*>(&error) == nullptr) {
@@ -220,9 +251,11 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
         stamp(partial, globals.origin);
         for (const auto& w : partial.warnings) spdlog::warn("{}", w);
         const bool json_out = json || session.output().format == Format::json;
-        // Prometheus text is one exposition, written by fail() with the exit
-        // status: the partial results written here too would repeat every family.
-        const bool one_document = json_out || session.output().format == Format::prometheus;
+        // Prometheus text is one exposition, and a Nagios plugin one status
+        // line, written by fail() with the exit status: the partial results
+        // written here too would repeat them.
+        const bool one_document =
+            json_out || session.output().format == Format::prometheus || session.output().format == Format::nagios;
         if (!one_document && !session.final_written() && partial.has_rows() && dynamic_cast<const OutputError*>(&e) == nullptr)
             write_stdout(render(partial, session.output()));
         return fail(e, partial, session.output(), json_out);
@@ -231,6 +264,8 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
     stamp(report, globals.origin);
     for (const auto& w : report.warnings) spdlog::warn("{}", w);
     if (!session.final_written()) write_stdout(render(report, session.output()));
+    // A Nagios plugin's exit status is its verdict: 1 WARNING, 3 UNKNOWN.
+    if (session.output().format == Format::nagios && report.nagios) return report.nagios->status;
     return 0;
 }
 
@@ -294,6 +329,16 @@ void check_prometheus(const Parsed& parsed, const CommandEntry* invoked, const G
     throw UsageError("--format prometheus is offered by " + names + " only");
 }
 
+// --format nagios likewise, for the commands whose report() fills nagios.
+void check_nagios(const Parsed& parsed, const CommandEntry* invoked, const Globals& globals) {
+    if (globals.output.format != Format::nagios) return;
+    if (!parsed.list && !parsed.schema && invoked && invoked->definition && invoked->definition->nagios) return;
+    std::string names;
+    for (const CommandEntry& e : kCommands)
+        if (e.definition && e.definition->nagios) names += (names.empty() ? "" : ", ") + std::string(e.name);
+    throw UsageError("--format nagios is offered by " + names + " only");
+}
+
 int dispatch(const Parsed& parsed, const CommandEntry* invoked, Command* command, RunMode mode, bool json,
              const Placement& placement, OutputOptions& error_output) {
     if (parsed.version) {
@@ -305,6 +350,7 @@ int dispatch(const Parsed& parsed, const CommandEntry* invoked, Command* command
     if (placement.error) throw UsageError(*placement.error);
     const Globals globals = check_globals(parsed.raw, placement.launcher, placement.host);
     check_prometheus(parsed, invoked, globals);
+    check_nagios(parsed, invoked, globals);
     error_output = globals.output;
     setup_logging(globals);
     if (parsed.list) {
@@ -329,6 +375,7 @@ int run_command_line(int argc, char** argv, RunMode mode) {
                  "gpumem"};
     app.footer("Exit status: 0 ok, 1 runtime/CUDA error, 2 usage error, 3 no usable GPU or driver, "
                "4 verification failed, 5 out of memory, 6 below --expect-min, 7 a check failed, 130 interrupted; "
+               "with check --format nagios: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (usage errors included); "
                "killed by SIGPIPE (141) when stdout's reader goes away. See gpumem(1).");
     app.fallthrough();
     app.require_subcommand(0, 1);
@@ -346,6 +393,7 @@ int run_command_line(int argc, char** argv, RunMode mode) {
     stamp(empty, make_origin(placement.host, placement.launcher));
     OutputOptions error_output;
     if (json) error_output.format = Format::json;
+    if (nagios_requested(argc, argv)) error_output.format = Format::nagios;
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp&) {

@@ -187,6 +187,6 @@ void execute(const CheckRequest& q, CheckResults& results, Session& session) {
 
 constexpr CommandDefinition kCheckCommand{
     [] { return make_command(CommandFunctions<CheckOptions, CheckRequest, CheckResults>{add_options, check, execute, check_report}); },
-    check_schema, /*prometheus=*/true};
+    check_schema, /*prometheus=*/true, /*nagios=*/true};
 
 }  // namespace gpumem::cli

@@ -4,6 +4,9 @@
 // metrics.
 #include "check_report.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 #include "base/text.hpp"
 
 namespace gpumem::cli {
@@ -19,6 +22,7 @@ Cell index_cell(const DeviceIdentity& d) { return std::int64_t{d.cuda_index.valu
 
 std::vector<std::string_view> verdict_names() { return kVerdicts.name_list(); }
 std::vector<std::string_view> comparison_names() { return {">=", "<=", "=="}; }
+std::vector<std::string_view> remediation_names() { return kRemediations.name_list(); }
 
 const CheckKind& kind_of(const CheckLine& l) { return *l.check->kind; }
 
@@ -46,6 +50,9 @@ constexpr Column<CheckLine> kCheckColumns[] = {
      [](const CheckLine& l) -> Cell { return std::string(comparison_symbol(kind_of(l).comparison)); }, Shown::machine_only, false,
      nullptr, comparison_names},
     {{"seconds", "s", FieldKind::real, 3}, [](const CheckLine& l) -> Cell { return l.check->seconds; }},
+    {{"remediation", "remedy", FieldKind::text},
+     [](const CheckLine& l) -> Cell { return std::string(remediation_name(l.check->remediation)); }, Shown::always, false, nullptr,
+     remediation_names},
     {{"reason", "reason", FieldKind::text}, [](const CheckLine& l) -> Cell { return l.check->reason; }},
 };
 
@@ -74,6 +81,10 @@ constexpr Column<DeviceLine> kDeviceColumns[] = {
     {{"warned", "warn", FieldKind::integer}, [](const DeviceLine& l) -> Cell { return l.counts.warned; }},
     {{"failed", "fail", FieldKind::integer}, [](const DeviceLine& l) -> Cell { return l.counts.failed; }},
     {{"na", "n/a", FieldKind::integer}, [](const DeviceLine& l) -> Cell { return l.counts.na; }},
+    {{"unknown", "unknown", FieldKind::integer}, [](const DeviceLine& l) -> Cell { return l.counts.unknown; }},
+    {{"remediation", "remedy", FieldKind::text},
+     [](const DeviceLine& l) -> Cell { return std::string(remediation_name(l.counts.remediation)); }, Shown::always, false, nullptr,
+     remediation_names},
     {{"seconds", "s", FieldKind::real, 2}, [](const DeviceLine& l) -> Cell { return l.seconds; }},
 };
 
@@ -119,11 +130,20 @@ std::vector<MetricFamily> check_metrics(const std::vector<CheckLine>& lines) {
     MetricFamily threshold{"gpumem_check_threshold", "The threshold the value was judged against, in the unit of its unit label.",
                            MetricType::gauge, {}};
     MetricFamily seconds{"gpumem_check_duration_seconds", "How long the check took.", MetricType::gauge, {}};
+    MetricFamily remediation{"gpumem_check_remediation",
+                             "What a warned or failed check asks for: 1 on the current one of none, drain, reset-gpu, reboot "
+                             "and service.",
+                             MetricType::gauge, {}};
     for (const CheckLine& l : lines) {
         const DeviceIdentity& d = l.device->device;
         const CheckOutcome& c = *l.check;
         const Labels labels{{"gpu", std::to_string(d.cuda_index.value().ordinal())}, {"uuid", d.uuid}, {"name", d.name}, {"check", c.id}};
         if (c.verdict != Verdict::na) pass.samples.push_back({labels, c.verdict == Verdict::pass ? 1.0 : 0.0});
+        for (const Named<Remediation>& r : kRemediations) {
+            Labels with = labels;
+            with.emplace_back("remediation", std::string(r.name));
+            remediation.samples.push_back({with, r.value == c.remediation ? 1.0 : 0.0});
+        }
         for (const Named<Verdict>& v : kVerdicts) {
             Labels with = labels;
             with.emplace_back("verdict", std::string(v.name));
@@ -139,7 +159,109 @@ std::vector<MetricFamily> check_metrics(const std::vector<CheckLine>& lines) {
         if (c.threshold) threshold.samples.push_back(unit_labels(*c.threshold));
         seconds.samples.push_back({labels, c.seconds});
     }
-    return {pass, verdict, value, threshold, seconds};
+    return {pass, verdict, value, threshold, seconds, remediation};
+}
+
+// Each device's worst verdict and remediation: what an alert or a drain
+// rule reads without walking every check.
+std::vector<MetricFamily> device_metrics(const std::vector<CheckDeviceResult>& devices) {
+    MetricFamily verdict{"gpumem_check_device_verdict", "The device's worst verdict: 1 on the current one of pass, warn, fail, n/a and unknown.",
+                         MetricType::gauge, {}};
+    MetricFamily remediation{"gpumem_check_device_remediation",
+                             "The worst remediation the device's checks ask for: 1 on the current one of none, drain, reset-gpu, "
+                             "reboot and service.",
+                             MetricType::gauge, {}};
+    for (const CheckDeviceResult& d : devices) {
+        const VerdictCounts counts = count_verdicts(d.checks);
+        const Labels labels{{"gpu", std::to_string(d.device.cuda_index.value().ordinal())}, {"uuid", d.device.uuid}, {"name", d.device.name}};
+        for (const Named<Verdict>& v : kVerdicts) {
+            Labels with = labels;
+            with.emplace_back("verdict", std::string(v.name));
+            verdict.samples.push_back({with, v.value == counts.worst ? 1.0 : 0.0});
+        }
+        for (const Named<Remediation>& r : kRemediations) {
+            Labels with = labels;
+            with.emplace_back("remediation", std::string(r.name));
+            remediation.samples.push_back({with, r.value == counts.remediation ? 1.0 : 0.0});
+        }
+    }
+    return {verdict, remediation};
+}
+
+// ---------------------------------------------------------------------------
+// Nagios
+
+// A figure as performance data writes it: whole for bytes, counts, lanes
+// and MHz, else at most three decimals.
+std::string perf_number(const CheckKind& kind, double v) {
+    const bool whole = kind.unit == "bytes" || kind.unit == "count" || kind.unit == "bool" || kind.unit == "lanes" || kind.unit == "MHz";
+    return whole ? format_decimal(std::round(v), 0) : format_decimal(v, 3);
+}
+
+// A performance datum's range (Nagios plugin guidelines): "T:" alerts below
+// T, "T" outside 0..T, "T:T" anything but T.
+std::string nagios_range(const CheckKind& kind, double threshold) {
+    std::string t = perf_number(kind, threshold);
+    switch (kind.comparison) {
+        case Comparison::at_least: return t + ":";
+        case Comparison::at_most: return t;
+        case Comparison::equal: return t + ":" + t;
+    }
+    return t;
+}
+
+// 'gpu0 copy.h2d'=55.3;;47.3:;0; in the check's unit (bytes as B, seconds
+// as s, other units in the label since Nagios knows no GB/s).
+std::string perf_datum(const DeviceIdentity& d, const CheckOutcome& c) {
+    const CheckKind& kind = *c.kind;
+    std::string label = "gpu" + std::to_string(d.cuda_index.value().ordinal()) + " " + c.id;
+    std::string uom;
+    if (kind.unit == "bytes") uom = "B";
+    else if (kind.unit == "s") uom = "s";
+    else if (kind.unit != "count" && kind.unit != "bool") label += " " + std::string(kind.unit);
+    const std::string value = perf_number(kind, *c.value);
+    std::string warn, crit;
+    if (c.threshold) (kind.beyond == Verdict::warn ? warn : crit) = nagios_range(kind, *c.threshold);
+    return "'" + label + "'=" + value + uom + ";" + warn + ";" + crit + ";0;";
+}
+
+Report::Nagios check_nagios(const CheckRequest& q, const CheckResults& results) {
+    std::size_t checks = 0;
+    std::vector<std::string> worst_lines, perf;
+    Verdict worst = Verdict::na;
+    for (const CheckDeviceResult& d : results.devices) worst = worse(worst, count_verdicts(d.checks).worst);
+    for (const CheckDeviceResult& d : results.devices)
+        for (const CheckOutcome& c : d.checks) {
+            ++checks;
+            if (c.value) perf.push_back(perf_datum(d.device, c));
+            if (c.verdict == worst && (worst == Verdict::fail || worst == Verdict::warn || worst == Verdict::unknown)) {
+                std::string line = "GPU " + to_string(d.device.cuda_index.value()) + " " + c.id + ": " + c.reason;
+                if (c.remediation != Remediation::none) line += " [" + std::string(remediation_name(c.remediation)) + "]";
+                worst_lines.push_back(line);
+            }
+        }
+    int status = 0;
+    std::string word = "OK";
+    if (worst == Verdict::fail) status = 2, word = "CRITICAL";
+    else if (worst == Verdict::unknown) status = 3, word = "UNKNOWN";
+    else if (worst == Verdict::warn) status = 1, word = "WARNING";
+    std::string summary;
+    if (worst_lines.empty()) {
+        summary = std::to_string(checks) + " checks on " + std::to_string(results.devices.size()) + " GPU(s): none warned or failed";
+    } else {
+        summary = std::to_string(worst_lines.size()) + " " + std::string(verdict_name(worst)) + ": ";
+        std::vector<std::string> shown(worst_lines.begin(), worst_lines.begin() + std::min<std::size_t>(3, worst_lines.size()));
+        if (worst_lines.size() > shown.size()) shown.emplace_back("...");
+        summary += join(shown, "; ");
+    }
+    summary += " (level " + std::string(kCheckLevels.name_of(q.settings.level)) + (q.settings.strict ? ", --strict" : "") + ", " +
+               format_decimal(results.seconds, 2) + " s)";
+    // The status line holds no '|' but the one before the performance data.
+    for (char& ch : summary)
+        if (ch == '|') ch = '/';
+    std::string text = "GPUMEM " + word + " - " + one_line(summary);
+    if (!perf.empty()) text += " | " + join(perf, " ");
+    return {status, text};
 }
 
 std::string device_name(const DeviceIdentity& d) { return "GPU " + to_string(d.cuda_index.value()) + " (" + d.uuid + ")"; }
@@ -162,7 +284,11 @@ Report check_report(const CheckRequest& q, const CheckResults& results, const Ou
     r.text_after.push_back("verdict: " + std::string(verdict_name(run_verdict(results))) + " (level " +
                            std::string(kCheckLevels.name_of(q.settings.level)) + (q.settings.strict ? ", --strict" : "") + ", " +
                            format_decimal(results.seconds, 2) + " s)");
-    if (output.format == Format::prometheus) r.metrics = check_metrics(lines);
+    if (output.format == Format::prometheus) {
+        r.metrics = check_metrics(lines);
+        for (MetricFamily& f : device_metrics(results.devices)) r.metrics.push_back(std::move(f));
+    }
+    if (output.format == Format::nagios) r.nagios = check_nagios(q, results);
     return r;
 }
 
@@ -220,7 +346,8 @@ NameListView check_list() {
             const CheckKind& k = row.value;
             std::string rule(k.unit);
             rule += k.rule == ThresholdRule::none ? std::string(": ") : " " + std::string(comparison_symbol(k.comparison)) + " ";
-            t.push_back(std::string(row.help) + " [" + std::string(levels_text(k.level)) + "; " + rule + std::string(k.threshold) + "]");
+            t.push_back(std::string(row.help) + " [" + std::string(levels_text(k.level)) + "; " + rule + std::string(k.threshold) +
+                        "; remediation " + std::string(remediation_name(k.remediation)) + "; source: " + std::string(k.source) + "]");
         }
         return t;
     }();
@@ -228,6 +355,23 @@ NameListView check_list() {
     std::size_t i = 0;
     for (const Named<CheckKind>& row : kChecks) view.rows.emplace_back(row.name, texts[i++]);
     return view;
+}
+
+Table check_list_table() {
+    Table table;
+    table.key = "names";
+    // name and description first, as every list has them (completions read those two).
+    table.fields = {{"name", "name", FieldKind::text},           {"description", "description", FieldKind::text},
+                    {"levels", "levels", FieldKind::text},       {"threshold", "default threshold", FieldKind::text},
+                    {"remediation", "remediation", FieldKind::text}, {"source", "source", FieldKind::text}};
+    for (const Named<CheckKind>& row : kChecks) {
+        const CheckKind& k = row.value;
+        std::string rule(k.unit);
+        rule += k.rule == ThresholdRule::none ? std::string(": ") : " " + std::string(comparison_symbol(k.comparison)) + " ";
+        table.add_row({std::string(row.name), std::string(row.help), std::string(levels_text(k.level)), rule + std::string(k.threshold),
+                       std::string(remediation_name(k.remediation)), std::string(k.source)});
+    }
+    return table;
 }
 
 NameListView check_level_list() { return view_of(kCheckLevels); }

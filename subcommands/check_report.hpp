@@ -43,6 +43,9 @@ std::vector<std::string> check_failure_lines(const CheckResults& results);
 std::string check_failure_summary(const CheckResults& results);
 
 NameListView check_list();
+// gpumem --list checks: a row per check with its levels, default
+// threshold, remediation, source of truth and description.
+Table check_list_table();
 NameListView check_level_list();
 NameListView xid_list();
 

@@ -106,6 +106,8 @@ struct CommandDefinition {
     DocumentSchema (*schema)();  // the JSON document's keys, for --schema
     // report() fills Report::metrics: the command takes --format prometheus.
     bool prometheus = false;
+    // report() fills Report::nagios: the command takes --format nagios.
+    bool nagios = false;
 };
 
 struct CommandEntry {

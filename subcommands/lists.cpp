@@ -35,6 +35,8 @@ const std::vector<ListEntry>& name_lists() {
         {"checks", "check --threshold", check_list},
         {"levels", "check --level", check_level_list},
         {"xids", "check (xid.events)", xid_list},
+        {"verdicts", "check's verdicts", [] { return view_of(kVerdicts); }},
+        {"remediations", "check's remediations", [] { return view_of(kRemediations); }},
         {"strategies", "reuse-sim --strategy", [] { return view_of(reuse_sim::kStrategies); }},
         {"workloads", "reuse-sim --workload", [] { return view_of(reuse_sim::kWorkloads); }},
         {"trace-formats", "reuse-sim --trace-format", [] { return view_of(reuse_sim::kTraceFormats); }},
@@ -53,6 +55,11 @@ Report list_report(std::string_view name) {
         for (const ListEntry& e : name_lists())
             table.add_row({std::string(e.name), std::string(e.view().what), std::string(e.used_by)});
         report.tables.push_back(std::move(table));
+        return report;
+    }
+    // Every check with its levels, default threshold, remediation and source.
+    if (name == "checks") {
+        report.tables.push_back(check_list_table());
         return report;
     }
     for (const ListEntry& e : name_lists()) {

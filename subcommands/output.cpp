@@ -4,6 +4,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "base/text.hpp"
 #include "terminal.hpp"
 #include "version.hpp"
 
@@ -118,6 +119,8 @@ constexpr Named<Format> kFormatRows[] = {
     {"csv", Format::csv, "CSV with a header line, units in the headers"},
     {"value", Format::value, "bare tab-separated values of the first table, for shell variables"},
     {"prometheus", Format::prometheus, "Prometheus text exposition, for node_exporter's textfile collector (info, check)"},
+    {"nagios", Format::nagios,
+     "a Nagios plugin's status line with performance data, exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (check)"},
 };
 const NameTable<Format> kFormats{"format", kFormatRows};
 
@@ -209,6 +212,17 @@ Json report_to_json(const Report& report) {
     return doc;
 }
 
+namespace {
+
+// A Nagios plugin's output: its status line, ended by a newline.
+std::string nagios_text(const Report& report) {
+    if (!report.nagios) return "";
+    const std::string& text = report.nagios->text;
+    return text.empty() || text.back() != '\n' ? text + "\n" : text;
+}
+
+}  // namespace
+
 std::string render(const Report& report, const OutputOptions& options) {
     std::ostringstream out;
     switch (options.format) {
@@ -234,10 +248,8 @@ std::string render(const Report& report, const OutputOptions& options) {
             }
             break;
         }
-        case Format::prometheus: {
-            out << render_prometheus(report, 0);
-            break;
-        }
+        case Format::prometheus: out << render_prometheus(report, 0); break;
+        case Format::nagios: out << nagios_text(report); break;
         case Format::value: {
             // Bare values of the first table, tab-separated, one row per line.
             if (report.tables.empty()) break;
@@ -289,6 +301,14 @@ std::string render(const Report& report, const OutputOptions& options) {
         }
     }
     return out.str();
+}
+
+int nagios_error_status(const Report& report) noexcept { return report.nagios ? report.nagios->status : 3; }
+
+std::string render_nagios_error(const Report& report, const Error& error) {
+    if (report.nagios) return render(report, OutputOptions{Format::nagios});
+    const std::string what = error.status() == ExitStatus::usage_error ? "usage error: " : "";
+    return "GPUMEM UNKNOWN - " + what + one_line(error.what()) + "\n";
 }
 
 std::string render_json_error(const Report& report, const Error& error, const OutputOptions& options) {

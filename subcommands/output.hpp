@@ -27,7 +27,7 @@ namespace gpumem::cli {
 // JSON documents keep keys in the order they were set.
 using Json = nlohmann::ordered_json;
 
-enum class Format { table, json, csv, value, prometheus };
+enum class Format { table, json, csv, value, prometheus, nagios };
 extern const NameTable<Format> kFormats;
 
 struct OutputOptions {
@@ -105,6 +105,14 @@ struct Report {
     std::vector<MetricFamily> metrics;
     // The origin as labels for every sample; the runner fills it with origin.
     std::vector<std::pair<std::string, std::string>> metric_labels;
+    // --format nagios (commands that offer it only): the plugin's output
+    // (one status line with performance data) and its exit status, 0 OK,
+    // 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
+    struct Nagios {
+        int status = 3;
+        std::string text;
+    };
+    std::optional<Nagios> nagios;
 
     bool has_rows() const noexcept;
 };
@@ -245,6 +253,12 @@ const FieldSchemaSet& origin_schema();
 // Rendering
 
 std::string render(const Report& report, const OutputOptions& options);
+// --format nagios for an error: "GPUMEM UNKNOWN - message" (a Nagios
+// plugin that could not do its work: usage errors included, as the plugin
+// guidelines ask), or the report's own status where it has one (a check
+// that failed is CRITICAL).
+std::string render_nagios_error(const Report& report, const Error& error);
+int nagios_error_status(const Report& report) noexcept;
 // The report's metrics in the text exposition format, with gpumem_run_success
 // (1, or 0 on failure) and gpumem_run_exit_status, so that a textfile
 // collector's file says that the run failed as well as what it measured.

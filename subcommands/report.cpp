@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "base/errors.hpp"
+#include "output.hpp"
 #include "commands.hpp"
 #include "report.hpp"
 
@@ -15,6 +16,7 @@ struct ReportOptionsCli {
     std::vector<std::string> inputs;
     double outlier_fraction = 0.10;
     bool strict = false;
+    bool drain_list = false;
 };
 
 void add_options(CLI::App& sub, ReportOptionsCli& o) {
@@ -27,7 +29,9 @@ void add_options(CLI::App& sub, ReportOptionsCli& o) {
                     0.0, 1.0)
         ->capture_default_str()
         ->default_str("0.1");
-    sub.add_flag("--strict", o.strict, "A warned check counts as failed (as check --strict does)");
+    sub.add_flag("--strict", o.strict, "A warned check, or one that could not run, counts as failed (as check --strict does)");
+    sub.add_flag("--drain-list", o.drain_list,
+                 "Print only the nodes to drain, one 'HOST<TAB>REMEDIATION: reason' line each (with --json: a \"drain\" array)");
 }
 
 ReportRequest check(const ReportOptionsCli& o, const Globals& globals) {
@@ -37,10 +41,10 @@ ReportRequest check(const ReportOptionsCli& o, const Globals& globals) {
         throw UsageError("--outlier-fraction must be above 0 and below 1 (0.1: 10% below the median)");
     for (const std::string& input : o.inputs)
         if (input.empty()) throw UsageError("an empty input name (give FILE, a PATTERN or -)");
-    return {o.inputs, {o.outlier_fraction, o.strict}};
+    return {o.inputs, {o.outlier_fraction, o.strict}, o.drain_list};
 }
 
-void execute(const ReportRequest& q, ReportResults& results, Session&) {
+void execute(const ReportRequest& q, ReportResults& results, Session& session) {
     // Waiting on a terminal for documents nobody will type would look hung.
     if (q.inputs.empty() && isatty(STDIN_FILENO) == 1)
         throw UsageError("no input: name FILEs or PATTERNs, or pipe documents to stdin");
@@ -48,6 +52,11 @@ void execute(const ReportRequest& q, ReportResults& results, Session&) {
     results.options = q.options;
     results.fleet = fleet::merge_fleet(documents, q.options);
     results.merged = true;
+    const Format format = session.output().format;
+    if (q.drain_list && (format == Format::table || format == Format::value)) {
+        session.write(drain_list_text(results.fleet));
+        session.final_document_written();
+    }
     if (results.fleet.failed()) throw CheckFailedError(fleet_failure_summary(results.fleet));
 }
 

@@ -13,6 +13,7 @@ namespace gpumem::cli {
 struct ReportRequest {
     std::vector<std::string> inputs;  // FILE, PATTERN or -; none: stdin
     fleet::ReportOptions options;
+    bool drain_list = false;  // --drain-list: only the nodes to drain
 };
 
 struct ReportResults {
@@ -23,6 +24,8 @@ struct ReportResults {
 
 Report fleet_report(const ReportRequest& request, const ReportResults& results, const OutputOptions& output);
 DocumentSchema report_schema();
+// --drain-list in table and value formats: "host\treason\n" per node to drain.
+std::string drain_list_text(const fleet::Fleet& fleet);
 // One line for stderr: what failed, counted.
 std::string fleet_failure_summary(const fleet::Fleet& fleet);
 

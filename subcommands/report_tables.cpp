@@ -23,12 +23,15 @@ Cell count_cell(const std::optional<std::uint64_t>& v) { return optional_cell(v)
 Cell size_cell(std::size_t n) { return std::uint64_t{n}; }
 std::vector<std::string_view> verdict_names() { return fleet::kVerdicts.name_list(); }
 std::vector<std::string_view> status_names() { return fleet::kRowStatuses.name_list(); }
+std::vector<std::string_view> remediation_names() { return fleet::kRemediations.name_list(); }
+using fleet::NodeRow;
 
 // The table's one column of what is wrong with a row.
 std::string problems_text(const GpuRow& r) {
     std::vector<std::string> parts;
     if (!r.error_codes.empty()) parts.push_back("error: " + join(r.error_codes));
     if (!r.failed_checks.empty()) parts.push_back("failed: " + join(r.failed_checks));
+    if (!r.unknown_checks.empty()) parts.push_back("could not run: " + join(r.unknown_checks));
     if (!r.outliers.empty()) parts.push_back("outlier: " + join(r.outliers));
     if (!r.warned_checks.empty()) parts.push_back("warned: " + join(r.warned_checks));
     return join(parts, "; ");
@@ -48,17 +51,47 @@ constexpr Column<GpuRow> kGpuColumns[] = {
     {{"verdict", "check", FieldKind::text},
      [](const GpuRow& r) -> Cell { return r.verdict ? Cell(std::string(fleet::kVerdicts.name_of(*r.verdict))) : Cell(); },
      Shown::always, false, nullptr, verdict_names},
+    {{"remediation", "remedy", FieldKind::text},
+     [](const GpuRow& r) -> Cell { return std::string(fleet::kRemediations.name_of(r.remediation)); }, Shown::always, false, nullptr,
+     remediation_names},
     {{"free", "free", FieldKind::bytes}, [](const GpuRow& r) { return count_cell(r.free); }},
     {{"total", "total", FieldKind::bytes}, [](const GpuRow& r) { return count_cell(r.total); }},
     {{"problems", "problems", FieldKind::text}, [](const GpuRow& r) -> Cell { return problems_text(r); }, Shown::table_only},
     {{"failed_checks", "", FieldKind::list}, [](const GpuRow& r) -> Cell { return r.failed_checks; }, Shown::machine_only},
     {{"warned_checks", "", FieldKind::list}, [](const GpuRow& r) -> Cell { return r.warned_checks; }, Shown::machine_only},
+    {{"unknown_checks", "", FieldKind::list}, [](const GpuRow& r) -> Cell { return r.unknown_checks; }, Shown::machine_only},
     {{"outliers", "", FieldKind::list}, [](const GpuRow& r) -> Cell { return r.outliers; }, Shown::machine_only},
     {{"error_codes", "", FieldKind::list}, [](const GpuRow& r) -> Cell { return r.error_codes; }, Shown::machine_only},
     {{"errors", "", FieldKind::list}, [](const GpuRow& r) -> Cell { return r.errors; }, Shown::machine_only},
     {{"commands", "", FieldKind::list}, [](const GpuRow& r) -> Cell { return r.commands; }, Shown::machine_only},
     {{"sources", "", FieldKind::list}, [](const GpuRow& r) -> Cell { return r.sources; }, Shown::machine_only},
 };
+
+constexpr Column<NodeRow> kNodeColumns[] = {
+    {{"host", "host", FieldKind::text}, [](const NodeRow& n) -> Cell { return n.host.empty() ? Cell() : Cell(n.host); }},
+    {{"rows", "GPUs", FieldKind::integer}, [](const NodeRow& n) { return size_cell(n.gpus); }},
+    {{"status", "status", FieldKind::text},
+     [](const NodeRow& n) -> Cell { return std::string(fleet::kRowStatuses.name_of(n.status)); }, Shown::always, false, nullptr,
+     status_names},
+    {{"remediation", "remedy", FieldKind::text},
+     [](const NodeRow& n) -> Cell { return std::string(fleet::kRemediations.name_of(n.remediation)); }, Shown::always, false, nullptr,
+     remediation_names},
+    {{"drain", "drain", FieldKind::boolean}, [](const NodeRow& n) -> Cell { return n.drain; }},
+    {{"reason", "reason", FieldKind::text}, [](const NodeRow& n) -> Cell { return n.reason.empty() ? Cell() : Cell(n.reason); }},
+};
+
+// The drain list: a node to drain per row, for scripts.
+constexpr Column<NodeRow> kDrainColumns[] = {
+    {{"host", "host", FieldKind::text}, [](const NodeRow& n) -> Cell { return n.host.empty() ? Cell() : Cell(n.host); }},
+    {{"reason", "reason", FieldKind::text}, [](const NodeRow& n) -> Cell { return n.reason; }},
+};
+
+std::vector<NodeRow> drained(const fleet::Fleet& f) {
+    std::vector<NodeRow> out;
+    for (const NodeRow& n : f.nodes)
+        if (n.drain) out.push_back(n);
+    return out;
+}
 
 // A figure row with its GPU's row, for the columns that name the GPU.
 struct FigureView {
@@ -89,6 +122,7 @@ constexpr Column<ModelSummary> kModelColumns[] = {
     {{"passed", "passed", FieldKind::integer}, [](const ModelSummary& m) { return size_cell(m.passed); }},
     {{"warned", "warned", FieldKind::integer}, [](const ModelSummary& m) { return size_cell(m.warned); }},
     {{"failed", "failed", FieldKind::integer}, [](const ModelSummary& m) { return size_cell(m.failed); }},
+    {{"unknown", "unknown", FieldKind::integer}, [](const ModelSummary& m) { return size_cell(m.unknown); }},
     {{"outliers", "outliers", FieldKind::integer}, [](const ModelSummary& m) { return size_cell(m.outliers); }},
     {{"errors", "errors", FieldKind::integer}, [](const ModelSummary& m) { return size_cell(m.errors); }},
 };
@@ -176,13 +210,27 @@ std::string fleet_failure_summary(const fleet::Fleet& f) {
     return text;
 }
 
-Report fleet_report(const ReportRequest&, const ReportResults& results, const OutputOptions& output) {
+std::string drain_list_text(const fleet::Fleet& f) {
+    std::string text;
+    for (const NodeRow& n : drained(f)) text += (n.host.empty() ? "-" : n.host) + "\t" + one_line(n.reason) + "\n";
+    return text;
+}
+
+Report fleet_report(const ReportRequest& request, const ReportResults& results, const OutputOptions& output) {
     Report r;
     r.command = "report";
     if (!results.merged) return r;  // bad input: no part of a fleet is reported
     const fleet::Fleet& f = results.fleet;
     const bool table = output.format == Format::table;
+    if (request.drain_list) {
+        // Only the nodes to drain; table and value formats are written by
+        // execute as host<TAB>reason lines (drain_list_text).
+        if (table || output.format == Format::value) return r;
+        r.tables.push_back(make_table("drain", Columns<NodeRow>(kDrainColumns), drained(f), output.format));
+        return r;
+    }
     r.tables.push_back(make_table("gpus", Columns<GpuRow>(kGpuColumns), f.rows, output.format));
+    r.tables.push_back(make_table("nodes", Columns<NodeRow>(kNodeColumns), f.nodes, output.format));
     const std::vector<FigureView> outliers = figure_views(f, true);
     if (!table || !outliers.empty()) r.tables.push_back(make_table("outliers", Columns<FigureView>(kFigureColumns), outliers, output.format));
     if (!table) r.tables.push_back(make_table("figures", Columns<FigureView>(kFigureColumns), figure_views(f, false), output.format));
@@ -198,6 +246,8 @@ Report fleet_report(const ReportRequest&, const ReportResults& results, const Ou
 DocumentSchema report_schema() {
     return {"report",
             {{"gpus", Columns<GpuRow>(kGpuColumns).schema()},
+             {"nodes", Columns<NodeRow>(kNodeColumns).schema()},
+             {"drain", Columns<NodeRow>(kDrainColumns).schema()},
              {"outliers", Columns<FigureView>(kFigureColumns).schema()},
              {"figures", Columns<FigureView>(kFigureColumns).schema()},
              {"models", Columns<ModelSummary>(kModelColumns).schema()},

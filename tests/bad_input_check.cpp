@@ -102,6 +102,21 @@ std::vector<BadCase> check_cases(const Scratch& s) {
         {{"check", "-d", "0,,1"}},
         {{"check", "standard"}},
         {{"check", "--strict", "--format", "value", "--json"}},
+        // Sizes follow one rule everywhere: no fraction of a byte.
+        {{"check", "--threshold", "alloc.max=3.5B"}, {2}, true},
+        {{"check", "--threshold", "nvml.memory.in_use=0.1KiB"}},
+        {{"check", "--threshold", "nvml.memory.in_use=-1GiB"}},
+        {{"check", "--threshold", "nvml.memory.in_use=banana"}},
+        // --format nagios: a usage error is UNKNOWN (3) with its status line,
+        // as the Nagios plugin guidelines ask; 2 would read as CRITICAL.
+        {{"--format", "nagios", "check", "--level", "fast"}, {3}},
+        {{"--format=nagios", "check", "--threshold", "copy.h2d=-1"}, {3}},
+        {{"--format", "nagios", "check", "--threshold", "alloc.max=3.5B"}, {3}},
+        {{"--format", "nagios", "check", "--bogus"}, {3}},
+        {{"--format", "nagios", "info"}, {3}},   // offered by check only
+        {{"--format", "nagios", "report"}, {3}},
+        {{"--format", "nagios", "--list", "checks"}, {3}},
+        {{"--format", "nagios", "--json", "check"}},  // contradicting formats: a plain usage error
     };
 }
 

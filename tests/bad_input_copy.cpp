@@ -11,6 +11,9 @@ std::vector<BadCase> copy_cases(const Scratch& s) {
         {{"copy", "h2d", "d2h"}},
         {{"copy", "h2d", "-s", "0"}, {2}, true},
         {{"copy", "h2d", "-s", "-1MiB"}},
+        {{"copy", "h2d", "-s", "3.5B"}, {2}, true},
+        {{"copy", "h2d", "-s", "50%"}},  // a copy's size is bytes, never a percentage
+        {{"copy", "h2d", "--sizes", "1KiB..1.5B"}},
         {{"copy", "h2d", "-s", "huge"}},
         {{"copy", "h2d", "-s", "99999999999999999999"}},
         {{"copy", "h2d", "-s", "1GiB", "--sizes", "4KiB:1MiB:x2"}},

@@ -75,6 +75,7 @@ std::vector<BadCase> reuse_sim_cases(const Scratch& s) {
         {{"reuse-sim", "--capacity", "lots"}},
         {{"reuse-sim", "--capacity", "0"}},
         {{"reuse-sim", "--capacity", "-1GiB"}},
+        {{"reuse-sim", "--capacity", "0.1KiB"}},
         {{"reuse-sim", "--growth", "x3"}},
         {{"reuse-sim", "--ring-buffers", "0"}},
         {{"reuse-sim", "--bins", "banana"}},

@@ -79,7 +79,9 @@ TEST_CASE("alloc totals: percentages round down to 2 MiB, sizes to whole words")
     CHECK(t % (2ULL << 20) == 0);
     CHECK(t <= free * 95 / 100);
     CHECK(t + (2ULL << 20) > free * 95 / 100);
-    CHECK(resolve_total(parse_size_spec("200%", {false, true}), free) > free);
+    CHECK(resolve_total(parse_size_spec("100%", {false, true}), free) <= free);
+    // Above 100% of the free memory is never there: a usage error (one size rule).
+    CHECK_THROWS_AS(parse_size_spec("200%", {false, true}), gpumem::UsageError);
     CHECK(resolve_total(parse_size_spec("1001", {false, true}), free) == 1000);
     CHECK(resolve_total(parse_size_spec("1GiB", {false, true}), free) == 1ULL << 30);
 }

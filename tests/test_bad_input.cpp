@@ -56,6 +56,19 @@ bool prometheus_alone(const Args& args) {
     return prometheus && formats == 1;
 }
 
+// The only format asked for is nagios: a plugin's UNKNOWN line comes instead
+// of a usage error's 2, which Nagios would read as CRITICAL.
+bool nagios_alone(const Args& args) {
+    int formats = 0;
+    bool nagios = false;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        if (a == "--json" || a == "--csv" || a.rfind("--format", 0) == 0) ++formats;
+        if (a == "--format=nagios" || (a == "--format" && i + 1 < args.size() && args[i + 1] == "nagios")) nagios = true;
+    }
+    return nagios && formats == 1;
+}
+
 // A failure's exposition: its last sample is gpumem_run_exit_status, `status`.
 bool exposition_of_status(const std::string& out, int status) {
     const std::size_t last = out.rfind('\n', out.size() - 2);
@@ -95,6 +108,7 @@ TEST_CASE("bad input: documented status, one stderr line, nothing on stdout") {
         // --format prometheus alone: nothing, or the failure's exposition
         // (a textfile collector's file then says the run failed, and why).
         if (prometheus_alone(c.args)) CHECK((r.out.empty() || exposition_of_status(r.out, r.status)));
+        else if (nagios_alone(c.args)) CHECK((r.out.rfind("GPUMEM UNKNOWN - ", 0) == 0 && r.out.find('\n') == r.out.size() - 1));
         else if (!has_json || other_format) CHECK(r.out.empty());
         if (!c.json) continue;
         ++json_cases;

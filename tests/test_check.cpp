@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -81,6 +82,13 @@ CheckDeviceFigures healthy(int cuda) {
     f.pcie = NvmlPcieLink{1, 16, 5, 16};  // an idle link at Gen1
     f.peak_bps = 4.8e12;
     f.processes_known = true;
+    NvmlMemory m;
+    m.total = 150754820096;  // 140.4 GiB
+    m.reserved = 570425344;  // 544 MiB
+    m.used = 0;
+    m.free = m.total - m.reserved;
+    m.has_reserved = true;
+    f.memory = m;
     f.seconds = 0.016;
     return f;
 }
@@ -96,10 +104,20 @@ const CheckOutcome& find(const std::vector<CheckOutcome>& checks, const std::str
 
 TEST_CASE("check table: levels, verdicts, every check's row") {
     CHECK(kCheckLevels.parse("long") == CheckLevel::deep);
-    CHECK(kVerdicts.name_list() == std::vector<std::string_view>{"pass", "warn", "fail", "n/a"});
+    CHECK(kVerdicts.name_list() == std::vector<std::string_view>{"pass", "warn", "fail", "n/a", "unknown"});
     CHECK(worst_of({Verdict::na, Verdict::pass}) == Verdict::pass);
     CHECK(worst_of({Verdict::pass, Verdict::warn, Verdict::na}) == Verdict::warn);
     CHECK(worst_of({Verdict::fail, Verdict::warn}) == Verdict::fail);
+    // A check that could not run is worse than a warning and better than a
+    // failure (Nagios' CRITICAL > UNKNOWN > WARNING > OK).
+    CHECK(worst_of({Verdict::pass, Verdict::unknown, Verdict::warn}) == Verdict::unknown);
+    CHECK(worst_of({Verdict::unknown, Verdict::fail}) == Verdict::fail);
+    CHECK(worst_of({Verdict::na, Verdict::unknown}) == Verdict::unknown);
+    CHECK(kRemediations.name_list() == std::vector<std::string_view>{"none", "drain", "reset-gpu", "reboot", "service"});
+    CHECK(worse_remediation(Remediation::drain, Remediation::reboot) == Remediation::reboot);
+    CHECK(worse_remediation(Remediation::service, Remediation::none) == Remediation::service);
+    CHECK(worse_remediation(Remediation::none, Remediation::none) == Remediation::none);
+    for (const Named<Remediation>& row : kRemediations) CHECK(!row.help.empty());
     CHECK(worst_of({Verdict::na, Verdict::na}) == Verdict::na);
     CHECK(worst_of({}) == Verdict::na);
     for (const Named<CheckKind>& row : kChecks) {
@@ -107,6 +125,7 @@ TEST_CASE("check table: levels, verdicts, every check's row") {
         CHECK(!row.value.unit.empty());
         CHECK(!row.value.threshold.empty());
         CHECK((row.value.beyond == Verdict::fail || row.value.beyond == Verdict::warn));
+        CHECK(!row.value.source.empty());
         CHECK(runs_at(row.value, CheckLevel::deep));
         // The NVML checks are quick's; everything else needs a context.
         const std::string_view name(row.name);
@@ -254,7 +273,27 @@ TEST_CASE("check verdicts: comparisons, the warning band, n/a, --strict") {
     const CheckOutcome broken = failed_check("memset.bandwidth", "CUDA error\non two lines");
     CHECK(broken.verdict == Verdict::fail);
     CHECK(broken.reason == "CUDA error on two lines");
-    CHECK(failed_check("cuda.context", "slow").verdict == Verdict::warn);  // its failing verdict is warn
+    // Work that could not be done fails, whatever the row's verdict beyond
+    // its threshold: no context is no GPU for the next job.
+    CHECK(failed_check("cuda.context", "no context").verdict == Verdict::fail);
+    CHECK(failed_check("cuda.context", "no context").remediation == Remediation::reset_gpu);
+    CHECK(broken.remediation == Remediation::drain);
+    // Remediations come from the row on warn and fail only.
+    CHECK(fail.remediation == Remediation::drain);
+    CHECK(edge.remediation == Remediation::drain);
+    CHECK(pass.remediation == Remediation::none);
+    CHECK(judged("fill.verify", 3.0, Threshold{0, "default"}).remediation == Remediation::service);
+    CHECK(not_applicable("copy.h2d", "x").remediation == Remediation::none);
+    const CheckOutcome unknown = unknown_check("nvml.remapped_rows.pending", "nvmlDeviceGetRemappedRows failed:\nNo permission");
+    CHECK(unknown.verdict == Verdict::unknown);
+    CHECK(unknown.reason == "nvmlDeviceGetRemappedRows failed: No permission");
+    CHECK(unknown.remediation == Remediation::none);
+    CheckOutcome strict_unknown = unknown;
+    apply_strict(strict_unknown, false);
+    CHECK(strict_unknown.verdict == Verdict::unknown);
+    apply_strict(strict_unknown, true);
+    CHECK(strict_unknown.verdict == Verdict::fail);
+    CHECK(strict_unknown.reason.find("could not run: a failure under --strict") != std::string::npos);
 
     CheckOutcome strict_edge = edge;
     apply_strict(strict_edge, false);
@@ -266,12 +305,17 @@ TEST_CASE("check verdicts: comparisons, the warning band, n/a, --strict") {
     apply_strict(strict_pass, true);
     CHECK(strict_pass.verdict == Verdict::pass);
 
-    const VerdictCounts counts = count_verdicts({pass, edge, fail, not_applicable("copy.d2h", "x")});
+    const VerdictCounts counts = count_verdicts({pass, edge, fail, not_applicable("copy.d2h", "x"), unknown});
     CHECK(counts.passed == 1);
     CHECK(counts.warned == 1);
     CHECK(counts.failed == 1);
     CHECK(counts.na == 1);
+    CHECK(counts.unknown == 1);
     CHECK(counts.worst == Verdict::fail);
+    CHECK(counts.remediation == Remediation::drain);
+    const VerdictCounts unsure = count_verdicts({pass, edge, unknown});
+    CHECK(unsure.worst == Verdict::unknown);
+    CHECK(count_verdicts({pass, judged("fill.verify", 1.0, Threshold{0, "default"})}).remediation == Remediation::service);
 }
 
 TEST_CASE("check NVML health: synthetic figures judged") {
@@ -286,7 +330,8 @@ TEST_CASE("check NVML health: synthetic figures judged") {
         CHECK(c.verdict == (c.id.rfind("nvml.retired_pages", 0) == 0 ? Verdict::na : Verdict::pass));
     }
     CHECK(find(ok, "nvml.pcie.link").reason.find("Gen1 now, Gen5 at most") != std::string::npos);
-    CHECK(find(ok, "nvml.clock_event_reasons").reason.find("gpu_idle") != std::string::npos);
+    CHECK(find(ok, "nvml.clock_event_reasons").reason.find("normal: gpu_idle") != std::string::npos);
+    CHECK(find(ok, "nvml.memory.in_use").reason.find("544 MiB reserved by the driver, not counted") != std::string::npos);
 
     CheckDeviceFigures sick = healthy(1);
     sick.health->ecc_uncorrected_volatile = 2;
@@ -296,7 +341,9 @@ TEST_CASE("check NVML health: synthetic figures judged") {
     sick.pcie->current_width = 8;
     sick.health->memory_clock_mhz = 1593;
     sick.health->clock_event_reasons = 0x8 | 0x40;  // hw_slowdown, hw_thermal_slowdown
-    sick.other_processes = {"pid 7 python (10 GiB)"};
+    sick.others = {NvmlProcess{7, "python", 10ULL << 30}};
+    sick.memory->used = 10ULL << 30;
+    sick.memory->free -= sick.memory->used;
     const std::vector<CheckOutcome> s = nvml_checks(sick, {});
     CHECK(find(s, "nvml.ecc.uncorrected.volatile").verdict == Verdict::fail);
     CHECK(find(s, "nvml.remapped_rows.pending").verdict == Verdict::fail);
@@ -308,9 +355,23 @@ TEST_CASE("check NVML health: synthetic figures judged") {
     CHECK(find(s, "nvml.memory_clock").verdict == Verdict::warn);
     CHECK(find(s, "nvml.memory_clock").reason.find("hw_slowdown") != std::string::npos);
     CHECK(find(s, "nvml.clock_event_reasons").value == 2.0);
-    CHECK(find(s, "nvml.clock_event_reasons").verdict == Verdict::warn);
+    CHECK(find(s, "nvml.clock_event_reasons").verdict == Verdict::fail);
+    CHECK(find(s, "nvml.clock_event_reasons").remediation == Remediation::drain);
+    CHECK(find(s, "nvml.clock_event_reasons").reason.find("fault: hw_slowdown, hw_thermal_slowdown") != std::string::npos);
     CHECK(find(s, "nvml.processes").verdict == Verdict::warn);
+    CHECK(find(s, "nvml.processes").remediation == Remediation::none);
     CHECK(find(s, "nvml.processes").reason.find("pid 7 python") != std::string::npos);
+    const CheckOutcome& in_use = find(s, "nvml.memory.in_use");
+    CHECK(in_use.verdict == Verdict::fail);
+    CHECK(in_use.remediation == Remediation::drain);
+    CHECK(in_use.value == 10.0 * (1ULL << 30));
+    CHECK(in_use.threshold == doctest::Approx(0.01 * 150754820096));
+    CAPTURE(in_use.reason);
+    CHECK(in_use.reason.find("> 1.4 GiB (1% of the 140.4 GiB total)") != std::string::npos);
+    CHECK(in_use.reason.find("held by pid 7 python (10 GiB)") != std::string::npos);
+    CHECK(find(s, "nvml.ecc.uncorrected.volatile").remediation == Remediation::reset_gpu);
+    CHECK(find(s, "nvml.remapped_rows.pending").remediation == Remediation::reset_gpu);
+    CHECK(count_verdicts(s).remediation == Remediation::reset_gpu);
 
     // A memory clock below its maximum with nothing holding it back is idle.
     CheckDeviceFigures idle = healthy(2);
@@ -324,17 +385,119 @@ TEST_CASE("check NVML health: synthetic figures judged") {
     CheckDeviceFigures none;
     none.device = identity(3);
     none.why_no_nvml = "NVML unavailable";
-    for (const CheckOutcome& c : nvml_checks(none, {})) {
-        CHECK(c.verdict == Verdict::na);
+    for (const CheckOutcome& c : nvml_checks(none, {})) {  // could not run: never a pass
+        CHECK(c.verdict == Verdict::unknown);
         CHECK(c.reason == "NVML unavailable");
     }
     CheckDeviceFigures unlisted = healthy(4);
     unlisted.processes_known = false;
+    unlisted.processes_error = "Insufficient Permissions";
     unlisted.health->remapped_rows_pending.reset();
     const std::vector<CheckOutcome> u = nvml_checks(unlisted, {});
-    CHECK(find(u, "nvml.processes").verdict == Verdict::na);
+    CHECK(find(u, "nvml.processes").verdict == Verdict::unknown);
+    CHECK(find(u, "nvml.processes").reason.find("Insufficient Permissions") != std::string::npos);
     CHECK(find(u, "nvml.remapped_rows.pending").verdict == Verdict::na);
     CHECK(find(u, "nvml.remapped_rows.pending").reason.find("Ampere") != std::string::npos);
+}
+
+TEST_CASE("check clock event reasons: every reason NVML reports classified, named in the reason") {
+    // Normal operation: an idle H200 at its software power cap passed, then
+    // warned, then warned (issue 22); each of these passes.
+    for (const std::uint64_t normal : {0x1ULL, 0x2ULL, 0x4ULL, 0x10ULL, 0x100ULL, 0x1ULL | 0x4ULL}) {
+        CAPTURE(normal);
+        CHECK(clock_event_reasons_bad(normal) == 0);
+        CheckDeviceFigures f = healthy(0);
+        f.health->clock_event_reasons = normal;
+        f.health->memory_clock_mhz = 1593;  // below its maximum under normal reasons only: passes too
+        const std::vector<CheckOutcome> out = nvml_checks(f, {});
+        CHECK(find(out, "nvml.clock_event_reasons").verdict == Verdict::pass);
+        CHECK(find(out, "nvml.clock_event_reasons").reason.find("normal: ") != std::string::npos);
+        CHECK(find(out, "nvml.memory_clock").verdict == Verdict::pass);
+    }
+    CHECK(clock_reason_class(0x4) == ClockReasonClass::normal);
+    CHECK(clock_reason_class(0x20) == ClockReasonClass::warning);
+    for (const std::uint64_t fault : {0x8ULL, 0x40ULL, 0x80ULL}) CHECK(clock_reason_class(fault) == ClockReasonClass::fault);
+    CHECK(clock_reason_class(0x200) == ClockReasonClass::warning);  // a bit NVML adds later
+    // SW thermal slowdown warns (no remediation: look at the cooling), and
+    // holds a lower memory clock to a warning that names it.
+    CheckDeviceFigures hot = healthy(0);
+    hot.health->clock_event_reasons = 0x20 | 0x4;
+    hot.health->memory_clock_mhz = 1593;
+    const std::vector<CheckOutcome> h = nvml_checks(hot, {});
+    CHECK(find(h, "nvml.clock_event_reasons").verdict == Verdict::warn);
+    CHECK(find(h, "nvml.clock_event_reasons").remediation == Remediation::none);
+    CHECK(find(h, "nvml.clock_event_reasons").reason == "0 <= 0 (default); active: warning: sw_thermal_slowdown; normal: sw_power_cap");
+    CHECK(find(h, "nvml.memory_clock").verdict == Verdict::warn);
+    CHECK(find(h, "nvml.memory_clock").reason.find("held back by sw_thermal_slowdown") != std::string::npos);
+    // Each hardware reason fails with a drain.
+    for (const std::uint64_t fault : {0x8ULL, 0x40ULL, 0x80ULL}) {
+        CheckDeviceFigures f = healthy(0);
+        f.health->clock_event_reasons = fault | 0x1;
+        const CheckOutcome& o = find(nvml_checks(f, {}), "nvml.clock_event_reasons");
+        CHECK(o.verdict == Verdict::fail);
+        CHECK(o.remediation == Remediation::drain);
+        CHECK(o.reason.find("fault: hw_") != std::string::npos);
+    }
+    // A bit this build does not know warns, naming it.
+    CheckDeviceFigures odd = healthy(0);
+    odd.health->clock_event_reasons = 0x400;
+    const CheckOutcome& o = find(nvml_checks(odd, {}), "nvml.clock_event_reasons");
+    CHECK(o.verdict == Verdict::warn);
+    CHECK(o.reason.find("warning: 0x400") != std::string::npos);
+}
+
+TEST_CASE("check unknown: an NVML call that failed is unknown, one not supported n/a") {
+    CheckDeviceFigures f = healthy(0);
+    f.health->remapped_rows_correctable.reset();
+    f.health->remapped_rows_uncorrectable.reset();
+    f.health->remapped_rows_pending.reset();
+    f.health->remapped_rows_failure.reset();
+    f.health->errors.emplace_back("nvmlDeviceGetRemappedRows", "Insufficient Permissions");
+    f.health->clock_event_reasons.reset();  // not supported: n/a
+    const std::vector<CheckOutcome> out = nvml_checks(f, {});
+    for (const char* id : {"nvml.remapped_rows.correctable", "nvml.remapped_rows.uncorrectable", "nvml.remapped_rows.pending",
+                           "nvml.remapped_rows.failure"}) {
+        CAPTURE(id);
+        CHECK(find(out, id).verdict == Verdict::unknown);
+        CHECK(find(out, id).reason == "nvmlDeviceGetRemappedRows failed: Insufficient Permissions");
+    }
+    CHECK(find(out, "nvml.clock_event_reasons").verdict == Verdict::na);
+    CHECK(count_verdicts(out).worst == Verdict::unknown);  // never a pass
+    CHECK(find(out, "nvml.retired_pages.sbe").verdict == Verdict::na);  // not this GPU's: still n/a
+    // A failed call marks its own checks only, by the whole function name.
+    CheckDeviceFigures old = healthy(0);
+    old.health->retired_pages_sbe.reset();
+    old.health->retired_pages_dbe.reset();
+    old.health->errors.emplace_back("nvmlDeviceGetRetiredPages", "Unknown Error");
+    const std::vector<CheckOutcome> o = nvml_checks(old, {});
+    CHECK(find(o, "nvml.retired_pages.sbe").verdict == Verdict::unknown);
+    CHECK(find(o, "nvml.retired_pages.pending").verdict == Verdict::na);  // nvmlDeviceGetRetiredPagesPendingStatus is another call
+    f.memory.reset();
+    f.memory_error = "nvmlDeviceGetMemoryInfo failed: GPU is lost";
+    CHECK(find(nvml_checks(f, {}), "nvml.memory.in_use").verdict == Verdict::unknown);
+}
+
+TEST_CASE("check memory in use: beyond the driver's reserve, its holders or none visible, a settable threshold") {
+    CheckDeviceFigures f = healthy(0);
+    f.memory->used = 700ULL << 20;  // 0.5% of 140 GiB: passes
+    CHECK(find(nvml_checks(f, {}), "nvml.memory.in_use").verdict == Verdict::pass);
+    f.memory->used = 71ULL << 30;  // held, but no process visible (another container, a leak)
+    const CheckOutcome leak = find(nvml_checks(f, {}), "nvml.memory.in_use");
+    CHECK(leak.verdict == Verdict::fail);
+    CHECK(leak.reason.find("held by none visible (a leak, or a process of another container)") != std::string::npos);
+    // Its threshold is settable, as a size or a plain number of bytes.
+    CHECK(value_of("nvml.memory.in_use", "80GiB") == 80.0 * (1ULL << 30));
+    CHECK(find(nvml_checks(f, {{"nvml.memory.in_use", {80.0 * (1ULL << 30), "--threshold"}}}), "nvml.memory.in_use").verdict ==
+          Verdict::pass);
+    // Four holders: three named, then how many in all.
+    f.others = {NvmlProcess{1, "a", 1ULL << 30}, NvmlProcess{2, "b", std::nullopt}, NvmlProcess{3, "c", 1ULL << 30},
+                NvmlProcess{4, "d", 1ULL << 30}};
+    const CheckOutcome held = find(nvml_checks(f, {}), "nvml.memory.in_use");
+    CAPTURE(held.reason);
+    CHECK(held.reason.find("held by pid 1 a (1 GiB), pid 2 b, pid 3 c (1 GiB), ... (4 in all)") != std::string::npos);
+    // Without memory info v2 the figure includes the reserve, and says so.
+    f.memory->has_reserved = false;
+    CHECK(find(nvml_checks(f, {}), "nvml.memory.in_use").reason.find("includes the driver's reserve") != std::string::npos);
 }
 
 TEST_CASE("check p2p rounds: every pair once, no device twice in a round") {
@@ -436,7 +599,17 @@ TEST_CASE("check report: the document's keys are check_schema()'s; verdicts, cou
     CHECK(devices[0].at("na") == 3);  // the retired pages of older GPUs
     // The schema names the verdicts, levels and comparisons.
     const json schema = schema_json(check_schema());
-    CHECK(schema["properties"]["checks"]["items"]["properties"]["verdict"]["enum"] == json::array({"pass", "warn", "fail", "n/a", nullptr}));
+    CHECK(schema["properties"]["checks"]["items"]["properties"]["verdict"]["enum"] ==
+          json::array({"pass", "warn", "fail", "n/a", "unknown", nullptr}));
+    CHECK(schema["properties"]["checks"]["items"]["properties"]["remediation"]["enum"] ==
+          json::array({"none", "drain", "reset-gpu", "reboot", "service", nullptr}));
+    CHECK(schema["properties"]["devices"]["items"]["properties"]["remediation"]["enum"].size() == 6);
+    // Each check's remediation, and each device's worst.
+    CHECK(h2d.at("remediation") == "none");
+    CHECK(doc.at("checks").at(2 * nvml_checks(healthy(0), {}).size() + 8).at("remediation") == "drain");  // GPU 1's copy.h2d
+    CHECK(devices[0].at("remediation") == "none");
+    CHECK(devices[1].at("remediation") == "service");  // fill.verify found bad words
+    CHECK(devices[1].at("unknown") == 0);
     CHECK(schema["properties"]["level"]["enum"] == json::array({"quick", "standard", "long", nullptr}));
 
     const std::vector<std::string> lines = check_failure_lines(results);
@@ -472,6 +645,15 @@ TEST_CASE("check report: Prometheus metrics pass promtool") {
     CHECK(text.find("check=\"copy.h2d\",unit=\"bytes_per_second\",host=\"node1\",job_id=\"42\"} 55") != std::string::npos);
     CHECK(text.find("gpumem_check_duration_seconds{") != std::string::npos);
     CHECK(text.find("gpumem_run_exit_status{command=\"check\"") != std::string::npos);
+    // Remediations: per check and per device, one-hot.
+    CHECK(text.find("gpumem_check_remediation{gpu=\"1\",uuid=\"" + identity(1).uuid +
+                    "\",name=\"NVIDIA H200\",check=\"copy.h2d\",remediation=\"drain\",host=\"node1\",job_id=\"42\"} 1") !=
+          std::string::npos);
+    CHECK(text.find("gpumem_check_device_remediation{gpu=\"1\",uuid=\"" + identity(1).uuid +
+                    "\",name=\"NVIDIA H200\",remediation=\"service\",host=\"node1\",job_id=\"42\"} 1") != std::string::npos);
+    CHECK(text.find("gpumem_check_device_verdict{gpu=\"0\",uuid=\"" + identity(0).uuid +
+                    "\",name=\"NVIDIA H200\",verdict=\"pass\",host=\"node1\",job_id=\"42\"} 1") != std::string::npos);
+    CHECK(text.find("check=\"nvml.memory.in_use\",unit=\"bytes\",host=\"node1\",job_id=\"42\"} 0") != std::string::npos);
     // n/a checks have a verdict but no pass sample.
     CHECK(text.find("gpumem_check_pass{gpu=\"0\",uuid=\"" + identity(0).uuid + "\",name=\"NVIDIA H200\",check=\"nvml.retired_pages.sbe\"") ==
           std::string::npos);
@@ -486,6 +668,48 @@ TEST_CASE("check report: Prometheus metrics pass promtool") {
     CAPTURE(promtool.out);
     CAPTURE(promtool.err);
     CHECK(promtool.status == 0);
+}
+
+TEST_CASE("check report: --format nagios, one status line with performance data and the plugin's status") {
+    const CheckRequest q = standard_request();
+    auto nagios = [&](const CheckResults& r) { return *check_report(q, r, OutputOptions{Format::nagios}).nagios; };
+    // CRITICAL: GPU 1 failed two checks, named with their remediation.
+    const Report::Nagios critical = nagios(two_devices());
+    CHECK(critical.status == 2);
+    CHECK(critical.text.rfind("GPUMEM CRITICAL - 2 fail: GPU 1 fill.verify: 2 > 0 (default); first bad word at 0x7f0000001000 "
+                              "[service]; GPU 1 copy.h2d: 31.2 GB/s < 47.3 GB/s (75% of PCIe Gen5 x16's 63 GB/s) [drain] "
+                              "(level standard, 2.5 s) | ",
+                              0) == 0);
+    CHECK(critical.text.find('\n') == std::string::npos);
+    CHECK(std::count(critical.text.begin(), critical.text.end(), '|') == 1);
+    // Performance data: bytes in B, ranges by comparison, the unit in the
+    // label where Nagios has none.
+    CHECK(critical.text.find("'gpu0 copy.h2d GB/s'=55.3;;47.26:;0;") != std::string::npos);
+    CHECK(critical.text.find("'gpu1 fill.verify'=2;;0;0;") != std::string::npos);
+    CHECK(critical.text.find("'gpu0 nvml.memory.in_use'=0B;;1507548200.96;0;") == std::string::npos);  // whole bytes only
+    CHECK(critical.text.find("'gpu0 nvml.memory.in_use'=0B;;1507548201;0;") != std::string::npos);
+    CHECK(critical.text.find("'gpu0 nvml.ecc.mode'=1;;1:1;0;") == std::string::npos);  // ecc.mode only warns:
+    CHECK(critical.text.find("'gpu0 nvml.ecc.mode'=1;1:1;;0;") != std::string::npos);  // its range is the warning's
+    CHECK(critical.text.find("'gpu0 cuda.context'=0.31s;10;;0;") != std::string::npos);
+    // OK, WARNING and UNKNOWN.
+    CheckResults good = two_devices();
+    good.devices.pop_back();
+    const Report::Nagios ok = nagios(good);
+    CHECK(ok.status == 0);
+    CHECK(ok.text.rfind("GPUMEM OK - " + std::to_string(good.devices[0].checks.size()) + " checks on 1 GPU(s): none warned or failed", 0) == 0);
+    CheckResults warned = good;
+    warned.devices[0].checks.push_back(judged("nvml.processes", 1.0, Threshold{0, "default"}, "pid 7 python (1.0 GiB)"));
+    CHECK(nagios(warned).status == 1);
+    CHECK(nagios(warned).text.rfind("GPUMEM WARNING - 1 warn: GPU 0 nvml.processes: 1 > 0 (default); pid 7 python (1.0 GiB) (level", 0) == 0);
+    CheckResults unsure = warned;
+    unsure.devices[0].checks.push_back(unknown_check("nvml.remapped_rows.pending", "nvmlDeviceGetRemappedRows failed: GPU is lost"));
+    CHECK(nagios(unsure).status == 3);
+    CHECK(nagios(unsure).text.rfind("GPUMEM UNKNOWN - 1 unknown: GPU 0 nvml.remapped_rows.pending: nvmlDeviceGetRemappedRows", 0) == 0);
+    // A '|' in a reason cannot end the status line early.
+    CheckResults piped = good;
+    piped.devices[0].checks.push_back(failed_check("alloc.max", "a | b"));
+    const std::string piped_text = nagios(piped).text;
+    CHECK(std::count(piped_text.begin(), piped_text.end(), '|') == 1);
 }
 
 // What gpumem report reads of a check document is what check writes: the
@@ -519,6 +743,8 @@ TEST_CASE("check options: check() accepts what it should, before any driver call
              {"check", "--thresholds", file, "--level", "quick"},
              {"check", "--thresholds", file, "--threshold", "copy.h2d=50"},
              {"check", "--format", "prometheus"},
+             {"--format", "nagios", "check", "--level", "quick"},
+             {"check", "--threshold", "nvml.memory.in_use=2GiB", "--level", "quick"},
              {"check", "-d", "0,1", "--json"},
          }) {
         std::string line;

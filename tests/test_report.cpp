@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -201,6 +202,50 @@ TEST_CASE("report: warnings fail under --strict, the report's or the check run's
     CHECK(fleet_of({strict}).rows[0].failed_checks == std::vector<std::string>{"copy.h2d"});
 }
 
+TEST_CASE("report: remediations per GPU and node, the drain list, unknown checks fail the fleet") {
+    // A document without remediations (gpumem before issue 22): the check's
+    // default for its verdict (copy.h2d failing asks for a drain).
+    const json old = check_doc("n1", {{"A0", "A", 50}, {"A1", "A", 49, "fail"}});
+    Fleet f = fleet_of({old});
+    CHECK(f.rows[0].remediation == Remediation::none);
+    CHECK(f.rows[1].remediation == Remediation::drain);
+    REQUIRE(f.nodes.size() == 1);
+    CHECK(f.nodes[0].drain);
+    CHECK(f.nodes[0].reason == "drain: GPU 1 copy.h2d (drain)");
+    // A document's own remediation wins; the node takes its worst GPU's.
+    json now = check_doc("n2", {{"B0", "A", 50, "fail"}, {"B1", "A", 50, "fail"}});
+    now["checks"][0]["check"] = "nvml.remapped_rows.pending";
+    now["checks"][0]["remediation"] = "reset-gpu";
+    now["checks"][1]["remediation"] = "drain";
+    json healthy = check_doc("n3", {{"C0", "A", 50}});
+    healthy["checks"][0]["remediation"] = "none";
+    f = fleet_of({now, healthy});
+    REQUIRE(f.nodes.size() == 2);
+    CHECK(f.nodes[0].host == "n2");
+    CHECK(f.nodes[0].remediation == Remediation::reset_gpu);
+    CHECK(f.nodes[0].reason == "reset-gpu: GPU 0 nvml.remapped_rows.pending (reset-gpu); GPU 1 copy.h2d (drain)");
+    CHECK(f.nodes[1].host == "n3");
+    CHECK_FALSE(f.nodes[1].drain);
+    CHECK(f.nodes[1].reason.empty());
+    // A remediation that is not one is bad input, named by where it is.
+    json bad = healthy;
+    bad["checks"][0]["remediation"] = "pray";
+    CHECK(read_error(bad.dump()).find("remediation: 'pray' is not a remediation") != std::string::npos);
+    // A check that could not run: the row is unknown, the fleet fails, the
+    // node is drained (it could not be judged), and --strict makes it fail.
+    json unsure = check_doc("n4", {{"D0", "A", 50, "unknown"}});
+    f = fleet_of({unsure});
+    CHECK(f.rows[0].status == RowStatus::unknown);
+    CHECK(f.rows[0].unknown_checks == std::vector<std::string>{"copy.h2d"});
+    CHECK(f.failed());
+    CHECK(f.problems.at(0).find("could not run copy.h2d") != std::string::npos);
+    CHECK(f.nodes[0].reason == "drain: GPU 0 copy.h2d could not run");
+    CHECK(fleet_of({unsure}, {0.1, true}).rows[0].status == RowStatus::fail);
+    // An outlier asks for a drain too, with its figure named.
+    f = fleet_of({check_doc("n5", {{"E0", "A", 50}, {"E1", "A", 50}, {"E2", "A", 30}})});
+    CHECK(f.nodes[0].reason == "drain: GPU 2 copy.h2d below its model's median");
+}
+
 TEST_CASE("report: error documents are a row per rank; a rank's check and info errors share it") {
     const Fleet f = fleet_of({error_doc("check", "n1", slurm(0)), error_doc("check", "n1", slurm(1)),
                               error_doc("info", "n1", slurm(0)), error_doc("info", "n1", slurm(1))});
@@ -307,18 +352,23 @@ TEST_CASE("report command: the fixtures' fleet fails with 7, one stderr line, an
     CHECK(doc["ok"] == false);
     CHECK(doc["error"]["code"] == "check_failed");
     CHECK(doc["verdict"] == "fail");
-    CHECK(doc["gpus"].size() == 10);
+    CHECK(doc["gpus"].size() == 12);
     CHECK(doc["outliers"].size() == 2);
-    CHECK(doc["documents"].size() == 7);
+    CHECK(doc["documents"].size() == 8);
     std::set<std::string> statuses;
     for (const json& row : doc["gpus"]) statuses.insert(row["status"].get<std::string>());
-    CHECK(statuses == std::set<std::string>{"ok", "fail", "outlier", "error"});
+    CHECK(statuses == std::set<std::string>{"ok", "fail", "outlier", "error", "unknown"});
+    // Each node's worst remediation; node1 is healthy, the others drain.
+    std::map<std::string, std::string> remedies;
+    for (const json& node : doc["nodes"]) remedies[node["host"].get<std::string>()] = node["remediation"].get<std::string>();
+    CHECK(remedies == std::map<std::string, std::string>{{"node1", "none"}, {"node2", "drain"}, {"node3", "drain"},
+                                                         {"node4", "reset-gpu"}});
     // Every key of the document is one the schema declares.
     const json schema = json::parse(run_gpumem({"--schema"}).out).at("report");
     std::set<std::string> declared, used;
     collect_keys(schema, declared);
     for (const auto& [k, v] : schema["properties"].items()) declared.insert(k);
-    for (const auto& table : {"gpus", "outliers", "figures", "models", "model_figures", "documents"})
+    for (const auto& table : {"gpus", "nodes", "outliers", "figures", "models", "model_figures", "documents"})
         for (const auto& [k, v] : schema["properties"][table]["items"]["properties"].items()) declared.insert(k);
     collect_keys(doc, used);
     for (const std::string& key : used) {
@@ -326,6 +376,29 @@ TEST_CASE("report command: the fixtures' fleet fails with 7, one stderr line, an
         if (key == "status" || key == "code" || key == "message" || key == "host" || key == "launcher") continue;
         CHECK(schema["properties"].dump().find("\"" + key + "\"") != std::string::npos);
     }
+}
+
+TEST_CASE("report command: --drain-list prints host<TAB>reason per node to drain, for a script") {
+    const RunResult r = run_gpumem({"report", "--drain-list", fixture("*.json*")});
+    CAPTURE(r.err);
+    CHECK(r.status == 7);
+    CHECK(r.stderr_lines() == 1);
+    CHECK(r.out ==
+          "node2\tdrain: GPU 2 copy.h2d (drain), copy.h2d below its model's median; GPU 3 copy.d2d below its model's median\n"
+          "node3\tdrain: rank 0 error no_device; rank 1 error no_device\n"
+          "node4\treset-gpu: GPU 0 nvml.remapped_rows.pending (reset-gpu); GPU 1 nvml.processes could not run\n");
+    // --format value gives the same lines; --json the drain table alone.
+    CHECK(run_gpumem({"report", "--drain-list", "--format", "value", fixture("*.json*")}).out == r.out);
+    const RunResult j = run_gpumem({"report", "--drain-list", "--json", fixture("*.json*")});
+    CHECK(j.status == 7);
+    const json doc = json::parse(j.out);
+    REQUIRE(doc["drain"].size() == 3);
+    CHECK(doc["drain"][2] == json{{"host", "node4"}, {"reason", "reset-gpu: GPU 0 nvml.remapped_rows.pending (reset-gpu); GPU 1 nvml.processes could not run"}});
+    CHECK_FALSE(doc.contains("gpus"));
+    // A healthy fleet: no line, exit 0.
+    const RunResult ok = run_gpumem({"report", "--drain-list", fixture("check-node1.json")});
+    CHECK(ok.status == 0);
+    CHECK(ok.out.empty());
 }
 
 TEST_CASE("report command: a healthy fleet exits 0; stdin, '-' and a file named twice are read once") {

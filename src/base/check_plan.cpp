@@ -297,9 +297,12 @@ double parse_threshold_value(const Named<CheckKind>& row, std::string_view text)
     double v = 0;
     try {
         v = number_in_unit(kind.unit, text);
-    } catch (const UsageError&) {
-        // One message whatever the parser said: what was wrong and what is right.
+    } catch (const UsageError& e) {
+        // One message whatever the parser said: what was wrong and what is
+        // right; a size's fraction of a byte is said as the size rule says it.
         if (!text.empty() && text[0] == '-') throw UsageError(what + " '" + std::string(text) + "' is negative");
+        if (std::string_view(e.what()).find("a fraction of a byte") != std::string_view::npos)
+            throw UsageError(what + ": " + e.what());
         throw UsageError(what + ": '" + std::string(text) + "' is not a value in " + std::string(kind.unit) +
                          " (such as " + std::string(unit_examples(kind.unit)) + ")");
     }

@@ -21,9 +21,12 @@ namespace gpumem::fleet {
 // A check's verdict, as `gpumem check` writes it: check's own table.
 using gpumem::kVerdicts;
 using gpumem::Verdict;
+using gpumem::kRemediations;
+using gpumem::Remediation;
 
 // A fleet row's status, worst first: what an operator looks at first.
-enum class RowStatus { error, fail, outlier, warn, ok };
+// unknown: a check could not run (and none failed).
+enum class RowStatus { error, fail, unknown, outlier, warn, ok };
 extern const NameTable<RowStatus> kRowStatuses;
 
 // The "origin" stamp of a document: who wrote it.
@@ -44,6 +47,9 @@ struct Figure {
 struct CheckResult {
     std::string check;
     Verdict verdict = Verdict::pass;
+    // The document's, or for a document without one (gpumem before
+    // remediations) the check's default for its verdict.
+    Remediation remediation = Remediation::none;
 };
 
 // What one document says about one GPU.
@@ -106,7 +112,12 @@ struct GpuRow {
     std::optional<std::string> job_id;
     std::optional<std::uint64_t> rank, local_rank;
     std::optional<Verdict> verdict;  // worst check verdict; none: no check document
-    std::vector<std::string> failed_checks, warned_checks, outliers;
+    std::vector<std::string> failed_checks, warned_checks, unknown_checks, outliers;
+    // The checks that ask for something, with what (first the worst).
+    std::vector<std::pair<std::string, Remediation>> remedies;
+    // The worst of them; at least drain for a row that failed, could not be
+    // checked or judged, or is an outlier.
+    Remediation remediation = Remediation::none;
     std::optional<std::uint64_t> free, total;
     std::vector<std::string> error_codes, errors;  // "command: message"
     std::vector<std::string> commands, sources;
@@ -126,13 +137,24 @@ struct FigureRow {
 
 struct ModelSummary {
     std::string name;
-    std::size_t gpus = 0, checked = 0, passed = 0, warned = 0, failed = 0, outliers = 0, errors = 0;
+    std::size_t gpus = 0, checked = 0, passed = 0, warned = 0, failed = 0, unknown = 0, outliers = 0, errors = 0;
 };
 
 struct ModelFigure {
     std::string model, figure, unit;
     std::size_t count = 0, outliers = 0;
     double median = 0, min = 0, max = 0;
+};
+
+// A host: its GPUs' worst remediation, and whether to drain it (anything
+// from drain up), with a one-line reason.
+struct NodeRow {
+    std::string host;
+    std::size_t gpus = 0;  // rows: GPUs, or ranks that found none
+    RowStatus status = RowStatus::ok;  // its worst row's
+    Remediation remediation = Remediation::none;
+    bool drain = false;
+    std::string reason;  // "reset-gpu: GPU 0 nvml.remapped_rows.pending (reset-gpu); GPU 3 copy.h2d (drain)"
 };
 
 struct DocumentRow {
@@ -149,6 +171,7 @@ struct Fleet {
     std::vector<ModelSummary> models;
     std::vector<ModelFigure> model_figures;
     std::vector<DocumentRow> documents;
+    std::vector<NodeRow> nodes;  // by host, in the rows' order
     std::vector<std::string> problems;  // one line each; none: the fleet passed
     bool failed() const noexcept { return !problems.empty(); }
 };

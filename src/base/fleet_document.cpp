@@ -16,7 +16,8 @@ namespace gpumem::fleet {
 
 constexpr Named<RowStatus> kRowStatusRows[] = {
     {"error", RowStatus::error, "a document of it is an error document (the command could not run)"},
-    {"fail", RowStatus::fail, "a check failed (or, with --strict, warned)"},
+    {"fail", RowStatus::fail, "a check failed (or, with --strict, warned or could not run)"},
+    {"unknown", RowStatus::unknown, "a check could not run (unknown verdict), none failed: the GPU is not known to be fit"},
     {"outlier", RowStatus::outlier, "a figure is more than --outlier-fraction below its model's median"},
     {"warn", RowStatus::warn, "a check warned"},
     {"ok", RowStatus::ok, "none of the above"},
@@ -163,6 +164,23 @@ Verdict verdict_at(const Json& row, const std::string& where) {
 
 Verdict worse(std::optional<Verdict> a, Verdict b) { return a ? gpumem::worse(*a, b) : b; }
 
+// A check's remediation: the document's, or where it has none (gpumem
+// before remediations) the check's default for its verdict; none for a
+// check this build does not know.
+Remediation remediation_at(const Json& row, const std::string& id, Verdict verdict, const std::string& where) {
+    if (const std::optional<std::string> r = text_at(row, "remediation", where)) {
+        const Named<Remediation>* found = kRemediations.find(*r);
+        if (!found)
+            throw UsageError(where + "remediation: '" + *r + "' is not a remediation (expected " + kRemediations.names() + ")");
+        return found->value;
+    }
+    try {
+        return remediation_for(check_row(id).value, verdict);
+    } catch (const UsageError&) {
+        return Remediation::none;
+    }
+}
+
 void read_check(const Json& doc, Document& d) {
     const Json* strict = member(doc, "strict");
     if (strict && !strict->is_boolean()) wrong("strict", "true or false");
@@ -181,7 +199,7 @@ void read_check(const Json& doc, Document& d) {
         const std::optional<std::string> id = text_at(row, "check", where);
         if (!id || id->empty()) wrong(where + "check", "a check's name");
         const Verdict verdict = verdict_at(row, where);
-        g.checks.push_back({*id, verdict});
+        g.checks.push_back({*id, verdict, remediation_at(row, *id, verdict, where)});
         g.verdict = worse(g.verdict, verdict);
         const auto value = number_at(row, "value", where);
         const auto comparison = text_at(row, "comparison", where);

@@ -10,6 +10,7 @@
 #include "base/fleet.hpp"
 #include "base/sizes.hpp"
 #include "base/stats.hpp"
+#include "base/text.hpp"
 
 namespace gpumem::fleet {
 namespace {
@@ -117,6 +118,15 @@ private:
             const bool fail = c.verdict == Verdict::fail || (strict_document && c.verdict == Verdict::warn);
             if (fail) add_unique(row.failed_checks, c.check);
             if (!fail && c.verdict == Verdict::warn) add_unique(row.warned_checks, c.check);
+            if (c.verdict == Verdict::unknown) add_unique(row.unknown_checks, c.check);
+            if (c.remediation != Remediation::none) {
+                auto same = [&c](const auto& r) { return r.first == c.check; };
+                const auto it = std::find_if(row.remedies.begin(), row.remedies.end(), same);
+                if (it == row.remedies.end())
+                    row.remedies.emplace_back(c.check, c.remediation);
+                else
+                    it->second = worse_remediation(it->second, c.remediation);
+            }
             failed |= fail;
         }
         for (const Figure& f : g.figures) {
@@ -188,9 +198,13 @@ std::vector<FigureRow> compare_figures(std::vector<GpuRow>& rows, double fractio
     return figures;
 }
 
+// A check that could not run, on a GPU where none failed.
+bool unknown(const GpuRow& row) { return !row.unknown_checks.empty() || row.verdict == Verdict::unknown; }
+
 RowStatus status_of(const GpuRow& row, const ReportOptions& options) {
     if (!row.errors.empty()) return RowStatus::error;
-    if (failed(row, options)) return RowStatus::fail;
+    if (failed(row, options) || (options.strict && unknown(row))) return RowStatus::fail;
+    if (unknown(row)) return RowStatus::unknown;
     if (!row.outliers.empty()) return RowStatus::outlier;
     if (!row.warned_checks.empty() || row.verdict == Verdict::warn) return RowStatus::warn;
     return RowStatus::ok;
@@ -207,6 +221,7 @@ std::vector<ModelSummary> summarize_models(const std::vector<GpuRow>& rows, cons
         if (row.verdict) {
             ++it->checked;
             if (fail) ++it->failed;
+            else if (unknown(row)) ++it->unknown;
             else if (row.verdict == Verdict::warn || !row.warned_checks.empty()) ++it->warned;
             else ++it->passed;
         }
@@ -265,6 +280,10 @@ std::vector<std::string> problem_lines(const Fleet& fleet, const ReportOptions& 
             for (const std::string& c : checks) text += (text.empty() ? "" : ", ") + c;
             lines.push_back(gpu_label(row) + ": failed " + text);
         }
+        // Not judged is not fit: a check that could not run fails the fleet.
+        if (row.status == RowStatus::unknown || (row.status == RowStatus::fail && unknown(row) && !failed(row, options)))
+            lines.push_back(gpu_label(row) + ": could not run " +
+                            (row.unknown_checks.empty() ? std::string("its checks (verdict unknown)") : join(row.unknown_checks)));
     }
     for (const FigureRow& f : fleet.figures) {
         if (!f.outlier) continue;
@@ -274,6 +293,57 @@ std::vector<std::string> problem_lines(const Fleet& fleet, const ReportOptions& 
                         " of " + std::to_string(f.peers) + " " + *row.name);
     }
     return lines;
+}
+
+// A row's remediation: the worst its checks ask for, and at least a drain
+// for a row that failed, could not be checked or judged, or is an outlier.
+void set_remediation(GpuRow& row) {
+    std::stable_sort(row.remedies.begin(), row.remedies.end(),
+                     [](const auto& a, const auto& b) { return static_cast<int>(a.second) > static_cast<int>(b.second); });
+    row.remediation = Remediation::none;
+    for (const auto& r : row.remedies) row.remediation = worse_remediation(row.remediation, r.second);
+    if (row.status != RowStatus::ok && row.status != RowStatus::warn)
+        row.remediation = worse_remediation(row.remediation, Remediation::drain);
+}
+
+// What a row contributes to its node's reason: "GPU 0 nvml.remapped_rows.pending (reset-gpu)".
+std::string row_reason(const GpuRow& row) {
+    std::string who = row.index ? "GPU " + std::to_string(*row.index) : row.uuid ? *row.uuid : "rank " + opt_text(row.rank);
+    std::vector<std::string> parts;
+    for (const auto& [check, remedy] : row.remedies) parts.push_back(check + " (" + std::string(remediation_name(remedy)) + ")");
+    for (const std::string& c : row.failed_checks)
+        if (std::none_of(row.remedies.begin(), row.remedies.end(), [&c](const auto& r) { return r.first == c; }))
+            parts.push_back(c + " failed");
+    for (const std::string& c : row.unknown_checks) parts.push_back(c + " could not run");
+    if (row.verdict == Verdict::unknown && row.unknown_checks.empty()) parts.emplace_back("check could not run");
+    for (const std::string& o : row.outliers) parts.push_back(o + " below its model's median");
+    for (const std::string& e : row.error_codes) parts.push_back("error " + e);
+    if (parts.empty()) return "";
+    return who + " " + join(parts, ", ");
+}
+
+std::vector<NodeRow> summarize_nodes(const std::vector<GpuRow>& rows) {
+    std::vector<NodeRow> nodes;
+    for (const GpuRow& row : rows) {
+        auto it = std::find_if(nodes.begin(), nodes.end(), [&row](const NodeRow& n) { return n.host == row.host; });
+        if (it == nodes.end()) {
+            NodeRow fresh;
+            fresh.host = row.host;
+            it = nodes.insert(nodes.end(), fresh);
+        }
+        NodeRow& n = *it;
+        ++n.gpus;
+        if (static_cast<int>(row.status) < static_cast<int>(n.status)) n.status = row.status;
+        n.remediation = worse_remediation(n.remediation, row.remediation);
+        if (row.remediation == Remediation::none) continue;
+        const std::string why = row_reason(row);
+        if (!why.empty()) n.reason += (n.reason.empty() ? "" : "; ") + why;
+    }
+    for (NodeRow& n : nodes) {
+        n.drain = n.remediation != Remediation::none;
+        if (n.drain) n.reason = std::string(remediation_name(n.remediation)) + ": " + n.reason;
+    }
+    return nodes;
 }
 
 }  // namespace
@@ -309,7 +379,11 @@ Fleet merge_fleet(const std::vector<Document>& documents, const ReportOptions& o
     merger.take(fleet.documents, fleet.rows);
     std::stable_sort(fleet.rows.begin(), fleet.rows.end(), row_less);
     fleet.figures = compare_figures(fleet.rows, options.outlier_fraction);
-    for (GpuRow& row : fleet.rows) row.status = status_of(row, options);
+    for (GpuRow& row : fleet.rows) {
+        row.status = status_of(row, options);
+        set_remediation(row);
+    }
+    fleet.nodes = summarize_nodes(fleet.rows);
     fleet.models = summarize_models(fleet.rows, options);
     fleet.model_figures = summarize_figures(fleet.rows, fleet.figures);
     fleet.problems = problem_lines(fleet, options);

@@ -129,7 +129,8 @@ SizeSpec parse_size_spec(std::string_view text, SizeParseOptions options) {
     if (suffix == "%") {
         if (!options.allow_percent) throw fail("a percentage is not accepted here");
         if (!(value > 0)) throw fail("percentage must be greater than zero");
-        if (value > 10000) throw fail("percentage too large");
+        // A percentage is of the free memory: more than all of it is never there.
+        if (value > 100) throw fail("a percentage is of the free memory, at most 100%");
         spec.is_percent = true;
         spec.percent = static_cast<double>(value);
         return spec;
@@ -137,9 +138,14 @@ SizeSpec parse_size_spec(std::string_view text, SizeParseOptions options) {
     const long double multiplier = suffix_multiplier(suffix);
     if (multiplier == 0)
         throw fail("unknown suffix '" + std::string(suffix) + "' (use B, K/KiB, M/MiB, G/GiB, T/TiB, or KB, MB, GB, TB)");
-    const long double bytes = std::nearbyint(value * multiplier);
+    const long double exact = value * multiplier;
+    const long double bytes = std::nearbyint(exact);
     // 2^63: no device or host buffer comes near it, and it keeps arithmetic safe.
     if (bytes > 9223372036854775807.0L) throw fail("too large");
+    // A size is a whole number of bytes: 3.5B, or 0.1KiB (102.4 bytes), is
+    // a typing error, not something to round silently.
+    if (std::fabs(exact - bytes) > 1e-3L)
+        throw fail("a fraction of a byte (" + format_decimal(static_cast<double>(exact), 3) + " bytes); give a whole number of bytes");
     if (bytes == 0 && !options.allow_zero) throw fail("must be greater than zero");
     spec.bytes = static_cast<std::uint64_t>(bytes);
     return spec;

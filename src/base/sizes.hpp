@@ -41,7 +41,8 @@ struct SizeParseOptions {
 // Accepts `4096`, `4KiB`, `4K` (IEC), `4KB` (SI), `1.5GiB`, `0x1000`, and with
 // allow_percent `90%`. Suffixes are case-insensitive except that an `i` or a
 // bare letter means binary and a trailing `B` after the letter means decimal.
-// Fractions of a byte round to the nearest byte. Throws UsageError naming the
+// A fraction of a byte (3.5B, 0.1KiB) and a percentage above 100 are
+// refused, as are 0 (unless allowed) and negatives. Throws UsageError naming the
 // problem.
 SizeSpec parse_size_spec(std::string_view text, SizeParseOptions options = {});
 std::uint64_t parse_size(std::string_view text, bool allow_zero = false);

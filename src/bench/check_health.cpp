@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bitset>
+#include <cctype>
 #include <chrono>
 
 #include "base/errors.hpp"
@@ -38,6 +39,16 @@ std::string processes_text(const std::vector<NvmlProcess>& processes) {
     for (std::size_t i = 0; i < processes.size() && i < 3; ++i) shown.push_back(process_text(processes[i]));
     if (processes.size() > shown.size()) shown.push_back("... (" + std::to_string(processes.size()) + " in all)");
     return join(shown);
+}
+
+// Whether a check's source names NVML function `function` as a whole word
+// (nvmlDeviceGetRetiredPages is not nvmlDeviceGetRetiredPagesPendingStatus).
+bool names_function(std::string_view source, std::string_view function) {
+    for (std::size_t at = source.find(function); at != std::string_view::npos; at = source.find(function, at + 1)) {
+        const std::size_t end = at + function.size();
+        if (end == source.size() || !std::isalnum(static_cast<unsigned char>(source[end]))) return true;
+    }
+    return false;
 }
 
 }  // namespace
@@ -117,8 +128,11 @@ public:
     // (no permission, GPU lost...), n/a when the GPU does not support it.
     void absent(const char* id, const char* unsupported) {
         for (const auto& [function, message] : f_.health->errors)
-            if (check_row(id).value.source.find(function) != std::string_view::npos) {
-                out.push_back(unknown_check(id, function + " failed: " + message));
+            if (names_function(check_row(id).value.source, function)) {
+                std::string why = function;
+                why += " failed: ";
+                why += message;
+                out.push_back(unknown_check(id, why));
                 return;
             }
         out.push_back(not_applicable(id, unsupported));
