@@ -30,7 +30,7 @@ _gpumem_opts_reuse_sim="--workload --steps --seed --change-rate --batch --layers
     --roundup-power2-divisions --release-threshold --sync-every --capacity --memory-fraction --device-total --costs
     --timeline --timeline-points --save-trace --no-chart --execute --tune --sweep"
 _gpumem_opts_report="--outlier-fraction --strict --drain-list"
-_gpumem_opts_check="--level --threshold --thresholds --strict"
+_gpumem_opts_check="--level --threshold --thresholds --strict --kernel-log --xid-since --expect-gpus"
 
 # Options whose next word is their value (all commands).
 _gpumem_value_opts="-d --device --format --units --list
@@ -44,7 +44,7 @@ _gpumem_value_opts="-d --device --format --units --list
     --max-split-size --max-non-split-rounding --roundup-power2-divisions --release-threshold --sync-every --capacity
     --costs --timeline --timeline-points --save-trace --trace-device --memory-fraction --device-total --sweep
     --outlier-fraction
-    --level --threshold --thresholds"
+    --level --threshold --thresholds --kernel-log --xid-since --expect-gpus"
 
 # Values that are comma lists, as CONTEXT:OPTION; `all` is offered where the
 # option takes it.
@@ -52,7 +52,7 @@ _gpumem_list_opts="info:--query alloc_test_latency:--api alloc_test_fill:--patte
 _gpumem_all_opts="alloc_test_latency:--api alloc_test_fill:--pattern reuse_sim:--strategy"
 
 # Values that are file names.
-_gpumem_file_opts="--trace --costs --timeline --save-trace --save-costs --thresholds"
+_gpumem_file_opts="--trace --costs --timeline --save-trace --save-costs --thresholds --kernel-log"
 
 _gpumem_takes_value() {
     [[ -n $1 && " $_gpumem_value_opts " == *[[:space:]]"$1"[[:space:]]* ]]

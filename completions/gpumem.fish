@@ -242,3 +242,6 @@ complete -c gpumem -n $check -l level -x -a '(__gpumem_names levels)' -d 'What t
 complete -c gpumem -n $check -l threshold -x -a '(__gpumem_names checks)' -d 'A check\'s threshold, ID=VALUE'
 complete -c gpumem -n $check -l thresholds -r -F -d 'JSON file of check id to threshold'
 complete -c gpumem -n $check -l strict -d 'A warning fails too (exit 7)'
+complete -c gpumem -n $check -l kernel-log -r -F -d 'A saved kernel log for xid.events'
+complete -c gpumem -n $check -l xid-since -x -a 'boot 1h 24h 7d' -d 'Xid events since boot, a duration or a time'
+complete -c gpumem -n $check -l expect-gpus -x -d 'GPUs the node must have'

@@ -27,6 +27,9 @@ struct CheckOptions {
     std::vector<std::string> thresholds;      // --threshold ID=VALUE, repeatable
     std::optional<std::string> thresholds_file;  // --thresholds FILE
     bool strict = false;
+    std::optional<std::string> kernel_log;       // --kernel-log FILE
+    std::string xid_since = "boot";              // --xid-since
+    std::optional<std::string> expect_gpus;      // --expect-gpus N
     int fill_passes = 1;                         // hidden test hook
     std::optional<std::uint64_t> corrupt_word;   // hidden test hook
 };
@@ -43,6 +46,17 @@ void add_options(CLI::App& sub, CheckOptions& o) {
     sub.add_option("--thresholds", o.thresholds_file, "JSON file of check id to threshold (a number, or a string with a unit)")
         ->type_name("FILE");
     sub.add_flag("--strict", o.strict, "A warning fails too (exit 7)");
+    sub.add_option("--kernel-log", o.kernel_log,
+                   "A saved kernel log (dmesg, journalctl -k) for xid.events instead of the live one (/dev/kmsg); at most 256 MiB")
+        ->type_name("FILE");
+    sub.add_option("--xid-since", o.xid_since,
+                   "Xid events since: boot (the whole log), a duration (30m, 6h, 2d) or a time (2026-11-25T05:00:00[Z|+01:00])")
+        ->type_name("WHEN")
+        ->capture_default_str()
+        ->check(parsing_validator([](const std::string& v) { parse_xid_since(v); }, ""));
+    sub.add_option("--expect-gpus", o.expect_gpus, "GPUs the node must have: fewer visible fail it (node.gpus)")
+        ->type_name("N")
+        ->check(parsing_validator([](const std::string& v) { parse_expect_gpus(v); }, ""));
     sub.add_option("--debug-fill-passes", o.fill_passes, "Test hook: repeat fill.verify's patterns N times")
         ->check(CLI::Range(1, 1000000))
         ->group("");
@@ -71,6 +85,15 @@ CheckRequest check(const CheckOptions& o, const Globals& globals) {
     q.settings.level = kCheckLevels.parse(o.level);
     q.settings.thresholds = parse_threshold_overrides(o.thresholds, o.thresholds_file);
     check_levels_of(o.thresholds, q.settings.level);
+    if (o.expect_gpus) {
+        const std::string id(kExpectedGpusCheck);
+        if (find_override(q.settings.thresholds, id) && q.settings.thresholds.at(id).source == "--threshold")
+            throw UsageError("--expect-gpus and --threshold node.gpus set the same threshold: give one");
+        q.settings.thresholds[id] = ThresholdOverride{parse_expect_gpus(*o.expect_gpus), "--expect-gpus"};
+    }
+    q.xid_since = parse_xid_since(o.xid_since);
+    // A saved log is read here: a bad one is a usage error before any driver call.
+    if (o.kernel_log) q.kernel_log = read_kernel_log_file(*o.kernel_log);
     q.settings.strict = o.strict;
     q.settings.fill_passes = o.fill_passes;
     q.settings.corrupt_word = o.corrupt_word;
@@ -81,9 +104,9 @@ CheckRequest check(const CheckOptions& o, const Globals& globals) {
 std::uint64_t expected_checks(CheckLevel level, std::size_t devices) {
     std::uint64_t per_device = 0;
     for (const Named<CheckKind>& row : kChecks)
-        if (!row.value.per_pair && runs_at(row.value, level)) ++per_device;
+        if (!row.value.per_pair && runs_at(row.value, level) && row.name != kExpectedGpusCheck) ++per_device;
     const std::uint64_t pairs = level == CheckLevel::quick ? 0 : devices * (devices - 1);
-    return per_device * devices + pairs;
+    return per_device * devices + pairs + 1;  // node.gpus once
 }
 
 // The device work of standard and long: every device at once, then p2p.
@@ -112,14 +135,35 @@ void run_device_work(const CheckRequest& q, const std::vector<CheckDeviceFigures
     progress.finish();
 }
 
-void run_checks(const CheckRequest& q, CheckResults& results, Session& session) {
-    const std::vector<CheckDeviceFigures> figures = read_check_figures(q.devices);
-    results.devices.reserve(figures.size());
-    for (const CheckDeviceFigures& f : figures) {
-        CheckDeviceResult d{f.device, nvml_checks(f, q.settings.thresholds)};
-        for (CheckOutcome& c : d.checks) apply_strict(c, q.settings.strict);
-        results.devices.push_back(std::move(d));
+// The signals that need no device work: the node's GPUs (on its first
+// GPU's row), each GPU's Xid events and NVLink, after its NVML checks.
+void add_signal_checks(const CheckRequest& q, const CheckNodeFigures& node, const std::vector<CheckDeviceFigures>& figures,
+                       std::vector<CheckDeviceResult>& devices) {
+    const auto start = Clock::now();
+    const XidScan scan = q.kernel_log ? *q.kernel_log : read_live_kernel_log();
+    const std::optional<XidClock> clock = q.kernel_log ? std::nullopt : std::optional<XidClock>(xid_clock_now());
+    const XidWindow window = xid_window(scan, q.xid_since, clock);
+    std::vector<PciAddress> checked;
+    checked.reserve(figures.size());
+    for (const CheckDeviceFigures& f : figures) checked.push_back(f.device.pci);
+    const double xid_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    for (std::size_t i = 0; i < figures.size(); ++i) {
+        std::vector<CheckOutcome>& checks = devices[i].checks;
+        if (i == 0) checks.push_back(node_gpus_check(node, q.settings.thresholds));
+        checks.push_back(xid_check(scan, window, figures[i].device.pci, checked));
+        checks.back().seconds = xid_seconds / static_cast<double>(figures.size());
+        for (CheckOutcome& c : nvlink_checks(figures[i], q.settings.thresholds)) checks.push_back(std::move(c));
     }
+}
+
+void run_checks(const CheckRequest& q, CheckResults& results, Session& session) {
+    CheckNodeFigures node;
+    const std::vector<CheckDeviceFigures> figures = read_check_figures(q.devices, &node);
+    results.devices.reserve(figures.size());
+    for (const CheckDeviceFigures& f : figures) results.devices.push_back(CheckDeviceResult{f.device, nvml_checks(f, q.settings.thresholds)});
+    add_signal_checks(q, node, figures, results.devices);
+    for (CheckDeviceResult& d : results.devices)
+        for (CheckOutcome& c : d.checks) apply_strict(c, q.settings.strict);
     if (q.settings.level != CheckLevel::quick) run_device_work(q, figures, results, session);
 }
 

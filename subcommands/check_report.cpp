@@ -376,4 +376,21 @@ Table check_list_table() {
 
 NameListView check_level_list() { return view_of(kCheckLevels); }
 
+// The Xid catalog xid.events judges by: code, severity, remediation, meaning.
+NameListView xid_list() {
+    static const std::pair<std::vector<std::string>, std::vector<std::string>> rows = [] {
+        std::pair<std::vector<std::string>, std::vector<std::string>> r;
+        for (const XidCode& c : xid_catalog()) {
+            r.first.push_back(std::to_string(c.code));
+            r.second.push_back(c.code == 154 ? std::string("by its recovery action: ") + std::string(c.meaning)
+                                             : std::string(xid_severity_name(c.severity)) + ", " + std::string(remediation_words(c.remediation)) +
+                                                   ": " + std::string(c.meaning));
+        }
+        return r;
+    }();
+    NameListView view{"Xid code", {}};
+    for (std::size_t i = 0; i < rows.first.size(); ++i) view.rows.emplace_back(rows.first[i], rows.second[i]);
+    return view;
+}
+
 }  // namespace gpumem::cli

@@ -8,6 +8,7 @@
 
 #include "base/check_plan.hpp"
 #include "base/device_spec.hpp"
+#include "base/xid.hpp"
 #include "bench/check_engine.hpp"
 #include "output.hpp"
 
@@ -16,6 +17,10 @@ namespace gpumem::cli {
 struct CheckRequest {
     DeviceSpec devices;  // -d, default all
     CheckSettings settings;
+    // xid.events: the saved log (--kernel-log), read and scanned by check();
+    // empty: the live kernel log, read when the checks run.
+    std::optional<XidScan> kernel_log;
+    XidSince xid_since;
 };
 
 // One device's checks, in the order they ran.
@@ -42,5 +47,6 @@ NameListView check_list();
 // threshold, remediation, source of truth and description.
 Table check_list_table();
 NameListView check_level_list();
+NameListView xid_list();
 
 }  // namespace gpumem::cli

@@ -34,6 +34,7 @@ const std::vector<ListEntry>& name_lists() {
         {"fields", "info --query", info_fields_view},
         {"checks", "check --threshold", check_list},
         {"levels", "check --level", check_level_list},
+        {"xids", "check (xid.events)", xid_list},
         {"verdicts", "check's verdicts", [] { return view_of(kVerdicts); }},
         {"remediations", "check's remediations", [] { return view_of(kRemediations); }},
         {"strategies", "reuse-sim --strategy", [] { return view_of(reuse_sim::kStrategies); }},

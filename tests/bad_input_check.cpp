@@ -2,6 +2,9 @@
 // before NVML or the driver is touched, a FIFO as --thresholds included
 // (refused without opening it, so that nothing blocks).
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include "bad_input.hpp"
 
@@ -17,6 +20,22 @@ std::vector<BadCase> check_cases(const Scratch& s) {
     s.write("check_null.json", "{\"copy.h2d\": null}");
     const std::string fifo = s.path("check_fifo.json");
     ::mkfifo(fifo.c_str(), 0600);  // already there on a second call: fine
+    s.write("check_expect_misspelled.json", "{\"expect-gpu\": 8}");
+    s.write("check_expect_zero.json", "{\"expect-gpus\": 0}");
+    s.write("check_expect_text.json", "{\"expect-gpus\": \"eight\"}");
+    s.write("check_expect_fraction.json", "{\"node.gpus\": 7.5}");
+    s.write("check_nvlink_misspelled.json", "{\"nvlink.crc_error\": 10}");
+    s.write("check_nvlink_negative.json", "{\"nvlink.replay_errors\": -5}");
+    s.write("check_xid_threshold.json", "{\"xid.events\": 1}");
+    s.write("kernel_binary.log", std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00", 8));
+    s.write("kernel_long_line.log", std::string((1 << 20) + 16, 'x'));
+    const std::string kernel_fifo = s.path("kernel_fifo.log");
+    ::mkfifo(kernel_fifo.c_str(), 0600);
+    const std::string kernel_huge = s.path("kernel_huge.log");
+    if (FILE* f = std::fopen(kernel_huge.c_str(), "w")) {
+        if (ftruncate(fileno(f), 1LL << 30) != 0) {}  // 1 GiB, sparse: refused by its size, unread
+        std::fclose(f);
+    }
     return {
         {{"check", "--level", "fast"}, {2}, true},
         {{"check", "--level", ""}},
@@ -48,6 +67,36 @@ std::vector<BadCase> check_cases(const Scratch& s) {
         {{"check", "--thresholds", s.path("check_negative.json")}},
         {{"check", "--thresholds", s.path("check_huge.json")}},
         {{"check", "--thresholds", s.path("check_null.json")}},
+        {{"check", "--expect-gpus", "0"}, {2}, true},
+        {{"check", "--expect-gpus", "-1"}},
+        {{"check", "--expect-gpus", "eight"}},
+        {{"check", "--expect-gpus", "1.5"}},
+        {{"check", "--expect-gpus", ""}},
+        {{"check", "--expect-gpus", "99999"}},
+        {{"check", "--expect-gpus", "2", "--threshold", "node.gpus=2"}, {2}, true},
+        {{"check", "--thresholds", s.path("check_expect_misspelled.json")}, {2}, true},
+        {{"check", "--thresholds", s.path("check_expect_zero.json")}},
+        {{"check", "--thresholds", s.path("check_expect_text.json")}},
+        {{"check", "--thresholds", s.path("check_expect_fraction.json")}},
+        {{"check", "--thresholds", s.path("check_nvlink_misspelled.json")}},
+        {{"check", "--thresholds", s.path("check_nvlink_negative.json")}},
+        {{"check", "--thresholds", s.path("check_xid_threshold.json")}},
+        {{"check", "--threshold", "xid.events=0"}},
+        {{"check", "--threshold", "nvlink.links=x18"}},
+        {{"check", "--kernel-log", s.path("kernel_missing.log")}, {2}, true},
+        {{"check", "--kernel-log", s.dir}},
+        {{"check", "--kernel-log", ""}},
+        {{"check", "--kernel-log", s.path("kernel_binary.log")}, {2}, true},
+        {{"check", "--kernel-log", s.path("kernel_long_line.log")}},
+        {{"check", "--kernel-log", kernel_huge}, {2}, true},
+        {{"check", "--kernel-log", kernel_fifo}},
+        {{"check", "--kernel-log", "/dev/zero"}},
+        {{"check", "--kernel-log", "/dev/kmsg"}},
+        {{"check", "--xid-since", "yesterday"}, {2}, true},
+        {{"check", "--xid-since", "0h"}},
+        {{"check", "--xid-since", "-1h"}},
+        {{"check", "--xid-since", "2026-13-40"}},
+        {{"check", "--xid-since", ""}},
         {{"check", "-d", "local"}, {2}, true, no_launcher()},
         {{"check", "-d", "local", "--level", "quick"}, {2}, false, no_launcher()},
         {{"check", "-d", "0,,1"}},

@@ -105,6 +105,33 @@ constexpr Named<CheckKind> kCheckRows[] = {
       "NVML nvmlDeviceGetMemoryInfo_v2 (used, beyond the driver's reserve), nvmlDeviceGetComputeRunningProcesses"},
      "memory in use beyond the driver's own reserve, read before gpumem's context, with the processes that hold it or "
      "none visible (a leak, or another container's process): fails above the threshold"},
+    {"node.gpus",
+     {"count", C::at_least, L::quick, V::fail, 0, R::none, 0, "--expect-gpus N (none by default); a GPU NVML reports lost fails", false,
+      X::reboot, "NVML nvmlDeviceGetCount and device handles (NVML_ERROR_GPU_IS_LOST), CUDA_VISIBLE_DEVICES"},
+     "GPUs visible on the node against --expect-gpus, and GPUs NVML reports lost (fallen off the bus): the node's, on its "
+     "first GPU's row"},
+    {"xid.events",
+     {"count", C::at_most, L::quick, V::fail, 0, R::unsettable, 0,
+      "by NVIDIA's Xid catalog: a critical code fails, others warn, unknown codes warn", false, X::drain,
+      "kernel log: /dev/kmsg (klogctl where missing) or --kernel-log FILE; NVIDIA's Xid catalog (gpumem --list xids)"},
+     "Xid events of the GPU in the kernel log (live, or --kernel-log FILE) since boot or --xid-since: the worst event decides "
+     "the verdict and the remediation"},
+    {"nvlink.links",
+     {"count", C::at_least, L::quick, V::fail, 0, R::maximum, 0, "every NVLink link the GPU has, active", false, X::reset_gpu,
+      "NVML nvmlDeviceGetNvLinkState, field NVML_FI_DEV_NVLINK_LINK_COUNT"},
+     "active NVLink links against the links the GPU has (n/a on a PCIe-only GPU, or when no link is up at all)"},
+    {"nvlink.replay_errors",
+     {"count", C::at_most, L::quick, V::warn, 0, R::fixed, 100, "100 (warns)", false, X::none,
+      "NVML field NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL"},
+     "NVLink replays (a packet sent again) over every link since the driver loaded"},
+    {"nvlink.recovery_errors",
+     {"count", C::at_most, L::quick, V::warn, 0, R::fixed, 0, "0 (warns)", false, X::reset_gpu,
+      "NVML field NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL"},
+     "NVLink recoveries (a link retrained) over every link since the driver loaded"},
+    {"nvlink.crc_errors",
+     {"count", C::at_most, L::quick, V::warn, 0, R::fixed, 100, "100 (warns)", false, X::service,
+      "NVML fields NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL + _CRC_DATA_ERROR_COUNT_TOTAL"},
+     "NVLink CRC errors (flit and data) over every link since the driver loaded"},
     {"cuda.context", {"s", C::at_most, L::standard, V::warn, 0, R::fixed, 10, "10 s (warns)", false, X::reset_gpu, "CUDA runtime (cudaSetDevice, cudaFree(0))"},
      "creating a CUDA context: fails when it cannot be created, warns when slow"},
     {"alloc.max", {"bytes", C::at_least, L::standard, V::fail, 0, R::free_fraction, 0.9, "90% of the free memory", false, X::drain, "cudaMalloc"},
@@ -131,11 +158,14 @@ constexpr Named<CheckKind> kCheckRows[] = {
      "device to pinned host copy bandwidth, best of samples"},
     {"p2p.A-B",
      {"GB/s", C::at_least, L::standard, V::fail, 0.05, R::pcie_fraction, 0.5,
-      "50% of the slower PCIe link's rate (NVLink pairs exceed it many times)", true, X::drain, "cudaMemcpyPeerAsync, both ways at once"},
+      "50% of what connects the pair: its NVLink links (version x links, direct or through NVSwitch) where NVML reports them, "
+      "else the slower PCIe link's rate", true, X::drain,
+      "cudaMemcpyPeerAsync, both ways at once; NVML NVLink state, version and remote device for the reference"},
      "peer copy bandwidth from device A to B with peer access, both ways at once (n/a without peer access)"},
 };
 
 constexpr std::string_view kP2pPrefix = "p2p.";
+constexpr unsigned kMostGpus = 4096;
 
 std::string percent_text(double fraction) { return format_decimal(fraction * 100, 1) + "%"; }
 
@@ -277,10 +307,21 @@ double parse_threshold_value(const Named<CheckKind>& row, std::string_view text)
                          " (such as " + std::string(unit_examples(kind.unit)) + ")");
     }
     if (v < 0) throw UsageError(what + " '" + std::string(text) + "' is negative");
+    if (row.name == kExpectedGpusCheck && (v < 1 || v > kMostGpus))
+        throw UsageError(what + " '" + std::string(text) + "': a node has at least 1 GPU (and at most " + std::to_string(kMostGpus) + ")");
     if (v > unit_ceiling(kind.unit))
         throw UsageError(what + " '" + std::string(text) + "' is beyond any GPU (at most " +
                          format_check_value(kind, unit_ceiling(kind.unit)) + ")");
     return v;
+}
+
+double parse_expect_gpus(std::string_view text) {
+    try {
+        return parse_threshold_value(check_row(kExpectedGpusCheck), text);
+    } catch (const UsageError&) {
+        throw UsageError("--expect-gpus '" + std::string(text) + "': expected a whole number of GPUs, at least 1 (and at most " +
+                         std::to_string(kMostGpus) + ")");
+    }
 }
 
 std::pair<std::string, double> parse_threshold_option(std::string_view text) {
@@ -301,8 +342,11 @@ ThresholdOverrides parse_threshold_file_text(const std::string& text, const std:
     }
     if (!doc.is_object()) throw UsageError(name + ": expected a JSON object of check ids to thresholds, such as {\"copy.h2d\": \"45GB/s\"}");
     ThresholdOverrides overrides;
-    for (const auto& [id, value] : doc.items()) {
+    for (const auto& [key, value] : doc.items()) {
+        // "expect-gpus", as the option is named, is node.gpus's threshold.
+        const std::string id = key == "expect-gpus" ? std::string(kExpectedGpusCheck) : key;
         try {
+            if (overrides.count(id) != 0) throw UsageError(id + " given twice (expect-gpus is node.gpus)");
             const Named<CheckKind>& row = id == "p2p" ? check_row(p2p_check_id(0, 1)) : check_row(id);
             double v = 0;
             if (value.is_string()) {

@@ -108,6 +108,10 @@ using ThresholdOverrides = std::map<std::string, ThresholdOverride>;
 // for GB/s, 1500MHz, 5s, x16 or 16lanes. NaN, infinities, negative numbers
 // and absurdly large ones are UsageErrors, as is a check that takes none.
 double parse_threshold_value(const Named<CheckKind>& row, std::string_view text);
+// The check --expect-gpus sets ("node.gpus"), and its value: a whole number
+// of GPUs, at least 1; UsageError otherwise.
+inline constexpr std::string_view kExpectedGpusCheck = "node.gpus";
+double parse_expect_gpus(std::string_view text);
 // "ID=VALUE" (--threshold): the id (a check, a p2p pair, or "p2p") and its value.
 std::pair<std::string, double> parse_threshold_option(std::string_view text);
 // The --threshold options in order (a check named twice is an error), over

@@ -304,7 +304,7 @@ std::vector<std::vector<std::pair<std::size_t, std::size_t>>> pair_rounds(std::s
 namespace {
 
 // Both ways between two devices at once (copy p2p-bidir, peer access on):
-// each way's own rate against the slower link's PCIe rate.
+// each way's own rate against what connects them (p2p_reference).
 void check_pair(const CheckDeviceFigures& a, const CheckDeviceFigures& b, const CheckSettings& s, std::vector<CheckOutcome>& out_a,
                 std::vector<CheckOutcome>& out_b, const OutcomeFn& on_outcome) {
     const DeviceId da = a.device.cuda_index.value(), db = b.device.cuda_index.value();
@@ -319,9 +319,8 @@ void check_pair(const CheckDeviceFigures& a, const CheckDeviceFigures& b, const 
         to_b.add(not_applicable(ba, why));
         return;
     }
-    std::optional<Reference> slower = pcie_of(a);
-    const std::optional<Reference> other = pcie_of(b);
-    if (!slower || (other && other->value < slower->value)) slower = other;
+    // NVLink between the two where NVML reports it, else the slower PCIe link.
+    const std::optional<Reference> slower = p2p_reference(a, b);
     const auto start = Clock::now();
     std::vector<CopyResult> rows;
     std::string failure;

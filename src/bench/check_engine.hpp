@@ -32,6 +32,9 @@ struct CheckDeviceFigures {
     std::vector<std::string> other_processes;
     std::vector<NvmlProcess> others;  // the same, as NVML gave them
     bool processes_known = false;
+    // NVLink (nvlink.* and p2p's reference); empty when NVML is missing.
+    std::optional<NvmlNvLink> nvlink;
+    std::string why_no_nvlink;        // why nvlink is empty (the GPU was lost meanwhile)
     std::string processes_error;
     // Memory as NVML saw it before gpumem made a context on the device (at
     // standard level the figures are read before any context); empty with
@@ -42,9 +45,32 @@ struct CheckDeviceFigures {
     double seconds = 0;               // reading all of this
 };
 
+// What the node has, for node.gpus: every GPU visible here (whatever -d
+// selects), and the GPUs NVML reports lost.
+struct CheckNodeFigures {
+    std::size_t visible = 0;
+    std::vector<std::string> lost;
+    bool nvml = false;  // whether NVML answered (without it, lost GPUs cannot be seen)
+};
+
 // The devices of `spec` and their NVML figures, through DeviceInventory:
 // no CUDA context is created (where NVML is missing, only cuInit runs).
-std::vector<CheckDeviceFigures> read_check_figures(const DeviceSpec& spec);
+std::vector<CheckDeviceFigures> read_check_figures(const DeviceSpec& spec, CheckNodeFigures* node = nullptr);
+
+// Pure: the NVLink checks (nvlink.*) of a device, in kChecks order. A GPU
+// NVML reports no link for is n/a; an NVML error is unknown.
+std::vector<CheckOutcome> nvlink_checks(const CheckDeviceFigures& figures, const ThresholdOverrides& overrides);
+// Pure: node.gpus: the visible GPUs against --expect-gpus (node.gpus's
+// threshold); any lost GPU fails, with a reboot.
+CheckOutcome node_gpus_check(const CheckNodeFigures& node, const ThresholdOverrides& overrides);
+// Pure: what p2p between `a` and `b` is judged against: their NVLink links
+// to each other (direct, or through NVSwitches: the fewer of the two GPUs'
+// switch links) at the links' rate by NVLink version, else the slower PCIe
+// link's rate.
+std::optional<Reference> p2p_reference(const CheckDeviceFigures& a, const CheckDeviceFigures& b);
+// One NVLink link's rate in one direction, GB/s, by nvmlNvlinkVersion_t
+// (1: 20, 2 to 6: 25, 7: 50); empty for a version gpumem does not know.
+std::optional<double> nvlink_link_gbps(unsigned version) noexcept;
 
 // Pure: the NVML checks (nvml.*) of a device from its figures, in kChecks
 // order; figures NVML does not report are n/a.

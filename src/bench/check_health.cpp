@@ -12,6 +12,7 @@
 #include "base/stats.hpp"
 #include "base/text.hpp"
 #include "bench/check_engine.hpp"
+#include "base/xid.hpp"
 #include "core/device_inventory.hpp"
 
 namespace gpumem {
@@ -52,9 +53,14 @@ bool names_function(std::string_view source, std::string_view function) {
 
 }  // namespace
 
-std::vector<CheckDeviceFigures> read_check_figures(const DeviceSpec& spec) {
+std::vector<CheckDeviceFigures> read_check_figures(const DeviceSpec& spec, CheckNodeFigures* node) {
     DeviceInventory inventory = DeviceInventory::open();
     inventory.skip_nvml_shutdown();  // the process ends soon after; see Nvml::skip_shutdown
+    if (node) {
+        node->visible = inventory.visible().size();
+        node->lost = inventory.lost();
+        node->nvml = inventory.source() == "nvml";
+    }
     const std::vector<std::size_t> positions = inventory.resolve(spec);
     std::vector<CheckDeviceFigures> all;
     const Nvml* nvml = inventory.source() == "nvml" ? inventory.nvml() : nullptr;
@@ -87,6 +93,12 @@ std::vector<CheckDeviceFigures> read_check_figures(const DeviceSpec& spec) {
             f.memory = nvml->memory(index);
         } catch (const Error& e) {
             f.memory_error = one_line(e.what());
+        }
+        try {
+            f.nvlink = nvml->nvlink(index);
+        } catch (const GpuLostError& e) {  // fell off the bus since the inventory
+            f.why_no_nvlink = e.what();
+            if (node) node->lost.emplace_back(e.what());
         }
         f.cpu_affinity = nvml->cpu_affinity(index);
         f.seconds = seconds_since(start);
@@ -281,6 +293,136 @@ std::vector<CheckOutcome> nvml_checks(const CheckDeviceFigures& figures, const T
     // The reading of the figures is shared; each check gets its part.
     for (CheckOutcome& o : j.out) o.seconds = figures.seconds / static_cast<double>(j.out.size());
     return std::move(j.out);
+}
+
+// ---------------------------------------------------------------------------
+// NVLink, the node's GPUs, p2p's reference
+
+std::optional<double> nvlink_link_gbps(unsigned version) noexcept {
+    // Per link and direction: NVLink 1.0 20 GB/s (P100: 4 links, 80 GB/s);
+    // 2.0 to 4.0 25 GB/s (V100 6, A100 12, H100 18 links: 450 GB/s); 5.0
+    // 50 GB/s (B200: 18 links, 900 GB/s). NVIDIA's datasheets give twice
+    // these, both directions together.
+    if (version == 1) return 20.0;
+    if (version >= 2 && version <= 6) return 25.0;
+    if (version == 7) return 50.0;
+    return std::nullopt;
+}
+
+namespace {
+
+std::string nvlink_version_name(unsigned version) {
+    static const char* const names[] = {"?", "1.0", "2.0", "2.2", "3.0", "3.1", "4.0", "5.0"};
+    return version < 8 ? names[version] : std::to_string(version);
+}
+
+}  // namespace
+
+std::vector<CheckOutcome> nvlink_checks(const CheckDeviceFigures& f, const ThresholdOverrides& overrides) {
+    const char* const ids[] = {"nvlink.links", "nvlink.replay_errors", "nvlink.recovery_errors", "nvlink.crc_errors"};
+    std::vector<CheckOutcome> out;
+    auto all = [&](auto make, const std::string& why) {
+        for (const char* id : ids) out.push_back(make(id, why));
+        return out;
+    };
+    if (!f.nvlink) {
+        if (!f.why_no_nvlink.empty()) return all(unknown_check, f.why_no_nvlink);
+        return all(not_applicable, f.why_no_nvml.empty() ? "NVML gave no NVLink figures" : f.why_no_nvml);
+    }
+    const NvmlNvLink& l = *f.nvlink;
+    if (!l.error.empty()) return all(unknown_check, l.error);
+    if (!l.supported) return all(not_applicable, "no NVLink: NVML reports no NVLink link on this GPU (PCIe only)");
+    auto threshold = [&](const std::string& id, const std::optional<Reference>& reference) {
+        return threshold_for(id, check_row(id).value, overrides, reference);
+    };
+    const unsigned active = l.active_count();
+    std::vector<std::string> down;
+    for (std::size_t i = 0; i < l.active.size(); ++i)
+        if (!l.active[i]) down.push_back(std::to_string(i));
+    const bool required = find_override(overrides, "nvlink.links") != nullptr;
+    if (active == 0 && !required) {
+        // No link up at all: a PCIe card with no NVLink bridge fitted, not a
+        // fault; a machine that must have them says so with a threshold.
+        out.push_back(not_applicable("nvlink.links", "none of the GPU's " + std::to_string(l.link_count) +
+                                                         " NVLink links is active (no bridge or switch connected); "
+                                                         "--threshold nvlink.links=N requires N"));
+    } else {
+        std::string note = std::to_string(active) + " of " + std::to_string(l.link_count) + " active";
+        if (l.version) note += ", NVLink " + nvlink_version_name(*l.version);
+        if (!down.empty()) note += "; down: link " + join(down, ", ");
+        CheckOutcome o = judged("nvlink.links", active, threshold("nvlink.links", Reference{static_cast<double>(l.link_count), "the GPU's links"}),
+                                note);
+        if (o.verdict == Verdict::fail) o.remediation = Remediation::reset_gpu;
+        out.push_back(std::move(o));
+    }
+    auto counter = [&](const char* id, std::optional<std::uint64_t> value, Remediation remediation) {
+        if (!value) {
+            out.push_back(not_applicable(id, "not reported by this GPU's NVML"));
+            return;
+        }
+        CheckOutcome o = judged(id, static_cast<double>(*value), threshold(id, std::nullopt), "over every link since the driver loaded");
+        if (o.verdict == Verdict::warn || o.verdict == Verdict::fail) o.remediation = remediation;
+        out.push_back(std::move(o));
+    };
+    counter("nvlink.replay_errors", l.replay_errors, Remediation::none);
+    counter("nvlink.recovery_errors", l.recovery_errors, Remediation::reset_gpu);
+    std::optional<std::uint64_t> crc;
+    if (l.crc_flit_errors || l.crc_data_errors) crc = l.crc_flit_errors.value_or(0) + l.crc_data_errors.value_or(0);
+    counter("nvlink.crc_errors", crc, Remediation::service);
+    return out;
+}
+
+CheckOutcome node_gpus_check(const CheckNodeFigures& node, const ThresholdOverrides& overrides) {
+    const char* id = "node.gpus";
+    const std::optional<Threshold> t = threshold_for(id, check_row(id).value, overrides, std::nullopt);
+    std::string note;
+    if (!node.lost.empty()) note = std::to_string(node.lost.size()) + " lost: " + join(node.lost, "; ");
+    if (!t) note += std::string(note.empty() ? "" : "; ") + "no --expect-gpus";
+    if (!node.nvml) note += std::string(note.empty() ? "" : "; ") + "without NVML, a lost GPU cannot be seen";
+    CheckOutcome o = judged(id, static_cast<double>(node.visible), t, note);
+    if (!node.lost.empty()) {
+        o.verdict = Verdict::fail;
+        o.remediation = Remediation::reboot;  // Xid 79's: a GPU off the bus comes back with the node
+    } else if (o.verdict == Verdict::fail) {
+        o.remediation = Remediation::reboot;  // a GPU the driver did not bring up
+    }
+    o.reason = "GPUs visible on the node: " + o.reason;
+    return o;
+}
+
+std::optional<Reference> p2p_reference(const CheckDeviceFigures& a, const CheckDeviceFigures& b) {
+    if (a.nvlink && b.nvlink && a.nvlink->supported && b.nvlink->supported) {
+        const NvmlNvLink& la = *a.nvlink;
+        const NvmlNvLink& lb = *b.nvlink;
+        auto links_to = [](const NvmlNvLink& l, const PciAddress& peer) {
+            unsigned direct = 0, to_switch = 0;
+            for (std::size_t i = 0; i < l.active.size(); ++i) {
+                if (!l.active[i]) continue;
+                if (i < l.remote_is_switch.size() && l.remote_is_switch[i]) ++to_switch;
+                else if (i < l.remote.size() && l.remote[i] && same_pci_device(*l.remote[i], peer)) ++direct;
+            }
+            return std::make_pair(direct, to_switch);
+        };
+        const auto [ab, a_switch] = links_to(la, b.device.pci);
+        const auto [ba, b_switch] = links_to(lb, a.device.pci);
+        unsigned links = std::min(ab, ba);
+        std::string how = "direct";
+        if (links == 0 && a_switch > 0 && b_switch > 0) {
+            links = std::min(a_switch, b_switch);
+            how = "through NVSwitch";
+        }
+        const std::optional<unsigned> version = la.version && lb.version ? std::optional<unsigned>(std::min(*la.version, *lb.version)) : std::nullopt;
+        const std::optional<double> per_link = version ? nvlink_link_gbps(*version) : std::nullopt;
+        if (links > 0 && per_link) {
+            const double gbps = *per_link * links;
+            return Reference{gbps, "NVLink " + nvlink_version_name(*version) + " x" + std::to_string(links) + " (" + how + ")'s " +
+                                       format_decimal(gbps, 1) + " GB/s"};
+        }
+    }
+    std::optional<Reference> slower = a.pcie ? pcie_reference(a.pcie->max_generation, a.pcie->max_width) : std::nullopt;
+    const std::optional<Reference> other = b.pcie ? pcie_reference(b.pcie->max_generation, b.pcie->max_width) : std::nullopt;
+    if (!slower || (other && other->value < slower->value)) slower = other;
+    return slower;
 }
 
 }  // namespace gpumem

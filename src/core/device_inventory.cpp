@@ -27,7 +27,9 @@ std::optional<std::size_t> find_by_pci(const std::vector<DeviceIdentity>& all, c
 // Every NVML device's identity, in NVML's order. The first query of a device
 // attaches it (~6.6 ms on an H200), and NVML is thread-safe: attach every
 // device at once rather than in turn.
-std::vector<DeviceIdentity> nvml_identities(const Nvml& nvml) {
+// A device NVML reports lost (fallen off the bus) is left out and named in
+// `lost`: the others still answer, and gpumem check fails the node on it.
+std::vector<DeviceIdentity> nvml_identities(const Nvml& nvml, std::vector<std::string>& lost) {
     const unsigned count = nvml.device_count();
     std::vector<DeviceIdentity> all(count);
     std::vector<std::exception_ptr> failures(count);
@@ -48,9 +50,19 @@ std::vector<DeviceIdentity> nvml_identities(const Nvml& nvml) {
         }
         for (std::thread& t : threads) t.join();
     }
-    for (const std::exception_ptr& f : failures)
-        if (f) std::rethrow_exception(f);
-    return all;
+    std::vector<DeviceIdentity> found;
+    for (unsigned i = 0; i < count; ++i) {
+        if (!failures[i]) {
+            found.push_back(std::move(all[i]));
+            continue;
+        }
+        try {
+            std::rethrow_exception(failures[i]);
+        } catch (const GpuLostError& e) {
+            lost.emplace_back(e.what());
+        }
+    }
+    return found;
 }
 
 // How CUDA numbers the NVML devices `all`: positions in `all`.
@@ -118,7 +130,7 @@ DeviceInventory DeviceInventory::open() {
         return inv;
     }
     inv.source_ = "nvml";
-    const std::vector<DeviceIdentity> all = nvml_identities(*inv.nvml_);
+    const std::vector<DeviceIdentity> all = nvml_identities(*inv.nvml_, inv.lost_);
     spdlog::debug("NVML identities of {} devices: {:.2f} ms", all.size(),
                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
 

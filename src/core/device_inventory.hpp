@@ -78,6 +78,9 @@ public:
     // exist, NoDeviceError when none is visible (see resolve_device_spec).
     std::vector<std::size_t> resolve(const DeviceSpec& spec) const { return resolve_device_spec(spec, visible_); }
     const std::string& source() const noexcept { return source_; }
+    // NVML devices that answered NVML_ERROR_GPU_IS_LOST (fallen off the bus),
+    // left out of visible(): one line each.
+    const std::vector<std::string>& lost() const noexcept { return lost_; }
     // Fresh figures for the given positions in visible().
     InventorySnapshot snapshot(const std::vector<std::size_t>& positions, const SnapshotFields& fields) const;
     // NVML, when it was loaded (for PCIe and bandwidth figures).
@@ -91,6 +94,7 @@ private:
     DeviceInventory() = default;
     std::unique_ptr<Nvml> nvml_;
     std::string source_;
+    std::vector<std::string> lost_;
     std::vector<DeviceIdentity> visible_;  // cuda_index = position; nvml_index when known
     std::vector<std::optional<unsigned>> base_index_;  // parallel to visible_
 };

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <future>
@@ -18,9 +19,11 @@ namespace {
 using nvmlReturn_t = int;
 using nvmlDevice_t = struct nvmlDevice_st*;
 constexpr nvmlReturn_t NVML_SUCCESS = 0;
+constexpr nvmlReturn_t NVML_ERROR_INVALID_ARGUMENT = 2;
 constexpr nvmlReturn_t NVML_ERROR_NOT_SUPPORTED = 3;
 constexpr nvmlReturn_t NVML_ERROR_INSUFFICIENT_SIZE = 7;
 constexpr nvmlReturn_t NVML_ERROR_FUNCTION_NOT_FOUND = 13;
+constexpr nvmlReturn_t NVML_ERROR_GPU_IS_LOST = 15;
 constexpr unsigned NVML_CLOCK_MEM = 2;
 constexpr unsigned long long NVML_VALUE_NOT_AVAILABLE = ~0ULL;
 
@@ -42,6 +45,28 @@ static_assert(nvmlMemory_v2 == 0x02000028, "nvmlMemory_v2_t layout must match nv
 struct nvmlBAR1Memory_t {
     unsigned long long bar1Total, bar1Free, bar1Used;
 };
+// nvmlFieldValue_t: a field id (NVML_FI_*) in, its value and status out.
+struct nvmlFieldValue_t {
+    unsigned fieldId, scopeId;
+    long long timestamp, latencyUsec;
+    int valueType;  // nvmlValueType_t
+    nvmlReturn_t nvmlReturn;
+    union {
+        double dVal;
+        unsigned uiVal;
+        unsigned long ulVal;
+        unsigned long long ullVal;
+        long long sllVal;
+        int siVal;
+        unsigned short usVal;
+    } value;
+};
+static_assert(sizeof(nvmlFieldValue_t) == 40, "nvmlFieldValue_t layout must match nvml.h");
+// nvml.h's NVML_FI_DEV_NVLINK_* field ids and value types.
+constexpr unsigned kFiCrcFlitTotal = 38, kFiCrcDataTotal = 45, kFiReplayTotal = 52, kFiRecoveryTotal = 59;
+constexpr unsigned kFiSpeedCommon = 90, kFiLinkCount = 91;
+constexpr unsigned kNvLinkMaxLinks = 18;  // NVML_NVLINK_MAX_LINKS
+constexpr unsigned kNvLinkRemoteSwitch = 2;  // NVML_NVLINK_DEVICE_TYPE_SWITCH
 struct nvmlProcessInfo_t {
     unsigned pid;
     unsigned long long usedGpuMemory;
@@ -83,10 +108,17 @@ struct Nvml::Api {
     nvmlReturn_t (*device_retired_pending)(nvmlDevice_t, int*) = nullptr;
     nvmlReturn_t (*device_clock)(nvmlDevice_t, unsigned, unsigned*) = nullptr;
     nvmlReturn_t (*device_clock_reasons)(nvmlDevice_t, unsigned long long*) = nullptr;
+    nvmlReturn_t (*device_field_values)(nvmlDevice_t, int, nvmlFieldValue_t*) = nullptr;
+    nvmlReturn_t (*device_nvlink_state)(nvmlDevice_t, unsigned, int*) = nullptr;
+    nvmlReturn_t (*device_nvlink_version)(nvmlDevice_t, unsigned, unsigned*) = nullptr;
+    nvmlReturn_t (*device_nvlink_remote_pci)(nvmlDevice_t, unsigned, nvmlPciInfo_t*) = nullptr;
+    nvmlReturn_t (*device_nvlink_remote_type)(nvmlDevice_t, unsigned, int*) = nullptr;
 
     nvmlDevice_t handle(unsigned index) const {
         nvmlDevice_t h = nullptr;
         const nvmlReturn_t r = device_handle(index, &h);
+        if (r == NVML_ERROR_GPU_IS_LOST)
+            throw GpuLostError("NVML device " + std::to_string(index) + ": " + error_string(r) + " (fallen off the bus)");
         if (r != NVML_SUCCESS)
             throw Error("nvmlDeviceGetHandleByIndex(" + std::to_string(index) + ") failed: " + error_string(r));
         return h;
@@ -168,6 +200,11 @@ std::unique_ptr<Nvml> Nvml::open_now(std::string& why_not) {
     // Renamed from "throttle" in CUDA 12.2's NVML; older drivers have only the old name.
     load(a.device_clock_reasons, "nvmlDeviceGetCurrentClocksEventReasons");
     if (!a.device_clock_reasons) load(a.device_clock_reasons, "nvmlDeviceGetCurrentClocksThrottleReasons");
+    load(a.device_field_values, "nvmlDeviceGetFieldValues");
+    load(a.device_nvlink_state, "nvmlDeviceGetNvLinkState");
+    load(a.device_nvlink_version, "nvmlDeviceGetNvLinkVersion");
+    load(a.device_nvlink_remote_pci, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
+    load(a.device_nvlink_remote_type, "nvmlDeviceGetNvLinkRemoteDeviceType");
     if (!a.init || !a.shutdown || !a.error_string || !a.device_count || !a.device_handle || !a.device_name ||
         !a.device_uuid || !a.device_pci || !a.device_memory) {
         why_not = "libnvidia-ml.so.1 lacks required functions (driver too old)";
@@ -339,6 +376,78 @@ std::vector<int> Nvml::cpu_affinity(unsigned index) const {
         for (int b = 0; b < bits; ++b)
             if (mask[w] & (1UL << b)) cpus.push_back(static_cast<int>(w) * bits + b);
     return cpus;
+}
+
+NvmlNvLink Nvml::nvlink(unsigned index) const {
+    const Api& a = *api_;
+    nvmlDevice_t h = a.handle(index);
+    NvmlNvLink out;
+    if (!a.device_nvlink_state) return out;  // a driver without NVLink calls: none
+    std::optional<unsigned> count;
+    if (a.device_field_values) {
+        nvmlFieldValue_t values[6] = {};
+        const unsigned ids[6] = {kFiLinkCount, kFiSpeedCommon, kFiReplayTotal, kFiRecoveryTotal, kFiCrcFlitTotal, kFiCrcDataTotal};
+        for (int i = 0; i < 6; ++i) values[i].fieldId = ids[i];
+        const nvmlReturn_t r = a.device_field_values(h, 6, values);
+        if (r == NVML_ERROR_GPU_IS_LOST) throw GpuLostError("NVML device " + std::to_string(index) + ": " + a.message(r));
+        if (r == NVML_SUCCESS) {
+            // Each value as an unsigned number, whatever type NVML gave it.
+            auto number = [](const nvmlFieldValue_t& v) -> std::optional<std::uint64_t> {
+                if (v.nvmlReturn != NVML_SUCCESS) return std::nullopt;
+                switch (v.valueType) {
+                    case 0: return v.value.dVal >= 0 ? std::optional<std::uint64_t>(static_cast<std::uint64_t>(v.value.dVal)) : std::nullopt;
+                    case 1: return v.value.uiVal;
+                    case 2: return v.value.ulVal;
+                    case 3: return v.value.ullVal;
+                    case 4: return v.value.sllVal >= 0 ? std::optional<std::uint64_t>(static_cast<std::uint64_t>(v.value.sllVal)) : std::nullopt;
+                    case 5: return v.value.siVal >= 0 ? std::optional<std::uint64_t>(static_cast<std::uint64_t>(v.value.siVal)) : std::nullopt;
+                    case 6: return v.value.usVal;
+                    default: return std::nullopt;
+                }
+            };
+            if (const auto n = number(values[0])) count = static_cast<unsigned>(std::min<std::uint64_t>(*n, kNvLinkMaxLinks));
+            if (const auto mbps = number(values[1]); mbps && *mbps > 0) out.link_speed_mbps = static_cast<double>(*mbps);
+            out.replay_errors = number(values[2]);
+            out.recovery_errors = number(values[3]);
+            out.crc_flit_errors = number(values[4]);
+            out.crc_data_errors = number(values[5]);
+        }
+    }
+    // Without the count, the links answer until the first that does not exist.
+    const unsigned probe = count.value_or(kNvLinkMaxLinks);
+    for (unsigned link = 0; link < probe; ++link) {
+        int is_active = 0;
+        const nvmlReturn_t r = a.device_nvlink_state(h, link, &is_active);
+        if (r == NVML_ERROR_NOT_SUPPORTED || (!count && r == NVML_ERROR_INVALID_ARGUMENT)) break;
+        if (r == NVML_ERROR_GPU_IS_LOST) throw GpuLostError("NVML device " + std::to_string(index) + ": " + a.message(r));
+        if (r != NVML_SUCCESS) {
+            out.error = "nvmlDeviceGetNvLinkState(link " + std::to_string(link) + ") failed: " + a.message(r);
+            return out;
+        }
+        out.active.push_back(is_active != 0);
+        std::optional<PciAddress> remote;
+        bool is_switch = false;
+        if (is_active != 0) {
+            nvmlPciInfo_t pci{};
+            if (a.device_nvlink_remote_pci && a.device_nvlink_remote_pci(h, link, &pci) == NVML_SUCCESS) remote = parse_pci_address(pci.busId);
+            int type = 0;
+            if (a.device_nvlink_remote_type && a.device_nvlink_remote_type(h, link, &type) == NVML_SUCCESS)
+                is_switch = static_cast<unsigned>(type) == kNvLinkRemoteSwitch;
+            unsigned version = 0;
+            if (!out.version && a.device_nvlink_version && a.device_nvlink_version(h, link, &version) == NVML_SUCCESS && version > 0)
+                out.version = version;
+        }
+        out.remote.push_back(remote);
+        out.remote_is_switch.push_back(is_switch);
+    }
+    // Drivers have answered NVLink 5.0 (7) for Hopper's NVLink 4.0 links
+    // (a known quirk other NVML users work around): 5.0 exists from
+    // Blackwell (compute capability 10) on.
+    int major = 0, minor = 0;
+    if (out.version == 7u && a.device_cc && a.device_cc(h, &major, &minor) == NVML_SUCCESS && major < 10) out.version = 6;
+    out.link_count = static_cast<unsigned>(out.active.size());
+    out.supported = out.link_count > 0;
+    return out;
 }
 
 namespace {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/device_spec.hpp"
+#include "base/errors.hpp"
 
 namespace gpumem {
 
@@ -60,6 +61,32 @@ struct NvmlHealth {
     std::vector<std::pair<std::string, std::string>> errors;
     // The message of `function`'s failure, or null when it did not fail.
     const std::string* error_of(std::string_view function) const noexcept;
+};
+
+// NVLink as NVML reports it (nvmlDeviceGetFieldValues, nvmlDeviceGetNvLinkState...).
+struct NvmlNvLink {
+    bool supported = false;    // false: NVML reports no NVLink link on this GPU (PCIe only)
+    std::string error;         // an NVML call failed: what the check cannot know
+    unsigned link_count = 0;   // the links the GPU has (NVML_FI_DEV_NVLINK_LINK_COUNT)
+    std::vector<bool> active;  // per link
+    // Per link: the device at its other end, and whether that is an NVSwitch.
+    std::vector<std::optional<PciAddress>> remote;
+    std::vector<bool> remote_is_switch;
+    std::optional<unsigned> version;       // nvmlNvlinkVersion_t of the first active link (6: NVLink 4.0)
+    std::optional<double> link_speed_mbps;  // NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON: one link, one direction
+    // Totals over every link since the driver loaded; empty when not reported.
+    std::optional<std::uint64_t> replay_errors, recovery_errors, crc_flit_errors, crc_data_errors;
+    unsigned active_count() const noexcept {
+        unsigned n = 0;
+        for (bool a : active) n += a ? 1 : 0;
+        return n;
+    }
+};
+
+// NVML_ERROR_GPU_IS_LOST: the GPU has fallen off the bus (Xid 79).
+class GpuLostError : public Error {
+public:
+    using Error::Error;
 };
 
 // Names of the clock event (throttle) reason bits, as nvidia-smi prints them
@@ -112,6 +139,8 @@ public:
     std::vector<NvmlProcess> compute_processes(unsigned index) const;
     // Every health figure of device `index`; unsupported ones stay empty.
     NvmlHealth health(unsigned index) const;
+    // The GPU's NVLink links, their state and error counters.
+    NvmlNvLink nvlink(unsigned index) const;
     // CPUs close to the GPU, as a list of CPU numbers; empty if unknown.
     std::vector<int> cpu_affinity(unsigned index) const;
 

@@ -1,0 +1,673 @@
+#include "base/xid.hpp"
+
+#include <fcntl.h>
+#include <sys/klog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <iterator>
+
+#include "base/errors.hpp"
+#include "base/sizes.hpp"
+#include "base/text.hpp"
+
+namespace gpumem {
+
+std::string_view xid_severity_name(XidSeverity severity) noexcept {
+    switch (severity) {
+        case XidSeverity::info: return "info";
+        case XidSeverity::warn: return "warn";
+        case XidSeverity::critical: return "critical";
+    }
+    return "?";
+}
+
+namespace {
+
+using S = XidSeverity;
+using R = Remediation;
+
+// The Xid catalog: each code's severity and the remediation of NVIDIA's
+// "Resolution Bucket (Immediate Action)" for Ampere and newer GPUs, from
+// NVIDIA's Xid catalog (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html,
+// "XID Errors"), with the severities of NVIDIA Health Validation's Xid
+// checks (docs.nvidia.com/health-validation/reference/checks/xid.md: e.g.
+// Xid 48 CRITICAL, drain: reset_gpu -> service_required). Their buckets
+// map to gpumem's remediations as RESTART_APP / IGNORE -> none (the fault
+// is the application's, or corrected: the GPU serves the next job),
+// RESET_GPU -> reset_gpu, RESTART_BM / RESTART_VM -> reboot,
+// CONTACT_SUPPORT / CHECK_MECHANICALS as the investigatory action ->
+// service. An application's fault warns (it is worth a look when it
+// repeats); a fault of the GPU, its memory or its links fails. A code not
+// here warns, naming the code.
+constexpr XidCode kXidCatalog[] = {
+    {8, S::warn, R::none, "GPU stopped processing (a channel timed out; usually the application's)"},
+    {13, S::warn, R::none, "graphics engine exception (usually the application's: an illegal address or instruction)"},
+    {31, S::warn, R::none, "GPU memory page fault (usually the application's: an illegal memory access)"},
+    {32, S::warn, R::none, "invalid or corrupted push buffer stream (the driver's, PCIe or system memory corruption)"},
+    {43, S::warn, R::none, "GPU stopped processing a channel after the application's fault"},
+    {45, S::info, R::none, "preemptive cleanup of a channel (a process ended or was killed)"},
+    {48, S::critical, R::reset_gpu, "double-bit ECC error: an uncorrectable memory error"},
+    {61, S::critical, R::reset_gpu, "internal micro-controller breakpoint or warning"},
+    {62, S::critical, R::reset_gpu, "internal micro-controller halt"},
+    {63, S::warn, R::reset_gpu, "a page retirement or row remap was recorded: it takes effect at the next GPU reset"},
+    {64, S::critical, R::service, "a page retirement or row remap could not be recorded: the memory cannot protect itself"},
+    {68, S::warn, R::none, "video decoder (NVDEC) exception"},
+    {69, S::warn, R::none, "graphics engine class error"},
+    {74, S::critical, R::reset_gpu, "NVLink error"},
+    {79, S::critical, R::reboot, "GPU has fallen off the bus"},
+    {92, S::warn, R::none, "high single-bit ECC error rate"},
+    {94, S::warn, R::reset_gpu, "contained ECC error: the process that hit it ended; reset the GPU to remap the row"},
+    {95, S::critical, R::reset_gpu, "uncontained ECC error: every process on the GPU is affected"},
+    {109, S::warn, R::none, "context switch timeout (usually the application's)"},
+    {119, S::critical, R::reset_gpu, "GSP RPC timeout: the GPU's system processor stopped answering"},
+    {120, S::critical, R::reset_gpu, "GSP error: the GPU's system processor failed"},
+    {121, S::warn, R::none, "corrected error on the C2C (chip to chip) link"},
+    {140, S::critical, R::reset_gpu, "unrecovered ECC error"},
+    {143, S::critical, R::reset_gpu, "GPU initialization failure"},
+    {154, S::warn, R::none, "GPU recovery action changed"},  // judged by the action its text names
+};
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_space(char c) { return c == ' ' || c == '\t'; }
+
+std::string_view trim_spaces(std::string_view s) {
+    while (!s.empty() && (is_space(s.front()) || s.front() == '\r')) s.remove_prefix(1);
+    while (!s.empty() && (is_space(s.back()) || s.back() == '\r' || s.back() == '\n')) s.remove_suffix(1);
+    return s;
+}
+
+bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+
+bool contains_nocase(std::string_view text, std::string_view word) {
+    if (word.size() > text.size()) return false;
+    for (std::size_t i = 0; i + word.size() <= text.size(); ++i) {
+        bool same = true;
+        for (std::size_t j = 0; j < word.size() && same; ++j)
+            same = std::tolower(static_cast<unsigned char>(text[i + j])) == std::tolower(static_cast<unsigned char>(word[j]));
+        if (same) return true;
+    }
+    return false;
+}
+
+// A run of digits at the start of `s` as a number (at most `max_digits`).
+std::optional<std::uint64_t> leading_number(std::string_view& s, std::size_t max_digits) {
+    std::size_t n = 0;
+    std::uint64_t v = 0;
+    while (n < s.size() && is_digit(s[n])) {
+        if (n == max_digits) return std::nullopt;
+        v = v * 10 + static_cast<std::uint64_t>(s[n] - '0');
+        ++n;
+    }
+    if (n == 0) return std::nullopt;
+    s.remove_prefix(n);
+    return v;
+}
+
+// "YYYY-MM-DDTHH:MM[:SS[.frac|,frac]][Z|+HH:MM|+HHMM]" at the start of `s`
+// (a space may stand for the T): seconds since 1970, the text it took, and
+// whether it named a zone. Local time without one.
+struct IsoTime {
+    std::int64_t epoch = 0;
+    std::size_t length = 0;
+};
+std::optional<IsoTime> parse_iso_time(std::string_view s, bool require_zone) {
+    std::string_view p = s;
+    auto field = [&](std::size_t digits, char after) -> std::optional<int> {
+        if (p.size() < digits) return std::nullopt;
+        int v = 0;
+        for (std::size_t i = 0; i < digits; ++i) {
+            if (!is_digit(p[i])) return std::nullopt;
+            v = v * 10 + (p[i] - '0');
+        }
+        p.remove_prefix(digits);
+        if (after != 0) {
+            if (p.empty() || (p.front() != after && !(after == 'T' && p.front() == ' '))) return std::nullopt;
+            p.remove_prefix(1);
+        }
+        return v;
+    };
+    const auto year = field(4, '-');
+    const auto month = year ? field(2, '-') : std::nullopt;
+    const auto day = month ? field(2, 'T') : std::nullopt;
+    const auto hour = day ? field(2, ':') : std::nullopt;
+    const auto minute = hour ? field(2, 0) : std::nullopt;
+    if (!minute) return std::nullopt;
+    int second = 0;
+    if (!p.empty() && p.front() == ':') {
+        p.remove_prefix(1);
+        const auto s2 = field(2, 0);
+        if (!s2) return std::nullopt;
+        second = *s2;
+        if (!p.empty() && (p.front() == '.' || p.front() == ',')) {
+            p.remove_prefix(1);
+            if (p.empty() || !is_digit(p.front())) return std::nullopt;
+            while (!p.empty() && is_digit(p.front())) p.remove_prefix(1);
+        }
+    }
+    if (*month < 1 || *month > 12 || *day < 1 || *day > 31 || *hour > 23 || *minute > 59 || second > 60) return std::nullopt;
+    std::tm tm{};
+    tm.tm_year = *year - 1900;
+    tm.tm_mon = *month - 1;
+    tm.tm_mday = *day;
+    tm.tm_hour = *hour;
+    tm.tm_min = *minute;
+    tm.tm_sec = second;
+    std::optional<int> offset;  // seconds east of UTC
+    if (!p.empty() && (p.front() == 'Z' || p.front() == 'z')) {
+        p.remove_prefix(1);
+        offset = 0;
+    } else if (!p.empty() && (p.front() == '+' || p.front() == '-')) {
+        const int sign = p.front() == '+' ? 1 : -1;
+        p.remove_prefix(1);
+        const auto oh = field(2, 0);
+        if (!oh) return std::nullopt;
+        if (!p.empty() && p.front() == ':') p.remove_prefix(1);
+        const auto om = field(2, 0);
+        if (!om || *oh > 23 || *om > 59) return std::nullopt;
+        offset = sign * (*oh * 3600 + *om * 60);
+    }
+    if (require_zone && !offset) return std::nullopt;
+    IsoTime t;
+    if (offset) {
+        t.epoch = static_cast<std::int64_t>(timegm(&tm)) - *offset;
+    } else {
+        tm.tm_isdst = -1;
+        t.epoch = static_cast<std::int64_t>(std::mktime(&tm));
+    }
+    t.length = s.size() - p.size();
+    return t;
+}
+
+constexpr std::string_view kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+
+// The time a line's prefix (what comes before "NVRM:") gives, into `e`.
+// /dev/kmsg: "6,1234,5678901,-;"; klogctl: "<4>"; dmesg: "[ 1234.567890]";
+// dmesg -T: "[Wed Nov 25 05:00:00 2026]"; journalctl -o short-iso and
+// dmesg --time-format iso: "2026-11-25T05:00:00+0000"; syslog and
+// journalctl: "Nov 25 05:00:00 host kernel: [ 12.3]".
+void read_prefix_time(std::string_view prefix, XidEvent& e) {
+    std::string_view p = prefix;
+    // /dev/kmsg: prio,seq,usec,flags;
+    if (const std::size_t semi = p.find(';'); semi != std::string_view::npos && !p.empty() && is_digit(p.front())) {
+        std::string_view f = p.substr(0, semi);
+        std::string_view q = f;
+        const auto prio = leading_number(q, 10);
+        if (prio && !q.empty() && q.front() == ',') {
+            q.remove_prefix(1);
+            const auto seq = leading_number(q, 20);
+            if (seq && !q.empty() && q.front() == ',') {
+                q.remove_prefix(1);
+                if (const auto usec = leading_number(q, 20)) {
+                    e.uptime = static_cast<double>(*usec) / 1e6;
+                    e.time_text = format_decimal(*e.uptime, 3) + " s after boot";
+                    return;
+                }
+            }
+        }
+    }
+    if (starts_with(p, "<")) {  // klogctl's <prio>
+        const std::size_t close = p.find('>');
+        if (close < 5) p.remove_prefix(close + 1);  // npos is never < 5
+    }
+    if (const auto iso = parse_iso_time(p, true)) {
+        e.epoch = iso->epoch;
+        e.time_text = std::string(p.substr(0, iso->length));
+        p.remove_prefix(iso->length);
+    } else if (p.size() >= 15) {
+        for (std::string_view m : kMonths)
+            if (starts_with(p, m) && p[3] == ' ') {
+                e.time_text = std::string(p.substr(0, 15));  // "Nov 25 05:00:00"
+                break;
+            }
+    }
+    // "[ 1234.567890]" anywhere in the prefix: time since boot. "[Wed Nov 25 ...]": as text.
+    for (std::size_t open = p.find('['); open != std::string_view::npos; open = p.find('[', open + 1)) {
+        const std::size_t close = p.find(']', open);
+        if (close == std::string_view::npos) break;
+        const std::string_view inside = trim_spaces(p.substr(open + 1, close - open - 1));
+        std::string_view q = inside;
+        const auto whole = leading_number(q, 12);
+        if (whole && !q.empty() && q.front() == '.') {
+            q.remove_prefix(1);
+            std::string_view frac = q;
+            const std::size_t digits = frac.size();
+            if (leading_number(q, 9) && q.empty()) {
+                e.uptime = static_cast<double>(*whole) + std::stod("0." + std::string(frac.substr(0, digits)));
+                if (e.time_text.empty()) e.time_text = format_decimal(*e.uptime, 3) + " s after boot";
+                return;
+            }
+        } else if (e.time_text.empty() && inside.size() >= 20 && inside.size() <= 30) {
+            e.time_text = std::string(inside);  // dmesg -T
+        }
+    }
+}
+
+// Xid 154's recovery action: "... changed from 0x0 (None) to 0x1 (GPU Reset Required)".
+std::optional<Remediation> recovery_action_of(std::string_view detail) {
+    std::size_t to = std::string_view::npos;
+    for (std::size_t at = detail.find(" to "); at != std::string_view::npos; at = detail.find(" to ", at + 1)) to = at;
+    std::string_view action = to == std::string_view::npos ? detail : detail.substr(to + 4);
+    if (contains_nocase(action, "reboot")) return Remediation::reboot;
+    if (contains_nocase(action, "reset")) return Remediation::reset_gpu;  // "GPU Reset Required", "Drain and Reset"
+    if (contains_nocase(action, "drain")) return Remediation::drain;      // "Drain P2P"
+    if (contains_nocase(action, "none")) return Remediation::none;
+    return std::nullopt;
+}
+
+std::string cut(std::string_view s, std::size_t n) {
+    std::string out(s.substr(0, n));
+    for (char& c : out)
+        if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+    if (s.size() > n) out += "...";
+    return out;
+}
+
+}  // namespace
+
+const std::vector<XidCode>& xid_catalog() {
+    static const std::vector<XidCode> rows(std::begin(kXidCatalog), std::end(kXidCatalog));
+    return rows;
+}
+
+const XidCode* xid_code(unsigned code) noexcept {
+    const XidCode* end = std::end(kXidCatalog);
+    const XidCode* it = std::lower_bound(std::begin(kXidCatalog), end, code, [](const XidCode& c, unsigned v) { return c.code < v; });
+    return it != end && it->code == code ? it : nullptr;
+}
+
+bool same_pci_device(const PciAddress& a, const PciAddress& b) noexcept {
+    return a.domain == b.domain && a.bus == b.bus && a.device == b.device;
+}
+
+KernelLine parse_kernel_log_line(std::string_view line) {
+    KernelLine out;
+    constexpr std::string_view kMarker = "NVRM: Xid";
+    const std::size_t at = line.find(kMarker);
+    if (at == std::string_view::npos) {
+        // Another driver, another NVRM message, or an Xid line mangled past recognition.
+        const std::size_t nvrm = line.find("NVRM");
+        if (nvrm != std::string_view::npos && line.find("Xid", nvrm) != std::string_view::npos) out.kind = KernelLineKind::not_understood;
+        return out;
+    }
+    out.kind = KernelLineKind::not_understood;
+    XidEvent& e = out.event;
+    read_prefix_time(line.substr(0, at), e);
+    std::string_view p = line.substr(at + kMarker.size());
+    while (!p.empty() && is_space(p.front())) p.remove_prefix(1);
+    // "(PCI:0000:18:00)" (the device), then ": CODE, text".
+    if (p.empty() || p.front() != '(') return out;
+    const std::size_t close = p.find(')');
+    if (close == std::string_view::npos) return out;
+    std::string_view device = trim_spaces(p.substr(1, close - 1));
+    e.device_text = cut(device, 40);
+    std::string_view id = device.substr(0, device.find(' '));  // "PCI:0000:18:00" before any further words
+    if (starts_with(id, "PCI:") || starts_with(id, "pci:")) id.remove_prefix(4);
+    std::string pci_text(id);
+    if (pci_text.find('.') == std::string::npos) pci_text += ".0";
+    e.pci = parse_pci_address(pci_text);
+    p.remove_prefix(close + 1);
+    if (p.empty() || p.front() != ':') return out;
+    p.remove_prefix(1);
+    while (!p.empty() && is_space(p.front())) p.remove_prefix(1);
+    const auto code = leading_number(p, 5);
+    if (!code || *code > 65535) return out;
+    if (!p.empty() && p.front() != ',' && !is_space(p.front()) && p.front() != '\r') return out;
+    e.code = static_cast<unsigned>(*code);
+    if (!p.empty() && p.front() == ',') p.remove_prefix(1);
+    e.detail = cut(trim_spaces(p), 160);
+    if (e.code == 154) e.recovery_action = recovery_action_of(p);
+    if (!e.pci) return out;  // an Xid whose device gpumem cannot read
+    out.kind = KernelLineKind::xid;
+    return out;
+}
+
+void XidScanner::add_line(std::string_view line) {
+    ++scan_.lines;
+    KernelLine l = parse_kernel_log_line(line);
+    if (l.kind == KernelLineKind::other) {
+        // Still a clock: the latest time of the log, for --xid-since durations.
+        if (line.find('[') != std::string_view::npos || (!line.empty() && is_digit(line.front()))) {
+            XidEvent t;
+            read_prefix_time(line.substr(0, 64), t);
+            if (t.uptime) scan_.last_uptime = std::max(scan_.last_uptime.value_or(0), *t.uptime);
+            if (t.epoch) scan_.last_epoch = std::max<std::int64_t>(scan_.last_epoch.value_or(0), *t.epoch);
+        }
+        return;
+    }
+    if (l.kind == KernelLineKind::not_understood) {
+        ++scan_.not_understood;
+        if (scan_.not_understood_samples.size() < 3) scan_.not_understood_samples.push_back(cut(trim_spaces(line), 100));
+        return;
+    }
+    if (l.event.uptime) scan_.last_uptime = std::max(scan_.last_uptime.value_or(0), *l.event.uptime);
+    if (l.event.epoch) scan_.last_epoch = std::max<std::int64_t>(scan_.last_epoch.value_or(0), *l.event.epoch);
+    if (scan_.events.size() >= kMaxXidEvents) {
+        ++scan_.events_dropped;
+        return;
+    }
+    scan_.events.push_back(std::move(l.event));
+}
+
+XidScan scan_kernel_log_text(std::string_view text, const std::string& source) {
+    XidScanner scanner(source);
+    while (!text.empty()) {
+        const std::size_t nl = text.find('\n');
+        scanner.add_line(text.substr(0, nl));
+        if (nl == std::string_view::npos) break;
+        text.remove_prefix(nl + 1);
+    }
+    return scanner.finish();
+}
+
+XidScan read_kernel_log_file(const std::string& path) {
+    const std::string what = "--kernel-log " + path;
+    if (path.empty()) throw UsageError("--kernel-log: empty file name");
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) throw UsageError(what + ": " + std::strerror(errno));
+    if (S_ISDIR(st.st_mode)) throw UsageError(what + ": is a directory, not a kernel log (save one with dmesg > FILE)");
+    // A FIFO, /dev/zero or /dev/kmsg could block or never end: refused unopened.
+    if (!S_ISREG(st.st_mode))
+        throw UsageError(what + ": not a regular file (a saved kernel log: dmesg > FILE, or journalctl -k -o short-iso > FILE; "
+                                "leave --kernel-log out to read the live log)");
+    if (static_cast<std::uint64_t>(st.st_size) > kKernelLogMaxBytes)
+        throw UsageError(what + ": " + format_bytes(static_cast<std::uint64_t>(st.st_size)) + " is larger than a kernel log can be (at most " +
+                         format_bytes(kKernelLogMaxBytes) + ")");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw UsageError(what + ": " + std::strerror(errno));
+    XidScanner scanner(path);
+    std::string pending;
+    std::vector<char> buffer(1 << 16);
+    std::uint64_t total = 0;
+    while (in) {
+        in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+        const auto got = static_cast<std::size_t>(in.gcount());
+        if (got == 0) break;
+        total += got;
+        // The file grew past the limit while it was read: the same refusal.
+        if (total > kKernelLogMaxBytes) throw UsageError(what + ": larger than a kernel log can be (at most " + format_bytes(kKernelLogMaxBytes) + ")");
+        std::string_view chunk(buffer.data(), got);
+        if (chunk.find('\0') != std::string_view::npos)
+            throw UsageError(what + ": a binary file, not a text kernel log (journalctl -k -o short-iso > FILE writes one)");
+        while (!chunk.empty()) {
+            const std::size_t nl = chunk.find('\n');
+            if (nl == std::string_view::npos) {
+                pending.append(chunk);
+                break;
+            }
+            pending.append(chunk.substr(0, nl));
+            scanner.add_line(pending);
+            pending.clear();
+            chunk.remove_prefix(nl + 1);
+        }
+        if (pending.size() > kKernelLogMaxLine)
+            throw UsageError(what + ": a line longer than " + format_bytes(kKernelLogMaxLine) + ": not a kernel log");
+    }
+    if (!pending.empty()) scanner.add_line(pending);
+    return scanner.finish();
+}
+
+namespace {
+
+// klogctl's actions (sys/klog.h leaves them unnamed).
+constexpr int kSyslogReadAll = 3, kSyslogSizeBuffer = 10;
+
+XidScan read_klogctl() {
+    XidScan scan;
+    scan.source = "klogctl";
+    const int size = klogctl(kSyslogSizeBuffer, nullptr, 0);
+    if (size < 0) {
+        scan.why_unreadable = std::string("the kernel log cannot be read: klogctl: ") + std::strerror(errno);
+        return scan;
+    }
+    std::string text(static_cast<std::size_t>(size) + 1, '\0');
+    const int got = klogctl(kSyslogReadAll, text.data(), static_cast<int>(text.size()));
+    if (got < 0) {
+        scan.why_unreadable = std::string("the kernel log cannot be read: klogctl: ") + std::strerror(errno) +
+                              (errno == EPERM ? " (needs root, or kernel.dmesg_restrict=0)" : "");
+        return scan;
+    }
+    text.resize(static_cast<std::size_t>(got));
+    return scan_kernel_log_text(text, "klogctl");
+}
+
+}  // namespace
+
+XidScan read_live_kernel_log() {
+    const int fd = ::open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT) return read_klogctl();  // some containers have no /dev/kmsg
+        XidScan scan;
+        scan.source = "/dev/kmsg";
+        scan.why_unreadable = std::string("the kernel log cannot be read: /dev/kmsg: ") + std::strerror(errno) +
+                              (errno == EPERM || errno == EACCES ? " (needs root, or kernel.dmesg_restrict=0; or give --kernel-log FILE)" : "");
+        return scan;
+    }
+    XidScanner scanner("/dev/kmsg");
+    std::string error;
+    // One record per read; a fresh descriptor starts at the oldest record.
+    // The buffer is finite, but a busy kernel writes on: stop after this many.
+    char record[8192];
+    for (std::uint64_t n = 0; n < 10'000'000; ++n) {
+        const ssize_t got = ::read(fd, record, sizeof record);
+        if (got > 0) {
+            std::string_view r(record, static_cast<std::size_t>(got));
+            scanner.add_line(r.substr(0, r.find('\n')));  // continuation lines (" SUBSYSTEM=...") follow the first
+            continue;
+        }
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0 && errno == EPIPE) continue;  // records overwritten while read: go on with the next
+        if (got < 0 && errno != EAGAIN) error = std::strerror(errno);
+        break;
+    }
+    ::close(fd);
+    XidScan scan = scanner.finish();
+    if (!error.empty()) scan.why_unreadable = "the kernel log cannot be read: /dev/kmsg: " + error;
+    return scan;
+}
+
+XidSince parse_xid_since(std::string_view text) {
+    const std::string shown(text);
+    XidSince since;
+    since.text = shown;
+    const std::string_view s = trim_spaces(text);
+    if (s == "boot") return since;
+    auto bad = [&]() {
+        return UsageError("--xid-since '" + shown + "': expected 'boot', a duration (30m, 6h, 2d) or a time (2026-11-25T05:00:00, Z or +01:00 for a zone)");
+    };
+    if (s.empty()) throw bad();
+    // A duration: a whole number and one of s, m, h, d.
+    if (is_digit(s.front()) && s.size() <= 12 && std::string_view("smhd").find(s.back()) != std::string_view::npos) {
+        std::string_view digits = s.substr(0, s.size() - 1);
+        const auto n = leading_number(digits, 9);
+        if (n && digits.empty()) {
+            if (*n == 0) throw UsageError("--xid-since '" + shown + "': a duration of 0 leaves nothing to read");
+            const double unit = s.back() == 's' ? 1 : s.back() == 'm' ? 60 : s.back() == 'h' ? 3600 : 86400;
+            since.kind = XidSince::Kind::duration;
+            since.seconds = static_cast<double>(*n) * unit;
+            if (since.seconds > 100.0 * 365 * 86400) throw bad();
+            return since;
+        }
+    }
+    const auto iso = parse_iso_time(s, false);
+    if (!iso || iso->length != s.size()) throw bad();
+    since.kind = XidSince::Kind::time;
+    since.epoch = iso->epoch;
+    return since;
+}
+
+XidClock xid_clock_now() {
+    timespec mono{}, real{};
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    clock_gettime(CLOCK_REALTIME, &real);
+    return XidClock{static_cast<double>(mono.tv_sec) + static_cast<double>(mono.tv_nsec) / 1e9, static_cast<std::int64_t>(real.tv_sec)};
+}
+
+XidWindow xid_window(const XidScan& scan, const XidSince& since, const std::optional<XidClock>& clock) {
+    XidWindow w;
+    if (since.kind == XidSince::Kind::boot) {
+        w.events = scan.events;
+        w.description = clock ? "since boot" : "in the whole log";
+        return w;
+    }
+    // The cut-off on each of the two clocks a line may carry.
+    std::optional<double> min_uptime;
+    std::optional<std::int64_t> min_epoch;
+    if (since.kind == XidSince::Kind::duration) {
+        w.description = "in the last " + since.text;
+        if (clock) {
+            min_uptime = clock->uptime - since.seconds;
+            min_epoch = clock->epoch - static_cast<std::int64_t>(since.seconds);
+        } else {
+            w.description += " of the log";
+            if (scan.last_uptime) min_uptime = *scan.last_uptime - since.seconds;
+            if (scan.last_epoch) min_epoch = *scan.last_epoch - static_cast<std::int64_t>(since.seconds);
+        }
+    } else {
+        w.description = "since " + since.text;
+        min_epoch = since.epoch;
+        if (clock) min_uptime = clock->uptime - static_cast<double>(clock->epoch - since.epoch);
+    }
+    for (const XidEvent& e : scan.events) {
+        bool keep = true;
+        if (e.epoch && min_epoch) {
+            keep = *e.epoch >= *min_epoch;
+        } else if (e.uptime && min_uptime) {
+            keep = *e.uptime >= *min_uptime;
+        } else {
+            ++w.not_comparable;
+        }
+        if (keep) {
+            w.events.push_back(e);
+        } else {
+            ++w.before;
+        }
+    }
+    return w;
+}
+
+XidSeverity xid_event_severity(const XidEvent& e) noexcept {
+    if (e.code == 154) {
+        if (!e.recovery_action) return XidSeverity::warn;
+        switch (*e.recovery_action) {
+            case Remediation::none: return XidSeverity::info;  // the action was cleared
+            case Remediation::drain: return XidSeverity::warn;
+            default: return XidSeverity::critical;
+        }
+    }
+    const XidCode* c = xid_code(e.code);
+    return c ? c->severity : XidSeverity::warn;
+}
+
+Remediation xid_event_remediation(const XidEvent& e) noexcept {
+    if (e.code == 154) return e.recovery_action.value_or(Remediation::drain);
+    const XidCode* c = xid_code(e.code);
+    return c ? c->remediation : Remediation::drain;
+}
+
+namespace {
+
+Verdict verdict_of(XidSeverity s) {
+    switch (s) {
+        case XidSeverity::info: return Verdict::pass;
+        case XidSeverity::warn: return Verdict::warn;
+        case XidSeverity::critical: return Verdict::fail;
+    }
+    return Verdict::warn;
+}
+
+std::string meaning_of(const XidEvent& e) {
+    if (e.code == 154) {
+        std::string action = e.detail;
+        if (const std::size_t to = action.rfind(" to "); to != std::string::npos) action = action.substr(to + 4);
+        return "GPU recovery action changed to " + action + (e.recovery_action ? "" : " (an action gpumem does not know)");
+    }
+    const XidCode* c = xid_code(e.code);
+    return c ? std::string(c->meaning) : "Xid " + std::to_string(e.code) + " is not in gpumem's catalog";
+}
+
+std::string describe(const XidEvent& e) {
+    std::string s = "Xid " + std::to_string(e.code);
+    if (!e.time_text.empty()) s += " at " + e.time_text;
+    s += " (" + meaning_of(e);
+    const Remediation r = xid_event_remediation(e);
+    if (xid_event_severity(e) != XidSeverity::info && r != Remediation::none) s += "; " + std::string(remediation_words(r));
+    return s + ")";
+}
+
+}  // namespace
+
+std::string_view remediation_words(Remediation r) noexcept {
+    switch (r) {
+        case Remediation::none: return "no action";
+        case Remediation::drain: return "drain the node";
+        case Remediation::reset_gpu: return "reset the GPU";
+        case Remediation::reboot: return "reboot the node";
+        case Remediation::service: return "send for service";
+    }
+    return "";
+}
+
+CheckOutcome xid_check(const XidScan& scan, const XidWindow& window, const PciAddress& gpu, const std::vector<PciAddress>& checked) {
+    constexpr const char* kId = "xid.events";
+    if (!scan.why_unreadable.empty()) return unknown_check(kId, scan.why_unreadable);
+    std::vector<const XidEvent*> mine;
+    std::vector<std::string> others;  // devices no checked GPU is
+    std::uint64_t other_count = 0;
+    for (const XidEvent& e : window.events) {
+        if (same_pci_device(*e.pci, gpu)) {
+            mine.push_back(&e);
+            continue;
+        }
+        const bool checked_elsewhere = std::any_of(checked.begin(), checked.end(), [&](const PciAddress& p) { return same_pci_device(*e.pci, p); });
+        if (checked_elsewhere) continue;
+        ++other_count;
+        const std::string name = e.device_text + " Xid " + std::to_string(e.code);
+        if (others.size() < 3 && std::find(others.begin(), others.end(), name) == others.end()) others.push_back(name);
+    }
+    // Worst first: by severity, then by remediation; the log's order among equals.
+    std::stable_sort(mine.begin(), mine.end(), [](const XidEvent* a, const XidEvent* b) {
+        const auto sa = xid_event_severity(*a), sb = xid_event_severity(*b);
+        if (sa != sb) return sa > sb;
+        return xid_event_remediation(*a) > xid_event_remediation(*b);
+    });
+    CheckOutcome out;
+    out.id = kId;
+    out.kind = &check_row(kId).value;
+    out.value = static_cast<double>(mine.size());
+    std::string reason;
+    if (mine.empty()) {
+        out.verdict = Verdict::pass;
+        reason = "no Xid events " + window.description;
+    } else {
+        const XidEvent& worst = *mine.front();
+        out.verdict = verdict_of(xid_event_severity(worst));
+        if (out.verdict != Verdict::pass) out.remediation = xid_event_remediation(worst);
+        reason = std::to_string(mine.size()) + " Xid event" + (mine.size() == 1 ? "" : "s") + " " + window.description + ", worst first: ";
+        std::vector<std::string> shown;
+        for (std::size_t i = 0; i < mine.size() && i < 4; ++i) shown.push_back(describe(*mine[i]));
+        if (mine.size() > shown.size()) shown.push_back("and " + std::to_string(mine.size() - shown.size()) + " more");
+        reason += join(shown, "; ");
+    }
+    reason += " (" + std::to_string(scan.lines) + " lines of " + scan.source;
+    if (window.before > 0) reason += "; " + std::to_string(window.before) + " older events left out";
+    if (window.not_comparable > 0) reason += "; " + std::to_string(window.not_comparable) + " events with no time to compare, counted";
+    reason += ")";
+    if (other_count > 0)
+        reason += "; " + std::to_string(other_count) + " Xid event" + (other_count == 1 ? "" : "s") + " of devices not checked here (" + join(others) +
+                  (other_count > others.size() ? ", ..." : "") + ")";
+    if (scan.not_understood > 0)
+        reason += "; " + std::to_string(scan.not_understood) + " Xid line" + (scan.not_understood == 1 ? "" : "s") + " not understood (first: '" +
+                  scan.not_understood_samples.front() + "')";
+    if (scan.events_dropped > 0) reason += "; " + std::to_string(scan.events_dropped) + " events beyond the first " + std::to_string(kMaxXidEvents) + " not read";
+    out.reason = one_line(reason);
+    return out;
+}
+
+}  // namespace gpumem

@@ -1,0 +1,159 @@
+// Xid events: what the NVIDIA driver writes to the kernel log when a GPU
+// meets an error ("NVRM: Xid (PCI:0000:18:00): 79, pid=..., GPU has fallen
+// off the bus."). The parser of kernel log lines in the forms operators save
+// them (dmesg, dmesg -T, /dev/kmsg records, journalctl -k, syslog), the
+// catalog of codes with a severity and a remediation each, the reading of
+// the live log (/dev/kmsg) or a saved one, the --xid-since window, and the
+// xid.events check of one GPU. No CUDA and no NVML: tested on the CPU.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/check_plan.hpp"
+#include "base/device_spec.hpp"
+
+namespace gpumem {
+
+// How bad an Xid is: info passes (reported), warn warns, critical fails.
+enum class XidSeverity { info, warn, critical };
+std::string_view xid_severity_name(XidSeverity severity) noexcept;
+
+// A row of the Xid catalog (kXidCatalog in xid.cpp).
+struct XidCode {
+    unsigned code = 0;
+    XidSeverity severity = XidSeverity::warn;
+    Remediation remediation = Remediation::none;
+    std::string_view meaning;  // "GPU has fallen off the bus"
+};
+// Every code the catalog knows, in increasing order.
+const std::vector<XidCode>& xid_catalog();
+// The row of `code`; nullptr for a code the catalog does not know (which
+// warns, naming the code).
+const XidCode* xid_code(unsigned code) noexcept;
+
+// One Xid line of the kernel log.
+struct XidEvent {
+    std::optional<PciAddress> pci;  // the device the driver names (function 0)
+    std::string device_text;        // as written: "PCI:0000:18:00"
+    unsigned code = 0;
+    std::string detail;             // the text after the code, cut to 160 characters
+    std::optional<double> uptime;   // seconds since boot (dmesg's [  12.3], /dev/kmsg's microseconds)
+    std::optional<std::int64_t> epoch;  // seconds since 1970 (ISO 8601 timestamps: journalctl -o short-iso, dmesg --time-format iso)
+    std::string time_text;          // the time as the line gives it, for reasons; empty when none
+    // Xid 154: the recovery action the driver asks for, from its text
+    // ("GPU Reset Required", "Node Reboot Required", "Drain P2P", "Drain and
+    // Reset", "None"); empty when the text names none gpumem knows.
+    std::optional<Remediation> recovery_action;
+};
+
+// What one line of a kernel log is.
+enum class KernelLineKind {
+    other,           // not an Xid line (another driver, another NVRM message)
+    xid,             // an Xid event, in `event`
+    not_understood,  // mentions an NVRM Xid but is cut short or in a form gpumem does not know
+};
+struct KernelLine {
+    KernelLineKind kind = KernelLineKind::other;
+    XidEvent event;
+};
+// One line of a kernel log in any of the forms above (without its newline).
+KernelLine parse_kernel_log_line(std::string_view line);
+
+// The Xid events of a whole log, with what could not be read counted.
+struct XidScan {
+    std::string source;  // "/dev/kmsg", "klogctl" or the file's path
+    std::vector<XidEvent> events;
+    std::uint64_t lines = 0;
+    std::uint64_t not_understood = 0;
+    std::vector<std::string> not_understood_samples;  // the first few, cut short
+    std::uint64_t events_dropped = 0;  // beyond kMaxXidEvents: counted, not kept
+    std::optional<double> last_uptime;       // the latest time in the log of each kind
+    std::optional<std::int64_t> last_epoch;
+    // Set when the log could not be read (not permitted): the check is unknown.
+    std::string why_unreadable;
+};
+inline constexpr std::size_t kMaxXidEvents = 100000;
+
+// Feeds lines one at a time (the file and /dev/kmsg readers use it).
+class XidScanner {
+public:
+    explicit XidScanner(std::string source) { scan_.source = std::move(source); }
+    void add_line(std::string_view line);
+    XidScan finish() { return std::move(scan_); }
+
+private:
+    XidScan scan_;
+};
+// Every line of `text`.
+XidScan scan_kernel_log_text(std::string_view text, const std::string& source);
+
+// The largest saved kernel log --kernel-log reads: a week of a busy node's
+// dmesg is a few MiB; a file beyond this is not a kernel log.
+inline constexpr std::uint64_t kKernelLogMaxBytes = 256ULL << 20;
+// The longest line it reads (a kernel log record is at most a few KiB).
+inline constexpr std::size_t kKernelLogMaxLine = 1 << 20;
+// A saved kernel log (--kernel-log FILE), checked and scanned: UsageError for
+// a missing file, a directory, a FIFO or device (refused before it is
+// opened), a file above kKernelLogMaxBytes (refused by its size, unread), a
+// binary file (a NUL byte) or a line longer than kKernelLogMaxLine.
+XidScan read_kernel_log_file(const std::string& path);
+// The live kernel log: /dev/kmsg read without blocking from its first record
+// (klogctl where /dev/kmsg is missing). A log that may not be read
+// (dmesg_restrict, a container) gives why_unreadable, not an error.
+XidScan read_live_kernel_log();
+
+// --xid-since: "boot" (everything in the log), a duration (30m, 6h, 2d), or
+// a time (2026-11-25T05:00:00, with Z or +01:00 for a zone; local time
+// without one).
+struct XidSince {
+    enum class Kind { boot, duration, time };
+    Kind kind = Kind::boot;
+    double seconds = 0;      // Kind::duration
+    std::int64_t epoch = 0;  // Kind::time
+    std::string text = "boot";
+};
+XidSince parse_xid_since(std::string_view text);
+
+// The clock of the running machine, to place /dev/kmsg's times since boot.
+struct XidClock {
+    double uptime = 0;       // seconds since boot now
+    std::int64_t epoch = 0;  // seconds since 1970 now
+};
+XidClock xid_clock_now();
+
+// The events of `scan` within `since`. A live log (`clock` given) places each
+// event by its time since boot. A saved log has no "now": a duration counts
+// back from the latest time in the file (of the same kind), and a time is
+// compared with ISO timestamps only; events whose time cannot be compared
+// are kept and counted in `not_comparable`.
+struct XidWindow {
+    std::vector<XidEvent> events;
+    std::uint64_t before = 0;          // events left out, older than the window
+    std::uint64_t not_comparable = 0;  // kept: no time to compare
+    std::string description;           // "since boot", "in the last 1h", "since 2026-11-25T05:00:00"
+};
+XidWindow xid_window(const XidScan& scan, const XidSince& since, const std::optional<XidClock>& clock);
+
+// A remediation in words, for reasons: "reset the GPU".
+std::string_view remediation_words(Remediation remediation) noexcept;
+
+// The severity and remediation of one event (Xid 154 by its recovery action).
+XidSeverity xid_event_severity(const XidEvent& event) noexcept;
+Remediation xid_event_remediation(const XidEvent& event) noexcept;
+
+// The xid.events check of the GPU at `gpu`: the count of its events, the
+// worst's verdict and remediation, and each event (worst first) with its
+// code, time and meaning in the reason. Events of devices that are none of
+// `checked` are named in the reason, not counted; so are the lines not
+// understood.
+CheckOutcome xid_check(const XidScan& scan, const XidWindow& window, const PciAddress& gpu, const std::vector<PciAddress>& checked);
+
+// Whether an Xid's device is the GPU at `gpu` (domain, bus and device; the
+// driver leaves out the function).
+bool same_pci_device(const PciAddress& a, const PciAddress& b) noexcept;
+
+}  // namespace gpumem
