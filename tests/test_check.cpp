@@ -278,9 +278,16 @@ TEST_CASE("check verdicts: comparisons, the warning band, n/a, --strict") {
     CHECK(failed_check("cuda.context", "no context").verdict == Verdict::fail);
     CHECK(failed_check("cuda.context", "no context").remediation == Remediation::reset_gpu);
     CHECK(broken.remediation == Remediation::drain);
-    // Remediations come from the row on warn and fail only.
+    // Remediations come from the row on fail, and on warn where crossing the
+    // threshold is itself a warning; a GPU in the margin band of a failing
+    // row asks for nothing until --strict makes it a failure.
     CHECK(fail.remediation == Remediation::drain);
-    CHECK(edge.remediation == Remediation::drain);
+    CHECK(edge.verdict == Verdict::warn);
+    CHECK(edge.remediation == Remediation::none);
+    CheckOutcome edge_failed = edge;
+    apply_strict(edge_failed, true);
+    CHECK(edge_failed.remediation == Remediation::drain);
+    CHECK(judged("nvml.pcie.link", 8.0, Threshold{16, "the link's maximum"}).remediation == Remediation::drain);
     CHECK(pass.remediation == Remediation::none);
     CHECK(judged("fill.verify", 3.0, Threshold{0, "default"}).remediation == Remediation::service);
     CHECK(not_applicable("copy.h2d", "x").remediation == Remediation::none);
@@ -294,6 +301,7 @@ TEST_CASE("check verdicts: comparisons, the warning band, n/a, --strict") {
     apply_strict(strict_unknown, true);
     CHECK(strict_unknown.verdict == Verdict::fail);
     CHECK(strict_unknown.reason.find("could not run: a failure under --strict") != std::string::npos);
+    CHECK(strict_unknown.remediation == Remediation::drain);
 
     CheckOutcome strict_edge = edge;
     apply_strict(strict_edge, false);

@@ -567,18 +567,28 @@ CheckOutcome failed_check(const std::string& id, const std::string& why) {
     return out;
 }
 
+// A warning asks for the row's remediation only where crossing the
+// threshold is itself a warning (a narrow link, a clock held back). A warning
+// of a row that fails beyond its threshold is the margin band, a GPU near the
+// edge that still did the work: exit 0, and nothing for a drain list to act on.
 Remediation remediation_for(const CheckKind& kind, Verdict verdict) noexcept {
-    return verdict == Verdict::warn || verdict == Verdict::fail ? kind.remediation : Remediation::none;
+    if (verdict == Verdict::fail) return kind.remediation;
+    if (verdict == Verdict::warn && kind.beyond == Verdict::warn) return kind.remediation;
+    return Remediation::none;
 }
 
 void apply_strict(CheckOutcome& outcome, bool strict) {
     if (!strict) return;
+    // A failure asks for at least what its row's failure asks for, and a
+    // check that could not run for a drain: the node was not verified.
     if (outcome.verdict == Verdict::warn) {
         outcome.verdict = Verdict::fail;
         outcome.reason += " (a warning: a failure under --strict)";
+        if (outcome.kind != nullptr) outcome.remediation = worse_remediation(outcome.remediation, outcome.kind->remediation);
     } else if (outcome.verdict == Verdict::unknown) {
         outcome.verdict = Verdict::fail;
         outcome.reason += " (could not run: a failure under --strict)";
+        outcome.remediation = worse_remediation(outcome.remediation, Remediation::drain);
     }
 }
 
