@@ -188,3 +188,37 @@ TEST_CASE("tune speed: bisection probes, the midpoint first, to a MiB") {
     CHECK(rs::bisection_probes(0, 8 * kMiB, 3) == std::vector<std::uint64_t>{4 * kMiB, 2 * kMiB, 6 * kMiB});
     CHECK(rs::bisection_probes(0, 2 * kMiB, 8) == std::vector<std::uint64_t>{kMiB});
 }
+
+namespace {
+// An input that never ends: an alloc and its free, over and over.
+class EndlessSource final : public rs::EventSource {
+public:
+    bool next(rs::Event& e) override {
+        e = rs::Event{};
+        e.kind = (count_ % 2 == 0) ? rs::EventKind::alloc : rs::EventKind::free;
+        e.id = count_ / 2;
+        e.size = 4096;
+        e.line = ++count_;
+        return true;
+    }
+    std::string location(std::uint64_t line) const override { return "endless, event " + std::to_string(line); }
+    std::string description() const override { return "endless"; }
+    std::string format() const override { return "generated"; }
+    bool rewind() override { return false; }
+    std::uint64_t count_ = 0;
+};
+}  // namespace
+
+TEST_CASE("tune: an input that never ends is refused at the limit of what --tune holds in memory") {
+    EndlessSource endless;
+    std::string message;
+    try {
+        const rs::LoadedTrace trace(endless, {}, 1000);
+    } catch (const UsageError& e) {
+        message = e.what();
+    }
+    CHECK(message.find("endless: more than 1000 events") != std::string::npos);
+    CHECK(message.find("the limit of what --tune and --sweep hold in memory") != std::string::npos);
+    CHECK(endless.count_ == 1001);  // read one past the limit, no further
+    CHECK(rs::LoadedTrace::kMaxLoadedEvents == 100'000'000);
+}

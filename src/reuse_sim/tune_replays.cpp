@@ -13,6 +13,7 @@
 #include <thread>
 #include <utility>
 
+#include "base/errors.hpp"
 #include "reuse_sim/cost_table.hpp"
 #include "reuse_sim/torch_caching.hpp"
 
@@ -78,10 +79,14 @@ LaneResult replay_lane(const LoadedTrace& trace, const TorchLane& spec, const St
 
 // ---------------------------------------------------------------- LoadedTrace
 
-LoadedTrace::LoadedTrace(EventSource& source, const std::function<void()>& poll) : source_(source) {
+LoadedTrace::LoadedTrace(EventSource& source, const std::function<void()>& poll, std::uint64_t max_events) : source_(source) {
     Event e;
     std::uint64_t until_poll = 1 << 16;
     while (source.next(e)) {
+        if (events_.size() >= max_events)
+            throw UsageError(source.description() + ": more than " + std::to_string(max_events) +
+                             " events, the limit of what --tune and --sweep hold in memory (48 bytes an event): replay a part "
+                             "of the trace, or one setting without --tune (streamed, no limit)");
         events_.push_back(e);
         if (e.kind == EventKind::alloc || e.kind == EventKind::oom) request_sizes_.push_back(e.size);
         if (e.kind == EventKind::empty_cache) ++empty_caches_;

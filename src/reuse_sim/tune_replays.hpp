@@ -28,8 +28,13 @@ namespace gpumem::reuse_sim {
 class LoadedTrace {
 public:
     // Reads `source` from where it stands to its end; `poll` (may be empty)
-    // every 65536 events, to stop on Ctrl-C. Throws what the source throws.
-    LoadedTrace(EventSource& source, const std::function<void()>& poll);
+    // every 65536 events, to stop on Ctrl-C. Throws what the source throws,
+    // and a UsageError naming the limit past `max_events` events: an input
+    // that never ends (a FIFO, a generator) must not take the host's memory.
+    LoadedTrace(EventSource& source, const std::function<void()>& poll, std::uint64_t max_events = kMaxLoadedEvents);
+    // 100 M events: 4.8 GB in memory, a hundred times the million-entry
+    // snapshots PyTorch users record.
+    static constexpr std::uint64_t kMaxLoadedEvents = 100'000'000;
     const std::vector<Event>& events() const noexcept { return events_; }
     const EventSource& source() const noexcept { return source_; }
     std::uint64_t empty_caches() const noexcept { return empty_caches_; }
