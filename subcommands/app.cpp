@@ -13,6 +13,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -74,12 +75,14 @@ bool is_group(const CommandEntry& e) {
 // Options of gpumem itself that take a value, so that a scan of argv skips it.
 bool takes_value(const std::string& a) { return a == "-d" || a == "--device" || a == "--format" || a == "--units"; }
 
-// --json holds for errors found while parsing too, before CLI11 has set
-// anything, so argv is read directly. Formats that contradict each other
-// (--json --csv) are a usage error whose message alone is printed: no
-// document in any format.
-bool json_requested(int argc, char** argv) {
-    bool json = false, other = false;
+// Whether the command line asks for `wanted` and no other format
+// (--json, --csv, --format F, --format=F), read from argv directly: errors
+// found while parsing, before CLI11 has set anything, are written in it too.
+// Formats that contradict each other (--json --csv) request none: their
+// usage error's message alone is printed. A format that does not exist
+// requests nothing (its own error says so).
+bool only_format_requested(int argc, char** argv, std::string_view wanted) {
+    bool found = false, other = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         std::optional<std::string> format;
@@ -87,29 +90,19 @@ bool json_requested(int argc, char** argv) {
         if (a == "--csv") format = "csv";
         if (a.rfind("--format=", 0) == 0) format = a.substr(9);
         if (a == "--format" && i + 1 < argc) format = argv[i + 1];
-        // A format that does not exist requests nothing (its own error says so).
         if (!format || kFormats.find(*format) == nullptr) continue;
-        (*format == "json" ? json : other) = true;
+        (*format == wanted ? found : other) = true;
     }
-    return json && !other;
+    return found && !other;
 }
 
-// --format nagios holds for errors found while parsing too: a Nagios plugin
-// reports a bad command line as UNKNOWN (exit 3, a status line on stdout),
-// not as the CRITICAL that exit 2 would mean to Nagios.
-bool nagios_requested(int argc, char** argv) {
-    bool nagios = false, other = false;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        std::optional<std::string> format;
-        if (a == "--json") format = "json";
-        if (a == "--csv") format = "csv";
-        if (a.rfind("--format=", 0) == 0) format = a.substr(9);
-        if (a == "--format" && i + 1 < argc) format = argv[i + 1];
-        if (format) (*format == "nagios" ? nagios : other) = true;
-    }
-    return nagios && !other;
-}
+// --json: one document, also for a usage error.
+bool json_requested(int argc, char** argv) { return only_format_requested(argc, argv, "json"); }
+
+// --format nagios: a Nagios plugin reports a bad command line as UNKNOWN
+// (exit 3, a status line on stdout), not as the CRITICAL that exit 2 would
+// mean to Nagios.
+bool nagios_requested(int argc, char** argv) { return only_format_requested(argc, argv, "nagios"); }
 
 // The command row named on the command line (a mode when it has modes),
 // found before CLI11 parses so that only its options need registering:

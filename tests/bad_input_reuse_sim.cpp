@@ -275,12 +275,20 @@ public:
             while (!stop_ && ::write(fd, block.data(), block.size()) > 0) {
             }
             ::close(fd);
+            done_ = true;
         });
     }
     ~EndlessFifo() {
         stop_ = true;
-        // A writer still waiting for a reader: be that reader.
+        // A writer still waiting for a reader: be that reader. Being one also
+        // keeps a writer that is inside write() from seeing EPIPE, so read
+        // what it writes until it has stopped (else it blocks on a full pipe
+        // and the join waits for ever).
         const int fd = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK);
+        char sink[1 << 16];
+        while (!done_) {
+            if (fd < 0 || ::read(fd, sink, sizeof sink) <= 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
         writer_.join();
         if (fd >= 0) ::close(fd);
         ::unlink(path_.c_str());
@@ -292,6 +300,7 @@ public:
 private:
     std::string path_;
     std::atomic<bool> stop_{false};
+    std::atomic<bool> done_{false};
     std::thread writer_;
 };
 
