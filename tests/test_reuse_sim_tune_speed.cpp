@@ -106,7 +106,9 @@ Tuned tune(const std::string& path, std::uint64_t capacity, unsigned threads, bo
 
 void check_same(const Tuned& a, const Tuned& b) {
     REQUIRE(a.rows.size() == b.rows.size());
-    for (const auto& [conf, x] : a.rows) {
+    for (const auto& entry : a.rows) {  // no structured binding: clang 14 cannot capture one in CAPTURE's lambda
+        const std::string& conf = entry.first;
+        const rs::TuneOutcome& x = entry.second;
         CAPTURE(conf);
         const rs::TuneOutcome& y = b.rows.at(conf);
         CHECK(x.peak_reserved == y.peak_reserved);
