@@ -441,7 +441,7 @@ TEST_CASE("check clock event reasons: every reason NVML reports classified, name
     for (const std::uint64_t fault : {0x8ULL, 0x40ULL, 0x80ULL}) {
         CheckDeviceFigures f = healthy(0);
         f.health->clock_event_reasons = fault | 0x1;
-        const CheckOutcome& o = find(nvml_checks(f, {}), "nvml.clock_event_reasons");
+        const CheckOutcome o = find(nvml_checks(f, {}), "nvml.clock_event_reasons");  // a copy: the vector is a temporary
         CHECK(o.verdict == Verdict::fail);
         CHECK(o.remediation == Remediation::drain);
         CHECK(o.reason.find("fault: hw_") != std::string::npos);
