@@ -24,6 +24,7 @@
 #include "cli_harness.hpp"
 #include "commands.hpp"
 #include "in_process.hpp"
+#include "usage_error.hpp"
 
 using namespace gpumem;
 using namespace gpumem::cli;
@@ -33,14 +34,7 @@ namespace {
 
 double value_of(const std::string& id, const std::string& text) { return parse_threshold_value(check_row(id), text); }
 
-std::string usage_error(const std::function<void()>& fn) {
-    try {
-        fn();
-    } catch (const UsageError& e) {
-        return e.what();
-    }
-    return "";
-}
+using gpumem::test::usage_error;
 
 // A temporary folder for threshold files, removed at the end.
 struct Folder {

@@ -9,6 +9,7 @@
 #include "base/check_plan.hpp"
 #include "base/errors.hpp"
 #include "bench/check_engine.hpp"
+#include "usage_error.hpp"
 
 using namespace gpumem;
 
@@ -45,14 +46,7 @@ const CheckOutcome& find(const std::vector<CheckOutcome>& checks, const std::str
     return none;
 }
 
-std::string usage_error(const std::function<void()>& fn) {
-    try {
-        fn();
-    } catch (const UsageError& e) {
-        return e.what();
-    }
-    return "";
-}
+using gpumem::test::usage_error;
 
 }  // namespace
 

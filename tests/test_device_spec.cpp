@@ -7,6 +7,7 @@
 
 #include "base/device_spec.hpp"
 #include "base/errors.hpp"
+#include "usage_error.hpp"
 
 using namespace gpumem;
 
@@ -235,15 +236,6 @@ std::vector<std::size_t> resolve_local(const LauncherInfo& launcher, const std::
     return resolve_device_spec(parse_device_spec("local", launcher), visible);
 }
 
-std::string usage_message(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const UsageError& e) {
-        return e.what();
-    }
-    return "(no usage error)";
-}
-
 }  // namespace
 
 TEST_CASE("device spec: local is the local rank's device among the visible ones") {
@@ -270,13 +262,13 @@ TEST_CASE("device spec: local takes the one device a launcher left, whatever the
 }
 
 TEST_CASE("device spec: local with fewer devices than ranks names both counts") {
-    const std::string message = usage_message([] { resolve_local(launcher_at(0, 4u)); });
+    const std::string message = gpumem::test::usage_error([] { resolve_local(launcher_at(0, 4u)); });
     CAPTURE(message);
     CHECK(message.find("4 ranks") != std::string::npos);
     CHECK(message.find("3 devices") != std::string::npos);
     CHECK(message.find("SLURM_STEP_TASKS_PER_NODE") != std::string::npos);
     // Without the count, the rank that has no device is told so.
-    const std::string beyond = usage_message([] { resolve_local(launcher_at(3)); });
+    const std::string beyond = gpumem::test::usage_error([] { resolve_local(launcher_at(3)); });
     CAPTURE(beyond);
     CHECK(beyond.find("local rank 3") != std::string::npos);
     CHECK(beyond.find("SLURM_LOCALID") != std::string::npos);
@@ -284,7 +276,7 @@ TEST_CASE("device spec: local with fewer devices than ranks names both counts") 
 }
 
 TEST_CASE("device spec: local without a launcher's local rank is a usage error before any device is known") {
-    const std::string message = usage_message([] { parse_device_spec("local", LauncherInfo{}); });
+    const std::string message = gpumem::test::usage_error([] { parse_device_spec("local", LauncherInfo{}); });
     CAPTURE(message);
     CHECK(message.rfind("-d local needs a launcher's local rank: SLURM_LOCALID", 0) == 0);
     for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_RANK", "LOCAL_RANK", "PMI_LOCAL_RANK"})
@@ -293,7 +285,7 @@ TEST_CASE("device spec: local without a launcher's local rank is a usage error b
     LauncherInfo pmi;
     pmi.name = "pmi";
     pmi.rank = 3;
-    const std::string named = usage_message([&] { parse_device_spec("local", pmi); });
+    const std::string named = gpumem::test::usage_error([&] { parse_device_spec("local", pmi); });
     CHECK(named.find("pmi") != std::string::npos);
     // Parsed without a launcher at hand, resolving refuses it, before the
     // device list (even an empty one) is looked at.

@@ -15,6 +15,7 @@
 
 #include "base/errors.hpp"
 #include "base/xid.hpp"
+#include "usage_error.hpp"
 
 using namespace gpumem;
 
@@ -31,14 +32,7 @@ PciAddress pci(unsigned bus) {
     return a;
 }
 
-std::string usage_error(const std::function<void()>& fn) {
-    try {
-        fn();
-    } catch (const UsageError& e) {
-        return e.what();
-    }
-    return "";
-}
+using gpumem::test::usage_error;
 
 CheckOutcome check_of(const std::string& file, unsigned bus, const std::string& since = "boot") {
     const XidScan scan = read_kernel_log_file(fixture(file));
