@@ -52,7 +52,8 @@ TEST_CASE("xid catalog: the codes an operator acts on, each with its severity an
     const Expected expected[] = {
         {13, XidSeverity::warn, Remediation::none},         {31, XidSeverity::warn, Remediation::none},
         {32, XidSeverity::warn, Remediation::none},         {43, XidSeverity::warn, Remediation::none},
-        {45, XidSeverity::info, Remediation::none},         {48, XidSeverity::critical, Remediation::reset_gpu},
+        {45, XidSeverity::info, Remediation::none},         {46, XidSeverity::critical, Remediation::reset_gpu},
+        {48, XidSeverity::critical, Remediation::reset_gpu},
         {61, XidSeverity::critical, Remediation::reset_gpu}, {62, XidSeverity::critical, Remediation::reset_gpu},
         {63, XidSeverity::warn, Remediation::reset_gpu},    {64, XidSeverity::critical, Remediation::service},
         {68, XidSeverity::warn, Remediation::none},         {69, XidSeverity::warn, Remediation::none},

@@ -53,6 +53,8 @@ constexpr XidCode kXidCatalog[] = {
     {32, S::warn, R::none, "invalid or corrupted push buffer stream (the driver's, PCIe or system memory corruption)"},
     {43, S::warn, R::none, "GPU stopped processing a channel after the application's fault"},
     {45, S::info, R::none, "preemptive cleanup of a channel (a process ended or was killed)"},
+    // Health Validation's gpu_xid_46: CRITICAL, drain: reset_gpu -> service_required.
+    {46, S::critical, R::reset_gpu, "GPU stopped processing (the GPU, not a channel of the application's)"},
     {48, S::critical, R::reset_gpu, "double-bit ECC error: an uncorrectable memory error"},
     {61, S::critical, R::reset_gpu, "internal micro-controller breakpoint or warning"},
     {62, S::critical, R::reset_gpu, "internal micro-controller halt"},
