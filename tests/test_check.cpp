@@ -477,6 +477,19 @@ TEST_CASE("check unknown: an NVML call that failed is unknown, one not supported
     f.memory.reset();
     f.memory_error = "nvmlDeviceGetMemoryInfo failed: GPU is lost";
     CHECK(find(nvml_checks(f, {}), "nvml.memory.in_use").verdict == Verdict::unknown);
+    // The PCIe link: a GPU that does not report it is n/a, a failed call unknown.
+    CheckDeviceFigures pcie = healthy(0);
+    pcie.pcie.reset();
+    CHECK(find(nvml_checks(pcie, {}), "nvml.pcie.link").verdict == Verdict::na);
+    pcie.health->errors.emplace_back("nvmlDeviceGetMaxPcieLinkWidth", "GPU is lost");
+    const CheckOutcome lost = find(nvml_checks(pcie, {}), "nvml.pcie.link");
+    CHECK(lost.verdict == Verdict::unknown);
+    CHECK(lost.reason == "nvmlDeviceGetMaxPcieLinkWidth failed: GPU is lost");
+    // The current width alone failing: the link is read, its width is not.
+    CheckDeviceFigures width = healthy(0);
+    width.pcie->current_width = 0;
+    width.health->errors.emplace_back("nvmlDeviceGetCurrPcieLinkWidth", "Insufficient Permissions");
+    CHECK(find(nvml_checks(width, {}), "nvml.pcie.link").verdict == Verdict::unknown);
 }
 
 TEST_CASE("check memory in use: beyond the driver's reserve, its holders or none visible, a settable threshold") {

@@ -155,6 +155,13 @@ public:
     void pcie_link() {
         const char* id = "nvml.pcie.link";
         if (!f_.pcie || f_.pcie->current_width == 0) {
+            // A call that failed (no permission, GPU lost) leaves the link
+            // unknown; only a GPU that does not report it is n/a.
+            for (const char* function : {"nvmlDeviceGetMaxPcieLinkGeneration", "nvmlDeviceGetMaxPcieLinkWidth", "nvmlDeviceGetCurrPcieLinkWidth"})
+                if (const std::string* message = f_.health->error_of(function)) {
+                    out.push_back(unknown_check(id, std::string(function) + " failed: " + *message));
+                    return;
+                }
             out.push_back(not_applicable(id, "not reported by this GPU"));
             return;
         }

@@ -189,10 +189,11 @@ InventorySnapshot DeviceInventory::snapshot(const std::vector<std::size_t>& posi
             r.memory = nvml_->memory(index);
             if (fields.bar1) r.bar1 = nvml_->bar1(index);
             if (fields.compute_capability) r.compute_capability = nvml_->compute_capability(index);
-            if (fields.pcie) r.pcie = nvml_->pcie_link(index);
+            // Health first: the PCIe link's failed calls join its errors.
+            if (fields.health) r.health = nvml_->health(index);
+            if (fields.pcie) r.pcie = nvml_->pcie_link(index, r.health ? &*r.health : nullptr);
             if (fields.peak_bandwidth) r.peak_memory_bandwidth = nvml_->peak_memory_bandwidth(index);
             if (fields.processes) r.processes = nvml_->compute_processes(index);
-            if (fields.health) r.health = nvml_->health(index);
         } else {
             GPUMEM_CUDA_CALL(cudaSetDevice(r.id.cuda_index->ordinal()));
             std::size_t free_bytes = 0, total_bytes = 0;

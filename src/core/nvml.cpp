@@ -134,6 +134,15 @@ struct OpenResult {
 };
 std::future<OpenResult> g_opening;  // set by start_opening, taken by open
 
+// Whether a call answered. A failure other than "not supported" is noted in
+// `failures` (once per function) so that its checks say unknown, not n/a.
+bool answered(const Nvml::Api& a, nvmlReturn_t r, const char* function, NvmlHealth* failures) {
+    if (r == NVML_SUCCESS) return true;
+    if (failures && r != NVML_ERROR_NOT_SUPPORTED && r != NVML_ERROR_FUNCTION_NOT_FOUND && !failures->error_of(function))
+        failures->errors.emplace_back(function, a.message(r));
+    return false;
+}
+
 }  // namespace
 
 void Nvml::start_opening() {
@@ -314,15 +323,18 @@ std::optional<std::pair<int, int>> Nvml::compute_capability(unsigned index) cons
     return std::make_pair(major, minor);
 }
 
-std::optional<NvmlPcieLink> Nvml::pcie_link(unsigned index) const {
-    nvmlDevice_t h = api_->handle(index);
+std::optional<NvmlPcieLink> Nvml::pcie_link(unsigned index, NvmlHealth* failures) const {
+    const Api& a = *api_;
+    nvmlDevice_t h = a.handle(index);
+    auto ok = [&](nvmlReturn_t r, const char* function) { return answered(a, r, function, failures); };
     NvmlPcieLink link;
-    if (!api_->device_pcie_gen_max || !api_->device_pcie_width_max) return std::nullopt;
-    if (api_->device_pcie_gen_max(h, &link.max_generation) != NVML_SUCCESS ||
-        api_->device_pcie_width_max(h, &link.max_width) != NVML_SUCCESS)
+    if (!a.device_pcie_gen_max || !a.device_pcie_width_max) return std::nullopt;
+    if (!ok(a.device_pcie_gen_max(h, &link.max_generation), "nvmlDeviceGetMaxPcieLinkGeneration") ||
+        !ok(a.device_pcie_width_max(h, &link.max_width), "nvmlDeviceGetMaxPcieLinkWidth"))
         return std::nullopt;
-    if (api_->device_pcie_gen_cur) api_->device_pcie_gen_cur(h, &link.current_generation);
-    if (api_->device_pcie_width_cur) api_->device_pcie_width_cur(h, &link.current_width);
+    // The current figures stay 0 when not reported.
+    if (a.device_pcie_gen_cur) ok(a.device_pcie_gen_cur(h, &link.current_generation), "nvmlDeviceGetCurrPcieLinkGeneration");
+    if (a.device_pcie_width_cur) ok(a.device_pcie_width_cur(h, &link.current_width), "nvmlDeviceGetCurrPcieLinkWidth");
     return link;
 }
 
@@ -521,14 +533,7 @@ NvmlHealth Nvml::health(unsigned index) const {
     const Api& a = *api_;
     nvmlDevice_t h = a.handle(index);
     NvmlHealth out;
-    // Whether a call answered; a failure other than "not supported" is noted
-    // (once per function) so that its checks say unknown, not n/a.
-    auto ok = [&](nvmlReturn_t r, const char* function) {
-        if (r == NVML_SUCCESS) return true;
-        if (r != NVML_ERROR_NOT_SUPPORTED && r != NVML_ERROR_FUNCTION_NOT_FOUND && !out.error_of(function))
-            out.errors.emplace_back(function, a.message(r));
-        return false;
-    };
+    auto ok = [&](nvmlReturn_t r, const char* function) { return answered(a, r, function, &out); };
     int current = 0, pending = 0;
     if (a.device_ecc_mode && ok(a.device_ecc_mode(h, &current, &pending), "nvmlDeviceGetEccMode")) {
         out.ecc_enabled = current != 0;

@@ -132,7 +132,11 @@ public:
     NvmlMemory memory(unsigned index) const;
     std::optional<NvmlBar1> bar1(unsigned index) const;
     std::optional<std::pair<int, int>> compute_capability(unsigned index) const;
-    std::optional<NvmlPcieLink> pcie_link(unsigned index) const;
+    // Empty when NVML does not report the link; a call that failed for
+    // another reason than "not supported" is also noted in `failures`
+    // (NvmlHealth::errors' form: function, message) when given, so that a
+    // check can say unknown rather than n/a.
+    std::optional<NvmlPcieLink> pcie_link(unsigned index, NvmlHealth* failures = nullptr) const;
     // Peak memory bandwidth in bytes/s from the maximum memory clock and the bus
     // width (double data rate), as NVIDIA computes its datasheet figure.
     std::optional<double> peak_memory_bandwidth(unsigned index) const;
