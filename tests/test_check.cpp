@@ -443,7 +443,7 @@ TEST_CASE("check clock event reasons: every reason NVML reports classified, name
     // A bit this build does not know warns, naming it.
     CheckDeviceFigures odd = healthy(0);
     odd.health->clock_event_reasons = 0x400;
-    const CheckOutcome& o = find(nvml_checks(odd, {}), "nvml.clock_event_reasons");
+    const CheckOutcome o = find(nvml_checks(odd, {}), "nvml.clock_event_reasons");  // a copy: the vector is a temporary
     CHECK(o.verdict == Verdict::warn);
     CHECK(o.reason.find("warning: 0x400") != std::string::npos);
 }
