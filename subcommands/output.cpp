@@ -188,9 +188,11 @@ std::string wrapped(const std::string& text, std::size_t columns, char after) {
     for (std::string& piece : pieces) {
         if (display_width(line) + display_width(piece) > columns) flush();
         while (display_width(piece) > columns) {
-            // Too long alone: after its last ':' that fits, else anywhere.
-            const std::size_t colon = piece.rfind(':', columns - 1);
-            const std::size_t cut = colon == std::string::npos || colon == 0 ? columns : colon + 1;
+            // Too long alone: after its first ':' (a setting's name, so that
+            // "roundup_power2_divisions:" keeps its list whole on the next
+            // line, "[256:1,512:2,>:8]"), else anywhere.
+            const std::size_t colon = piece.find(':');
+            const std::size_t cut = colon == std::string::npos || colon == 0 || colon >= columns ? columns : colon + 1;
             line = piece.substr(0, cut);
             piece.erase(0, cut);
             flush();

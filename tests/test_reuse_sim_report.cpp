@@ -4,6 +4,7 @@
 // and the strategy table against --help, --list and the man page.
 #include <doctest/doctest.h>
 
+#include <cctype>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -434,6 +435,30 @@ ReuseSimRequest tune_request() {
     return q;
 }
 
+// The lines of each row's setting in --tune's table (a wrapped setting has
+// several), read back from the text under the PYTORCH_CUDA_ALLOC_CONF header.
+std::vector<std::vector<std::string>> tune_setting_lines(const std::string& text) {
+    const std::size_t header = text.find("PYTORCH_CUDA_ALLOC_CONF");
+    const std::size_t column = header - text.rfind('\n', header) - 1;
+    std::istringstream lines(text);
+    std::vector<std::vector<std::string>> rows;
+    bool in_table = false;
+    for (std::string line; std::getline(lines, line);) {
+        if (line.find("PYTORCH_CUDA_ALLOC_CONF") != std::string::npos) {
+            in_table = true;
+            continue;
+        }
+        if (in_table && line.empty()) break;
+        if (!in_table) continue;
+        const bool new_row = line.substr(0, column).find_first_not_of(' ') != std::string::npos;
+        std::string part = line.size() > column ? line.substr(column) : "";
+        part = part.substr(0, part.find("  "));
+        if (new_row || rows.empty()) rows.emplace_back();
+        rows.back().push_back(part);
+    }
+    return rows;
+}
+
 }  // namespace
 
 TEST_CASE("reuse-sim report: --tune's document has the schema's keys, the ranked settings and the answer") {
@@ -520,25 +545,12 @@ TEST_CASE("reuse-sim report: --tune's table stays within 100 columns with the lo
     }
     CHECK(table_lines > r.tune->rows.size());  // wrapped: more lines than rows
     // The wrapped cells put back together are the settings, each whole.
-    const std::size_t column = text.find("PYTORCH_CUDA_ALLOC_CONF") - text.rfind('\n', text.find("PYTORCH_CUDA_ALLOC_CONF")) - 1;
-    std::istringstream again(text);
-    std::string cell;
     std::vector<std::string> cells;
-    in_table = false;
-    for (std::string line; std::getline(again, line);) {
-        if (line.find("PYTORCH_CUDA_ALLOC_CONF") != std::string::npos) {
-            in_table = true;
-            continue;
-        }
-        if (in_table && line.empty()) break;
-        if (!in_table) continue;
-        const bool new_row = line.substr(0, column).find_first_not_of(' ') != std::string::npos;
-        std::string part = line.size() > column ? line.substr(column) : "";
-        part = part.substr(0, part.find("  "));
-        if (new_row && !cell.empty()) cells.push_back(cell), cell.clear();
-        cell += part;
+    for (const std::vector<std::string>& parts : tune_setting_lines(text)) {
+        std::string cell;
+        for (const std::string& part : parts) cell += part;
+        cells.push_back(cell);
     }
-    cells.push_back(cell);
     REQUIRE(cells.size() == r.tune->rows.size());
     std::vector<std::string> expected;
     for (const rs::TuneRow& row : r.tune->rows) {
@@ -548,4 +560,44 @@ TEST_CASE("reuse-sim report: --tune's table stays within 100 columns with the lo
     CHECK(cells == expected);
     const json doc = document(reuse_sim_report(q, r, OutputOptions{Format::json}));
     CHECK(doc["settings"].back()["alloc_conf"] == longest);
+}
+
+TEST_CASE("reuse-sim report: --tune's table wraps a setting after its knobs' names, never inside a roundup list") {
+    ReuseSimRequest q = tune_request();
+    q.tune->axes = rs::grid_axes({}, true, true);
+    ReuseSimResults r = tune_results();
+    r.tune->rows.clear();
+    // Figures as wide as a real run's (roundup_list.pickle under 1 GiB): the
+    // setting column gets about 30 columns, less than its longest knobs.
+    for (const rs::GridPoint& p : rs::grid_points(rs::TorchOptions{}, q.tune->axes)) {
+        rs::TuneRow row{p, {}};
+        row.outcome.peak_reserved = 766ULL << 20;
+        row.outcome.ooms = 5;
+        row.outcome.first_oom_event = 201;
+        row.outcome.retries = 6;
+        row.outcome.device_allocs = 55;
+        row.outcome.device_frees = 6;
+        row.outcome.modelled_us = 5420.0;
+        r.tune->rows.push_back(row);
+    }
+    r.tune->grid_points = r.tune->rows.size();
+    const std::string text = render(reuse_sim_report(q, r, OutputOptions{Format::table}), OutputOptions{Format::table});
+    INFO(text);
+    const std::vector<std::vector<std::string>> rows = tune_setting_lines(text);
+    REQUIRE(rows.size() == r.tune->rows.size());
+    bool roundup_seen = false;
+    for (const std::vector<std::string>& parts : rows)
+        for (std::size_t i = 0; i < parts.size(); ++i) {
+            const std::string& part = parts[i];
+            CAPTURE(part);
+            // "[256:" at a line's end would cut the pair 256:1 in two.
+            CHECK_FALSE((part.size() >= 2 && part.back() == ':' && std::isdigit(static_cast<unsigned char>(part[part.size() - 2]))));
+            if (part.size() > 1 && part.back() == ':' && part.find("roundup_power2_divisions:") != std::string::npos) {
+                // The whole list on the next line: [256:1,512:2,1024:4,>:4]
+                REQUIRE(i + 1 < parts.size());
+                CHECK(parts[i + 1].rfind("[256:1,512:2,1024:4,>:4]", 0) == 0);
+                roundup_seen = true;
+            }
+        }
+    CHECK(roundup_seen);
 }
