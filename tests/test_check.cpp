@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -767,4 +768,55 @@ TEST_CASE("check options: check() accepts what it should, before any driver call
         CAPTURE(line);
         CHECK(parse_only(args) == 0);
     }
+}
+
+TEST_CASE("check host link: a rate that does not pass is measured again after each pause, the best attempt judged") {
+    using std::chrono::milliseconds;
+    const std::vector<milliseconds> pauses = {milliseconds(250), milliseconds(500), milliseconds(1000)};
+    auto run = [&](std::vector<double> bests, std::vector<milliseconds>& waited) {
+        std::size_t next = 0;
+        return retest_rate(
+            [&] {
+                const double b = bests.at(next++);
+                return RateAttempt{b, b * 0.9};
+            },
+            [](double bps) { return bps >= 37.8e9; }, pauses, [&](milliseconds p) { waited.push_back(p); });
+    };
+    // A passing first attempt: measured once, no pause, no note.
+    std::vector<milliseconds> waited;
+    RetestedRate healthy = run({55.3e9}, waited);
+    CHECK(healthy.attempts == 1);
+    CHECK(waited.empty());
+    CHECK(healthy.best.best_bps == 55.3e9);
+    CHECK(retest_note(healthy, pauses).empty());
+    // One slow window: the second attempt passes, after the first pause only.
+    waited.clear();
+    const RetestedRate transient = run({33.5e9, 55.2e9}, waited);
+    CHECK(transient.attempts == 2);
+    CHECK(waited == std::vector<milliseconds>{milliseconds(250)});
+    CHECK(transient.best.best_bps == 55.2e9);
+    CHECK(transient.best.median_bps == doctest::Approx(55.2e9 * 0.9));
+    CHECK(transient.best_attempt == 2);
+    CHECK(transient.first_best_bps == 33.5e9);
+    CHECK(retest_note(transient, pauses) ==
+          "; attempt 2 of 2 (the first gave 33.5 GB/s; a rate that does not pass is measured again after 0.25, 0.5 and 1 s)");
+    // A link trained down: slow every time, measured once per pause and no more; the best of them is judged.
+    waited.clear();
+    const RetestedRate narrowed = run({26.1e9, 26.4e9, 26.2e9, 26.0e9, 99e9}, waited);
+    CHECK(narrowed.attempts == 4);
+    CHECK(waited == pauses);
+    CHECK(narrowed.best.best_bps == 26.4e9);
+    CHECK(narrowed.best_attempt == 2);
+    CHECK(retest_note(narrowed, pauses).find("; attempt 2 of 4 (the first gave 26.1 GB/s;") == 0);
+    // A stop during a pause ends the retest there.
+    std::size_t measured = 0;
+    CHECK_THROWS_AS(retest_rate([&] { ++measured; return RateAttempt{1e9, 1e9}; }, [](double) { return false; }, pauses,
+                                [](milliseconds) { throw InterruptedError(); }),
+                    InterruptedError);
+    CHECK(measured == 1);
+    // The shipped pauses: a few, growing, about 2 s in all.
+    std::chrono::milliseconds total{0};
+    for (const milliseconds p : kHostLinkRetestPauses) total += p;
+    CHECK(kHostLinkRetestPauses.size() == 3);
+    CHECK(total <= std::chrono::milliseconds(2000));
 }

@@ -135,6 +135,9 @@ TEST_CASE("gpu check: an impossible threshold exits 7, a line per failed check, 
     REQUIRE(h2d != nullptr);
     CHECK(h2d->at("verdict") == "fail");
     CHECK(h2d->at("threshold") == 10000.0);
+    // Measured once more after each pause before it failed (a slow window is no fault).
+    CHECK(h2d->at("reason").get<std::string>().find(" of 4 (the first gave ") != std::string::npos);
+    CHECK(h2d->at("seconds").get<double>() >= 1.75);
 
     // Text: the table still goes to stdout.
     const RunResult text = run_gpumem({"check", "-d", "0", "--level", "standard", "--threshold", "copy.d2h=10TB/s"});

@@ -609,4 +609,32 @@ VerdictCounts count_verdicts(const std::vector<CheckOutcome>& checks) {
     return counts;
 }
 
+RetestedRate retest_rate(const std::function<RateAttempt()>& measure, const std::function<bool(double)>& passes,
+                         const std::vector<std::chrono::milliseconds>& pauses,
+                         const std::function<void(std::chrono::milliseconds)>& wait) {
+    RetestedRate out;
+    for (std::size_t pause = 0;; ++pause) {
+        const RateAttempt attempt = measure();
+        ++out.attempts;
+        if (out.attempts == 1) out.first_best_bps = attempt.best_bps;
+        if (out.attempts == 1 || attempt.best_bps > out.best.best_bps) {
+            out.best = attempt;
+            out.best_attempt = out.attempts;
+        }
+        if (passes(out.best.best_bps) || pause >= pauses.size()) return out;
+        wait(pauses[pause]);
+    }
+}
+
+std::string retest_note(const RetestedRate& rate, const std::vector<std::chrono::milliseconds>& pauses) {
+    if (rate.attempts <= 1) return "";
+    std::vector<std::string> seconds;
+    for (const std::chrono::milliseconds& p : pauses) seconds.push_back(format_decimal(static_cast<double>(p.count()) / 1000.0, 2));
+    std::string list;
+    for (std::size_t i = 0; i < seconds.size(); ++i)
+        list += (i == 0 ? "" : i + 1 == seconds.size() ? " and " : ", ") + seconds[i];
+    return "; attempt " + std::to_string(rate.best_attempt) + " of " + std::to_string(rate.attempts) + " (the first gave " +
+           format_decimal(rate.first_best_bps / 1e9, 1) + " GB/s; a rate that does not pass is measured again after " + list + " s)";
+}
+
 }  // namespace gpumem

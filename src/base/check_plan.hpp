@@ -6,7 +6,9 @@
 // the CPU. src/bench/check_engine runs the checks on a GPU.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -198,5 +200,41 @@ VerdictCounts count_verdicts(const std::vector<CheckOutcome>& checks);
 // failures, and the reason says so. A strict run passes only a node whose
 // every check ran and passed (or is n/a).
 void apply_strict(CheckOutcome& outcome, bool strict);
+
+// ---------------------------------------------------------------------------
+// A host link's rate, measured again before it fails
+
+// A host link's rate (copy.h2d, copy.d2h) falls with the host's other
+// traffic and never rises above what the link can do, so one slow window is
+// no fault: an H200 VM's first check once measured 33.5 GB/s at best (median
+// 28.2) where every run after it gave 55. A rate that does not pass is
+// measured again after each of these pauses, and the best attempt is
+// judged; a link trained down or narrowed stays slow every time and fails
+// about 2 s later than it would have.
+inline const std::vector<std::chrono::milliseconds> kHostLinkRetestPauses = {std::chrono::milliseconds(250),
+                                                                             std::chrono::milliseconds(500),
+                                                                             std::chrono::milliseconds(1000)};
+
+// One attempt: its best and median samples, bytes per second.
+struct RateAttempt {
+    double best_bps = 0;
+    double median_bps = 0;
+};
+struct RetestedRate {
+    RateAttempt best;           // the attempt whose best sample is the highest
+    unsigned best_attempt = 1;  // its number, from 1
+    double first_best_bps = 0;  // the first attempt's best sample
+    unsigned attempts = 0;
+};
+// Runs `measure` until `passes` takes the best sample so far, or once more
+// after each of `pauses` (each waited through `wait`, which may throw to
+// stop) and no further.
+RetestedRate retest_rate(const std::function<RateAttempt()>& measure, const std::function<bool(double)>& passes,
+                         const std::vector<std::chrono::milliseconds>& pauses,
+                         const std::function<void(std::chrono::milliseconds)>& wait);
+// What a retested rate adds to its check's reason: empty after one attempt,
+// else "; attempt 3 of 3 (the first gave 33.5 GB/s; a rate that does not
+// pass is measured again after 0.25, 0.5 and 1 s)".
+std::string retest_note(const RetestedRate& rate, const std::vector<std::chrono::milliseconds>& pauses);
 
 }  // namespace gpumem
