@@ -629,6 +629,7 @@ RetestedRate retest_rate(const std::function<RateAttempt()>& measure, const std:
 std::string retest_note(const RetestedRate& rate, const std::vector<std::chrono::milliseconds>& pauses) {
     if (rate.attempts <= 1) return "";
     std::vector<std::string> seconds;
+    seconds.reserve(pauses.size());
     for (const std::chrono::milliseconds& p : pauses) seconds.push_back(format_decimal(static_cast<double>(p.count()) / 1000.0, 2));
     std::string list;
     for (std::size_t i = 0; i < seconds.size(); ++i)

@@ -6,6 +6,7 @@
 // the CPU. src/bench/check_engine runs the checks on a GPU.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -211,9 +212,8 @@ void apply_strict(CheckOutcome& outcome, bool strict);
 // measured again after each of these pauses, and the best attempt is
 // judged; a link trained down or narrowed stays slow every time and fails
 // about 2 s later than it would have.
-inline const std::vector<std::chrono::milliseconds> kHostLinkRetestPauses = {std::chrono::milliseconds(250),
-                                                                             std::chrono::milliseconds(500),
-                                                                             std::chrono::milliseconds(1000)};
+inline constexpr std::array<std::chrono::milliseconds, 3> kHostLinkRetestPauses = {
+    std::chrono::milliseconds(250), std::chrono::milliseconds(500), std::chrono::milliseconds(1000)};
 
 // One attempt: its best and median samples, bytes per second.
 struct RateAttempt {

@@ -245,13 +245,14 @@ CheckOutcome check_copy(const CheckDeviceFigures& f, const CheckSettings& s, con
     // does not pass is measured again after a pause (kHostLinkRetestPauses).
     const std::optional<Threshold> limit = threshold(s, id, pcie_of(f));
     const CheckKind& kind = check_row(id).value;
+    const std::vector<std::chrono::milliseconds> pauses(kHostLinkRetestPauses.begin(), kHostLinkRetestPauses.end());
     const RetestedRate rate = retest_rate(
         [&] {
             const CopyFigures figures = copy_figures_of(plan, kHostCopyBytes, 7);
             return RateAttempt{figures.max_bps, figures.median_bps};
         },
         [&](double bps) { return !limit || judge_value(kind, bps / 1e9, limit->value) == Verdict::pass; },
-        kHostLinkRetestPauses,
+        pauses,
         [&](std::chrono::milliseconds pause) {
             const auto until = Clock::now() + pause;
             while (Clock::now() < until) {
@@ -261,7 +262,7 @@ CheckOutcome check_copy(const CheckDeviceFigures& f, const CheckSettings& s, con
         });
     return judged(id, rate.best.best_bps / 1e9, limit,
                   format_bytes(kHostCopyBytes) + " pinned copies, best of 7 samples (median " +
-                      format_decimal(rate.best.median_bps / 1e9, 1) + " GB/s)" + retest_note(rate, kHostLinkRetestPauses));
+                      format_decimal(rate.best.median_bps / 1e9, 1) + " GB/s)" + retest_note(rate, pauses));
 }
 
 // In the order they run. Bandwidth first: right after a memtest over 90% of
