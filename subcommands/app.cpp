@@ -310,26 +310,31 @@ Placement read_placement() {
     return p;
 }
 
-// After parsing: the global options, then --version, --list, --schema or
-// the command. `error_output` gets the format error documents use.
-// --format prometheus exists for the commands whose report() fills metrics.
-void check_prometheus(const Parsed& parsed, const CommandEntry* invoked, const Globals& globals) {
-    if (globals.output.format != Format::prometheus) return;
-    if (!parsed.list && !parsed.schema && invoked && invoked->definition && invoked->definition->prometheus) return;
-    std::string names;
-    for (const CommandEntry& e : kCommands)
-        if (e.definition && e.definition->prometheus) names += (names.empty() ? "" : ", ") + std::string(e.name);
-    throw UsageError("--format prometheus is offered by " + names + " only");
+// CLI11 puts an option's name before its validator's message ("--xid-since:
+// ..."); gpumem's parsers name the option themselves where they are also
+// called without CLI11 ("--xid-since 'yesterday': expected ..."), so the
+// name is said once.
+std::string parse_error_text(const std::string& what) {
+    const std::size_t colon = what.find(": ");
+    if (colon == std::string::npos || what.rfind("--", 0) != 0) return what;
+    const std::string name = what.substr(0, colon);
+    const std::string message = what.substr(colon + 2);
+    if (message.rfind(name + " ", 0) == 0 || message.rfind(name + ":", 0) == 0) return message;
+    return what;
 }
 
-// --format nagios likewise, for the commands whose report() fills nagios.
-void check_nagios(const Parsed& parsed, const CommandEntry* invoked, const Globals& globals) {
-    if (globals.output.format != Format::nagios) return;
-    if (!parsed.list && !parsed.schema && invoked && invoked->definition && invoked->definition->nagios) return;
+// After parsing: the global options, then --version, --list, --schema or
+// the command. `error_output` gets the format error documents use.
+// --format prometheus and --format nagios exist only for the commands whose
+// report() fills their part (CommandDefinition::prometheus, ::nagios).
+void check_format_offered(const Parsed& parsed, const CommandEntry* invoked, const Globals& globals, Format format,
+                          bool CommandDefinition::*offers) {
+    if (globals.output.format != format) return;
+    if (!parsed.list && !parsed.schema && invoked && invoked->definition && invoked->definition->*offers) return;
     std::string names;
     for (const CommandEntry& e : kCommands)
-        if (e.definition && e.definition->nagios) names += (names.empty() ? "" : ", ") + std::string(e.name);
-    throw UsageError("--format nagios is offered by " + names + " only");
+        if (e.definition && e.definition->*offers) names += (names.empty() ? "" : ", ") + std::string(e.name);
+    throw UsageError("--format " + std::string(kFormats.name_of(format)) + " is offered by " + names + " only");
 }
 
 int dispatch(const Parsed& parsed, const CommandEntry* invoked, Command* command, RunMode mode, bool json,
@@ -342,8 +347,8 @@ int dispatch(const Parsed& parsed, const CommandEntry* invoked, Command* command
     // stamped with a wrong rank would mislead a fleet's report.
     if (placement.error) throw UsageError(*placement.error);
     const Globals globals = check_globals(parsed.raw, placement.launcher, placement.host);
-    check_prometheus(parsed, invoked, globals);
-    check_nagios(parsed, invoked, globals);
+    check_format_offered(parsed, invoked, globals, Format::prometheus, &CommandDefinition::prometheus);
+    check_format_offered(parsed, invoked, globals, Format::nagios, &CommandDefinition::nagios);
     error_output = globals.output;
     setup_logging(globals);
     if (parsed.list) {
@@ -397,7 +402,7 @@ int run_command_line(int argc, char** argv, RunMode mode) {
         return 0;
     } catch (const CLI::ParseError& e) {
         if (e.get_exit_code() == 0) return 0;
-        return fail(UsageError(std::string(e.what()) + " (see gpumem --help)"), empty, error_output, json);
+        return fail(UsageError(parse_error_text(e.what()) + " (see gpumem --help)"), empty, error_output, json);
     } catch (const Error& e) {  // thrown by option callbacks that validate values and combinations
         return fail(e, empty, error_output, json);
     }

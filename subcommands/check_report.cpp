@@ -122,9 +122,20 @@ std::pair<double, std::string> base_unit(const CheckKind& kind, double value) {
 
 using Labels = std::vector<std::pair<std::string, std::string>>;
 
+// An enum as Prometheus states it: one sample per name of `table`, labelled
+// `label`="name", 1 on `current` and 0 on the others.
+template <typename T>
+void add_state_samples(MetricFamily& family, const Labels& labels, const char* label, const NameTable<T>& table, T current) {
+    for (const Named<T>& row : table) {
+        Labels with = labels;
+        with.emplace_back(label, std::string(row.name));
+        family.samples.push_back({with, row.value == current ? 1.0 : 0.0});
+    }
+}
+
 std::vector<MetricFamily> check_metrics(const std::vector<CheckLine>& lines) {
     MetricFamily pass{"gpumem_check_pass", "1 when the check passed, 0 when it warned or failed (no sample when n/a).", MetricType::gauge, {}};
-    MetricFamily verdict{"gpumem_check_verdict", "The check's verdict: 1 on the current one of pass, warn, fail and n/a.",
+    MetricFamily verdict{"gpumem_check_verdict", "The check's verdict: 1 on the current one of pass, warn, fail, n/a and unknown.",
                          MetricType::gauge, {}};
     MetricFamily value{"gpumem_check_value", "The value the check measured, in the base unit of its unit label.", MetricType::gauge, {}};
     MetricFamily threshold{"gpumem_check_threshold", "The threshold the value was judged against, in the unit of its unit label.",
@@ -139,16 +150,8 @@ std::vector<MetricFamily> check_metrics(const std::vector<CheckLine>& lines) {
         const CheckOutcome& c = *l.check;
         const Labels labels{{"gpu", std::to_string(d.cuda_index.value().ordinal())}, {"uuid", d.uuid}, {"name", d.name}, {"check", c.id}};
         if (c.verdict != Verdict::na) pass.samples.push_back({labels, c.verdict == Verdict::pass ? 1.0 : 0.0});
-        for (const Named<Remediation>& r : kRemediations) {
-            Labels with = labels;
-            with.emplace_back("remediation", std::string(r.name));
-            remediation.samples.push_back({with, r.value == c.remediation ? 1.0 : 0.0});
-        }
-        for (const Named<Verdict>& v : kVerdicts) {
-            Labels with = labels;
-            with.emplace_back("verdict", std::string(v.name));
-            verdict.samples.push_back({with, v.value == c.verdict ? 1.0 : 0.0});
-        }
+        add_state_samples(remediation, labels, "remediation", kRemediations, c.remediation);
+        add_state_samples(verdict, labels, "verdict", kVerdicts, c.verdict);
         auto unit_labels = [&](double figure) {
             const auto [scaled, unit] = base_unit(*c.kind, figure);
             Labels with = labels;
@@ -174,16 +177,8 @@ std::vector<MetricFamily> device_metrics(const std::vector<CheckDeviceResult>& d
     for (const CheckDeviceResult& d : devices) {
         const VerdictCounts counts = count_verdicts(d.checks);
         const Labels labels{{"gpu", std::to_string(d.device.cuda_index.value().ordinal())}, {"uuid", d.device.uuid}, {"name", d.device.name}};
-        for (const Named<Verdict>& v : kVerdicts) {
-            Labels with = labels;
-            with.emplace_back("verdict", std::string(v.name));
-            verdict.samples.push_back({with, v.value == counts.worst ? 1.0 : 0.0});
-        }
-        for (const Named<Remediation>& r : kRemediations) {
-            Labels with = labels;
-            with.emplace_back("remediation", std::string(r.name));
-            remediation.samples.push_back({with, r.value == counts.remediation ? 1.0 : 0.0});
-        }
+        add_state_samples(verdict, labels, "verdict", kVerdicts, counts.worst);
+        add_state_samples(remediation, labels, "remediation", kRemediations, counts.remediation);
     }
     return {verdict, remediation};
 }

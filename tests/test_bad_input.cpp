@@ -101,6 +101,15 @@ TEST_CASE("bad input: documented status, one stderr line, nothing on stdout") {
         CHECK(c.statuses.count(r.status) == 1);
         CHECK(r.stderr_lines() == 1);
         CHECK((!r.err.empty() && r.err.back() == '\n'));
+        // An option is named once: "--xid-since 'x': ...", not "--xid-since: --xid-since 'x': ...".
+        const std::size_t option = r.err.find("error: --");
+        if (option != std::string::npos) {
+            const std::size_t colon = r.err.find(": ", option + 7);
+            if (colon != std::string::npos) {
+                const std::string name = r.err.substr(option + 7, colon - option - 7);
+                CHECK(r.err.compare(colon + 2, name.size() + 1, name + " ") != 0);
+            }
+        }
         // Only a consistent --json brings a document; contradicting formats bring none.
         const bool has_json = std::find(c.args.begin(), c.args.end(), "--json") != c.args.end();
         const bool other_format = std::any_of(c.args.begin(), c.args.end(),
