@@ -318,7 +318,7 @@ std::string parse_error_text(const std::string& what) {
     const std::size_t colon = what.find(": ");
     if (colon == std::string::npos || what.rfind("--", 0) != 0) return what;
     const std::string name = what.substr(0, colon);
-    const std::string message = what.substr(colon + 2);
+    std::string message = what.substr(colon + 2);
     if (message.rfind(name + " ", 0) == 0 || message.rfind(name + ":", 0) == 0) return message;
     return what;
 }
