@@ -28,7 +28,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "app.hpp"
+#include "cli/app.hpp"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "app.hpp"
+#include "cli/app.hpp"
 
 // check() and everything before the first driver call; returns the exit status.
 inline int parse_only(std::vector<std::string> args) {

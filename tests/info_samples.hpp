@@ -9,8 +9,8 @@
 #include <utility>
 
 #include "core/device_inventory.hpp"
-#include "info_fields.hpp"
-#include "info_report.hpp"
+#include "info/info_fields.hpp"
+#include "info/info_report.hpp"
 
 namespace info_samples {
 

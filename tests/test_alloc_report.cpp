@@ -10,12 +10,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "alloc.hpp"
-#include "app.hpp"
+#include "alloc/alloc.hpp"
+#include "cli/app.hpp"
 #include "in_process.hpp"
-#include "commands.hpp"
-#include "lists.hpp"
-#include "output.hpp"
+#include "cli/commands.hpp"
+#include "cli/lists.hpp"
+#include "cli/output.hpp"
 
 using namespace gpumem;
 using namespace gpumem::cli;

@@ -21,9 +21,9 @@
 #include "base/check_plan.hpp"
 #include "base/errors.hpp"
 #include "bench/check_engine.hpp"
-#include "check_report.hpp"
+#include "check/check_report.hpp"
 #include "cli_harness.hpp"
-#include "commands.hpp"
+#include "cli/commands.hpp"
 #include "in_process.hpp"
 #include "usage_error.hpp"
 

@@ -9,13 +9,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "chart.hpp"
+#include "cli/chart.hpp"
 #include "cli_harness.hpp"
 #include "base/copy_plan.hpp"
-#include "copy_report.hpp"
+#include "copy/copy_report.hpp"
 #include "base/cpu_affinity.hpp"
 #include "base/errors.hpp"
-#include "output.hpp"
+#include "cli/output.hpp"
 #include "base/sizes.hpp"
 
 using namespace gpumem;

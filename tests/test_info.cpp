@@ -12,15 +12,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "app.hpp"
+#include "cli/app.hpp"
 #include "in_process.hpp"
 #include "info_samples.hpp"
 #include "cli_harness.hpp"
-#include "commands.hpp"
-#include "info_fields.hpp"
-#include "info_report.hpp"
-#include "lists.hpp"
-#include "output.hpp"
+#include "cli/commands.hpp"
+#include "info/info_fields.hpp"
+#include "info/info_report.hpp"
+#include "cli/lists.hpp"
+#include "cli/output.hpp"
 
 using namespace gpumem;
 using namespace gpumem::cli;

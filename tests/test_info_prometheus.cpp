@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "info_samples.hpp"
-#include "output.hpp"
+#include "cli/output.hpp"
 #include "prometheus_text.hpp"
 
 using namespace info_samples;

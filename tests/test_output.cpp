@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/errors.hpp"
-#include "output.hpp"
+#include "cli/output.hpp"
 #include "version.hpp"
 
 using namespace gpumem;

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "output.hpp"
+#include "cli/output.hpp"
 #include "prometheus_text.hpp"
 
 using namespace gpumem::cli;

@@ -13,12 +13,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "app.hpp"
+#include "cli/app.hpp"
 #include "in_process.hpp"
 #include "cli_harness.hpp"
-#include "commands.hpp"
-#include "output.hpp"
-#include "reuse_sim.hpp"
+#include "cli/commands.hpp"
+#include "cli/output.hpp"
+#include "reuse_sim/reuse_sim.hpp"
 
 using namespace gpumem;
 using namespace gpumem::cli;

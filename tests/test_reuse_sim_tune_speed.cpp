@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "reuse_sim.hpp"
+#include "reuse_sim/reuse_sim.hpp"
 #include "reuse_sim/cost_table.hpp"
 #include "reuse_sim/trace_reader.hpp"
 #include "reuse_sim/tune_replays.hpp"

@@ -1,0 +1,52 @@
+// gpumem check's checked request, its results, and the pure parts: the
+// report (table, JSON, CSV, Prometheus metrics) and the failure lines.
+// check.cpp checks and runs; the CPU tests call these with synthetic results.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/check_plan.hpp"
+#include "base/device_spec.hpp"
+#include "base/xid.hpp"
+#include "bench/check_engine.hpp"
+#include "cli/output.hpp"
+
+namespace gpumem::cli {
+
+struct CheckRequest {
+    DeviceSpec devices;  // -d, default all
+    CheckSettings settings;
+    // xid.events: the saved log (--kernel-log), read and scanned by check();
+    // empty: the live kernel log, read when the checks run.
+    std::optional<XidScan> kernel_log;
+    XidSince xid_since;
+};
+
+// One device's checks, in the order they ran.
+struct CheckDeviceResult {
+    DeviceIdentity device;
+    std::vector<CheckOutcome> checks;
+};
+
+struct CheckResults {
+    std::vector<CheckDeviceResult> devices;
+    double seconds = 0;  // the whole run
+};
+
+Report check_report(const CheckRequest& q, const CheckResults& results, const OutputOptions& output);
+DocumentSchema check_schema();
+// One line per failed check, as stderr shows them before the summary:
+// "GPU 0 (GPU-...): copy.h2d: 31.2 GB/s < 47.3 GB/s (...)".
+std::vector<std::string> check_failure_lines(const CheckResults& results);
+// The summary error of a run with failed checks; empty when none failed.
+std::string check_failure_summary(const CheckResults& results);
+
+NameListView check_list();
+// gpumem --list checks: a row per check with its levels, default
+// threshold, remediation, source of truth and description.
+Table check_list_table();
+NameListView check_level_list();
+NameListView xid_list();
+
+}  // namespace gpumem::cli

@@ -1,0 +1,451 @@
+// The whole command line: the table of commands, and the one way each runs:
+// parse argv, check the global options and the command's own (pure, before
+// any driver call), execute, report, render, write; every failure mapped to
+// a documented exit status. main() is one call to run_gpumem; the
+// command-line fuzz target calls it with RunMode::parse_only.
+#include "cli/app.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "base/errors.hpp"
+#include "base/interrupt.hpp"
+#include "base/launcher.hpp"
+#include "base/text.hpp"
+#include "cli/command.hpp"
+#include "cli/commands.hpp"
+#include "core/cuda_devices.hpp"
+#include "core/nvml.hpp"
+#include "cli/lists.hpp"
+#include "version.hpp"
+
+namespace gpumem::cli {
+namespace {
+
+// Every command, once. A command with modes has a row for the group (no
+// `make`) and one per mode ("alloc-test latency").
+const CommandEntry kCommands[] = {
+    {"info", "Show device memory (NVML; creates no CUDA context)", &kInfoCommand},
+    {"memset", "Fill device or host memory with 8/16/32-bit words; time and verify it", &kMemsetCommand},
+    {"copy", "Measure copy bandwidth (h2d, d2h, d2d, h2h, bidir, p2p, p2p-bidir) as nvbandwidth does, for any host memory kind",
+     &kCopyCommand},
+    {"alloc-test", "Allocation stress tests: latency, max, fill, churn, hold (see gpumem(1), ALLOC-TEST)", nullptr},
+    {"alloc-test latency", "Allocation and free latency per API and size, and whether a free synchronizes the device",
+     &kAllocLatencyCommand},
+    {"alloc-test max", "Largest single cudaMalloc and the total obtainable in chunks", &kAllocMaxCommand},
+    {"alloc-test fill", "Allocate SIZE or PCT% of free memory in chunks, write patterns and optionally verify them",
+     &kAllocFillCommand},
+    {"alloc-test churn", "Random allocate/free of sizes from --sizes, directly or through MixMemory", &kAllocChurnCommand},
+    {"alloc-test hold",
+     "Allocate SIZE or PCT% of free memory and hold it until --duration ends or a signal; prints a ready line once held",
+     &kAllocHoldCommand},
+    {"check",
+     "Memory health verdict per GPU: NVML health, then allocation, fill and verify, memset, copy and p2p bandwidth against "
+     "thresholds derived from the GPU's own figures; exit 7 when a check fails",
+     &kCheckCommand},
+    {"reuse-sim",
+     "Replay an allocation trace or a built-in workload through reuse strategies (RMM's, PyTorch's, cudaMallocAsync and "
+     "more: gpumem --list strategies) on a simulated device and compare them; no GPU needed unless --execute",
+     &kReuseSimCommand},
+    {"report",
+     "Merge gpumem JSON documents (files, globs, stdin) from many hosts and ranks into one fleet table; flag failed "
+     "checks and GPUs below their model's median; no GPU needed",
+     &kReportCommand},
+};
+
+std::string_view first_word(std::string_view name) { return name.substr(0, name.find(' ')); }
+bool is_mode(const CommandEntry& e) { return e.name.find(' ') != std::string_view::npos; }
+bool is_group(const CommandEntry& e) {
+    return std::any_of(std::begin(kCommands), std::end(kCommands),
+                       [&e](const CommandEntry& m) { return is_mode(m) && first_word(m.name) == e.name; });
+}
+
+// Options of gpumem itself that take a value, so that a scan of argv skips it.
+bool takes_value(const std::string& a) { return a == "-d" || a == "--device" || a == "--format" || a == "--units"; }
+
+// Whether the command line asks for `wanted` and no other format
+// (--json, --csv, --format F, --format=F), read from argv directly: errors
+// found while parsing, before CLI11 has set anything, are written in it too.
+// Formats that contradict each other (--json --csv) request none: their
+// usage error's message alone is printed. A format that does not exist
+// requests nothing (its own error says so).
+bool only_format_requested(int argc, char** argv, std::string_view wanted) {
+    bool found = false, other = false;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        std::optional<std::string> format;
+        if (a == "--json") format = "json";
+        if (a == "--csv") format = "csv";
+        if (a.rfind("--format=", 0) == 0) format = a.substr(9);
+        if (a == "--format" && i + 1 < argc) format = argv[i + 1];
+        if (!format || kFormats.find(*format) == nullptr) continue;
+        (*format == wanted ? found : other) = true;
+    }
+    return found && !other;
+}
+
+// --json: one document, also for a usage error.
+bool json_requested(int argc, char** argv) { return only_format_requested(argc, argv, "json"); }
+
+// --format nagios: a Nagios plugin reports a bad command line as UNKNOWN
+// (exit 3, a status line on stdout), not as the CRITICAL that exit 2 would
+// mean to Nagios.
+bool nagios_requested(int argc, char** argv) { return only_format_requested(argc, argv, "nagios"); }
+
+// The command row named on the command line (a mode when it has modes),
+// found before CLI11 parses so that only its options need registering:
+// registering every option of every command took over half of start-up.
+const CommandEntry* invoked_entry(int argc, char** argv) {
+    const CommandEntry* found = nullptr;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (takes_value(a)) {
+            ++i;
+            continue;
+        }
+        if (a.empty() || a[0] == '-') continue;
+        if (found == nullptr) {
+            for (const CommandEntry& e : kCommands)
+                if (!is_mode(e) && e.name == a) found = &e;
+            if (found == nullptr || !is_group(*found)) return found;
+            continue;
+        }
+        for (const CommandEntry& e : kCommands)
+            if (is_mode(e) && first_word(e.name) == found->name && e.name.substr(found->name.size() + 1) == a) return &e;
+        return found;
+    }
+    return found;
+}
+
+void setup_logging(const Globals& g) {
+    auto logger = std::make_shared<spdlog::logger>("gpumem", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+    logger->set_pattern("%n: %l: %v");
+    spdlog::level::level_enum level = spdlog::level::warn;
+    if (g.quiet) level = spdlog::level::err;
+    if (g.verbosity == 1) level = spdlog::level::info;
+    if (g.verbosity >= 2) level = spdlog::level::debug;
+    logger->set_level(level);
+    spdlog::set_default_logger(logger);
+}
+
+std::string version_text() {
+    std::string text = std::string("gpumem ") + GPUMEM_VERSION + "\nCUDA runtime " + cuda_runtime_version_string() + " (static)\n";
+    std::string why_not;
+    if (auto nvml = Nvml::open(why_not)) {
+        text += "NVIDIA driver " + nvml->driver_version() + " (CUDA " + format_cuda_version(nvml->cuda_driver_version()) + ")\n";
+    } else if (const int v = cuda_driver_version_via_runtime(); v > 0) {
+        text += "NVIDIA driver with CUDA " + format_cuda_version(v) + "\n";
+    } else {
+        text += "NVIDIA driver: not found\n";
+    }
+    return text;
+}
+
+std::string schema_text() {
+    Json all = Json::object();
+    for (const CommandEntry& e : kCommands)
+        if (e.definition) all[std::string(e.name)] = schema_json(e.definition->schema());
+    return all.dump(2) + "\n";
+}
+
+// The group's subcommand catches a missing or unknown mode itself, so that
+// the message names the modes.
+void setup_group(CLI::App& group, const CommandEntry& entry) {
+    std::string modes;
+    for (const CommandEntry& e : kCommands)
+        if (is_mode(e) && first_word(e.name) == entry.name) modes += (modes.empty() ? "" : ", ") + std::string(e.name.substr(entry.name.size() + 1));
+    auto unknown = std::make_shared<std::string>();
+    group.require_subcommand(0, 1);
+    group.add_option("MODE", *unknown, modes + " (each has its own --help)");
+    group.callback([&group, unknown, modes, name = std::string(entry.name)] {
+        if (group.get_subcommands().empty()) {
+            if (unknown->empty()) throw UsageError(name + " needs a mode: " + modes);
+            throw UsageError("unknown " + name + " mode '" + *unknown + "' (expected " + modes + ")");
+        }
+        if (!unknown->empty()) throw UsageError("unexpected argument '" + *unknown + "'");
+    });
+}
+
+struct Parsed {
+    GlobalOptions raw;
+    bool version = false;
+    std::optional<std::string> list;
+    bool schema = false;
+};
+
+void add_own_options(CLI::App& app, Parsed& p) {
+    add_global_options(app, p.raw);
+    app.add_flag("-V,--version", p.version, "Print the version, the CUDA runtime and the driver, then exit");
+    app.add_option("--list", p.list, "Print the names a list holds (directions, strategies, fields...); without NAME, the lists")
+        ->type_name("[NAME]")
+        ->expected(0, 1);
+    app.add_flag("--schema", p.schema, "Print the JSON Schema of every command's --json document, then exit");
+}
+
+int fail(const Error& error, const Report& report, const OutputOptions& output, bool json) {
+    std::fprintf(stderr, "gpumem: error: %s\n", one_line(error.what()).c_str());
+    if (!json && output.format == Format::nagios) {
+        // A failed check is CRITICAL with the report's own line; anything
+        // else (a usage error, no GPU, an interruption) is UNKNOWN.
+        const bool check_failed = error.status() == ExitStatus::check_failed && report.nagios;
+        Report plain = report;
+        if (!check_failed) plain.nagios.reset();
+        if (dynamic_cast<const OutputError*>(&error) == nullptr) {
+            try {
+                write_stdout(render_nagios_error(plain, error));
+            } catch (const OutputError&) {
+            }
+        }
+        return check_failed ? nagios_error_status(plain) : 3;
+    }
+    // stdout itself failed: no document can follow.
+    const bool prometheus = !json && output.format == Format::prometheus;
+    if ((json || prometheus) && dynamic_cast<const OutputError*>(&error) == nullptr) {
+        try {
+            write_stdout(prometheus ? render_prometheus(report, static_cast<int>(error.status()))
+                                    : render_json_error(report, error, output));
+        } catch (const OutputError&) {
+        }
+    }
+    return static_cast<int>(error.status());
+}
+
+// Stamps a report with who wrote it: the JSON "origin" record, and the same
+// as labels on every sample of --format prometheus.
+void stamp(Report& report, const Origin& origin) {
+    report.origin = origin_record(origin);
+    report.metric_labels.clear();
+    for (const auto& [key, value] : origin_labels(origin)) report.metric_labels.emplace_back(std::string(key), value);
+}
+
+// Runs a Command through its contract. Results measured before a failure
+// still go to stdout in text formats, and in the JSON error document.
+int run_command(Command& command, const Globals& globals, RunMode mode, bool json) {
+    command.check(globals);
+    if (mode == RunMode::parse_only) return 0;  // everything before the first driver call has run
+    install_interrupt_handlers();
+    Session session(globals);
+    try {
+        command.execute(session);
+    } catch (const Error& e) {
+        Report partial = command.report(session.output());
+        stamp(partial, globals.origin);
+        for (const auto& w : partial.warnings) spdlog::warn("{}", w);
+        const bool json_out = json || session.output().format == Format::json;
+        // Prometheus text is one exposition, and a Nagios plugin one status
+        // line, written by fail() with the exit status: the partial results
+        // written here too would repeat them.
+        const bool one_document =
+            json_out || session.output().format == Format::prometheus || session.output().format == Format::nagios;
+        if (!one_document && !session.final_written() && partial.has_rows() && dynamic_cast<const OutputError*>(&e) == nullptr)
+            write_stdout(render(partial, session.output()));
+        return fail(e, partial, session.output(), json_out);
+    }
+    Report report = command.report(session.output());
+    stamp(report, globals.origin);
+    for (const auto& w : report.warnings) spdlog::warn("{}", w);
+    if (!session.final_written()) write_stdout(render(report, session.output()));
+    // A Nagios plugin's exit status is its verdict: 1 WARNING, 3 UNKNOWN.
+    if (session.output().format == Format::nagios && report.nagios) return report.nagios->status;
+    return 0;
+}
+
+// The CLI11 tree: every command's name and summary (for --help), and the
+// options of the invoked one only. Returns the invoked Command, or null when
+// none is named (--version, --list, --schema, or a usage error to come).
+std::unique_ptr<Command> register_commands(CLI::App& app, const CommandEntry* invoked) {
+    std::unique_ptr<Command> command;
+    auto attach = [&](const CommandEntry& e, CLI::App& sub) {
+        if (&e != invoked) return;
+        command = e.definition->make();
+        command->add_options(sub);
+    };
+    for (const CommandEntry& e : kCommands) {
+        if (is_mode(e)) continue;
+        CLI::App* sub = app.add_subcommand(std::string(e.name), std::string(e.summary));
+        const bool full = invoked && first_word(invoked->name) == e.name;
+        if (!full) continue;  // listed in --help; options only for the command invoked
+        if (!is_group(e)) {
+            attach(e, *sub);
+            continue;
+        }
+        setup_group(*sub, e);
+        for (const CommandEntry& m : kCommands)
+            if (is_mode(m) && first_word(m.name) == e.name)
+                attach(m, *sub->add_subcommand(std::string(m.name.substr(e.name.size() + 1)), std::string(m.summary)));
+    }
+    return command;
+}
+
+// This process's launcher and host, read before parsing so that every
+// document, a parse error's too, carries its origin. A malformed launcher
+// variable is held back until after --version (see dispatch).
+struct Placement {
+    LauncherInfo launcher;
+    std::optional<std::string> error;  // a malformed launcher variable's UsageError
+    std::string host;
+};
+
+Placement read_placement() {
+    Placement p;
+    char name[256] = {};
+    if (gethostname(name, sizeof name - 1) == 0) p.host = name;  // else none: the rest still says where
+    try {
+        p.launcher = detect_launcher(process_environment());
+    } catch (const UsageError& e) {
+        p.error = e.what();
+    }
+    return p;
+}
+
+// CLI11 puts an option's name before its validator's message ("--xid-since:
+// ..."); gpumem's parsers name the option themselves where they are also
+// called without CLI11 ("--xid-since 'yesterday': expected ..."), so the
+// name is said once.
+std::string parse_error_text(const std::string& what) {
+    const std::size_t colon = what.find(": ");
+    if (colon == std::string::npos || what.rfind("--", 0) != 0) return what;
+    const std::string name = what.substr(0, colon);
+    std::string message = what.substr(colon + 2);
+    if (message.rfind(name + " ", 0) == 0 || message.rfind(name + ":", 0) == 0) return message;
+    return what;
+}
+
+// After parsing: the global options, then --version, --list, --schema or
+// the command. `error_output` gets the format error documents use.
+// --format prometheus and --format nagios exist only for the commands whose
+// report() fills their part (CommandDefinition::prometheus, ::nagios).
+void check_format_offered(const Parsed& parsed, const CommandEntry* invoked, const Globals& globals, Format format,
+                          bool CommandDefinition::*offers) {
+    if (globals.output.format != format) return;
+    if (!parsed.list && !parsed.schema && invoked && invoked->definition && invoked->definition->*offers) return;
+    std::string names;
+    for (const CommandEntry& e : kCommands)
+        if (e.definition && e.definition->*offers) names += (names.empty() ? "" : ", ") + std::string(e.name);
+    throw UsageError("--format " + std::string(kFormats.name_of(format)) + " is offered by " + names + " only");
+}
+
+int dispatch(const Parsed& parsed, const CommandEntry* invoked, Command* command, RunMode mode, bool json,
+             const Placement& placement, OutputOptions& error_output) {
+    if (parsed.version) {
+        if (mode == RunMode::full) write_stdout(version_text());  // version_text asks the driver
+        return 0;
+    }
+    // The launcher's variables are checked for every command: a document
+    // stamped with a wrong rank would mislead a fleet's report.
+    if (placement.error) throw UsageError(*placement.error);
+    const Globals globals = check_globals(parsed.raw, placement.launcher, placement.host);
+    check_format_offered(parsed, invoked, globals, Format::prometheus, &CommandDefinition::prometheus);
+    check_format_offered(parsed, invoked, globals, Format::nagios, &CommandDefinition::nagios);
+    error_output = globals.output;
+    setup_logging(globals);
+    if (parsed.list) {
+        write_stdout(render(list_report(*parsed.list), globals.output));
+        return 0;
+    }
+    if (parsed.schema) {
+        write_stdout(schema_text());
+        return 0;
+    }
+    if (!command) {
+        std::string names;
+        for (const CommandEntry& e : kCommands)
+            if (!is_mode(e)) names += (names.empty() ? "" : ", ") + std::string(e.name);
+        throw UsageError("a command is required: " + names + " (see gpumem --help)");
+    }
+    return run_command(*command, globals, mode, json);
+}
+
+int run_command_line(int argc, char** argv, RunMode mode) {
+    CLI::App app{"gpumem: GPU memory operations from the command line: query, allocate, fill, copy, and simulate reuse.",
+                 "gpumem"};
+    app.footer("Exit status: 0 ok, 1 runtime/CUDA error, 2 usage error, 3 no usable GPU or driver, "
+               "4 verification failed, 5 out of memory, 6 below --expect-min, 7 a check failed, 130 interrupted; "
+               "with check --format nagios: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (usage errors included); "
+               "killed by SIGPIPE (141) when stdout's reader goes away. See gpumem(1).");
+    app.fallthrough();
+    app.require_subcommand(0, 1);
+    Parsed parsed;
+    add_own_options(app, parsed);
+    const CommandEntry* invoked = invoked_entry(argc, argv);
+    // info's cost is NVML's start-up (~10 ms): begin it now, beside parsing.
+    if (invoked && invoked->name == "info" && mode == RunMode::full) Nvml::start_opening();
+    std::unique_ptr<Command> command = register_commands(app, invoked);
+
+    const bool json = json_requested(argc, argv);
+    const Placement placement = read_placement();
+    Report empty;
+    empty.command = invoked ? std::string(invoked->name) : "";
+    stamp(empty, make_origin(placement.host, placement.launcher));
+    OutputOptions error_output;
+    if (json) error_output.format = Format::json;
+    if (nagios_requested(argc, argv)) error_output.format = Format::nagios;
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp&) {
+        write_stdout(app.help());
+        return 0;
+    } catch (const CLI::CallForAllHelp&) {
+        write_stdout(app.help("", CLI::AppFormatMode::All));
+        return 0;
+    } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() == 0) return 0;
+        return fail(UsageError(parse_error_text(e.what()) + " (see gpumem --help)"), empty, error_output, json);
+    } catch (const Error& e) {  // thrown by option callbacks that validate values and combinations
+        return fail(e, empty, error_output, json);
+    }
+    try {
+        return dispatch(parsed, invoked, command.get(), mode, json, placement, error_output);
+    } catch (const Error& e) {
+        return fail(e, empty, error_output, json || error_output.format == Format::json);
+    } catch (const CLI::ParseError& e) {
+        return fail(UsageError(e.what()), empty, error_output, json);
+    } catch (const std::bad_alloc&) {
+        return fail(Error("out of host memory"), empty, error_output, json);
+    } catch (const std::exception& e) {
+        return fail(Error(std::string("internal error: ") + e.what()), empty, error_output, json);
+    }
+}
+
+}  // namespace
+
+NameListView command_list() {
+    NameListView view{"command", {}};
+    for (const CommandEntry& e : kCommands) view.rows.emplace_back(e.name, e.summary);
+    return view;
+}
+
+// Last resort: an exception that escapes run_command_line (from option
+// registration, from a parse callback that throws something other than
+// gpumem::Error or CLI11's errors, or from printing an error) would otherwise
+// reach std::terminate and abort with a core dump instead of a documented status.
+int run_gpumem(int argc, char** argv, RunMode mode) noexcept {
+    if (mode == RunMode::full) ignore_sigpipe();
+    try {
+        return run_command_line(argc, argv, mode);
+    } catch (const StdoutClosed&) {
+        return kClosedPipeStatus;
+    } catch (const Error& e) {  // writing --help or an error document failed
+        std::fprintf(stderr, "gpumem: error: %s\n", one_line(e.what()).c_str());
+        return static_cast<int>(e.status());
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "gpumem: error: internal error: %s\n", e.what());
+    } catch (...) {
+        std::fputs("gpumem: error: internal error: unknown exception\n", stderr);
+    }
+    return static_cast<int>(ExitStatus::runtime_error);
+}
+
+}  // namespace gpumem::cli

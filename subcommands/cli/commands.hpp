@@ -1,0 +1,32 @@
+// The commands that follow the Command contract, one file each; app.cpp's
+// table lists them.
+#pragma once
+
+#include <memory>
+
+#include "cli/command.hpp"
+
+namespace gpumem::cli {
+
+// Every row of the command table (modes as "alloc-test latency"), for --list.
+NameListView command_list();
+
+// Every command's definition, in its own file.
+extern const CommandDefinition kInfoCommand;
+extern const CommandDefinition kMemsetCommand;
+extern const CommandDefinition kCopyCommand;
+extern const CommandDefinition kAllocLatencyCommand;  // alloc-test: one per mode (alloc_<mode>.cpp)
+extern const CommandDefinition kAllocMaxCommand;
+extern const CommandDefinition kAllocFillCommand;
+extern const CommandDefinition kAllocChurnCommand;
+extern const CommandDefinition kAllocHoldCommand;
+extern const CommandDefinition kReuseSimCommand;
+extern const CommandDefinition kCheckCommand;
+extern const CommandDefinition kReportCommand;
+
+// info's document schema, also for its tests.
+DocumentSchema info_schema();
+NameListView memset_targets();
+NameListView memset_widths();
+
+}  // namespace gpumem::cli

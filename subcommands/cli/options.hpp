@@ -1,0 +1,108 @@
+// The options every command shares, how they are checked, and helpers that
+// register a command's own options with gpumem's strict parsers (CLI11 2.1
+// turns "-1" and "2^64" into 2^64-1 for unsigned options and lets "nan" pass
+// a range), its name tables (so --help shows the choices) and sizes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "base/device_spec.hpp"
+#include "base/errors.hpp"
+#include "base/launcher.hpp"
+#include "base/name_table.hpp"
+#include "base/sizes.hpp"
+#include "cli/output.hpp"
+
+namespace gpumem::cli {
+
+// As CLI11 fills them.
+struct GlobalOptions {
+    std::optional<std::string> device;  // -d SPEC
+    std::optional<std::string> format;  // --format
+    bool json = false;
+    bool csv = false;
+    bool no_header = false;
+    std::string units = "auto";
+    int verbosity = 0;
+    bool quiet = false;
+};
+
+// Checked, before any driver call.
+struct Globals {
+    OutputOptions output;
+    std::optional<DeviceSpec> device;  // -d, parsed; nullopt when not given
+    int verbosity = 0;
+    bool quiet = false;
+    LauncherInfo launcher;  // the launcher that started this process, if any
+    Origin origin;          // stamped on every document (Report::origin)
+};
+
+void add_global_options(CLI::App& app, GlobalOptions& options);
+// Pure: conflicting formats, bad units, a malformed -d, -d local without a
+// launcher's local rank: UsageError. `launcher` is detect_launcher's answer
+// and `host` gethostname's.
+Globals check_globals(const GlobalOptions& options, const LauncherInfo& launcher, std::string host);
+
+// The -d SPEC, or `fallback` ("0", "all") when none was given.
+DeviceSpec device_spec_or(const Globals& globals, std::string_view fallback);
+// -d naming exactly one device (default 0); `purpose` says why in the error.
+DeviceSpec single_device_spec(const Globals& globals, std::string_view purpose);
+
+// An unsigned integer option (decimal or 0x) within [min, max].
+CLI::Option* add_unsigned_option(CLI::App& app, const std::string& names, std::uint64_t& target, const std::string& help,
+                                 std::uint64_t min, std::uint64_t max);
+CLI::Option* add_unsigned_option(CLI::App& app, const std::string& names, std::optional<std::uint64_t>& target,
+                                 const std::string& help, std::uint64_t min, std::uint64_t max);
+// A finite decimal option within [min, max].
+CLI::Option* add_real_option(CLI::App& app, const std::string& names, double& target, const std::string& help, double min,
+                             double max);
+CLI::Option* add_real_option(CLI::App& app, const std::string& names, std::optional<double>& target,
+                             const std::string& help, double min, double max);
+
+// Validators for options kept as text and parsed by check(): bad values fail
+// while parsing, with the parser's own message.
+// Runs `parse(value)`; its UsageError is the message.
+template <typename Parse>
+CLI::Validator parsing_validator(Parse parse, std::string description) {
+    return CLI::Validator(
+        [parse](std::string& value) -> std::string {
+            try {
+                parse(value);
+            } catch (const UsageError& e) {
+                return e.what();
+            }
+            return {};
+        },
+        std::move(description));
+}
+
+CLI::Validator size_validator(bool allow_percent);
+CLI::Validator range_validator();
+// A name (or, with `list`, a comma list of names or `all`) from a table; the
+// help shows the choices as {a,b,c}.
+template <typename T>
+CLI::Validator names_validator(const NameTable<T>& table, bool list = false) {
+    std::string choices = "{";
+    for (const Named<T>& row : table) choices += (choices.size() > 1 ? "," : "") + std::string(row.name);
+    choices += list ? ",all}" : "}";
+    return parsing_validator(
+        [&table, list](const std::string& value) {
+            if (list)
+                table.parse_list(value);
+            else
+                table.parse(value);
+        },
+        choices);
+}
+
+// True when stderr is a terminal and progress may be drawn (not with -q).
+bool progress_enabled(const Globals& globals);
+
+}  // namespace gpumem::cli

@@ -1,0 +1,495 @@
+#include "cli/output.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "base/text.hpp"
+#include "cli/terminal.hpp"
+#include "version.hpp"
+
+namespace gpumem::cli {
+namespace {
+
+std::string csv_escape(const std::string& s) {
+    if (s.find_first_of(",\"\n") == std::string::npos) return s;
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '"') out += '"';
+        out += c;
+    }
+    return out + "\"";
+}
+
+// Numbers in text cells: 0 for what is not a number.
+double as_double(const Cell& cell) {
+    const double v = cell_number(cell);
+    return std::isnan(v) ? 0 : v;
+}
+
+Json record_json(const Record& record) {
+    Json obj = Json::object();
+    for (const auto& [field, value] : record.entries) obj[std::string(field.key)] = cell_json(value, field);
+    return obj;
+}
+
+constexpr auto kReplaceInvalidUtf8 = nlohmann::ordered_json::error_handler_t::replace;
+
+std::string dump(const Json& doc, bool compact) {
+    return (compact ? doc.dump(-1, ' ', false, kReplaceInvalidUtf8) : doc.dump(2, ' ', false, kReplaceInvalidUtf8)) + "\n";
+}
+
+}  // namespace
+
+Cell record_cell(Record record) { return std::make_shared<const Record>(std::move(record)); }
+Cell records_cell(RecordList records) { return std::make_shared<const RecordList>(std::move(records)); }
+
+bool Report::has_rows() const noexcept {
+    return std::any_of(tables.begin(), tables.end(), [](const Table& t) { return !t.rows.empty(); });
+}
+
+double cell_number(const Cell& cell) noexcept {
+    if (auto p = std::get_if<double>(&cell)) return *p;
+    if (auto p = std::get_if<std::uint64_t>(&cell)) return static_cast<double>(*p);
+    if (auto p = std::get_if<std::int64_t>(&cell)) return static_cast<double>(*p);
+    return std::nan("");
+}
+
+Json cell_json(const Cell& cell, const Field& field) {
+    if (std::holds_alternative<std::monostate>(cell)) return nullptr;
+    if (auto p = std::get_if<std::string>(&cell)) return *p;
+    if (auto p = std::get_if<bool>(&cell)) return *p;
+    if (auto p = std::get_if<std::vector<std::string>>(&cell)) return *p;
+    if (auto p = std::get_if<std::vector<std::uint64_t>>(&cell)) return *p;
+    if (auto p = std::get_if<std::vector<double>>(&cell)) {
+        Json list = Json::array();
+        for (double v : *p) list.push_back(std::isfinite(v) ? Json(v) : Json(nullptr));
+        return list;
+    }
+    if (auto p = std::get_if<std::shared_ptr<const Record>>(&cell)) return *p ? record_json(**p) : Json(nullptr);
+    if (auto p = std::get_if<std::shared_ptr<const RecordList>>(&cell)) {
+        Json list = Json::array();
+        if (*p)
+            for (const Record& r : **p) list.push_back(record_json(r));
+        return list;
+    }
+    if (field.kind == FieldKind::bandwidth) {  // GB/s, whichever type holds the bytes/s
+        const double v = cell_number(cell);
+        return std::isfinite(v) ? Json(v / 1e9) : Json(nullptr);
+    }
+    if (auto p = std::get_if<std::uint64_t>(&cell)) return *p;
+    if (auto p = std::get_if<std::int64_t>(&cell)) return *p;
+    const double v = std::get<double>(cell);
+    if (!std::isfinite(v)) return nullptr;
+    return v;
+}
+
+namespace {
+
+// Machine-format number of bytes in a unit: whole numbers up to MiB/MB (as
+// nvidia-smi prints MiB), three decimals above.
+std::string bytes_plain(std::uint64_t bytes, Unit unit) {
+    if (unit == Unit::automatic || unit == Unit::B) return std::to_string(bytes);
+    if (unit_bytes(unit) <= (1ULL << 20)) return std::to_string(bytes / unit_bytes(unit));
+    return format_decimal(bytes_in_unit(bytes, unit), 3);
+}
+
+// Lists and records in a table or CSV cell (not used by any table today).
+std::string nested_text(const Cell& cell) {
+    if (auto p = std::get_if<std::vector<std::string>>(&cell)) {
+        std::string s;
+        for (const auto& v : *p) s += (s.empty() ? "" : ";") + v;
+        return s;
+    }
+    if (auto p = std::get_if<std::vector<double>>(&cell)) {
+        std::string s;
+        for (double v : *p) s += (s.empty() ? "" : ";") + format_decimal(v, 6);
+        return s;
+    }
+    return cell_json(cell, Field{}).dump();
+}
+
+bool is_nested(const Cell& cell) noexcept { return cell.index() >= 6; }
+
+}  // namespace
+
+constexpr Named<Format> kFormatRows[] = {
+    {"table", Format::table, "an aligned table for people (the default)"},
+    {"json", Format::json, "one JSON document (JSON Lines when repeating)"},
+    {"csv", Format::csv, "CSV with a header line, units in the headers"},
+    {"value", Format::value, "bare tab-separated values of the first table, for shell variables"},
+    {"prometheus", Format::prometheus, "Prometheus text exposition, for node_exporter's textfile collector (info, check)"},
+    {"nagios", Format::nagios,
+     "a Nagios plugin's status line with performance data, exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (check)"},
+};
+const NameTable<Format> kFormats{"format", kFormatRows};
+
+std::string cell_text(const Cell& cell, const Field& field, Unit unit) {
+    if (std::holds_alternative<std::monostate>(cell)) return "-";
+    if (is_nested(cell)) return nested_text(cell);
+    if (auto p = std::get_if<std::string>(&cell)) return *p;
+    if (auto p = std::get_if<bool>(&cell)) return *p ? "yes" : "no";
+    switch (field.kind) {
+        case FieldKind::bytes: return format_bytes(static_cast<std::uint64_t>(std::round(std::max(0.0, as_double(cell)))), unit);
+        case FieldKind::bandwidth: return format_bandwidth(as_double(cell), unit);
+        case FieldKind::percent: return format_decimal(as_double(cell), field.decimals) + "%";
+        case FieldKind::real: return format_decimal(as_double(cell), field.decimals);
+        default: break;
+    }
+    if (auto p = std::get_if<std::uint64_t>(&cell)) return std::to_string(*p);
+    if (auto p = std::get_if<std::int64_t>(&cell)) return std::to_string(*p);
+    return format_decimal(as_double(cell), field.decimals);
+}
+
+std::string cell_plain(const Cell& cell, const Field& field, Unit unit) {
+    if (std::holds_alternative<std::monostate>(cell)) return "";
+    if (is_nested(cell)) return nested_text(cell);
+    if (auto p = std::get_if<std::string>(&cell)) return *p;
+    if (auto p = std::get_if<bool>(&cell)) return *p ? "true" : "false";
+    switch (field.kind) {
+        case FieldKind::bytes:
+            if (auto p = std::get_if<std::uint64_t>(&cell)) return bytes_plain(*p, unit);
+            return bytes_plain(static_cast<std::uint64_t>(std::round(std::max(0.0, as_double(cell)))), unit);
+        case FieldKind::bandwidth: return format_decimal(bandwidth_in_unit(as_double(cell), unit), 3);
+        case FieldKind::percent:
+        case FieldKind::real: return format_decimal(as_double(cell), std::max(field.decimals, 3));
+        default: break;
+    }
+    if (auto p = std::get_if<std::uint64_t>(&cell)) return std::to_string(*p);
+    if (auto p = std::get_if<std::int64_t>(&cell)) return std::to_string(*p);
+    return format_decimal(as_double(cell), 6);
+}
+
+std::string csv_header(const Field& field, Unit unit) {
+    if (field.kind == FieldKind::bytes && unit != Unit::automatic && unit != Unit::B)
+        return std::string(field.key) + " [" + unit_name(unit) + "]";
+    if (field.kind == FieldKind::bandwidth) return std::string(field.key) + " [" + bandwidth_unit_name(unit) + "]";
+    return std::string(field.key);
+}
+
+namespace {
+
+// `text` in lines of at most `columns`: broken after `after` where it can
+// be, anywhere where it cannot.
+std::string wrapped(const std::string& text, std::size_t columns, char after) {
+    std::vector<std::string> pieces;
+    for (std::size_t start = 0; start < text.size();) {
+        std::size_t end = text.find(after, start);
+        end = end == std::string::npos ? text.size() : end + 1;
+        pieces.push_back(text.substr(start, end - start));
+        start = end;
+    }
+    std::string out, line;
+    auto flush = [&] {
+        if (line.empty()) return;
+        out += (out.empty() ? "" : "\n") + line;
+        line.clear();
+    };
+    for (std::string& piece : pieces) {
+        if (display_width(line) + display_width(piece) > columns) flush();
+        while (display_width(piece) > columns) {
+            // Too long alone: after its first ':' (a setting's name, so that
+            // "roundup_power2_divisions:" keeps its list whole on the next
+            // line, "[256:1,512:2,>:8]"), else anywhere.
+            const std::size_t colon = piece.find(':');
+            const std::size_t cut = colon == std::string::npos || colon == 0 || colon >= columns ? columns : colon + 1;
+            line = piece.substr(0, cut);
+            piece.erase(0, cut);
+            flush();
+        }
+        line += piece;
+    }
+    flush();
+    return out;
+}
+
+// A row's cells as lines: a wrapped cell's lines below the row's first,
+// the other cells empty there.
+std::vector<std::vector<std::string>> row_lines(const std::vector<std::string>& texts) {
+    std::vector<std::vector<std::string>> lines;
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+        std::size_t k = 0;
+        for (std::size_t start = 0;; ++k) {
+            const std::size_t end = texts[i].find('\n', start);
+            if (lines.size() <= k) lines.emplace_back(texts.size());
+            lines[k][i] = texts[i].substr(start, end == std::string::npos ? std::string::npos : end - start);
+            if (end == std::string::npos) break;
+            start = end + 1;
+        }
+    }
+    return lines;
+}
+
+// The table's wrapping column narrowed to keep the table within
+// kTableColumns (never below 16 columns); `width` and `cells` as rendered.
+void wrap_table_cells(const Table& table, std::vector<std::size_t>& width, std::vector<std::vector<std::string>>& cells) {
+    constexpr std::size_t kNarrowest = 16;
+    for (std::size_t w = 0; w < table.fields.size(); ++w) {
+        if (table.fields[w].wrap_after == 0) continue;
+        std::size_t others = 2 * (width.size() - 1);
+        for (std::size_t i = 0; i < width.size(); ++i) others += i == w ? 0 : width[i];
+        if (others + width[w] <= kTableColumns) return;
+        const std::size_t columns = std::max(kNarrowest, kTableColumns - std::min(kTableColumns, others));
+        width[w] = display_width(table.fields[w].header);
+        for (auto& row : cells) {
+            row[w] = wrapped(row[w], columns, table.fields[w].wrap_after);
+            for (std::size_t start = 0; start <= row[w].size();) {
+                std::size_t end = row[w].find('\n', start);
+                if (end == std::string::npos) end = row[w].size();
+                width[w] = std::max(width[w], display_width(std::string_view(row[w]).substr(start, end - start)));
+                start = end + 1;
+            }
+        }
+        return;
+    }
+}
+
+// One table, its columns aligned (a wrapped cell over several lines).
+void render_table(std::ostream& out, const Table& table, const OutputOptions& options) {
+    std::vector<std::size_t> width(table.fields.size());
+    std::vector<std::vector<std::string>> cells;
+    for (std::size_t i = 0; i < table.fields.size(); ++i) width[i] = display_width(table.fields[i].header);
+    for (const auto& row : table.rows) {
+        std::vector<std::string> texts;
+        for (std::size_t i = 0; i < table.fields.size(); ++i) {
+            texts.push_back(i < row.size() ? cell_text(row[i], table.fields[i], options.unit) : "");
+            width[i] = std::max(width[i], display_width(texts.back()));
+        }
+        cells.push_back(std::move(texts));
+    }
+    wrap_table_cells(table, width, cells);
+    auto emit_line = [&](const std::vector<std::string>& texts) {
+        std::string line;
+        for (std::size_t i = 0; i < texts.size(); ++i) {
+            const bool left = table.fields[i].kind == FieldKind::text;
+            const std::string pad(width[i] - std::min(width[i], display_width(texts[i])), ' ');
+            if (i) line += "  ";
+            line += left ? texts[i] + pad : pad + texts[i];
+        }
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        out << line << '\n';
+    };
+    auto emit = [&](const std::vector<std::string>& texts) {
+        for (const auto& line : row_lines(texts)) emit_line(line);
+    };
+    if (options.header) {
+        std::vector<std::string> headers;
+        for (const Field& f : table.fields) headers.emplace_back(f.header);
+        emit(headers);
+    }
+    for (const auto& texts : cells) emit(texts);
+}
+
+Cell count_cell(const std::optional<unsigned>& value) { return value ? Cell(std::uint64_t{*value}) : Cell(); }
+
+constexpr Column<Origin> kOriginColumns[] = {
+    {{"host", "Host", FieldKind::text}, [](const Origin& o) -> Cell { return o.host; }},
+    {{"launcher", "Launcher", FieldKind::text},
+     [](const Origin& o) -> Cell { return o.launcher.empty() ? Cell() : Cell(std::string(o.launcher)); }, Shown::always, true,
+     nullptr, launcher_names},
+    {{"job_id", "Job", FieldKind::text}, [](const Origin& o) { return optional_cell(o.job_id); }, Shown::always, true},
+    {{"rank", "Rank", FieldKind::integer}, [](const Origin& o) { return count_cell(o.rank); }, Shown::always, true},
+    {{"local_rank", "Local rank", FieldKind::integer}, [](const Origin& o) { return count_cell(o.local_rank); }, Shown::always,
+     true},
+    {{"world_size", "Ranks", FieldKind::integer}, [](const Origin& o) { return count_cell(o.world_size); }, Shown::always, true},
+};
+
+}  // namespace
+
+Record origin_record(const Origin& origin) { return make_record(Columns<Origin>(kOriginColumns), origin); }
+
+const FieldSchemaSet& origin_schema() { return nested_schema<kOriginColumns>(); }
+
+Json report_to_json(const Report& report) {
+    Json doc = Json::object();
+    doc["schema_version"] = kSchemaVersion;
+    doc["tool"] = "gpumem";
+    doc["version"] = GPUMEM_VERSION;
+    doc["command"] = report.command;
+    doc["ok"] = true;
+    if (!report.origin.empty()) doc["origin"] = record_json(report.origin);
+    for (const Table& table : report.tables) {
+        Json rows = Json::array();
+        for (const auto& row : table.rows) {
+            Json obj = Json::object();
+            for (std::size_t i = 0; i < table.fields.size() && i < row.size(); ++i)
+                obj[std::string(table.fields[i].key)] = cell_json(row[i], table.fields[i]);
+            rows.push_back(std::move(obj));
+        }
+        doc[std::string(table.key)] = std::move(rows);
+    }
+    for (const auto& [field, value] : report.fields.entries) doc[std::string(field.key)] = cell_json(value, field);
+    if (!report.warnings.empty()) doc["warnings"] = report.warnings;
+    return doc;
+}
+
+namespace {
+
+// A Nagios plugin's output: its status line, ended by a newline.
+std::string nagios_text(const Report& report) {
+    if (!report.nagios) return "";
+    const std::string& text = report.nagios->text;
+    return text.empty() || text.back() != '\n' ? text + "\n" : text;
+}
+
+}  // namespace
+
+std::string render(const Report& report, const OutputOptions& options) {
+    std::ostringstream out;
+    switch (options.format) {
+        case Format::json: {
+            out << dump(report_to_json(report), options.compact_json);
+            break;
+        }
+        case Format::csv: {
+            bool first_table = true;
+            for (const Table& table : report.tables) {
+                if (!first_table) out << '\n';
+                first_table = false;
+                if (options.header) {
+                    for (std::size_t i = 0; i < table.fields.size(); ++i)
+                        out << (i ? "," : "") << csv_escape(csv_header(table.fields[i], options.unit));
+                    out << '\n';
+                }
+                for (const auto& row : table.rows) {
+                    for (std::size_t i = 0; i < table.fields.size(); ++i)
+                        out << (i ? "," : "") << csv_escape(i < row.size() ? cell_plain(row[i], table.fields[i], options.unit) : "");
+                    out << '\n';
+                }
+            }
+            break;
+        }
+        case Format::prometheus: out << render_prometheus(report, 0); break;
+        case Format::nagios: out << nagios_text(report); break;
+        case Format::value: {
+            // Bare values of the first table, tab-separated, one row per line.
+            if (report.tables.empty()) break;
+            const Table& table = report.tables.front();
+            for (const auto& row : table.rows) {
+                for (std::size_t i = 0; i < table.fields.size(); ++i)
+                    out << (i ? "\t" : "") << (i < row.size() ? cell_plain(row[i], table.fields[i], options.unit) : "");
+                out << '\n';
+            }
+            break;
+        }
+        case Format::table: {
+            for (const std::string& line : report.text_before) out << line << '\n';
+            bool first_table = true;
+            for (const Table& table : report.tables) {
+                if (!first_table) out << '\n';
+                first_table = false;
+                render_table(out, table, options);
+            }
+            for (const std::string& line : report.text_after) out << line << '\n';
+            break;
+        }
+    }
+    return out.str();
+}
+
+int nagios_error_status(const Report& report) noexcept { return report.nagios ? report.nagios->status : 3; }
+
+std::string render_nagios_error(const Report& report, const Error& error) {
+    if (report.nagios) return render(report, OutputOptions{Format::nagios});
+    const std::string what = error.status() == ExitStatus::usage_error ? "usage error: " : "";
+    return "GPUMEM UNKNOWN - " + what + one_line(error.what()) + "\n";
+}
+
+std::string render_json_error(const Report& report, const Error& error, const OutputOptions& options) {
+    Json doc = report_to_json(report);
+    doc["ok"] = false;
+    doc["error"] = {{"status", static_cast<int>(error.status())},
+                    {"code", exit_status_name(error.status())},
+                    {"message", error.what()}};
+    return dump(doc, options.compact_json);
+}
+
+}  // namespace gpumem::cli
+
+namespace gpumem::cli {
+namespace {
+
+// JSON Schema of one field's value. Every value may be null: a figure that
+// was not measured, or that the GPU does not report, is null.
+Json value_schema(const FieldSchema& f) {
+    Json s = Json::object();
+    auto nullable = [](const char* type) { return Json::array({type, "null"}); };
+    switch (f.field.kind) {
+        case FieldKind::text: s["type"] = nullable("string"); break;
+        case FieldKind::integer:
+        case FieldKind::bytes: s["type"] = nullable("integer"); break;
+        case FieldKind::real:
+        case FieldKind::percent:
+        case FieldKind::bandwidth: s["type"] = nullable("number"); break;
+        case FieldKind::boolean: s["type"] = nullable("boolean"); break;
+        case FieldKind::list: s["type"] = "array"; break;
+        case FieldKind::record: s["type"] = nullable("object"); break;
+        case FieldKind::records: s["type"] = "array"; break;
+    }
+    if (f.values) {
+        Json names = Json::array();
+        for (std::string_view v : f.values()) names.push_back(std::string(v));
+        names.push_back(nullptr);
+        s["enum"] = names;
+    }
+    const bool header = !f.field.header.empty();
+    if (f.field.kind == FieldKind::bytes) s["description"] = "bytes";
+    if (f.field.kind == FieldKind::bandwidth) s["description"] = "GB/s (1e9 bytes/s)";
+    if (f.field.kind == FieldKind::percent) s["description"] = "percent";
+    if (header && !s.contains("description")) s["description"] = std::string(f.field.header);
+    return s;
+}
+
+Json object_schema(const FieldSchemaSet& set);
+
+Json field_schema(const FieldSchema& f) {
+    Json s = value_schema(f);
+    if (f.nested && f.field.kind == FieldKind::record) {
+        Json obj = object_schema(f.nested());
+        obj["type"] = Json::array({"object", "null"});
+        return obj;
+    }
+    if (f.nested && f.field.kind == FieldKind::records) s["items"] = object_schema(f.nested());
+    return s;
+}
+
+Json object_schema(const FieldSchemaSet& set) {
+    Json props = Json::object(), required = Json::array();
+    for (const FieldSchema& f : set.fields) {
+        props[std::string(f.field.key)] = field_schema(f);
+        if (!f.omit_null) required.push_back(std::string(f.field.key));
+    }
+    Json others = false;
+    if (set.other_keys) others = value_schema(FieldSchema{Field{"", "", *set.other_keys}});
+    return {{"type", "object"}, {"properties", props}, {"required", required}, {"additionalProperties", others}};
+}
+
+}  // namespace
+
+Json schema_json(const DocumentSchema& schema) {
+    Json props = Json::object();
+    props["schema_version"] = {{"const", kSchemaVersion}};
+    props["tool"] = {{"const", "gpumem"}};
+    props["version"] = {{"type", "string"}};
+    props["command"] = {{"type", "string"}};
+    props["ok"] = {{"type", "boolean"}};
+    props["origin"] = object_schema(origin_schema());
+    Json required = Json::array({"schema_version", "tool", "version", "command", "ok"});
+    for (const auto& [key, set] : schema.tables) props[std::string(key)] = {{"type", "array"}, {"items", object_schema(set)}};
+    for (const FieldSchema& f : schema.fields.fields) props[std::string(f.field.key)] = field_schema(f);
+    props["warnings"] = {{"type", "array"}, {"items", {{"type", "string"}}}};
+    props["error"] = {{"type", "object"},
+                      {"properties",
+                       {{"status", {{"type", "integer"}}}, {"code", {{"type", "string"}}}, {"message", {{"type", "string"}}}}},
+                      {"required", {"status", "code", "message"}}};
+    // A failure may stop before any table or field was filled: only the
+    // envelope is required; a success also has every table and field.
+    return {{"$schema", "https://json-schema.org/draft/2020-12/schema"},
+            {"title", "gpumem " + schema.command},
+            {"type", "object"},
+            {"properties", props},
+            {"required", required},
+            {"additionalProperties", false}};
+}
+
+}  // namespace gpumem::cli

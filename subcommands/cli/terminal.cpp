@@ -1,0 +1,45 @@
+#include "cli/terminal.hpp"
+
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <string_view>
+
+namespace gpumem::cli {
+
+bool stdout_is_utf8_terminal() {
+    if (isatty(STDOUT_FILENO) != 1) return false;
+    for (const char* name : {"LC_ALL", "LC_CTYPE", "LANG"}) {
+        const char* value = std::getenv(name);
+        if (value == nullptr || *value == '\0') continue;
+        std::string v(value);
+        std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        return v.find("utf-8") != std::string::npos || v.find("utf8") != std::string::npos;
+    }
+    return false;
+}
+
+int terminal_columns() {
+    winsize ws{};
+    if (isatty(STDOUT_FILENO) == 1 && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+        return std::clamp<int>(ws.ws_col, 40, 160);
+    if (const char* columns = std::getenv("COLUMNS")) {
+        // strtol, not atoi: an out-of-range COLUMNS is undefined behaviour for atoi.
+        char* end = nullptr;
+        const long n = std::strtol(columns, &end, 10);
+        if (end != columns && n > 0) return static_cast<int>(std::clamp(n, 40L, 160L));
+    }
+    return 80;
+}
+
+std::size_t display_width(std::string_view utf8) noexcept {
+    std::size_t n = 0;
+    for (unsigned char c : utf8)
+        if ((c & 0xC0) != 0x80) ++n;  // count lead bytes, not continuation bytes
+    return n;
+}
+
+}  // namespace gpumem::cli

@@ -1,0 +1,69 @@
+// gpumem report: merges gpumem JSON documents (files, globs, stdin) from
+// many hosts and ranks into one fleet table, flags GPUs well below the
+// median of their model and failed checks, and exits 7 when anything failed.
+// It never touches a driver: it runs anywhere the documents are.
+#include <unistd.h>
+
+#include "base/errors.hpp"
+#include "cli/output.hpp"
+#include "cli/commands.hpp"
+#include "report/report.hpp"
+
+namespace gpumem::cli {
+namespace {
+
+struct ReportOptionsCli {
+    std::vector<std::string> inputs;
+    double outlier_fraction = 0.10;
+    bool strict = false;
+    bool drain_list = false;
+};
+
+void add_options(CLI::App& sub, ReportOptionsCli& o) {
+    sub.add_option("INPUT", o.inputs,
+                   "gpumem JSON documents or JSON Lines: FILE, a quoted glob PATTERN (expanded by gpumem), or - for stdin "
+                   "(the default)")
+        ->type_name("FILE|PATTERN|-");
+    add_real_option(sub, "--outlier-fraction", o.outlier_fraction,
+                    "Flag a GPU whose figure is more than this fraction below the median of its model's GPUs (0 < F < 1)",
+                    0.0, 1.0)
+        ->capture_default_str()
+        ->default_str("0.1");
+    sub.add_flag("--strict", o.strict, "A warned check, or one that could not run, counts as failed (as check --strict does)");
+    sub.add_flag("--drain-list", o.drain_list,
+                 "Print only the nodes to drain, one 'HOST<TAB>REMEDIATION: reason' line each (with --json: a \"drain\" array)");
+}
+
+ReportRequest check(const ReportOptionsCli& o, const Globals& globals) {
+    if (globals.device)
+        throw UsageError("-d selects devices, and report reads documents: filter them (e.g. with jq) instead");
+    if (!(o.outlier_fraction > 0.0 && o.outlier_fraction < 1.0))
+        throw UsageError("--outlier-fraction must be above 0 and below 1 (0.1: 10% below the median)");
+    for (const std::string& input : o.inputs)
+        if (input.empty()) throw UsageError("an empty input name (give FILE, a PATTERN or -)");
+    return {o.inputs, {o.outlier_fraction, o.strict}, o.drain_list};
+}
+
+void execute(const ReportRequest& q, ReportResults& results, Session& session) {
+    // Waiting on a terminal for documents nobody will type would look hung.
+    if (q.inputs.empty() && isatty(STDIN_FILENO) == 1)
+        throw UsageError("no input: name FILEs or PATTERNs, or pipe documents to stdin");
+    const std::vector<fleet::Document> documents = fleet::read_inputs(q.inputs, kSchemaVersion);
+    results.options = q.options;
+    results.fleet = fleet::merge_fleet(documents, q.options);
+    results.merged = true;
+    const Format format = session.output().format;
+    if (q.drain_list && (format == Format::table || format == Format::value)) {
+        session.write(drain_list_text(results.fleet));
+        session.final_document_written();
+    }
+    if (results.fleet.failed()) throw CheckFailedError(fleet_failure_summary(results.fleet));
+}
+
+}  // namespace
+
+constexpr CommandDefinition kReportCommand{
+    [] { return make_command(CommandFunctions<ReportOptionsCli, ReportRequest, ReportResults>{add_options, check, execute, fleet_report}); },
+    report_schema};
+
+}  // namespace gpumem::cli

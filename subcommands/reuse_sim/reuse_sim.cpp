@@ -1,0 +1,431 @@
+// gpumem reuse-sim: replay allocation traces or built-in workloads through
+// reuse strategies on a simulated device (no GPU needed), compare them, and
+// with --execute replay them for real on a GPU. This file: the options and
+// check(), which finds every usage error before anything runs.
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "base/errors.hpp"
+#include "base/memory_policy.hpp"
+#include "base/sizes.hpp"
+#include "base/text.hpp"
+#include "cli/commands.hpp"
+#include "reuse_sim/reuse_sim.hpp"
+#include "cli/terminal.hpp"
+
+namespace gpumem::cli {
+namespace {
+
+namespace rs = gpumem::reuse_sim;
+
+constexpr std::uint64_t kMaxU64 = std::numeric_limits<std::uint64_t>::max();
+
+// What CLI11 fills. Options that tune strategies are optional: check() warns
+// about those given for no selected strategy.
+struct ReuseSimOptions {
+    // input
+    std::optional<std::string> workload;
+    std::uint64_t steps = 200;
+    std::uint64_t seed = 1;
+    double change_rate = 0.1;
+    std::string batch = "1..32";
+    std::uint64_t layers = 8;
+    std::string sample_bytes = "768KiB";
+    std::uint64_t max_detections = 100;
+    std::string prompt = "32..512";
+    std::string tokens = "16..256";
+    std::uint64_t streams = 1;
+    std::optional<std::string> trace;
+    std::string trace_format = "auto";
+    std::optional<std::uint64_t> trace_device;
+    // strategies
+    std::string strategy = "all";
+    std::optional<std::string> growth;
+    bool zero_fill = false;
+    std::optional<std::uint64_t> ring_buffers;
+    std::optional<std::string> ring_size;
+    std::optional<std::string> pool_initial;
+    std::optional<std::string> pool_max;
+    std::optional<std::string> bins;
+    std::optional<std::uint64_t> bin_blocks;
+    std::optional<std::string> max_split_size;
+    std::optional<std::string> max_non_split_rounding;
+    std::optional<std::string> roundup_power2_divisions;
+    std::optional<std::string> release_threshold;
+    std::optional<std::uint64_t> sync_every;
+    // device and output
+    std::optional<std::string> capacity;
+    std::optional<double> memory_fraction;
+    std::optional<std::string> device_total;
+    std::optional<std::string> costs;
+    std::optional<std::string> timeline;
+    std::uint64_t timeline_points = 1000;
+    std::optional<std::string> save_trace;
+    bool no_chart = false;
+    bool execute = false;
+    // the what-if tuner
+    bool tune = false;
+    std::vector<std::string> sweeps;  // --sweep KNOB=V1,V2,..., repeatable
+};
+
+// The options that tune strategies, and whether each was given. Which
+// strategies each tunes is in kStrategies' rows (their `options`): the help
+// text and the warning about an option that tunes no selected strategy say so
+// from there.
+struct StrategyOption {
+    const char* name;
+    bool (*given)(const ReuseSimOptions& o);
+};
+constexpr StrategyOption kStrategyOptions[] = {
+    {"--growth", [](const ReuseSimOptions& o) { return o.growth.has_value(); }},
+    {"--zero-fill", [](const ReuseSimOptions& o) { return o.zero_fill; }},
+    {"--ring-buffers", [](const ReuseSimOptions& o) { return o.ring_buffers.has_value(); }},
+    {"--ring-size", [](const ReuseSimOptions& o) { return o.ring_size.has_value(); }},
+    {"--pool-initial", [](const ReuseSimOptions& o) { return o.pool_initial.has_value(); }},
+    {"--pool-max", [](const ReuseSimOptions& o) { return o.pool_max.has_value(); }},
+    {"--bins", [](const ReuseSimOptions& o) { return o.bins.has_value(); }},
+    {"--bin-blocks", [](const ReuseSimOptions& o) { return o.bin_blocks.has_value(); }},
+    {"--max-split-size", [](const ReuseSimOptions& o) { return o.max_split_size.has_value(); }},
+    {"--max-non-split-rounding", [](const ReuseSimOptions& o) { return o.max_non_split_rounding.has_value(); }},
+    {"--roundup-power2-divisions", [](const ReuseSimOptions& o) { return o.roundup_power2_divisions.has_value(); }},
+    {"--release-threshold", [](const ReuseSimOptions& o) { return o.release_threshold.has_value(); }},
+};
+
+// "pool, binning: initial pool size": the help of a strategy option, led by
+// the strategies it tunes.
+std::string for_strategies(const char* option, const std::string& help) { return rs::strategies_using(option) + ": " + help; }
+
+// An empty --strategy is refused with its own words before the table's
+// validator (whose message for it would read "strategys").
+CLI::Validator non_empty(const char* what) {
+    return CLI::Validator(
+        [what](std::string& value) -> std::string {
+            return value.find_first_not_of(" \t") == std::string::npos ? std::string("empty list of ") + what : std::string();
+        },
+        "");
+}
+
+void add_workload_options(CLI::App& sub, ReuseSimOptions& o) {
+    auto* workload = sub.add_option("--workload", o.workload, "Built-in workload (default dynamic; gpumem --list workloads)")
+                         ->type_name("NAME")
+                         ->check(names_validator(rs::kWorkloads));
+    const std::vector<CLI::Option*> parameters = {
+        workload,
+        add_unsigned_option(sub, "--steps", o.steps, "Steps of the workload: inferences, LLM requests or training iterations (default 200)",
+                            1, std::uint64_t{1} << 40),
+        add_unsigned_option(sub, "--seed", o.seed, "Seed of the workload's random choices (default 1)", 0, kMaxU64),
+        add_real_option(sub, "--change-rate", o.change_rate, "dynamic: chance per step that the batch size changes (default 0.1)", 0.0, 1.0)
+            ->type_name("P"),
+        sub.add_option("--batch", o.batch, "Batch size N, or MIN..MAX for dynamic (default 1..32; others use MAX)")->type_name("N|MIN..MAX"),
+        add_unsigned_option(sub, "--layers", o.layers, "Layers of the model (default 8)", 1, 1000),
+        sub.add_option("--sample-bytes", o.sample_bytes, "Activation bytes per sample at the first layer (default 768KiB)")
+            ->type_name("SIZE")
+            ->check(size_validator(false)),
+        add_unsigned_option(sub, "--max-detections", o.max_detections, "detector: detections per image drawn from 0..N (default 100)", 0,
+                            1000000),
+        sub.add_option("--prompt", o.prompt, "llm-decode: prompt tokens MIN..MAX (default 32..512)")->type_name("MIN..MAX"),
+        sub.add_option("--tokens", o.tokens, "llm-decode: generated tokens per request MIN..MAX (default 16..256)")->type_name("MIN..MAX"),
+        add_unsigned_option(sub, "--streams", o.streams, "Run steps on N streams in turn (default 1)", 1, 1024),
+    };
+    auto* trace = sub.add_option("--trace", o.trace, "Replay this trace instead of a workload (- for standard input; a FIFO works)")
+                      ->type_name("FILE");
+    sub.add_option("--trace-format", o.trace_format, "Trace format, or auto: a PyTorch snapshot by its content, else by the header (default auto)")
+        ->type_name("FMT")
+        ->check(names_validator(rs::kTraceFormats));
+    auto* device = add_unsigned_option(sub, "--trace-device", o.trace_device,
+                                       "PyTorch snapshot: the device whose history to replay (default: the only one with events)", 0,
+                                       1 << 20);
+    for (CLI::Option* p : parameters) {
+        trace->excludes(p);
+        device->excludes(p);
+    }
+}
+
+void add_strategy_options(CLI::App& sub, ReuseSimOptions& o) {
+    sub.add_option("--strategy", o.strategy, "Strategies to compare: NAME[,NAME...] or all (default all; gpumem --list strategies)")
+        ->type_name("LIST")
+        ->check(non_empty("strategies"))
+        ->check(names_validator(rs::kStrategies, true));
+    sub.add_option("--growth", o.growth, for_strategies("--growth", "growth when a request exceeds the buffer (default exact)"))
+        ->type_name("RULE")
+        ->check(names_validator(kGrowthRules));
+    sub.add_flag("--zero-fill", o.zero_fill,
+                 for_strategies("--zero-fill", "cudaMemset every new buffer, as MixMemory does (counted as a device stall)"));
+    add_unsigned_option(sub, "--ring-buffers", o.ring_buffers, for_strategies("--ring-buffers", "number of buffers (default 4)"), 1,
+                        1 << 20);
+    sub.add_option("--ring-size", o.ring_size, for_strategies("--ring-size", "buffer size (default: the largest request)"))
+        ->type_name("SIZE")
+        ->check(size_validator(false));
+    sub.add_option("--pool-initial", o.pool_initial, for_strategies("--pool-initial", "initial pool size (default 0: grow on demand)"))
+        ->type_name("SIZE");
+    sub.add_option("--pool-max", o.pool_max, for_strategies("--pool-max", "maximum pool size (default: none, the pool doubles)"))
+        ->type_name("SIZE")
+        ->check(size_validator(false));
+    sub.add_option("--bins", o.bins, for_strategies("--bins", "bin sizes as a RANGE (default 256KiB..4MiB, RMM's benchmark bins)"))
+        ->type_name("RANGE")
+        ->check(range_validator());
+    add_unsigned_option(sub, "--bin-blocks", o.bin_blocks,
+                        for_strategies("--bin-blocks", "blocks per chunk a bin takes from the pool (default 128)"), 1, 1 << 20);
+    sub.add_option("--max-split-size", o.max_split_size,
+                   for_strategies("--max-split-size", "max_split_size (PYTORCH_CUDA_ALLOC_CONF max_split_size_mb; default unlimited)"))
+        ->type_name("SIZE")
+        ->check(size_validator(false));
+    sub.add_option("--max-non-split-rounding", o.max_non_split_rounding,
+                   for_strategies("--max-non-split-rounding", "max_non_split_rounding (default 20MiB)"))
+        ->type_name("SIZE")
+        ->check(size_validator(false));
+    sub.add_option("--roundup-power2-divisions", o.roundup_power2_divisions,
+                   for_strategies("--roundup-power2-divisions",
+                                  "roundup_power2_divisions, N or [MIB:N,...,>:N] as in PYTORCH_CUDA_ALLOC_CONF (default off)"))
+        ->type_name("SPEC");
+    sub.add_option("--release-threshold", o.release_threshold,
+                   for_strategies("--release-threshold", "memory the pool keeps across synchronizations (default 0)"))
+        ->type_name("SIZE");
+}
+
+void add_output_options(CLI::App& sub, ReuseSimOptions& o) {
+    add_unsigned_option(sub, "--sync-every", o.sync_every, "Also synchronize the device every N requests (traces have no sync points of their own)",
+                        1, kMaxU64);
+    auto* capacity =
+        sub.add_option("--capacity", o.capacity, "Device memory the strategies may reserve; beyond it allocations fail (default unlimited)")
+            ->type_name("SIZE")
+            ->check(size_validator(false));
+    add_real_option(sub, "--memory-fraction", o.memory_fraction,
+                    "Capacity as a share of --device-total, as torch.cuda.set_per_process_memory_fraction sets it", 0.0, 1.0)
+        ->type_name("F")
+        ->excludes(capacity);
+    sub.add_option("--device-total", o.device_total, "The device's total memory, for --memory-fraction")
+        ->type_name("SIZE")
+        ->check(size_validator(false));
+    sub.add_option("--costs", o.costs, "Cost table (JSON, from alloc-test latency --save-costs) for the modelled time")->type_name("FILE");
+    sub.add_option("--timeline", o.timeline, "Write reserved bytes per strategy over the run as CSV")->type_name("FILE");
+    add_unsigned_option(sub, "--timeline-points", o.timeline_points, "Points kept for --timeline (default 1000)", 2, std::uint64_t{1} << 24);
+    sub.add_option("--save-trace", o.save_trace, "Also write the input's events as a gpumem trace (CSV) to FILE")->type_name("FILE");
+    sub.add_flag("--no-chart", o.no_chart, "Table mode: no chart of reserved bytes");
+    sub.add_flag("--execute", o.execute,
+                 "Also replay each strategy for real on the GPU (-d), report the measured time and check that the real CUDA "
+                 "call counts equal the simulated ones (exit 4 if not)");
+}
+
+void add_tune_options(CLI::App& sub, ReuseSimOptions& o) {
+    sub.add_flag("--tune",
+                 o.tune,
+                 "What-if tuner: replay torch-caching under a grid of PYTORCH_CUDA_ALLOC_CONF settings (" + rs::kKnobs.names(", ") +
+                     ") and rank them");
+    sub.add_option("--sweep", o.sweeps,
+                   "KNOB=V1,V2,...: replay torch-caching with each value of KNOB (" + rs::kKnobs.names(", ") +
+                       "; gpumem --list knobs); repeatable, the grid is the product; with --tune, replaces that knob's default values")
+        ->type_name("KNOB=VALUES")
+        ->check(parsing_validator([](const std::string& v) { rs::parse_sweep(v); }, ""));
+}
+
+void add_options(CLI::App& sub, ReuseSimOptions& o) {
+    sub.footer("Sizes take units (4KiB, 1.5GiB). Strategies: " + rs::kStrategies.names(", ") +
+               ", or all. See gpumem(1), section REUSE-SIM.");
+    add_workload_options(sub, o);
+    add_strategy_options(sub, o);
+    add_output_options(sub, o);
+    add_tune_options(sub, o);
+}
+
+// "N" or "A..B" of positive integers.
+std::pair<std::uint64_t, std::uint64_t> parse_count_range(const std::string& text, const char* option) {
+    const auto dots = text.find("..");
+    auto number = [&](const std::string& s) {
+        try {
+            return parse_unsigned(s, 1ULL << 40);
+        } catch (const UsageError&) {
+            throw UsageError(std::string(option) + " '" + text + "': expected N or MIN..MAX");
+        }
+    };
+    if (dots == std::string::npos) {
+        const std::uint64_t n = number(text);
+        return {n, n};
+    }
+    return {number(text.substr(0, dots)), number(text.substr(dots + 2))};
+}
+
+// A FILE option given as '' would otherwise mean "not given".
+std::optional<std::string> checked_path(const std::optional<std::string>& path, const char* option) {
+    if (path && path->empty()) throw UsageError(std::string(option) + ": empty file name");
+    return path;
+}
+
+// The trace must exist and not be a directory; it is not opened here: a
+// FIFO's open waits for its writer, and it can be read only once.
+void check_trace_path(const std::string& path) {
+    if (path.empty()) throw UsageError("--trace: empty file name (give a file, or - for standard input)");
+    if (path == "-") return;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) throw UsageError(path + ": cannot open trace: " + std::strerror(errno));
+    if (S_ISDIR(st.st_mode)) throw UsageError(path + ": cannot read a trace from a directory");
+}
+
+ReuseSimInput check_input(const ReuseSimOptions& o) {
+    ReuseSimInput in;
+    if (o.trace) {
+        check_trace_path(*o.trace);
+        in.trace = o.trace;
+        in.trace_format = rs::kTraceFormats.parse(o.trace_format);
+        if (o.trace_device) {
+            if (in.trace_format != rs::TraceFormat::automatic && in.trace_format != rs::TraceFormat::snapshot)
+                throw UsageError("--trace-device chooses a device of a PyTorch snapshot, not of a " + o.trace_format + " trace");
+            in.trace_device = static_cast<std::uint32_t>(*o.trace_device);
+        }
+        return in;
+    }
+    if (o.trace_device) throw UsageError("--trace-device needs --trace (a PyTorch snapshot)");
+    rs::WorkloadOptions& w = in.workload;
+    w.name = o.workload.value_or("dynamic");
+    w.steps = o.steps;
+    w.seed = o.seed;
+    w.change_rate = o.change_rate;
+    std::tie(w.batch_min, w.batch_max) = parse_count_range(o.batch, "--batch");
+    w.layers = static_cast<std::uint32_t>(o.layers);
+    w.sample_bytes = parse_size(o.sample_bytes);
+    w.max_detections = static_cast<std::uint32_t>(o.max_detections);
+    std::tie(w.prompt_min, w.prompt_max) = parse_count_range(o.prompt, "--prompt");
+    std::tie(w.tokens_min, w.tokens_max) = parse_count_range(o.tokens, "--tokens");
+    w.streams = static_cast<std::uint32_t>(o.streams);
+    rs::check_workload_options(w);
+    return in;
+}
+
+// PyTorch refuses max_split_size_mb and max_non_split_rounding_mb below kLargeBuffer (20 MiB).
+std::uint64_t torch_size(const std::string& text, const char* option) {
+    const std::uint64_t bytes = parse_size(text);
+    if (bytes < (20ULL << 20)) throw UsageError(std::string(option) + " must be at least 20MiB (as PyTorch requires)");
+    return bytes;
+}
+
+rs::StrategyOptions check_strategy_options(const ReuseSimOptions& o) {
+    rs::StrategyOptions s;
+    if (o.growth) s.growth = kGrowthRules.parse(*o.growth);
+    s.zero_fill = o.zero_fill;
+    if (o.ring_buffers) s.ring_buffers = static_cast<std::uint32_t>(*o.ring_buffers);
+    if (o.ring_size) s.ring_size = parse_size(*o.ring_size);
+    if (o.pool_initial) s.pool_initial = parse_size(*o.pool_initial, true);
+    if (o.pool_max) s.pool_maximum = parse_size(*o.pool_max);
+    if (s.pool_maximum != rs::kUnlimited && s.pool_initial > s.pool_maximum) throw UsageError("--pool-initial exceeds --pool-max");
+    if (o.bins) s.bins = parse_size_range(*o.bins, 64);
+    if (o.bin_blocks) s.bin_blocks = *o.bin_blocks;
+    if (o.max_split_size) s.torch.max_split_size = torch_size(*o.max_split_size, "--max-split-size");
+    // "unlimited" is PyTorch's default and can be asked for, also over a snapshot's limit.
+    if (o.max_non_split_rounding) s.torch.max_non_split_rounding = torch_size(*o.max_non_split_rounding, "--max-non-split-rounding");
+    if (o.roundup_power2_divisions) s.torch.roundup_power2_divisions = rs::parse_roundup_power2_divisions(*o.roundup_power2_divisions);
+    if (o.release_threshold) s.release_threshold = parse_size(*o.release_threshold, true);
+    return s;
+}
+
+std::vector<const Named<rs::StrategySpec>*> strategy_rows(const std::string& list) {
+    std::vector<const Named<rs::StrategySpec>*> rows;
+    for (const rs::StrategySpec& spec : rs::kStrategies.parse_list(list)) rows.push_back(rs::kStrategies.find_value(spec));
+    return rows;
+}
+
+// A strategy option given for strategies none of which is selected is
+// ignored, with a warning: scripts that pass it for every run keep working.
+std::vector<std::string> ignored_option_warnings(const ReuseSimOptions& o, const std::vector<const Named<rs::StrategySpec>*>& selected) {
+    std::vector<std::string> warnings;
+    for (const StrategyOption& option : kStrategyOptions) {
+        if (!option.given(o)) continue;
+        bool used = false;
+        for (const Named<rs::StrategySpec>* row : selected) used = used || rs::uses_option(row->value, option.name);
+        if (used) continue;
+        const std::string users = rs::strategies_using(option.name);
+        warnings.push_back(std::string(option.name) + " tunes " + users +
+                           (users.find(',') == std::string::npos ? ", which is not selected" : ", none of which is selected") +
+                           ": ignored");
+    }
+    return warnings;
+}
+
+void check_outputs(const ReuseSimOptions& o, const Globals& globals, ReuseSimRequest& q) {
+    q.costs = checked_path(o.costs, "--costs");
+    q.timeline = checked_path(o.timeline, "--timeline");
+    q.save_trace = checked_path(o.save_trace, "--save-trace");
+    if (q.save_trace && o.trace && *q.save_trace == *o.trace) throw UsageError("--save-trace would overwrite the --trace it reads");
+    q.timeline_points = o.timeline_points;
+    q.chart = globals.output.format == Format::table && !o.no_chart;
+    q.chart_style.unicode = stdout_is_utf8_terminal();
+    if (o.execute) {
+        q.execute_on = single_device_spec(globals, "--execute");
+    } else if (globals.device) {
+        throw UsageError("-d/--device selects the GPU for --execute; reuse-sim alone uses no GPU");
+    }
+}
+
+// --capacity, or --memory-fraction of --device-total as PyTorch computes its
+// allowed maximum (DeviceCachingAllocator::setMemoryFraction). A snapshot
+// does not record the device's total memory, so it must be given.
+std::uint64_t check_capacity(const ReuseSimOptions& o) {
+    if (o.capacity) return parse_size(*o.capacity);
+    if (o.device_total && !o.memory_fraction) throw UsageError("--device-total is used only with --memory-fraction");
+    if (!o.memory_fraction) return rs::kUnlimited;
+    if (!o.device_total)
+        throw UsageError("--memory-fraction needs --device-total (the recording GPU's total memory, as torch.cuda.mem_get_info()[1] "
+                         "gives it; a snapshot does not record it)");
+    if (*o.memory_fraction <= 0.0) throw UsageError("--memory-fraction must be above 0");
+    const std::uint64_t capacity = static_cast<std::uint64_t>(*o.memory_fraction * static_cast<double>(parse_size(*o.device_total)));
+    if (capacity == 0) throw UsageError("--memory-fraction of --device-total is less than a byte");
+    return capacity;
+}
+
+// --tune and --sweep replay torch-caching alone, each setting a lane of one
+// replay; what only the comparison of strategies has is refused with them.
+std::optional<TuneRequest> check_tune(const ReuseSimOptions& o, const ReuseSimRequest& q) {
+    if (!o.tune && o.sweeps.empty()) return std::nullopt;
+    const char* mode = o.tune ? "--tune" : "--sweep";
+    if (o.strategy != "all" && o.strategy != "torch-caching")
+        throw UsageError(std::string(mode) + " replays torch-caching alone: leave out --strategy");
+    if (o.execute) throw UsageError(std::string(mode) + " and --execute cannot be combined (run --execute with the chosen setting)");
+    if (o.timeline) throw UsageError(std::string(mode) + " and --timeline cannot be combined");
+    if (o.save_trace) throw UsageError(std::string(mode) + " and --save-trace cannot be combined");
+    TuneRequest tune;
+    tune.axes = rs::grid_axes(o.sweeps, o.tune, q.capacity != rs::kUnlimited);
+    return tune;
+}
+
+ReuseSimRequest check(const ReuseSimOptions& o, const Globals& globals) {
+    ReuseSimRequest q;
+    q.input = check_input(o);
+    q.strategies = strategy_rows(o.strategy);
+    q.strategy_options = check_strategy_options(o);
+    q.warnings = ignored_option_warnings(o, q.strategies);
+    q.sync_every = o.sync_every.value_or(0);
+    q.torch_flags.max_split_size = o.max_split_size.has_value();
+    q.torch_flags.roundup_power2_divisions = o.roundup_power2_divisions.has_value();
+    q.capacity = check_capacity(o);
+    check_outputs(o, globals, q);
+    q.tune = check_tune(o, q);
+    if (q.tune) {
+        q.strategies = {&rs::kStrategies.row("torch-caching")};
+        q.warnings = ignored_option_warnings(o, q.strategies);
+        q.chart = false;
+    }
+    return q;
+}
+
+}  // namespace
+
+std::size_t ReuseSimRequest::replay_timeline_points() const {
+    if (!chart && !timeline) return 0;
+    return std::max<std::size_t>(timeline_points, chart_style.width);
+}
+
+constexpr CommandDefinition kReuseSimCommand{
+    [] {
+        return make_command(
+            CommandFunctions<ReuseSimOptions, ReuseSimRequest, ReuseSimResults>{add_options, check, execute_reuse_sim, reuse_sim_report});
+    },
+    reuse_sim_document_schema};
+
+}  // namespace gpumem::cli

@@ -1,0 +1,143 @@
+// gpumem reuse-sim's checked request, its results and the pure report:
+// reuse_sim.cpp registers the options and checks them, reuse_sim_run.cpp
+// simulates (and with --execute replays on a GPU), reuse_sim_report.cpp
+// builds the document. The CPU tests call the report with synthetic results.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/device_id.hpp"
+#include "base/device_spec.hpp"
+#include "base/name_table.hpp"
+#include "cli/chart.hpp"
+#include "cli/command.hpp"
+#include "reuse_sim/cost_table.hpp"
+#include "reuse_sim/simulator.hpp"
+#include "reuse_sim/strategy.hpp"
+#include "reuse_sim/trace_reader.hpp"
+#include "reuse_sim/tuner.hpp"
+#include "reuse_sim/upstream.hpp"
+#include "reuse_sim/workloads.hpp"
+
+namespace gpumem::cli {
+
+// What the report says of the input before it is read.
+struct ReuseSimInput {
+    std::optional<std::string> trace;  // --trace: a path, or "-" for standard input; none: a workload
+    reuse_sim::TraceFormat trace_format = reuse_sim::TraceFormat::automatic;
+    std::optional<std::uint32_t> trace_device;  // --trace-device: a snapshot's device
+    reuse_sim::WorkloadOptions workload;  // without --trace
+};
+
+// --tune / --sweep: the grid of torch-caching settings to replay.
+struct TuneRequest {
+    std::vector<reuse_sim::SweepAxis> axes;  // the knobs varied, in kKnobs' order
+    unsigned threads = 0;                    // lanes replayed at once; 0: one per usable core
+    bool skip_equivalent = true;             // replay settings that provably replay alike once (tests compare)
+};
+
+// Everything the options say, checked (check() in reuse_sim.cpp).
+struct ReuseSimRequest {
+    ReuseSimInput input;
+    std::vector<const Named<reuse_sim::StrategySpec>*> strategies;  // rows of kStrategies, in the order given
+    reuse_sim::StrategyOptions strategy_options;
+    // The torch-caching settings given as flags: they override a snapshot's.
+    struct {
+        bool max_split_size = false, roundup_power2_divisions = false;
+    } torch_flags;
+    std::uint64_t sync_every = 0;               // 0: no extra synchronizations
+    std::uint64_t capacity = reuse_sim::kUnlimited;
+    std::optional<std::string> costs;           // --costs FILE; none: the built-in table
+    std::optional<std::string> timeline;        // --timeline FILE
+    std::uint64_t timeline_points = 1000;
+    std::optional<std::string> save_trace;      // --save-trace FILE
+    bool chart = true;                          // table format without --no-chart
+    LevelChartStyle chart_style;
+    std::optional<DeviceSpec> execute_on;       // --execute: one device
+    std::vector<std::string> warnings;          // options that tune no selected strategy
+    std::optional<TuneRequest> tune;            // --tune, --sweep: the what-if tuner instead of the comparison
+
+    // Points the replay keeps: for --timeline and the chart (0: none).
+    std::size_t replay_timeline_points() const;
+};
+
+// The upstream API calls that must agree between a strategy's simulated and
+// real (--execute) replays.
+struct ApiCall {
+    const char* name;  // the key in the document's execute.runs[].calls
+    std::uint64_t reuse_sim::UpstreamCounters::*count;
+};
+inline constexpr ApiCall kApiCalls[] = {
+    {"cudaMalloc", &reuse_sim::UpstreamCounters::device_allocs},
+    {"cudaFree", &reuse_sim::UpstreamCounters::device_frees},
+    {"cudaMallocAsync", &reuse_sim::UpstreamCounters::async_allocs},
+    {"cudaFreeAsync", &reuse_sim::UpstreamCounters::async_frees},
+    {"cudaMemset", &reuse_sim::UpstreamCounters::fills},
+    {"cudaDeviceSynchronize", &reuse_sim::UpstreamCounters::synchronizations},
+};
+
+// One strategy replayed for real (--execute), beside its simulation.
+struct ExecuteRun {
+    reuse_sim::LaneResult simulated, measured;
+    double wall_seconds = 0;
+    bool counts_agree = false;  // the same upstream calls and OOMs
+};
+
+struct ExecuteResults {
+    DeviceId device;
+    std::string device_name;
+    std::uint64_t free_bytes_before = 0;
+    std::optional<std::uint64_t> free_bytes_after;  // once every run is done
+    std::vector<ExecuteRun> runs;                    // one per strategy, as each finishes
+
+    // Strategies whose real device refused requests the simulated one
+    // granted (the GPU had less free memory than the replay needs; their
+    // call counts then differ too, but the cause is memory, not the model),
+    // and those whose counts differ otherwise.
+    std::vector<std::string> out_of_memory() const;
+    std::vector<std::string> mismatched() const;
+    // Requests the GPU refused that the simulated device granted.
+    std::uint64_t refused() const;
+    bool verified() const { return free_bytes_after && out_of_memory().empty() && mismatched().empty(); }
+};
+
+// The tuner's replays: every grid point, ranked, and the capacity search.
+struct TuneResults {
+    std::uint64_t grid_points = 0;          // settings replayed (the grid, and the baseline when not in it)
+    std::uint64_t lanes_replayed = 0;       // replays of the grid: settings that replay alike count once
+    std::vector<reuse_sim::TuneRow> rows;   // ranked (reuse_sim::rank_rows)
+    reuse_sim::CapacitySearch search;       // for the best setting
+};
+
+// Filled as the run goes: a failure part way reports what was done.
+struct ReuseSimResults {
+    std::vector<std::string> warnings;  // the cost table's gaps, trace lines not replayed
+    std::string cost_device, cost_source;
+    std::string input_description, input_format;
+    reuse_sim::StrategyOptions strategy_options;  // as used: ring's size from the pre-pass, a snapshot's settings
+    // The allocator settings the input recorded (a PyTorch snapshot), and
+    // the names of those a flag overrode.
+    std::optional<reuse_sim::RecordedAllocatorSettings> allocator_settings;
+    std::vector<std::string> overridden_settings;
+    std::optional<reuse_sim::ReplaySummary> summary;  // once the simulation has run
+    std::vector<reuse_sim::LaneResult> lanes;         // one per strategy, in the request's order
+    std::optional<reuse_sim::Timeline> timeline;
+    std::optional<ExecuteResults> execute;
+    std::optional<TuneResults> tune;                  // --tune, --sweep
+    bool complete = false;  // everything ran, --execute's checks passed
+};
+
+void execute_reuse_sim(const ReuseSimRequest& q, ReuseSimResults& r, Session& session);
+// --tune, --sweep (reuse_sim_tune.cpp): the grid replayed from `source`, ranked, and the capacity search.
+// `show_progress`: a progress line on stderr (a terminal, without -q).
+void tune_reuse_sim(const ReuseSimRequest& q, reuse_sim::EventSource& source, const reuse_sim::CostModel& costs, ReuseSimResults& r,
+                    bool show_progress = false);
+Report reuse_sim_report(const ReuseSimRequest& q, const ReuseSimResults& r, const OutputOptions& output);
+
+// The document's keys (kReuseSimCommand.schema).
+DocumentSchema reuse_sim_document_schema();
+
+}  // namespace gpumem::cli
