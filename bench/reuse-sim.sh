@@ -19,7 +19,8 @@ build=${1:-build}
 bin=$build/gpumem
 [ -x "$bin" ] || { echo "reuse-sim.sh: no $bin (build first)" >&2; exit 2; }
 command -v python3 >/dev/null || { echo "reuse-sim.sh: needs python3" >&2; exit 2; }
-strategies="naive grow-only shape-persistent ring pool binning torch-caching async-pool"
+# Every row of the strategy table, in its order: a new strategy is measured too.
+strategies=$("$bin" --list strategies --format value | cut -f1 | tr '\n' ' ')
 steps_10m=116300   # training workload: ~86 requests+frees per step -> 10.0 M events
 steps_1m=11630
 steps_small=1163   # ~100k events
