@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <new>
 #include <optional>
 #include <string>
@@ -20,6 +21,7 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "base/copy_plan.hpp"
 #include "base/errors.hpp"
 #include "base/interrupt.hpp"
 #include "base/launcher.hpp"
@@ -39,8 +41,7 @@ namespace {
 const CommandEntry kCommands[] = {
     {"info", "Show device memory (NVML; creates no CUDA context)", &kInfoCommand},
     {"memset", "Fill device or host memory with 8/16/32-bit words; time and verify it", &kMemsetCommand},
-    {"copy", "Measure copy bandwidth (h2d, d2h, d2d, h2h, bidir, p2p, p2p-bidir) as nvbandwidth does, for any host memory kind",
-     &kCopyCommand},
+    {"copy", "Measure copy bandwidth ({}) as nvbandwidth does, for any host memory kind", &kCopyCommand},
     {"alloc-test", "Allocation stress tests: latency, max, fill, churn, hold (see gpumem(1), ALLOC-TEST)", nullptr},
     {"alloc-test latency", "Allocation and free latency per API and size, and whether a free synchronizes the device",
      &kAllocLatencyCommand},
@@ -64,6 +65,17 @@ const CommandEntry kCommands[] = {
      "checks and GPUs below their model's median; no GPU needed",
      &kReportCommand},
 };
+
+// A command's line for --help and --list commands: its summary, with "{}"
+// replaced by the names of the table it lists (copy's directions), so that
+// the summary cannot go stale when a row is added to that table.
+std::string summary_of(const CommandEntry& e) {
+    std::string summary(e.summary);
+    const std::size_t slot = summary.find("{}");
+    if (slot == std::string::npos) return summary;
+    if (e.definition == &kCopyCommand) return summary.replace(slot, 2, kCopyDirections.names(", "));
+    return summary;
+}
 
 std::string_view first_word(std::string_view name) { return name.substr(0, name.find(' ')); }
 bool is_mode(const CommandEntry& e) { return e.name.find(' ') != std::string_view::npos; }
@@ -274,7 +286,7 @@ std::unique_ptr<Command> register_commands(CLI::App& app, const CommandEntry* in
     };
     for (const CommandEntry& e : kCommands) {
         if (is_mode(e)) continue;
-        CLI::App* sub = app.add_subcommand(std::string(e.name), std::string(e.summary));
+        CLI::App* sub = app.add_subcommand(std::string(e.name), summary_of(e));
         const bool full = invoked && first_word(invoked->name) == e.name;
         if (!full) continue;  // listed in --help; options only for the command invoked
         if (!is_group(e)) {
@@ -284,7 +296,7 @@ std::unique_ptr<Command> register_commands(CLI::App& app, const CommandEntry* in
         setup_group(*sub, e);
         for (const CommandEntry& m : kCommands)
             if (is_mode(m) && first_word(m.name) == e.name)
-                attach(m, *sub->add_subcommand(std::string(m.name.substr(e.name.size() + 1)), std::string(m.summary)));
+                attach(m, *sub->add_subcommand(std::string(m.name.substr(e.name.size() + 1)), summary_of(m)));
     }
     return command;
 }
@@ -422,8 +434,14 @@ int run_command_line(int argc, char** argv, RunMode mode) {
 }  // namespace
 
 NameListView command_list() {
+    // The view holds string_views: the summaries stay, once made.
+    static const std::vector<std::string> summaries = [] {
+        std::vector<std::string> lines;
+        for (const CommandEntry& e : kCommands) lines.push_back(summary_of(e));
+        return lines;
+    }();
     NameListView view{"command", {}};
-    for (const CommandEntry& e : kCommands) view.rows.emplace_back(e.name, e.summary);
+    for (std::size_t i = 0; i < std::size(kCommands); ++i) view.rows.emplace_back(kCommands[i].name, summaries[i]);
     return view;
 }
 

@@ -70,6 +70,14 @@ struct CopyRequest {
     CopyReportStyle style;
 };
 
+// The directions between two devices, which take --peer: "p2p, p2p-bidir".
+std::string peer_direction_names() {
+    std::vector<std::string> names;
+    for (const Named<CopyDirection>& row : kCopyDirections)
+        if (row.value.uses_peer()) names.emplace_back(row.name);
+    return join(names);
+}
+
 void add_options(CLI::App& sub, CopyOptions& o) {
     sub.add_option("direction", o.direction, "What is copied, where (see gpumem --list directions)")
         ->required()
@@ -94,7 +102,7 @@ void add_options(CLI::App& sub, CopyOptions& o) {
                     0.001, 10.0)
         ->type_name("SECONDS");
     sub.add_flag("--verify", o.verify, "Fill the source with a pattern and check every destination byte; exit 4 on mismatch");
-    sub.add_option("--peer", o.peer, "p2p, p2p-bidir: the other device(s), a -d style SPEC (default: every other device)")
+    sub.add_option("--peer", o.peer, peer_direction_names() + ": the other device(s), a -d style SPEC (default: every other device)")
         ->type_name("SPEC");
     sub.add_flag("--no-affinity", o.no_affinity, "Do not pin host threads to the CPUs next to the GPU (NVML)");
     sub.add_flag("--no-chart", o.no_chart, "No bar chart after a sweep");
@@ -102,13 +110,6 @@ void add_options(CLI::App& sub, CopyOptions& o) {
                     0, kMaxExpectMinGbps)
         ->type_name("GBPS");
     sub.add_option("--debug-corrupt-offset", o.corrupt_offset, "Test hook: flip this destination byte before verifying")->group("");
-}
-
-std::string peer_direction_names() {
-    std::vector<std::string> names;
-    for (const Named<CopyDirection>& row : kCopyDirections)
-        if (row.value.uses_peer()) names.emplace_back(row.name);
-    return join(names);
 }
 
 std::vector<std::uint64_t> checked_sizes(const CopyOptions& o) {
