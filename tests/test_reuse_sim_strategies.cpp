@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <random>
+#include <stdexcept>
 
 #include "base/memory_policy.hpp"
 #include "reuse_sim_helpers.hpp"
@@ -559,5 +560,48 @@ TEST_CASE("every strategy frees everything on teardown") {
         replay.run(source);
         replay.teardown();
         CHECK(lane.upstream->counters().reserved_bytes == 0);
+    }
+}
+
+// Strategy's public calls count and check for every strategy (the
+// non-virtual interface around do_allocate/do_deallocate/do_release_all).
+TEST_CASE("every strategy: the interface counts requests, hits and refusals, and refuses a broken handle protocol") {
+    for (const auto& row : rs::kStrategies) {
+        const std::string strategy(row.name);
+        CAPTURE(strategy);
+        rs::SimulatedUpstream upstream(64 * MiB, nullptr);
+        rs::StrategyOptions o;
+        o.ring_size = 16 * MiB;
+        o.ring_buffers = 1;  // the request after a free finds the one buffer again
+        o.bins = {};         // binning: no preallocated bins, so that the 64 MiB capacity decides alone
+        const auto s = rs::make_strategy(row.value, o, upstream);
+        rs::Request r;
+        r.handle = 0;
+        r.size = MiB;
+        r.slot = 1;
+        REQUIRE(s->allocate(r));
+        CHECK(s->holds(0));
+        CHECK_THROWS_AS(s->allocate(r), std::logic_error);  // handle 0 is held
+        rs::Request huge = r;
+        huge.handle = 1;
+        huge.size = 128 * MiB;  // beyond the capacity: refused, and never held
+        CHECK_FALSE(s->allocate(huge));
+        CHECK_FALSE(s->holds(1));
+        CHECK_THROWS_AS(s->deallocate(1), std::logic_error);  // a refused request is never freed
+        CHECK_THROWS_AS(s->release_all(), std::logic_error);  // handle 0 is still held
+        s->deallocate(0);
+        CHECK_FALSE(s->holds(0));
+        CHECK_THROWS_AS(s->deallocate(0), std::logic_error);  // freed twice
+        REQUIRE(s->allocate(r));                             // the handle is free again
+        s->deallocate(0);
+        const rs::StrategyCounters& c = s->counters();
+        CHECK(c.requests == 3);
+        CHECK(c.refusals == 1);
+        CHECK(c.frees == 2);
+        CHECK(c.held == 0);
+        // Every strategy but naive serves the second 1 MiB from what it kept.
+        CHECK(c.hits == (strategy == "naive" ? 0 : 1));
+        s->release_all();
+        CHECK(upstream.counters().device_reserved_bytes == 0);
     }
 }

@@ -106,8 +106,6 @@ void check_request_size(const EventSource& source, const Event& e) {
 
 inline void Replay::serve(Lane& lane, const Request& r, const EventSource& source, const Event& e, std::uint64_t event_ordinal) {
     LaneMetrics& m = lane.metrics;
-    const UpstreamCounters& c = lane.upstream->counters();
-    const std::uint64_t taken_before = c.device_allocs + c.pool_grows;
     bool ok = false;
     try {
         ok = lane.strategy->allocate(r);
@@ -116,16 +114,15 @@ inline void Replay::serve(Lane& lane, const Request& r, const EventSource& sourc
     } catch (const UsageError& error) {  // GrowthPolicy's own size checks
         throw UsageError(size_context(source, e) + lane.name + ": " + error.what());
     }
-    at_grow(lane.refused, r.handle) = ok ? 0 : 1;
-    ++m.requests;
+    // The strategy counted the request, its hit or refusal, and holds it if granted.
     if (ok) {
-        if (c.device_allocs + c.pool_grows == taken_before) ++m.hits;
         m.live_bytes += r.size;
         m.peak_live_bytes = std::max(m.peak_live_bytes, m.live_bytes);
     } else {
-        if (m.ooms++ == 0) m.first_oom_event = event_ordinal;
+        if (m.first_oom_event == 0) m.first_oom_event = event_ordinal;
         stop_ = stop_ || options_.stop_at_first_oom;
     }
+    const UpstreamCounters& c = lane.upstream->counters();
     if (c.reserved_bytes > m.peak_reserved_bytes) {
         m.peak_reserved_bytes = c.reserved_bytes;
         m.live_at_peak_reserved = m.live_bytes;
@@ -163,7 +160,7 @@ inline void Replay::replay_free(const EventSource& source, const Event& e, Repla
         throw UsageError(source.location(e.line) + ": free of id " + std::to_string(e.id) + " with size " +
                          std::to_string(e.size) + ", but it was allocated with " + std::to_string(l.size));
     for (Lane* lane : lanes_) {
-        if (lane->refused[handle]) continue;
+        if (!lane->strategy->holds(handle)) continue;  // refused
         lane->strategy->deallocate(handle);
         lane->metrics.live_bytes -= l.size;
     }
@@ -202,7 +199,7 @@ void Replay::replay_oom(const EventSource& source, const Event& e, ReplaySummary
         if (lane->metrics.live_bytes > ~0ULL - e.size)
             throw UsageError(size_context(source, e) + "the live allocations would exceed 2^64 bytes");
         serve(*lane, r, source, e, s.events);
-        if (lane->refused[r.handle]) continue;
+        if (!lane->strategy->holds(r.handle)) continue;
         ++lane->metrics.granted_oom_events;
         granted = true;
     }
@@ -219,7 +216,7 @@ void Replay::free_granted_ooms() {
     for (std::size_t i = 0; i < granted_handles_.size(); ++i) {
         const std::uint32_t handle = granted_handles_[i];
         for (Lane* lane : lanes_) {
-            if (lane->refused[handle]) continue;
+            if (!lane->strategy->holds(handle)) continue;
             lane->strategy->deallocate_granted_oom(handle);
             lane->metrics.live_bytes -= granted_ooms_[i].size;
         }
@@ -304,7 +301,7 @@ void Replay::teardown() {
     std::sort(handles.begin(), handles.end());
     for (Lane* lane : lanes_) {
         for (std::uint32_t h : handles)
-            if (!lane->refused[h]) lane->strategy->deallocate(h);
+            if (lane->strategy->holds(h)) lane->strategy->deallocate(h);
         lane->strategy->release_all();
     }
     ids_.clear();
@@ -316,18 +313,19 @@ LaneResult summarize(const Lane& lane) {
     LaneResult r;
     const LaneMetrics& m = lane.metrics;
     const UpstreamCounters& c = lane.upstream->counters();
+    const StrategyCounters& sc = lane.strategy->counters();
     r.strategy = lane.name;
-    r.requests = m.requests;
-    r.ooms = m.ooms;
+    r.requests = sc.requests;
+    r.ooms = sc.refusals;
     r.first_oom_event = m.first_oom_event;
     r.granted_oom_events = m.granted_oom_events;
-    r.served = m.requests - m.ooms;
-    r.hits = m.hits;
-    r.retries = lane.strategy->retries();
+    r.served = sc.requests - sc.refusals;
+    r.hits = sc.hits;
+    r.retries = sc.retries;
     r.upstream_allocs = c.device_allocs + c.pool_grows;
     r.upstream_frees = c.device_frees + c.pool_releases;
     r.implicit_syncs = c.device_frees + c.fills;  // cudaFree and legacy-stream cudaMemset stall the device
-    r.hit_rate = m.requests ? static_cast<double>(m.hits) / static_cast<double>(m.requests) : 0.0;
+    r.hit_rate = sc.requests ? static_cast<double>(sc.hits) / static_cast<double>(sc.requests) : 0.0;
     // The upstream saw every byte (also within a call, between a release and
     // a retry); the replay knows what was live when the peak was reached.
     r.peak_reserved = std::max(c.peak_reserved_bytes, m.peak_reserved_bytes);

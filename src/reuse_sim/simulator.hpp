@@ -19,10 +19,9 @@
 
 namespace gpumem::reuse_sim {
 
+// What the replay measures of a lane; the strategy counts its requests, hits,
+// refusals and retries itself (Strategy::counters()).
 struct LaneMetrics {
-    std::uint64_t requests = 0;  // alloc events seen
-    std::uint64_t hits = 0;      // served without taking memory from the device or driver
-    std::uint64_t ooms = 0;      // refused
     std::uint64_t first_oom_event = 0;  // the ordinal (from 1) of the event first refused; 0: none
     std::uint64_t granted_oom_events = 0;  // requests the recording refused (oom events) that this lane served
     std::uint64_t live_bytes = 0, peak_live_bytes = 0;        // requested bytes live in this lane
@@ -35,7 +34,6 @@ struct Lane {
     std::string name;
     std::unique_ptr<Upstream> upstream;  // declared first: the strategy refers to it
     std::unique_ptr<Strategy> strategy;
-    std::vector<std::uint8_t> refused;  // by handle: the strategy refused this allocation
     LaneMetrics metrics;
 };
 

@@ -163,22 +163,23 @@ public:
     RmmPool(Upstream& upstream, std::uint64_t initial, std::uint64_t maximum)
         : Strategy(upstream), pool_(upstream, initial, maximum) {}
 
-    bool allocate(const Request& r) override {
-        PoolAllocation a{0, align_up(r.size), r.stream, false};
-        if (!pool_.allocate(a.bytes, r.stream, a.address, a.head)) return false;
-        at_grow(live_, r.handle) = a;
-        return true;
-    }
-    void deallocate(std::uint32_t handle) override {
-        const PoolAllocation& a = live_[handle];
-        pool_.deallocate(a.address, a.bytes, a.stream, a.head);
-    }
-    void release_all() override { pool_.release(); }
     std::vector<std::pair<std::string, std::uint64_t>> details() const override {
         return {{"pool_size", pool_.pool_size()}, {"upstream_blocks", pool_.upstream_blocks()}};
     }
 
 private:
+    bool do_allocate(const Request& r) override {
+        PoolAllocation a{0, align_up(r.size), r.stream, false};
+        if (!pool_.allocate(a.bytes, r.stream, a.address, a.head)) return false;
+        at_grow(live_, r.handle) = a;
+        return true;
+    }
+    void do_deallocate(std::uint32_t handle) override {
+        const PoolAllocation& a = live_[handle];
+        pool_.deallocate(a.address, a.bytes, a.stream, a.head);
+    }
+    void do_release_all() override { pool_.release(); }
+
     RmmPoolResource pool_;
     std::vector<PoolAllocation> live_;
 };
@@ -255,7 +256,15 @@ public:
         for (std::uint64_t s : sizes) bins_.push_back(std::make_unique<FixedSizeBin>(pool_, s, o.bin_blocks));
     }
 
-    bool allocate(const Request& r) override {
+    std::vector<std::pair<std::string, std::uint64_t>> details() const override {
+        std::vector<std::pair<std::string, std::uint64_t>> d = {{"pool_size", pool_.pool_size()},
+                                                                {"upstream_blocks", pool_.upstream_blocks()}};
+        for (const auto& b : bins_) d.emplace_back("bin_" + std::to_string(b->block_size()) + "_chunks", b->chunks());
+        return d;
+    }
+
+private:
+    bool do_allocate(const Request& r) override {
         Allocation& a = at_grow(live_, r.handle);
         a = Allocation{};
         a.stream = r.stream;
@@ -269,20 +278,13 @@ public:
         a.bytes = bytes;
         return pool_.allocate(bytes, r.stream, a.address, a.head);
     }
-    void deallocate(std::uint32_t handle) override {
+    void do_deallocate(std::uint32_t handle) override {
         const Allocation& a = live_[handle];
         if (a.bin != kNoBin) bins_[a.bin]->deallocate(a.address, a.stream);
         else pool_.deallocate(a.address, a.bytes, a.stream, a.head);
     }
-    void release_all() override { pool_.release(); }
-    std::vector<std::pair<std::string, std::uint64_t>> details() const override {
-        std::vector<std::pair<std::string, std::uint64_t>> d = {{"pool_size", pool_.pool_size()},
-                                                                {"upstream_blocks", pool_.upstream_blocks()}};
-        for (const auto& b : bins_) d.emplace_back("bin_" + std::to_string(b->block_size()) + "_chunks", b->chunks());
-        return d;
-    }
+    void do_release_all() override { pool_.release(); }
 
-private:
     static constexpr std::uint32_t kNoBin = 0xffffffffu;
     struct Allocation {
         std::uint64_t address = 0;

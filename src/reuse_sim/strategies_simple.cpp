@@ -22,7 +22,8 @@ class PassThrough : public Strategy {
 public:
     using Strategy::Strategy;
 
-    bool allocate(const Request& r) override {
+private:
+    bool do_allocate(const Request& r) override {
         Buffer b{0, r.size, r.stream};
         const bool got = kStreamOrdered ? upstream_.allocate_async(r.size, r.stream, b.address)
                                         : upstream_.allocate(r.size, r.stream, b.address);
@@ -30,16 +31,15 @@ public:
         at_grow(live_, r.handle) = b;
         return true;
     }
-    void deallocate(std::uint32_t handle) override {
+    void do_deallocate(std::uint32_t handle) override {
         const Buffer& b = live_[handle];
         if constexpr (kStreamOrdered)
             upstream_.deallocate_async(b.address, b.size, b.stream);
         else
             upstream_.deallocate(b.address, b.size, b.stream);
     }
-    void release_all() override {}
+    void do_release_all() override {}
 
-private:
     std::vector<Buffer> live_;
 };
 
@@ -56,7 +56,14 @@ class SlotStrategy : public Strategy {
 public:
     using Strategy::Strategy;
 
-    bool allocate(const Request& r) override {
+    // The buffers no request holds now; a requester's next request allocates anew.
+    void empty_cache() override { release_idle(); }
+    std::vector<std::pair<std::string, std::uint64_t>> details() const override {
+        return {{"slots", slots_.size()}, {"requesters", first_slot_.size()}};
+    }
+
+private:
+    bool do_allocate(const Request& r) override {
         const std::uint32_t index = free_slot_for(r.slot);
         Slot& s = slots_[index];
         if (!reusable(s, r.size)) {
@@ -79,13 +86,8 @@ public:
         at_grow(by_handle_, r.handle) = index;
         return true;
     }
-    void deallocate(std::uint32_t handle) override { slots_[by_handle_[handle]].in_use = false; }
-    void release_all() override { release_idle(); }
-    // The buffers no request holds now; a requester's next request allocates anew.
-    void empty_cache() override { release_idle(); }
-    std::vector<std::pair<std::string, std::uint64_t>> details() const override {
-        return {{"slots", slots_.size()}, {"requesters", first_slot_.size()}};
-    }
+    void do_deallocate(std::uint32_t handle) override { slots_[by_handle_[handle]].in_use = false; }
+    void do_release_all() override { release_idle(); }
 
 protected:
     void release_idle() {
@@ -176,7 +178,20 @@ public:
     Ring(Upstream& upstream, std::uint32_t buffers, std::uint64_t buffer_size)
         : Strategy(upstream), ring_(buffers == 0 ? 1 : buffers), buffer_size_(buffer_size) {}
 
-    bool allocate(const Request& r) override {
+    // The idle buffers; a slot whose buffer was released allocates it again on its next use.
+    void empty_cache() override {
+        for (auto& s : ring_)
+            if (s.buffer.size != 0 && !s.busy) {
+                upstream_.deallocate(s.buffer.address, s.buffer.size, s.buffer.stream);
+                s.buffer.size = 0;
+            }
+    }
+    std::vector<std::pair<std::string, std::uint64_t>> details() const override {
+        return {{"ring_buffers", ring_.size()}, {"ring_buffer_size", buffer_size_}, {"waits", waits_}};
+    }
+
+private:
+    bool do_allocate(const Request& r) override {
         Use& use = at_grow(by_handle_, r.handle);
         use = Use{};
         if (r.size <= buffer_size_) {
@@ -199,26 +214,14 @@ public:
         use.temporary = Buffer{0, r.size, r.stream};
         return upstream_.allocate(r.size, r.stream, use.temporary.address);
     }
-    void deallocate(std::uint32_t handle) override {
+    void do_deallocate(std::uint32_t handle) override {
         const Use& use = by_handle_[handle];
         if (use.ring_index != kNone) ring_[use.ring_index].busy = false;
         else upstream_.deallocate(use.temporary.address, use.temporary.size, use.temporary.stream);
     }
     // After every handle was freed, the idle buffers are all of them.
-    void release_all() override { empty_cache(); }
-    // The idle buffers; a slot whose buffer was released allocates it again on its next use.
-    void empty_cache() override {
-        for (auto& s : ring_)
-            if (s.buffer.size != 0 && !s.busy) {
-                upstream_.deallocate(s.buffer.address, s.buffer.size, s.buffer.stream);
-                s.buffer.size = 0;
-            }
-    }
-    std::vector<std::pair<std::string, std::uint64_t>> details() const override {
-        return {{"ring_buffers", ring_.size()}, {"ring_buffer_size", buffer_size_}, {"waits", waits_}};
-    }
+    void do_release_all() override { empty_cache(); }
 
-private:
     static constexpr std::uint32_t kNone = 0xffffffffu;
     struct RingSlot {
         Buffer buffer;
@@ -251,12 +254,13 @@ public:
         upstream_.synchronize();
         upstream_.set_release_threshold(release_threshold_);
     }
-    void release_all() override {
+
+private:
+    void do_release_all() override {
         upstream_.set_release_threshold(0);
         upstream_.synchronize();
     }
 
-private:
     std::uint64_t release_threshold_;
 };
 

@@ -93,7 +93,7 @@ Params TorchCaching::params_for(const Request& r) {
     return p;
 }
 
-bool TorchCaching::allocate(const Request& r) {
+bool TorchCaching::do_allocate(const Request& r) {
     const Params p = params_for(r);
     if (pending_empty_cache_) {
         pending_empty_cache_ = false;
@@ -155,7 +155,7 @@ void TorchCaching::empty_cache() {
     pending_empty_cache_ = true;
 }
 
-void TorchCaching::release_all() {
+void TorchCaching::do_release_all() {
     flush_pending_empty_cache();
     release_cached_blocks();
 }
@@ -176,7 +176,7 @@ Block* TorchCaching::malloc_block(const Params& p) {
 
 // A free after an empty_cache settles it as the program's: PyTorch's own
 // release happens inside a request, with no free in between.
-void TorchCaching::deallocate(std::uint32_t handle) {
+void TorchCaching::do_deallocate(std::uint32_t handle) {
     flush_pending_empty_cache();
     free_live(handle);
 }
@@ -196,7 +196,7 @@ std::vector<std::pair<std::string, std::uint64_t>> TorchCaching::details() const
     return {
         {"num_device_alloc", c.device_allocs},
         {"num_device_free", c.device_frees},
-        {"num_alloc_retries", retries_},
+        {"num_alloc_retries", retries()},
         {"num_ooms", num_ooms_},
         {"num_sync_all_streams", num_sync_all_streams_},
         // Releases a snapshot cannot tell from the program's empty_cache()
@@ -249,7 +249,7 @@ Block* TorchCaching::get_free_block(const Params& p) {
 }
 
 Block* TorchCaching::alloc_block(const Params& p, bool is_retry) {
-    if (is_retry) ++retries_;
+    if (is_retry) count_retry();
     if (fraction_set() && total_allocated_memory() + p.alloc_size > upstream_.capacity()) return nullptr;
     if (o_.expandable_segments) return try_allocate_expandable_block(p);
     std::uint64_t address = 0;

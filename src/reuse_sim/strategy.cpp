@@ -1,6 +1,7 @@
 #include "reuse_sim/strategy.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -115,6 +116,24 @@ std::string strategies_using(std::string_view option) {
     for (const Named<StrategySpec>& row : kStrategies)
         if (uses_option(row.value, option)) names += (names.empty() ? "" : ", ") + std::string(row.name);
     return names;
+}
+
+void Strategy::release_all() {
+    if (counters_.held != 0)
+        throw std::logic_error("reuse-sim strategy: release_all while " + std::to_string(counters_.held) + " request(s) are held");
+    do_release_all();
+    // The cudaMalloc'd bytes and mapped pages are counted exactly whatever the
+    // device; the stream-ordered pool's are as the driver reports them.
+    if (const std::uint64_t kept = upstream_.counters().device_reserved_bytes; kept != 0)
+        throw std::logic_error("reuse-sim strategy: release_all kept " + std::to_string(kept) + " bytes from the device");
+}
+
+void Strategy::fail_held(std::uint32_t handle) {
+    throw std::logic_error("reuse-sim strategy: allocate of handle " + std::to_string(handle) + ", which it holds");
+}
+
+void Strategy::fail_not_held(std::uint32_t handle) {
+    throw std::logic_error("reuse-sim strategy: free of handle " + std::to_string(handle) + ", which it does not hold");
 }
 
 std::unique_ptr<Strategy> make_strategy(const StrategySpec& strategy, const StrategyOptions& options, Upstream& upstream) {

@@ -78,6 +78,32 @@ struct StrategyOptions {
     }
 };
 
+// Grows `v` so that index `i` exists.
+template <typename T>
+inline T& at_grow(std::vector<T>& v, std::size_t i) {
+    if (i >= v.size()) v.resize(i < 64 ? 64 : i * 2);
+    return v[i];
+}
+
+// What a strategy's public calls counted (Strategy::counters()).
+struct StrategyCounters {
+    std::uint64_t requests = 0;  // allocate calls
+    std::uint64_t refusals = 0;  // of which refused (out of memory)
+    std::uint64_t hits = 0;      // of which served without taking memory from the device or driver
+    std::uint64_t frees = 0;     // deallocate and deallocate_granted_oom calls
+    std::uint64_t retries = 0;   // requests retried after giving cached memory back (PyTorch's num_alloc_retries)
+    std::uint64_t held = 0;      // requests granted and not yet freed
+};
+
+// The calls the replay makes are public and not virtual, as Upstream's are
+// (RMM's device_memory_resource pattern): each counts and checks the rules
+// every strategy keeps, around a private virtual do_* that only serves:
+//  - a handle is allocated only while the strategy does not hold it;
+//  - only a held handle is freed, once (a refused request is never freed);
+//  - release_all comes after every handle was freed, and gives every
+//    cudaMalloc'd byte and mapped page back.
+// A broken rule is a bug in a strategy (or the replay): std::logic_error.
+// So a new strategy writes its policy only, and cannot count differently.
 class Strategy {
 public:
     explicit Strategy(Upstream& upstream) : upstream_(upstream) {}
@@ -86,14 +112,43 @@ public:
     Strategy& operator=(const Strategy&) = delete;
 
     // Serves a request; false when it cannot (out of memory after whatever
-    // retries the strategy makes). A refused request is never freed.
-    virtual bool allocate(const Request& request) = 0;
-    virtual void deallocate(std::uint32_t handle) = 0;
+    // retries the strategy makes).
+    bool allocate(const Request& request) {
+        if (holds(request.handle)) fail_held(request.handle);
+        const UpstreamCounters& c = upstream_.counters();
+        const std::uint64_t taken_before = c.device_allocs + c.pool_grows;
+        const bool granted = do_allocate(request);
+        ++counters_.requests;
+        if (!granted) {
+            ++counters_.refusals;
+            return false;
+        }
+        if (c.device_allocs + c.pool_grows == taken_before) ++counters_.hits;
+        at_grow(held_, request.handle) = 1;
+        ++counters_.held;
+        return true;
+    }
+    void deallocate(std::uint32_t handle) {
+        release_handle(handle);
+        do_deallocate(handle);
+    }
     // Frees a request the recording refused and this strategy granted, right
     // before the program's next request: the end of the failed step's
     // unwinding, which came before whatever waits for that request (an
     // empty_cache torch-caching has not yet read as the program's or its own).
-    virtual void deallocate_granted_oom(std::uint32_t handle) { deallocate(handle); }
+    void deallocate_granted_oom(std::uint32_t handle) {
+        release_handle(handle);
+        do_deallocate_granted_oom(handle);
+    }
+    // Returns every cached byte upstream (after all handles were freed).
+    void release_all();
+
+    // Whether `handle` was granted and not yet freed.
+    bool holds(std::uint32_t handle) const noexcept { return handle < held_.size() && held_[handle] != 0; }
+    const StrategyCounters& counters() const noexcept { return counters_; }
+    std::uint64_t retries() const noexcept { return counters_.retries; }
+
+    // Events of the workload, passed on as they come (no rules to keep):
     // A device synchronization point of the workload.
     virtual void synchronize_point() {}
     // The program asked the allocator to give its cached memory back
@@ -111,16 +166,34 @@ public:
         (void)address;
         (void)size;
     }
-    // Returns every cached byte upstream (after all handles were freed).
-    virtual void release_all() = 0;
     // Strategy-specific figures for the JSON report (PyTorch's own stats...).
     virtual std::vector<std::pair<std::string, std::uint64_t>> details() const { return {}; }
 
-    std::uint64_t retries() const noexcept { return retries_; }
-
 protected:
+    // A request retried after the strategy gave cached memory back.
+    void count_retry() noexcept { ++counters_.retries; }
+
     Upstream& upstream_;
-    std::uint64_t retries_ = 0;
+
+private:
+    // The policy alone; the public calls above count and check.
+    virtual bool do_allocate(const Request& request) = 0;
+    virtual void do_deallocate(std::uint32_t handle) = 0;
+    virtual void do_deallocate_granted_oom(std::uint32_t handle) { do_deallocate(handle); }
+    virtual void do_release_all() = 0;
+
+    void release_handle(std::uint32_t handle) {
+        if (!holds(handle)) fail_not_held(handle);
+        held_[handle] = 0;
+        --counters_.held;
+        ++counters_.frees;
+    }
+    // Out of line: the checks above stay a compare and a branch.
+    [[noreturn]] static void fail_held(std::uint32_t handle);
+    [[noreturn]] static void fail_not_held(std::uint32_t handle);
+
+    std::vector<std::uint8_t> held_;  // by handle: 1 while granted and not freed
+    StrategyCounters counters_;
 };
 
 // A strategy: a row of kStrategies. Adding one is adding its row (name, one
@@ -149,12 +222,5 @@ bool uses_option(const StrategySpec& strategy, std::string_view option) noexcept
 std::string strategies_using(std::string_view option);
 
 std::unique_ptr<Strategy> make_strategy(const StrategySpec& strategy, const StrategyOptions& options, Upstream& upstream);
-
-// Grows `v` so that index `i` exists.
-template <typename T>
-inline T& at_grow(std::vector<T>& v, std::size_t i) {
-    if (i >= v.size()) v.resize(i < 64 ? 64 : i * 2);
-    return v[i];
-}
 
 }  // namespace gpumem::reuse_sim

@@ -159,17 +159,18 @@ public:
     std::uint64_t round_size(std::uint64_t size) const noexcept;
     static std::uint64_t get_allocation_size(std::uint64_t size) noexcept;
 
-    bool allocate(const Request& r) override;
-    void deallocate(std::uint32_t handle) override;
-    void deallocate_granted_oom(std::uint32_t handle) override { free_live(handle); }
     void synchronize_point() override { flush_pending_empty_cache(); }
     void end_of_trace() override { flush_pending_empty_cache(); }
     void recorded_segment(std::uint64_t address, std::uint64_t size) override { recorded_.emplace_back(address, size); }
     void empty_cache() override;
-    void release_all() override;
     std::vector<std::pair<std::string, std::uint64_t>> details() const override;
 
 private:
+    bool do_allocate(const Request& r) override;
+    void do_deallocate(std::uint32_t handle) override;
+    void do_deallocate_granted_oom(std::uint32_t handle) override { free_live(handle); }
+    void do_release_all() override;
+
     // strategies_torch.cpp
     Params params_for(const Request& r);
     bool is_own_release(const Params& p) const;
