@@ -400,7 +400,9 @@ TEST_CASE("completions: every fixed choice is offered, from the list gpumem pars
             ++checked;
         }
     }
-    CHECK(checked >= 15);
+    // Choices too many for a 100-column help line (info --query, reuse-sim
+    // --strategy...) are not printed there, so fewer options are checked here.
+    CHECK(checked >= 12);
 }
 
 TEST_CASE("completions: comma lists offer all first, then the rest of the names") {

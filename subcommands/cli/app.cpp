@@ -174,15 +174,17 @@ std::string schema_text(const std::string& name) {
 // the message names the modes.
 void setup_group(CLI::App& group, const CommandEntry& entry) {
     std::string modes;
+    std::vector<std::string> mode_names;
     for (const CommandEntry& e : kCommands)
-        if (is_mode(e) && first_word(e.name) == entry.name) modes += (modes.empty() ? "" : ", ") + std::string(e.name.substr(entry.name.size() + 1));
+        if (is_mode(e) && first_word(e.name) == entry.name) mode_names.emplace_back(e.name.substr(entry.name.size() + 1));
+    for (const std::string& m : mode_names) modes += (modes.empty() ? "" : ", ") + m;
     auto unknown = std::make_shared<std::string>();
     group.require_subcommand(0, 1);
     group.add_option("MODE", *unknown, modes + " (each has its own --help)");
-    group.callback([&group, unknown, modes, name = std::string(entry.name)] {
+    group.callback([&group, unknown, modes, mode_names, name = std::string(entry.name)] {
         if (group.get_subcommands().empty()) {
             if (unknown->empty()) throw UsageError(name + " needs a mode: " + modes);
-            throw UsageError("unknown " + name + " mode '" + *unknown + "' (expected " + modes + ")");
+            throw UsageError("unknown " + name + " mode '" + *unknown + "' (expected " + modes + ")" + did_you_mean(*unknown, mode_names));
         }
         if (!unknown->empty()) throw UsageError("unexpected argument '" + *unknown + "'");
     });
@@ -373,8 +375,10 @@ std::string extras_text(const CLI::ExtrasError& e, const CLI::App& app, const Co
     const std::string what = e.what();
     const std::size_t colon = what.find(": ");
     if (colon == std::string::npos) return what;
-    std::string word = what.substr(colon + 2);
-    word = word.substr(0, word.find(' '));
+    // The first unknown option, else the first word: "--levle" of "quick --levle".
+    std::string word;
+    for (std::string_view w : split(std::string_view(what).substr(colon + 2), ' '))
+        if (word.empty() || (word[0] != '-' && !w.empty() && w[0] == '-')) word = std::string(w);
     if (!word.empty() && word[0] == '-') {
         const std::string name = word.substr(0, word.find('='));
         return "unknown option '" + name + "'" + did_you_mean(name, option_spellings(invoked_app(app, invoked)));

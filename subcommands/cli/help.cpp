@@ -59,8 +59,9 @@ std::string HelpFormatter::make_help(const CLI::App* app, std::string name, CLI:
     // Before the footer, which ends the page.
     const std::string footer = make_footer(app);
     const std::size_t at = footer.empty() ? std::string::npos : page.rfind(footer);
-    if (at == std::string::npos) return page + group;
-    return page.substr(0, at) + group.substr(1) + "\n" + page.substr(at);
+    std::string body = page.substr(0, at == std::string::npos ? page.size() : at);
+    while (!body.empty() && body.back() == '\n') body.pop_back();
+    return body + "\n" + group + (at == std::string::npos ? std::string() : "\n" + page.substr(at));
 }
 
 std::string HelpFormatter::make_option(const CLI::Option* opt, bool is_positional) const {

@@ -221,10 +221,10 @@ std::vector<std::vector<std::string>> row_lines(const std::vector<std::string>& 
 }
 
 // The table's wrapping columns narrowed, the widest first, to keep the
-// table within kTableColumns (none below 12 columns); `width` and `cells` as
+// table within kTableColumns (none below 10 columns); `width` and `cells` as
 // rendered.
 void wrap_table_cells(const Table& table, std::vector<std::size_t>& width, std::vector<std::vector<std::string>>& cells) {
-    constexpr std::size_t kNarrowest = 12;
+    constexpr std::size_t kNarrowest = 10;
     for (;;) {
         std::size_t total = 2 * (width.size() - 1);
         for (std::size_t x : width) total += x;
