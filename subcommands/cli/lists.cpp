@@ -67,10 +67,10 @@ std::string_view list_named(std::string_view name) {
 
 }  // namespace
 
-Report list_report(std::string_view asked) {
+Report list_report(std::string_view name) {
     Report report;
     report.command = "list";
-    if (asked.empty()) {
+    if (name.empty()) {
         Table table;
         table.key = "lists";
         table.fields = {{"list", "list", FieldKind::text}, {"names", "names of", FieldKind::text}, {"used_by", "used by", FieldKind::text}};
@@ -79,14 +79,14 @@ Report list_report(std::string_view asked) {
         report.tables.push_back(std::move(table));
         return report;
     }
-    const std::string_view name = list_named(asked);
+    const std::string_view list = list_named(name);
     // Every check with its levels, default threshold, remediation and source.
-    if (name == "checks") {
+    if (list == "checks") {
         report.tables.push_back(check_list_table());
         return report;
     }
     for (const ListEntry& e : name_lists()) {
-        if (e.name != name) continue;
+        if (e.name != list) continue;
         const NameListView view = e.view();
         Table table;
         table.key = "names";
