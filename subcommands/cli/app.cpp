@@ -372,7 +372,7 @@ const CLI::App* invoked_app(const CLI::App& app, const CommandEntry* invoked) {
 // with the nearest name offered: "unknown command 'inof'; did you mean
 // 'info'?", "unknown option '--levle'; did you mean '--level'?".
 std::string extras_text(const CLI::ExtrasError& e, const CLI::App& app, const CommandEntry* invoked) {
-    const std::string what = e.what();
+    std::string what = e.what();
     const std::size_t colon = what.find(": ");
     if (colon == std::string::npos) return what;
     // The first unknown option, else the first word: "--levle" of "quick --levle".
@@ -461,6 +461,7 @@ int dispatch(const Parsed& parsed, const CommandEntry* invoked, Command* command
 int run_command_line(int original_argc, char** original_argv, RunMode mode) {
     std::vector<std::string> args = joined_values(original_argc, original_argv);
     std::vector<char*> arg_pointers;
+    arg_pointers.reserve(args.size() + 1);
     for (std::string& a : args) arg_pointers.push_back(a.data());
     arg_pointers.push_back(nullptr);
     const int argc = static_cast<int>(args.size());
