@@ -21,9 +21,9 @@ _gpumem_opts_copy="-s --size --sizes --host-memory --engine -n --iterations --sa
 _gpumem_args_copy=directions
 _gpumem_opts_alloc_test_latency="--api --sizes --iterations --warmup --no-sync-probe --save-costs"
 _gpumem_opts_alloc_test_max="--granularity --chunk"
-_gpumem_opts_alloc_test_fill="--total --chunk --verify --pattern --passes --seed"
+_gpumem_opts_alloc_test_fill="--chunk --verify --pattern --passes --seed"
 _gpumem_opts_alloc_test_churn="--sizes --ops --duration --seed --via --api --slots --growth --max-live"
-_gpumem_opts_alloc_test_hold="--total --duration --chunk"
+_gpumem_opts_alloc_test_hold="--duration --chunk"
 _gpumem_opts_reuse_sim="--workload --steps --seed --change-rate --batch --layers --sample-bytes --max-detections
     --prompt --tokens --streams --trace --trace-format --trace-device --strategy --growth --zero-fill --ring-buffers --ring-size
     --pool-initial --pool-max --bins --bin-blocks --max-split-size --max-non-split-rounding
@@ -37,7 +37,7 @@ _gpumem_value_opts="-d --device --format --units --list
     --query --pick --min-free -l --loop --count
     -s --size --value --width --offset --target --host-memory -n --iterations --warmup --samples
     --sizes --engine --sample-time --peer --expect-min
-    --api --save-costs --granularity --chunk --total --pattern --passes --seed --ops --duration --via --slots --growth
+    --api --save-costs --granularity --chunk --pattern --passes --seed --ops --duration --via --slots --growth
     --max-live
     --workload --steps --change-rate --batch --layers --sample-bytes --max-detections --prompt --tokens --streams
     --trace --trace-format --strategy --ring-buffers --ring-size --pool-initial --pool-max --bins --bin-blocks

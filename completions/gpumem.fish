@@ -165,7 +165,6 @@ complete -c gpumem -n $alloc_test_max -l granularity -x -d 'Precision of the sea
 complete -c gpumem -n $alloc_test_max -l chunk -x -d 'Piece size for the total obtainable'
 
 set -l alloc_test_fill "$alloc_test; and __fish_seen_subcommand_from fill"
-complete -c gpumem -n $alloc_test_fill -l total -x -d 'How much: SIZE or PCT% of free memory'
 complete -c gpumem -n $alloc_test_fill -l chunk -x -d 'Allocation piece size'
 complete -c gpumem -n $alloc_test_fill -l verify -d 'Read every pattern back and compare'
 complete -c gpumem -n $alloc_test_fill -l pattern -x -a '(__gpumem_comma_list --all patterns)' -d 'Patterns (comma list or repeated)'
@@ -184,7 +183,6 @@ complete -c gpumem -n $alloc_test_churn -l growth -x -a '(__gpumem_names growth)
 complete -c gpumem -n $alloc_test_churn -l max-live -x -d 'Most live bytes at once: SIZE or PCT% of free'
 
 set -l alloc_test_hold "$alloc_test; and __fish_seen_subcommand_from hold"
-complete -c gpumem -n $alloc_test_hold -l total -x -d 'How much: SIZE or PCT% of free memory'
 complete -c gpumem -n $alloc_test_hold -l duration -x -d 'Hold this long (default: until a signal)'
 complete -c gpumem -n $alloc_test_hold -l chunk -x -d 'Allocation piece size'
 

@@ -21,6 +21,10 @@ std::vector<BadCase> alloc_test_cases(const Scratch& s) {
     return {
         {{"alloc-test"}},
         {{"alloc-test", "allocate-everything"}, {2}, true},
+        {{"alloc-test", "hodl"}, {2}, true},
+        {{"alloc-test", "hold", "1GiB", "--total", "2GiB"}, {2}, true},
+        {{"alloc-test", "fill", "1GiB", "--total", "2GiB"}, {2}, true},
+        {{"alloc-test", "hold", "1GiB", "--duration", "5x"}},
         {{"alloc-test", "latency", "--api", "malloc2"}, {2}, true},
         {{"alloc-test", "latency", "--api", ""}},
         {{"alloc-test", "latency", "--api", "device,,managed"}},

@@ -38,6 +38,9 @@ std::vector<BadCase> check_cases(const Scratch& s) {
     }
     return {
         {{"check", "--level", "fast"}, {2}, true},
+        {{"check", "--levle", "quick"}, {2}, true},
+        {{"check", "--thresholds", "copy.h2d=45GB/s"}, {2}, true},
+        {{"check", "--threshold", "copy.h2x=45GB/s"}, {2}, true},
         {{"check", "--level", ""}},
         {{"check", "--level", "QUICK"}},
         {{"check", "--level"}},

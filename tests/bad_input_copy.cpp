@@ -8,6 +8,12 @@ std::vector<BadCase> copy_cases(const Scratch& s) {
     return {
         {{"copy"}},
         {{"copy", "sideways"}, {2}, true},
+        {{"copy", "h2x"}, {2}, true},
+        {{"copy", "h2d", "--host-memory", "pinnd"}, {2}, true},
+        {{"copy", "h2d", "--expect-min", "50GB/h"}, {2}, true},
+        {{"copy", "h2d", "--expect-min", "fast"}},
+        {{"copy", "h2d", "--sample-time", "10x"}, {2}, true},
+        {{"copy", "h2d", "--sample-time", "20s"}},
         {{"copy", "h2d", "d2h"}},
         {{"copy", "h2d", "-s", "0"}, {2}, true},
         {{"copy", "h2d", "-s", "-1MiB"}},

@@ -8,6 +8,10 @@ std::vector<BadCase> global_cases(const Scratch& s) {
     return {
         {{}, {2}, false},
         {{"frobnicate"}, {2}, true},
+        {{"inof"}, {2}, true},
+        {{"--list", "strategis"}, {2}, true},
+        {{"--schema", "reprot"}, {2}, true},
+        {{"--units", "mibs", "info"}},
         {{"--no-such-flag", "info"}},
         {{"info", "--no-such-flag"}, {2}, true},
         {{"--format", "xml", "info"}},

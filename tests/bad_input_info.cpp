@@ -7,6 +7,9 @@ std::vector<BadCase> info_cases(const Scratch& s) {
     (void)s;
     return {
         {{"info", "--query", "nonsense"}, {2}, true},
+        {{"info", "--loop", "5x"}, {2}, true},
+        {{"info", "--loop", "0s"}},
+        {{"info", "--jsno"}},
         {{"info", "--query", "name,,total"}},
         {{"info", "--pick", "0"}},
         {{"info", "--pick", "-1"}},

@@ -57,6 +57,8 @@ std::vector<BadCase> report_cases(const Scratch& s) {
     return {
         // Options.
         {{"report", "--outlier-fraction", "0", s.path("report_good.json")}, {2}, true},
+        {{"report", "--outlier-fraction", "150%", s.path("report_good.json")}, {2}, true},
+        {{"report", "--outlier-fraction", "ten", s.path("report_good.json")}},
         {{"report", "--outlier-fraction", "1", s.path("report_good.json")}},
         {{"report", "--outlier-fraction", "-0.1", s.path("report_good.json")}},
         {{"report", "--outlier-fraction", "nan", s.path("report_good.json")}},

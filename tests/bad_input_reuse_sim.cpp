@@ -55,6 +55,11 @@ std::vector<BadCase> reuse_sim_cases(const Scratch& s) {
     s.write("ev_huge_oom.csv", "action,id,size,stream,tag\noom,,18446744073709551615,0,\n");
     return {
         {{"reuse-sim", "--strategy", "nope"}, {2}, true},
+        {{"reuse-sim", "--strategy", "torch-cachng"}, {2}, true},
+        {{"reuse-sim", "--sweep", "max_split_size_m=128"}, {2}, true},
+        {{"reuse-sim", "--max-split-size", "128"}, {2}, true},
+        {{"reuse-sim", "--memory-fraction", "150%", "--device-total", "80GiB"}},
+        {{"reuse-sim", "--timeline", "/nonexistent/dir/t.csv"}, {2}, true},
         {{"reuse-sim", "--strategy", ""}},
         {{"reuse-sim", "--strategy", "naive,,ring"}},
         {{"reuse-sim", "--workload", "quantum"}, {2}, true},

@@ -63,7 +63,8 @@ TEST_CASE("alloc-test cli: bad sizes, ranges and durations are usage errors") {
 }
 
 TEST_CASE("alloc-test cli: invalid combinations are usage errors") {
-    check_usage_error({"alloc-test", "hold"}, "--total is required");
+    check_usage_error({"alloc-test", "hold"}, "TOTAL is required");
+    check_usage_error({"alloc-test", "hold", "1GiB", "--total", "2GiB"}, "TOTAL given twice");
     check_usage_error({"alloc-test", "fill", "1GiB", "2GiB"}, "unexpected argument '2GiB'");
     check_usage_error({"alloc-test", "fill", "--debug-corrupt-word", "5"}, "needs --verify");
     check_usage_error({"alloc-test", "churn", "--slots", "8"}, "need --via mixmemory");

@@ -100,7 +100,7 @@ const std::vector<Args>& usage_errors() {
         {"--format", "xml", "info"},          // bad --format / --units
         {"--format", "JSON", "info"},
         {"--format=yaml", "info"},
-        {"--units", "mib", "info"},
+        {"--units", "mibs", "info"},
         {"--units", "parsecs", "info"},
         {"info", "--units", "Gi"},
         {"info", "--count", "3"},             // conflicting flags (--json --csv: below)
@@ -195,7 +195,7 @@ TEST_CASE("cli: the error message names what was wrong") {
     CHECK(run_gpumem({"info", "--min-free", "abc"}).err.find("abc") != std::string::npos);
     CHECK(run_gpumem({"info", "-d", "foo"}).err.find("'foo'") != std::string::npos);
     CHECK(run_gpumem({"--format", "xml", "info"}).err.find("xml") != std::string::npos);
-    CHECK(run_gpumem({"--units", "mib", "info"}).err.find("mib") != std::string::npos);
+    CHECK(run_gpumem({"--units", "mibs", "info"}).err.find("mibs") != std::string::npos);
     CHECK(run_gpumem({"--json", "--csv", "info"}).err.find("--csv") != std::string::npos);
     CHECK(run_gpumem({"info", "--count", "3"}).err.find("--loop") != std::string::npos);
     const auto r = run_gpumem({"info", "-d", "GPU-xyz", "--json"});
@@ -235,7 +235,7 @@ TEST_CASE("cli: without a driver --json still prints one valid JSON document" * 
 TEST_CASE("cli: without a driver, bad arguments are still usage errors" * doctest::skip(driver_present())) {
     // Arguments are checked before the driver is looked for.
     for (const Args& command : gpu_commands()) {
-        for (const Args& extra : {Args{"-d", "foo"}, Args{"--units", "mib"}, Args{"--json", "--csv"}}) {
+        for (const Args& extra : {Args{"-d", "foo"}, Args{"--units", "mibs"}, Args{"--json", "--csv"}}) {
             const Args args = with(command, extra);
             CAPTURE(joined(args));
             CHECK(run_gpumem(args).status == 2);

@@ -58,7 +58,9 @@ struct Help {
 
 // CLI11's layout: a section title ("Options:", "Subcommands:") at column 0,
 // entries indented by two spaces, wrapped descriptions indented further.
-Help parse_help(const std::string& text) {
+// The root page's "Global options:" are its own; a subcommand's page shows
+// them too (they are offered for every command), so there they are skipped.
+Help parse_help(const std::string& text, bool root) {
     Help help;
     std::string section;
     for (const std::string& line : lines_of(text)) {
@@ -78,7 +80,7 @@ Help parse_help(const std::string& text) {
             const std::size_t open = head.find(":{"), close = head.find('}');
             if (open != std::string::npos && close != std::string::npos && close > open)
                 help.choices[names] = split(head.substr(open + 2, close - open - 2), ',');
-        } else if (section == "Options:" && names[0] == '-') {
+        } else if ((section == "Options:" || (root && section == "Global options:")) && names[0] == '-') {
             const std::size_t open = head.find(":{"), close = head.find('}');
             for (const std::string& name : split(names, ',')) {
                 if (name.rfind("--", 0) != 0) continue;  // -s: short names are not checked
@@ -99,7 +101,7 @@ Help help_of(const std::vector<std::string>& words) {
     for (const std::string& w : args) command += " " + w;
     INFO(command, ": ", r.err);
     REQUIRE(r.status == 0);
-    return parse_help(r.out);
+    return parse_help(r.out, words.empty());
 }
 
 bool is_word_char(char c, const std::string& extra) {
@@ -398,7 +400,9 @@ TEST_CASE("completions: every fixed choice is offered, from the list gpumem pars
             ++checked;
         }
     }
-    CHECK(checked >= 15);
+    // Choices too many for a 100-column help line (info --query, reuse-sim
+    // --strategy...) are not printed there, so fewer options are checked here.
+    CHECK(checked >= 12);
 }
 
 TEST_CASE("completions: comma lists offer all first, then the rest of the names") {

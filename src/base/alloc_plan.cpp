@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "base/errors.hpp"
+#include "base/quantities.hpp"
 
 namespace gpumem {
 namespace {
@@ -19,32 +20,7 @@ std::string trimmed(std::string_view s) {
 
 }  // namespace
 
-double parse_duration_seconds(std::string_view text) {
-    const std::string original(text);
-    const std::string s = trimmed(text);
-    auto fail = [&](const std::string& why) { return UsageError("invalid duration '" + original + "': " + why); };
-    std::size_t i = 0;
-    bool digit = false, point = false;
-    while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || (s[i] == '.' && !point))) {
-        if (s[i] == '.') point = true; else digit = true;
-        ++i;
-    }
-    if (!digit) throw fail("expected a number with an optional unit: 30, 30s, 500ms, 2m, 1h");
-    const double value = std::strtod(s.substr(0, i).c_str(), nullptr);
-    const std::string unit = trimmed(std::string_view(s).substr(i));
-    double scale = 0;
-    if (unit.empty() || unit == "s" || unit == "sec") scale = 1;
-    else if (unit == "ms") scale = 1e-3;
-    else if (unit == "us") scale = 1e-6;
-    else if (unit == "m" || unit == "min") scale = 60;
-    else if (unit == "h") scale = 3600;
-    else if (unit == "d") scale = 86400;
-    else throw fail("unknown unit '" + unit + "' (use ms, s, m, h or d)");
-    const double seconds = value * scale;
-    if (!(seconds > 0)) throw fail("must be greater than zero");
-    if (seconds > 365.0 * 86400) throw fail("longer than a year");
-    return seconds;
-}
+double parse_duration_seconds(std::string_view text) { return parse_duration(text, 1.0); }
 
 constexpr Named<Pattern> kPatternRows[] = {
     {"zeros", Pattern::zeros, "every bit 0"},

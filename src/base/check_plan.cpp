@@ -372,7 +372,11 @@ namespace {
 std::string read_thresholds_file(const std::string& path) {
     if (path.empty()) throw UsageError("--thresholds: empty file name");
     struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) throw UsageError(path + ": " + std::strerror(errno));
+    if (::stat(path.c_str(), &st) != 0) {
+        // copy.h2d=45GB/s is a --threshold, not a file: say so.
+        const std::string hint = path.find('=') != std::string::npos ? "; did you mean --threshold " + path + "?" : "";
+        throw UsageError("--thresholds '" + path + "': " + std::strerror(errno) + hint);
+    }
     if (S_ISDIR(st.st_mode)) throw UsageError(path + ": is a directory, not a thresholds file");
     if (!S_ISREG(st.st_mode)) throw UsageError(path + ": not a regular file (a thresholds file is a JSON file)");
     constexpr off_t kLargest = 1 << 20;

@@ -6,6 +6,8 @@
 // line description. Adding a name is adding a row.
 #pragma once
 
+#include <algorithm>
+#include <cctype>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -14,6 +16,56 @@
 #include "base/errors.hpp"
 
 namespace gpumem {
+
+// The one suggestion rule for every mistyped name (commands, options, list
+// names, checks, knobs, strategies, directions...): the candidate nearest to
+// `name` by edit distance (a swap of two neighbours counts once, case
+// ignored), if it is near enough to be what was meant: at most 1 edit for
+// names up to 5 characters, 2 up to 8, 3 beyond. Ties go to the first
+// candidate, so a table's order decides. Empty when nothing is near.
+inline std::size_t edit_distance(std::string_view a, std::string_view b) {
+    const auto lower = [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); };
+    // Optimal string alignment over three rolling rows.
+    std::vector<std::size_t> before(b.size() + 1), previous(b.size() + 1), current(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) previous[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        current[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            const std::size_t cost = lower(a[i - 1]) == lower(b[j - 1]) ? 0 : 1;
+            current[j] = std::min({previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost});
+            if (i > 1 && j > 1 && lower(a[i - 1]) == lower(b[j - 2]) && lower(a[i - 2]) == lower(b[j - 1]))
+                current[j] = std::min(current[j], before[j - 2] + 1);
+        }
+        before.swap(previous);
+        previous.swap(current);
+    }
+    return previous[b.size()];
+}
+
+template <typename Names>
+std::string_view closest_name(std::string_view name, const Names& candidates) {
+    const std::size_t allowed = name.size() <= 5 ? 1 : name.size() <= 8 ? 2 : 3;
+    std::string_view best;
+    std::size_t best_distance = allowed + 1;
+    for (const auto& candidate : candidates) {
+        const std::string_view c(candidate);
+        if (c.empty() || c == name) continue;
+        const std::size_t d = edit_distance(name, c);
+        if (d < best_distance) {
+            best = c;
+            best_distance = d;
+        }
+    }
+    return best;
+}
+
+// "; did you mean 'info'?" when a candidate is near, else "".
+template <typename Names>
+std::string did_you_mean(std::string_view name, const Names& candidates) {
+    const std::string_view best = closest_name(name, candidates);
+    if (best.empty()) return {};
+    return "; did you mean '" + std::string(best) + "'?";
+}
 
 template <typename T>
 struct Named {
@@ -48,10 +100,15 @@ public:
         return nullptr;
     }
 
-    // The row named `name`; UsageError "unknown copy direction 'x' (expected a, b or c)".
+    // The row named `name`; UsageError "unknown copy direction 'x' (expected a, b or c)",
+    // with "; did you mean 'b'?" after it when a name is near.
     const Named<T>& row(std::string_view name) const {
         if (const Named<T>* found = find(name)) return *found;
-        throw UsageError("unknown " + std::string(what_) + " '" + std::string(name) + "' (expected " + names() + ")");
+        throw UsageError(unknown_message(name));
+    }
+    std::string unknown_message(std::string_view name) const {
+        return "unknown " + std::string(what_) + " '" + std::string(name) + "' (expected " + names() + ")" +
+               did_you_mean(name, name_list());
     }
     T parse(std::string_view name) const { return row(name).value; }
 

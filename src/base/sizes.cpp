@@ -58,7 +58,14 @@ constexpr Named<Unit> kUnitRows[] = {
 };
 const NameTable<Unit> kUnits{"unit", kUnitRows};
 
-Unit parse_unit(std::string_view text) { return kUnits.parse(trim(text)); }
+// Case-insensitive (--units mib), as size suffixes are: KB and kB are one unit.
+Unit parse_unit(std::string_view text) {
+    const std::string_view name = trim(text);
+    if (const Named<Unit>* row = kUnits.find(name)) return row->value;
+    for (const Named<Unit>& row : kUnits)
+        if (lower(row.name) == lower(name)) return row.value;
+    return kUnits.parse(name);
+}
 
 const char* unit_name(Unit unit) noexcept { return kUnits.name_of(unit).data(); }
 

@@ -42,4 +42,36 @@ std::string one_line(std::string text) {
     return text;
 }
 
+std::string wrap_words(std::string_view text, std::size_t width, std::size_t indent) {
+    std::string out;
+    std::size_t column = 0;
+    bool paragraph_start = true;
+    for (std::string_view paragraph : split(text, '\n')) {
+        if (!paragraph_start) {
+            out += '\n';
+            out.append(indent, ' ');
+            column = indent;
+        }
+        bool line_empty = true;
+        for (std::string_view word : split(paragraph, ' ')) {
+            if (word.empty()) continue;
+            if (!line_empty && column + 1 + word.size() > width) {
+                out += '\n';
+                out.append(indent, ' ');
+                column = indent;
+                line_empty = true;
+            }
+            if (!line_empty) {
+                out += ' ';
+                ++column;
+            }
+            out += word;
+            column += word.size();
+            line_empty = false;
+        }
+        paragraph_start = false;
+    }
+    return out;
+}
+
 }  // namespace gpumem

@@ -390,11 +390,9 @@ std::vector<std::string> SnapshotSource::notes() const {
     if (state_.unknown_actions)
         notes.push_back(name_ + ": " + std::to_string(state_.unknown_actions) + " events of actions this reader does not know were skipped");
     if (state_.ambiguous_empty_caches)
-        notes.push_back(name_ + ": " + std::to_string(state_.ambiguous_empty_caches) +
-                        " releases of every cached segment came right before a new one: the program's torch.cuda.empty_cache(), "
-                        "or PyTorch's own last-resort release before a retried cudaMalloc, which a snapshot shows alike; "
-                        "torch-caching takes one for PyTorch's own when the request would not have fit without it, and its "
-                        "num_alloc_retries is one too many for each that was the program's");
+        // What it changes in the result, in one line; why is in gpumem(1) and tests/TRACE_FORMAT.md.
+        notes.push_back(name_ + ": torch-caching's retries may be up to " + std::to_string(state_.ambiguous_empty_caches) +
+                        " too many (an empty_cache() and PyTorch's own release look alike in a snapshot)");
     return notes;
 }
 

@@ -153,13 +153,22 @@ SweepAxis axis_of(const Named<KnobSpec>& knob, std::string_view list, std::strin
 
 const NameTable<KnobSpec> kKnobs{"knob", kKnobRows};
 
+// By gpumem's name or by PyTorch's key, as pasted from PYTORCH_CUDA_ALLOC_CONF
+// (max_split_size_mb: both read MiB).
+const Named<KnobSpec>* find_knob(std::string_view name) {
+    if (const Named<KnobSpec>* knob = kKnobs.find(name)) return knob;
+    for (const Named<KnobSpec>& knob : kKnobs)
+        if (knob.value.conf_key == name) return &knob;
+    return nullptr;
+}
+
 SweepAxis parse_sweep(std::string_view text) {
     const std::size_t equals = text.find('=');
     if (equals == std::string_view::npos)
         throw UsageError("'" + std::string(text) + "': expected KNOB=V1,V2,... (knobs: " + kKnobs.names(", ") + ")");
     const std::string_view name = trimmed(text.substr(0, equals)), list = trimmed(text.substr(equals + 1));
-    const Named<KnobSpec>* knob = kKnobs.find(name);
-    if (!knob) throw UsageError("'" + std::string(text) + "': unknown knob '" + std::string(name) + "' (expected " + kKnobs.names() + ")");
+    const Named<KnobSpec>* knob = find_knob(name);
+    if (!knob) throw UsageError("'" + std::string(text) + "': " + kKnobs.unknown_message(name));
     if (list.empty()) throw UsageError("'" + std::string(text) + "': empty list of values");
     return axis_of(*knob, list, text);
 }

@@ -40,6 +40,8 @@ struct KnobSpec {
     friend bool operator==(const KnobSpec& a, const KnobSpec& b) noexcept { return a.knob == b.knob; }
 };
 extern const NameTable<KnobSpec> kKnobs;
+// A knob by its name or its PYTORCH_CUDA_ALLOC_CONF key (max_split_size_mb); null if neither.
+const Named<KnobSpec>* find_knob(std::string_view name);
 
 // The most grid points one run replays (each is a lane of the replay).
 inline constexpr std::uint64_t kMaxGridPoints = 128;

@@ -42,6 +42,16 @@ CLI::Validator list_validator(const NameTable<T>& table) {
                              names_validator(table, true).get_description());
 }
 
+// fill's and hold's TOTAL: positional, or --total (scripts' older spelling,
+// hidden from --help so that the page names it once). Both given is
+// gpumem's usage error, not CLI11's count of values.
+struct TotalText {
+    std::optional<std::string> positional, option;
+};
+void add_total_option(CLI::App& sub, TotalText& total, const std::string& help);
+// The TOTAL given, or `fallback` (empty: TOTAL is required).
+std::string total_text(const TotalText& total, const std::string& fallback);
+
 // A --chunk of fill and hold: a SIZE that is a whole number of 64-bit words.
 std::uint64_t parse_chunk(const std::string& text);
 

@@ -29,7 +29,8 @@ void add_options(CLI::App& sub, ChurnOptionsText& o) {
     sub.add_option("--sizes", o.sizes, std::string("Sizes to draw from, uniformly: a list or range (default ") + kDefaultSizes + ")")
         ->check(range_validator());
     add_unsigned_option(sub, "--ops", o.ops, "Operations (default 10000 unless --duration)", 1, 1ULL << 40);
-    sub.add_option("--duration", o.duration, "Run this long: 30s, 500ms, 2m (with --ops: whichever ends first)")->type_name("TIME");
+    sub.add_option("--duration", o.duration, "Run this long: 30s, 500ms, 2m (with --ops: whichever ends first)")
+        ->type_name(value_type_name(ValueKind::seconds));
     add_unsigned_option(sub, "--seed", o.seed, "Seed of the operation stream (default 1)", 0, std::numeric_limits<std::uint64_t>::max());
     sub.add_option("--via", o.via, "direct (the API's own calls) or mixmemory (MixMemory slots); default direct")
         ->type_name("VIA")

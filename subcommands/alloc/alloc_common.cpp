@@ -10,6 +10,20 @@ std::string device_line(const DeviceIdentity& device) {
 
 Cell device_index(const DeviceIdentity& device) { return std::int64_t{device.cuda_index.value().ordinal()}; }
 
+void add_total_option(CLI::App& sub, TotalText& total, const std::string& help) {
+    sub.add_option("total", total.positional, help)->type_name("TOTAL")->check(size_validator(true));
+    sub.add_option("--total", total.option, help)->type_name("TOTAL")->check(size_validator(true))->group("");
+}
+
+std::string total_text(const TotalText& total, const std::string& fallback) {
+    if (total.positional && total.option)
+        throw UsageError("TOTAL given twice ('" + *total.positional + "' and --total '" + *total.option + "'): give it once");
+    if (total.positional) return *total.positional;
+    if (total.option) return *total.option;
+    if (fallback.empty()) throw UsageError("TOTAL is required: SIZE or PCT% of free memory, such as 4GiB or 50%");
+    return fallback;
+}
+
 std::uint64_t parse_chunk(const std::string& text) {
     const std::uint64_t bytes = parse_size(text);
     if (bytes % 8 != 0) throw UsageError("--chunk must be a multiple of 8 bytes: the patterns are 64-bit words");

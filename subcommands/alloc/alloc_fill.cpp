@@ -14,7 +14,7 @@ constexpr const char* kCommand = "alloc-test fill";
 
 // What CLI11 fills.
 struct FillOptionsText {
-    std::string total = "90%";
+    TotalText total;
     std::string chunk = "1GiB";
     bool verify = false;
     std::vector<std::string> patterns;  // none: all
@@ -24,7 +24,7 @@ struct FillOptionsText {
 };
 
 void add_options(CLI::App& sub, FillOptionsText& o) {
-    sub.add_option("total,--total", o.total, "How much: SIZE or PCT% of free memory (default 90%)")->check(size_validator(true));
+    add_total_option(sub, o.total, "How much: SIZE or PCT% of free memory (default 90%)");
     sub.add_option("--chunk", o.chunk, "Allocation piece size (default 1GiB)")->check(size_validator(false));
     sub.add_flag("--verify", o.verify, "Read every pattern back and compare (exit 4 on a mismatch)");
     sub.add_option("--pattern", o.patterns, "Patterns, comma list or repeated (default all; gpumem --list patterns)")
@@ -42,7 +42,7 @@ FillRequest check(const FillOptionsText& o, const Globals& globals) {
     FillRequest q;
     q.devices = device_spec_or(globals, "0");
     FillOptions& f = q.options;
-    f.total = parse_size_spec(o.total, {false, true});
+    f.total = parse_size_spec(total_text(o.total, "90%"), {false, true});
     f.chunk = parse_chunk(o.chunk);
     f.verify = o.verify;
     f.patterns = o.patterns.empty() ? all_patterns() : kPatterns.parse_list(o.patterns, kAllocTestListRules);

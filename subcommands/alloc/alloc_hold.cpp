@@ -15,21 +15,22 @@ constexpr const char* kCommand = "alloc-test hold";
 
 // What CLI11 fills.
 struct HoldOptionsText {
-    std::string total;
+    TotalText total;
     std::string chunk = "1GiB";
     std::optional<std::string> duration;
 };
 
 void add_options(CLI::App& sub, HoldOptionsText& o) {
-    sub.add_option("total,--total", o.total, "How much: SIZE or PCT% of free memory")->required()->check(size_validator(true));
-    sub.add_option("--duration", o.duration, "Hold this long (default: until SIGINT/SIGTERM, then exit 130)")->type_name("TIME");
+    add_total_option(sub, o.total, "How much: SIZE or PCT% of free memory (required)");
+    sub.add_option("--duration", o.duration, "Hold this long (default: until SIGINT/SIGTERM, then exit 130)")
+        ->type_name(value_type_name(ValueKind::seconds));
     sub.add_option("--chunk", o.chunk, "Allocation piece size (default 1GiB)")->check(size_validator(false));
 }
 
 HoldRequest check(const HoldOptionsText& o, const Globals& globals) {
     HoldRequest q;
     q.devices = device_spec_or(globals, "0");
-    q.total = parse_size_spec(o.total, {false, true});
+    q.total = parse_size_spec(total_text(o.total, ""), {false, true});
     q.chunk = parse_chunk(o.chunk);
     q.duration_s = o.duration ? parse_duration_seconds(*o.duration) : 0;
     return q;

@@ -356,9 +356,13 @@ Table check_list_table() {
     Table table;
     table.key = "names";
     // name and description first, as every list has them (completions read those two).
-    table.fields = {{"name", "name", FieldKind::text},           {"description", "description", FieldKind::text},
-                    {"levels", "levels", FieldKind::text},       {"threshold", "default threshold", FieldKind::text},
-                    {"remediation", "remediation", FieldKind::text}, {"source", "source", FieldKind::text}};
+    // The long columns break at spaces to keep the table within 100 columns.
+    table.fields = {{"name", "name", FieldKind::text},
+                    {"description", "description", FieldKind::text, 2, ' '},
+                    {"levels", "levels", FieldKind::text, 2, ' '},
+                    {"threshold", "default threshold", FieldKind::text, 2, ' '},
+                    {"remediation", "remediation", FieldKind::text},
+                    {"source", "source", FieldKind::text, 2, ' '}};
     for (const Named<CheckKind>& row : kChecks) {
         const CheckKind& k = row.value;
         std::string rule(k.unit);

@@ -28,6 +28,7 @@
 #include "base/text.hpp"
 #include "cli/command.hpp"
 #include "cli/commands.hpp"
+#include "cli/help.hpp"
 #include "core/cuda_devices.hpp"
 #include "core/nvml.hpp"
 #include "cli/lists.hpp"
@@ -165,10 +166,19 @@ std::string version_text() {
     return text;
 }
 
-std::string schema_text() {
+// Every command's schema, keyed by name; with a name, that command's only (a
+// group's name: each of its modes', keyed by name).
+std::string schema_text(const std::string& name) {
     Json all = Json::object();
     for (const CommandEntry& e : kCommands)
-        if (e.definition) all[std::string(e.name)] = schema_json(e.definition->schema());
+        if (e.definition && (name.empty() || first_word(e.name) == name)) all[std::string(e.name)] = schema_json(e.definition->schema());
+    if (all.empty()) {
+        std::vector<std::string_view> names;
+        for (const CommandEntry& e : kCommands)
+            if (!is_mode(e)) names.push_back(e.name);
+        throw UsageError("--schema: unknown command '" + name + "'" + did_you_mean(name, names));
+    }
+    if (all.size() == 1 && !name.empty()) return all.begin()->dump(2) + "\n";
     return all.dump(2) + "\n";
 }
 
@@ -176,15 +186,17 @@ std::string schema_text() {
 // the message names the modes.
 void setup_group(CLI::App& group, const CommandEntry& entry) {
     std::string modes;
+    std::vector<std::string> mode_names;
     for (const CommandEntry& e : kCommands)
-        if (is_mode(e) && first_word(e.name) == entry.name) modes += (modes.empty() ? "" : ", ") + std::string(e.name.substr(entry.name.size() + 1));
+        if (is_mode(e) && first_word(e.name) == entry.name) mode_names.emplace_back(e.name.substr(entry.name.size() + 1));
+    for (const std::string& m : mode_names) modes += (modes.empty() ? "" : ", ") + m;
     auto unknown = std::make_shared<std::string>();
     group.require_subcommand(0, 1);
     group.add_option("MODE", *unknown, modes + " (each has its own --help)");
-    group.callback([&group, unknown, modes, name = std::string(entry.name)] {
+    group.callback([&group, unknown, modes, mode_names, name = std::string(entry.name)] {
         if (group.get_subcommands().empty()) {
             if (unknown->empty()) throw UsageError(name + " needs a mode: " + modes);
-            throw UsageError("unknown " + name + " mode '" + *unknown + "' (expected " + modes + ")");
+            throw UsageError("unknown " + name + " mode '" + *unknown + "' (expected " + modes + ")" + did_you_mean(*unknown, mode_names));
         }
         if (!unknown->empty()) throw UsageError("unexpected argument '" + *unknown + "'");
     });
@@ -194,7 +206,7 @@ struct Parsed {
     GlobalOptions raw;
     bool version = false;
     std::optional<std::string> list;
-    bool schema = false;
+    std::optional<std::string> schema;
 };
 
 void add_own_options(CLI::App& app, Parsed& p) {
@@ -203,7 +215,9 @@ void add_own_options(CLI::App& app, Parsed& p) {
     app.add_option("--list", p.list, "Print the names a list holds (directions, strategies, fields...); without NAME, the lists")
         ->type_name("[NAME]")
         ->expected(0, 1);
-    app.add_flag("--schema", p.schema, "Print the JSON Schema of every command's --json document, then exit");
+    app.add_option("--schema", p.schema, "Print the JSON Schema of every command's --json document (or COMMAND's), then exit")
+        ->type_name("[COMMAND]")
+        ->expected(0, 1);
 }
 
 int fail(const Error& error, const Report& report, const OutputOptions& output, bool json) {
@@ -335,6 +349,82 @@ std::string parse_error_text(const std::string& what) {
     return what;
 }
 
+// The help page of the command that was run, for a usage error found while
+// parsing: " (see gpumem check --help)".
+std::string help_pointer(const CommandEntry* invoked) {
+    return " (see gpumem " + (invoked ? std::string(invoked->name) + " " : std::string()) + "--help)";
+}
+
+// Every spelling of the options `app` and its parents take: --level, -d.
+std::vector<std::string> option_spellings(const CLI::App* app) {
+    std::vector<std::string> names;
+    for (; app != nullptr; app = app->get_parent())
+        for (const CLI::Option* opt : app->get_options()) {
+            for (const std::string& l : opt->get_lnames()) names.push_back("--" + l);
+            for (const std::string& n : opt->get_snames()) names.push_back("-" + n);
+        }
+    return names;
+}
+
+// The CLI11 subcommand named `name` of `parent`, or null.
+const CLI::App* child_named(const CLI::App& parent, std::string_view name) {
+    const auto found = parent.get_subcommands([name](const CLI::App* sub) { return sub->get_name() == name; });
+    return found.empty() ? nullptr : found.front();
+}
+
+// The CLI11 subcommand of the command row that was run (a mode's, for a mode).
+const CLI::App* invoked_app(const CLI::App& app, const CommandEntry* invoked) {
+    if (invoked == nullptr) return &app;
+    const CLI::App* sub = child_named(app, first_word(invoked->name));
+    if (sub != nullptr && is_mode(*invoked)) sub = child_named(*sub, invoked->name.substr(invoked->name.find(' ') + 1));
+    return sub != nullptr ? sub : &app;
+}
+
+// CLI11's "The following argument was not expected: inof" in gpumem's words,
+// with the nearest name offered: "unknown command 'inof'; did you mean
+// 'info'?", "unknown option '--levle'; did you mean '--level'?".
+std::string extras_text(const CLI::ExtrasError& e, const CLI::App& app, const CommandEntry* invoked) {
+    std::string what = e.what();
+    const std::size_t colon = what.find(": ");
+    if (colon == std::string::npos) return what;
+    // The first unknown option, else the first word: "--levle" of "quick --levle".
+    std::string word;
+    for (std::string_view w : split(std::string_view(what).substr(colon + 2), ' '))
+        if (word.empty() || (word[0] != '-' && !w.empty() && w[0] == '-')) word = std::string(w);
+    if (!word.empty() && word[0] == '-') {
+        const std::string name = word.substr(0, word.find('='));
+        return "unknown option '" + name + "'" + did_you_mean(name, option_spellings(invoked_app(app, invoked)));
+    }
+    if (invoked != nullptr) return "unexpected argument '" + word + "'";
+    std::vector<std::string_view> names;
+    for (const CommandEntry& c : kCommands)
+        if (!is_mode(c)) names.push_back(c.name);
+    return "unknown command '" + word + "'" + did_you_mean(word, names);
+}
+
+std::string parse_failure_text(const CLI::ParseError& e, const CLI::App& app, const CommandEntry* invoked) {
+    if (const auto* extras = dynamic_cast<const CLI::ExtrasError*>(&e)) return extras_text(*extras, app, invoked) + help_pointer(invoked);
+    return parse_error_text(e.what()) + help_pointer(invoked);
+}
+
+// `--list NAME` and `--schema NAME`: the word after them is their value even
+// where it also names a command (`--list check`, `--schema report`), so one
+// rule holds for every list name.
+std::vector<std::string> joined_values(int argc, char** argv) {
+    std::vector<std::string> args(argv, argv + argc);
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const bool takes = args[i] == "--list" || args[i] == "--schema";
+        if (takes && i + 1 < args.size() && !args[i + 1].empty() && args[i + 1][0] != '-') {
+            out.push_back(args[i] + "=" + args[i + 1]);
+            ++i;
+        } else {
+            out.push_back(args[i]);
+        }
+    }
+    return out;
+}
+
 // After parsing: the global options, then --version, --list, --schema or
 // the command. `error_output` gets the format error documents use.
 // --format prometheus and --format nagios exist only for the commands whose
@@ -368,7 +458,7 @@ int dispatch(const Parsed& parsed, const CommandEntry* invoked, Command* command
         return 0;
     }
     if (parsed.schema) {
-        write_stdout(schema_text());
+        write_stdout(schema_text(*parsed.schema));
         return 0;
     }
     if (!command) {
@@ -380,13 +470,24 @@ int dispatch(const Parsed& parsed, const CommandEntry* invoked, Command* command
     return run_command(*command, globals, mode, json);
 }
 
-int run_command_line(int argc, char** argv, RunMode mode) {
+int run_command_line(int original_argc, char** original_argv, RunMode mode) {
+    std::vector<std::string> args = joined_values(original_argc, original_argv);
+    std::vector<char*> arg_pointers;
+    arg_pointers.reserve(args.size() + 1);
+    for (std::string& a : args) arg_pointers.push_back(a.data());
+    arg_pointers.push_back(nullptr);
+    const int argc = static_cast<int>(args.size());
+    char** argv = arg_pointers.data();
     CLI::App app{"gpumem: GPU memory operations from the command line: query, allocate, fill, copy, and simulate reuse.",
                  "gpumem"};
+    // The exit-status table is on this page only (and in the man page).
     app.footer("Exit status: 0 ok, 1 runtime/CUDA error, 2 usage error, 3 no usable GPU or driver, "
                "4 verification failed, 5 out of memory, 6 below --expect-min, 7 a check failed, 130 interrupted; "
                "with check --format nagios: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (usage errors included); "
-               "killed by SIGPIPE (141) when stdout's reader goes away. See gpumem(1).");
+               "killed by SIGPIPE (141) when stdout's reader goes away.\n"
+               "A unit in brackets (RATE[GB/s], TIME[s]) is what a bare number means; RATE, TIME, SIZE and FRACTION take "
+               "the same forms in every option (50GB/s, 10ms, 4GiB, 10% or 0.1). Details of every option: gpumem(1).");
+    app.formatter(std::make_shared<HelpFormatter>());
     app.fallthrough();
     app.require_subcommand(0, 1);
     Parsed parsed;
@@ -414,8 +515,10 @@ int run_command_line(int argc, char** argv, RunMode mode) {
         return 0;
     } catch (const CLI::ParseError& e) {
         if (e.get_exit_code() == 0) return 0;
-        return fail(UsageError(parse_error_text(e.what()) + " (see gpumem --help)"), empty, error_output, json);
-    } catch (const Error& e) {  // thrown by option callbacks that validate values and combinations
+        return fail(UsageError(parse_failure_text(e, app, invoked)), empty, error_output, json);
+    } catch (const UsageError& e) {  // thrown by option callbacks that validate values and combinations
+        return fail(UsageError(e.what() + help_pointer(invoked)), empty, error_output, json);
+    } catch (const Error& e) {
         return fail(e, empty, error_output, json);
     }
     try {

@@ -45,6 +45,28 @@ const std::vector<ListEntry>& name_lists() {
     return lists;
 }
 
+namespace {
+
+// One rule for every list name: its plural as --list shows it, or its
+// singular (`--list check`, `--list strategy`, `--list host-memory`).
+std::string_view list_named(std::string_view name) {
+    for (const ListEntry& e : name_lists()) {
+        const std::string_view n = e.name;
+        if (n == name) return n;
+        const bool plural = n.size() > 1 && n.back() == 's';
+        const bool ies = n.size() > 3 && n.substr(n.size() - 3) == "ies";
+        if (plural && n.substr(0, n.size() - 1) == name) return n;
+        if (ies && name.size() > 1 && name.back() == 'y' && n.substr(0, n.size() - 3) == name.substr(0, name.size() - 1)) return n;
+    }
+    std::vector<std::string_view> names;
+    for (const ListEntry& e : name_lists()) names.push_back(e.name);
+    std::string known;
+    for (std::string_view n : names) known += (known.empty() ? "" : ", ") + std::string(n);
+    throw UsageError("--list: unknown list '" + std::string(name) + "' (known: " + known + ")" + did_you_mean(name, names));
+}
+
+}  // namespace
+
 Report list_report(std::string_view name) {
     Report report;
     report.command = "list";
@@ -57,24 +79,24 @@ Report list_report(std::string_view name) {
         report.tables.push_back(std::move(table));
         return report;
     }
+    const std::string_view list = list_named(name);
     // Every check with its levels, default threshold, remediation and source.
-    if (name == "checks") {
+    if (list == "checks") {
         report.tables.push_back(check_list_table());
         return report;
     }
     for (const ListEntry& e : name_lists()) {
-        if (e.name != name) continue;
+        if (e.name != list) continue;
         const NameListView view = e.view();
         Table table;
         table.key = "names";
-        table.fields = {{"name", "name", FieldKind::text}, {"description", "description", FieldKind::text}};
+        // The description breaks at spaces to keep the list within 100 columns.
+        table.fields = {{"name", "name", FieldKind::text}, {"description", "description", FieldKind::text, 2, ' '}};
         for (const auto& [n, help] : view.rows) table.add_row({std::string(n), std::string(help)});
         report.tables.push_back(std::move(table));
         return report;
     }
-    std::string known;
-    for (const ListEntry& e : name_lists()) known += (known.empty() ? "" : ", ") + std::string(e.name);
-    throw UsageError("unknown list '" + std::string(name) + "' (known: " + known + ")");
+    return report;
 }
 
 }  // namespace gpumem::cli

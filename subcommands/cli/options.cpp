@@ -7,7 +7,9 @@
 #include <utility>
 
 #include "base/errors.hpp"
+#include "base/quantities.hpp"
 #include "base/text.hpp"
+#include "cli/help.hpp"
 
 namespace gpumem::cli {
 
@@ -21,11 +23,18 @@ void add_global_options(CLI::App& app, GlobalOptions& options) {
     app.add_flag("--json", g.json, "Same as --format json: one JSON document on stdout");
     app.add_flag("--csv", g.csv, "Same as --format csv");
     app.add_flag("--no-header", g.no_header, "Omit the header line of table and CSV output");
-    app.add_option("--units", g.units, "Units for sizes and bandwidths: " + kUnits.names())
+    app.add_option("--units", g.units, "Units for sizes and bandwidths (any case): " + kUnits.names())
         ->type_name("UNIT")
-        ->check(names_validator(kUnits));
+        ->check(parsing_validator([](const std::string& value) { parse_unit(value); }, "{" + join([] {
+                   std::vector<std::string> names;
+                   for (const Named<Unit>& row : kUnits) names.emplace_back(row.name);
+                   return names;
+               }(), ",") + "}"));
     app.add_flag("-v,--verbose", g.verbosity, "More log output on stderr (-vv for debug)");
     app.add_flag("-q,--quiet", g.quiet, "Only errors on stderr; no progress");
+    // A subcommand's --help lists them in this group (cli/help.hpp).
+    for (CLI::Option* opt : app.get_options())
+        if (opt->get_group() == "Options" && opt != app.get_help_ptr()) opt->group(kGlobalGroup);
 }
 
 Globals check_globals(const GlobalOptions& options, const LauncherInfo& launcher, std::string host) {
@@ -131,6 +140,33 @@ CLI::Option* add_real_option(CLI::App& app, const std::string& names, std::optio
         .add_option_function<std::string>(
             names, [&target, option, min, max](const std::string& text) { target = real_in(text, option, min, max); }, help)
         ->type_name("X");
+}
+
+std::string value_type_name(ValueKind kind) {
+    switch (kind) {
+        case ValueKind::rate_gbps: return "RATE[GB/s]";
+        case ValueKind::seconds: return "TIME[s]";
+        case ValueKind::fraction: return "FRACTION";
+    }
+    return "X";
+}
+
+double parse_value_of(ValueKind kind, const std::string& option, const std::string& text, double min, double max) {
+    double v = 0;
+    std::string unit;
+    try {
+        switch (kind) {
+            case ValueKind::rate_gbps: v = parse_rate(text, 1e9) / 1e9, unit = " GB/s"; break;
+            case ValueKind::seconds: v = parse_duration(text, 1.0), unit = " s"; break;
+            case ValueKind::fraction: v = parse_fraction(text); break;
+        }
+    } catch (const UsageError& e) {
+        throw UsageError(option + " '" + text + "': " + e.what());
+    }
+    if (v < min || v > max)
+        throw UsageError(option + " '" + text + "' is out of range (" + format_decimal(min, 6) + unit + " to " + format_decimal(max, 6) +
+                         unit + ")");
+    return v;
 }
 
 CLI::Validator size_validator(bool allow_percent) {

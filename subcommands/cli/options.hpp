@@ -66,6 +66,32 @@ CLI::Option* add_real_option(CLI::App& app, const std::string& names, double& ta
 CLI::Option* add_real_option(CLI::App& app, const std::string& names, std::optional<double>& target,
                              const std::string& help, double min, double max);
 
+// One helper per kind of value (base/quantities.hpp), so that every option of
+// a kind takes the same forms. The type name in --help says the kind and, in
+// brackets, what a bare number means: RATE[GB/s], TIME[s], FRACTION. A bad
+// value fails while parsing, naming the option: "--sample-time '1x': ...".
+// `target` is a double or an optional<double>; min and max are in the
+// stored unit (GB/s, seconds, a fraction).
+enum class ValueKind { rate_gbps, seconds, fraction };
+double parse_value_of(ValueKind kind, const std::string& option, const std::string& text, double min, double max);
+std::string value_type_name(ValueKind kind);
+
+template <typename Target>
+CLI::Option* add_value_option(CLI::App& app, const std::string& names, Target& target, const std::string& help, ValueKind kind,
+                              double min, double max) {
+    std::string option;
+    for (std::size_t start = 0; start <= names.size();) {  // the longest name: "--loop" of "-l,--loop"
+        const std::size_t comma = std::min(names.find(',', start), names.size());
+        if (comma - start > option.size()) option = names.substr(start, comma - start);
+        start = comma + 1;
+    }
+    return app
+        .add_option_function<std::string>(
+            names, [&target, option, kind, min, max](const std::string& text) { target = parse_value_of(kind, option, text, min, max); },
+            help)
+        ->type_name(value_type_name(kind));
+}
+
 // Validators for options kept as text and parsed by check(): bad values fail
 // while parsing, with the parser's own message.
 // Runs `parse(value)`; its UsageError is the message.

@@ -220,16 +220,22 @@ std::vector<std::vector<std::string>> row_lines(const std::vector<std::string>& 
     return lines;
 }
 
-// The table's wrapping column narrowed to keep the table within
-// kTableColumns (never below 16 columns); `width` and `cells` as rendered.
+// The table's wrapping columns narrowed, the widest first, to keep the
+// table within kTableColumns (none below 10 columns); `width` and `cells` as
+// rendered.
 void wrap_table_cells(const Table& table, std::vector<std::size_t>& width, std::vector<std::vector<std::string>>& cells) {
-    constexpr std::size_t kNarrowest = 16;
-    for (std::size_t w = 0; w < table.fields.size(); ++w) {
-        if (table.fields[w].wrap_after == 0) continue;
-        std::size_t others = 2 * (width.size() - 1);
-        for (std::size_t i = 0; i < width.size(); ++i) others += i == w ? 0 : width[i];
-        if (others + width[w] <= kTableColumns) return;
-        const std::size_t columns = std::max(kNarrowest, kTableColumns - std::min(kTableColumns, others));
+    constexpr std::size_t kNarrowest = 10;
+    for (;;) {
+        std::size_t total = 2 * (width.size() - 1);
+        for (std::size_t x : width) total += x;
+        if (total <= kTableColumns) return;
+        // The widest column that may still wrap narrower.
+        std::size_t w = width.size();
+        for (std::size_t i = 0; i < width.size(); ++i)
+            if (table.fields[i].wrap_after != 0 && width[i] > kNarrowest && (w == width.size() || width[i] > width[w])) w = i;
+        if (w == width.size()) return;
+        const std::size_t columns = std::max(kNarrowest, width[w] - std::min(width[w], total - kTableColumns));
+        const std::size_t before = width[w];
         width[w] = display_width(table.fields[w].header);
         for (auto& row : cells) {
             row[w] = wrapped(row[w], columns, table.fields[w].wrap_after);
@@ -240,7 +246,7 @@ void wrap_table_cells(const Table& table, std::vector<std::size_t>& width, std::
                 start = end + 1;
             }
         }
-        return;
+        if (width[w] >= before) return;  // a word longer than the room: no narrower
     }
 }
 
@@ -435,7 +441,9 @@ Json value_schema(const FieldSchema& f) {
     const bool header = !f.field.header.empty();
     if (f.field.kind == FieldKind::bytes) s["description"] = "bytes";
     if (f.field.kind == FieldKind::bandwidth) s["description"] = "GB/s (1e9 bytes/s)";
-    if (f.field.kind == FieldKind::percent) s["description"] = "percent";
+    // One convention: a share in a document is a percentage, 0 to 100 (an
+    // option that takes a share reads 0.1 or 10%).
+    if (f.field.kind == FieldKind::percent) s["description"] = "percent (0 to 100)";
     if (header && !s.contains("description")) s["description"] = std::string(f.field.header);
     return s;
 }

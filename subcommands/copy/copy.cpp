@@ -89,8 +89,9 @@ void add_options(CLI::App& sub, CopyOptions& o) {
                                         "size and a bar chart")
                              ->check(range_validator());
     size->excludes(sizes);
-    sub.add_option("--host-memory", o.host_memory, std::string("Host memory kind (default pinned): ") + host_memory_kind_names())
-        ->type_name("KIND");
+    sub.add_option("--host-memory", o.host_memory, "Host memory kind (default pinned)")
+        ->type_name("KIND")
+        ->check(names_validator(kHostMemoryKinds));
     sub.add_option("--engine", o.engine, "ce: a copy engine (cudaMemcpyAsync); sm: a copy kernel on the SMs")
         ->capture_default_str()
         ->check(names_validator(kCopyEngines));
@@ -98,17 +99,15 @@ void add_options(CLI::App& sub, CopyOptions& o) {
         ->check(CLI::Range(1, 4096));
     sub.add_option("--samples", o.samples, "Timed samples; the median is reported")->capture_default_str()->check(CLI::Range(1, 1000));
     sub.add_option("--warmup", o.warmup, "Untimed copies before the samples")->capture_default_str()->check(CLI::Range(0, 1000));
-    add_real_option(sub, "--sample-time", o.sample_time, "Seconds one sample should last when --iterations is not given (default 0.01)",
-                    0.001, 10.0)
-        ->type_name("SECONDS");
+    add_value_option(sub, "--sample-time", o.sample_time, "How long one sample should last when --iterations is not given (default 10ms)",
+                     ValueKind::seconds, 0.001, 10.0);
     sub.add_flag("--verify", o.verify, "Fill the source with a pattern and check every destination byte; exit 4 on mismatch");
     sub.add_option("--peer", o.peer, peer_direction_names() + ": the other device(s), a -d style SPEC (default: every other device)")
         ->type_name("SPEC");
     sub.add_flag("--no-affinity", o.no_affinity, "Do not pin host threads to the CPUs next to the GPU (NVML)");
     sub.add_flag("--no-chart", o.no_chart, "No bar chart after a sweep");
-    add_real_option(sub, "--expect-min", o.expect_min, "Exit 6 when any median bandwidth is below GBPS (1e9 bytes/s); results still print",
-                    0, kMaxExpectMinGbps)
-        ->type_name("GBPS");
+    add_value_option(sub, "--expect-min", o.expect_min, "Exit 6 when any median bandwidth is below RATE; results still print",
+                     ValueKind::rate_gbps, 0, kMaxExpectMinGbps);
     sub.add_option("--debug-corrupt-offset", o.corrupt_offset, "Test hook: flip this destination byte before verifying")->group("");
 }
 

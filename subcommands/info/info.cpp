@@ -50,8 +50,8 @@ void add_options(CLI::App& sub, InfoOptions& o) {
                         1, kMaxPick);
     sub.add_option("--min-free", o.min_free, "With --pick: only devices with at least this much free (SIZE or % of total)")
         ->check(size_validator(true));
-    add_real_option(sub, "-l,--loop", o.loop_seconds, "Repeat every SECONDS (JSON: one document per line)", 0.01, 86400.0)
-        ->type_name("SECONDS");
+    add_value_option(sub, "-l,--loop", o.loop_seconds, "Repeat every TIME (JSON: one document per line)", ValueKind::seconds, 0.01,
+                     86400.0);
     add_unsigned_option(sub, "--count", o.count, "With --loop: stop after N samples (default: until interrupted)", 1, kMaxCount);
 }
 

@@ -75,9 +75,10 @@ void add_options(CLI::App& sub, MemsetOptions& o) {
     sub.add_option("--width", o.width, "Word width in bits (cuMemsetD8/D16/D32)")->capture_default_str()->check(names_validator(kWidths));
     sub.add_option("--offset", o.offset, "First byte set; bytes [offset, size) are set")->capture_default_str()->type_name("SIZE");
     sub.add_option("--target", o.target, "Memory to set: " + kTargets.names())->capture_default_str()->check(names_validator(kTargets));
-    sub.add_option("--host-memory", o.host_memory, std::string("Host memory kind with --target host: ") + host_memory_kind_names())
+    sub.add_option("--host-memory", o.host_memory, "Host memory kind with --target host")
         ->capture_default_str()
-        ->type_name("KIND");
+        ->type_name("KIND")
+        ->check(names_validator(kHostMemoryKinds));
     sub.add_option("-n,--iterations", o.iterations, "Memsets per timed sample")->capture_default_str()->check(CLI::Range(1, kMaxQueuedOperations));
     sub.add_option("--warmup", o.warmup, "Untimed memsets first")->capture_default_str()->check(CLI::Range(0, 1000));
     sub.add_option("--samples", o.samples, "Timed samples (the median is reported)")->capture_default_str()->check(CLI::Range(1, 1000));

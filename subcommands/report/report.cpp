@@ -24,9 +24,9 @@ void add_options(CLI::App& sub, ReportOptionsCli& o) {
                    "gpumem JSON documents or JSON Lines: FILE, a quoted glob PATTERN (expanded by gpumem), or - for stdin "
                    "(the default)")
         ->type_name("FILE|PATTERN|-");
-    add_real_option(sub, "--outlier-fraction", o.outlier_fraction,
-                    "Flag a GPU whose figure is more than this fraction below the median of its model's GPUs (0 < F < 1)",
-                    0.0, 1.0)
+    add_value_option(sub, "--outlier-fraction", o.outlier_fraction,
+                     "Flag a GPU whose figure is more than this share below the median of its model's GPUs (0 < F < 1)",
+                     ValueKind::fraction, 0.0, 1.0)
         ->capture_default_str()
         ->default_str("0.1");
     sub.add_flag("--strict", o.strict, "A warned check, or one that could not run, counts as failed (as check --strict does)");

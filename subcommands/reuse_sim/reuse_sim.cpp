@@ -122,8 +122,8 @@ void add_workload_options(CLI::App& sub, ReuseSimOptions& o) {
         add_unsigned_option(sub, "--steps", o.steps, "Steps of the workload: inferences, LLM requests or training iterations (default 200)",
                             1, std::uint64_t{1} << 40),
         add_unsigned_option(sub, "--seed", o.seed, "Seed of the workload's random choices (default 1)", 0, kMaxU64),
-        add_real_option(sub, "--change-rate", o.change_rate, "dynamic: chance per step that the batch size changes (default 0.1)", 0.0, 1.0)
-            ->type_name("P"),
+        add_value_option(sub, "--change-rate", o.change_rate, "dynamic: chance per step that the batch size changes (default 0.1)",
+                         ValueKind::fraction, 0.0, 1.0),
         sub.add_option("--batch", o.batch, "Batch size N, or MIN..MAX for dynamic (default 1..32; others use MAX)")->type_name("N|MIN..MAX"),
         add_unsigned_option(sub, "--layers", o.layers, "Layers of the model (default 8)", 1, 1000),
         sub.add_option("--sample-bytes", o.sample_bytes, "Activation bytes per sample at the first layer (default 768KiB)")
@@ -175,8 +175,8 @@ void add_strategy_options(CLI::App& sub, ReuseSimOptions& o) {
     add_unsigned_option(sub, "--bin-blocks", o.bin_blocks,
                         for_strategies("--bin-blocks", "blocks per chunk a bin takes from the pool (default 128)"), 1, 1 << 20);
     sub.add_option("--max-split-size", o.max_split_size,
-                   for_strategies("--max-split-size", "max_split_size (PYTORCH_CUDA_ALLOC_CONF max_split_size_mb; default unlimited)"))
-        ->type_name("SIZE")
+                   for_strategies("--max-split-size", "max_split_size, a bare number in bytes (max_split_size_mb=128 is 128MiB; default unlimited)"))
+        ->type_name("SIZE[B]")
         ->check(size_validator(false));
     sub.add_option("--max-non-split-rounding", o.max_non_split_rounding,
                    for_strategies("--max-non-split-rounding", "max_non_split_rounding (default 20MiB)"))
@@ -198,9 +198,9 @@ void add_output_options(CLI::App& sub, ReuseSimOptions& o) {
         sub.add_option("--capacity", o.capacity, "Device memory the strategies may reserve; beyond it allocations fail (default unlimited)")
             ->type_name("SIZE")
             ->check(size_validator(false));
-    add_real_option(sub, "--memory-fraction", o.memory_fraction,
-                    "Capacity as a share of --device-total, as torch.cuda.set_per_process_memory_fraction sets it", 0.0, 1.0)
-        ->type_name("F")
+    add_value_option(sub, "--memory-fraction", o.memory_fraction,
+                     "Capacity as a share of --device-total, as torch.cuda.set_per_process_memory_fraction sets it", ValueKind::fraction,
+                     0.0, 1.0)
         ->excludes(capacity);
     sub.add_option("--device-total", o.device_total, "The device's total memory, for --memory-fraction")
         ->type_name("SIZE")
@@ -302,7 +302,12 @@ ReuseSimInput check_input(const ReuseSimOptions& o) {
 // PyTorch refuses max_split_size_mb and max_non_split_rounding_mb below kLargeBuffer (20 MiB).
 std::uint64_t torch_size(const std::string& text, const char* option) {
     const std::uint64_t bytes = parse_size(text);
-    if (bytes < (20ULL << 20)) throw UsageError(std::string(option) + " must be at least 20MiB (as PyTorch requires)");
+    if (bytes < (20ULL << 20)) {
+        // PyTorch's _mb keys are in MiB: a bare number here is bytes, so say which was read.
+        const bool bare = text.find_first_not_of("0123456789") == std::string::npos;
+        throw UsageError(std::string(option) + " '" + text + "' is " + format_bytes(bytes) + ": it must be at least 20MiB, as PyTorch requires" +
+                         (bare ? " (a bare number is bytes; PyTorch's _mb value " + text + " is " + text + "MiB)" : std::string()));
+    }
     return bytes;
 }
 

@@ -523,9 +523,15 @@ constexpr Column<Document> kDocumentColumns[] = {
 
 std::string head_line(const ReuseSimRequest& q, const ReuseSimResults& r, Unit unit) {
     const rs::ReplaySummary& s = *r.summary;
-    std::string head = "reuse-sim: " + r.input_description + ": " + std::to_string(s.events) + " events, " + std::to_string(s.allocs) +
-                       " requests, peak live " + format_bytes(s.peak_live_bytes, unit) + ", largest request " +
-                       format_bytes(s.largest_request, unit);
+    // The rows replay the requests the recording refused too (its OOMs), so
+    // they count more requests, and may hold more live, than the recording:
+    // the head line says so where the two numbers are.
+    const std::string requests =
+        s.oom_events == 0 ? std::to_string(s.allocs) + " requests, peak live "
+                          : std::to_string(s.allocs) + " requests + " + std::to_string(s.oom_events) + " refused as recorded (rows replay all " +
+                                std::to_string(s.allocs + s.oom_events) + "), recorded peak live ";
+    std::string head = "reuse-sim: " + r.input_description + ": " + std::to_string(s.events) + " events, " + requests +
+                       format_bytes(s.peak_live_bytes, unit) + ", largest request " + format_bytes(s.largest_request, unit);
     if (q.capacity != rs::kUnlimited) head += ", capacity " + format_bytes(q.capacity, unit);
     return head;
 }

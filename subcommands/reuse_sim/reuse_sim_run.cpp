@@ -2,6 +2,8 @@
 // --execute, open the input once and the output files, simulate every
 // strategy in one replay, then with --execute replay each for real.
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <optional>
 #include <memory>
@@ -60,7 +62,7 @@ OutputFiles open_outputs(const ReuseSimRequest& q) {
     if (q.save_trace) files.trace = std::make_unique<rs::GpumemTraceWriter>(*q.save_trace);
     if (q.timeline) {
         files.timeline.open(*q.timeline, std::ios::trunc);
-        if (!files.timeline) throw UsageError(*q.timeline + ": cannot write timeline");
+        if (!files.timeline) throw UsageError("--timeline '" + *q.timeline + "': " + std::strerror(errno));
     }
     return files;
 }

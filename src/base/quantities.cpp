@@ -1,0 +1,116 @@
+#include "base/quantities.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <string>
+
+#include "base/errors.hpp"
+#include "base/sizes.hpp"
+
+namespace gpumem {
+namespace {
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+    return s;
+}
+
+std::string lower(std::string_view s) {
+    std::string out(s);
+    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+    return out;
+}
+
+// The number at the start of `s` ("1.5" of "1.5GiB/s"), the rest in `unit`.
+double leading_number(std::string_view s, std::string& unit) {
+    std::size_t i = 0;
+    while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.' || s[i] == 'e' || s[i] == 'E' ||
+                            ((s[i] == '-' || s[i] == '+') && i > 0 && (s[i - 1] == 'e' || s[i - 1] == 'E'))))
+        ++i;
+    // "1e" or "2E" followed by a unit letter is a number then a unit, not an exponent.
+    while (i > 0 && (s[i - 1] == 'e' || s[i - 1] == 'E' || s[i - 1] == '-' || s[i - 1] == '+')) --i;
+    unit = lower(trim(s.substr(i)));
+    return parse_real(s.substr(0, i));
+}
+
+}  // namespace
+
+double parse_rate(std::string_view text, double bare_bytes_per_second) {
+    const std::string_view s = trim(text);
+    const auto fail = [&](const std::string& why) {
+        return UsageError("invalid rate '" + std::string(text) + "': " + why + " (such as 50GB/s, 45000MB/s, 1.5GiB/s)");
+    };
+    if (!s.empty() && s.front() == '-') throw fail("rates cannot be negative");
+    const std::string lowered = lower(s);
+    if (lowered.size() > 2 && lowered.compare(lowered.size() - 2, 2, "/s") == 0) {
+        const std::string_view size = trim(s.substr(0, s.size() - 2));
+        try {
+            return static_cast<double>(parse_size(size, true));
+        } catch (const UsageError&) {
+            // 1.5B/s, a fraction of a byte, is still a rate.
+            std::string unit;
+            double v = 0;
+            try {
+                v = leading_number(size, unit);
+            } catch (const UsageError&) {
+                throw fail("expected a size per second");
+            }
+            if (unit != "b" || v < 0) throw fail("expected a size per second");
+            return v;
+        }
+    }
+    double v = 0;
+    try {
+        v = parse_real(s);
+    } catch (const UsageError&) {
+        throw fail("expected a number or a size per second");
+    }
+    if (v < 0) throw fail("rates cannot be negative");
+    return v * bare_bytes_per_second;
+}
+
+double parse_duration(std::string_view text, double bare_seconds) {
+    const std::string_view s = trim(text);
+    const auto fail = [&](const std::string& why) { return UsageError("invalid duration '" + std::string(text) + "': " + why); };
+    if (!s.empty() && s.front() == '-') throw fail("must be greater than zero");
+    std::string unit;
+    double value = 0;
+    try {
+        value = leading_number(s, unit);
+    } catch (const UsageError&) {
+        throw fail("expected a number with an optional unit: 30, 30s, 500ms, 2m, 1h");
+    }
+    double scale = 0;
+    if (unit.empty()) scale = bare_seconds;
+    else if (unit == "s" || unit == "sec") scale = 1;
+    else if (unit == "ms") scale = 1e-3;
+    else if (unit == "us") scale = 1e-6;
+    else if (unit == "m" || unit == "min") scale = 60;
+    else if (unit == "h") scale = 3600;
+    else if (unit == "d") scale = 86400;
+    else throw fail("unknown unit '" + unit + "' (use us, ms, s, m, h or d)");
+    const double seconds = value * scale;
+    if (!(seconds > 0)) throw fail("must be greater than zero");
+    if (seconds > 365.0 * 86400) throw fail("longer than a year");
+    return seconds;
+}
+
+double parse_fraction(std::string_view text) {
+    const std::string_view s = trim(text);
+    const auto fail = [&](const std::string& why) {
+        return UsageError("invalid fraction '" + std::string(text) + "': " + why + " (such as 0.1 or 10%)");
+    };
+    const bool percent = !s.empty() && s.back() == '%';
+    double v = 0;
+    try {
+        v = parse_real(trim(percent ? s.substr(0, s.size() - 1) : s));
+    } catch (const UsageError&) {
+        throw fail("expected a number or a percentage");
+    }
+    if (percent) v /= 100.0;
+    if (v < 0 || v > 1) throw fail(percent ? "a percentage from 0% to 100%" : "a number from 0 to 1");
+    return v;
+}
+
+}  // namespace gpumem

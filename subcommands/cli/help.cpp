@@ -1,0 +1,111 @@
+#include "cli/help.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "base/text.hpp"
+#include "cli/terminal.hpp"
+
+namespace gpumem::cli {
+namespace {
+
+// "  name TYPE" padded to the description column, or alone on its line
+// when wider, then `text` wrapped at words within `width`.
+std::string two_columns(const std::string& left, const std::string& text, std::size_t column, std::size_t width) {
+    std::string out = "  " + left;
+    if (text.empty()) return out + "\n";
+    if (out.size() + 1 >= column) {
+        out += "\n";
+        out.append(column, ' ');
+    } else {
+        out.append(column - out.size(), ' ');
+    }
+    const std::size_t room = width > column + 20 ? width - column : 20;
+    const std::string body = wrap_words(short_description(text, room), room);
+    for (char c : body) {
+        out += c;
+        if (c == '\n') out.append(column, ' ');
+    }
+    return out + "\n";
+}
+
+const CLI::App* root_of(const CLI::App* app) {
+    while (app->get_parent() != nullptr) app = app->get_parent();
+    return app;
+}
+
+}  // namespace
+
+std::size_t help_columns() { return std::min<std::size_t>(kHelpColumns, static_cast<std::size_t>(terminal_columns())); }
+
+std::string short_description(const std::string& description, std::size_t room) {
+    if (description.size() <= room) return description;
+    std::size_t cut = std::string::npos;
+    for (const char* end : {"; ", ". "}) cut = std::min(cut, description.find(end));
+    return cut == std::string::npos ? description : description.substr(0, cut);
+}
+
+std::string HelpFormatter::make_help(const CLI::App* app, std::string name, CLI::AppFormatMode mode) const {
+    std::string page = CLI::Formatter::make_help(app, std::move(name), mode);
+    if (app->get_parent() == nullptr || mode == CLI::AppFormatMode::Sub) return page;
+    // The global options a subcommand takes are the root's: CLI11 parses them
+    // after the subcommand's name too (fallthrough), so its page shows them.
+    const CLI::App* root = root_of(app);
+    std::vector<const CLI::Option*> globals = root->get_options(
+        [](const CLI::Option* opt) { return opt->get_group() == kGlobalGroup && opt->nonpositional(); });
+    if (globals.empty()) return page;
+    std::string group = "\n" + std::string(kGlobalGroup) + ":\n";
+    for (const CLI::Option* opt : globals) group += make_option(opt, false);
+    // Before the footer, which ends the page.
+    const std::string footer = make_footer(app);
+    const std::size_t at = footer.empty() ? std::string::npos : page.rfind(footer);
+    std::string body = page.substr(0, at == std::string::npos ? page.size() : at);
+    while (!body.empty() && body.back() == '\n') body.pop_back();
+    return body + "\n" + group + (at == std::string::npos ? std::string() : "\n" + page.substr(at));
+}
+
+std::string HelpFormatter::make_option(const CLI::Option* opt, bool is_positional) const {
+    std::string left = make_option_name(opt, is_positional) + make_option_opts(opt);
+    // Choices too many for one line ({a,b,...} of info's fields) are left to
+    // gpumem --list, which the description names.
+    const std::size_t open = left.find(":{"), close = left.find('}', open == std::string::npos ? 0 : open);
+    if (left.size() + 2 > help_columns() && open != std::string::npos && close != std::string::npos) left.erase(open, close + 1 - open);
+    return two_columns(left, make_option_desc(opt), get_column_width(), help_columns());
+}
+
+// CLI11's, without "Needs:" and "Excludes:" lists (the option's description
+// and the error say which options go together; reuse-sim's page repeated
+// "Excludes: --trace --trace-device" eleven times).
+std::string HelpFormatter::make_option_opts(const CLI::Option* opt) const {
+    std::string out;
+    if (!opt->get_option_text().empty()) return " " + opt->get_option_text();
+    if (opt->get_type_size() != 0) {
+        if (!opt->get_type_name().empty()) out += " " + get_label(opt->get_type_name());
+        if (!opt->get_default_str().empty()) out += "=" + opt->get_default_str();
+        if (opt->get_expected_max() == CLI::detail::expected_max_vector_size) out += " ...";
+        if (opt->get_required()) out += " " + get_label("REQUIRED");
+    }
+    return out;
+}
+
+std::string HelpFormatter::make_subcommand(const CLI::App* sub) const {
+    return two_columns(sub->get_display_name(true), sub->get_description(), get_column_width(), help_columns());
+}
+
+std::string HelpFormatter::make_description(const CLI::App* app) const {
+    const std::string text = app->get_description();
+    return text.empty() ? std::string() : wrap_words(text, help_columns()) + "\n";
+}
+
+// The footer is the root's (the exit-status table) or the subcommand's own:
+// CLI11 hands the root's to every subcommand, which printed it on every page.
+std::string HelpFormatter::make_footer(const CLI::App* app) const {
+    std::string footer = app->get_footer();
+    if (app->get_parent() != nullptr && app->get_parent()->get_footer() == footer) footer.clear();
+    if (footer.empty()) return {};
+    std::string out;
+    for (std::string_view paragraph : split(footer, '\n')) out += wrap_words(paragraph, help_columns()) + "\n";
+    return out;
+}
+
+}  // namespace gpumem::cli

@@ -1,0 +1,38 @@
+// The one help formatter of every gpumem help page: each fits the terminal
+// (at most 100 columns, wrapped at words), an option keeps one line of
+// description (the first clause of a long one: the man page has the rest),
+// a subcommand's page also lists the global options it takes, in their own
+// group, and the exit-status table is printed once, on the top-level page.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace gpumem::cli {
+
+// The widest a help page or a list gets, whatever the terminal.
+inline constexpr std::size_t kHelpColumns = 100;
+// The group the global options (-d, --json, --format, --units...) stand in.
+inline constexpr const char* kGlobalGroup = "Global options";
+
+// Columns a help page may use: the terminal's, at most kHelpColumns.
+std::size_t help_columns();
+
+// An option's description cut to its first clause when it does not fit
+// `room` columns: up to the first "; " or ". " (pure; help shows one line).
+std::string short_description(const std::string& description, std::size_t room);
+
+class HelpFormatter final : public CLI::Formatter {
+public:
+    HelpFormatter() { column_width(30); }
+    std::string make_help(const CLI::App* app, std::string name, CLI::AppFormatMode mode) const override;
+    std::string make_option(const CLI::Option* opt, bool is_positional) const override;
+    std::string make_option_opts(const CLI::Option* opt) const override;
+    std::string make_subcommand(const CLI::App* sub) const override;
+    std::string make_description(const CLI::App* app) const override;
+    std::string make_footer(const CLI::App* app) const override;
+};
+
+}  // namespace gpumem::cli

@@ -1,0 +1,199 @@
+// Help that helps: every help page and every --list fits a 100-column
+// terminal (and a wider one too: help never passes 100 columns), a
+// subcommand's page shows the global options in their own group, the
+// exit-status table is on the top-level page only, and a usage error found
+// while parsing points to the help of the command that was run, with the
+// nearest name offered for a mistyped command, option or list.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_harness.hpp"
+
+namespace {
+
+std::vector<std::vector<std::string>> every_page() {
+    std::vector<std::vector<std::string>> pages = {{}};
+    for (const char* c : {"info", "memset", "copy", "alloc-test", "check", "reuse-sim", "report"}) pages.push_back({c});
+    for (const char* m : {"latency", "max", "fill", "churn", "hold"}) pages.push_back({"alloc-test", m});
+    return pages;
+}
+
+std::string joined(const std::vector<std::string>& words) {
+    std::string text = "gpumem";
+    for (const std::string& w : words) text += " " + w;
+    return text;
+}
+
+// The longest line's length and the line itself.
+std::pair<std::size_t, std::string> widest_line(const std::string& text) {
+    std::pair<std::size_t, std::string> widest{0, ""};
+    std::size_t start = 0;
+    while (start < text.size()) {
+        std::size_t end = text.find('\n', start);
+        if (end == std::string::npos) end = text.size();
+        if (end - start > widest.first) widest = {end - start, text.substr(start, end - start)};
+        start = end + 1;
+    }
+    return widest;
+}
+
+}  // namespace
+
+TEST_CASE("help: every page fits 100 columns, wrapped at words, on a 100-column terminal and a wider one") {
+    for (const char* columns : {"COLUMNS=100", "COLUMNS=160"}) {
+        for (std::vector<std::string> page : every_page()) {
+            page.push_back("--help");
+            const RunResult r = run_gpumem(page, {columns});
+            INFO(joined(page), " with ", columns);
+            REQUIRE(r.status == 0);
+            const auto [width, line] = widest_line(r.out);
+            INFO("widest line: ", line);
+            CHECK(width <= 100);
+            // One line per option: no option's description runs to more than two lines.
+            CHECK(r.out.find("Excludes:") == std::string::npos);
+            CHECK(r.out.find("Needs:") == std::string::npos);
+        }
+    }
+}
+
+TEST_CASE("help: an 80-column terminal gets 80-column pages") {
+    const RunResult r = run_gpumem({"copy", "--help"}, {"COLUMNS=80"});
+    REQUIRE(r.status == 0);
+    CHECK(widest_line(r.out).first <= 80);
+}
+
+TEST_CASE("help: every --list fits 100 columns") {
+    const RunResult index = run_gpumem({"--list", "--json"});
+    REQUIRE(index.status == 0);
+    const nlohmann::json lists = nlohmann::json::parse(index.out);
+    std::vector<std::string> names = {""};
+    for (const auto& row : lists["lists"]) names.push_back(row["list"].get<std::string>());
+    CHECK(names.size() > 10);
+    for (const std::string& name : names) {
+        std::vector<std::string> args = {"--list"};
+        if (!name.empty()) args.push_back(name);
+        const RunResult r = run_gpumem(args, {"COLUMNS=100"});
+        INFO(joined(args));
+        REQUIRE(r.status == 0);
+        const auto [width, line] = widest_line(r.out);
+        INFO("widest line: ", line);
+        CHECK(width <= 100);
+    }
+}
+
+TEST_CASE("help: a subcommand's page shows the global options in their own group, and no exit-status table") {
+    for (std::vector<std::string> page : every_page()) {
+        if (page.empty() || page == std::vector<std::string>{"alloc-test"}) continue;
+        page.push_back("--help");
+        const RunResult r = run_gpumem(page);
+        INFO(joined(page));
+        REQUIRE(r.status == 0);
+        const std::size_t group = r.out.find("\nGlobal options:\n");
+        REQUIRE(group != std::string::npos);
+        for (const char* option : {"--device", "--json", "--format", "--units", "--quiet"})
+            CHECK(r.out.find(option, group) != std::string::npos);
+        CHECK(r.out.find("Exit status") == std::string::npos);
+    }
+    const RunResult top = run_gpumem({"--help"});
+    CHECK(top.out.find("Exit status") != std::string::npos);
+    CHECK(top.out.find("Global options:") != std::string::npos);
+}
+
+TEST_CASE("help: alloc-test hold and fill name TOTAL once; both spellings at once is gpumem's own error") {
+    for (const char* mode : {"hold", "fill"}) {
+        const RunResult r = run_gpumem({"alloc-test", mode, "--help"});
+        INFO(mode, "\n", r.out);
+        CHECK(r.out.find("--total") == std::string::npos);
+        CHECK(r.out.find("total") != std::string::npos);
+        const RunResult both = run_gpumem({"alloc-test", mode, "1GiB", "--total", "2GiB"});
+        CHECK(both.status == 2);
+        CHECK(both.err.find("TOTAL given twice") != std::string::npos);
+        CHECK(both.err.find("At Most") == std::string::npos);
+    }
+}
+
+TEST_CASE("help: a parse error points to the help of the command that was run") {
+    struct Case {
+        std::vector<std::string> args;
+        std::string pointer;
+    };
+    const Case cases[] = {
+        {{"check", "--levle", "fast"}, "(see gpumem check --help)"},
+        {{"alloc-test", "hold", "--chunk", "x"}, "(see gpumem alloc-test hold --help)"},
+        {{"copy", "h2d", "--sample-time", "fast"}, "(see gpumem copy --help)"},
+        {{"--bogus"}, "(see gpumem --help)"},
+    };
+    for (const Case& c : cases) {
+        const RunResult r = run_gpumem(c.args);
+        INFO(joined(c.args), ": ", r.err);
+        CHECK(r.status == 2);
+        CHECK(r.err.find(c.pointer) != std::string::npos);
+        CHECK(r.out.empty());
+    }
+}
+
+TEST_CASE("help: a mistyped command, option, mode or list name gets the nearest one offered") {
+    struct Case {
+        std::vector<std::string> args;
+        std::string message;
+    };
+    const Case cases[] = {
+        {{"inof"}, "unknown command 'inof'; did you mean 'info'?"},
+        {{"reuse-sm"}, "did you mean 'reuse-sim'?"},
+        {{"check", "--levle", "quick"}, "unknown option '--levle'; did you mean '--level'?"},
+        {{"info", "--jsno"}, "did you mean '--json'?"},
+        {{"copy", "h2d", "--sample-tme=10ms"}, "did you mean '--sample-time'?"},
+        {{"alloc-test", "hodl"}, "did you mean 'hold'?"},
+        {{"--list", "strategis"}, "did you mean 'strategies'?"},
+        {{"--schema", "reprot"}, "did you mean 'report'?"},
+        {{"copy", "h2x"}, "did you mean 'h2d'?"},
+        {{"copy", "h2d", "--host-memory", "pinnd"}, "--host-memory"},
+        {{"copy", "h2d", "--host-memory", "pinnd"}, "did you mean 'pinned'?"},
+        {{"check", "--threshold", "copy.h2x=40"}, "did you mean 'copy.h2d'?"},
+        {{"check", "--thresholds", "copy.h2d=45GB/s"}, "--thresholds 'copy.h2d=45GB/s': No such file or directory; did you mean --threshold"},
+        {{"reuse-sim", "--strategy", "torch-cachng"}, "did you mean 'torch-caching'?"},
+        {{"reuse-sim", "--workload", "llm-decod"}, "did you mean 'llm-decode'?"},
+        {{"reuse-sim", "--sweep", "max_splt_size=128"}, "did you mean 'max_split_size'?"},
+        {{"info", "--query", "fre"}, "did you mean 'free'?"},
+        {{"--units", "gbi", "info"}, "--units"},
+        {{"--format", "jsn", "info"}, "did you mean 'json'?"},
+    };
+    for (const Case& c : cases) {
+        const RunResult r = run_gpumem(c.args);
+        INFO(joined(c.args), ": ", r.err);
+        CHECK(r.status == 2);
+        CHECK(r.err.find(c.message) != std::string::npos);
+    }
+}
+
+TEST_CASE("help: --list takes a list's name in the singular or the plural, one rule for every list") {
+    for (const auto& [singular, plural] : std::vector<std::pair<std::string, std::string>>{
+             {"check", "checks"}, {"strategy", "strategies"}, {"direction", "directions"}, {"command", "commands"}, {"knob", "knobs"}}) {
+        const RunResult a = run_gpumem({"--list", singular, "--json"});
+        const RunResult b = run_gpumem({"--list", plural, "--json"});
+        INFO(singular, ": ", a.err);
+        CHECK(a.status == 0);
+        CHECK(b.status == 0);
+        CHECK(a.out == b.out);
+        // The list's names, not the index of lists.
+        CHECK(a.out.find("\"lists\"") == std::string::npos);
+    }
+}
+
+TEST_CASE("help: --schema COMMAND prints that command's schema only") {
+    const RunResult all = run_gpumem({"--schema"});
+    const RunResult report = run_gpumem({"--schema", "report"});
+    REQUIRE(all.status == 0);
+    REQUIRE(report.status == 0);
+    const nlohmann::json every = nlohmann::json::parse(all.out);
+    const nlohmann::json one = nlohmann::json::parse(report.out);
+    CHECK(one == every["report"]);
+    CHECK(report.out.size() * 3 < all.out.size());
+    const nlohmann::json modes = nlohmann::json::parse(run_gpumem({"--schema", "alloc-test"}).out);
+    CHECK(modes.contains("alloc-test hold"));
+    CHECK(modes.size() == 5);
+}

@@ -1,0 +1,73 @@
+// The examples of README.md and docs/*.md that need no GPU, run as written:
+// a fenced block marked with the line `<!-- example: no GPU -->` before its
+// "```console" holds commands ("$ gpumem ...") each followed by the stdout it
+// shows. Each command runs in the repository root under /bin/sh with the
+// built gpumem first on PATH, and its stdout must be what the page shows, so
+// that a change of output or a renamed option fails here until the page is
+// updated.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "cli_harness.hpp"
+
+namespace {
+
+constexpr const char* kMarker = "<!-- example: no GPU -->";
+
+std::string repository_root() {
+    const char* dir = std::getenv("GPUMEM_TESTS_DIR");
+    return std::string(dir ? dir : GPUMEM_TESTS_SOURCE_DIR) + "/..";
+}
+
+struct Example {
+    std::string page, command, expected;
+};
+
+// The marked blocks of one page, as command and expected stdout.
+std::vector<Example> examples_of(const std::string& page, const std::string& text) {
+    std::vector<Example> examples;
+    for (std::size_t at = text.find(kMarker); at != std::string::npos; at = text.find(kMarker, at + 1)) {
+        const std::size_t open = text.find("```console\n", at);
+        const std::size_t body = open == std::string::npos ? open : open + 11;
+        const std::size_t close = body == std::string::npos ? body : text.find("\n```", body - 1);
+        INFO(page, ": a marked example has no ```console block after it");
+        REQUIRE(close != std::string::npos);
+        std::size_t line_start = body;
+        while (line_start < close + 1) {
+            std::size_t end = text.find('\n', line_start);
+            if (end == std::string::npos || end > close) end = close;
+            const std::string line = text.substr(line_start, end - line_start);
+            if (line.rfind("$ ", 0) == 0) {
+                examples.push_back({page, line.substr(2), ""});
+            } else if (!examples.empty() && line_start < close) {
+                examples.back().expected += line + "\n";
+            }
+            line_start = end + 1;
+        }
+    }
+    return examples;
+}
+
+std::string directory_of(const std::string& path) { return path.substr(0, path.rfind('/')); }
+
+}  // namespace
+
+TEST_CASE("readme: every marked example needs no GPU and prints what the page shows") {
+    const std::string root = repository_root();
+    std::vector<Example> all;
+    for (const char* page : {"README.md", "docs/check.md", "docs/reuse-sim.md", "docs/developing.md", "docs/testing.md"})
+        for (Example& e : examples_of(page, slurp(root + "/" + page))) all.push_back(std::move(e));
+    // The README shows at least its own few.
+    int in_readme = 0;
+    for (const Example& e : all) in_readme += e.page == "README.md";
+    CHECK(in_readme >= 3);
+    const std::string path = "PATH=" + directory_of(gpumem_binary()) + ":" + (std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin");
+    for (const Example& e : all) {
+        const RunResult r = run_program("/bin/sh", {"-c", "cd '" + root + "' && " + e.command}, {path, "COLUMNS=100", "NO_COLOR=1"});
+        INFO(e.page, ": $ ", e.command, "\nstderr: ", r.err);
+        CHECK(r.out == e.expected);
+    }
+}
