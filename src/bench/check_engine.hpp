@@ -175,12 +175,12 @@ struct CheckProgress {
 // The checks a run makes at `level` on `devices` GPUs, node.gpus once.
 std::uint64_t expected_checks(CheckLevel level, std::size_t devices);
 
-// The whole run: every device's NVML figures and the kernel log, judged
+// The whole run of request `q`: every device's NVML figures and the kernel log, judged
 // (kJudges); at standard and long, the device work of every device at once
 // (kDeviceSteps, one thread each), then p2p between every pair. Each check
 // is added to `results` as it is judged, so a run that throws (Ctrl-C)
 // leaves what it measured.
-void run_checks(const CheckRequest& request, CheckResults& results, const CheckProgress& progress);
+void run_checks(const CheckRequest& q, CheckResults& results, const CheckProgress& progress);
 
 // Rounds in which every unordered pair of `count` devices meets once, no
 // device twice in a round (the circle method): pairs of positions.

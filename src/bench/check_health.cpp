@@ -121,7 +121,12 @@ const NvmlHealth& health(const CheckReadings& r) { return *r.device.health; }
 // (no permission, GPU lost...), n/a when the GPU does not support it.
 CheckOutcome absent(const CheckReadings& r, const std::string& id, const char* unsupported) {
     for (const auto& [function, message] : health(r).errors)
-        if (names_function(check_row(id).value.source, function)) return unknown_check(id, function + " failed: " + message);
+        if (names_function(check_row(id).value.source, function)) {
+            std::string why = function;
+            why += " failed: ";
+            why += message;
+            return unknown_check(id, why);
+        }
     return not_applicable(id, unsupported);
 }
 
