@@ -6,6 +6,7 @@
 #include <string>
 
 #include "base/xid.hpp"
+#include "bench/check_engine.hpp"
 #include "fuzz_common.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t size) {

@@ -5,10 +5,43 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <sstream>
 
 #include "bad_input.hpp"
+#include "cli_harness.hpp"
 
 namespace bad_input {
+namespace {
+
+// Every check's --threshold at every level (gpumem --list checks, so that a
+// new row is covered): a value no unit reads ("oops") is refused at every
+// level, and a plain "1" at each level that does not run the check (or for
+// a check that takes no threshold). Never a run: the cases that would run
+// are left out.
+std::vector<BadCase> threshold_level_cases() {
+    const RunResult listed = run_gpumem({"--list", "checks", "--format", "value"});
+    std::vector<BadCase> cases;
+    std::istringstream lines(listed.out);
+    for (std::string line; std::getline(lines, line);) {
+        if (line.empty()) continue;
+        // Tab-separated: name, description, levels, threshold, remediation, source.
+        std::vector<std::string> fields;
+        std::istringstream cells(line);
+        for (std::string cell; std::getline(cells, cell, '\t');) fields.push_back(cell);
+        if (fields.size() < 3) continue;
+        const std::string id = fields[0] == "p2p.A-B" ? "p2p" : fields[0];
+        const std::string& levels = fields[2];
+        for (const char* level : {"quick", "standard", "long"}) {
+            cases.push_back({{"check", "--level", level, "--threshold", id + "=oops"}});
+            const bool runs = levels == "every level" || (levels == "standard and long" && std::string(level) != "quick") ||
+                              (levels == "long" && std::string(level) == "long");
+            if (!runs) cases.push_back({{"check", "--level", level, "--threshold", id + "=1"}, {2}, true});
+        }
+    }
+    return cases;
+}
+
+}  // namespace
 
 std::vector<BadCase> check_cases(const Scratch& s) {
     s.write("check_empty.json", "");
@@ -36,7 +69,7 @@ std::vector<BadCase> check_cases(const Scratch& s) {
         if (ftruncate(fileno(f), 1LL << 30) != 0) {}  // 1 GiB, sparse: refused by its size, unread
         std::fclose(f);
     }
-    return {
+    std::vector<BadCase> cases = {
         {{"check", "--level", "fast"}, {2}, true},
         {{"check", "--levle", "quick"}, {2}, true},
         {{"check", "--thresholds", "copy.h2d=45GB/s"}, {2}, true},
@@ -121,6 +154,8 @@ std::vector<BadCase> check_cases(const Scratch& s) {
         {{"--format", "nagios", "--list", "checks"}, {3}},
         {{"--format", "nagios", "--json", "check"}},  // contradicting formats: a plain usage error
     };
+    for (BadCase& c : threshold_level_cases()) cases.push_back(std::move(c));
+    return cases;
 }
 
 }  // namespace bad_input

@@ -22,6 +22,7 @@
 #include "base/errors.hpp"
 #include "bench/check_engine.hpp"
 #include "check/check_report.hpp"
+#include "core/thresholds_file.hpp"
 #include "cli_harness.hpp"
 #include "cli/commands.hpp"
 #include "in_process.hpp"
@@ -73,6 +74,7 @@ CheckDeviceFigures healthy(int cuda) {
     h.remapped_rows_pending = h.remapped_rows_failure = false;
     h.memory_clock_mhz = h.memory_clock_max_mhz = 3201;
     h.clock_event_reasons = 0x1;  // gpu_idle
+    h.recovery_action = 0;        // none
     f.health = h;
     f.pcie = NvmlPcieLink{1, 16, 5, 16};  // an idle link at Gen1
     f.peak_bps = 4.8e12;

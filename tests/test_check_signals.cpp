@@ -35,6 +35,7 @@ NvmlNvLink hgx(unsigned active = 18) {
     }
     l.version = 6;
     l.replay_errors = l.recovery_errors = l.crc_flit_errors = l.crc_data_errors = 0;
+    l.fabric = NvmlFabric{3, 0, "Success"};  // registered with the fabric manager
     return l;
 }
 
@@ -55,7 +56,7 @@ TEST_CASE("nvlink checks: links against the GPU's, counters against thresholds")
         CheckDeviceFigures f = gpu(0x18);
         f.nvlink = NvmlNvLink{};
         const auto checks = nvlink_checks(f, {});
-        REQUIRE(checks.size() == 4);
+        REQUIRE(checks.size() == 5);  // nvlink.links, three counters, nvlink.fabric
         for (const CheckOutcome& c : checks) {
             CHECK(c.verdict == Verdict::na);
             CHECK(c.reason.find("PCIe only") != std::string::npos);
@@ -69,7 +70,8 @@ TEST_CASE("nvlink checks: links against the GPU's, counters against thresholds")
         CHECK(links.verdict == Verdict::pass);
         CHECK(links.value.value() == 18);
         CHECK(links.reason.find("18 of 18 active, NVLink 4.0") != std::string::npos);
-        for (const char* id : {"nvlink.replay_errors", "nvlink.recovery_errors", "nvlink.crc_errors"}) CHECK(find(checks, id).verdict == Verdict::pass);
+        for (const char* id : {"nvlink.replay_errors", "nvlink.recovery_errors", "nvlink.crc_errors", "nvlink.fabric"})
+            CHECK(find(checks, id).verdict == Verdict::pass);
     }
     SUBCASE("a link down fails with a GPU reset, naming the link") {
         CheckDeviceFigures f = gpu(0x18);
@@ -117,6 +119,7 @@ TEST_CASE("nvlink checks: links against the GPU's, counters against thresholds")
         f.nvlink = hgx();
         f.nvlink->error = "nvmlDeviceGetNvLinkState(link 3) failed: Insufficient Permissions";
         for (const CheckOutcome& c : nvlink_checks(f, {})) {
+            if (c.id == "nvlink.fabric") continue;  // a query of its own, judged below
             CHECK(c.verdict != Verdict::pass);
             CHECK(c.reason.find("Insufficient Permissions") != std::string::npos);
         }
@@ -209,4 +212,157 @@ TEST_CASE("p2p reference: NVLink where the pair has it, else PCIe") {
     CHECK(nvlink_link_gbps(7) == 50);
     CHECK_FALSE(nvlink_link_gbps(0));
     CHECK_FALSE(nvlink_link_gbps(42));
+}
+
+// nvml.recovery_action against fake NVML health figures: every value of
+// nvmlDeviceGpuRecoveryAction_t, one this build does not know, the field
+// not reported, the query failed, and NVML_ERROR_RESET_REQUIRED.
+TEST_CASE("nvml.recovery_action: the driver's own verdict, every value") {
+    CheckDeviceFigures f = gpu(0x18);
+    f.health = NvmlHealth{};
+    auto judge = [&] { return judge_check("nvml.recovery_action", f, {}); };
+    struct Expected {
+        unsigned value;
+        Verdict verdict;
+        Remediation remediation;
+        const char* words;
+    };
+    const Expected expected[] = {
+        {0, Verdict::pass, Remediation::none, "none"},
+        {1, Verdict::fail, Remediation::reset_gpu, "GPU reset"},
+        {2, Verdict::fail, Remediation::reboot, "node reboot"},
+        {3, Verdict::fail, Remediation::drain, "drain P2P"},
+        {4, Verdict::fail, Remediation::reset_gpu, "drain and reset"},
+        {5, Verdict::fail, Remediation::drain, "newer than this build"},
+    };
+    for (const Expected& e : expected) {
+        CAPTURE(e.value);
+        f.health->recovery_action = e.value;
+        const CheckOutcome o = judge();
+        CHECK(o.verdict == e.verdict);
+        CHECK(o.remediation == e.remediation);
+        CHECK(o.value.value() == e.value);
+        CHECK(o.reason.find(e.words) != std::string::npos);
+    }
+    SUBCASE("a driver without the field: n/a") {
+        f.health->recovery_action.reset();
+        CHECK(judge().verdict == Verdict::na);
+    }
+    SUBCASE("the query failed: unknown, naming it") {
+        f.health->recovery_action.reset();
+        f.health->errors.emplace_back(std::string(kRecoveryActionQuery), "Insufficient Permissions");
+        const CheckOutcome o = judge();
+        CHECK(o.verdict == Verdict::unknown);
+        CHECK(o.reason.find("NVML_FI_DEV_GET_GPU_RECOVERY_ACTION) failed: Insufficient Permissions") != std::string::npos);
+    }
+    SUBCASE("any query answered NVML_ERROR_RESET_REQUIRED: fail, reset the GPU, whatever the field says") {
+        f.health->recovery_action = 0;
+        f.health->reset_required_by = "nvmlDeviceGetRemappedRows";
+        const CheckOutcome o = judge();
+        CHECK(o.verdict == Verdict::fail);
+        CHECK(o.remediation == Remediation::reset_gpu);
+        CHECK(o.reason.find("nvmlDeviceGetRemappedRows answered NVML_ERROR_RESET_REQUIRED") == 0);
+    }
+    SUBCASE("no NVML at all: unknown, as every NVML health check") {
+        f.health.reset();
+        f.why_no_nvml = "NVML unavailable, the check could not run";
+        CHECK(judge().verdict == Verdict::unknown);
+    }
+}
+
+// nvlink.fabric against fake NVML NVLink figures: every fabric state, a
+// failed status, a failed query, and GPUs with no fabric.
+TEST_CASE("nvlink.fabric: the NVSwitch fabric registration, every state") {
+    CheckDeviceFigures f = gpu(0x18);
+    f.nvlink = hgx();
+    auto judge = [&] { return judge_check("nvlink.fabric", f, {}); };
+    SUBCASE("completed with success: pass") {
+        const CheckOutcome o = judge();
+        CHECK(o.verdict == Verdict::pass);
+        CHECK(o.value.value() == 1);
+        CHECK(o.reason.find("completed with success") != std::string::npos);
+    }
+    SUBCASE("completed with a failed status: fail, naming the status, restart the fabric manager, else service") {
+        f.nvlink->fabric = NvmlFabric{3, 999, "Unknown Error"};
+        const CheckOutcome o = judge();
+        CHECK(o.verdict == Verdict::fail);
+        CHECK(o.remediation == Remediation::drain);
+        CHECK(o.reason.find("status 999 (Unknown Error)") != std::string::npos);
+        CHECK(o.reason.find("nvidia-fabricmanager") != std::string::npos);
+        CHECK(o.reason.find("service") != std::string::npos);
+    }
+    SUBCASE("not started: fail, restart the fabric manager") {
+        f.nvlink->fabric = NvmlFabric{1, 0, "Success"};
+        const CheckOutcome o = judge();
+        CHECK(o.verdict == Verdict::fail);
+        CHECK(o.remediation == Remediation::drain);
+        CHECK(o.reason.find("not started") != std::string::npos);
+        CHECK(o.reason.find("nvidia-fabricmanager") != std::string::npos);
+    }
+    SUBCASE("in progress: unknown") {
+        f.nvlink->fabric = NvmlFabric{2, 0, "Success"};
+        const CheckOutcome o = judge();
+        CHECK(o.verdict == Verdict::unknown);
+        CHECK(o.remediation == Remediation::none);
+        CHECK(o.reason.find("in progress") != std::string::npos);
+    }
+    SUBCASE("a state this build does not know: unknown") {
+        f.nvlink->fabric = NvmlFabric{7, 0, "Success"};
+        CHECK(judge().verdict == Verdict::unknown);
+    }
+    SUBCASE("state not supported, or no fabric call: n/a") {
+        f.nvlink->fabric = NvmlFabric{0, 0, "Success"};
+        CHECK(judge().verdict == Verdict::na);
+        f.nvlink->fabric.reset();
+        CHECK(judge().verdict == Verdict::na);
+        f.nvlink = NvmlNvLink{};  // PCIe only
+        CHECK(judge().reason.find("PCIe only") != std::string::npos);
+        f.nvlink.reset();  // no NVML
+        CHECK(judge().verdict == Verdict::na);
+    }
+    SUBCASE("the query failed, or the GPU was lost: unknown") {
+        f.nvlink->fabric.reset();
+        f.nvlink->fabric_error = "nvmlDeviceGetGpuFabricInfoV failed: Insufficient Permissions";
+        CHECK(judge().verdict == Verdict::unknown);
+        CHECK(judge().reason.find("Insufficient Permissions") != std::string::npos);
+        CheckDeviceFigures lost = gpu(0x19);
+        lost.why_no_nvlink = "NVML device 1: GPU is lost";
+        CHECK(judge_check("nvlink.fabric", lost, {}).verdict == Verdict::unknown);
+    }
+}
+
+// The check table drives the run: each row is judged, run as device work,
+// or run per pair, exactly one of them; the quick rows are the judged ones.
+TEST_CASE("check table: every row has exactly one runner") {
+    for (const Named<CheckKind>& row : kChecks) {
+        CAPTURE(row.name);
+        const int runners = int{has_judge(row.name)} + int{has_device_step(row.name)} + int{row.value.per_pair};
+        CHECK(runners == 1);
+        CHECK(has_judge(row.name) == (row.value.level == CheckLevel::quick));
+    }
+    CHECK_FALSE(has_judge("nvml.no_such_check"));
+    CHECK_FALSE(has_device_step("copy.h3d"));
+}
+
+// A --threshold for a check the level does not run is refused, naming the
+// levels that do run it, and never the level it was given.
+TEST_CASE("--threshold at a level that does not run the check: one clear message") {
+    for (const Named<CheckKind>& row : kChecks) {
+        const std::string id = row.value.per_pair ? "p2p" : std::string(row.name);
+        for (const Named<CheckLevel>& level : kCheckLevels) {
+            CAPTURE(id);
+            CAPTURE(level.name);
+            if (runs_at(row.value, level.value)) {
+                require_runs_at(id, level.value);
+                continue;
+            }
+            const std::string message = usage_error([&] { require_runs_at(id, level.value); });
+            CHECK(message.find("does not run at --level " + std::string(level.name)) != std::string::npos);
+            CHECK(message.find("(it runs at " + std::string(levels_text(row.value.level)) + ")") != std::string::npos);
+            const std::string runs = message.substr(message.find("(it runs at"));
+            CHECK(runs.find(std::string(level.name)) == std::string::npos);
+        }
+    }
+    CHECK(usage_error([] { require_runs_at("memtest", CheckLevel::standard); }) ==
+          "--threshold memtest: memtest does not run at --level standard (it runs at long)");
 }

@@ -15,6 +15,8 @@
 
 #include "base/errors.hpp"
 #include "base/xid.hpp"
+#include "bench/check_engine.hpp"
+#include "core/kernel_log.hpp"
 #include "usage_error.hpp"
 
 using namespace gpumem;

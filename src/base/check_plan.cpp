@@ -2,13 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fstream>
-#include <sstream>
-
-#include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
 
@@ -105,6 +99,11 @@ constexpr Named<CheckKind> kCheckRows[] = {
       "NVML nvmlDeviceGetMemoryInfo_v2 (used, beyond the driver's reserve), nvmlDeviceGetComputeRunningProcesses"},
      "memory in use beyond the driver's own reserve, read before gpumem's context, with the processes that hold it or "
      "none visible (a leak, or another container's process): fails above the threshold"},
+    {"nvml.recovery_action",
+     {"count", C::equal, L::quick, V::fail, 0, R::unsettable, 0, "0: none (the driver asks for no action)", false, X::reset_gpu,
+      "NVML field NVML_FI_DEV_GET_GPU_RECOVERY_ACTION; NVML_ERROR_RESET_REQUIRED from any query"},
+     "the driver's own recovery action for the GPU (0 none, 1 GPU reset, 2 node reboot, 3 drain P2P, 4 drain and reset), or "
+     "NVML's \"GPU requires reset\": anything but none fails with the driver's remediation"},
     {"node.gpus",
      {"count", C::at_least, L::quick, V::fail, 0, R::none, 0, "--expect-gpus N (none by default); a GPU NVML reports lost fails", false,
       X::reboot, "NVML nvmlDeviceGetCount and device handles (NVML_ERROR_GPU_IS_LOST), CUDA_VISIBLE_DEVICES"},
@@ -132,15 +131,18 @@ constexpr Named<CheckKind> kCheckRows[] = {
      {"count", C::at_most, L::quick, V::warn, 0, R::fixed, 100, "100 (warns)", false, X::service,
       "NVML fields NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL + _CRC_DATA_ERROR_COUNT_TOTAL"},
      "NVLink CRC errors (flit and data) over every link since the driver loaded"},
+    {"nvlink.fabric",
+     {"bool", C::equal, L::quick, V::fail, 0, R::unsettable, 1, "1: the GPU's NVSwitch fabric registration completed with success",
+      false, X::drain, "NVML nvmlDeviceGetGpuFabricInfoV (nvmlDeviceGetGpuFabricInfo where missing)"},
+     "the GPU's registration with the NVSwitch fabric (HGX): completed with success passes; in progress is unknown; not "
+     "started or a failed status fails (restart the fabric manager; if it does not complete, service); n/a without NVSwitch"},
+    // The device work, in the order it runs. Bandwidth first: right after a
+    // memtest over 90% of free memory was freed, pinned h2d copies ran at
+    // half their rate for a while (26-29 GB/s against 55 on an H200 and an
+    // H100, every time; d2h was unaffected), so the copies are measured
+    // before the large allocations.
     {"cuda.context", {"s", C::at_most, L::standard, V::warn, 0, R::fixed, 10, "10 s (warns)", false, X::reset_gpu, "CUDA runtime (cudaSetDevice, cudaFree(0))"},
      "creating a CUDA context: fails when it cannot be created, warns when slow"},
-    {"alloc.max", {"bytes", C::at_least, L::standard, V::fail, 0, R::free_fraction, 0.9, "90% of the free memory", false, X::drain, "cudaMalloc"},
-     "the largest single cudaMalloc against the free memory"},
-    {"fill.verify", {"count", C::at_most, L::standard, V::fail, 0, R::fixed, 0, "0 bad words", false, X::service, "gpumem's fill and verify kernels"},
-     "patterns written over the free memory and read back: any bad word fails, with its address"},
-    {"memtest", {"count", C::at_most, L::deep, V::fail, 0, R::fixed, 0, "0 bad words", false, X::service, "gpumem's memtest kernels"},
-     "the memtest86 set DCGM's memtest runs (walking bit, own address, moving inversions, 8-bit and random words, block "
-     "moves, modulo-20) over 90% of the free memory: any bad word fails, with its address"},
     {"memset.bandwidth",
      {"GB/s", C::at_least, L::standard, V::fail, 0.05, R::peak_fraction, 0.8, "80% of NVML's peak memory bandwidth", false, X::drain, "cuMemsetD32"},
      "cuMemsetD32 bandwidth, median of samples"},
@@ -156,6 +158,13 @@ constexpr Named<CheckKind> kCheckRows[] = {
      {"GB/s", C::at_least, L::standard, V::fail, 0.05, R::pcie_fraction, 0.6,
       "60% of the PCIe link's rate (maximum generation x width)", false, X::drain, "cudaMemcpyAsync to pinned host memory"},
      "device to pinned host copy bandwidth, best of samples"},
+    {"alloc.max", {"bytes", C::at_least, L::standard, V::fail, 0, R::free_fraction, 0.9, "90% of the free memory", false, X::drain, "cudaMalloc"},
+     "the largest single cudaMalloc against the free memory"},
+    {"fill.verify", {"count", C::at_most, L::standard, V::fail, 0, R::fixed, 0, "0 bad words", false, X::service, "gpumem's fill and verify kernels"},
+     "patterns written over the free memory and read back: any bad word fails, with its address"},
+    {"memtest", {"count", C::at_most, L::deep, V::fail, 0, R::fixed, 0, "0 bad words", false, X::service, "gpumem's memtest kernels"},
+     "the memtest86 set DCGM's memtest runs (walking bit, own address, moving inversions, 8-bit and random words, block "
+     "moves, modulo-20) over 90% of the free memory: any bad word fails, with its address"},
     {"p2p.A-B",
      {"GB/s", C::at_least, L::standard, V::fail, 0.05, R::pcie_fraction, 0.5,
       "50% of what connects the pair: its NVLink links (version x links, direct or through NVSwitch) where NVML reports them, "
@@ -232,6 +241,22 @@ std::string p2p_check_id(int source, int destination) {
 }
 
 bool runs_at(const CheckKind& kind, CheckLevel level) noexcept { return static_cast<int>(level) >= static_cast<int>(kind.level); }
+
+std::string_view levels_text(CheckLevel lowest) noexcept {
+    switch (lowest) {
+        case CheckLevel::quick: return "every level";
+        case CheckLevel::standard: return "standard and long";
+        case CheckLevel::deep: return "long";
+    }
+    return "";
+}
+
+void require_runs_at(const std::string& id, CheckLevel level) {
+    const CheckKind& kind = check_row(id == "p2p" ? p2p_check_id(0, 1) : id).value;
+    if (runs_at(kind, level)) return;
+    throw UsageError("--threshold " + id + ": " + id + " does not run at --level " + std::string(kCheckLevels.name_of(level)) +
+                     " (it runs at " + std::string(levels_text(kind.level)) + ")");
+}
 
 // ---------------------------------------------------------------------------
 // Thresholds given by the user
@@ -365,36 +390,7 @@ ThresholdOverrides parse_threshold_file_text(const std::string& text, const std:
     return overrides;
 }
 
-namespace {
-
-// A thresholds file's text. A FIFO or a device is refused before it is
-// opened, so that a wrong path cannot block the run waiting for a writer.
-std::string read_thresholds_file(const std::string& path) {
-    if (path.empty()) throw UsageError("--thresholds: empty file name");
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) {
-        // copy.h2d=45GB/s is a --threshold, not a file: say so.
-        const std::string hint = path.find('=') != std::string::npos ? "; did you mean --threshold " + path + "?" : "";
-        throw UsageError("--thresholds '" + path + "': " + std::strerror(errno) + hint);
-    }
-    if (S_ISDIR(st.st_mode)) throw UsageError(path + ": is a directory, not a thresholds file");
-    if (!S_ISREG(st.st_mode)) throw UsageError(path + ": not a regular file (a thresholds file is a JSON file)");
-    constexpr off_t kLargest = 1 << 20;
-    if (st.st_size > kLargest) throw UsageError(path + ": " + std::to_string(st.st_size) + " bytes is too large for a thresholds file");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw UsageError(path + ": " + std::strerror(errno));
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (text.str().find_first_not_of(" \t\r\n") == std::string::npos)
-        throw UsageError(path + ": empty (expected a JSON object of check ids to thresholds)");
-    return text.str();
-}
-
-}  // namespace
-
-ThresholdOverrides parse_threshold_overrides(const std::vector<std::string>& options, const std::optional<std::string>& file) {
-    ThresholdOverrides overrides;
-    if (file) overrides = parse_threshold_file_text(read_thresholds_file(*file), *file);
+ThresholdOverrides merge_threshold_options(const std::vector<std::string>& options, ThresholdOverrides overrides) {
     std::vector<std::string> seen;
     for (const std::string& option : options) {
         auto [id, value] = parse_threshold_option(option);

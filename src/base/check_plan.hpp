@@ -88,6 +88,11 @@ struct CheckKind {
 };
 
 // Every check, in the order they run and are reported (gpumem --list checks).
+// The table drives the run: src/bench runs each row by its id, through a
+// judge of the figures read before any work (kJudges, bench/check_health.cpp)
+// at quick level, a device step (kDeviceSteps, bench/check_engine.cpp) at
+// standard and long, or the pair runner (p2p); a test holds every row to
+// exactly one of them. base knows no NVML or CUDA, so the runners live there.
 extern const NameTable<CheckKind> kChecks;
 // The row of a check id ("copy.h2d", "p2p.0-1"); UsageError when unknown.
 const Named<CheckKind>& check_row(std::string_view id);
@@ -95,6 +100,12 @@ const Named<CheckKind>& check_row(std::string_view id);
 std::string p2p_check_id(int source, int destination);
 // Whether a check runs at `level`.
 bool runs_at(const CheckKind& kind, CheckLevel level) noexcept;
+// The levels that run a check whose lowest is `lowest`, in words: "every
+// level", "standard and long", "long".
+std::string_view levels_text(CheckLevel lowest) noexcept;
+// --threshold ID=... at `level`: a UsageError when `level` does not run the
+// check (its threshold would be silently ignored), naming the levels that do.
+void require_runs_at(const std::string& id, CheckLevel level);
 
 // ---------------------------------------------------------------------------
 // Thresholds given by the user
@@ -118,8 +129,8 @@ double parse_expect_gpus(std::string_view text);
 // "ID=VALUE" (--threshold): the id (a check, a p2p pair, or "p2p") and its value.
 std::pair<std::string, double> parse_threshold_option(std::string_view text);
 // The --threshold options in order (a check named twice is an error), over
-// those of `file` (--thresholds), whose errors read "FILE: reason".
-ThresholdOverrides parse_threshold_overrides(const std::vector<std::string>& options, const std::optional<std::string>& file);
+// `overrides` (a --thresholds file's; core/thresholds_file reads one).
+ThresholdOverrides merge_threshold_options(const std::vector<std::string>& options, ThresholdOverrides overrides = {});
 // A --thresholds file's text (a JSON object of check id to a number or a
 // string with a unit); `name` names it in errors.
 ThresholdOverrides parse_threshold_file_text(const std::string& text, const std::string& name);

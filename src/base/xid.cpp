@@ -1,16 +1,8 @@
 #include "base/xid.hpp"
 
-#include <fcntl.h>
-#include <sys/klog.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <ctime>
-#include <fstream>
 #include <iterator>
 
 #include "base/errors.hpp"
@@ -368,112 +360,6 @@ XidScan scan_kernel_log_text(std::string_view text, const std::string& source) {
     return scanner.finish();
 }
 
-XidScan read_kernel_log_file(const std::string& path) {
-    const std::string what = "--kernel-log " + path;
-    if (path.empty()) throw UsageError("--kernel-log: empty file name");
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) throw UsageError(what + ": " + std::strerror(errno));
-    if (S_ISDIR(st.st_mode)) throw UsageError(what + ": is a directory, not a kernel log (save one with dmesg > FILE)");
-    // A FIFO, /dev/zero or /dev/kmsg could block or never end: refused unopened.
-    if (!S_ISREG(st.st_mode))
-        throw UsageError(what + ": not a regular file (a saved kernel log: dmesg > FILE, or journalctl -k -o short-iso > FILE; "
-                                "leave --kernel-log out to read the live log)");
-    if (static_cast<std::uint64_t>(st.st_size) > kKernelLogMaxBytes)
-        throw UsageError(what + ": " + format_bytes(static_cast<std::uint64_t>(st.st_size)) + " is larger than a kernel log can be (at most " +
-                         format_bytes(kKernelLogMaxBytes) + ")");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw UsageError(what + ": " + std::strerror(errno));
-    XidScanner scanner(path);
-    std::string pending;
-    std::vector<char> buffer(1 << 16);
-    std::uint64_t total = 0;
-    while (in) {
-        in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-        const auto got = static_cast<std::size_t>(in.gcount());
-        if (got == 0) break;
-        total += got;
-        // The file grew past the limit while it was read: the same refusal.
-        if (total > kKernelLogMaxBytes) throw UsageError(what + ": larger than a kernel log can be (at most " + format_bytes(kKernelLogMaxBytes) + ")");
-        std::string_view chunk(buffer.data(), got);
-        if (chunk.find('\0') != std::string_view::npos)
-            throw UsageError(what + ": a binary file, not a text kernel log (journalctl -k -o short-iso > FILE writes one)");
-        while (!chunk.empty()) {
-            const std::size_t nl = chunk.find('\n');
-            if (nl == std::string_view::npos) {
-                pending.append(chunk);
-                break;
-            }
-            pending.append(chunk.substr(0, nl));
-            scanner.add_line(pending);
-            pending.clear();
-            chunk.remove_prefix(nl + 1);
-        }
-        if (pending.size() > kKernelLogMaxLine)
-            throw UsageError(what + ": a line longer than " + format_bytes(kKernelLogMaxLine) + ": not a kernel log");
-    }
-    if (!pending.empty()) scanner.add_line(pending);
-    return scanner.finish();
-}
-
-namespace {
-
-// klogctl's actions (sys/klog.h leaves them unnamed).
-constexpr int kSyslogReadAll = 3, kSyslogSizeBuffer = 10;
-
-XidScan read_klogctl() {
-    XidScan scan;
-    scan.source = "klogctl";
-    const int size = klogctl(kSyslogSizeBuffer, nullptr, 0);
-    if (size < 0) {
-        scan.why_unreadable = std::string("the kernel log cannot be read: klogctl: ") + std::strerror(errno);
-        return scan;
-    }
-    std::string text(static_cast<std::size_t>(size) + 1, '\0');
-    const int got = klogctl(kSyslogReadAll, text.data(), static_cast<int>(text.size()));
-    if (got < 0) {
-        scan.why_unreadable = std::string("the kernel log cannot be read: klogctl: ") + std::strerror(errno) +
-                              (errno == EPERM ? " (needs root, or kernel.dmesg_restrict=0)" : "");
-        return scan;
-    }
-    text.resize(static_cast<std::size_t>(got));
-    return scan_kernel_log_text(text, "klogctl");
-}
-
-}  // namespace
-
-XidScan read_live_kernel_log() {
-    const int fd = ::open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno == ENOENT) return read_klogctl();  // some containers have no /dev/kmsg
-        XidScan scan;
-        scan.source = "/dev/kmsg";
-        scan.why_unreadable = std::string("the kernel log cannot be read: /dev/kmsg: ") + std::strerror(errno) +
-                              (errno == EPERM || errno == EACCES ? " (needs root, or kernel.dmesg_restrict=0; or give --kernel-log FILE)" : "");
-        return scan;
-    }
-    XidScanner scanner("/dev/kmsg");
-    std::string error;
-    // One record per read; a fresh descriptor starts at the oldest record.
-    // The buffer is finite, but a busy kernel writes on: stop after this many.
-    char record[8192];
-    for (std::uint64_t n = 0; n < 10'000'000; ++n) {
-        const ssize_t got = ::read(fd, record, sizeof record);
-        if (got > 0) {
-            std::string_view r(record, static_cast<std::size_t>(got));
-            scanner.add_line(r.substr(0, r.find('\n')));  // continuation lines (" SUBSYSTEM=...") follow the first
-            continue;
-        }
-        if (got < 0 && errno == EINTR) continue;
-        if (got < 0 && errno == EPIPE) continue;  // records overwritten while read: go on with the next
-        if (got < 0 && errno != EAGAIN) error = std::strerror(errno);
-        break;
-    }
-    ::close(fd);
-    XidScan scan = scanner.finish();
-    if (!error.empty()) scan.why_unreadable = "the kernel log cannot be read: /dev/kmsg: " + error;
-    return scan;
-}
-
 XidSince parse_xid_since(std::string_view text) {
     const std::string shown(text);
     XidSince since;
@@ -502,13 +388,6 @@ XidSince parse_xid_since(std::string_view text) {
     since.kind = XidSince::Kind::time;
     since.epoch = iso->epoch;
     return since;
-}
-
-XidClock xid_clock_now() {
-    timespec mono{}, real{};
-    clock_gettime(CLOCK_MONOTONIC, &mono);
-    clock_gettime(CLOCK_REALTIME, &real);
-    return XidClock{static_cast<double>(mono.tv_sec) + static_cast<double>(mono.tv_nsec) / 1e9, static_cast<std::int64_t>(real.tv_sec)};
 }
 
 XidWindow xid_window(const XidScan& scan, const XidSince& since, const std::optional<XidClock>& clock) {
@@ -573,9 +452,7 @@ Remediation xid_event_remediation(const XidEvent& e) noexcept {
     return c ? c->remediation : Remediation::drain;
 }
 
-namespace {
-
-Verdict verdict_of(XidSeverity s) {
+Verdict xid_severity_verdict(XidSeverity s) noexcept {
     switch (s) {
         case XidSeverity::info: return Verdict::pass;
         case XidSeverity::warn: return Verdict::warn;
@@ -583,6 +460,8 @@ Verdict verdict_of(XidSeverity s) {
     }
     return Verdict::warn;
 }
+
+namespace {
 
 std::string meaning_of(const XidEvent& e) {
     if (e.code == 154) {
@@ -594,7 +473,9 @@ std::string meaning_of(const XidEvent& e) {
     return c ? std::string(c->meaning) : "Xid " + std::to_string(e.code) + " is not in gpumem's catalog";
 }
 
-std::string describe(const XidEvent& e) {
+}  // namespace
+
+std::string describe_xid_event(const XidEvent& e) {
     std::string s = "Xid " + std::to_string(e.code);
     if (!e.time_text.empty()) s += " at " + e.time_text;
     s += " (" + meaning_of(e);
@@ -602,8 +483,6 @@ std::string describe(const XidEvent& e) {
     if (xid_event_severity(e) != XidSeverity::info && r != Remediation::none) s += "; " + std::string(remediation_words(r));
     return s + ")";
 }
-
-}  // namespace
 
 std::string_view remediation_words(Remediation r) noexcept {
     switch (r) {
@@ -614,62 +493,6 @@ std::string_view remediation_words(Remediation r) noexcept {
         case Remediation::service: return "send for service";
     }
     return "";
-}
-
-CheckOutcome xid_check(const XidScan& scan, const XidWindow& window, const PciAddress& gpu, const std::vector<PciAddress>& checked) {
-    constexpr const char* kId = "xid.events";
-    if (!scan.why_unreadable.empty()) return unknown_check(kId, scan.why_unreadable);
-    std::vector<const XidEvent*> mine;
-    std::vector<std::string> others;  // devices no checked GPU is
-    std::uint64_t other_count = 0;
-    for (const XidEvent& e : window.events) {
-        if (same_pci_device(*e.pci, gpu)) {
-            mine.push_back(&e);
-            continue;
-        }
-        const bool checked_elsewhere = std::any_of(checked.begin(), checked.end(), [&](const PciAddress& p) { return same_pci_device(*e.pci, p); });
-        if (checked_elsewhere) continue;
-        ++other_count;
-        const std::string name = e.device_text + " Xid " + std::to_string(e.code);
-        if (others.size() < 3 && std::find(others.begin(), others.end(), name) == others.end()) others.push_back(name);
-    }
-    // Worst first: by severity, then by remediation; the log's order among equals.
-    std::stable_sort(mine.begin(), mine.end(), [](const XidEvent* a, const XidEvent* b) {
-        const auto sa = xid_event_severity(*a), sb = xid_event_severity(*b);
-        if (sa != sb) return sa > sb;
-        return xid_event_remediation(*a) > xid_event_remediation(*b);
-    });
-    CheckOutcome out;
-    out.id = kId;
-    out.kind = &check_row(kId).value;
-    out.value = static_cast<double>(mine.size());
-    std::string reason;
-    if (mine.empty()) {
-        out.verdict = Verdict::pass;
-        reason = "no Xid events " + window.description;
-    } else {
-        const XidEvent& worst = *mine.front();
-        out.verdict = verdict_of(xid_event_severity(worst));
-        if (out.verdict != Verdict::pass) out.remediation = xid_event_remediation(worst);
-        reason = std::to_string(mine.size()) + " Xid event" + (mine.size() == 1 ? "" : "s") + " " + window.description + ", worst first: ";
-        std::vector<std::string> shown;
-        for (std::size_t i = 0; i < mine.size() && i < 4; ++i) shown.push_back(describe(*mine[i]));
-        if (mine.size() > shown.size()) shown.push_back("and " + std::to_string(mine.size() - shown.size()) + " more");
-        reason += join(shown, "; ");
-    }
-    reason += " (" + std::to_string(scan.lines) + " lines of " + scan.source;
-    if (window.before > 0) reason += "; " + std::to_string(window.before) + " older events left out";
-    if (window.not_comparable > 0) reason += "; " + std::to_string(window.not_comparable) + " events with no time to compare, counted";
-    reason += ")";
-    if (other_count > 0)
-        reason += "; " + std::to_string(other_count) + " Xid event" + (other_count == 1 ? "" : "s") + " of devices not checked here (" + join(others) +
-                  (other_count > others.size() ? ", ..." : "") + ")";
-    if (scan.not_understood > 0)
-        reason += "; " + std::to_string(scan.not_understood) + " Xid line" + (scan.not_understood == 1 ? "" : "s") + " not understood (first: '" +
-                  scan.not_understood_samples.front() + "')";
-    if (scan.events_dropped > 0) reason += "; " + std::to_string(scan.events_dropped) + " events beyond the first " + std::to_string(kMaxXidEvents) + " not read";
-    out.reason = one_line(reason);
-    return out;
 }
 
 }  // namespace gpumem

@@ -2,9 +2,10 @@
 // meets an error ("NVRM: Xid (PCI:0000:18:00): 79, pid=..., GPU has fallen
 // off the bus."). The parser of kernel log lines in the forms operators save
 // them (dmesg, dmesg -T, /dev/kmsg records, journalctl -k, syslog), the
-// catalog of codes with a severity and a remediation each, the reading of
-// the live log (/dev/kmsg) or a saved one, the --xid-since window, and the
-// xid.events check of one GPU. No CUDA and no NVML: tested on the CPU.
+// catalog of codes with a severity and a remediation each, and the
+// --xid-since window. Pure: no I/O, no CUDA, no NVML; core/kernel_log reads
+// the live log (/dev/kmsg) or a saved one, and bench/check_health judges
+// xid.events.
 #pragma once
 
 #include <cstdint>
@@ -91,21 +92,6 @@ private:
 // Every line of `text`.
 XidScan scan_kernel_log_text(std::string_view text, const std::string& source);
 
-// The largest saved kernel log --kernel-log reads: a week of a busy node's
-// dmesg is a few MiB; a file beyond this is not a kernel log.
-inline constexpr std::uint64_t kKernelLogMaxBytes = 256ULL << 20;
-// The longest line it reads (a kernel log record is at most a few KiB).
-inline constexpr std::size_t kKernelLogMaxLine = 1 << 20;
-// A saved kernel log (--kernel-log FILE), checked and scanned: UsageError for
-// a missing file, a directory, a FIFO or device (refused before it is
-// opened), a file above kKernelLogMaxBytes (refused by its size, unread), a
-// binary file (a NUL byte) or a line longer than kKernelLogMaxLine.
-XidScan read_kernel_log_file(const std::string& path);
-// The live kernel log: /dev/kmsg read without blocking from its first record
-// (klogctl where /dev/kmsg is missing). A log that may not be read
-// (dmesg_restrict, a container) gives why_unreadable, not an error.
-XidScan read_live_kernel_log();
-
 // --xid-since: "boot" (everything in the log), a duration (30m, 6h, 2d), or
 // a time (2026-11-25T05:00:00, with Z or +01:00 for a zone; local time
 // without one).
@@ -118,12 +104,12 @@ struct XidSince {
 };
 XidSince parse_xid_since(std::string_view text);
 
-// The clock of the running machine, to place /dev/kmsg's times since boot.
+// The clock of the running machine, to place /dev/kmsg's times since boot
+// (core/kernel_log reads it).
 struct XidClock {
     double uptime = 0;       // seconds since boot now
     std::int64_t epoch = 0;  // seconds since 1970 now
 };
-XidClock xid_clock_now();
 
 // The events of `scan` within `since`. A live log (`clock` given) places each
 // event by its time since boot. A saved log has no "now": a duration counts
@@ -145,12 +131,12 @@ std::string_view remediation_words(Remediation remediation) noexcept;
 XidSeverity xid_event_severity(const XidEvent& event) noexcept;
 Remediation xid_event_remediation(const XidEvent& event) noexcept;
 
-// The xid.events check of the GPU at `gpu`: the count of its events, the
-// worst's verdict and remediation, and each event (worst first) with its
-// code, time and meaning in the reason. Events of devices that are none of
-// `checked` are named in the reason, not counted; so are the lines not
-// understood.
-CheckOutcome xid_check(const XidScan& scan, const XidWindow& window, const PciAddress& gpu, const std::vector<PciAddress>& checked);
+// The verdict of an event of this severity: info passes, warn warns,
+// critical fails.
+Verdict xid_severity_verdict(XidSeverity severity) noexcept;
+// One event for a reason: "Xid 79 at 12.3 s after boot (GPU has fallen off
+// the bus; reboot the node)".
+std::string describe_xid_event(const XidEvent& event);
 
 // Whether an Xid's device is the GPU at `gpu` (domain, bus and device; the
 // driver leaves out the function).

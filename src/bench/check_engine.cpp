@@ -1,5 +1,6 @@
 // The device work of `gpumem check` (standard and long levels): each step
-// runs one of gpumem's engines and is judged as soon as it ends.
+// runs one of gpumem's engines and is judged as soon as it ends; and the
+// whole run, from the NVML figures to p2p.
 #include "bench/check_engine.hpp"
 
 #include <cuda_runtime_api.h>
@@ -18,6 +19,7 @@
 #include "bench/memset_bench.hpp"
 #include "bench/memtest.hpp"
 #include "core/cuda_check.hpp"
+#include "core/kernel_log.hpp"
 
 namespace gpumem {
 namespace {
@@ -265,34 +267,65 @@ CheckOutcome check_copy(const CheckDeviceFigures& f, const CheckSettings& s, con
                       format_decimal(rate.best.median_bps / 1e9, 1) + " GB/s)" + retest_note(rate, pauses));
 }
 
-// In the order they run. Bandwidth first: right after a memtest over 90% of
-// free memory was freed, pinned h2d copies ran at half their rate for a
-// while (26-29 GB/s against 55 on an H200 and an H100, every time; d2h was
-// unaffected), so the copies are measured before the large allocations.
-const char* const kDeviceWork[] = {"memset.bandwidth", "copy.d2d", "copy.h2d", "copy.d2h", "alloc.max", "fill.verify", "memtest"};
+// What a device step works with.
+struct DeviceWork {
+    const CheckDeviceFigures& figures;
+    const CheckSettings& settings;
+    const StopToken& stop;
+    DeviceId device;
+};
+
+// A check of kChecks that runs as device work on its own GPU. The run's
+// order is kChecks'.
+struct DeviceStep {
+    std::string_view id;
+    CheckOutcome (*run)(const DeviceWork& work);
+    // Non-empty: the later steps need what this one made, and without its
+    // value each of them is unknown for this reason.
+    std::string_view needed_by_later;
+};
+
+constexpr DeviceStep kDeviceSteps[] = {
+    {"cuda.context", [](const DeviceWork& w) { return check_context(w.device, w.settings); }, "not run: no CUDA context"},
+    {"memset.bandwidth", [](const DeviceWork& w) { return check_memset(w.figures, w.settings); }, ""},
+    {"copy.d2d", [](const DeviceWork& w) { return check_copy(w.figures, w.settings, "d2d", w.stop); }, ""},
+    {"copy.h2d", [](const DeviceWork& w) { return check_copy(w.figures, w.settings, "h2d", w.stop); }, ""},
+    {"copy.d2h", [](const DeviceWork& w) { return check_copy(w.figures, w.settings, "d2h", w.stop); }, ""},
+    {"alloc.max", [](const DeviceWork& w) { return check_alloc_max(w.device, w.settings, w.stop); }, ""},
+    {"fill.verify", [](const DeviceWork& w) { return check_fill(w.device, w.settings, w.stop); }, ""},
+    {"memtest", [](const DeviceWork& w) { return check_memtest(w.device, w.settings, w.stop); }, ""},
+};
+
+const DeviceStep* device_step(std::string_view id) noexcept {
+    for (const DeviceStep& step : kDeviceSteps)
+        if (step.id == id) return &step;
+    return nullptr;
+}
 
 }  // namespace
+
+bool has_device_step(std::string_view id) noexcept { return device_step(id) != nullptr; }
 
 void run_device_checks(const CheckDeviceFigures& f, const CheckSettings& s, std::vector<CheckOutcome>& out, const StopToken& stop,
                        const OutcomeFn& on_outcome) {
     if (s.level == CheckLevel::quick) return;
-    const DeviceId device = f.device.cuda_index.value();
     // The host threads of the copies, and the pages they touch first, next to the GPU.
     std::optional<ScopedCpuAffinity> pin;
     if (!f.cpu_affinity.empty()) pin.emplace(f.cpu_affinity);
     StepRunner steps(s, out, stop, on_outcome);
-    steps.run("cuda.context", [&] { return check_context(device, s); });
-    if (!steps.last().value) {
-        for (const char* id : kDeviceWork)
-            if (runs_at(check_row(id).value, s.level)) steps.add(unknown_check(id, "not run: no CUDA context"));
-        return;
+    const DeviceWork work{f, s, stop, f.device.cuda_index.value()};
+    std::string missing;  // why the remaining steps cannot run
+    for (const Named<CheckKind>& row : kChecks) {
+        const DeviceStep* step = device_step(row.name);
+        if (step == nullptr || !runs_at(row.value, s.level)) continue;
+        const std::string id(row.name);
+        if (!missing.empty()) {
+            steps.add(unknown_check(id, missing));
+            continue;
+        }
+        steps.run(id, [&] { return step->run(work); });
+        if (!step->needed_by_later.empty() && !steps.last().value) missing = step->needed_by_later;
     }
-    steps.run("memset.bandwidth", [&] { return check_memset(f, s); });
-    for (const char* direction : {"d2d", "h2d", "d2h"})
-        steps.run(std::string("copy.") + direction, [&] { return check_copy(f, s, direction, stop); });
-    steps.run("alloc.max", [&] { return check_alloc_max(device, s, stop); });
-    steps.run("fill.verify", [&] { return check_fill(device, s, stop); });
-    if (s.level == CheckLevel::deep) steps.run("memtest", [&] { return check_memtest(device, s, stop); });
 }
 
 // ---------------------------------------------------------------------------
@@ -388,6 +421,76 @@ void run_p2p_checks(const std::vector<CheckDeviceFigures>& devices, const CheckS
             return 0;
         });
     }
+}
+
+// ---------------------------------------------------------------------------
+// The whole run
+
+std::uint64_t expected_checks(CheckLevel level, std::size_t devices) {
+    std::uint64_t per_device = 0;
+    for (const Named<CheckKind>& row : kChecks)
+        if (!row.value.per_pair && runs_at(row.value, level) && row.name != kExpectedGpusCheck) ++per_device;
+    const std::uint64_t pairs = level == CheckLevel::quick ? 0 : devices * (devices - 1);
+    return per_device * devices + pairs + 1;  // node.gpus once
+}
+
+namespace {
+
+// The kernel log's Xid events, read once for every device's xid.events.
+XidReading read_xid_events(const CheckRequest& q, const std::vector<CheckDeviceFigures>& figures) {
+    const auto start = Clock::now();
+    XidReading xid;
+    xid.scan = q.kernel_log ? *q.kernel_log : read_live_kernel_log();
+    const std::optional<XidClock> clock = q.kernel_log ? std::nullopt : std::optional<XidClock>(xid_clock_now());
+    xid.window = xid_window(xid.scan, q.xid_since, clock);
+    xid.checked.reserve(figures.size());
+    for (const CheckDeviceFigures& f : figures) xid.checked.push_back(f.device.pci);
+    xid.seconds = seconds_since(start);
+    return xid;
+}
+
+// The device work of standard and long: every device at once, then p2p.
+void run_device_work(const CheckRequest& q, const std::vector<CheckDeviceFigures>& figures, CheckResults& results,
+                     const CheckProgress& progress) {
+    std::uint64_t done = 0;
+    for (const CheckDeviceResult& d : results.devices) done += d.checks.size();
+    if (progress.start) progress.start(expected_checks(q.settings.level, figures.size()), done);
+    std::mutex progress_mutex;
+    const OutcomeFn on_outcome = [&](const CheckOutcome& o) {
+        const std::lock_guard<std::mutex> lock(progress_mutex);
+        ++done;
+        if (progress.step) progress.step(done, o);
+    };
+    std::vector<DeviceId> ids;
+    ids.reserve(figures.size());
+    for (const CheckDeviceFigures& f : figures) ids.push_back(f.device.cuda_index.value());
+    // results.devices is sized before the threads start: each writes its own element.
+    run_on_devices(ids, [&](DeviceId id, const StopToken& stop) {
+        for (std::size_t i = 0; i < figures.size(); ++i)
+            if (ids[i] == id) run_device_checks(figures[i], q.settings, results.devices[i].checks, stop, on_outcome);
+        return 0;
+    });
+    std::vector<std::vector<CheckOutcome>*> outs;
+    outs.reserve(results.devices.size());
+    for (CheckDeviceResult& d : results.devices) outs.push_back(&d.checks);
+    run_p2p_checks(figures, q.settings, outs, on_outcome);
+    if (progress.finish) progress.finish();
+}
+
+}  // namespace
+
+void run_checks(const CheckRequest& q, CheckResults& results, const CheckProgress& progress) {
+    CheckNodeFigures node;
+    const std::vector<CheckDeviceFigures> figures = read_check_figures(q.devices, &node);
+    const XidReading xid = read_xid_events(q, figures);
+    results.devices.reserve(figures.size());
+    // The node's own checks go on its first GPU's row.
+    for (std::size_t i = 0; i < figures.size(); ++i) {
+        CheckDeviceResult d{figures[i].device, judge_readings(CheckReadings{figures[i], node, xid, q.settings.thresholds}, i == 0)};
+        for (CheckOutcome& c : d.checks) apply_strict(c, q.settings.strict);
+        results.devices.push_back(std::move(d));
+    }
+    if (q.settings.level != CheckLevel::quick) run_device_work(q, figures, results, progress);
 }
 
 }  // namespace gpumem

@@ -24,6 +24,8 @@ constexpr nvmlReturn_t NVML_ERROR_NOT_SUPPORTED = 3;
 constexpr nvmlReturn_t NVML_ERROR_INSUFFICIENT_SIZE = 7;
 constexpr nvmlReturn_t NVML_ERROR_FUNCTION_NOT_FOUND = 13;
 constexpr nvmlReturn_t NVML_ERROR_GPU_IS_LOST = 15;
+constexpr nvmlReturn_t NVML_ERROR_RESET_REQUIRED = 16;
+constexpr nvmlReturn_t NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25;
 constexpr unsigned NVML_CLOCK_MEM = 2;
 constexpr unsigned long long NVML_VALUE_NOT_AVAILABLE = ~0ULL;
 
@@ -65,6 +67,39 @@ static_assert(sizeof(nvmlFieldValue_t) == 40, "nvmlFieldValue_t layout must matc
 // nvml.h's NVML_FI_DEV_NVLINK_* field ids and value types.
 constexpr unsigned kFiCrcFlitTotal = 38, kFiCrcDataTotal = 45, kFiReplayTotal = 52, kFiRecoveryTotal = 59;
 constexpr unsigned kFiSpeedCommon = 90, kFiLinkCount = 91;
+constexpr unsigned kFiRecoveryAction = 230;  // NVML_FI_DEV_GET_GPU_RECOVERY_ACTION
+// Each value as an unsigned number, whatever type NVML gave it.
+std::optional<std::uint64_t> field_number(const nvmlFieldValue_t& v) {
+    if (v.nvmlReturn != NVML_SUCCESS) return std::nullopt;
+    switch (v.valueType) {
+        case 0: return v.value.dVal >= 0 ? std::optional<std::uint64_t>(static_cast<std::uint64_t>(v.value.dVal)) : std::nullopt;
+        case 1: return v.value.uiVal;
+        case 2: return v.value.ulVal;
+        case 3: return v.value.ullVal;
+        case 4: return v.value.sllVal >= 0 ? std::optional<std::uint64_t>(static_cast<std::uint64_t>(v.value.sllVal)) : std::nullopt;
+        case 5: return v.value.siVal >= 0 ? std::optional<std::uint64_t>(static_cast<std::uint64_t>(v.value.siVal)) : std::nullopt;
+        case 6: return v.value.usVal;
+        default: return std::nullopt;
+    }
+}
+// nvmlGpuFabricInfo_t (the first call) and nvmlGpuFabricInfo_v2_t (the
+// versioned one: the same fields after a version, and a health mask).
+struct nvmlGpuFabricInfo_t {
+    unsigned char clusterUuid[16];
+    nvmlReturn_t status;
+    unsigned cliqueId;
+    unsigned char state;  // nvmlGpuFabricState_t
+};
+struct nvmlGpuFabricInfo_v2_t {
+    unsigned version;
+    unsigned char clusterUuid[16];
+    nvmlReturn_t status;
+    unsigned cliqueId;
+    unsigned char state;
+    unsigned healthMask;
+};
+constexpr unsigned nvmlGpuFabricInfo_v2 = static_cast<unsigned>(sizeof(nvmlGpuFabricInfo_v2_t)) | (2u << 24);
+static_assert(nvmlGpuFabricInfo_v2 == 0x02000024, "nvmlGpuFabricInfo_v2_t layout must match nvml.h");
 constexpr unsigned kNvLinkMaxLinks = 18;  // NVML_NVLINK_MAX_LINKS
 constexpr unsigned kNvLinkRemoteSwitch = 2;  // NVML_NVLINK_DEVICE_TYPE_SWITCH
 struct nvmlProcessInfo_t {
@@ -113,6 +148,8 @@ struct Nvml::Api {
     nvmlReturn_t (*device_nvlink_version)(nvmlDevice_t, unsigned, unsigned*) = nullptr;
     nvmlReturn_t (*device_nvlink_remote_pci)(nvmlDevice_t, unsigned, nvmlPciInfo_t*) = nullptr;
     nvmlReturn_t (*device_nvlink_remote_type)(nvmlDevice_t, unsigned, int*) = nullptr;
+    nvmlReturn_t (*device_fabric)(nvmlDevice_t, nvmlGpuFabricInfo_t*) = nullptr;
+    nvmlReturn_t (*device_fabric_v)(nvmlDevice_t, nvmlGpuFabricInfo_v2_t*) = nullptr;
 
     nvmlDevice_t handle(unsigned index) const {
         nvmlDevice_t h = nullptr;
@@ -136,8 +173,10 @@ std::future<OpenResult> g_opening;  // set by start_opening, taken by open
 
 // Whether a call answered. A failure other than "not supported" is noted in
 // `failures` (once per function) so that its checks say unknown, not n/a.
-bool answered(const Nvml::Api& a, nvmlReturn_t r, const char* function, NvmlHealth* failures) {
+bool answered(const Nvml::Api& a, nvmlReturn_t r, std::string_view function, NvmlHealth* failures) {
     if (r == NVML_SUCCESS) return true;
+    // The driver's "GPU requires reset", whichever query met it first.
+    if (failures && r == NVML_ERROR_RESET_REQUIRED && failures->reset_required_by.empty()) failures->reset_required_by = std::string(function);
     if (failures && r != NVML_ERROR_NOT_SUPPORTED && r != NVML_ERROR_FUNCTION_NOT_FOUND && !failures->error_of(function))
         failures->errors.emplace_back(function, a.message(r));
     return false;
@@ -214,6 +253,8 @@ std::unique_ptr<Nvml> Nvml::open_now(std::string& why_not) {
     load(a.device_nvlink_version, "nvmlDeviceGetNvLinkVersion");
     load(a.device_nvlink_remote_pci, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
     load(a.device_nvlink_remote_type, "nvmlDeviceGetNvLinkRemoteDeviceType");
+    load(a.device_fabric, "nvmlDeviceGetGpuFabricInfo");
+    load(a.device_fabric_v, "nvmlDeviceGetGpuFabricInfoV");
     if (!a.init || !a.shutdown || !a.error_string || !a.device_count || !a.device_handle || !a.device_name ||
         !a.device_uuid || !a.device_pci || !a.device_memory) {
         why_not = "libnvidia-ml.so.1 lacks required functions (driver too old)";
@@ -390,10 +431,44 @@ std::vector<int> Nvml::cpu_affinity(unsigned index) const {
     return cpus;
 }
 
+namespace {
+
+// The GPU's NVSwitch fabric registration: the versioned call, else the
+// first one (a driver that predates the version); nothing where the driver
+// has neither or the GPU is on no fabric.
+void read_fabric(const Nvml::Api& a, nvmlDevice_t h, unsigned index, NvmlNvLink& out) {
+    nvmlReturn_t r = NVML_ERROR_FUNCTION_NOT_FOUND;
+    NvmlFabric fabric;
+    std::string function = "nvmlDeviceGetGpuFabricInfoV";
+    if (a.device_fabric_v) {
+        nvmlGpuFabricInfo_v2_t info{};
+        info.version = nvmlGpuFabricInfo_v2;
+        r = a.device_fabric_v(h, &info);
+        fabric = NvmlFabric{info.state, info.status, ""};
+    }
+    if ((r == NVML_ERROR_FUNCTION_NOT_FOUND || r == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) && a.device_fabric) {
+        function = "nvmlDeviceGetGpuFabricInfo";
+        nvmlGpuFabricInfo_t info{};
+        r = a.device_fabric(h, &info);
+        fabric = NvmlFabric{info.state, info.status, ""};
+    }
+    if (r == NVML_SUCCESS) {
+        fabric.status_text = a.message(fabric.status);
+        out.fabric = fabric;
+    } else if (r == NVML_ERROR_GPU_IS_LOST) {
+        throw GpuLostError("NVML device " + std::to_string(index) + ": " + a.message(r));
+    } else if (r != NVML_ERROR_NOT_SUPPORTED && r != NVML_ERROR_FUNCTION_NOT_FOUND) {
+        out.fabric_error = function + " failed: " + a.message(r);
+    }
+}
+
+}  // namespace
+
 NvmlNvLink Nvml::nvlink(unsigned index) const {
     const Api& a = *api_;
     nvmlDevice_t h = a.handle(index);
     NvmlNvLink out;
+    read_fabric(a, h, index, out);
     if (!a.device_nvlink_state) return out;  // a driver without NVLink calls: none
     std::optional<unsigned> count;
     if (a.device_field_values) {
@@ -403,20 +478,7 @@ NvmlNvLink Nvml::nvlink(unsigned index) const {
         const nvmlReturn_t r = a.device_field_values(h, 6, values);
         if (r == NVML_ERROR_GPU_IS_LOST) throw GpuLostError("NVML device " + std::to_string(index) + ": " + a.message(r));
         if (r == NVML_SUCCESS) {
-            // Each value as an unsigned number, whatever type NVML gave it.
-            auto number = [](const nvmlFieldValue_t& v) -> std::optional<std::uint64_t> {
-                if (v.nvmlReturn != NVML_SUCCESS) return std::nullopt;
-                switch (v.valueType) {
-                    case 0: return v.value.dVal >= 0 ? std::optional<std::uint64_t>(static_cast<std::uint64_t>(v.value.dVal)) : std::nullopt;
-                    case 1: return v.value.uiVal;
-                    case 2: return v.value.ulVal;
-                    case 3: return v.value.ullVal;
-                    case 4: return v.value.sllVal >= 0 ? std::optional<std::uint64_t>(static_cast<std::uint64_t>(v.value.sllVal)) : std::nullopt;
-                    case 5: return v.value.siVal >= 0 ? std::optional<std::uint64_t>(static_cast<std::uint64_t>(v.value.siVal)) : std::nullopt;
-                    case 6: return v.value.usVal;
-                    default: return std::nullopt;
-                }
-            };
+            const auto number = field_number;
             if (const auto n = number(values[0])) count = static_cast<unsigned>(std::min<std::uint64_t>(*n, kNvLinkMaxLinks));
             if (const auto mbps = number(values[1]); mbps && *mbps > 0) out.link_speed_mbps = static_cast<double>(*mbps);
             out.replay_errors = number(values[2]);
@@ -533,7 +595,7 @@ NvmlHealth Nvml::health(unsigned index) const {
     const Api& a = *api_;
     nvmlDevice_t h = a.handle(index);
     NvmlHealth out;
-    auto ok = [&](nvmlReturn_t r, const char* function) { return answered(a, r, function, &out); };
+    auto ok = [&](nvmlReturn_t r, std::string_view function) { return answered(a, r, function, &out); };
     int current = 0, pending = 0;
     if (a.device_ecc_mode && ok(a.device_ecc_mode(h, &current, &pending), "nvmlDeviceGetEccMode")) {
         out.ecc_enabled = current != 0;
@@ -574,6 +636,15 @@ NvmlHealth Nvml::health(unsigned index) const {
     unsigned long long reasons = 0;
     if (a.device_clock_reasons && ok(a.device_clock_reasons(h, &reasons), "nvmlDeviceGetCurrentClocksEventReasons"))
         out.clock_event_reasons = reasons;
+    if (a.device_field_values) {
+        nvmlFieldValue_t v{};
+        v.fieldId = kFiRecoveryAction;
+        const std::string_view what = kRecoveryActionQuery;
+        // A driver that predates the field answers it "not supported" or
+        // "invalid argument": not reported, n/a.
+        if (ok(a.device_field_values(h, 1, &v), what) && v.nvmlReturn != NVML_ERROR_INVALID_ARGUMENT && ok(v.nvmlReturn, what))
+            if (const auto action = field_number(v)) out.recovery_action = static_cast<unsigned>(std::min<std::uint64_t>(*action, ~0u));
+    }
     return out;
 }
 

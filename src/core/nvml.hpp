@@ -54,6 +54,12 @@ struct NvmlHealth {
     std::optional<unsigned> memory_clock_mhz, memory_clock_max_mhz;
     // nvmlClocksEventReason* bits active now (0: the clocks are not held back).
     std::optional<std::uint64_t> clock_event_reasons;
+    // The driver's own verdict: NVML_FI_DEV_GET_GPU_RECOVERY_ACTION
+    // (nvmlDeviceGpuRecoveryAction_t: 0 none, 1 GPU reset, 2 node reboot, 3
+    // drain P2P, 4 drain and reset), empty where the driver does not report
+    // the field; and the first query that answered NVML_ERROR_RESET_REQUIRED.
+    std::optional<unsigned> recovery_action;
+    std::string reset_required_by;
     // The NVML calls that failed for a reason other than "not supported"
     // (no permission, GPU lost, an unknown error), by function name
     // ("nvmlDeviceGetRemappedRows") to NVML's message: their figures stay
@@ -61,6 +67,19 @@ struct NvmlHealth {
     std::vector<std::pair<std::string, std::string>> errors;
     // The message of `function`'s failure, or null when it did not fail.
     const std::string* error_of(std::string_view function) const noexcept;
+};
+
+// The name under which a failed read of the recovery action is noted in
+// NvmlHealth::errors.
+inline constexpr std::string_view kRecoveryActionQuery = "nvmlDeviceGetFieldValues(NVML_FI_DEV_GET_GPU_RECOVERY_ACTION)";
+
+// A GPU's registration with the NVSwitch fabric (nvmlDeviceGetGpuFabricInfoV):
+// nvmlGpuFabricState_t (0 not supported, 1 not started, 2 in progress, 3
+// completed) and, once completed, its status (an nvmlReturn_t, 0 success).
+struct NvmlFabric {
+    unsigned state = 0;
+    int status = 0;
+    std::string status_text;  // nvmlErrorString(status)
 };
 
 // NVLink as NVML reports it (nvmlDeviceGetFieldValues, nvmlDeviceGetNvLinkState...).
@@ -76,6 +95,10 @@ struct NvmlNvLink {
     std::optional<double> link_speed_mbps;  // NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON: one link, one direction
     // Totals over every link since the driver loaded; empty when not reported.
     std::optional<std::uint64_t> replay_errors, recovery_errors, crc_flit_errors, crc_data_errors;
+    // The NVSwitch fabric: empty where the driver has no fabric call or the
+    // GPU is on none (NVML_ERROR_NOT_SUPPORTED); fabric_error when the call failed.
+    std::optional<NvmlFabric> fabric;
+    std::string fabric_error;
     unsigned active_count() const noexcept {
         unsigned n = 0;
         for (bool a : active) n += a ? 1 : 0;

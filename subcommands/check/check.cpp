@@ -1,10 +1,10 @@
-// gpumem check: a memory health verdict per GPU. NVML health at every level
-// (no CUDA context at quick); at standard and long, the device work of
-// bench/check_engine on every device at once, one thread each, then p2p
-// between every pair. A failed check exits 7, one stderr line per check.
+// gpumem check: a memory health verdict per GPU. This file parses and checks
+// the options (a saved kernel log and a thresholds file are read here, so a
+// bad one is a usage error before any driver call) and reports; the run
+// itself is bench/check_engine's run_checks. A failed check exits 7, one
+// stderr line per check.
 #include <chrono>
 #include <cstdio>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +13,8 @@
 #include "base/interrupt.hpp"
 #include "base/text.hpp"
 #include "check/check_report.hpp"
+#include "core/kernel_log.hpp"
+#include "core/thresholds_file.hpp"
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
 
@@ -65,26 +67,13 @@ void add_options(CLI::App& sub, CheckOptions& o) {
         ->group("");
 }
 
-// A --threshold for a check the level does not run would be silently
-// ignored: refused instead (a file may hold every check's).
-void check_levels_of(const std::vector<std::string>& options, CheckLevel level) {
-    for (const std::string& option : options) {
-        const std::string id = parse_threshold_option(option).first;
-        const CheckKind& kind = check_row(id == "p2p" ? p2p_check_id(0, 1) : id).value;
-        if (!runs_at(kind, level)) {
-            std::string message = "--threshold " + id;
-            message += ": " + id + " does not run at --level " + std::string(kCheckLevels.name_of(level));
-            throw UsageError(message + " (it runs at standard and long)");
-        }
-    }
-}
-
 CheckRequest check(const CheckOptions& o, const Globals& globals) {
     CheckRequest q;
     q.devices = device_spec_or(globals, "all");
     q.settings.level = kCheckLevels.parse(o.level);
     q.settings.thresholds = parse_threshold_overrides(o.thresholds, o.thresholds_file);
-    check_levels_of(o.thresholds, q.settings.level);
+    // A file may hold every check's thresholds; an option names one to use.
+    for (const std::string& option : o.thresholds) require_runs_at(parse_threshold_option(option).first, q.settings.level);
     if (o.expect_gpus) {
         const std::string id(kExpectedGpusCheck);
         if (find_override(q.settings.thresholds, id) && q.settings.thresholds.at(id).source == "--threshold")
@@ -100,77 +89,20 @@ CheckRequest check(const CheckOptions& o, const Globals& globals) {
     return q;
 }
 
-// How many checks a run makes, for the progress line.
-std::uint64_t expected_checks(CheckLevel level, std::size_t devices) {
-    std::uint64_t per_device = 0;
-    for (const Named<CheckKind>& row : kChecks)
-        if (!row.value.per_pair && runs_at(row.value, level) && row.name != kExpectedGpusCheck) ++per_device;
-    const std::uint64_t pairs = level == CheckLevel::quick ? 0 : devices * (devices - 1);
-    return per_device * devices + pairs + 1;  // node.gpus once
-}
-
-// The device work of standard and long: every device at once, then p2p.
-void run_device_work(const CheckRequest& q, const std::vector<CheckDeviceFigures>& figures, CheckResults& results, Session& session) {
-    const std::uint64_t total = expected_checks(q.settings.level, figures.size());
-    std::uint64_t done = 0;
-    for (const CheckDeviceResult& d : results.devices) done += d.checks.size();
-    Progress progress(session.progress(), "check", total);
-    std::mutex progress_mutex;
-    const OutcomeFn on_outcome = [&](const CheckOutcome& o) {
-        std::lock_guard<std::mutex> lock(progress_mutex);
-        progress.update(++done, o.id + " " + std::string(verdict_name(o.verdict)));
-    };
-    std::vector<DeviceId> ids;
-    ids.reserve(figures.size());
-    for (const CheckDeviceFigures& f : figures) ids.push_back(f.device.cuda_index.value());
-    // results.devices is sized before the threads start: each writes its own element.
-    run_on_devices(ids, [&](DeviceId id, const StopToken& stop) {
-        for (std::size_t i = 0; i < figures.size(); ++i)
-            if (ids[i] == id) run_device_checks(figures[i], q.settings, results.devices[i].checks, stop, on_outcome);
-        return 0;
-    });
-    std::vector<std::vector<CheckOutcome>*> outs;
-    for (CheckDeviceResult& d : results.devices) outs.push_back(&d.checks);
-    run_p2p_checks(figures, q.settings, outs, on_outcome);
-    progress.finish();
-}
-
-// The signals that need no device work: the node's GPUs (on its first
-// GPU's row), each GPU's Xid events and NVLink, after its NVML checks.
-void add_signal_checks(const CheckRequest& q, const CheckNodeFigures& node, const std::vector<CheckDeviceFigures>& figures,
-                       std::vector<CheckDeviceResult>& devices) {
-    const auto start = Clock::now();
-    const XidScan scan = q.kernel_log ? *q.kernel_log : read_live_kernel_log();
-    const std::optional<XidClock> clock = q.kernel_log ? std::nullopt : std::optional<XidClock>(xid_clock_now());
-    const XidWindow window = xid_window(scan, q.xid_since, clock);
-    std::vector<PciAddress> checked;
-    checked.reserve(figures.size());
-    for (const CheckDeviceFigures& f : figures) checked.push_back(f.device.pci);
-    const double xid_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    for (std::size_t i = 0; i < figures.size(); ++i) {
-        std::vector<CheckOutcome>& checks = devices[i].checks;
-        if (i == 0) checks.push_back(node_gpus_check(node, q.settings.thresholds));
-        checks.push_back(xid_check(scan, window, figures[i].device.pci, checked));
-        checks.back().seconds = xid_seconds / static_cast<double>(figures.size());
-        for (CheckOutcome& c : nvlink_checks(figures[i], q.settings.thresholds)) checks.push_back(std::move(c));
-    }
-}
-
-void run_checks(const CheckRequest& q, CheckResults& results, Session& session) {
-    CheckNodeFigures node;
-    const std::vector<CheckDeviceFigures> figures = read_check_figures(q.devices, &node);
-    results.devices.reserve(figures.size());
-    for (const CheckDeviceFigures& f : figures) results.devices.push_back(CheckDeviceResult{f.device, nvml_checks(f, q.settings.thresholds)});
-    add_signal_checks(q, node, figures, results.devices);
-    for (CheckDeviceResult& d : results.devices)
-        for (CheckOutcome& c : d.checks) apply_strict(c, q.settings.strict);
-    if (q.settings.level != CheckLevel::quick) run_device_work(q, figures, results, session);
+// The engine's run with the progress line, erased before any failure line.
+void run_with_progress(const CheckRequest& q, CheckResults& results, Session& session) {
+    std::optional<Progress> line;
+    const CheckProgress progress{
+        [&](std::uint64_t total, std::uint64_t) { line.emplace(session.progress(), "check", total); },
+        [&](std::uint64_t done, const CheckOutcome& o) { line->update(done, o.id + " " + std::string(verdict_name(o.verdict))); },
+        [&] { line->finish(); }};
+    run_checks(q, results, progress);
 }
 
 void execute(const CheckRequest& q, CheckResults& results, Session& session) {
     const auto start = Clock::now();
     try {
-        run_checks(q, results, session);
+        run_with_progress(q, results, session);
     } catch (...) {
         results.seconds = std::chrono::duration<double>(Clock::now() - start).count();
         throw;

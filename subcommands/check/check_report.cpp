@@ -321,17 +321,6 @@ std::string check_failure_summary(const CheckResults& results) {
            std::to_string(results.devices.size()) + " GPU(s): " + join(named);
 }
 
-namespace {
-std::string_view levels_text(CheckLevel level) {
-    switch (level) {
-        case CheckLevel::quick: return "every level";
-        case CheckLevel::standard: return "standard and long";
-        case CheckLevel::deep: return "long";
-    }
-    return "";
-}
-}  // namespace
-
 // Each check with the levels that run it and its default threshold: what
 // --list checks prints.
 NameListView check_list() {

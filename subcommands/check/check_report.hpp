@@ -14,26 +14,7 @@
 
 namespace gpumem::cli {
 
-struct CheckRequest {
-    DeviceSpec devices;  // -d, default all
-    CheckSettings settings;
-    // xid.events: the saved log (--kernel-log), read and scanned by check();
-    // empty: the live kernel log, read when the checks run.
-    std::optional<XidScan> kernel_log;
-    XidSince xid_since;
-};
-
-// One device's checks, in the order they ran.
-struct CheckDeviceResult {
-    DeviceIdentity device;
-    std::vector<CheckOutcome> checks;
-};
-
-struct CheckResults {
-    std::vector<CheckDeviceResult> devices;
-    double seconds = 0;  // the whole run
-};
-
+// The request and results are the engine's (bench/check_engine.hpp).
 Report check_report(const CheckRequest& q, const CheckResults& results, const OutputOptions& output);
 DocumentSchema check_schema();
 // One line per failed check, as stderr shows them before the summary:
