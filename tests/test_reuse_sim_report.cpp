@@ -536,12 +536,21 @@ TEST_CASE("reuse-sim report: --tune's table stays within 100 columns with the lo
     bool in_table = false;
     std::string joined, last_row_setting;
     std::istringstream lines(text);
+    const std::size_t header = text.find("PYTORCH_CUDA_ALLOC_CONF");
+    const std::size_t column = header - text.rfind('\n', header) - 1;
     for (std::string line; std::getline(lines, line);) {
         if (line.find("PYTORCH_CUDA_ALLOC_CONF") != std::string::npos) in_table = true;
         if (in_table && line.empty()) in_table = false;
         if (!in_table) continue;
         ++table_lines;
-        CHECK(line.size() <= 100);
+        // Within 100 columns, except where one item alone (such as
+        // "garbage_collection_threshold:0.8,") is wider than the setting's
+        // column: an item is never cut.
+        std::string part = line.size() > column ? line.substr(column) : "";
+        part = part.substr(0, part.find("  "));
+        const std::size_t comma = part.find(',');
+        const bool one_item = comma == std::string::npos || comma + 1 == part.size();
+        CHECK((line.size() <= 100 || one_item));
     }
     CHECK(table_lines > r.tune->rows.size());  // wrapped: more lines than rows
     // The wrapped cells put back together are the settings, each whole.
@@ -550,6 +559,8 @@ TEST_CASE("reuse-sim report: --tune's table stays within 100 columns with the lo
         std::string cell;
         for (const std::string& part : parts) cell += part;
         cells.push_back(cell);
+        // Broken only after a comma: never inside garbage_collection_threshold:0.8.
+        for (std::size_t i = 0; i + 1 < parts.size(); ++i) CHECK((!parts[i].empty() && parts[i].back() == ','));
     }
     REQUIRE(cells.size() == r.tune->rows.size());
     std::vector<std::string> expected;
