@@ -38,7 +38,7 @@ replay, stats = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))["memo
 row = replay["strategies"][0]
 want = (stats["num_device_alloc"], stats["num_device_free"], stats["reserved_bytes.all.peak"], stats["num_alloc_retries"], stats["num_ooms"])
 got = (row["upstream_allocs"], row["upstream_frees"], row["peak_reserved"], row["retries"], row["ooms"])
-print("| %s | %d | %d | %d | %d | %d | %s |" % (sys.argv[1].split("/")[-1], *want, "exact" if want == got else "DIFFERS: %s" % (got,)))
+print("| %s | %d | %d | %d | %d | %d | %s |" % (sys.argv[1].split("/")[-1].replace(".replay.json", ""), *want, "exact" if want == got else "DIFFERS: %s" % (got,)))
 PY
 }
 
@@ -64,7 +64,7 @@ done
     echo "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
 } >> "$SUMMARY"
 ANSWERS=""
-for p in frag_skip halve_batch kv_cache skip_batch; do
+for p in train_cnn frag_skip halve_batch kv_cache skip_batch; do
     [ -f "$OUT/$p.pickle" ] || continue
     "$GPUMEM" reuse-sim --trace "$OUT/$p.pickle" --capacity "$CAP" --tune --confirm 3 --json -- python3 "$PROGS/$p.py" \
         > "$OUT/$p.confirm.json" 2> "$OUT/$p.confirm.err"

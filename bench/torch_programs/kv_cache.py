@@ -6,7 +6,7 @@ torch.manual_seed(0)
 ended = 0
 for req in range(4):
     cache = torch.empty(0, 16, 128, dtype=torch.float16, device="cuda")
-    for t in range(400 + 150 * req):
+    for t in range(1200 + 600 * req):
         try:
             cache = torch.cat([cache, torch.randn(64, 16, 128, dtype=torch.float16, device="cuda")])
         except torch.OutOfMemoryError:
