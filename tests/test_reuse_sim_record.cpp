@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -271,7 +272,9 @@ TEST_CASE("record and confirm: usage errors exit 2 before anything runs") {
         const RunResult r = run_gpumem(args, {"CUDA_VISIBLE_DEVICES="});
         CHECK(r.status == 2);
         CHECK(r.stderr_lines() == 1);
-        CHECK(r.out.empty());
+        const bool json_asked = std::find(args.begin(), args.end(), "--json") != args.end();
+        if (json_asked) CHECK(nlohmann::json::parse(r.out)["error"]["status"] == 2);
+        else CHECK(r.out.empty());
     }
 }
 

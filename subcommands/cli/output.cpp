@@ -169,9 +169,10 @@ std::string csv_header(const Field& field, Unit unit) {
 
 namespace {
 
-// `text` in lines of at most `columns`, broken only after `after`: a piece
-// between two of them that is wider than `columns` alone stays whole, so
-// that "garbage_collection_threshold:0.8" is never cut (the column widens).
+// `text` in lines of at most `columns`, broken only after `after` outside
+// brackets: an item wider than `columns` alone stays whole, so that
+// "garbage_collection_threshold:0.8" or a roundup list is never cut (the
+// column widens).
 std::string wrapped(const std::string& text, std::size_t columns, char after) {
     std::string out, line;
     auto flush = [&] {
@@ -180,8 +181,12 @@ std::string wrapped(const std::string& text, std::size_t columns, char after) {
         line.clear();
     };
     for (std::size_t start = 0; start < text.size();) {
-        std::size_t end = text.find(after, start);
-        end = end == std::string::npos ? text.size() : end + 1;
+        // The next `after` outside brackets: a list such as
+        // roundup_power2_divisions:[256:1,512:2,>:8] is one item.
+        std::size_t end = start;
+        for (int depth = 0; end < text.size() && (text[end] != after || depth > 0); ++end)
+            depth += text[end] == '[' ? 1 : text[end] == ']' && depth > 0 ? -1 : 0;
+        end = std::min(end + 1, text.size());
         const std::string piece = text.substr(start, end - start);
         if (!line.empty() && display_width(line) + display_width(piece) > columns) flush();
         line += piece;
