@@ -23,8 +23,6 @@
 #include "base/record_plan.hpp"
 #include "record_hook.hpp"  // generated from record_hook.py: kRecordHookSource
 
-extern char** environ;
-
 namespace gpumem::cli {
 namespace {
 
