@@ -425,7 +425,7 @@ std::optional<TuneRequest> check_tune(const ReuseSimOptions& o, const ReuseSimRe
 // directory that exists; the file itself is written by the program's hook.
 std::string check_record_file(const std::string& file) {
     if (file.empty()) throw UsageError("--record: empty file name");
-    const std::string absolute = file.front() == '/' ? file : [&] {
+    std::string absolute = file.front() == '/' ? file : [&] {
         std::string cwd(4096, '\0');
         if (::getcwd(cwd.data(), cwd.size()) == nullptr) throw UsageError(std::string("--record: cannot read the working directory: ") + std::strerror(errno));
         return std::string(cwd.c_str()) + "/" + file;
