@@ -28,7 +28,8 @@ _gpumem_opts_reuse_sim="--workload --steps --seed --change-rate --batch --layers
     --prompt --tokens --streams --trace --trace-format --trace-device --strategy --growth --zero-fill --ring-buffers --ring-size
     --pool-initial --pool-max --bins --bin-blocks --max-split-size --max-non-split-rounding
     --roundup-power2-divisions --release-threshold --sync-every --capacity --memory-fraction --device-total --costs
-    --timeline --timeline-points --save-trace --no-chart --execute --tune --sweep"
+    --timeline --timeline-points --save-trace --no-chart --execute --tune --sweep
+    --record --max-entries --python-stacks --confirm"
 _gpumem_opts_report="--outlier-fraction --strict --drain-list"
 _gpumem_opts_check="--level --threshold --thresholds --strict --kernel-log --xid-since --expect-gpus"
 
@@ -43,6 +44,7 @@ _gpumem_value_opts="-d --device --format --units --list
     --trace --trace-format --strategy --ring-buffers --ring-size --pool-initial --pool-max --bins --bin-blocks
     --max-split-size --max-non-split-rounding --roundup-power2-divisions --release-threshold --sync-every --capacity
     --costs --timeline --timeline-points --save-trace --trace-device --memory-fraction --device-total --sweep
+    --record --max-entries --confirm
     --outlier-fraction
     --level --threshold --thresholds --kernel-log --xid-since --expect-gpus"
 

@@ -285,7 +285,7 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
     if (!session.final_written()) write_stdout(render(report, session.output()));
     // A Nagios plugin's exit status is its verdict: 1 WARNING, 3 UNKNOWN.
     if (session.output().format == Format::nagios && report.nagios) return report.nagios->status;
-    return 0;
+    return session.exit_status();
 }
 
 // The CLI11 tree: every command's name and summary (for --help), and the

@@ -45,12 +45,17 @@ public:
     // The command's stream was its whole output: no final document follows.
     void final_document_written() noexcept { final_written_ = true; }
     bool final_written() const noexcept { return final_written_; }
+    // A command that runs another program and passes its exit status on
+    // (reuse-sim --record, as `time` does) sets it here; else 0.
+    void set_exit_status(int status) noexcept { exit_status_ = status; }
+    int exit_status() const noexcept { return exit_status_; }
 
 private:
     const Globals& globals_;
     OutputOptions output_;
     bool wrote_ = false;
     bool final_written_ = false;
+    int exit_status_ = 0;
 };
 
 class Command {

@@ -10,6 +10,7 @@
 #include "base/quantities.hpp"
 #include "base/text.hpp"
 #include "cli/help.hpp"
+#include "cli/terminal.hpp"
 
 namespace gpumem::cli {
 
@@ -51,6 +52,7 @@ Globals check_globals(const GlobalOptions& options, const LauncherInfo& launcher
     if (g.csv) out.output.format = Format::csv;
     out.output.unit = parse_unit(g.units);
     out.output.header = !g.no_header;
+    if (isatty(STDOUT_FILENO) == 1) out.output.prose_columns = static_cast<std::size_t>(terminal_columns());
     if (g.device) out.device = parse_device_spec(*g.device, launcher);
     out.verbosity = g.verbosity;
     out.quiet = g.quiet;

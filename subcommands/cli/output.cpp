@@ -169,35 +169,28 @@ std::string csv_header(const Field& field, Unit unit) {
 
 namespace {
 
-// `text` in lines of at most `columns`: broken after `after` where it can
-// be, anywhere where it cannot.
+// `text` in lines of at most `columns`, broken only after `after` outside
+// brackets: an item wider than `columns` alone stays whole, so that
+// "garbage_collection_threshold:0.8" or a roundup list is never cut (the
+// column widens).
 std::string wrapped(const std::string& text, std::size_t columns, char after) {
-    std::vector<std::string> pieces;
-    for (std::size_t start = 0; start < text.size();) {
-        std::size_t end = text.find(after, start);
-        end = end == std::string::npos ? text.size() : end + 1;
-        pieces.push_back(text.substr(start, end - start));
-        start = end;
-    }
     std::string out, line;
     auto flush = [&] {
         if (line.empty()) return;
         out += (out.empty() ? "" : "\n") + line;
         line.clear();
     };
-    for (std::string& piece : pieces) {
-        if (display_width(line) + display_width(piece) > columns) flush();
-        while (display_width(piece) > columns) {
-            // Too long alone: after its first ':' (a setting's name, so that
-            // "roundup_power2_divisions:" keeps its list whole on the next
-            // line, "[256:1,512:2,>:8]"), else anywhere.
-            const std::size_t colon = piece.find(':');
-            const std::size_t cut = colon == std::string::npos || colon == 0 || colon >= columns ? columns : colon + 1;
-            line = piece.substr(0, cut);
-            piece.erase(0, cut);
-            flush();
-        }
+    for (std::size_t start = 0; start < text.size();) {
+        // The next `after` outside brackets: a list such as
+        // roundup_power2_divisions:[256:1,512:2,>:8] is one item.
+        std::size_t end = start;
+        for (int depth = 0; end < text.size() && (text[end] != after || depth > 0); ++end)
+            depth += text[end] == '[' ? 1 : text[end] == ']' && depth > 0 ? -1 : 0;
+        end = std::min(end + 1, text.size());
+        const std::string piece = text.substr(start, end - start);
+        if (!line.empty() && display_width(line) + display_width(piece) > columns) flush();
         line += piece;
+        start = end;
     }
     flush();
     return out;

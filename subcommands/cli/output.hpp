@@ -35,6 +35,10 @@ struct OutputOptions {
     Unit unit = Unit::automatic;
     bool header = true;
     bool compact_json = false;  // one document per line (loops)
+    // Table format on a terminal: its width, to which prose (a sentence of
+    // the report, not a table or a chart) is wrapped at word boundaries;
+    // 0 (a pipe or a file): prose stays one line per sentence.
+    std::size_t prose_columns = 0;
 };
 
 // How a value is shown. JSON numbers keep their base unit: bytes as bytes,

@@ -3,6 +3,7 @@
 // with --execute replay them for real on a GPU. This file: the options and
 // check(), which finds every usage error before anything runs.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -74,6 +75,12 @@ struct ReuseSimOptions {
     // the what-if tuner
     bool tune = false;
     std::vector<std::string> sweeps;  // --sweep KNOB=V1,V2,..., repeatable
+    // a program recorded (--record) or rerun (--confirm)
+    std::optional<std::string> record;
+    std::optional<std::uint64_t> max_entries;
+    bool python_stacks = false;
+    std::optional<std::uint64_t> confirm;
+    std::vector<std::string> command;  // after --
 };
 
 // The options that tune strategies, and whether each was given. Which
@@ -227,6 +234,25 @@ void add_tune_options(CLI::App& sub, ReuseSimOptions& o) {
         ->check(parsing_validator([](const std::string& v) { rs::parse_sweep(v); }, ""));
 }
 
+void add_record_options(CLI::App& sub, ReuseSimOptions& o) {
+    sub.add_option("--record", o.record,
+                   "Run the program given after -- and record its PyTorch allocations, unmodified: a snapshot in FILE and "
+                   "torch.cuda.memory_stats() beside it (FILE's name, .stats.json); one pair per rank under a launcher "
+                   "(FILE with .rankN); its output and exit status pass through. --capacity and --memory-fraction cap the real run")
+        ->type_name("FILE");
+    add_unsigned_option(sub, "--max-entries", o.max_entries,
+                        "--record, --confirm: the most events the recording keeps (PyTorch's max_entries; default: every one)", 1,
+                        kMaxU64);
+    sub.add_flag("--python-stacks", o.python_stacks,
+                 "--record: also record each allocation's Python stack (slower, larger files; for PyTorch's memory_viz)");
+    add_unsigned_option(sub, "--confirm", o.confirm,
+                        "With --tune: run the program given after -- for real under the best settings, up to K, best first, "
+                        "until a prediction holds, and compare predicted with real",
+                        1, rs::kMaxGridPoints)
+        ->type_name("K");
+    sub.add_option("command", o.command, "The program that --record or --confirm runs, after --: -- CMD [ARGS...]")->type_name("CMD");
+}
+
 void add_options(CLI::App& sub, ReuseSimOptions& o) {
     sub.footer("Sizes take units (4KiB, 1.5GiB). Strategies: " + rs::kStrategies.names(", ") +
                ", or all. See gpumem(1), section REUSE-SIM.");
@@ -234,6 +260,7 @@ void add_options(CLI::App& sub, ReuseSimOptions& o) {
     add_strategy_options(sub, o);
     add_output_options(sub, o);
     add_tune_options(sub, o);
+    add_record_options(sub, o);
 }
 
 // "N" or "A..B" of positive integers.
@@ -399,8 +426,75 @@ std::optional<TuneRequest> check_tune(const ReuseSimOptions& o, const ReuseSimRe
     return tune;
 }
 
+// FILE as an absolute path (the program may change directory), in a
+// directory that exists; the file itself is written by the program's hook.
+std::string check_record_file(const std::string& file) {
+    if (file.empty()) throw UsageError("--record: empty file name");
+    std::string absolute = file.front() == '/' ? file : [&] {
+        std::string cwd(4096, '\0');
+        if (::getcwd(cwd.data(), cwd.size()) == nullptr) throw UsageError(std::string("--record: cannot read the working directory: ") + std::strerror(errno));
+        return std::string(cwd.c_str()) + "/" + file;
+    }();
+    struct stat st {};
+    if (::stat(absolute.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) throw UsageError(file + ": --record writes a file, not a directory");
+    const std::size_t slash = absolute.rfind('/');
+    const std::string dir = slash == 0 ? "/" : absolute.substr(0, slash);
+    if (::access(dir.c_str(), W_OK) != 0) throw UsageError(file + ": cannot write there: " + std::strerror(errno));
+    return absolute;
+}
+
+// The cap of a real run: --capacity, or --memory-fraction as given.
+RecordSettings check_real_run_cap(const ReuseSimOptions& o) {
+    RecordSettings s;
+    s.max_entries = o.max_entries;
+    if (o.capacity) s.capacity = parse_size(*o.capacity);
+    if (o.memory_fraction && *o.memory_fraction <= 0.0) throw UsageError("--memory-fraction must be above 0");
+    s.memory_fraction = o.memory_fraction;
+    return s;
+}
+
+// --record runs a program instead of a replay: the replay's options are refused.
+RecordRequest check_record(const ReuseSimOptions& o, const Globals& globals) {
+    const std::pair<bool, const char*> replay_only[] = {
+        {o.trace.has_value(), "--trace"},   {o.workload.has_value(), "--workload"}, {o.tune, "--tune"},
+        {!o.sweeps.empty(), "--sweep"},     {o.execute, "--execute"},              {o.confirm.has_value(), "--confirm"},
+        {o.save_trace.has_value(), "--save-trace"}, {o.timeline.has_value(), "--timeline"}, {o.costs.has_value(), "--costs"},
+        {o.device_total.has_value(), "--device-total"}};
+    for (const auto& [given, name] : replay_only)
+        if (given)
+            throw UsageError(std::string("--record runs the program and records it; ") + name +
+                             " belongs to the replay that follows (gpumem reuse-sim --trace FILE ...)");
+    if (globals.output.format != Format::table)
+        throw UsageError("--record passes the program's stdout through (gpumem's own lines go to stderr): no --json, --csv or --format");
+    if (globals.device) throw UsageError("-d/--device: under --record the program chooses its GPU (CUDA_VISIBLE_DEVICES selects them)");
+    if (o.command.empty()) throw UsageError("--record needs the program to run after --: gpumem reuse-sim --record FILE -- CMD [ARGS...]");
+    RecordRequest record{check_real_run_cap(o), o.command};
+    record.settings.file = check_record_file(*o.record);
+    record.settings.python_stacks = o.python_stacks;
+    return record;
+}
+
+std::optional<ConfirmRequest> check_confirm(const ReuseSimOptions& o, const ReuseSimRequest& q) {
+    if (o.python_stacks) throw UsageError("--python-stacks goes with --record");
+    if (!o.confirm) {
+        if (o.max_entries) throw UsageError("--max-entries goes with --record or --confirm");
+        if (!o.command.empty()) throw UsageError("a program to run (after --) needs --record or --confirm");
+        return std::nullopt;
+    }
+    if (!q.tune) throw UsageError("--confirm reruns the best settings of --tune: give --tune (or --sweep)");
+    if (!q.input.trace) throw UsageError("--confirm needs --trace: the recording of the program it reruns");
+    if (o.command.empty()) throw UsageError("--confirm needs the program to rerun after --: ... --confirm K -- CMD [ARGS...]");
+    ConfirmRequest confirm{static_cast<std::size_t>(*o.confirm), o.command, check_real_run_cap(o), DeviceSpec{}};
+    confirm.device = parse_device_spec("0");
+    return confirm;
+}
+
 ReuseSimRequest check(const ReuseSimOptions& o, const Globals& globals) {
     ReuseSimRequest q;
+    if (o.record) {
+        q.record = check_record(o, globals);
+        return q;
+    }
     q.input = check_input(o);
     q.strategies = strategy_rows(o.strategy);
     q.strategy_options = check_strategy_options(o);
@@ -416,6 +510,7 @@ ReuseSimRequest check(const ReuseSimOptions& o, const Globals& globals) {
         q.warnings = ignored_option_warnings(o, q.strategies);
         q.chart = false;
     }
+    q.confirm = check_confirm(o, q);
     return q;
 }
 

@@ -12,9 +12,11 @@
 #include "base/device_id.hpp"
 #include "base/device_spec.hpp"
 #include "base/name_table.hpp"
+#include "base/record_plan.hpp"
 #include "cli/chart.hpp"
 #include "cli/command.hpp"
 #include "reuse_sim/cost_table.hpp"
+#include "reuse_sim/record_run.hpp"
 #include "reuse_sim/simulator.hpp"
 #include "reuse_sim/strategy.hpp"
 #include "reuse_sim/trace_reader.hpp"
@@ -39,6 +41,22 @@ struct TuneRequest {
     bool skip_equivalent = true;             // replay settings that provably replay alike once (tests compare)
 };
 
+// --record FILE -- CMD: the program run under the recording hook
+// (reuse_sim_confirm.cpp), instead of a replay.
+struct RecordRequest {
+    RecordSettings settings;
+    std::vector<std::string> command;
+};
+
+// --tune --confirm K -- CMD: after the ranking, real runs of the program
+// under the best settings, up to K, best first, until one holds.
+struct ConfirmRequest {
+    std::size_t candidates = 1;
+    std::vector<std::string> command;
+    RecordSettings settings;  // the cap of the real runs; each run's file is gpumem's own
+    DeviceSpec device;        // checked before anything runs: no GPU, exit 3
+};
+
 // Everything the options say, checked (check() in reuse_sim.cpp).
 struct ReuseSimRequest {
     ReuseSimInput input;
@@ -59,6 +77,8 @@ struct ReuseSimRequest {
     std::optional<DeviceSpec> execute_on;       // --execute: one device
     std::vector<std::string> warnings;          // options that tune no selected strategy
     std::optional<TuneRequest> tune;            // --tune, --sweep: the what-if tuner instead of the comparison
+    std::optional<RecordRequest> record;        // --record: run a program and record it, nothing else
+    std::optional<ConfirmRequest> confirm;      // --confirm: real runs after --tune
 
     // Points the replay keeps: for --timeline and the chart (0: none).
     std::size_t replay_timeline_points() const;
@@ -112,6 +132,23 @@ struct TuneResults {
     reuse_sim::CapacitySearch search;       // for the best setting
 };
 
+// One real run of --confirm.
+struct ConfirmRun {
+    ConfirmRunOutcome outcome;  // the tuned setting, predicted and real figures, held
+    std::string alloc_conf;     // what the run got: the user's kept items and the setting
+    std::size_t rank = 0;       // the setting's rank in the tuner's table
+    double wall_seconds = 0;
+    int exit_status = 0;        // the program's, as a shell reports it
+};
+
+struct ConfirmResults {
+    std::size_t candidates = 0;
+    std::optional<std::string> user_alloc_conf;  // PYTORCH_CUDA_ALLOC_CONF in gpumem's environment
+    MergedAllocConf merged;                      // its items kept and replaced (conf: of the first run)
+    std::vector<ConfirmRun> runs;
+    bool interrupted = false;
+};
+
 // Filled as the run goes: a failure part way reports what was done.
 struct ReuseSimResults {
     std::vector<std::string> warnings;  // the cost table's gaps, trace lines not replayed
@@ -127,6 +164,8 @@ struct ReuseSimResults {
     std::optional<reuse_sim::Timeline> timeline;
     std::optional<ExecuteResults> execute;
     std::optional<TuneResults> tune;                  // --tune, --sweep
+    std::optional<ConfirmResults> confirm;            // --confirm, as each real run ends
+    std::optional<ChildRun> record;                   // --record
     bool complete = false;  // everything ran, --execute's checks passed
 };
 
@@ -135,6 +174,13 @@ void execute_reuse_sim(const ReuseSimRequest& q, ReuseSimResults& r, Session& se
 // `show_progress`: a progress line on stderr (a terminal, without -q).
 void tune_reuse_sim(const ReuseSimRequest& q, reuse_sim::EventSource& source, const reuse_sim::CostModel& costs, ReuseSimResults& r,
                     bool show_progress = false);
+// --record (reuse_sim_confirm.cpp): runs the program, says what it wrote on
+// stderr, and passes its exit status on through the session.
+void record_reuse_sim(const ReuseSimRequest& q, ReuseSimResults& r, Session& session);
+// --confirm (reuse_sim_confirm.cpp): the real runs after --tune's ranking.
+void confirm_reuse_sim(const ReuseSimRequest& q, ReuseSimResults& r, Session& session);
+// The answer of --confirm, one sentence.
+std::string confirm_answer_text(const ReuseSimResults& r);
 Report reuse_sim_report(const ReuseSimRequest& q, const ReuseSimResults& r, const OutputOptions& output);
 
 // The document's keys (kReuseSimCommand.schema).

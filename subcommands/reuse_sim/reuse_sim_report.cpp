@@ -470,6 +470,67 @@ Cell tune_cell(const ReuseSimRequest& q, const ReuseSimResults& r) {
     return record_cell(make_record(Columns<TuneDocument>(kTuneDocumentColumns), TuneDocument{q, r}));
 }
 
+// ------------------------------------------------------------ --confirm
+
+std::string setting_or_defaults(const std::string& conf) { return conf.empty() ? std::string("(PyTorch's defaults)") : conf; }
+Cell real_cell(const ConfirmRun& run, std::uint64_t RunFigures::*field) {
+    return run.outcome.real ? u64((*run.outcome.real).*field) : Cell();
+}
+
+// A real run of --confirm: the prediction beside what torch.cuda.memory_stats() said.
+constexpr Column<ConfirmRun> kConfirmRunColumns[] = {
+    {{"rank", "#", FieldKind::integer}, [](const ConfirmRun& x) { return u64(x.rank); }},
+    {{"setting", "PYTORCH_CUDA_ALLOC_CONF", FieldKind::text, 2, ','},
+     [](const ConfirmRun& x) -> Cell { return setting_or_defaults(x.outcome.setting); }, Shown::table_only},
+    {{"setting", "", FieldKind::text}, [](const ConfirmRun& x) -> Cell { return x.outcome.setting; }, Shown::machine_only},
+    {{"alloc_conf", "", FieldKind::text}, [](const ConfirmRun& x) -> Cell { return x.alloc_conf; }, Shown::machine_only},
+    {{"predicted_ooms", "OOMs pred", FieldKind::integer}, [](const ConfirmRun& x) { return u64(x.outcome.predicted.ooms); }},
+    {{"real_ooms", "real", FieldKind::integer}, [](const ConfirmRun& x) { return real_cell(x, &RunFigures::ooms); }},
+    {{"predicted_peak_reserved", "peak pred", FieldKind::bytes},
+     [](const ConfirmRun& x) { return u64(x.outcome.predicted.peak_reserved); }},
+    {{"real_peak_reserved", "real", FieldKind::bytes}, [](const ConfirmRun& x) { return real_cell(x, &RunFigures::peak_reserved); }},
+    {{"predicted_retries", "retries pred", FieldKind::integer}, [](const ConfirmRun& x) { return u64(x.outcome.predicted.retries); }},
+    {{"real_retries", "real", FieldKind::integer}, [](const ConfirmRun& x) { return real_cell(x, &RunFigures::retries); }},
+    {{"predicted_device_allocs", "", FieldKind::integer}, [](const ConfirmRun& x) { return u64(x.outcome.predicted.device_allocs); },
+     Shown::machine_only},
+    {{"real_device_allocs", "", FieldKind::integer}, [](const ConfirmRun& x) { return real_cell(x, &RunFigures::device_allocs); },
+     Shown::machine_only},
+    {{"wall_seconds", "wall s", FieldKind::real, 1}, [](const ConfirmRun& x) -> Cell { return x.wall_seconds; }},
+    {{"exit_status", "exit", FieldKind::integer}, [](const ConfirmRun& x) { return u64(static_cast<std::uint64_t>(x.exit_status)); }},
+    {{"held", "held", FieldKind::boolean}, [](const ConfirmRun& x) -> Cell { return x.outcome.held; }},
+    {{"note", "", FieldKind::text}, [](const ConfirmRun& x) { return x.outcome.note.empty() ? Cell() : Cell(x.outcome.note); },
+     Shown::machine_only},
+};
+constexpr auto confirm_run_schema = nested_schema<kConfirmRunColumns>;
+
+constexpr Column<ConfirmResults> kConfirmColumns[] = {
+    {{"candidates", "", FieldKind::integer}, [](const ConfirmResults& c) { return u64(c.candidates); }},
+    {{"user_alloc_conf", "", FieldKind::text}, [](const ConfirmResults& c) { return optional_cell(c.user_alloc_conf); }},
+    {{"kept_alloc_conf", "", FieldKind::list}, [](const ConfirmResults& c) -> Cell { return c.merged.kept; }},
+    {{"replaced_alloc_conf", "", FieldKind::list}, [](const ConfirmResults& c) -> Cell { return c.merged.replaced; }},
+    {{"interrupted", "", FieldKind::boolean}, [](const ConfirmResults& c) -> Cell { return c.interrupted; }},
+    {{"confirmed", "", FieldKind::boolean},
+     [](const ConfirmResults& c) -> Cell { return !c.runs.empty() && c.runs.back().outcome.held; }},
+    {{"runs", "", FieldKind::records},
+     [](const ConfirmResults& c) { return records_cell(make_records(Columns<ConfirmRun>(kConfirmRunColumns), c.runs)); }, Shown::always,
+     false, confirm_run_schema},
+};
+constexpr auto confirm_schema = nested_schema<kConfirmColumns>;
+Cell confirm_cell(const ReuseSimResults& r) {
+    if (!r.confirm) return Cell();
+    Record record = make_record(Columns<ConfirmResults>(kConfirmColumns), *r.confirm);
+    record.add(Field{"answer", "", FieldKind::text}, confirm_answer_text(r));
+    return record_cell(std::move(record));
+}
+const FieldSchemaSet& confirm_document_schema() {
+    static const FieldSchemaSet set = [] {
+        FieldSchemaSet s = confirm_schema();
+        s.fields.push_back({Field{"answer", "", FieldKind::text}});
+        return s;
+    }();
+    return set;
+}
+
 constexpr Column<Document> kDocumentColumns[] = {
     {{"input", "", FieldKind::record}, [](const Document& d) { return record_cell(make_record(Columns<Document>(kInputColumns), d)); },
      Shown::always, false, input_schema},
@@ -517,6 +578,9 @@ constexpr Column<Document> kDocumentColumns[] = {
      Shown::always, true, execute_schema},
     // With --tune or --sweep only.
     {{"tune", "", FieldKind::record}, [](const Document& d) { return tune_cell(d.q, d.r); }, Shown::always, true, tune_document_schema},
+    // With --confirm only: the real runs, as each ended.
+    {{"confirm", "", FieldKind::record}, [](const Document& d) { return confirm_cell(d.r); }, Shown::always, true,
+     confirm_document_schema},
 };
 
 // ------------------------------------------------------------ text
@@ -628,7 +692,14 @@ Report tune_report(const ReuseSimRequest& q, const ReuseSimResults& r, const Out
                                       : std::string()) +
                                  ", ranked:");
     report.text_before.push_back("no OOM first (then the fewest), then the lowest peak reserved, fewer retries, less modelled time");
-    report.text_after = {"", tune_answer_text(q, r, output.unit)};
+    report.text_after = {"", wrap_words(tune_answer_text(q, r, output.unit), output.prose_columns)};
+    if (!r.confirm) return report;
+    report.tables.push_back(make_table("confirm_runs", Columns<ConfirmRun>(kConfirmRunColumns), r.confirm->runs, output.format));
+    if (!r.confirm->merged.kept.empty())
+        report.text_after.push_back(wrap_words("Real runs kept these items of your PYTORCH_CUDA_ALLOC_CONF, which the tuner does not set: " +
+                                                   join(r.confirm->merged.kept, ","),
+                                               output.prose_columns));
+    report.text_after.push_back(wrap_words(confirm_answer_text(r), output.prose_columns));
     return report;
 }
 

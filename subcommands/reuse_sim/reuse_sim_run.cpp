@@ -222,6 +222,12 @@ std::uint64_t ExecuteResults::refused() const {
 }
 
 void execute_reuse_sim(const ReuseSimRequest& q, ReuseSimResults& r, Session& session) {
+    if (q.record) {
+        record_reuse_sim(q, r, session);  // runs a program: no replay, no driver
+        return;
+    }
+    // --confirm's real runs need a GPU: without one, exit 3 before the replays.
+    if (q.confirm) (void)select_cuda_devices(q.confirm->device);
     const rs::CostTable table = load_costs(q, r);
     const rs::CostModel costs(table);
     // The GPU before the simulation: without one, --execute fails at once
@@ -236,6 +242,7 @@ void execute_reuse_sim(const ReuseSimRequest& q, ReuseSimResults& r, Session& se
     if (const rs::RecordedAllocatorSettings* recorded = source->allocator_settings()) apply_recorded_settings(q, *recorded, r);
     if (q.tune) {
         tune_reuse_sim(q, *source, costs, r, session.progress());
+        if (q.confirm) confirm_reuse_sim(q, r, session);
         r.complete = true;
         return;
     }

@@ -1,0 +1,141 @@
+#include "base/record_plan.hpp"
+
+#include <sys/wait.h>
+
+#include <algorithm>
+
+namespace gpumem {
+namespace {
+
+// Where the file's own name starts, and its last extension's dot (npos: none).
+std::size_t extension_dot(std::string_view file) {
+    const std::size_t slash = file.rfind('/');
+    const std::size_t name = slash == std::string_view::npos ? 0 : slash + 1;
+    const std::size_t dot = file.rfind('.');
+    if (dot == std::string_view::npos || dot <= name) return std::string_view::npos;  // none, or a leading dot
+    return dot;
+}
+
+}  // namespace
+
+std::string rank_file_name(std::string_view file, std::string_view rank) {
+    const std::size_t dot = extension_dot(file);
+    const std::string tag = ".rank" + std::string(rank);
+    if (dot == std::string_view::npos) return std::string(file) + tag;
+    return std::string(file.substr(0, dot)) + tag + std::string(file.substr(dot));
+}
+
+std::string stats_file_name(std::string_view snapshot) {
+    const std::size_t dot = extension_dot(snapshot);
+    return std::string(snapshot.substr(0, dot)) + ".stats.json";
+}
+
+std::vector<std::string> alloc_conf_items(std::string_view conf) {
+    std::vector<std::string> items;
+    std::string item;
+    int depth = 0;
+    for (const char c : conf) {
+        if (c == '[') ++depth;
+        if (c == ']' && depth > 0) --depth;
+        if (c == ',' && depth == 0) {
+            if (!item.empty()) items.push_back(item);
+            item.clear();
+            continue;
+        }
+        if (c != ' ' || !item.empty()) item += c;
+    }
+    if (!item.empty()) items.push_back(item);
+    return items;
+}
+
+std::string_view alloc_conf_key(std::string_view item) { return item.substr(0, std::min(item.find(':'), item.size())); }
+
+MergedAllocConf merge_alloc_conf(std::string_view user, std::string_view setting, const std::vector<std::string_view>& grid_keys) {
+    MergedAllocConf merged;
+    for (std::string& item : alloc_conf_items(user)) {
+        const bool decided = std::find(grid_keys.begin(), grid_keys.end(), alloc_conf_key(item)) != grid_keys.end();
+        (decided ? merged.replaced : merged.kept).push_back(std::move(item));
+    }
+    for (const std::string& item : merged.kept) merged.conf += (merged.conf.empty() ? "" : ",") + item;
+    if (!setting.empty()) merged.conf += (merged.conf.empty() ? "" : ",") + std::string(setting);
+    return merged;
+}
+
+int shell_exit_status(int wait_status) noexcept {
+    if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+    if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+    return 1;
+}
+
+bool prediction_held(const RunFigures& predicted, const RunFigures& real) noexcept {
+    return (predicted.ooms == 0) == (real.ooms == 0);
+}
+
+bool confirm_should_stop(const ConfirmRunOutcome& run) noexcept { return run.held; }
+
+namespace {
+
+std::string setting_text(const std::string& setting) {
+    return setting.empty() ? std::string("PyTorch's default settings") : "PYTORCH_CUDA_ALLOC_CONF=" + setting;
+}
+
+std::string ooms_text(std::uint64_t n) { return std::to_string(n) + (n == 1 ? " OOM" : " OOMs"); }
+
+std::string run_text(const ConfirmRunOutcome& run) {
+    if (!run.real) return setting_text(run.setting) + " gave no figures (" + run.note + ")";
+    const std::string predicted = run.predicted.ooms == 0 ? "no OOM" : ooms_text(run.predicted.ooms);
+    const std::string real = run.real->ooms == 0 ? "none" : std::to_string(run.real->ooms);
+    return setting_text(run.setting) + " was predicted " + predicted + ", the real run had " + real;
+}
+
+}  // namespace
+
+std::string confirm_answer(const std::vector<ConfirmRunOutcome>& runs, std::size_t candidates, bool interrupted) {
+    if (runs.empty()) return interrupted ? "not confirmed: interrupted before the first real run ended" : "not confirmed: no real run";
+    const ConfirmRunOutcome& last = runs.back();
+    const std::string which = runs.size() == 1 ? "the first real run" : "real run " + std::to_string(runs.size());
+    if (last.held && last.real) {
+        if (last.predicted.ooms == 0)
+            return "confirmed by a real run: " + setting_text(last.setting) + " ran without an OOM, as predicted (" + which + ")";
+        return "confirmed by a real run: under " + setting_text(last.setting) + " the program still ran out of memory (" +
+               ooms_text(last.real->ooms) + "), as predicted (" + which + ")";
+    }
+    std::string answer = interrupted ? "not confirmed: interrupted after " + std::to_string(runs.size()) + " of at most " +
+                                           std::to_string(candidates) + " real runs"
+                                     : "not confirmed by " + std::to_string(runs.size()) + " real run" + (runs.size() == 1 ? "" : "s");
+    answer += ": ";
+    for (std::size_t i = 0; i < runs.size(); ++i) answer += (i ? "; " : "") + run_text(runs[i]);
+    bool granted_course = false;
+    for (const ConfirmRunOutcome& run : runs) granted_course = granted_course || (run.real && run.predicted.ooms < run.real->ooms);
+    if (granted_course)
+        answer += " (where a setting grants an OOM the recording had, the program can go on to ask for memory the recording never saw)";
+    return answer;
+}
+
+std::string wrap_words(std::string_view text, std::size_t columns) {
+    if (columns == 0) return std::string(text);
+    std::string out;
+    std::size_t line = 0;  // columns used on the current line
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        const std::size_t end = std::min(text.find_first_of(" \n", start), text.size());
+        const std::string_view word = text.substr(start, end - start);
+        if (line > 0 && line + 1 + word.size() > columns) {
+            out += '\n';
+            line = 0;
+        } else if (line > 0) {
+            out += ' ';
+            ++line;
+        }
+        out += word;
+        line += word.size();
+        if (end < text.size() && text[end] == '\n') {
+            out += '\n';
+            line = 0;
+        }
+        start = end + 1;
+    }
+    return out;
+}
+
+}  // namespace gpumem

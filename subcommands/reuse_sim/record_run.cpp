@@ -1,0 +1,273 @@
+#include "reuse_sim/record_run.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "base/errors.hpp"
+#include "base/interrupt.hpp"
+#include "base/record_plan.hpp"
+#include "record_hook.hpp"  // generated from record_hook.py: kRecordHookSource
+
+namespace gpumem::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A private directory holding the hook as sitecustomize.py and a folder
+// where each Python process leaves its status; removed with everything
+// Python put there (__pycache__) when the run ends.
+class HookDirectory {
+public:
+    HookDirectory() {
+        const char* tmp = std::getenv("TMPDIR");
+        std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/gpumem-record-XXXXXX";
+        if (::mkdtemp(pattern.data()) == nullptr) throw Error(pattern + ": cannot create the hook's directory: " + std::strerror(errno));
+        path_ = pattern;
+        std::ofstream hook(path_ + "/sitecustomize.py");
+        hook << kRecordHookSource;
+        hook.close();
+        if (!hook || ::mkdir(status_dir().c_str(), 0700) != 0) {
+            remove();
+            throw Error(path_ + ": cannot write the recording hook");
+        }
+    }
+    ~HookDirectory() { remove(); }
+    HookDirectory(const HookDirectory&) = delete;
+    HookDirectory& operator=(const HookDirectory&) = delete;
+
+    const std::string& path() const noexcept { return path_; }
+    std::string status_dir() const { return path_ + "/status"; }
+
+private:
+    void remove() noexcept {
+        std::error_code ignored;
+        fs::remove_all(path_, ignored);  // a destructor does not throw: what cannot go stays in TMPDIR
+    }
+    std::string path_;
+};
+
+bool starts_with(const char* entry, std::string_view prefix) { return std::string_view(entry).substr(0, prefix.size()) == prefix; }
+
+// The program's environment: ours, PYTHONPATH led by the hook's directory,
+// the hook's settings, and the style's own variables.
+std::vector<std::string> child_environment(const HookDirectory& dir, const RecordSettings& s, const ChildStyle& style) {
+    std::vector<std::string> env;
+    std::string pythonpath = dir.path();
+    for (char** e = environ; *e != nullptr; ++e) {
+        if (starts_with(*e, "GPUMEM_RECORD_")) continue;
+        if (starts_with(*e, "PYTHONPATH=")) {
+            const std::string old = *e + std::strlen("PYTHONPATH=");
+            if (!old.empty()) pythonpath += ":" + old;
+            continue;
+        }
+        const std::string_view entry(*e);
+        bool overridden = false;
+        for (const std::string& own : style.environment)
+            overridden = overridden || entry.substr(0, entry.find('=') + 1) == std::string_view(own).substr(0, own.find('=') + 1);
+        if (!overridden) env.emplace_back(*e);
+    }
+    env.push_back("PYTHONPATH=" + pythonpath);
+    env.push_back("GPUMEM_RECORD_FILE=" + s.file);
+    env.push_back("GPUMEM_RECORD_STATS_FILE=" + stats_file_name(s.file));
+    env.push_back("GPUMEM_RECORD_RANK_FILE=" + rank_file_name(s.file, "{rank}"));
+    env.push_back("GPUMEM_RECORD_RANK_STATS_FILE=" + stats_file_name(rank_file_name(s.file, "{rank}")));
+    env.push_back("GPUMEM_RECORD_STATUS_DIR=" + dir.status_dir());
+    env.push_back(std::string("GPUMEM_RECORD_STACKS=") + (s.python_stacks ? "1" : "0"));
+    if (s.max_entries) env.push_back("GPUMEM_RECORD_MAX_ENTRIES=" + std::to_string(*s.max_entries));
+    if (s.capacity) env.push_back("GPUMEM_RECORD_CAPACITY=" + std::to_string(*s.capacity));
+    if (s.memory_fraction) {
+        std::ostringstream f;
+        f.precision(17);
+        f << *s.memory_fraction;
+        env.push_back("GPUMEM_RECORD_FRACTION=" + f.str());
+    }
+    for (const std::string& own : style.environment) env.push_back(own);
+    return env;
+}
+
+// --record: a signal sent to gpumem by another process (kill) goes on to the
+// program; one from the terminal (Ctrl-C) reached the program already, as
+// it is in gpumem's process group.
+volatile sig_atomic_t g_forward = 0;
+
+extern "C" void on_record_signal(int signal, siginfo_t* info, void* /*context*/) {
+    if (info == nullptr || info->si_code == SI_USER || info->si_code == SI_QUEUE || info->si_code == SI_TKILL) g_forward = signal;
+}
+
+class ForwardSignals {
+public:
+    ForwardSignals() {
+        struct sigaction action {};
+        action.sa_sigaction = on_record_signal;
+        action.sa_flags = SA_SIGINFO;  // no SA_RESTART: waitpid returns with EINTR
+        sigemptyset(&action.sa_mask);
+        g_forward = 0;
+        sigaction(SIGINT, &action, &old_int_);
+        sigaction(SIGTERM, &action, &old_term_);
+    }
+    ~ForwardSignals() {
+        sigaction(SIGINT, &old_int_, nullptr);
+        sigaction(SIGTERM, &old_term_, nullptr);
+    }
+    ForwardSignals(const ForwardSignals&) = delete;
+    ForwardSignals& operator=(const ForwardSignals&) = delete;
+
+private:
+    struct sigaction old_int_ {}, old_term_ {};
+};
+
+[[noreturn]] void exec_child(const std::vector<std::string>& command, std::vector<char*>& argv, std::vector<char*>& envp, bool own_group) {
+    // Only async-signal-safe calls between fork and exec.
+    if (own_group) {
+        ::setpgid(0, 0);
+        ::dup2(STDERR_FILENO, STDOUT_FILENO);
+    }
+    for (const int s : {SIGPIPE, SIGINT, SIGTERM}) ::signal(s, SIG_DFL);  // gpumem ignores SIGPIPE; the program must not
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execvpe(argv[0], argv.data(), envp.data());
+    const int error = errno;
+    const char* what = std::strerror(error);
+    const char* prefix = "gpumem: error: cannot run ";
+    (void)!::write(STDERR_FILENO, prefix, std::strlen(prefix));
+    (void)!::write(STDERR_FILENO, command[0].data(), command[0].size());
+    (void)!::write(STDERR_FILENO, ": ", 2);
+    (void)!::write(STDERR_FILENO, what, std::strlen(what));
+    (void)!::write(STDERR_FILENO, "\n", 1);
+    ::_exit(error == ENOENT ? 127 : 126);  // as a shell's
+}
+
+// --confirm's Ctrl-C: the program's whole group is asked to stop, then killed.
+int stop_group(pid_t pid) {
+    ::kill(-pid, SIGTERM);
+    int status = 0;
+    for (int i = 0; i < 100; ++i) {  // 5 s
+        if (::waitpid(pid, &status, WNOHANG) == pid) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        if (i == 99) {
+            ::kill(-pid, SIGKILL);
+            while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+            }
+        }
+    }
+    ::kill(-pid, SIGKILL);  // stragglers of the group
+    return status;
+}
+
+int wait_child(pid_t pid, bool own_group, bool& interrupted) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) throw Error(std::string("waitpid: ") + std::strerror(errno));
+        if (own_group && interrupt_requested()) {
+            interrupted = true;
+            return stop_group(pid);
+        }
+        if (!own_group && g_forward != 0) {
+            ::kill(pid, g_forward);
+            g_forward = 0;
+        }
+    }
+    return status;
+}
+
+RecordedProcess read_status(const fs::path& file) {
+    std::ifstream in(file);
+    const nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+    RecordedProcess p;
+    if (!doc.is_object()) {
+        p.error = file.filename().string() + ": unreadable status";
+        return p;
+    }
+    p.pid = doc.value("pid", 0L);
+    if (doc.contains("rank") && doc["rank"].is_number_unsigned()) p.rank = doc["rank"].get<unsigned>();
+    p.torch_imported = doc.value("torch", false);
+    if (doc.contains("torch_found") && doc["torch_found"].is_boolean()) p.torch_found = doc["torch_found"].get<bool>();
+    p.cuda_used = doc.value("cuda_used", false);
+    p.why = doc.value("why", std::string());
+    if (doc.contains("snapshot") && doc["snapshot"].is_string()) p.snapshot = doc["snapshot"].get<std::string>();
+    if (doc.contains("stats") && doc["stats"].is_string()) p.stats = doc["stats"].get<std::string>();
+    p.events = doc.value("events", std::uint64_t{0});
+    p.note = doc.value("note", std::string());
+    p.error = doc.value("error", std::string());
+    return p;
+}
+
+std::vector<RecordedProcess> read_statuses(const std::string& dir) {
+    std::vector<RecordedProcess> processes;
+    std::error_code error;
+    for (const fs::directory_entry& entry : fs::directory_iterator(dir, error))
+        if (entry.path().extension() == ".json") processes.push_back(read_status(entry.path()));
+    std::sort(processes.begin(), processes.end(), [](const RecordedProcess& a, const RecordedProcess& b) { return a.pid < b.pid; });
+    return processes;
+}
+
+}  // namespace
+
+std::vector<const RecordedProcess*> ChildRun::recorded() const {
+    std::vector<const RecordedProcess*> out;
+    for (const RecordedProcess& p : processes)
+        if (p.snapshot) out.push_back(&p);
+    return out;
+}
+
+ChildRun run_recorded(const std::vector<std::string>& command, const RecordSettings& settings, const ChildStyle& style) {
+    if (command.empty()) throw UsageError("no program to run");
+    const HookDirectory dir;
+    std::vector<std::string> env = child_environment(dir, settings, style);
+    std::vector<std::string> args = command;
+    std::vector<char*> argv, envp;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (std::string& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+
+    std::optional<ForwardSignals> forward;
+    if (!style.own_group) forward.emplace();
+    ChildRun run;
+    const auto start = std::chrono::steady_clock::now();
+    const pid_t pid = ::fork();
+    if (pid < 0) throw Error(std::string("fork: ") + std::strerror(errno));
+    if (pid == 0) exec_child(command, argv, envp, style.own_group);
+    if (style.own_group) ::setpgid(pid, pid);  // also here: no window before the child's own call
+    const int status = wait_child(pid, style.own_group, run.interrupted);
+    run.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    run.exit_status = shell_exit_status(status);
+    run.processes = read_statuses(dir.status_dir());
+    return run;
+}
+
+std::string nothing_recorded_reason(const ChildRun& run) {
+    bool imported = false, no_torch = false, initialized_only = false;
+    std::string error;
+    for (const RecordedProcess& p : run.processes) {
+        imported = imported || p.torch_imported;
+        no_torch = no_torch || (p.torch_found && !*p.torch_found);
+        initialized_only = initialized_only || !p.note.empty();
+        if (!p.error.empty()) error = p.error;
+    }
+    if (!error.empty()) return "no snapshot written: " + error;
+    if (run.processes.empty())
+        return "no snapshot written: no Python process started with the hook (the program is not Python, or it cleared PYTHONPATH)";
+    if (!imported && no_torch) return "no snapshot written: the program's python has no torch (import torch fails there)";
+    if (!imported) return "no snapshot written: the program never imported torch";
+    if (initialized_only) return "no snapshot written: the program initialized CUDA through torch but allocated no memory";
+    return "no snapshot written: the program never used CUDA through torch";
+}
+
+}  // namespace gpumem::cli

@@ -1,0 +1,68 @@
+// reuse-sim --record and --confirm: a program run with gpumem's Python hook
+// on its PYTHONPATH, which records every PyTorch process it starts (see
+// record_hook.py). The hook's source travels inside the binary: at run time
+// it is written to a private temporary directory (mode 0700), removed when
+// the run ends, so a bare build, an installed package and a copied binary
+// all work without finding a data directory. This is I/O (a child process,
+// signals, files) and so lives in the CLI layer; the pure parts (file names,
+// the agreement rule) are base/record_plan.hpp's.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpumem::cli {
+
+// What the hook records, and the cap the real run gets.
+struct RecordSettings {
+    std::string file;  // the snapshot of one process (an absolute path); ranks get rank_file_name(file, N)
+    std::optional<std::uint64_t> max_entries;  // _record_memory_history(max_entries=N); none: PyTorch's (unbounded)
+    bool python_stacks = false;                // context="all", stacks="python"
+    std::optional<std::uint64_t> capacity;     // set_per_process_memory_fraction(capacity / total)
+    std::optional<double> memory_fraction;     // set_per_process_memory_fraction(F)
+};
+
+// How the program runs.
+struct ChildStyle {
+    // --confirm: a process group of its own (Ctrl-C on gpumem stops the
+    // whole group), its stdout on gpumem's stderr (gpumem's stdout holds the
+    // report). --record: gpumem's group (the terminal's Ctrl-C reaches the
+    // program as under `time`), its stdout its own.
+    bool own_group = false;
+    std::vector<std::string> environment;  // NAME=VALUE set for the program (PYTORCH_CUDA_ALLOC_CONF)
+};
+
+// What one process of the program said through the hook.
+struct RecordedProcess {
+    long pid = 0;
+    std::optional<unsigned> rank;
+    bool torch_imported = false;
+    std::optional<bool> torch_found;  // when not imported: whether its python has torch at all
+    bool cuda_used = false;
+    std::string why;                    // "exit", "exception: OutOfMemoryError", "SIGTERM"
+    std::optional<std::string> snapshot, stats;  // the files it wrote
+    std::uint64_t events = 0;
+    std::string note, error;
+};
+
+struct ChildRun {
+    int exit_status = 0;  // as a shell reports it (128 + signal)
+    double wall_seconds = 0;
+    bool interrupted = false;  // --confirm: Ctrl-C stopped it
+    std::vector<RecordedProcess> processes;  // by pid
+    // The processes that wrote a snapshot.
+    std::vector<const RecordedProcess*> recorded() const;
+};
+
+// Runs `command` (argv, searched on PATH) under the hook and waits for it.
+// Throws Error when it cannot be started (exit status 127 or 126 is the
+// program's, as a shell's, when exec fails: reported, not thrown).
+ChildRun run_recorded(const std::vector<std::string>& command, const RecordSettings& settings, const ChildStyle& style);
+
+// One clear line for a run that recorded nothing: python without torch, a
+// program that never imported torch or never used CUDA through it.
+std::string nothing_recorded_reason(const ChildRun& run);
+
+}  // namespace gpumem::cli

@@ -1,0 +1,367 @@
+// reuse-sim --record and --confirm on the CPU: a real python3 runs the
+// test programs of tests/fixtures/record/ against a stand-in torch package
+// (tests/fixtures/record/standin/torch), so that the hook's injection, the
+// chained sitecustomize, rank naming, signals, the exit status, the no-torch
+// errors and --confirm's loop are tested without a GPU or PyTorch.
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "base/record_plan.hpp"
+#include "cli/command.hpp"
+#include "cli_harness.hpp"
+#include "reuse_sim/reuse_sim.hpp"
+
+namespace {
+
+using namespace gpumem;
+using nlohmann::json;
+namespace rs = gpumem::reuse_sim;
+
+// The tests' folder: run-tests.sh says where (on the GPU machine it is not where this was built).
+std::string tests_dir() {
+    const char* dir = std::getenv("GPUMEM_TESTS_DIR");
+    return dir ? dir : GPUMEM_TESTS_SOURCE_DIR;
+}
+const std::string kDir = tests_dir() + "/fixtures/record";
+const std::string kProgram = kDir + "/program.py";
+const std::string kSnapshot = tests_dir() + "/fixtures/torch/fragmentation_oom.pickle";
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool exists(const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0;
+}
+
+// A fresh directory for one case's files, removed at the end.
+struct Scratch {
+    std::string path;
+    Scratch() {
+        char pattern[] = "/tmp/gpumem-record-test-XXXXXX";
+        path = ::mkdtemp(pattern);
+    }
+    ~Scratch() { (void)!std::system(("rm -rf '" + path + "'").c_str()); }
+    Scratch(const Scratch&) = delete;
+    Scratch& operator=(const Scratch&) = delete;
+    std::string operator/(const std::string& name) const { return path + "/" + name; }
+};
+
+// The stand-in torch and the environment's own sitecustomize on PYTHONPATH.
+std::vector<std::string> standin_env(const Scratch& s, bool with_torch = true) {
+    return {"PYTHONPATH=" + (with_torch ? kDir + "/standin:" : std::string()) + kDir + "/chained", "STANDIN_LOG=" + (s / "log"),
+            "STANDIN_SNAPSHOT=" + kSnapshot, "RANK", "WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "OMPI_COMM_WORLD_RANK",
+            "PMI_RANK", "PYTORCH_CUDA_ALLOC_CONF"};
+}
+
+RunResult record(const Scratch& s, const std::vector<std::string>& program, const std::vector<std::string>& extra_env = {},
+                 const std::vector<std::string>& options = {}) {
+    std::vector<std::string> args = {"reuse-sim", "--record", s / "run.pickle"};
+    args.insert(args.end(), options.begin(), options.end());
+    args.emplace_back("--");
+    args.emplace_back("python3");
+    args.push_back(kProgram);
+    args.insert(args.end(), program.begin(), program.end());
+    std::vector<std::string> env = standin_env(s);
+    env.insert(env.end(), extra_env.begin(), extra_env.end());
+    return run_gpumem(args, env);
+}
+
+}  // namespace
+
+TEST_CASE("record plan: rank file names, statistics beside the snapshot, the wait status as a shell's") {
+    CHECK(rank_file_name("run.pickle", "3") == "run.rank3.pickle");
+    CHECK(rank_file_name("/a.b/run", "0") == "/a.b/run.rank0");
+    CHECK(rank_file_name("/x/.hidden", "1") == "/x/.hidden.rank1");
+    CHECK(rank_file_name("out/run.v2.pickle", "{rank}") == "out/run.v2.rank{rank}.pickle");
+    CHECK(stats_file_name("run.pickle") == "run.stats.json");
+    CHECK(stats_file_name("/d.d/run") == "/d.d/run.stats.json");
+    CHECK(stats_file_name("run.rank2.pickle") == "run.rank2.stats.json");
+    CHECK(shell_exit_status(7 << 8) == 7);
+    CHECK(shell_exit_status(SIGTERM) == 143);
+}
+
+TEST_CASE("record plan: the user's PYTORCH_CUDA_ALLOC_CONF keys the grid does not set are kept, the grid's replaced") {
+    const std::vector<std::string_view> grid = {"max_split_size_mb", "roundup_power2_divisions", "expandable_segments",
+                                                "garbage_collection_threshold"};
+    CHECK(alloc_conf_items("a:1, roundup_power2_divisions:[256:1,>:8],b:2") ==
+          std::vector<std::string>{"a:1", "roundup_power2_divisions:[256:1,>:8]", "b:2"});
+    const MergedAllocConf m = merge_alloc_conf("backend:native,expandable_segments:True,pinned_num_register_threads:4",
+                                               "max_split_size_mb:128", grid);
+    CHECK(m.conf == "backend:native,pinned_num_register_threads:4,max_split_size_mb:128");
+    CHECK(m.kept == std::vector<std::string>{"backend:native", "pinned_num_register_threads:4"});
+    CHECK(m.replaced == std::vector<std::string>{"expandable_segments:True"});
+    // PyTorch's defaults as the setting: the user's grid keys go, the rest stay.
+    CHECK(merge_alloc_conf("expandable_segments:True", "", grid).conf.empty());
+    CHECK(merge_alloc_conf("", "expandable_segments:True", grid).conf == "expandable_segments:True");
+}
+
+TEST_CASE("record plan: the agreement rule, the loop's stop and the final answer") {
+    const RunFigures fits{0, 100, 1, 5, 1}, ooms{3, 100, 4, 9, 2};
+    CHECK(prediction_held(fits, fits));
+    CHECK(prediction_held(ooms, RunFigures{1, 50, 0, 0, 0}));
+    CHECK_FALSE(prediction_held(fits, ooms));
+    CHECK_FALSE(prediction_held(ooms, fits));
+    ConfirmRunOutcome held{"expandable_segments:True", fits, fits, true, ""};
+    ConfirmRunOutcome missed{"max_split_size_mb:128", fits, ooms, false, ""};
+    CHECK(confirm_should_stop(held));
+    CHECK_FALSE(confirm_should_stop(missed));
+    CHECK(confirm_answer({held}, 3, false) ==
+          "confirmed by a real run: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True ran without an OOM, as predicted (the first real run)");
+    CHECK(confirm_answer({missed, held}, 3, false).rfind("confirmed by a real run: ", 0) == 0);
+    CHECK(has(confirm_answer({missed, held}, 3, false), "(real run 2)"));
+    const std::string no = confirm_answer({missed}, 1, false);
+    CHECK(no.rfind("not confirmed by 1 real run: PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128 was predicted no OOM, the real run had 3",
+                   0) == 0);
+    CHECK(has(no, "ask for memory the recording never saw"));
+    ConfirmRunOutcome cut{"", fits, std::nullopt, false, "interrupted"};
+    CHECK(confirm_answer({missed, cut}, 3, true).rfind("not confirmed: interrupted after 2 of at most 3 real runs", 0) == 0);
+    CHECK(confirm_answer({}, 3, true) == "not confirmed: interrupted before the first real run ended");
+}
+
+TEST_CASE("record plan: prose wrapped at word boundaries, a long word whole, none at 0 columns") {
+    CHECK(wrap_words("aaa bbb ccc", 7) == "aaa bbb\nccc");
+    CHECK(wrap_words("aaa bbb ccc", 0) == "aaa bbb ccc");
+    CHECK(wrap_words("garbage_collection_threshold:0.8 fits", 10) == "garbage_collection_threshold:0.8\nfits");
+    CHECK(wrap_words("a\nbb cc", 4) == "a\nbb\ncc");
+    std::string words;
+    for (int i = 0; i < 60; ++i) words += (i ? " " : "") + std::string("word") + std::to_string(i);
+    for (const std::string& line : [&] {
+             std::vector<std::string> lines;
+             std::istringstream in(wrap_words(words, 100));
+             for (std::string l; std::getline(in, l);) lines.push_back(l);
+             return lines;
+         }())
+        CHECK(line.size() <= 100);
+}
+
+TEST_CASE("record: an unmodified program recorded through the hook; the chained sitecustomize runs; the cap applies; stdout passes through") {
+    const Scratch s;
+    const RunResult r = record(s, {"stdout"}, {}, {"--capacity", "1GiB", "--max-entries", "5000"});
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(r.out == "the program's own output\n");  // the program's stdout only
+    CHECK(has(r.err, "gpumem: recorded " + (s / "run.pickle")));
+    REQUIRE(exists(s / "run.pickle"));
+    REQUIRE(exists(s / "run.stats.json"));
+    const std::string log = slurp(s / "log");
+    INFO(log);
+    CHECK(has(log, "chained sitecustomize ran"));
+    // Recording on before CUDA's first use, max_entries passed, stacks off by default.
+    CHECK(log.find("record_memory_history") < log.find("cuda init, recording on"));
+    CHECK(has(log, "\"context\": null"));
+    CHECK(has(log, "\"max_entries\": 5000"));
+    CHECK(has(log, "set_per_process_memory_fraction 0.0125 0"));  // 1 GiB of the stand-in's 80 GiB
+    std::ifstream in(s / "run.stats.json");
+    const json stats = json::parse(in);
+    CHECK(stats["kind"] == "gpumem-torch-recording");
+    CHECK(stats["allocator"]["allowed_memory_maximum"] == 1ULL << 30);
+    CHECK(stats["memory_stats"].contains("num_ooms"));
+    // What was written is a snapshot gpumem replays.
+    const RunResult replay = run_gpumem({"reuse-sim", "--trace", s / "run.pickle", "--strategy", "torch-caching", "--json"});
+    CHECK(replay.status == 0);
+    // No temporary file left beside it, and the hook's directory is gone.
+    const RunResult listing = run_program("/bin/sh", {"-c", "ls '" + s.path + "'"});
+    CHECK(listing.out == "log\nrun.pickle\nrun.stats.json\n");
+}
+
+TEST_CASE("record: --python-stacks asks for stacks; --memory-fraction is passed as given") {
+    const Scratch s;
+    const RunResult r = record(s, {"alloc"}, {}, {"--python-stacks", "--memory-fraction", "0.25"});
+    CHECK(r.status == 0);
+    const std::string log = slurp(s / "log");
+    CHECK(has(log, "\"context\": \"all\""));
+    CHECK(has(log, "set_per_process_memory_fraction 0.25 0"));
+}
+
+TEST_CASE("record: the program's exit status passes through, and an uncaught exception still writes the snapshot") {
+    const Scratch s;
+    const RunResult seven = record(s, {"exit", "7"});
+    CHECK(seven.status == 7);
+    CHECK(exists(s / "run.pickle"));
+    ::unlink((s / "run.pickle").c_str());
+    const RunResult raised = record(s, {"raise"});
+    CHECK(raised.status == 1);
+    CHECK(has(raised.err, "RuntimeError: CUDA out of memory (stand-in)"));  // the program's traceback, unchanged
+    CHECK(has(raised.err, "ended by exception: RuntimeError"));
+    CHECK(exists(s / "run.pickle"));
+}
+
+TEST_CASE("record: one file per rank under a launcher, named by rank") {
+    const Scratch s;
+    const RunResult r = record(s, {"alloc"}, {"RANK=1", "WORLD_SIZE=2"});
+    CHECK(r.status == 0);
+    CHECK(exists(s / "run.rank1.pickle"));
+    CHECK(exists(s / "run.rank1.stats.json"));
+    CHECK_FALSE(exists(s / "run.pickle"));
+    CHECK(has(r.err, "rank 1"));
+    const RunResult slurm = record(s, {"alloc"}, {"SLURM_PROCID=3", "SLURM_NTASKS=4"});
+    CHECK(exists(s / "run.rank3.pickle"));
+    // One process of one: the file itself.
+    const RunResult single = record(s, {"alloc"}, {"SLURM_PROCID=0", "SLURM_NTASKS=1"});
+    CHECK(exists(s / "run.pickle"));
+}
+
+TEST_CASE("record: SIGTERM and SIGINT sent to gpumem reach the program, which writes its snapshot and dies of the signal") {
+    for (const int sig : {SIGTERM, SIGINT}) {
+        CAPTURE(sig);
+        const Scratch s;
+        Started run = start_gpumem({"reuse-sim", "--record", s / "run.pickle", "--", "python3", kProgram, "sleep"}, standin_env(s), true);
+        CHECK(run.read_line(20) == "ready");
+        run.signal(sig);
+        CHECK(run.wait_within(20) == 128 + sig);
+        const RunResult r = run.wait();
+        INFO(r.err);
+        CHECK(exists(s / "run.pickle"));
+        CHECK(exists(s / "run.stats.json"));
+    }
+}
+
+TEST_CASE("record: no torch, no CUDA: one clear line, and no file claiming to be a snapshot") {
+    const Scratch s;
+    const RunResult never = record(s, {"notorch"});
+    CHECK(never.status == 1);
+    CHECK(never.stderr_lines() == 1);
+    CHECK(has(never.err, "the program never imported torch"));
+    const RunResult cpu = record(s, {"cpu"});
+    CHECK(cpu.status == 1);
+    CHECK(cpu.stderr_lines() == 1);
+    CHECK(has(cpu.err, "never used CUDA through torch"));
+    // A python without torch: the program's own ImportError and status, and
+    // gpumem's line (where python3 has a real torch, as on the GPU machine,
+    // that part cannot be run).
+    std::vector<std::string> env = standin_env(s, false);
+    if (run_program("/usr/bin/env", {"python3", "-c", "import torch"}, {"PYTHONPATH"}).status == 0) return;
+    const RunResult missing = run_gpumem({"reuse-sim", "--record", s / "run.pickle", "--", "python3", kProgram, "alloc"}, env);
+    CHECK(missing.status == 1);
+    CHECK(has(missing.err, "ModuleNotFoundError"));
+    CHECK(has(missing.err, "gpumem: no snapshot written: the program's python has no torch"));
+    CHECK_FALSE(exists(s / "run.pickle"));
+    CHECK_FALSE(exists(s / "run.stats.json"));
+    const RunResult absent = run_gpumem({"reuse-sim", "--record", s / "run.pickle", "--", "/nonexistent/program"}, env);
+    CHECK(absent.status == 127);
+}
+
+TEST_CASE("record and confirm: usage errors exit 2 before anything runs") {
+    const Scratch s;
+    const std::string f = s / "run.pickle";
+    for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+             {"reuse-sim", "--record", f},
+             {"reuse-sim", "--record", f, "--json", "--", "true"},
+             {"reuse-sim", "--record", f, "--trace", kSnapshot, "--", "true"},
+             {"reuse-sim", "--record", f, "--tune", "--", "true"},
+             {"reuse-sim", "--record", s.path, "--", "true"},
+             {"reuse-sim", "--record", "/nonexistent/dir/run.pickle", "--", "true"},
+             {"reuse-sim", "--", "python3", "x.py"},
+             {"reuse-sim", "--python-stacks", "--trace", kSnapshot},
+             {"reuse-sim", "--trace", kSnapshot, "--confirm", "2", "--", "true"},
+             {"reuse-sim", "--trace", kSnapshot, "--tune", "--confirm", "2"},
+             {"reuse-sim", "--tune", "--confirm", "1", "--", "true"},
+             {"reuse-sim", "--trace", kSnapshot, "--tune", "--confirm", "0", "--", "true"},
+         }) {
+        CAPTURE(args);
+        const RunResult r = run_gpumem(args, {"CUDA_VISIBLE_DEVICES="});
+        CHECK(r.status == 2);
+        CHECK(r.stderr_lines() == 1);
+        const bool json_asked = std::find(args.begin(), args.end(), "--json") != args.end();
+        if (json_asked) CHECK(nlohmann::json::parse(r.out)["error"]["status"] == 2);
+        else CHECK(r.out.empty());
+    }
+}
+
+TEST_CASE("confirm: no GPU exits 3 before the program runs") {
+    const Scratch s;
+    std::vector<std::string> env = standin_env(s);
+    env.emplace_back("CUDA_VISIBLE_DEVICES=");
+    const RunResult r = run_gpumem({"reuse-sim", "--trace", kSnapshot, "--capacity", "1GiB", "--tune", "--confirm", "2", "--json", "--",
+                                    "python3", kProgram, "alloc"},
+                                   env);
+    CHECK(r.status == 3);
+    CHECK_FALSE(exists(s / "log"));  // the program never ran
+    CHECK(json::parse(r.out)["error"]["status"] == 3);
+}
+
+namespace {
+
+// --confirm's loop in this process, driven by the stand-in: a tuner's
+// ranking of two settings, the first predicted to fit.
+struct ConfirmCase {
+    cli::ReuseSimRequest q;
+    cli::ReuseSimResults r;
+    ConfirmCase() {
+        q.confirm = cli::ConfirmRequest{2, {"python3", kProgram, "alloc"}, {}, {}};
+        q.confirm->settings.capacity = 1ULL << 30;
+        r.tune = cli::TuneResults{};
+        rs::TuneRow best{}, recorded{};
+        best.point.options.expandable_segments = true;
+        best.outcome.peak_reserved = 900ULL << 20;
+        recorded.point.recorded = true;
+        recorded.outcome.ooms = 3;
+        recorded.outcome.peak_reserved = 1010ULL << 20;
+        r.tune->rows = {best, recorded};
+    }
+    void run(const std::string& stats, const char* user_conf = nullptr) {
+        const Scratch s;
+        ::setenv("PYTHONPATH", (kDir + "/standin").c_str(), 1);
+        ::setenv("STANDIN_SNAPSHOT", kSnapshot.c_str(), 1);
+        ::setenv("STANDIN_STATS", stats.c_str(), 1);
+        if (user_conf) ::setenv("PYTORCH_CUDA_ALLOC_CONF", user_conf, 1);
+        cli::Globals globals;
+        globals.quiet = true;
+        cli::Session session(globals);
+        cli::confirm_reuse_sim(q, r, session);
+        for (const char* name : {"PYTHONPATH", "STANDIN_SNAPSHOT", "STANDIN_STATS", "PYTORCH_CUDA_ALLOC_CONF"}) ::unsetenv(name);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("confirm: the best setting's real run holds, and the loop stops there") {
+    ConfirmCase c;
+    c.run(R"({"expandable_segments:True": {"num_ooms": 0, "reserved_bytes.all.peak": 943718400, "num_alloc_retries": 1},
+              "*": {"num_ooms": 3}})");
+    REQUIRE(c.r.confirm);
+    REQUIRE(c.r.confirm->runs.size() == 1);
+    const cli::ConfirmRun& run = c.r.confirm->runs.front();
+    CHECK(run.alloc_conf == "expandable_segments:True");
+    REQUIRE(run.outcome.real);
+    CHECK(run.outcome.real->peak_reserved == 943718400);
+    CHECK(run.outcome.real->retries == 1);
+    CHECK(run.outcome.held);
+    CHECK(cli::confirm_answer_text(c.r).rfind("confirmed by a real run", 0) == 0);
+}
+
+TEST_CASE("confirm: a program that changes course runs out of memory anyway; every candidate is tried, the answer says so") {
+    ConfirmCase c;
+    c.run(R"({"*": {"num_ooms": 2, "reserved_bytes.all.peak": 1073741824}})");
+    REQUIRE(c.r.confirm->runs.size() == 2);
+    CHECK_FALSE(c.r.confirm->runs[0].outcome.held);
+    CHECK(c.r.confirm->runs[1].outcome.held);  // the recorded setting was predicted to fail, and did
+    CHECK(has(cli::confirm_answer_text(c.r), "still ran out of memory"));
+    c.q.confirm->candidates = 1;
+    c.r.confirm.reset();
+    c.run(R"({"*": {"num_ooms": 2}})");
+    REQUIRE(c.r.confirm->runs.size() == 1);
+    CHECK(cli::confirm_answer_text(c.r).rfind("not confirmed by 1 real run", 0) == 0);
+}
+
+TEST_CASE("confirm: the user's own PYTORCH_CUDA_ALLOC_CONF keys are kept and stated; the grid's are replaced") {
+    ConfirmCase c;
+    c.run(R"({"backend:native,expandable_segments:True": {"num_ooms": 0}, "*": {"num_ooms": 5}})",
+          "backend:native,expandable_segments:False");
+    REQUIRE(c.r.confirm->runs.size() == 1);
+    CHECK(c.r.confirm->runs[0].alloc_conf == "backend:native,expandable_segments:True");
+    CHECK(c.r.confirm->runs[0].outcome.held);
+    CHECK(c.r.confirm->merged.kept == std::vector<std::string>{"backend:native"});
+    CHECK(c.r.confirm->merged.replaced == std::vector<std::string>{"expandable_segments:False"});
+    CHECK(c.r.confirm->user_alloc_conf == "backend:native,expandable_segments:False");
+}
