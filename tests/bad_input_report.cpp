@@ -95,7 +95,7 @@ void write_report_inputs(const Scratch& s) {
 
 std::vector<BadCase> report_cases(const Scratch& s) {
     write_report_inputs(s);
-    return {
+    std::vector<BadCase> cases = {
         // Options.
         {{"report", "--outlier-fraction", "0", s.path("report_good.json")}, {2}, true},
         {{"report", "--outlier-fraction", "1", s.path("report_good.json")}},

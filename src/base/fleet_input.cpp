@@ -6,6 +6,7 @@
 // merged in input order, so a fleet of 100 000 documents in 12 500 files is
 // read on every core and held as its rows only.
 #include <dirent.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <glob.h>
 #include <sched.h>
@@ -279,13 +280,41 @@ std::vector<Source> expand(const std::vector<std::string>& inputs) {
     return sources;
 }
 
+// zlib, loaded when a gzip input first needs it: the binary links no
+// libz, so that it runs where only the driver and the C/C++ runtime are
+// (zlib1g is on every Debian system, and the package depends on it).
+struct Zlib {
+    decltype(&inflateInit2_) init = nullptr;
+    decltype(&inflate) step = nullptr;
+    decltype(&inflateEnd) end = nullptr;
+    std::string why_missing;
+};
+
+const Zlib& zlib() {
+    static const Zlib z = [] {
+        Zlib loaded;
+        void* lib = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (!lib) {
+            const char* e = dlerror();
+            loaded.why_missing = e ? e : "libz.so.1 not found";
+            return loaded;
+        }
+        loaded.init = reinterpret_cast<decltype(&inflateInit2_)>(dlsym(lib, "inflateInit2_"));
+        loaded.step = reinterpret_cast<decltype(&inflate)>(dlsym(lib, "inflate"));
+        loaded.end = reinterpret_cast<decltype(&inflateEnd)>(dlsym(lib, "inflateEnd"));
+        if (!loaded.init || !loaded.step || !loaded.end) loaded.why_missing = "libz.so.1 lacks inflate";
+        return loaded;
+    }();
+    return z;
+}
+
 // Reads a file descriptor to its end, inflating gzip (one member or several,
 // as `cat a.gz b.gz` makes) where the bytes start with gzip's magic.
 class ByteReader {
 public:
     ByteReader(int fd, std::string name) : fd_(fd), name_(std::move(name)), raw_(1u << 17, '\0') {}
     ~ByteReader() {
-        if (inflating_) inflateEnd(&z_);
+        if (inflating_) zlib().end(&z_);
     }
     ByteReader(const ByteReader&) = delete;
     ByteReader& operator=(const ByteReader&) = delete;
@@ -337,7 +366,10 @@ private:
             z_.opaque = Z_NULL;
             const Bytef* in = z_.next_in;
             const uInt avail = z_.avail_in;
-            if (inflateInit2(&z_, 16 + MAX_WBITS) != Z_OK) throw Error(name_ + ": zlib: cannot start inflating");
+            const Zlib& lib = zlib();
+            if (!lib.init) throw Error(name_ + ": gzip data, and zlib cannot be loaded to read it (" + lib.why_missing + ")");
+            if (lib.init(&z_, 16 + MAX_WBITS, ZLIB_VERSION, static_cast<int>(sizeof(z_stream))) != Z_OK)
+                throw Error(name_ + ": zlib: cannot start inflating");
             z_.next_in = const_cast<Bytef*>(in);
             z_.avail_in = avail;
             inflating_ = true;
@@ -346,13 +378,13 @@ private:
         out_.resize(1u << 18);
         z_.next_out = reinterpret_cast<Bytef*>(out_.data());
         z_.avail_out = static_cast<uInt>(out_.size());
-        const int rc = inflate(&z_, Z_NO_FLUSH);
+        const int rc = zlib().step(&z_, Z_NO_FLUSH);
         if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR)
             throw UsageError(name_ + ": not valid gzip data (zlib: " + (z_.msg ? z_.msg : "error " + std::to_string(rc)) + ")");
         const std::size_t produced = out_.size() - z_.avail_out;
         if (rc == Z_STREAM_END) {
             // Another member may follow.
-            inflateEnd(&z_);
+            zlib().end(&z_);
             inflating_ = false;
             member_done_ = true;
         }
