@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -496,6 +497,30 @@ TEST_CASE("report command: a folder's *.json, *.jsonl and .gz files, gzip read b
     CHECK(ranks.out.rfind("2 documents, 0 GPUs and 2 ranks that found no GPU on 1 host\n", 0) == 0);
     const RunResult one = run_gpumem({"report", fixture("check-node1.json")});
     CHECK(one.out.rfind("1 document, 4 GPUs on 1 host\n", 0) == 0);
+    (void)run_program("/bin/rm", {"-rf", dir});
+}
+
+TEST_CASE("report input: an escape split across two reads of a file, plain and gzipped") {
+    // The reader reads 128 KiB at a time: a backslash as the last byte of a
+    // read escapes the first byte of the next, a quote that must not close
+    // the string.
+    const std::string head = "{\"schema_version\": 1, \"tool\": \"gpumem\", \"version\": \"";
+    std::string doc = head + std::string((128u << 10) - 1 - head.size(), 'x') + "\\\"} ] { [\", \"command\": \"info\", "
+                      "\"ok\": true, \"origin\": {\"host\": \"n1\"}, \"devices\": [{\"index\": 0, \"uuid\": \"U1\"}]}\n";
+    REQUIRE(doc[(128u << 10) - 1] == '\\');
+    char tmpl[] = "/tmp/gpumem-report-split.XXXXXX";
+    REQUIRE(mkdtemp(tmpl));
+    const std::string dir = tmpl;
+    {
+        std::ofstream(dir + "/split.json") << doc << doc;
+    }
+    REQUIRE(run_program("/bin/sh", {"-c", "gzip -c \"$1/split.json\" > \"$1/split.gz\"", "sh", dir}).status == 0);
+    for (const char* name : {"/split.json", "/split.gz"}) {
+        const RunResult r = run_gpumem({"report", "--json", dir + name});
+        CAPTURE(r.err);
+        CHECK(r.status == 0);
+        CHECK(json::parse(r.out)["documents"].size() == 2);
+    }
     (void)run_program("/bin/rm", {"-rf", dir});
 }
 
