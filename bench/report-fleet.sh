@@ -34,16 +34,17 @@ echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 run() {  # LABEL CPUS DIR [REPORT OPTION...]
   local label=$1 cpus=$2 in=$3 log rc bytes docs
   shift 3
+  [ $# -gt 0 ] && label="$label ($*)"
   log=$(mktemp)
   set +e
   taskset -c "$(seq -s, 0 $((cpus - 1)))" /usr/bin/time -f '%e %U %S %M' -o "$log" "$gpumem" report "$@" "$in" >"$log.out" 2>/dev/null
   rc=$?
   set -e
-  read -r wall user sys rss <"$log"
+  read -r wall user sys rss < <(tail -n 1 "$log")  # after "Command exited with non-zero status 7"
   bytes=$(du -sb --exclude='.done-*' "$in" | cut -f1)
   docs=$(head -c 100000 "$log.out" | grep -o -m1 -E '^[0-9]+ documents?' | cut -d' ' -f1 || true)
   [ -n "$docs" ] || docs=$(grep -c '"source"' "$log.out" || true)
-  printf '| %s | %s | %s | %s | %s | %s | %s | %.2f | %d | %s |\n' "$label${*:+ ($*)}" "$cpus" "$docs" "$bytes" "$wall" "$user" "$sys" \
+  printf '| %s | %s | %s | %s | %s | %s | %s | %.2f | %d | %s |\n' "$label" "$cpus" "$docs" "$bytes" "$wall" "$user" "$sys" \
     "$(echo "($user + $sys) / $cpus" | bc -l)" $((rss / 1024)) "$rc"
   rm -f "$log" "$log.out"
 }

@@ -418,7 +418,7 @@ public:
         : sources_(sources), max_schema_version_(max_schema_version) {
         const unsigned n = std::max(1u, std::min<unsigned>(threads ? threads : std::min(usable_cpus(), 16u),
                                                              static_cast<unsigned>(sources.size())));
-        max_pending_ = 4 * n;
+        max_pending_ = std::size_t{4} * n;
         for (unsigned i = 0; i < n; ++i) workers_.emplace_back([this] { work(); });
     }
     ~Pipeline() { join(); }
