@@ -119,4 +119,7 @@ state=$(dpkg-query -W -f='${db:Status-Abbrev}' gpumem 2>/dev/null || true)
   bad "dpkg still lists gpumem: $state"
 [ ! -e /var/lib/gpumem ] && [ ! -e /usr/libexec/gpumem ] && [ ! -e /usr/share/doc/gpumem ] &&
   ok "no gpumem folder is left" || bad "a gpumem folder is left"
+# deb-systemd-helper's records of the units (kept by remove, for a reinstall) go with purge.
+left=$(find /var/lib/systemd /etc/systemd -name '*gpumem*' 2>/dev/null)
+[ -z "$left" ] && ok "no systemd state of the units is left after purge" || bad "left after purge: $left"
 finish
