@@ -50,7 +50,7 @@ else
 fi
 
 # lintian: no error; the warnings and infos it gives are listed in docs/deploy.md.
-lintian --fail-on error --no-tag-display-limit "$deb" >"$work/lintian" 2>&1
+lintian --fail-on error --tag-display-limit 0 "$deb" >"$work/lintian" 2>&1
 lint=$?
 sed 's/^/  lintian: /' "$work/lintian"
 [ "$lint" -eq 0 ] && ok "lintian: no error ($(grep -c '^W:' "$work/lintian") warnings)" || bad "lintian found errors"
@@ -70,7 +70,7 @@ dpkg-deb -f "$deb" Depends | grep -q -i cuda && bad "depends on a CUDA package" 
 version=$(/usr/bin/gpumem --version 2>&1)
 [[ $version == *"$(dpkg-deb -f "$deb" Version | sed 's/-.*//')"* ]] && ok "gpumem --version: $version" || bad "gpumem --version: $version"
 # Nothing but the C/C++ runtime: cudart is static, the driver's libraries are dlopened.
-libs=$(ldd /usr/bin/gpumem | awk '{print $1}' | grep -v -E '^(linux-vdso|/lib64/ld-linux|libc|libm|libstdc\+\+|libgcc_s|libdl|libpthread|librt)\.so' || true)
+libs=$(ldd /usr/bin/gpumem | awk '{print $1}' | grep -v -E '^(linux-vdso|/lib(64)?/ld-linux[-a-z0-9_]*|libc|libm|libstdc\+\+|libgcc_s|libdl|libpthread|librt)\.so' || true)
 [ -z "$libs" ] && ok "ldd: C and C++ runtime only" || bad "ldd shows $libs"
 man=$(man -w gpumem 2>&1) && ok "man -w gpumem: $man" || bad "man -w gpumem: $man"
 
