@@ -13,11 +13,13 @@ const char* const kGood =
     "{\"schema_version\": 1, \"tool\": \"gpumem\", \"version\": \"0.1.0\", \"command\": \"info\", \"ok\": true, "
     "\"origin\": {\"host\": \"n1\"}, \"devices\": [{\"index\": 0, \"uuid\": \"GPU-1\", \"name\": \"A\", \"free\": 1}]}\n";
 
-// kGood with its first `from` replaced by `to`.
-std::string good_but(const std::string& from, const std::string& to) {
-    std::string doc = kGood;
+// `doc` with its first `from` replaced by `to`.
+std::string replaced(std::string doc, const std::string& from, const std::string& to) {
     return doc.replace(doc.find(from), from.size(), to);
 }
+
+// kGood with its first `from` replaced by `to`.
+std::string good_but(const std::string& from, const std::string& to) { return replaced(kGood, from, to); }
 
 void write_report_inputs(const Scratch& s) {
     s.write("report_good.json", kGood);
@@ -48,13 +50,52 @@ void write_report_inputs(const Scratch& s) {
     mkdir(s.path("report_only_dirs").c_str(), 0755);
     mkdir(s.path("report_only_dirs/sub.json").c_str(), 0755);
     s.write("report_glob[x].json", "");  // a name with glob characters is read as that file: here empty
+    // Numbers out of range in every field report reads (issue 26): each a
+    // FILE:LINE error, never nlohmann's "internal error: number overflow".
+    const char* const kCheck =
+        "{\"schema_version\": 1, \"tool\": \"gpumem\", \"command\": \"check\", \"ok\": true, \"origin\": {\"host\": \"n1\"}, "
+        "\"checks\": [{\"index\": 0, \"uuid\": \"GPU-1\", \"name\": \"A\", \"check\": \"copy.h2d\", \"verdict\": \"pass\", "
+        "\"value\": 55.0, \"comparison\": \">=\", \"unit\": \"GB/s\"}]}\n";
+    const char* const kCopy =
+        "{\"schema_version\": 1, \"tool\": \"gpumem\", \"command\": \"copy\", \"ok\": true, \"origin\": {\"host\": \"n1\"}, "
+        "\"results\": [{\"device\": 0, \"direction\": \"h2d\", \"engine\": \"ce\", \"bytes\": 1024, \"median_gbps\": 50.0}]}\n";
+    const char* const kMemset =
+        "{\"schema_version\": 1, \"tool\": \"gpumem\", \"command\": \"memset\", \"ok\": true, \"origin\": {\"host\": \"n1\"}, "
+        "\"results\": [{\"device\": 0, \"target\": \"device\", \"bytes\": 1024, \"width_bits\": 8, \"bandwidth_gbps\": 9.0}]}\n";
+    const char* const kError =
+        "{\"schema_version\": 1, \"tool\": \"gpumem\", \"command\": \"check\", \"ok\": false, \"origin\": {\"host\": \"n1\"}, "
+        "\"error\": {\"status\": 3, \"code\": \"no_device\", \"message\": \"x\"}}\n";
+    const std::pair<const char*, std::string> overflows[] = {
+        {"report_num_schema.json", replaced(kGood, "\"schema_version\": 1", "\"schema_version\": 1e400")},
+        {"report_num_schema_big.json", replaced(kGood, "\"schema_version\": 1", "\"schema_version\": 99999999999999999999")},
+        {"report_num_index.json", replaced(kGood, "\"index\": 0", "\"index\": 9223372036854775808")},
+        {"report_num_free.json", replaced(kGood, "\"free\": 1", "\"free\": 1e400")},
+        {"report_num_free_negative.json", replaced(kGood, "\"free\": 1", "\"free\": -1")},
+        {"report_num_free_big.json", replaced(kGood, "\"free\": 1", "\"free\": 18446744073709551616")},
+        {"report_num_rank.json", replaced(kGood, "{\"host\": \"n1\"}", "{\"host\": \"n1\", \"rank\": -1e400}")},
+        {"report_num_world.json", replaced(kGood, "{\"host\": \"n1\"}", "{\"host\": \"n1\", \"world_size\": 1.5}")},
+        {"report_num_value.json", replaced(kCheck, "55.0", "1e400")},
+        {"report_num_value_neg.json", replaced(kCheck, "55.0", "-1e400")},
+        {"report_num_copy_gbps.json", replaced(kCopy, "50.0", "1E+999")},
+        {"report_num_copy_bytes.json", replaced(kCopy, "\"bytes\": 1024", "\"bytes\": 1e3")},
+        {"report_num_copy_device.json", replaced(kCopy, "\"device\": 0", "\"device\": -9223372036854775809")},
+        {"report_num_memset_width.json", replaced(kMemset, "\"width_bits\": 8", "\"width_bits\": 9223372036854775808")},
+        {"report_num_memset_gbps.json", replaced(kMemset, "9.0", "9e999")},
+        {"report_num_status.json", replaced(kError, "\"status\": 3", "\"status\": 256")},
+        {"report_num_status_big.json", replaced(kError, "\"status\": 3", "\"status\": 9223372036854775808")},
+        {"report_num_status_real.json", replaced(kError, "\"status\": 3", "\"status\": 1e400")},
+    };
+    for (const auto& [name, text] : overflows) s.write(name, text);
+    s.write("report_bad.json.gz", std::string("\x1f\x8b\x08\x00garbage, not deflate", 26));
+    mkdir(s.path("report_dir_no_json").c_str(), 0755);
+    s.write("report_dir_no_json/notes.txt", kGood);
 }
 
 }  // namespace
 
 std::vector<BadCase> report_cases(const Scratch& s) {
     write_report_inputs(s);
-    return {
+    std::vector<BadCase> cases = {
         // Options.
         {{"report", "--outlier-fraction", "0", s.path("report_good.json")}, {2}, true},
         {{"report", "--outlier-fraction", "150%", s.path("report_good.json")}, {2}, true},
@@ -94,7 +135,17 @@ std::vector<BadCase> report_cases(const Scratch& s) {
         {{"report", s.path("report_binary.json")}},
         {{"report", s.path("report_bad_origin.json")}},
         {{"report", s.path("report_huge.jsonl")}, {2}, true},
+        {{"report", s.path("report_bad.json.gz")}, {2}, true},
+        {{"report", s.path("report_dir_no_json")}, {2}, true},
     };
+    for (const char* name : {"report_num_schema.json", "report_num_schema_big.json", "report_num_index.json", "report_num_free.json",
+                             "report_num_free_negative.json", "report_num_free_big.json", "report_num_rank.json",
+                             "report_num_world.json", "report_num_value.json", "report_num_value_neg.json",
+                             "report_num_copy_gbps.json", "report_num_copy_bytes.json", "report_num_copy_device.json",
+                             "report_num_memset_width.json", "report_num_memset_gbps.json", "report_num_status.json",
+                             "report_num_status_big.json", "report_num_status_real.json"})
+        cases.push_back({{"report", s.path(name)}, {2}, true});
+    return cases;
 }
 
 }  // namespace bad_input

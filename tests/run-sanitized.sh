@@ -10,7 +10,8 @@
 #
 # Not instrumented: the device code and host stubs of src/core/kernels.cu (nvcc
 # compiles it with its own host compiler) and the prebuilt static CUDA
-# runtime; only one GPU architecture is built, as the kernels never run here.
+# runtime; only one GPU architecture is built, as the kernels never run here,
+# and no bench baseline (CI's tests build compiles those).
 # Any report fails the run: ASan and LSan exit non-zero, UBSan aborts, and
 # run-tests.sh counts a crashed or failing suite as failed. There are no
 # suppressions. Prints the run-tests.sh summary line last.
@@ -22,7 +23,7 @@ cd "$here/.."
 build=${1:-build-san}
 
 if [ ! -f "$build/build.ninja" ]; then
-  CC=clang CXX=clang++ meson setup "$build" -Dfuzz=true -Dtests=true -Dgpu_archs=90 \
+  CC=clang CXX=clang++ meson setup "$build" -Dfuzz=true -Dtests=true -Dgpu_archs=90 -Dbench=false -Dsystemd_units=false \
     -Dman_pages=disabled -Dcompletions=false </dev/null >/dev/null
 fi
 # The build's own output only when it fails (a compile error is on stdout).

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -129,7 +130,7 @@ TEST_CASE("report input: faults are named by file and line") {
     CHECK(read_error(report.dump()).find("report's own document") != std::string::npos);
     json wrong = envelope("info", "n1");
     wrong["devices"] = {{{"index", 0}, {"free", "lots"}}};
-    CHECK(read_error(wrong.dump()) == "in.json:1: devices[0].free: expected a whole number, 0 or more");
+    CHECK(read_error(wrong.dump()) == "in.json:1: devices[0].free: expected a whole number, 0 or more (below 2^64)");
     json bad_verdict = check_doc("n1", {{"U0", "A", 50, "maybe"}});
     CHECK(read_error(bad_verdict.dump()).find("'maybe' is not a verdict") != std::string::npos);
     json no_ok = envelope("info", "n1");
@@ -304,7 +305,10 @@ TEST_CASE("report: copy rows join the GPU that a document of the same process na
     REQUIRE(joined->figures.size() == 1);  // the skipped row has no figure
     CHECK(joined->figures[0].value == doctest::Approx(100));  // the slowest peer
     CHECK(joined->figures[0].name == "copy.p2p (ce, 1 KiB)");
-    CHECK(joined->commands == std::vector<std::string>{"copy", "info"});
+    // The copy document came before any document of its process named
+    // index 0: it is held and merged after the others (the report keeps rows,
+    // not documents), so info is the first command of the row.
+    CHECK(joined->commands == std::vector<std::string>{"info", "copy"});
 }
 
 TEST_CASE("report: rows in host order with numbers as numbers, GPUs before GPU-less ranks") {
@@ -425,6 +429,131 @@ TEST_CASE("report: an error document written before its command was known is a r
     REQUIRE(f.rows.size() == 1);
     CHECK(f.rows[0].errors == std::vector<std::string>{"gpumem: no usable GPU"});
     CHECK(f.rows[0].commands.empty());
+}
+
+TEST_CASE("report input: a number out of range is bad input at its line, never an internal error (issue 26)") {
+    json d = check_doc("n1", {{"U1", "A", 55.0}});
+    std::string text = d.dump(2);
+    const std::size_t at = text.find("55.0");
+    REQUIRE(at != std::string::npos);
+    const std::size_t line = 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+    text.replace(at, 4, "1e400");
+    CHECK(read_error(text) == "in.json:" + std::to_string(line) + ": malformed JSON: number out of range: 1e400 (beyond a double)");
+    // An exit status beyond 255, an index beyond int64, a count beyond uint64 or below 0.
+    json e = error_doc("check", "n1", slurm(0), 3);
+    e["error"]["status"] = 256;
+    CHECK(read_error(e.dump()) == "in.json:1: error.status: expected an exit status (0 to 255)");
+    std::string big = check_doc("n1", {{"U1", "A", 55.0}}).dump();
+    big.replace(big.find("\"index\":0"), 9, "\"index\":9223372036854775808");
+    CHECK(read_error(big) == "in.json:1: checks[0].index: expected an integer below 2^63");
+    json info = envelope("info", "n1");
+    info["devices"] = {{{"index", 0}, {"uuid", "U1"}, {"free", -1}}};
+    CHECK(read_error(info.dump()) == "in.json:1: devices[0].free: expected a whole number, 0 or more (below 2^64)");
+    std::string huge = info.dump();
+    huge.replace(huge.find("-1"), 2, "18446744073709551616");
+    CHECK(read_error(huge) == "in.json:1: devices[0].free: expected a whole number, 0 or more (below 2^64)");
+    // A tiny number is a number (0), as nlohmann reads it.
+    std::string tiny = d.dump();
+    tiny.replace(tiny.find("55.0"), 4, "1e-400");
+    CHECK(read_text("in.json", tiny, 1)[0].gpus[0].figures[0].value == 0.0);
+}
+
+TEST_CASE("report input: strings with escapes and UTF-8 read as nlohmann reads them; bad UTF-8 is refused") {
+    json d = check_doc("n\u00e9\"1\\", {{"GPU-\u2603", "H100 \"SXM\"", 50.0}});
+    const std::vector<Document> docs = read_text("t", d.dump() + "\n" + d.dump(2, ' ', true) + "\n", 1);
+    REQUIRE(docs.size() == 2);
+    for (const Document& doc : docs) {
+        CHECK(doc.origin.host == "n\u00e9\"1\\");
+        CHECK(doc.gpus[0].uuid == "GPU-\u2603");
+        CHECK(doc.gpus[0].name == "H100 \"SXM\"");
+    }
+    CHECK(read_error("{\"tool\": \"gpu\xc0\xafmem\"}\n").rfind("in.json:1: malformed JSON", 0) == 0);
+    CHECK(read_error("{\"tool\": \"\\ud800\"}\n").rfind("in.json:1: malformed JSON", 0) == 0);
+}
+
+TEST_CASE("report command: a folder's *.json, *.jsonl and .gz files, gzip read by its bytes, plurals that read right") {
+    char tmpl[] = "/tmp/gpumem-report-dir.XXXXXX";
+    REQUIRE(mkdtemp(tmpl));
+    const std::string dir = tmpl;
+    const std::string script = "cp \"$1/check-node1.json\" \"$2/a.json\" && gzip -c \"$1/info.jsonl\" > \"$2/b.jsonl.gz\" && "
+                               "gzip -c \"$1/copy-node1.json\" > \"$2/c.data\" && echo skip > \"$2/notes.txt\" && "
+                               "mkdir \"$2/sub.json\" && cp \"$1/check-node2.json\" \"$2/.hidden.json\"";
+    REQUIRE(run_program("/bin/sh", {"-c", script, "sh", fixture(""), dir}).status == 0);
+    const RunResult r = run_gpumem({"report", "--json", dir});
+    CAPTURE(r.err);
+    CHECK(r.status == 0);
+    const json doc = json::parse(r.out);
+    // a.json (1 document) and b.jsonl.gz (info's lines); not notes.txt, the folder or the dot-file.
+    std::set<std::string> sources;
+    for (const json& d : doc["documents"]) sources.insert(d["source"].get<std::string>().substr(dir.size() + 1, 5));
+    CHECK(sources == std::set<std::string>{"a.jso", "b.jso"});
+    // A gzip file named anything is read by its bytes.
+    const RunResult gz = run_gpumem({"report", "--json", dir + "/c.data"});
+    CHECK(gz.status == 0);
+    CHECK(json::parse(gz.out)["documents"].size() == 1);
+    // Plurals and counts (issue 30): ranks that found no GPU are counted as such.
+    const RunResult ranks = run_gpumem({"report", fixture("error-ranks.jsonl")});
+    CHECK(ranks.status == 7);
+    CHECK(ranks.out.rfind("2 documents, 0 GPUs and 2 ranks that found no GPU on 1 host\n", 0) == 0);
+    const RunResult one = run_gpumem({"report", fixture("check-node1.json")});
+    CHECK(one.out.rfind("1 document, 4 GPUs on 1 host\n", 0) == 0);
+    (void)run_program("/bin/rm", {"-rf", dir});
+}
+
+TEST_CASE("report input: an escape split across two reads of a file, plain and gzipped") {
+    // The reader reads 128 KiB at a time: a backslash as the last byte of a
+    // read escapes the first byte of the next, a quote that must not close
+    // the string.
+    const std::string head = "{\"schema_version\": 1, \"tool\": \"gpumem\", \"version\": \"";
+    std::string doc = head + std::string((128u << 10) - 1 - head.size(), 'x') + "\\\"} ] { [\", \"command\": \"info\", "
+                      "\"ok\": true, \"origin\": {\"host\": \"n1\"}, \"devices\": [{\"index\": 0, \"uuid\": \"U1\"}]}\n";
+    REQUIRE(doc[(128u << 10) - 1] == '\\');
+    char tmpl[] = "/tmp/gpumem-report-split.XXXXXX";
+    REQUIRE(mkdtemp(tmpl));
+    const std::string dir = tmpl;
+    {
+        std::ofstream(dir + "/split.json") << doc << doc;
+    }
+    REQUIRE(run_program("/bin/sh", {"-c", "gzip -c \"$1/split.json\" > \"$1/split.gz\"", "sh", dir}).status == 0);
+    for (const char* name : {"/split.json", "/split.gz"}) {
+        const RunResult r = run_gpumem({"report", "--json", dir + name});
+        CAPTURE(r.err);
+        CHECK(r.status == 0);
+        CHECK(json::parse(r.out)["documents"].size() == 2);
+    }
+    (void)run_program("/bin/rm", {"-rf", dir});
+}
+
+TEST_CASE("report: read_fleet merges in input order on any number of threads, the same fleet each time") {
+    const std::vector<std::string> inputs = {fixture("check-node1.json"), fixture("check-node2.json"), fixture("copy-node1.json"),
+                                             fixture("info.jsonl"), fixture("error-ranks.jsonl"), fixture("check-node4.json")};
+    const Fleet one = read_fleet(inputs, 1, {}, 1);
+    for (unsigned threads : {2u, 3u, 8u}) {
+        const Fleet many = read_fleet(inputs, 1, {}, threads);
+        REQUIRE(many.rows.size() == one.rows.size());
+        for (std::size_t i = 0; i < one.rows.size(); ++i) {
+            CHECK(many.rows[i].uuid == one.rows[i].uuid);
+            CHECK(many.rows[i].sources == one.rows[i].sources);
+            CHECK(many.rows[i].status == one.rows[i].status);
+        }
+        CHECK(many.problems == one.problems);
+        REQUIRE(many.documents.size() == one.documents.size());
+        for (std::size_t i = 0; i < one.documents.size(); ++i) CHECK(many.documents[i].source == one.documents[i].source);
+    }
+    // The first fault in input order is the one reported, whatever thread met it.
+    char tmpl[] = "/tmp/gpumem-report-bad.XXXXXX";
+    REQUIRE(mkdtemp(tmpl));
+    const std::string dir = tmpl;
+    REQUIRE(run_program("/bin/sh", {"-c", "printf '{\"tool\": 1}\\n' > \"$1/b.json\"; printf '[' > \"$1/c.json\"", "sh", dir}).status == 0);
+    for (unsigned threads : {1u, 4u}) {
+        try {
+            (void)read_fleet({fixture("check-node1.json"), dir + "/b.json", dir + "/c.json"}, 1, {}, threads);
+            FAIL("no error");
+        } catch (const gpumem::UsageError& e) {
+            CHECK(std::string(e.what()) == dir + "/b.json:1: not a gpumem document (no \"tool\": \"gpumem\")");
+        }
+    }
+    (void)run_program("/bin/rm", {"-rf", dir});
 }
 
 TEST_CASE("examples: the Slurm scripts parse (tests/slurm-test.sh runs the prolog under a real slurmctld)") {

@@ -7,7 +7,7 @@
 set -euo pipefail
 
 # cmake: Meson finds doctest, which ships no pkg-config file, through CMake.
-build=(meson ninja-build pkg-config cmake g++ libcli11-dev libspdlog-dev libfmt-dev doctest-dev nlohmann-json3-dev scdoc)
+build=(meson ninja-build pkg-config cmake g++ libcli11-dev libspdlog-dev libfmt-dev doctest-dev nlohmann-json3-dev zlib1g-dev scdoc)
 # CI's further stages: clang with its sanitizer runtime (sanitized build,
 # fuzzing), clang-tidy and cppcheck (static analysis), python3 (fuzz target
 # of the snapshot converter, the Slurm test's checker), zsh and fish (the
@@ -16,8 +16,12 @@ build=(meson ninja-build pkg-config cmake g++ libcli11-dev libspdlog-dev libfmt-
 # cluster of its own, on its own key, socket and ports, whatever the packages'
 # services do), prometheus and python3-prometheus-client (promtool and the
 # Python parser: tests/prometheus-check.sh validates --format prometheus with
-# both, the Go parser Prometheus runs and an independent one).
-ci=(clang libclang-rt-14-dev clang-tidy cppcheck python3 zsh fish slurm-wlm munge prometheus python3-prometheus-client)
+# both, the Go parser Prometheus runs and an independent one), debhelper,
+# lintian, man-db and bash-completion (tests/package-test.sh builds, lints
+# and installs the Debian package, then asks man and each shell where its
+# files are), systemd (systemd-analyze verify of the units).
+ci=(clang libclang-rt-14-dev clang-tidy cppcheck python3 zsh fish slurm-wlm munge prometheus python3-prometheus-client
+    debhelper lintian man-db bash-completion systemd)
 
 packages=("${build[@]}")
 case "${1:-}" in

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -150,7 +151,8 @@ struct ModelFigure {
 // from drain up), with a one-line reason.
 struct NodeRow {
     std::string host;
-    std::size_t gpus = 0;  // rows: GPUs, or ranks that found none
+    std::size_t gpus = 0;   // rows of a GPU
+    std::size_t ranks = 0;  // rows of a rank that found no GPU (its error documents)
     RowStatus status = RowStatus::ok;  // its worst row's
     Remediation remediation = Remediation::none;
     bool drain = false;
@@ -176,17 +178,38 @@ struct Fleet {
     bool failed() const noexcept { return !problems.empty(); }
 };
 
+// Documents merged as they are read, in input order (later documents'
+// figures win); it keeps a row per GPU, not the documents.
+class FleetMerger {
+public:
+    FleetMerger();
+    ~FleetMerger();
+    FleetMerger(const FleetMerger&) = delete;
+    FleetMerger& operator=(const FleetMerger&) = delete;
+    void add(Document&& d);
+    // The fleet, once every document is in.
+    Fleet finish(const ReportOptions& options);
+
+private:
+    class State;
+    std::unique_ptr<State> state_;
+};
+
 // The fleet of `documents`, in input order (later documents' figures win).
 Fleet merge_fleet(const std::vector<Document>& documents, const ReportOptions& options);
 
 // "node2" < "node10": host names compared with their numbers as numbers.
 bool natural_less(std::string_view a, std::string_view b) noexcept;
 
-// Reads every input: FILE, a glob(3) PATTERN gpumem expands itself, or "-"
-// (stdin; also when `inputs` is empty). Each holds one or more JSON
-// documents (pretty-printed, or JSON Lines). UsageError "FILE:LINE: reason"
-// for any bad input: no report is made from part of the fleet.
-std::vector<Document> read_inputs(const std::vector<std::string>& inputs, int max_schema_version);
+// Reads every input: FILE, DIR (its *.json and *.jsonl files, and their
+// .gz), a glob(3) PATTERN gpumem expands itself, or "-" (stdin; also when
+// `inputs` is empty). Each holds one or more JSON documents (pretty-printed,
+// or JSON Lines), gzip-compressed or not. UsageError "FILE:LINE: reason" for
+// any bad input, the first in input order: no report is made from part of
+// the fleet. Documents are parsed on `threads` threads (0: one per CPU this
+// process may run on) and merged in input order as they are read.
+Fleet read_fleet(const std::vector<std::string>& inputs, int max_schema_version, const ReportOptions& options,
+                 unsigned threads = 0);
 
 // The documents of one source's bytes (a file's or a test's), named `name`.
 std::vector<Document> read_text(std::string_view name, std::string_view text, int max_schema_version);

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/fast_json.hpp"
+
 #include "base/fleet.hpp"
 #include "base/sizes.hpp"
 
@@ -26,62 +28,74 @@ const NameTable<RowStatus> kRowStatuses{"row status", kRowStatusRows};
 
 namespace {
 
-using Json = nlohmann::json;
+using fastjson::Value;
 
 // Typed reads: `where` names the key in messages ("devices[2].free").
 [[noreturn]] void wrong(const std::string& where, const char* expected) {
     throw UsageError(where + ": expected " + expected);
 }
 
-const Json* member(const Json& object, const char* key) {
-    const auto it = object.find(key);
-    return it == object.end() || it->is_null() ? nullptr : &*it;
+// The document being read: its values are ranges of one array.
+thread_local const fastjson::Document* tls_json = nullptr;
+
+const Value* member(const Value& object, const char* key) {
+    const Value* v = tls_json->find(object, key);
+    return v == nullptr || v->is_null() ? nullptr : v;
 }
 
-std::optional<std::string> text_at(const Json& object, const char* key, const std::string& where) {
-    const Json* v = member(object, key);
+const Value& at(const Value& array, std::size_t i) { return tls_json->child(array, i); }
+
+std::optional<std::string> text_at(const Value& object, const char* key, const std::string& where) {
+    const Value* v = member(object, key);
     if (!v) return std::nullopt;
     if (!v->is_string()) wrong(where + key, "a string");
-    return v->get<std::string>();
+    return std::string(v->text);
 }
 
-std::optional<double> number_at(const Json& object, const char* key, const std::string& where) {
-    const Json* v = member(object, key);
+std::optional<double> number_at(const Value& object, const char* key, const std::string& where) {
+    const Value* v = member(object, key);
     if (!v) return std::nullopt;
     if (!v->is_number()) wrong(where + key, "a number");
-    return v->get<double>();
+    return v->number();
 }
 
-std::optional<std::int64_t> integer_at(const Json& object, const char* key, const std::string& where) {
-    const Json* v = member(object, key);
+std::optional<std::int64_t> integer_at(const Value& object, const char* key, const std::string& where) {
+    const Value* v = member(object, key);
     if (!v) return std::nullopt;
-    if (!v->is_number_integer()) wrong(where + key, "an integer");
-    return v->get<std::int64_t>();
+    if (!v->is_integer()) wrong(where + key, "an integer");
+    // An unsigned value beyond int64 would wrap to a negative index or status.
+    if (v->type == fastjson::Type::unsigned_integer && v->unsigned_integer > static_cast<std::uint64_t>(INT64_MAX))
+        wrong(where + key, "an integer below 2^63");
+    return v->type == fastjson::Type::integer ? v->integer : static_cast<std::int64_t>(v->unsigned_integer);
 }
 
-std::optional<std::uint64_t> count_at(const Json& object, const char* key, const std::string& where) {
-    const Json* v = member(object, key);
+std::optional<std::uint64_t> count_at(const Value& object, const char* key, const std::string& where) {
+    const Value* v = member(object, key);
     if (!v) return std::nullopt;
-    if (!v->is_number_unsigned()) wrong(where + key, "a whole number, 0 or more");
-    return v->get<std::uint64_t>();
+    if (v->type != fastjson::Type::unsigned_integer) wrong(where + key, "a whole number, 0 or more (below 2^64)");
+    return v->unsigned_integer;
 }
 
 // The rows of the table `key` (absent: none; a failure may stop before it).
-const Json& rows_at(const Json& doc, const char* key) {
-    static const Json none = Json::array();
-    const Json* v = member(doc, key);
+const Value& rows_at(const Value& doc, const char* key) {
+    static const Value none = [] {
+        Value v;
+        v.type = fastjson::Type::array;
+        return v;
+    }();
+    const Value* v = member(doc, key);
     if (!v) return none;
     if (!v->is_array()) wrong(key, "an array of rows");
-    for (std::size_t i = 0; i < v->size(); ++i)
-        if (!(*v)[i].is_object()) wrong(std::string(key) + "[" + std::to_string(i) + "]", "an object");
+    for (std::size_t i = 0; i < v->count; ++i)
+        if (!at(*v, i).is_object()) wrong(std::string(key) + "[" + std::to_string(i) + "]", "an object");
     return *v;
 }
 
 std::string row_where(const char* table, std::size_t i) { return std::string(table) + "[" + std::to_string(i) + "]."; }
 
-DocOrigin read_origin(const Json& doc) {
+DocOrigin read_origin(const Value& doc) {
     DocOrigin o;
-    const Json* v = member(doc, "origin");
+    const Value* v = member(doc, "origin");
     if (!v) return o;
     if (!v->is_object()) wrong("origin", "an object");
     const std::optional<std::string> host = text_at(*v, "host", "origin.");
@@ -95,23 +109,24 @@ DocOrigin read_origin(const Json& doc) {
     return o;
 }
 
-std::optional<DocError> read_error(const Json& doc, bool ok) {
+std::optional<DocError> read_error(const Value& doc, bool ok) {
     if (ok) return std::nullopt;
-    const Json* e = member(doc, "error");
+    const Value* e = member(doc, "error");
     if (!e || !e->is_object()) wrong("error", "an object (the document says \"ok\": false)");
     DocError error;
     error.status = integer_at(*e, "status", "error.").value_or(-1);
-    if (error.status < 0) wrong("error.status", "an exit status");
+    if (error.status < 0 || error.status > 255) wrong("error.status", "an exit status (0 to 255)");
     error.code = text_at(*e, "code", "error.").value_or("");
     error.message = text_at(*e, "message", "error.").value_or("");
     return error;
 }
 
 // The envelope every gpumem document has.
-Document read_envelope(const Json& doc, int max_schema_version) {
-    if (!doc.is_object()) throw UsageError(std::string("not a gpumem document: a JSON ") + doc.type_name() + ", not an object");
-    const Json* tool = member(doc, "tool");
-    if (!tool || *tool != "gpumem") throw UsageError("not a gpumem document (no \"tool\": \"gpumem\")");
+Document read_envelope(const Value& doc, int max_schema_version) {
+    if (!doc.is_object())
+        throw UsageError(std::string("not a gpumem document: a JSON ") + fastjson::type_name(doc.type) + ", not an object");
+    const Value* tool = member(doc, "tool");
+    if (!tool || !tool->is_string() || tool->text != "gpumem") throw UsageError("not a gpumem document (no \"tool\": \"gpumem\")");
     const std::optional<std::int64_t> version = integer_at(doc, "schema_version", "");
     if (!version) wrong("schema_version", "an integer");
     if (*version > max_schema_version)
@@ -125,9 +140,9 @@ Document read_envelope(const Json& doc, int max_schema_version) {
     d.command = *command;
     if (d.command == "report")
         throw UsageError("a report's own document: give report the documents it was made from");
-    const Json* ok = member(doc, "ok");
+    const Value* ok = member(doc, "ok");
     if (!ok || !ok->is_boolean()) wrong("ok", "true or false");
-    d.error = read_error(doc, ok->get<bool>());
+    d.error = read_error(doc, ok->boolean);
     d.origin = read_origin(doc);
     return d;
 }
@@ -148,13 +163,13 @@ GpuFacts& gpu_of(Document& d, const std::optional<std::int64_t>& index, const st
     return d.gpus.back();
 }
 
-GpuFacts& identified_gpu(Document& d, const Json& row, const std::string& where, const char* index_key) {
+GpuFacts& identified_gpu(Document& d, const Value& row, const std::string& where, const char* index_key) {
     GpuFacts& g = gpu_of(d, integer_at(row, index_key, where), text_at(row, "uuid", where), where);
     if (auto name = text_at(row, "name", where)) g.name = name;
     return g;
 }
 
-Verdict verdict_at(const Json& row, const std::string& where) {
+Verdict verdict_at(const Value& row, const std::string& where) {
     const std::optional<std::string> v = text_at(row, "verdict", where);
     if (!v) wrong(where + "verdict", ("one of " + kVerdicts.names()).c_str());
     const Named<Verdict>* found = kVerdicts.find(*v);
@@ -167,7 +182,7 @@ Verdict worse(std::optional<Verdict> a, Verdict b) { return a ? gpumem::worse(*a
 // A check's remediation: the document's, or where it has none (gpumem
 // before remediations) the check's default for its verdict; none for a
 // check this build does not know.
-Remediation remediation_at(const Json& row, const std::string& id, Verdict verdict, const std::string& where) {
+Remediation remediation_at(const Value& row, const std::string& id, Verdict verdict, const std::string& where) {
     if (const std::optional<std::string> r = text_at(row, "remediation", where)) {
         const Named<Remediation>* found = kRemediations.find(*r);
         if (!found)
@@ -181,19 +196,19 @@ Remediation remediation_at(const Json& row, const std::string& id, Verdict verdi
     }
 }
 
-void read_check(const Json& doc, Document& d) {
-    const Json* strict = member(doc, "strict");
+void read_check(const Value& doc, Document& d) {
+    const Value* strict = member(doc, "strict");
     if (strict && !strict->is_boolean()) wrong("strict", "true or false");
-    d.strict = strict && strict->get<bool>();
-    const Json& devices = rows_at(doc, "devices");
-    for (std::size_t i = 0; i < devices.size(); ++i) {
+    d.strict = strict && strict->boolean;
+    const Value& devices = rows_at(doc, "devices");
+    for (std::size_t i = 0; i < devices.count; ++i) {
         const std::string where = row_where("devices", i);
-        GpuFacts& g = identified_gpu(d, devices[i], where, "index");
-        g.verdict = worse(g.verdict, verdict_at(devices[i], where));
+        GpuFacts& g = identified_gpu(d, at(devices, i), where, "index");
+        g.verdict = worse(g.verdict, verdict_at(at(devices, i), where));
     }
-    const Json& checks = rows_at(doc, "checks");
-    for (std::size_t i = 0; i < checks.size(); ++i) {
-        const Json& row = checks[i];
+    const Value& checks = rows_at(doc, "checks");
+    for (std::size_t i = 0; i < checks.count; ++i) {
+        const Value& row = at(checks, i);
         const std::string where = row_where("checks", i);
         GpuFacts& g = identified_gpu(d, row, where, "index");
         const std::optional<std::string> id = text_at(row, "check", where);
@@ -209,13 +224,13 @@ void read_check(const Json& doc, Document& d) {
     }
 }
 
-void read_info(const Json& doc, Document& d) {
-    const Json& devices = rows_at(doc, "devices");
-    for (std::size_t i = 0; i < devices.size(); ++i) {
+void read_info(const Value& doc, Document& d) {
+    const Value& devices = rows_at(doc, "devices");
+    for (std::size_t i = 0; i < devices.count; ++i) {
         const std::string where = row_where("devices", i);
-        GpuFacts& g = identified_gpu(d, devices[i], where, "index");
-        if (auto free = count_at(devices[i], "free", where)) g.free = free;
-        if (auto total = count_at(devices[i], "total", where)) g.total = total;
+        GpuFacts& g = identified_gpu(d, at(devices, i), where, "index");
+        if (auto free = count_at(at(devices, i), "free", where)) g.free = free;
+        if (auto total = count_at(at(devices, i), "total", where)) g.total = total;
     }
 }
 
@@ -230,10 +245,10 @@ void add_min_figure(GpuFacts& g, Figure figure) {
     g.figures.push_back(std::move(figure));
 }
 
-void read_copy(const Json& doc, Document& d) {
-    const Json& results = rows_at(doc, "results");
-    for (std::size_t i = 0; i < results.size(); ++i) {
-        const Json& row = results[i];
+void read_copy(const Value& doc, Document& d) {
+    const Value& results = rows_at(doc, "results");
+    for (std::size_t i = 0; i < results.count; ++i) {
+        const Value& row = at(results, i);
         const std::string where = row_where("results", i);
         GpuFacts& g = identified_gpu(d, row, where, "device");
         const auto gbps = number_at(row, "median_gbps", where);
@@ -243,19 +258,19 @@ void read_copy(const Json& doc, Document& d) {
         std::string name = "copy." + *direction + " (";
         if (auto memory = text_at(row, "host_memory", where)) name += *memory + ", ";
         name += text_at(row, "engine", where).value_or("?") + ", " + format_bytes(*bytes);
-        const Json* access = member(row, "peer_access");
-        if (access && access->is_boolean() && !access->get<bool>()) name += ", no peer access";
+        const Value* access = member(row, "peer_access");
+        if (access && access->is_boolean() && !access->boolean) name += ", no peer access";
         add_min_figure(g, {name + ")", *gbps, "GB/s"});
     }
 }
 
-void read_memset(const Json& doc, Document& d) {
+void read_memset(const Value& doc, Document& d) {
     // details name each device's UUID and model; results hold the figures.
-    const Json& details = rows_at(doc, "details");
-    for (std::size_t i = 0; i < details.size(); ++i) identified_gpu(d, details[i], row_where("details", i), "device");
-    const Json& results = rows_at(doc, "results");
-    for (std::size_t i = 0; i < results.size(); ++i) {
-        const Json& row = results[i];
+    const Value& details = rows_at(doc, "details");
+    for (std::size_t i = 0; i < details.count; ++i) identified_gpu(d, at(details, i), row_where("details", i), "device");
+    const Value& results = rows_at(doc, "results");
+    for (std::size_t i = 0; i < results.count; ++i) {
+        const Value& row = at(results, i);
         const std::string where = row_where("results", i);
         if (text_at(row, "target", where).value_or("device") != "device") continue;  // host memory: the CPU's figure
         GpuFacts& g = gpu_of(d, integer_at(row, "device", where), std::nullopt, where);
@@ -283,16 +298,35 @@ std::string parse_reason(const std::string& what) {
     return "malformed JSON: " + reason;
 }
 
+// Where the fast reader stopped: nlohmann's words for the same fault where
+// it has some (the messages gpumem always gave), else the reader's own.
+LineError parse_fault(std::string_view text, std::size_t line, const fastjson::Fault& fault) {
+    try {
+        const nlohmann::json unused = nlohmann::json::parse(text.begin(), text.end());
+    } catch (const nlohmann::json::parse_error& e) {
+        return LineError(error_line(text, line, e.byte), parse_reason(e.what()));
+    } catch (const nlohmann::json::exception&) {
+        // out_of_range (a number beyond a double): the reader's message names it.
+    }
+    const std::size_t end = std::min(fault.offset, text.size());
+    std::size_t token = end;
+    while (token < text.size() && std::string_view(",]} \t\r\n").find(text[token]) == std::string_view::npos) ++token;
+    std::string what = fault.reason;
+    if (fault.reason == std::string("number out of range"))
+        what += ": " + std::string(text.substr(end, std::min<std::size_t>(token - end, 40))) + " (beyond a double)";
+    return LineError(error_line(text, line, end + 1), "malformed JSON: " + what);
+}
+
 }  // namespace
 
 Document parse_document(std::string_view text, std::size_t line, int max_schema_version) {
-    Json doc;
+    // One reader per thread, reused: its arrays keep their capacity.
+    thread_local fastjson::Document json;
+    fastjson::Fault fault;
+    if (!json.parse(text, kMaxDocumentDepth, fault)) throw parse_fault(text, line, fault);
+    tls_json = &json;
     try {
-        doc = Json::parse(text.begin(), text.end());
-    } catch (const Json::parse_error& e) {
-        throw LineError(error_line(text, line, e.byte), parse_reason(e.what()));
-    }
-    try {
+        const Value& doc = json.root();
         Document d = read_envelope(doc, max_schema_version);
         if (d.command == "check") read_check(doc, d);
         if (d.command == "info") read_info(doc, d);

@@ -5,6 +5,8 @@
 #include <cctype>
 #include <cmath>
 #include <map>
+#include <memory>
+#include <unordered_map>
 #include <utility>
 
 #include "base/fleet.hpp"
@@ -25,36 +27,70 @@ std::string context_key(const DocOrigin& o) {
 
 // UUIDs and models by (process, CUDA index), from the documents that name
 // both (info, check, memset), for those that name an index only (copy).
-using Identities = std::map<std::string, std::pair<std::string, std::optional<std::string>>>;
-
-Identities learn_identities(const std::vector<Document>& documents) {
-    Identities ids;
-    for (const Document& d : documents)
-        for (const GpuFacts& g : d.gpus)
-            if (g.index && g.uuid) ids[context_key(d.origin) + '\n' + std::to_string(*g.index)] = {*g.uuid, g.name};
-    return ids;
-}
+using Identities = std::unordered_map<std::string, std::pair<std::string, std::optional<std::string>>>;
 
 void add_unique(std::vector<std::string>& list, const std::string& item) {
     if (std::find(list.begin(), list.end(), item) == list.end()) list.push_back(item);
 }
 
-class Merger {
-public:
-    Merger(const std::vector<Document>& documents) : ids_(learn_identities(documents)) {}
+}  // namespace
 
-    void add(const Document& d) {
-        DocumentRow doc{d.source, d.command, !d.error, std::nullopt, d.origin, 0};
+// Documents merged one at a time, as they are read: what it keeps is a row
+// per GPU (and a line per document for the documents table), never the
+// documents themselves, except those that name a GPU by CUDA index only
+// before any document of their process tied that index to a UUID: those
+// wait for the end, when every identity is known.
+class FleetMerger::State {
+public:
+    void add(Document&& d) {
+        learn(d);
+        const std::size_t slot = documents_.size();
+        documents_.push_back({d.source, d.command, !d.error, std::nullopt, d.origin, 0});
+        if (!resolve_all(d)) {
+            deferred_.emplace_back(slot, std::move(d));
+            return;
+        }
+        merge(d, slot);
+    }
+
+    void finish() {
+        for (auto& [slot, d] : deferred_) {
+            resolve_all(d);
+            merge(d, slot);
+        }
+        deferred_.clear();
+    }
+
+    std::vector<GpuRow> rows_;
+    std::vector<DocumentRow> documents_;
+
+private:
+    void learn(const Document& d) {
+        for (const GpuFacts& g : d.gpus)
+            if (g.index && g.uuid) ids_[context_key(d.origin) + '\n' + std::to_string(*g.index)] = {*g.uuid, g.name};
+    }
+
+    // Whether every GPU of `d` has a UUID, or has no index to find one by.
+    bool resolve_all(Document& d) const {
+        bool all = true;
+        for (GpuFacts& g : d.gpus) {
+            resolve(d.origin, g);
+            all &= g.uuid.has_value() || !g.index;
+        }
+        return all;
+    }
+
+    void merge(const Document& d, std::size_t slot) {
         std::vector<std::size_t> touched;
         bool failed_check = false;
-        for (GpuFacts g : d.gpus) {
-            resolve(d.origin, g);
+        for (const GpuFacts& g : d.gpus) {
             const std::size_t row = row_for(g.uuid ? "U\n" + d.origin.host + '\n' + *g.uuid
                                                    : "I\n" + context_key(d.origin) + '\n' + std::to_string(g.index.value_or(-1)),
                                             d);
             failed_check |= merge_gpu(rows_[row], g, d.strict);
             touch(row, d, touched);
         }
+        DocumentRow& doc = documents_[slot];
         if (d.error) {
             doc.error_code = d.error->code;
             // A failed check's error document: the failures are the rows' own.
@@ -62,16 +98,8 @@ public:
             if (!told) attach_error(d, touched);
         }
         doc.gpus = touched.size();
-        documents_.push_back(std::move(doc));
     }
 
-    // The merged tables, taken once at the end.
-    void take(std::vector<DocumentRow>& documents, std::vector<GpuRow>& rows) {
-        documents = std::move(documents_);
-        rows = std::move(rows_);
-    }
-
-private:
     void resolve(const DocOrigin& origin, GpuFacts& g) const {
         if (g.uuid || !g.index) return;
         const auto it = ids_.find(context_key(origin) + '\n' + std::to_string(*g.index));
@@ -154,10 +182,11 @@ private:
     }
 
     Identities ids_;
-    std::map<std::string, std::size_t> keys_;
-    std::vector<GpuRow> rows_;
-    std::vector<DocumentRow> documents_;
+    std::unordered_map<std::string, std::size_t> keys_;
+    std::vector<std::pair<std::size_t, Document>> deferred_;
 };
+
+namespace {
 
 bool row_less(const GpuRow& a, const GpuRow& b) {
     if (a.host != b.host) return natural_less(a.host, b.host);
@@ -324,15 +353,16 @@ std::string row_reason(const GpuRow& row) {
 
 std::vector<NodeRow> summarize_nodes(const std::vector<GpuRow>& rows) {
     std::vector<NodeRow> nodes;
+    std::unordered_map<std::string_view, std::size_t> by_host;  // 12 500 hosts: no linear search per row
     for (const GpuRow& row : rows) {
-        auto it = std::find_if(nodes.begin(), nodes.end(), [&row](const NodeRow& n) { return n.host == row.host; });
-        if (it == nodes.end()) {
+        const auto [it, added] = by_host.emplace(row.host, nodes.size());
+        if (added) {
             NodeRow fresh;
             fresh.host = row.host;
-            it = nodes.insert(nodes.end(), fresh);
+            nodes.push_back(std::move(fresh));
         }
-        NodeRow& n = *it;
-        ++n.gpus;
+        NodeRow& n = nodes[it->second];
+        ++(row.index || row.uuid ? n.gpus : n.ranks);
         if (static_cast<int>(row.status) < static_cast<int>(n.status)) n.status = row.status;
         n.remediation = worse_remediation(n.remediation, row.remediation);
         if (row.remediation == Remediation::none) continue;
@@ -372,11 +402,16 @@ bool natural_less(std::string_view a, std::string_view b) noexcept {
     return a.size() - i < b.size() - j || (a.size() - i == b.size() - j && a < b);
 }
 
-Fleet merge_fleet(const std::vector<Document>& documents, const ReportOptions& options) {
-    Merger merger(documents);
-    for (const Document& d : documents) merger.add(d);
+FleetMerger::FleetMerger() : state_(std::make_unique<State>()) {}
+FleetMerger::~FleetMerger() = default;
+
+void FleetMerger::add(Document&& d) { state_->add(std::move(d)); }
+
+Fleet FleetMerger::finish(const ReportOptions& options) {
+    state_->finish();
     Fleet fleet;
-    merger.take(fleet.documents, fleet.rows);
+    fleet.documents = std::move(state_->documents_);
+    fleet.rows = std::move(state_->rows_);
     std::stable_sort(fleet.rows.begin(), fleet.rows.end(), row_less);
     fleet.figures = compare_figures(fleet.rows, options.outlier_fraction);
     for (GpuRow& row : fleet.rows) {
@@ -388,6 +423,12 @@ Fleet merge_fleet(const std::vector<Document>& documents, const ReportOptions& o
     fleet.model_figures = summarize_figures(fleet.rows, fleet.figures);
     fleet.problems = problem_lines(fleet, options);
     return fleet;
+}
+
+Fleet merge_fleet(const std::vector<Document>& documents, const ReportOptions& options) {
+    FleetMerger merger;
+    for (const Document& d : documents) merger.add(Document(d));
+    return merger.finish(options);
 }
 
 }  // namespace gpumem::fleet

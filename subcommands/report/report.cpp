@@ -1,4 +1,4 @@
-// gpumem report: merges gpumem JSON documents (files, globs, stdin) from
+// gpumem report: merges gpumem JSON documents (files, folders, globs, stdin) from
 // many hosts and ranks into one fleet table, flags GPUs well below the
 // median of their model and failed checks, and exits 7 when anything failed.
 // It never touches a driver: it runs anywhere the documents are.
@@ -21,9 +21,9 @@ struct ReportOptionsCli {
 
 void add_options(CLI::App& sub, ReportOptionsCli& o) {
     sub.add_option("INPUT", o.inputs,
-                   "gpumem JSON documents or JSON Lines: FILE, a quoted glob PATTERN (expanded by gpumem), or - for stdin "
-                   "(the default)")
-        ->type_name("FILE|PATTERN|-");
+                   "gpumem JSON documents or JSON Lines, gzipped or not: FILE, DIR (its *.json, *.jsonl and their .gz), "
+                   "a quoted glob PATTERN (expanded by gpumem), or - for stdin (the default)")
+        ->type_name("FILE|DIR|PATTERN|-");
     add_value_option(sub, "--outlier-fraction", o.outlier_fraction,
                      "Flag a GPU whose figure is more than this share below the median of its model's GPUs (0 < F < 1)",
                      ValueKind::fraction, 0.0, 1.0)
@@ -48,9 +48,8 @@ void execute(const ReportRequest& q, ReportResults& results, Session& session) {
     // Waiting on a terminal for documents nobody will type would look hung.
     if (q.inputs.empty() && isatty(STDIN_FILENO) == 1)
         throw UsageError("no input: name FILEs or PATTERNs, or pipe documents to stdin");
-    const std::vector<fleet::Document> documents = fleet::read_inputs(q.inputs, kSchemaVersion);
     results.options = q.options;
-    results.fleet = fleet::merge_fleet(documents, q.options);
+    results.fleet = fleet::read_fleet(q.inputs, kSchemaVersion, q.options);
     results.merged = true;
     const Format format = session.output().format;
     if (q.drain_list && (format == Format::table || format == Format::value)) {

@@ -69,7 +69,8 @@ constexpr Column<GpuRow> kGpuColumns[] = {
 
 constexpr Column<NodeRow> kNodeColumns[] = {
     {{"host", "host", FieldKind::text}, [](const NodeRow& n) -> Cell { return n.host.empty() ? Cell() : Cell(n.host); }},
-    {{"rows", "GPUs", FieldKind::integer}, [](const NodeRow& n) { return size_cell(n.gpus); }},
+    // Rows, not GPUs: a rank that found no GPU is a row of its host too.
+    {{"rows", "rows", FieldKind::integer}, [](const NodeRow& n) { return size_cell(n.gpus + n.ranks); }},
     {{"status", "status", FieldKind::text},
      [](const NodeRow& n) -> Cell { return std::string(fleet::kRowStatuses.name_of(n.status)); }, Shown::always, false, nullptr,
      status_names},
@@ -166,29 +167,33 @@ std::vector<FigureView> figure_views(const fleet::Fleet& f, bool outliers_only) 
     return views;
 }
 
-// How many hosts the rows are on.
-std::size_t host_count(const fleet::Fleet& f) {
-    std::vector<std::string> hosts;
-    for (const GpuRow& r : f.rows)
-        if (std::find(hosts.begin(), hosts.end(), r.host) == hosts.end()) hosts.push_back(r.host);
-    return hosts.size();
+// "1 document", "2 documents".
+std::string counted(std::size_t n, const char* noun) {
+    return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
 }
 
-std::size_t gpu_count(const fleet::Fleet& f) {
-    return static_cast<std::size_t>(std::count_if(f.rows.begin(), f.rows.end(), [](const GpuRow& r) { return r.index || r.uuid; }));
+// "2 documents, 0 GPUs and 2 ranks that found no GPU on 1 host".
+std::string fleet_size_line(const fleet::Fleet& f) {
+    std::size_t gpus = 0, ranks = 0;
+    for (const NodeRow& n : f.nodes) {
+        gpus += n.gpus;
+        ranks += n.ranks;
+    }
+    std::string line = counted(f.documents.size(), "document") + ", " + counted(gpus, "GPU");
+    if (ranks) line += " and " + counted(ranks, "rank") + " that found no GPU";
+    return line + " on " + counted(f.nodes.size(), "host");
 }
 
 // The table format: the fleet, its outliers and the per-model summaries;
 // every figure and every document are for the machine formats.
 void add_text(Report& r, const fleet::Fleet& f) {
-    r.text_before.push_back(std::to_string(f.documents.size()) + " documents, " + std::to_string(gpu_count(f)) + " GPUs on " +
-                            std::to_string(host_count(f)) + " hosts");
+    r.text_before.push_back(fleet_size_line(f));
     r.text_after.emplace_back("");
     if (!f.failed()) {
         r.text_after.emplace_back("verdict: pass");
         return;
     }
-    r.text_after.push_back("verdict: fail (" + std::to_string(f.problems.size()) + " problems)");
+    r.text_after.push_back("verdict: fail (" + counted(f.problems.size(), "problem") + ")");
     for (const std::string& line : f.problems) r.text_after.push_back("  " + line);
 }
 
@@ -205,7 +210,7 @@ std::string fleet_failure_summary(const fleet::Fleet& f) {
     if (failed) parts.push_back(std::to_string(failed) + " failed a check");
     if (outliers) parts.push_back(std::to_string(outliers) + " with an outlier");
     if (errors) parts.push_back(std::to_string(errors) + " with an error document (could not run)");
-    std::string text = "report: of " + std::to_string(f.rows.size()) + " rows, " + join(parts) + ": " + f.problems.front();
+    std::string text = "report: of " + counted(f.rows.size(), "row") + ", " + join(parts) + ": " + f.problems.front();
     if (f.problems.size() > 1) text += " (and " + std::to_string(f.problems.size() - 1) + " more)";
     return text;
 }
