@@ -14,6 +14,7 @@
 #include "base/stats.hpp"
 #include "base/text.hpp"
 #include "bench/alloc_apis.hpp"
+#include "bench/check_contention.hpp"
 #include "bench/copy_bench.hpp"
 #include "bench/memset_bench.hpp"
 #include "bench/memtest.hpp"
@@ -51,14 +52,16 @@ std::optional<Reference> pcie_of(const CheckDeviceFigures& f) {
 // added as soon as it is judged. Ctrl-C and a sibling's stop pass through.
 class StepRunner {
 public:
-    StepRunner(const CheckSettings& settings, std::vector<CheckOutcome>& out, const StopToken& stop, const OutcomeFn& on)
-        : settings_(settings), out_(out), stop_(stop), on_(on) {}
+    StepRunner(const CheckSettings& settings, std::vector<CheckOutcome>& out, const StopToken& stop, const OutcomeFn& on,
+               const CheckDeviceFigures* device = nullptr)
+        : settings_(settings), out_(out), stop_(stop), on_(on), device_(device) {}
 
     template <typename Work>
     void run(const std::string& id, Work work) {
         stop_.throw_if_stopped();
         const auto start = Clock::now();
         CheckOutcome outcome;
+        bool allocation_failed = false;
         try {
             outcome = work();
         } catch (const InterruptedError&) {
@@ -67,8 +70,11 @@ public:
             throw;
         } catch (const Error& e) {
             outcome = failed_check(id, e.what());
+            allocation_failed = dynamic_cast<const OutOfMemoryError*>(&e) != nullptr;
         }
         outcome.seconds = seconds_since(start);
+        // Another process's memory or traffic is not the GPU's fault.
+        if (device_) outcome = review_contention(std::move(outcome), allocation_failed, read_contention(device_->device), settings_.judge_shared);
         add(std::move(outcome));
     }
     void add(CheckOutcome outcome) {
@@ -83,6 +89,7 @@ private:
     std::vector<CheckOutcome>& out_;
     const StopToken& stop_;
     const OutcomeFn& on_;
+    const CheckDeviceFigures* device_;  // whose contention a step's outcome is reviewed against; none for p2p
 };
 
 // The bandwidth figures of a one-size copy plan (its first lane), `samples` samples.
@@ -280,8 +287,18 @@ void run_device_checks(const CheckDeviceFigures& f, const CheckSettings& s, std:
     // The host threads of the copies, and the pages they touch first, next to the GPU.
     std::optional<ScopedCpuAffinity> pin;
     if (!f.cpu_affinity.empty()) pin.emplace(f.cpu_affinity);
-    StepRunner steps(s, out, stop, on_outcome);
-    steps.run("cuda.context", [&] { return check_context(device, s); });
+    StepRunner steps(s, out, stop, on_outcome, &f);
+    if (!f.why_unlocked.empty()) {  // another gpumem kept the GPU's lock past --lock-timeout
+        steps.add(unknown_check("cuda.context", f.why_unlocked));
+        for (const char* id : kDeviceWork)
+            if (runs_at(check_row(id).value, s.level)) steps.add(unknown_check(id, f.why_unlocked));
+        return;
+    }
+    steps.run("cuda.context", [&] {
+        CheckOutcome o = check_context(device, s);
+        if (!f.lock_note.empty()) o.reason += (o.reason.empty() ? "" : "; ") + f.lock_note;
+        return o;
+    });
     if (!steps.last().value) {
         for (const char* id : kDeviceWork)
             if (runs_at(check_row(id).value, s.level)) steps.add(unknown_check(id, "not run: no CUDA context"));
@@ -328,6 +345,12 @@ void check_pair(const CheckDeviceFigures& a, const CheckDeviceFigures& b, const 
     const std::string ab = p2p_check_id(da.ordinal(), db.ordinal()), ba = p2p_check_id(db.ordinal(), da.ordinal());
     const StopToken no_sibling_stop;  // each pair's failure is its own checks'
     StepRunner to_a(s, out_a, no_sibling_stop, on_outcome), to_b(s, out_b, no_sibling_stop, on_outcome);
+    if (!a.why_unlocked.empty() || !b.why_unlocked.empty()) {
+        const std::string& why = a.why_unlocked.empty() ? b.why_unlocked : a.why_unlocked;
+        to_a.add(unknown_check(ab, why));
+        to_b.add(unknown_check(ba, why));
+        return;
+    }
     // A thread starts on device 0; set, never restore (that would create a context there).
     GPUMEM_CUDA_CALL(cudaSetDevice(da.ordinal()));
     if (!peer_access_possible(da, db) || !peer_access_possible(db, da)) {

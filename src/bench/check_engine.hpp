@@ -43,6 +43,12 @@ struct CheckDeviceFigures {
     std::string memory_error;
     std::vector<int> cpu_affinity;    // CPUs next to the GPU
     double seconds = 0;               // reading all of this
+    // Set when another process held the GPU's lock past --lock-timeout: the
+    // device work is unknown, for this reason (check_contention.hpp).
+    std::string why_unlocked;
+    // How long the lock was waited for and who held it, for cuda.context's
+    // reason; empty when it was free.
+    std::string lock_note;
 };
 
 // What the node has, for node.gpus: every GPU visible here (whatever -d
@@ -80,6 +86,9 @@ struct CheckSettings {
     CheckLevel level = CheckLevel::standard;
     ThresholdOverrides thresholds;
     bool strict = false;
+    // Judge a rate measured beside another compute process as the GPU's own
+    // (--judge-shared); by default it is unknown (check_contention.hpp).
+    bool judge_shared = false;
     // Test hooks: repeat fill.verify's patterns (a long run to interrupt),
     // and invert one word before they are read back (a bad word to find).
     int fill_passes = 1;

@@ -13,7 +13,9 @@
 #include "base/interrupt.hpp"
 #include "base/text.hpp"
 #include "check/check_report.hpp"
+#include "bench/check_contention.hpp"
 #include "cli/commands.hpp"
+#include "cli/lock_wait.hpp"
 #include "cli/progress.hpp"
 
 namespace gpumem::cli {
@@ -30,6 +32,8 @@ struct CheckOptions {
     std::optional<std::string> kernel_log;       // --kernel-log FILE
     std::string xid_since = "boot";              // --xid-since
     std::optional<std::string> expect_gpus;      // --expect-gpus N
+    double lock_timeout = kDefaultLockTimeout;   // --lock-timeout SECONDS
+    bool judge_shared = false;                   // --judge-shared
     int fill_passes = 1;                         // hidden test hook
     std::optional<std::uint64_t> corrupt_word;   // hidden test hook
 };
@@ -57,6 +61,9 @@ void add_options(CLI::App& sub, CheckOptions& o) {
     sub.add_option("--expect-gpus", o.expect_gpus, "GPUs the node must have: fewer visible fail it (node.gpus)")
         ->type_name("N")
         ->check(parsing_validator([](const std::string& v) { parse_expect_gpus(v); }, ""));
+    add_lock_timeout_option(sub, o.lock_timeout);
+    sub.add_flag("--judge-shared", o.judge_shared,
+                 "Judge a rate measured while another process computes on the GPU as the GPU's own (by default: unknown, naming it)");
     sub.add_option("--debug-fill-passes", o.fill_passes, "Test hook: repeat fill.verify's patterns N times")
         ->check(CLI::Range(1, 1000000))
         ->group("");
@@ -95,6 +102,8 @@ CheckRequest check(const CheckOptions& o, const Globals& globals) {
     // A saved log is read here: a bad one is a usage error before any driver call.
     if (o.kernel_log) q.kernel_log = read_kernel_log_file(*o.kernel_log);
     q.settings.strict = o.strict;
+    q.settings.judge_shared = o.judge_shared;
+    q.lock_timeout = o.lock_timeout;
     q.settings.fill_passes = o.fill_passes;
     q.settings.corrupt_word = o.corrupt_word;
     return q;
@@ -158,7 +167,10 @@ void add_signal_checks(const CheckRequest& q, const CheckNodeFigures& node, cons
 
 void run_checks(const CheckRequest& q, CheckResults& results, Session& session) {
     CheckNodeFigures node;
-    const std::vector<CheckDeviceFigures> figures = read_check_figures(q.devices, &node);
+    std::vector<CheckDeviceFigures> figures = read_check_figures(q.devices, &node);
+    // Device work: one gpumem at a time on a GPU (the figures read again after a wait).
+    LockWaitProgress waiting(session, q.lock_timeout);
+    if (q.settings.level != CheckLevel::quick) lock_check_devices(q.devices, &node, figures, q.lock_timeout, waiting.callback());
     results.devices.reserve(figures.size());
     for (const CheckDeviceFigures& f : figures) results.devices.push_back(CheckDeviceResult{f.device, nvml_checks(f, q.settings.thresholds)});
     add_signal_checks(q, node, figures, results.devices);

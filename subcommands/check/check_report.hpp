@@ -21,6 +21,7 @@ struct CheckRequest {
     // empty: the live kernel log, read when the checks run.
     std::optional<XidScan> kernel_log;
     XidSince xid_since;
+    double lock_timeout = 60;  // --lock-timeout: seconds to wait for another gpumem on a GPU
 };
 
 // One device's checks, in the order they ran.
