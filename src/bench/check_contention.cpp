@@ -2,9 +2,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <memory>
 #include <mutex>
+#include <thread>
 
+#include "base/interrupt.hpp"
 #include "base/sizes.hpp"
 #include "base/text.hpp"
 
@@ -75,6 +79,25 @@ CheckOutcome review_contention(CheckOutcome o, bool allocation_failed, const Dev
     return o;
 }
 
+namespace {
+
+// The previous holder releases its lock as it exits, while the driver may
+// still list its context for a moment: give NVML up to 3 s to forget it, so
+// that the figures read next describe the GPU without it.
+void wait_until_gone(const DeviceIdentity& device, unsigned pid) {
+    if (pid == 0) return;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    while (std::chrono::steady_clock::now() < until) {
+        const DeviceContention c = read_contention(device);
+        const bool listed = std::any_of(c.others.begin(), c.others.end(), [pid](const NvmlProcess& p) { return p.pid == pid; });
+        if (!c.known || !listed) return;
+        throw_if_interrupted();
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+}
+
+}  // namespace
+
 void lock_check_devices(const DeviceSpec& spec, CheckNodeFigures* node, std::vector<CheckDeviceFigures>& figures, double timeout,
                         const LockWaitFn& on_wait) {
     std::vector<DeviceIdentity> devices;
@@ -82,7 +105,11 @@ void lock_check_devices(const DeviceSpec& spec, CheckNodeFigures* node, std::vec
     for (const CheckDeviceFigures& f : figures) devices.push_back(f.device);
     const std::vector<DeviceLockResult> locks = lock_devices(devices, timeout, on_wait);
     bool waited = false;
-    for (const DeviceLockResult& r : locks) waited = waited || r.waited > 0;
+    for (std::size_t i = 0; i < locks.size(); ++i) {
+        if (locks[i].waited <= 0) continue;
+        waited = true;
+        if (locks[i].acquired) wait_until_gone(figures[i].device, holder_pid(locks[i].holder));
+    }
     if (waited) {
         std::vector<CheckDeviceFigures> fresh = read_check_figures(spec, node);
         if (fresh.size() == figures.size()) figures = std::move(fresh);

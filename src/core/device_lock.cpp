@@ -106,7 +106,7 @@ std::string device_lock_directory() {
     if (const char* run = std::getenv("XDG_RUNTIME_DIR"); run && *run && usable_directory(std::string(run) + "/gpumem", 0700))
         return std::string(run) + "/gpumem";
     const char* tmp = std::getenv("TMPDIR");
-    const std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/gpumem";
+    std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/gpumem";
     usable_directory(dir, 01777);
     return dir;
 }
@@ -150,7 +150,8 @@ DeviceLockResult lock_device(const DeviceIdentity& device, double timeout, const
         if (on_wait) on_wait(r.waited, r.holder);
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    r.waited = seconds_since(start);
+    // A lock taken at the first try was not waited for, however long flock took.
+    r.waited = r.holder.empty() ? 0 : seconds_since(start);
     r.acquired = true;
     write_holder(file.fd());
     held().emplace(r.path, std::move(file));
@@ -165,6 +166,14 @@ std::vector<DeviceLockResult> lock_devices(const std::vector<DeviceIdentity>& de
     const auto start = Clock::now();
     for (std::size_t i : order) results[i] = lock_device(devices[i], std::max(0.0, timeout - seconds_since(start)), on_wait);
     return results;
+}
+
+unsigned holder_pid(const std::string& holder) noexcept {
+    if (holder.rfind("pid ", 0) != 0) return 0;
+    unsigned pid = 0;
+    for (std::size_t i = 4; i < holder.size() && holder[i] >= '0' && holder[i] <= '9' && pid < 100000000; ++i)
+        pid = pid * 10 + static_cast<unsigned>(holder[i] - '0');
+    return pid;
 }
 
 std::string lock_refusal(const DeviceIdentity& device, const DeviceLockResult& r) {

@@ -30,7 +30,7 @@ std::string device_lock_path(const DeviceIdentity& device);
 
 struct DeviceLockResult {
     bool acquired = false;
-    double waited = 0;   // seconds spent waiting
+    double waited = 0;   // seconds spent waiting; 0 when the lock was free at the first try
     std::string holder;  // who held it, when it was waited for or not obtained ("pid 123: gpumem check -d 0")
     std::string path;    // the lock file
 };
@@ -50,6 +50,9 @@ DeviceLockResult lock_device(const DeviceIdentity& device, double timeout, const
 // (two processes locking the same GPUs never wait on each other in a circle),
 // each waited for up to what is left of `timeout`. Results in `devices`' order.
 std::vector<DeviceLockResult> lock_devices(const std::vector<DeviceIdentity>& devices, double timeout, const LockWaitFn& on_wait);
+
+// The pid a holder text names ("pid 123: gpumem check" -> 123); 0 when none.
+unsigned holder_pid(const std::string& holder) noexcept;
 
 // The message of a lock not obtained: "GPU-... is locked by pid 123: gpumem
 // check -d 0 (waited 60 s, --lock-timeout)".
