@@ -15,14 +15,14 @@
 
 _gpumem_global_opts="-d --device --format --json --csv --no-header --units -v --verbose -q --quiet -V --version --list --schema -h --help"
 _gpumem_opts_info="--query --processes --pick --min-free -l --loop --count"
-_gpumem_opts_memset="-s --size --value --width --offset --target --host-memory -n --iterations --warmup --samples --verify"
+_gpumem_opts_memset="-s --size --value --width --offset --target --host-memory -n --iterations --warmup --samples --verify --lock-timeout"
 _gpumem_opts_copy="-s --size --sizes --host-memory --engine -n --iterations --samples --warmup --sample-time --verify
-    --peer --no-affinity --no-chart --expect-min"
+    --peer --no-affinity --no-chart --expect-min --lock-timeout"
 _gpumem_args_copy=directions
-_gpumem_opts_alloc_test_latency="--api --sizes --iterations --warmup --no-sync-probe --save-costs"
-_gpumem_opts_alloc_test_max="--granularity --chunk"
-_gpumem_opts_alloc_test_fill="--chunk --verify --pattern --passes --seed"
-_gpumem_opts_alloc_test_churn="--sizes --ops --duration --seed --via --api --slots --growth --max-live"
+_gpumem_opts_alloc_test_latency="--api --sizes --iterations --warmup --no-sync-probe --save-costs --lock-timeout"
+_gpumem_opts_alloc_test_max="--granularity --chunk --lock-timeout"
+_gpumem_opts_alloc_test_fill="--chunk --verify --pattern --passes --seed --lock-timeout"
+_gpumem_opts_alloc_test_churn="--sizes --ops --duration --seed --via --api --slots --growth --max-live --lock-timeout"
 _gpumem_opts_alloc_test_hold="--duration --chunk"
 _gpumem_opts_reuse_sim="--workload --steps --seed --change-rate --batch --layers --sample-bytes --max-detections
     --prompt --tokens --streams --trace --trace-format --trace-device --strategy --growth --zero-fill --ring-buffers --ring-size
@@ -31,7 +31,7 @@ _gpumem_opts_reuse_sim="--workload --steps --seed --change-rate --batch --layers
     --timeline --timeline-points --save-trace --no-chart --execute --tune --sweep
     --record --max-entries --python-stacks --confirm"
 _gpumem_opts_report="--outlier-fraction --strict --drain-list"
-_gpumem_opts_check="--level --threshold --thresholds --strict --kernel-log --xid-since --expect-gpus"
+_gpumem_opts_check="--level --threshold --thresholds --strict --kernel-log --xid-since --expect-gpus --lock-timeout --judge-shared"
 
 # Options whose next word is their value (all commands).
 _gpumem_value_opts="-d --device --format --units --list
@@ -46,7 +46,7 @@ _gpumem_value_opts="-d --device --format --units --list
     --costs --timeline --timeline-points --save-trace --trace-device --memory-fraction --device-total --sweep
     --record --max-entries --confirm
     --outlier-fraction
-    --level --threshold --thresholds --kernel-log --xid-since --expect-gpus"
+    --level --threshold --thresholds --kernel-log --xid-since --expect-gpus --lock-timeout"
 
 # Values that are comma lists, as CONTEXT:OPTION; `all` is offered where the
 # option takes it.

@@ -130,6 +130,7 @@ complete -c gpumem -n $memset -s n -l iterations -x -d 'Memsets per timed sample
 complete -c gpumem -n $memset -l warmup -x -d 'Untimed memsets first'
 complete -c gpumem -n $memset -l samples -x -d 'Timed samples (the median is reported)'
 complete -c gpumem -n $memset -l verify -d 'Check every word afterwards; exit 4 on mismatch'
+complete -c gpumem -n $memset -l lock-timeout -x -d 'Seconds to wait for another gpumem measuring the GPU'
 
 # copy DIRECTION
 set -l copy "__fish_seen_subcommand_from copy"
@@ -147,6 +148,7 @@ complete -c gpumem -n $copy -l peer -x -a '(__gpumem_devices)' -d 'p2p: destinat
 complete -c gpumem -n $copy -l no-affinity -d 'Do not pin host threads to the CPUs next to the GPU'
 complete -c gpumem -n $copy -l no-chart -d 'No bar chart after a sweep'
 complete -c gpumem -n $copy -l expect-min -x -d 'Exit 6 when a median bandwidth is below GBPS'
+complete -c gpumem -n $copy -l lock-timeout -x -d 'Seconds to wait for another gpumem measuring the GPU'
 
 # alloc-test MODE
 set -l alloc_test "__fish_seen_subcommand_from alloc-test"
@@ -159,10 +161,12 @@ complete -c gpumem -n $alloc_test_latency -l iterations -x -d 'Timed allocate/fr
 complete -c gpumem -n $alloc_test_latency -l warmup -x -d 'Untimed pairs before them'
 complete -c gpumem -n $alloc_test_latency -l no-sync-probe -d 'Skip the probe of whether allocation and free synchronize'
 complete -c gpumem -n $alloc_test_latency -l save-costs -r -F -d 'Write the medians as a cost table (JSON) for reuse-sim'
+complete -c gpumem -n $alloc_test_latency -l lock-timeout -x -d 'Seconds to wait for another gpumem measuring the GPU'
 
 set -l alloc_test_max "$alloc_test; and __fish_seen_subcommand_from max"
 complete -c gpumem -n $alloc_test_max -l granularity -x -d 'Precision of the search and smallest back-off piece'
 complete -c gpumem -n $alloc_test_max -l chunk -x -d 'Piece size for the total obtainable'
+complete -c gpumem -n $alloc_test_max -l lock-timeout -x -d 'Seconds to wait for another gpumem measuring the GPU'
 
 set -l alloc_test_fill "$alloc_test; and __fish_seen_subcommand_from fill"
 complete -c gpumem -n $alloc_test_fill -l chunk -x -d 'Allocation piece size'
@@ -170,6 +174,7 @@ complete -c gpumem -n $alloc_test_fill -l verify -d 'Read every pattern back and
 complete -c gpumem -n $alloc_test_fill -l pattern -x -a '(__gpumem_comma_list --all patterns)' -d 'Patterns (comma list or repeated)'
 complete -c gpumem -n $alloc_test_fill -l passes -x -d 'Repeat all patterns N times'
 complete -c gpumem -n $alloc_test_fill -l seed -x -d 'Seed of the walking and random patterns'
+complete -c gpumem -n $alloc_test_fill -l lock-timeout -x -d 'Seconds to wait for another gpumem measuring the GPU'
 
 set -l alloc_test_churn "$alloc_test; and __fish_seen_subcommand_from churn"
 complete -c gpumem -n $alloc_test_churn -l sizes -x -d 'Sizes to draw from: a list or range'
@@ -181,6 +186,7 @@ complete -c gpumem -n $alloc_test_churn -l api -x -a '(__gpumem_names apis)' -d 
 complete -c gpumem -n $alloc_test_churn -l slots -x -d 'MixMemory objects'
 complete -c gpumem -n $alloc_test_churn -l growth -x -a '(__gpumem_names growth)' -d 'MixMemory growth'
 complete -c gpumem -n $alloc_test_churn -l max-live -x -d 'Most live bytes at once: SIZE or PCT% of free'
+complete -c gpumem -n $alloc_test_churn -l lock-timeout -x -d 'Seconds to wait for another gpumem measuring the GPU'
 
 set -l alloc_test_hold "$alloc_test; and __fish_seen_subcommand_from hold"
 complete -c gpumem -n $alloc_test_hold -l duration -x -d 'Hold this long (default: until a signal)'
@@ -247,3 +253,5 @@ complete -c gpumem -n $check -l strict -d 'A warning fails too (exit 7)'
 complete -c gpumem -n $check -l kernel-log -r -F -d 'A saved kernel log for xid.events'
 complete -c gpumem -n $check -l xid-since -x -a 'boot 1h 24h 7d' -d 'Xid events since boot, a duration or a time'
 complete -c gpumem -n $check -l expect-gpus -x -d 'GPUs the node must have'
+complete -c gpumem -n $check -l lock-timeout -x -d 'Seconds to wait for another gpumem measuring the GPU'
+complete -c gpumem -n $check -l judge-shared -d 'Judge a rate measured beside another process as the GPU'\''s own'

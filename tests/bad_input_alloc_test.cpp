@@ -27,6 +27,11 @@ std::vector<BadCase> alloc_test_cases(const Scratch& s) {
         {{"alloc-test", "hold", "1GiB", "--duration", "5x"}},
         {{"alloc-test", "latency", "--api", "malloc2"}, {2}, true},
         {{"alloc-test", "latency", "--api", ""}},
+        {{"alloc-test", "latency", "--lock-timeout", "1m"}},
+        {{"alloc-test", "churn", "--lock-timeout", "-0.5"}, {2}, true},
+        {{"alloc-test", "max", "--lock-timeout", "99999"}},
+        {{"alloc-test", "fill", "1GiB", "--lock-timeout", "x"}},
+        {{"alloc-test", "hold", "1GiB", "--lock-timeout", "5"}},  // hold takes no lock: no such option
         {{"alloc-test", "latency", "--api", "device,,managed"}},
         {{"alloc-test", "latency", "--api", "all,"}},
         {{"alloc-test", "latency", "--sizes", "0:1MiB:x2"}},

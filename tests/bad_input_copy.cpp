@@ -15,6 +15,7 @@ std::vector<BadCase> copy_cases(const Scratch& s) {
         {{"copy", "h2d", "--sample-time", "10x"}, {2}, true},
         {{"copy", "h2d", "--sample-time", "20s"}},
         {{"copy", "h2d", "d2h"}},
+        {{"copy", "h2d", "--lock-timeout", "-1"}, {2}, true},
         {{"copy", "h2d", "-s", "0"}, {2}, true},
         {{"copy", "h2d", "-s", "-1MiB"}},
         {{"copy", "h2d", "-s", "3.5B"}, {2}, true},

@@ -8,6 +8,8 @@ std::vector<BadCase> memset_cases(const Scratch& s) {
     return {
         {{"memset", "-s", "0"}, {2}, true},
         {{"memset", "-s", "-1"}},
+        {{"memset", "--lock-timeout", "-5"}, {2}, true},
+        {{"memset", "--lock-timeout", "forever"}},
         {{"memset", "-s", "1.5.5GiB"}},
         {{"memset", "-s", "99999999999999999999"}},
         {{"memset", "-s", "18446744073709551616"}},

@@ -8,10 +8,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/errors.hpp"
 #include "base/xid.hpp"
@@ -44,40 +48,135 @@ CheckOutcome check_of(const std::string& file, unsigned bus, const std::string& 
 
 }  // namespace
 
-TEST_CASE("xid catalog: the codes an operator acts on, each with its severity and remediation") {
-    struct Expected {
-        unsigned code;
+namespace {
+
+// tests/fixtures/xid/catalog.tsv: the catalog's facts, one row a code.
+struct CatalogFact {
+    unsigned code = 0;
+    std::string mnemonic, description, action;
+};
+
+std::vector<CatalogFact> catalog_facts() {
+    const char* dir = std::getenv("GPUMEM_TESTS_DIR");
+    std::ifstream in(std::string(dir ? dir : GPUMEM_TESTS_SOURCE_DIR) + "/fixtures/xid/catalog.tsv");
+    REQUIRE(in);
+    std::vector<CatalogFact> facts;
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.empty() || line[0] == '#' || line.rfind("code\t", 0) == 0) continue;
+        std::vector<std::string> cells;
+        std::size_t start = 0;
+        for (std::size_t tab = line.find('\t'); tab != std::string::npos; tab = line.find('\t', start)) {
+            cells.push_back(line.substr(start, tab - start));
+            start = tab + 1;
+        }
+        cells.push_back(line.substr(start));
+        REQUIRE(cells.size() == 5);
+        facts.push_back({static_cast<unsigned>(std::stoul(cells[0])), cells[1], cells[2], cells[3]});
+    }
+    return facts;
+}
+
+}  // namespace
+
+TEST_CASE("xid catalog: every code of NVIDIA's catalog, as the fixture holds its facts") {
+    const std::vector<CatalogFact> facts = catalog_facts();
+    REQUIRE(facts.size() == 172);
+    REQUIRE(xid_catalog().size() == facts.size());
+    for (const CatalogFact& f : facts) {
+        CAPTURE(f.code);
+        const XidCode* row = xid_code(f.code);
+        REQUIRE(row != nullptr);
+        CHECK(row->mnemonic == f.mnemonic);
+        CHECK(row->description == f.description);
+        CHECK(xid_action_row(row->action).name == f.action);
+    }
+    CHECK(xid_code(999) == nullptr);
+    CHECK(xid_code(0) == nullptr);
+    CHECK(xid_code(173) == nullptr);
+    // In increasing order, each code once: xid_code's search relies on it.
+    for (std::size_t i = 1; i < xid_catalog().size(); ++i) CHECK(xid_catalog()[i - 1].code < xid_catalog()[i].code);
+}
+
+TEST_CASE("xid catalog: one rule from the immediate action, and the departures named") {
+    // Every action has its own row, and the rule is the issue's.
+    for (const XidActionRow& a : xid_actions()) CHECK(xid_action_row(a.action).action == a.action);
+    struct Rule {
+        XidAction action;
         XidSeverity severity;
         Remediation remediation;
     };
-    // The rows the issue names and NVIDIA's catalog buckets (see xid.cpp).
-    const Expected expected[] = {
-        {13, XidSeverity::warn, Remediation::none},         {31, XidSeverity::warn, Remediation::none},
-        {32, XidSeverity::warn, Remediation::none},         {43, XidSeverity::warn, Remediation::none},
-        {45, XidSeverity::info, Remediation::none},         {46, XidSeverity::critical, Remediation::reset_gpu},
-        {48, XidSeverity::critical, Remediation::reset_gpu},
-        {61, XidSeverity::critical, Remediation::reset_gpu}, {62, XidSeverity::critical, Remediation::reset_gpu},
-        {63, XidSeverity::warn, Remediation::reset_gpu},    {64, XidSeverity::critical, Remediation::service},
-        {68, XidSeverity::warn, Remediation::none},         {69, XidSeverity::warn, Remediation::none},
-        {74, XidSeverity::critical, Remediation::reset_gpu}, {79, XidSeverity::critical, Remediation::reboot},
-        {92, XidSeverity::warn, Remediation::none},         {94, XidSeverity::warn, Remediation::reset_gpu},
-        {95, XidSeverity::critical, Remediation::reset_gpu}, {119, XidSeverity::critical, Remediation::reset_gpu},
-        {120, XidSeverity::critical, Remediation::reset_gpu}, {121, XidSeverity::warn, Remediation::none},
-        {140, XidSeverity::critical, Remediation::reset_gpu}, {143, XidSeverity::critical, Remediation::reset_gpu},
+    const Rule rules[] = {
+        {XidAction::restart_app, XidSeverity::info, Remediation::none},          {XidAction::ignore, XidSeverity::info, Remediation::none},
+        {XidAction::reset_gpu, XidSeverity::critical, Remediation::reset_gpu},   {XidAction::restart_bm, XidSeverity::critical, Remediation::reboot},
+        {XidAction::contact_support, XidSeverity::critical, Remediation::service}, {XidAction::workflow_xid_48, XidSeverity::critical, Remediation::reset_gpu},
+        {XidAction::workflow_nvlink_err, XidSeverity::critical, Remediation::reset_gpu}, {XidAction::workflow_xid_45, XidSeverity::info, Remediation::none},
     };
-    for (const Expected& e : expected) {
-        CAPTURE(e.code);
-        const XidCode* row = xid_code(e.code);
-        REQUIRE(row != nullptr);
-        CHECK(row->severity == e.severity);
-        CHECK(row->remediation == e.remediation);
-        CHECK_FALSE(row->meaning.empty());
+    for (const Rule& r : rules) {
+        CAPTURE(xid_action_row(r.action).name);
+        CHECK(xid_action_row(r.action).judgement.severity == r.severity);
+        CHECK(xid_action_row(r.action).judgement.remediation == r.remediation);
     }
-    REQUIRE(xid_code(154) != nullptr);  // judged by its text
-    CHECK(xid_code(999) == nullptr);
-    CHECK(xid_code(0) == nullptr);
-    // In increasing order, each code once: xid_code's search relies on it.
-    for (std::size_t i = 1; i < xid_catalog().size(); ++i) CHECK(xid_catalog()[i - 1].code < xid_catalog()[i].code);
+    // The codes the issue names: 39-41 restart the application (no drain),
+    // 109 resets the GPU, 63 is ignored, 64 resets, 94 restarts the application.
+    for (unsigned code : {39U, 40U, 41U, 13U, 31U, 43U, 63U, 94U}) {
+        CAPTURE(code);
+        CHECK(xid_judgement(*xid_code(code)).severity == XidSeverity::info);
+    }
+    for (unsigned code : {109U, 64U, 46U, 95U, 119U, 48U, 74U}) {
+        CAPTURE(code);
+        CHECK(xid_judgement(*xid_code(code)).severity == XidSeverity::critical);
+        CHECK(xid_judgement(*xid_code(code)).remediation == Remediation::reset_gpu);
+    }
+    CHECK(xid_judgement(*xid_code(79)).remediation == Remediation::reboot);
+    // The departures, each with its reason; every other row follows the rule.
+    std::vector<unsigned> departing;
+    for (const XidCode& c : xid_catalog())
+        if (!c.why_departs.empty()) departing.push_back(c.code);
+    CHECK(departing == std::vector<unsigned>{162, 171, 172});
+    CHECK(xid_judgement(*xid_code(171)).severity == XidSeverity::critical);
+    CHECK(xid_judgement(*xid_code(162)).severity == XidSeverity::info);
+    CHECK(xid_judgement(*xid_code(167)).remediation == Remediation::drain);  // no action in the catalog: a person looks
+}
+
+TEST_CASE("xid events: a planted Xid of each immediate action gives the table's verdict, in dmesg, journal and kmsg forms") {
+    const std::string forms[] = {"[ 100.5] NVRM: Xid (PCI:0000:18:00): CODE, pid=1, name=x, text",
+                                 "2026-11-25T03:40:12+0000 node kernel: NVRM: Xid (PCI:0000:18:00): CODE, pid=1, text",
+                                 "4,1590,100500000,-;NVRM: Xid (PCI:0000:18:00): CODE, pid=1, text"};
+    for (const XidActionRow& a : xid_actions()) {
+        if (a.action == XidAction::xid_154) continue;  // by its text, below
+        const auto row = std::find_if(xid_catalog().begin(), xid_catalog().end(),
+                                      [&](const XidCode& c) { return c.action == a.action && c.why_departs.empty(); });
+        REQUIRE(row != xid_catalog().end());
+        for (const std::string& form : forms) {
+            std::string line = form;
+            line.replace(line.find("CODE"), 4, std::to_string(row->code));
+            CAPTURE(line);
+            const XidScan scan = scan_kernel_log_text(line + "\n", "planted");
+            REQUIRE(scan.events.size() == 1);
+            const CheckOutcome o = xid_check(scan, xid_window(scan, parse_xid_since("boot"), std::nullopt), pci(0x18), {pci(0x18)});
+            const Verdict expected = a.judgement.severity == XidSeverity::info ? Verdict::pass
+                                     : a.judgement.severity == XidSeverity::warn ? Verdict::warn
+                                                                                 : Verdict::fail;
+            CHECK(o.verdict == expected);
+            CHECK(o.remediation == (expected == Verdict::pass ? Remediation::none : a.judgement.remediation));
+            CHECK(o.value.value() == 1);
+        }
+    }
+    // Xid 154: the recovery action its line names, in each form.
+    const std::pair<std::string, Remediation> actions[] = {{"0x1 (GPU Reset Required)", Remediation::reset_gpu},
+                                                           {"0x2 (Node Reboot Required)", Remediation::reboot},
+                                                           {"0x4 (Drain and Reset)", Remediation::reset_gpu}};
+    for (const auto& [text, remediation] : actions)
+        for (const std::string& form : forms) {
+            const std::string line = form.substr(0, form.find("CODE")) + "154, GPU recovery action changed from 0x0 (None) to " + text;
+            CAPTURE(line);
+            const XidScan scan = scan_kernel_log_text(line, "planted");
+            REQUIRE(scan.events.size() == 1);
+            const CheckOutcome o = xid_check(scan, xid_window(scan, parse_xid_since("boot"), std::nullopt), pci(0x18), {pci(0x18)});
+            CHECK(o.verdict == Verdict::fail);
+            CHECK(o.remediation == remediation);
+        }
 }
 
 TEST_CASE("xid parser: the forms kernel logs take") {
@@ -152,7 +251,7 @@ TEST_CASE("xid parser: the forms kernel logs take") {
 }
 
 TEST_CASE("xid logs: the saved fixtures, each event on its GPU") {
-    SUBCASE("a GPU fallen off the bus fails with reboot; the GPU with the application's faults warns") {
+    SUBCASE("a GPU fallen off the bus fails with reboot; the application's faults pass, named") {
         const CheckOutcome fallen = check_of("dmesg_xid79.log", 0x18);
         CHECK(fallen.verdict == Verdict::fail);
         CHECK(fallen.remediation == Remediation::reboot);
@@ -161,7 +260,7 @@ TEST_CASE("xid logs: the saved fixtures, each event on its GPU") {
         // The Mellanox NIC's Xid 119 is no GPU checked: named, not counted.
         CHECK(fallen.reason.find("1 Xid event of devices not checked here (PCI:0000:3b:00 Xid 119)") != std::string::npos);
         const CheckOutcome app = check_of("dmesg_xid79.log", 0x2a);
-        CHECK(app.verdict == Verdict::warn);
+        CHECK(app.verdict == Verdict::pass);  // RESTART_APP: not a node fault
         CHECK(app.remediation == Remediation::none);
         CHECK(app.value.value() == 3);
         CHECK(app.reason.find("3 Xid events in the whole log") == 0);

@@ -22,52 +22,6 @@ std::string_view xid_severity_name(XidSeverity severity) noexcept {
 
 namespace {
 
-using S = XidSeverity;
-using R = Remediation;
-
-// The Xid catalog: each code's severity and the remediation of NVIDIA's
-// "Resolution Bucket (Immediate Action)" for Ampere and newer GPUs, from
-// NVIDIA's Xid catalog (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html,
-// "XID Errors"), with the severities of NVIDIA Health Validation's Xid
-// checks (docs.nvidia.com/health-validation/reference/checks/xid.md: e.g.
-// Xid 48 CRITICAL, drain: reset_gpu -> service_required). Their buckets
-// map to gpumem's remediations as RESTART_APP / IGNORE -> none (the fault
-// is the application's, or corrected: the GPU serves the next job),
-// RESET_GPU -> reset_gpu, RESTART_BM / RESTART_VM -> reboot,
-// CONTACT_SUPPORT / CHECK_MECHANICALS as the investigatory action ->
-// service. An application's fault warns (it is worth a look when it
-// repeats); a fault of the GPU, its memory or its links fails. A code not
-// here warns, naming the code.
-constexpr XidCode kXidCatalog[] = {
-    {8, S::warn, R::none, "GPU stopped processing (a channel timed out; usually the application's)"},
-    {13, S::warn, R::none, "graphics engine exception (usually the application's: an illegal address or instruction)"},
-    {31, S::warn, R::none, "GPU memory page fault (usually the application's: an illegal memory access)"},
-    {32, S::warn, R::none, "invalid or corrupted push buffer stream (the driver's, PCIe or system memory corruption)"},
-    {43, S::warn, R::none, "GPU stopped processing a channel after the application's fault"},
-    {45, S::info, R::none, "preemptive cleanup of a channel (a process ended or was killed)"},
-    // Health Validation's gpu_xid_46: CRITICAL, drain: reset_gpu -> service_required.
-    {46, S::critical, R::reset_gpu, "GPU stopped processing (the GPU, not a channel of the application's)"},
-    {48, S::critical, R::reset_gpu, "double-bit ECC error: an uncorrectable memory error"},
-    {61, S::critical, R::reset_gpu, "internal micro-controller breakpoint or warning"},
-    {62, S::critical, R::reset_gpu, "internal micro-controller halt"},
-    {63, S::warn, R::reset_gpu, "a page retirement or row remap was recorded: it takes effect at the next GPU reset"},
-    {64, S::critical, R::service, "a page retirement or row remap could not be recorded: the memory cannot protect itself"},
-    {68, S::warn, R::none, "video decoder (NVDEC) exception"},
-    {69, S::warn, R::none, "graphics engine class error"},
-    {74, S::critical, R::reset_gpu, "NVLink error"},
-    {79, S::critical, R::reboot, "GPU has fallen off the bus"},
-    {92, S::warn, R::none, "high single-bit ECC error rate"},
-    {94, S::warn, R::reset_gpu, "contained ECC error: the process that hit it ended; reset the GPU to remap the row"},
-    {95, S::critical, R::reset_gpu, "uncontained ECC error: every process on the GPU is affected"},
-    {109, S::warn, R::none, "context switch timeout (usually the application's)"},
-    {119, S::critical, R::reset_gpu, "GSP RPC timeout: the GPU's system processor stopped answering"},
-    {120, S::critical, R::reset_gpu, "GSP error: the GPU's system processor failed"},
-    {121, S::warn, R::none, "corrected error on the C2C (chip to chip) link"},
-    {140, S::critical, R::reset_gpu, "unrecovered ECC error"},
-    {143, S::critical, R::reset_gpu, "GPU initialization failure"},
-    {154, S::warn, R::none, "GPU recovery action changed"},  // judged by the action its text names
-};
-
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_space(char c) { return c == ' ' || c == '\t'; }
 
@@ -265,17 +219,6 @@ std::string cut(std::string_view s, std::size_t n) {
 
 }  // namespace
 
-const std::vector<XidCode>& xid_catalog() {
-    static const std::vector<XidCode> rows(std::begin(kXidCatalog), std::end(kXidCatalog));
-    return rows;
-}
-
-const XidCode* xid_code(unsigned code) noexcept {
-    const XidCode* end = std::end(kXidCatalog);
-    const XidCode* it = std::lower_bound(std::begin(kXidCatalog), end, code, [](const XidCode& c, unsigned v) { return c.code < v; });
-    return it != end && it->code == code ? it : nullptr;
-}
-
 bool same_pci_device(const PciAddress& a, const PciAddress& b) noexcept {
     return a.domain == b.domain && a.bus == b.bus && a.device == b.device;
 }
@@ -443,13 +386,13 @@ XidSeverity xid_event_severity(const XidEvent& e) noexcept {
         }
     }
     const XidCode* c = xid_code(e.code);
-    return c ? c->severity : XidSeverity::warn;
+    return c ? xid_judgement(*c).severity : XidSeverity::warn;
 }
 
 Remediation xid_event_remediation(const XidEvent& e) noexcept {
     if (e.code == 154) return e.recovery_action.value_or(Remediation::drain);
     const XidCode* c = xid_code(e.code);
-    return c ? c->remediation : Remediation::drain;
+    return c ? xid_judgement(*c).remediation : Remediation::drain;
 }
 
 Verdict xid_severity_verdict(XidSeverity s) noexcept {
@@ -470,7 +413,10 @@ std::string meaning_of(const XidEvent& e) {
         return "GPU recovery action changed to " + action + (e.recovery_action ? "" : " (an action gpumem does not know)");
     }
     const XidCode* c = xid_code(e.code);
-    return c ? std::string(c->meaning) : "Xid " + std::to_string(e.code) + " is not in gpumem's catalog";
+    if (!c) return "Xid " + std::to_string(e.code) + " is not in gpumem's catalog";
+    // The catalog describes its unused codes as "Unused": the mnemonic says more.
+    if (c->description == "Unused") return std::string(c->mnemonic) + ", a code the catalog marks unused";
+    return std::string(c->description);
 }
 
 }  // namespace

@@ -23,17 +23,53 @@ namespace gpumem {
 enum class XidSeverity { info, warn, critical };
 std::string_view xid_severity_name(XidSeverity severity) noexcept;
 
-// A row of the Xid catalog (kXidCatalog in xid.cpp).
-struct XidCode {
-    unsigned code = 0;
+// The "Immediate Action" of NVIDIA's Xid catalog (Ampere and newer), and
+// `none` for the codes whose cell the catalog leaves empty.
+enum class XidAction {
+    restart_app, ignore, reset_gpu, restart_bm, restart_vm, contact_support, check_mechanicals, update_swfw, check_uvm,
+    workflow_xid_45, workflow_xid_48, workflow_nvlink_err, workflow_nvlink5_err, xid_154, none,
+};
+// What gpumem makes of an Xid: its severity and the remediation a warn or
+// fail asks for.
+struct XidJudgement {
     XidSeverity severity = XidSeverity::warn;
     Remediation remediation = Remediation::none;
-    std::string_view meaning;  // "GPU has fallen off the bus"
 };
+// The one rule (kXidActions in xid_catalog.cpp): RESTART_APP and IGNORE are
+// no fault of the node (info); RESET_GPU fails with reset-gpu; RESTART_BM
+// and RESTART_VM fail with reboot; CONTACT_SUPPORT and CHECK_MECHANICALS
+// fail with service; each WORKFLOW_ as its workflow says; an action that
+// asks a person to look (UPDATE_SWFW, CHECK_UVM, none) warns with drain.
+struct XidActionRow {
+    XidAction action;
+    std::string_view name;   // "RESTART_APP", as the catalog writes it ("" for none)
+    XidJudgement judgement;
+    std::string_view why;    // what the action or its workflow asks, in words
+};
+const std::vector<XidActionRow>& xid_actions();
+const XidActionRow& xid_action_row(XidAction action) noexcept;
+
+// A row of the Xid catalog (kXidCatalog in xid_catalog.cpp): the catalog's
+// facts, and where gpumem departs from its action's rule, the judgement it
+// gives instead and why.
+struct XidCode {
+    constexpr XidCode() noexcept = default;
+    // A row that follows the rule, or (with `why`) departs from it.
+    constexpr XidCode(unsigned c, std::string_view m, std::string_view d, XidAction a, XidJudgement dep = {}, std::string_view why = {}) noexcept
+        : code(c), mnemonic(m), description(d), action(a), departure(dep), why_departs(why) {}
+    unsigned code = 0;
+    std::string_view mnemonic;     // ROBUST_CHANNEL_GPU_ECC_DBE
+    std::string_view description;  // the catalog's ("Double Bit ECC Error")
+    XidAction action = XidAction::none;
+    XidJudgement departure{};      // used only when `why_departs` is set
+    std::string_view why_departs;
+};
+// The row's judgement: its departure, else its action's rule.
+XidJudgement xid_judgement(const XidCode& row) noexcept;
 // Every code the catalog knows, in increasing order.
 const std::vector<XidCode>& xid_catalog();
 // The row of `code`; nullptr for a code the catalog does not know (which
-// warns, naming the code).
+// warns with drain, naming the code).
 const XidCode* xid_code(unsigned code) noexcept;
 
 // One Xid line of the kernel log.

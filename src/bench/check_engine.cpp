@@ -15,6 +15,7 @@
 #include "base/stats.hpp"
 #include "base/text.hpp"
 #include "bench/alloc_apis.hpp"
+#include "bench/check_contention.hpp"
 #include "bench/copy_bench.hpp"
 #include "bench/memset_bench.hpp"
 #include "bench/memtest.hpp"
@@ -53,14 +54,16 @@ std::optional<Reference> pcie_of(const CheckDeviceFigures& f) {
 // added as soon as it is judged. Ctrl-C and a sibling's stop pass through.
 class StepRunner {
 public:
-    StepRunner(const CheckSettings& settings, std::vector<CheckOutcome>& out, const StopToken& stop, const OutcomeFn& on)
-        : settings_(settings), out_(out), stop_(stop), on_(on) {}
+    StepRunner(const CheckSettings& settings, std::vector<CheckOutcome>& out, const StopToken& stop, const OutcomeFn& on,
+               const CheckDeviceFigures* device = nullptr)
+        : settings_(settings), out_(out), stop_(stop), on_(on), device_(device) {}
 
     template <typename Work>
     void run(const std::string& id, Work work) {
         stop_.throw_if_stopped();
         const auto start = Clock::now();
         CheckOutcome outcome;
+        bool allocation_failed = false;
         try {
             outcome = work();
         } catch (const InterruptedError&) {
@@ -69,8 +72,11 @@ public:
             throw;
         } catch (const Error& e) {
             outcome = failed_check(id, e.what());
+            allocation_failed = dynamic_cast<const OutOfMemoryError*>(&e) != nullptr;
         }
         outcome.seconds = seconds_since(start);
+        // Another process's memory or traffic is not the GPU's fault.
+        if (device_) outcome = review_contention(std::move(outcome), allocation_failed, read_contention(device_->device), settings_.judge_shared);
         add(std::move(outcome));
     }
     void add(CheckOutcome outcome) {
@@ -85,6 +91,7 @@ private:
     std::vector<CheckOutcome>& out_;
     const StopToken& stop_;
     const OutcomeFn& on_;
+    const CheckDeviceFigures* device_;  // whose contention a step's outcome is reviewed against; none for p2p
 };
 
 // The bandwidth figures of a one-size copy plan (its first lane), `samples` samples.
@@ -286,7 +293,14 @@ struct DeviceStep {
 };
 
 constexpr DeviceStep kDeviceSteps[] = {
-    {"cuda.context", [](const DeviceWork& w) { return check_context(w.device, w.settings); }, "not run: no CUDA context"},
+    {"cuda.context",
+     [](const DeviceWork& w) {
+         CheckOutcome o = check_context(w.device, w.settings);
+         // How long this check waited for another gpumem on the GPU, and for whom.
+         if (!w.figures.lock_note.empty()) o.reason += (o.reason.empty() ? "" : "; ") + w.figures.lock_note;
+         return o;
+     },
+     "not run: no CUDA context"},
     {"memset.bandwidth", [](const DeviceWork& w) { return check_memset(w.figures, w.settings); }, ""},
     {"copy.d2d", [](const DeviceWork& w) { return check_copy(w.figures, w.settings, "d2d", w.stop); }, ""},
     {"copy.h2d", [](const DeviceWork& w) { return check_copy(w.figures, w.settings, "h2d", w.stop); }, ""},
@@ -312,9 +326,11 @@ void run_device_checks(const CheckDeviceFigures& f, const CheckSettings& s, std:
     // The host threads of the copies, and the pages they touch first, next to the GPU.
     std::optional<ScopedCpuAffinity> pin;
     if (!f.cpu_affinity.empty()) pin.emplace(f.cpu_affinity);
-    StepRunner steps(s, out, stop, on_outcome);
+    StepRunner steps(s, out, stop, on_outcome, &f);
     const DeviceWork work{f, s, stop, f.device.cuda_index.value()};
-    std::string missing;  // why the remaining steps cannot run
+    // Why the remaining steps cannot run: another gpumem kept the GPU's lock
+    // past --lock-timeout, or a step later ones need failed.
+    std::string missing = f.why_unlocked;
     for (const Named<CheckKind>& row : kChecks) {
         const DeviceStep* step = device_step(row.name);
         if (step == nullptr || !runs_at(row.value, s.level)) continue;
@@ -361,6 +377,12 @@ void check_pair(const CheckDeviceFigures& a, const CheckDeviceFigures& b, const 
     const std::string ab = p2p_check_id(da.ordinal(), db.ordinal()), ba = p2p_check_id(db.ordinal(), da.ordinal());
     const StopToken no_sibling_stop;  // each pair's failure is its own checks'
     StepRunner to_a(s, out_a, no_sibling_stop, on_outcome), to_b(s, out_b, no_sibling_stop, on_outcome);
+    if (!a.why_unlocked.empty() || !b.why_unlocked.empty()) {
+        const std::string& why = a.why_unlocked.empty() ? b.why_unlocked : a.why_unlocked;
+        to_a.add(unknown_check(ab, why));
+        to_b.add(unknown_check(ba, why));
+        return;
+    }
     // A thread starts on device 0; set, never restore (that would create a context there).
     GPUMEM_CUDA_CALL(cudaSetDevice(da.ordinal()));
     if (!peer_access_possible(da, db) || !peer_access_possible(db, da)) {
@@ -481,7 +503,9 @@ void run_device_work(const CheckRequest& q, const std::vector<CheckDeviceFigures
 
 void run_checks(const CheckRequest& q, CheckResults& results, const CheckProgress& progress) {
     CheckNodeFigures node;
-    const std::vector<CheckDeviceFigures> figures = read_check_figures(q.devices, &node);
+    std::vector<CheckDeviceFigures> figures = read_check_figures(q.devices, &node);
+    // Device work: one gpumem at a time on a GPU (its figures read again after a wait).
+    if (q.settings.level != CheckLevel::quick) lock_check_devices(q.devices, &node, figures, q.lock_timeout, progress.lock_wait);
     const XidReading xid = read_xid_events(q, figures);
     results.devices.reserve(figures.size());
     // The node's own checks go on its first GPU's row.

@@ -19,6 +19,7 @@
 #include "base/device_spec.hpp"
 #include "base/xid.hpp"
 #include "bench/alloc_modes.hpp"
+#include "core/device_lock.hpp"
 #include "core/nvml.hpp"
 
 namespace gpumem {
@@ -48,6 +49,12 @@ struct CheckDeviceFigures {
     std::string memory_error;
     std::vector<int> cpu_affinity;    // CPUs next to the GPU
     double seconds = 0;               // reading all of this
+    // Set when another process held the GPU's lock past --lock-timeout: the
+    // device work is unknown, for this reason (check_contention.hpp).
+    std::string why_unlocked;
+    // How long the lock was waited for and who held it, for cuda.context's
+    // reason; empty when it was free.
+    std::string lock_note;
 };
 
 // What the node has, for node.gpus: every GPU visible here (whatever -d
@@ -121,6 +128,9 @@ struct CheckSettings {
     CheckLevel level = CheckLevel::standard;
     ThresholdOverrides thresholds;
     bool strict = false;
+    // Judge a rate measured beside another compute process as the GPU's own
+    // (--judge-shared); by default it is unknown (check_contention.hpp).
+    bool judge_shared = false;
     // Test hooks: repeat fill.verify's patterns (a long run to interrupt),
     // and invert one word before they are read back (a bad word to find).
     int fill_passes = 1;
@@ -149,6 +159,7 @@ struct CheckRequest {
     // run; empty: the live kernel log, read when the checks run.
     std::optional<XidScan> kernel_log;
     XidSince xid_since;
+    double lock_timeout = 60;  // --lock-timeout: seconds to wait for another gpumem on a GPU
 };
 
 // One device's checks, in the order they ran.
@@ -170,6 +181,8 @@ struct CheckProgress {
     // After each check of the device work, with the count done.
     std::function<void(std::uint64_t done, const CheckOutcome&)> step;
     std::function<void()> finish;
+    // While waiting for another gpumem's lock on a GPU (core/device_lock.hpp).
+    LockWaitFn lock_wait;
 };
 
 // The checks a run makes at `level` on `devices` GPUs, node.gpus once.

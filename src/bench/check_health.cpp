@@ -14,34 +14,13 @@
 #include "base/sizes.hpp"
 #include "base/stats.hpp"
 #include "base/text.hpp"
+#include "bench/check_contention.hpp"
 #include "bench/check_engine.hpp"
 #include "core/device_inventory.hpp"
 
 namespace gpumem {
 namespace {
 
-
-std::vector<NvmlProcess> others_of(const std::vector<NvmlProcess>& processes) {
-    std::vector<NvmlProcess> others;
-    const auto self = static_cast<unsigned>(::getpid());
-    for (const NvmlProcess& p : processes)
-        if (p.pid != self) others.push_back(p);
-    return others;
-}
-
-std::string process_text(const NvmlProcess& p) {
-    std::string text = "pid " + std::to_string(p.pid) + (p.name.empty() ? "" : " " + p.name);
-    if (p.used_memory) text += " (" + format_bytes(*p.used_memory) + ")";
-    return text;
-}
-
-// At most three processes, then "...".
-std::string processes_text(const std::vector<NvmlProcess>& processes) {
-    std::vector<std::string> shown;
-    for (std::size_t i = 0; i < processes.size() && i < 3; ++i) shown.push_back(process_text(processes[i]));
-    if (processes.size() > shown.size()) shown.push_back("... (" + std::to_string(processes.size()) + " in all)");
-    return join(shown);
-}
 
 // Whether a check's source names NVML function `function` as a whole word
 // (nvmlDeviceGetRetiredPages is not nvmlDeviceGetRetiredPagesPendingStatus).

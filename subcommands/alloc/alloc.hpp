@@ -19,6 +19,7 @@
 #include "base/sizes.hpp"
 #include "bench/alloc_modes.hpp"
 #include "cli/command.hpp"
+#include "cli/lock_wait.hpp"
 #include "core/cuda_devices.hpp"
 #include "cli/options.hpp"
 #include "cli/output.hpp"
@@ -101,8 +102,10 @@ struct MeasuredDevices {
 // `spec`, each result added to `rows` as Row{identity, result}.
 template <typename Row, typename Options, typename Result>
 void measure_rows(const DeviceSpec& spec, const Options& options, const Session& session, const char* command,
-                  Result (*run)(DeviceId, const Options&, const StopToken&, const ProgressFn&), std::vector<Row>& rows) {
+                  Result (*run)(DeviceId, const Options&, const StopToken&, const ProgressFn&), std::vector<Row>& rows,
+                  double lock_timeout) {
     const std::vector<DeviceIdentity> devices = select_cuda_devices(spec);
+    lock_for_measuring(devices, lock_timeout, session);  // no other gpumem measuring these GPUs meanwhile
     auto measured = measure_on_devices(devices, session, command, [&](DeviceId device, const StopToken& stop, const ProgressFn& progress) {
         return run(device, options, stop, progress);
     });
@@ -180,6 +183,7 @@ template <typename ModeOptions>
 struct ModeRequest {
     DeviceSpec devices;
     ModeOptions options;
+    double lock_timeout = kDefaultLockTimeout;  // --lock-timeout: the timed modes take the GPU's lock (hold does not)
 };
 
 // ---------------------------------------------------------------------------

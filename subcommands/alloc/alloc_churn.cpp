@@ -4,6 +4,7 @@
 
 #include "alloc/alloc.hpp"
 #include "cli/commands.hpp"
+#include "cli/lock_wait.hpp"
 
 namespace gpumem::cli {
 namespace {
@@ -14,6 +15,7 @@ constexpr std::uint64_t kDefaultOps = 10000;
 
 // What CLI11 fills.
 struct ChurnOptionsText {
+    double lock_timeout = kDefaultLockTimeout;  // --lock-timeout
     std::string sizes = kDefaultSizes;
     std::optional<std::uint64_t> ops;
     std::optional<std::string> duration;
@@ -26,6 +28,7 @@ struct ChurnOptionsText {
 };
 
 void add_options(CLI::App& sub, ChurnOptionsText& o) {
+    add_lock_timeout_option(sub, o.lock_timeout);
     sub.add_option("--sizes", o.sizes, std::string("Sizes to draw from, uniformly: a list or range (default ") + kDefaultSizes + ")")
         ->check(range_validator());
     add_unsigned_option(sub, "--ops", o.ops, "Operations (default 10000 unless --duration)", 1, 1ULL << 40);
@@ -48,6 +51,7 @@ void add_options(CLI::App& sub, ChurnOptionsText& o) {
 ChurnRequest check(const ChurnOptionsText& o, const Globals& globals) {
     ChurnRequest q;
     q.devices = device_spec_or(globals, "0");
+    q.lock_timeout = o.lock_timeout;
     ChurnOptions& c = q.options;
     c.via = kChurnVias.parse(o.via);
     c.api = kAllocApis.parse(o.api);
@@ -68,7 +72,7 @@ ChurnRequest check(const ChurnOptionsText& o, const Globals& globals) {
 }
 
 void execute(const ChurnRequest& q, ChurnResults& results, Session& session) {
-    measure_rows(q.devices, q.options, session, kCommand, run_churn, results.devices);
+    measure_rows(q.devices, q.options, session, kCommand, run_churn, results.devices, q.lock_timeout);
 }
 
 // ---------------------------------------------------------------------------

@@ -5,6 +5,7 @@
 #include "alloc/alloc.hpp"
 #include "base/text.hpp"
 #include "cli/commands.hpp"
+#include "cli/lock_wait.hpp"
 #include "core/device_inventory.hpp"
 
 namespace gpumem::cli {
@@ -14,6 +15,7 @@ constexpr const char* kCommand = "alloc-test fill";
 
 // What CLI11 fills.
 struct FillOptionsText {
+    double lock_timeout = kDefaultLockTimeout;  // --lock-timeout
     TotalText total;
     std::string chunk = "1GiB";
     bool verify = false;
@@ -24,6 +26,7 @@ struct FillOptionsText {
 };
 
 void add_options(CLI::App& sub, FillOptionsText& o) {
+    add_lock_timeout_option(sub, o.lock_timeout);
     add_total_option(sub, o.total, "How much: SIZE or PCT% of free memory (default 90%)");
     sub.add_option("--chunk", o.chunk, "Allocation piece size (default 1GiB)")->check(size_validator(false));
     sub.add_flag("--verify", o.verify, "Read every pattern back and compare (exit 4 on a mismatch)");
@@ -41,6 +44,7 @@ void add_options(CLI::App& sub, FillOptionsText& o) {
 FillRequest check(const FillOptionsText& o, const Globals& globals) {
     FillRequest q;
     q.devices = device_spec_or(globals, "0");
+    q.lock_timeout = o.lock_timeout;
     FillOptions& f = q.options;
     f.total = parse_size_spec(total_text(o.total, "90%"), {false, true});
     f.chunk = parse_chunk(o.chunk);
@@ -57,7 +61,7 @@ FillRequest check(const FillOptionsText& o, const Globals& globals) {
 
 void execute(const FillRequest& q, FillResults& results, Session& session) {
     recording_allocation_failure(results.allocation_failure, [&] {
-        measure_rows(q.devices, q.options, session, kCommand, run_fill, results.devices);
+        measure_rows(q.devices, q.options, session, kCommand, run_fill, results.devices, q.lock_timeout);
     });
     for (FillDevice& d : results.devices) d.peak_bps = nvml_figures_for(d.device.pci).peak_memory_bandwidth;
     const std::string failure = fill_failure_message(results);

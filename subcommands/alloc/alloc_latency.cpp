@@ -11,6 +11,7 @@
 
 #include "alloc/alloc.hpp"
 #include "cli/commands.hpp"
+#include "cli/lock_wait.hpp"
 #include "version.hpp"
 
 namespace gpumem::cli {
@@ -21,6 +22,7 @@ constexpr const char* kDefaultSizes = "4KiB,1MiB,16MiB,256MiB,1GiB";
 
 // What CLI11 fills.
 struct LatencyOptionsText {
+    double lock_timeout = kDefaultLockTimeout;  // --lock-timeout
     std::vector<std::string> apis{"device"};
     std::string sizes = kDefaultSizes;
     int iterations = 50;
@@ -30,6 +32,7 @@ struct LatencyOptionsText {
 };
 
 void add_options(CLI::App& sub, LatencyOptionsText& o) {
+    add_lock_timeout_option(sub, o.lock_timeout);
     sub.add_option("--api", o.apis, "Allocation APIs, comma list or repeated (default device; gpumem --list apis)")
         ->type_name("API[,API...]")
         ->check(list_validator(kAllocApis));
@@ -48,6 +51,7 @@ void add_options(CLI::App& sub, LatencyOptionsText& o) {
 LatencyRequest check(const LatencyOptionsText& o, const Globals& globals) {
     LatencyRequest q;
     q.devices = device_spec_or(globals, "0");
+    q.lock_timeout = o.lock_timeout;
     q.options.apis = kAllocApis.parse_list(o.apis, kAllocTestListRules);
     q.options.sizes = parse_size_range(o.sizes);
     q.options.iterations = o.iterations;
@@ -88,7 +92,7 @@ void write_file(const std::string& path, const std::string& text) {
 
 void execute(const LatencyRequest& q, LatencyResults& results, Session& session) {
     if (q.save_costs) check_writable(*q.save_costs);
-    measure_rows(q.devices, q.options, session, kCommand, run_latency, results.devices);
+    measure_rows(q.devices, q.options, session, kCommand, run_latency, results.devices, q.lock_timeout);
     if (!q.save_costs) return;
     const std::string source = std::string("gpumem ") + GPUMEM_VERSION + " alloc-test latency: host-clock medians of " +
                                std::to_string(q.options.iterations) + " iterations";

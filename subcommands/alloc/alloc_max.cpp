@@ -2,6 +2,7 @@
 // the total obtainable in chunks with cuda_memtest's back-off.
 #include "alloc/alloc.hpp"
 #include "cli/commands.hpp"
+#include "cli/lock_wait.hpp"
 
 namespace gpumem::cli {
 namespace {
@@ -10,11 +11,13 @@ constexpr const char* kCommand = "alloc-test max";
 
 // What CLI11 fills.
 struct MaxOptionsText {
+    double lock_timeout = kDefaultLockTimeout;  // --lock-timeout
     std::string granularity = "2MiB";
     std::string chunk = "1GiB";
 };
 
 void add_options(CLI::App& sub, MaxOptionsText& o) {
+    add_lock_timeout_option(sub, o.lock_timeout);
     sub.add_option("--granularity", o.granularity, "Precision of the search and smallest back-off piece (default 2MiB)")
         ->check(size_validator(false));
     sub.add_option("--chunk", o.chunk, "Piece size for the total obtainable (default 1GiB)")->check(size_validator(false));
@@ -23,6 +26,7 @@ void add_options(CLI::App& sub, MaxOptionsText& o) {
 MaxRequest check(const MaxOptionsText& o, const Globals& globals) {
     MaxRequest q;
     q.devices = device_spec_or(globals, "0");
+    q.lock_timeout = o.lock_timeout;
     q.options.granularity = parse_size(o.granularity);
     q.options.chunk = parse_size(o.chunk);
     if (q.options.chunk < q.options.granularity) throw UsageError("--chunk must not be smaller than --granularity");
@@ -30,7 +34,7 @@ MaxRequest check(const MaxOptionsText& o, const Globals& globals) {
 }
 
 void execute(const MaxRequest& q, MaxResults& results, Session& session) {
-    measure_rows(q.devices, q.options, session, kCommand, run_max, results.devices);
+    measure_rows(q.devices, q.options, session, kCommand, run_max, results.devices, q.lock_timeout);
 }
 
 // ---------------------------------------------------------------------------

@@ -16,6 +16,7 @@
 #include "core/kernel_log.hpp"
 #include "core/thresholds_file.hpp"
 #include "cli/commands.hpp"
+#include "cli/lock_wait.hpp"
 #include "cli/progress.hpp"
 
 namespace gpumem::cli {
@@ -32,6 +33,8 @@ struct CheckOptions {
     std::optional<std::string> kernel_log;       // --kernel-log FILE
     std::string xid_since = "boot";              // --xid-since
     std::optional<std::string> expect_gpus;      // --expect-gpus N
+    double lock_timeout = kDefaultLockTimeout;   // --lock-timeout SECONDS
+    bool judge_shared = false;                   // --judge-shared
     int fill_passes = 1;                         // hidden test hook
     std::optional<std::uint64_t> corrupt_word;   // hidden test hook
 };
@@ -59,6 +62,9 @@ void add_options(CLI::App& sub, CheckOptions& o) {
     sub.add_option("--expect-gpus", o.expect_gpus, "GPUs the node must have: fewer visible fail it (node.gpus)")
         ->type_name("N")
         ->check(parsing_validator([](const std::string& v) { parse_expect_gpus(v); }, ""));
+    add_lock_timeout_option(sub, o.lock_timeout);
+    sub.add_flag("--judge-shared", o.judge_shared,
+                 "Judge a rate measured while another process computes on the GPU as the GPU's own (by default: unknown, naming it)");
     sub.add_option("--debug-fill-passes", o.fill_passes, "Test hook: repeat fill.verify's patterns N times")
         ->check(CLI::Range(1, 1000000))
         ->group("");
@@ -84,6 +90,8 @@ CheckRequest check(const CheckOptions& o, const Globals& globals) {
     // A saved log is read here: a bad one is a usage error before any driver call.
     if (o.kernel_log) q.kernel_log = read_kernel_log_file(*o.kernel_log);
     q.settings.strict = o.strict;
+    q.settings.judge_shared = o.judge_shared;
+    q.lock_timeout = o.lock_timeout;
     q.settings.fill_passes = o.fill_passes;
     q.settings.corrupt_word = o.corrupt_word;
     return q;
@@ -92,10 +100,11 @@ CheckRequest check(const CheckOptions& o, const Globals& globals) {
 // The engine's run with the progress line, erased before any failure line.
 void run_with_progress(const CheckRequest& q, CheckResults& results, Session& session) {
     std::optional<Progress> line;
+    LockWaitProgress waiting(session, q.lock_timeout);
     const CheckProgress progress{
         [&](std::uint64_t total, std::uint64_t) { line.emplace(session.progress(), "check", total); },
         [&](std::uint64_t done, const CheckOutcome& o) { line->update(done, o.id + " " + std::string(verdict_name(o.verdict))); },
-        [&] { line->finish(); }};
+        [&] { line->finish(); }, waiting.callback()};
     run_checks(q, results, progress);
 }
 

@@ -364,15 +364,23 @@ Table check_list_table() {
 
 NameListView check_level_list() { return view_of(kCheckLevels); }
 
-// The Xid catalog xid.events judges by: code, severity, remediation, meaning.
+// The Xid catalog xid.events judges by: each code's verdict and remediation,
+// the catalog's immediate action, its description and mnemonic, and why
+// gpumem departs from the action's rule where it does.
 NameListView xid_list() {
     static const std::pair<std::vector<std::string>, std::vector<std::string>> rows = [] {
         std::pair<std::vector<std::string>, std::vector<std::string>> r;
         for (const XidCode& c : xid_catalog()) {
+            const XidJudgement j = xid_judgement(c);
+            const std::string_view action = xid_action_row(c.action).name;
+            std::string text = c.action == XidAction::xid_154 ? std::string("by the recovery action its line names")
+                                                              : std::string(xid_severity_name(j.severity)) +
+                                                                    (j.severity == XidSeverity::info ? "" : ", " + std::string(remediation_words(j.remediation)));
+            text += " [" + (action.empty() ? std::string("no action in the catalog") : std::string(action)) + "]: " + std::string(c.description) + " (" +
+                    std::string(c.mnemonic) + ")";
+            if (!c.why_departs.empty()) text += "; gpumem departs: " + std::string(c.why_departs);
             r.first.push_back(std::to_string(c.code));
-            r.second.push_back(c.code == 154 ? std::string("by its recovery action: ") + std::string(c.meaning)
-                                             : std::string(xid_severity_name(c.severity)) + ", " + std::string(remediation_words(c.remediation)) +
-                                                   ": " + std::string(c.meaning));
+            r.second.push_back(std::move(text));
         }
         return r;
     }();

@@ -19,6 +19,7 @@
 #include "base/text.hpp"
 #include "bench/copy_bench.hpp"
 #include "cli/commands.hpp"
+#include "cli/lock_wait.hpp"
 #include "copy/copy_report.hpp"
 #include "core/cuda_check.hpp"
 #include "core/cuda_devices.hpp"
@@ -44,6 +45,7 @@ constexpr double kMaxExpectMinGbps = 1e6;
 
 // What CLI11 fills.
 struct CopyOptions {
+    double lock_timeout = kDefaultLockTimeout;  // --lock-timeout
     std::string direction;
     std::string size = kDefaultSize;
     std::optional<std::string> sizes;
@@ -68,6 +70,7 @@ struct CopyRequest {
     std::optional<DeviceSpec> peers;  // --peer
     bool affinity = true;
     CopyReportStyle style;
+    double lock_timeout = kDefaultLockTimeout;
 };
 
 // The directions between two devices, which take --peer: "p2p, p2p-bidir".
@@ -79,6 +82,7 @@ std::string peer_direction_names() {
 }
 
 void add_options(CLI::App& sub, CopyOptions& o) {
+    add_lock_timeout_option(sub, o.lock_timeout);
     sub.add_option("direction", o.direction, "What is copied, where (see gpumem --list directions)")
         ->required()
         ->type_name("DIRECTION")
@@ -154,6 +158,7 @@ std::optional<std::uint64_t> checked_corrupt_offset(const CopyOptions& o, const 
 CopyRequest check(const CopyOptions& o, const Globals& globals) {
     CopyRequest q;
     q.devices = device_spec_or(globals, "0");
+    q.lock_timeout = o.lock_timeout;
     CopyPlan& plan = q.plan;
     plan.direction = kCopyDirections.parse(o.direction);
     plan.host_kind = parse_host_memory_kind(o.host_memory.value_or("pinned"));
@@ -322,6 +327,12 @@ void check_outcome(const CopyRequest& q, const std::vector<CopyResult>& rows) {
 
 void execute(const CopyRequest& q, CopyResults& results, Session& session) {
     const std::vector<CopyUnit> units = copy_units(q, select_cuda_devices(q.devices));
+    std::vector<DeviceIdentity> measured_devices;  // every device and peer: no other gpumem measuring them meanwhile
+    for (const CopyUnit& u : units) {
+        measured_devices.push_back(u.device);
+        if (u.peer) measured_devices.push_back(*u.peer);
+    }
+    lock_for_measuring(measured_devices, q.lock_timeout, session);
     const CopyPlan& plan = q.plan;
     const std::uint64_t plans_per_unit = plan.direction.uses_peer() && plan.engine == CopyEngine::ce ? 2 : 1;
     Progress progress(session.progress() && (plan.sizes.size() > 1 || units.size() > 1), "copy " + copy_direction_name(plan.direction),

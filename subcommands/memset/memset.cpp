@@ -14,6 +14,7 @@
 #include "bench/alloc_apis.hpp"
 #include "bench/memset_bench.hpp"
 #include "cli/commands.hpp"
+#include "cli/lock_wait.hpp"
 #include "core/cuda_devices.hpp"
 #include "core/device_inventory.hpp"
 
@@ -22,6 +23,7 @@ namespace {
 
 // What CLI11 fills.
 struct MemsetOptions {
+    double lock_timeout = kDefaultLockTimeout;  // --lock-timeout
     std::string size = "256MiB";
     std::string value = "0";
     std::string width = "8";
@@ -55,6 +57,7 @@ struct MemsetRequest {
     DeviceSpec devices;
     SizeSpec size;
     MemsetPlan plan;  // device and (for %) size set per device
+    double lock_timeout = kDefaultLockTimeout;
 };
 
 // One device's memset.
@@ -70,6 +73,7 @@ struct MemsetResults {
 };
 
 void add_options(CLI::App& sub, MemsetOptions& o) {
+    add_lock_timeout_option(sub, o.lock_timeout);
     sub.add_option("-s,--size", o.size, "Buffer size (SIZE, or PCT% of free device memory)")->capture_default_str()->check(size_validator(true));
     sub.add_option("--value", o.value, "Word value, decimal or 0x hexadecimal")->capture_default_str()->type_name("V");
     sub.add_option("--width", o.width, "Word width in bits (cuMemsetD8/D16/D32)")->capture_default_str()->check(names_validator(kWidths));
@@ -89,6 +93,7 @@ void add_options(CLI::App& sub, MemsetOptions& o) {
 MemsetRequest check(const MemsetOptions& o, const Globals& globals) {
     MemsetRequest q;
     q.devices = device_spec_or(globals, "0");
+    q.lock_timeout = o.lock_timeout;
     MemsetPlan& plan = q.plan;
     plan.width = kWidths.parse(o.width) / 8;
     plan.value = static_cast<std::uint32_t>(parse_unsigned(o.value, 0xFFFFFFFFULL));
@@ -112,10 +117,12 @@ MemsetRequest check(const MemsetOptions& o, const Globals& globals) {
     return q;
 }
 
-void execute(const MemsetRequest& q, MemsetResults& results, Session&) {
+void execute(const MemsetRequest& q, MemsetResults& results, Session& session) {
     std::uint64_t total_mismatches = 0;
     std::string first_failure;
-    for (const DeviceIdentity& device : select_cuda_devices(q.devices)) {
+    const std::vector<DeviceIdentity> devices = select_cuda_devices(q.devices);
+    lock_for_measuring(devices, q.lock_timeout, session);  // no other gpumem measuring these GPUs meanwhile
+    for (const DeviceIdentity& device : devices) {
         throw_if_interrupted();
         MemsetRow row{device, q.plan, {}, std::nullopt};
         row.plan.device = device.cuda_index.value();

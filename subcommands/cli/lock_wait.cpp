@@ -1,0 +1,37 @@
+#include "cli/lock_wait.hpp"
+
+#include <memory>
+
+#include "cli/options.hpp"
+#include "cli/progress.hpp"
+
+namespace gpumem::cli {
+
+CLI::Option* add_lock_timeout_option(CLI::App& app, double& seconds) {
+    return add_real_option(app, "--lock-timeout", seconds,
+                           "Seconds to wait for another gpumem measuring the same GPU (a per-GPU lock); then its work is unknown (check) "
+                           "or an error (exit 1)",
+                           0, 86400)
+        ->type_name("SECONDS")
+        ->capture_default_str();
+}
+
+LockWaitProgress::LockWaitProgress(const Session& session, double timeout) : enabled_(session.progress()), timeout_(timeout) {}
+
+LockWaitFn LockWaitProgress::callback() {
+    return [this](double waited, const std::string& holder) {
+        if (!enabled_) return;
+        // Tenths of a second: the line counts up to the timeout.
+        if (!progress_) progress_ = std::make_unique<Progress>(true, "waiting for the GPU lock", static_cast<std::uint64_t>(timeout_ * 10) + 1);
+        progress_->update(static_cast<std::uint64_t>(waited * 10), "held by " + holder);
+    };
+}
+
+void lock_for_measuring(const std::vector<DeviceIdentity>& devices, double timeout, const Session& session) {
+    LockWaitProgress progress(session, timeout);
+    const std::vector<DeviceLockResult> locks = lock_devices(devices, timeout, progress.callback());
+    for (std::size_t i = 0; i < devices.size(); ++i)
+        if (!locks[i].acquired) throw Error(lock_refusal(devices[i], locks[i]));
+}
+
+}  // namespace gpumem::cli
