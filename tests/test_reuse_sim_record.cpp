@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/record_plan.hpp"
+#include "base/text.hpp"
 #include "cli/command.hpp"
 #include "cli_harness.hpp"
 #include "reuse_sim/reuse_sim.hpp"

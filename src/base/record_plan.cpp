@@ -112,30 +112,4 @@ std::string confirm_answer(const std::vector<ConfirmRunOutcome>& runs, std::size
     return answer;
 }
 
-std::string wrap_words(std::string_view text, std::size_t columns) {
-    if (columns == 0) return std::string(text);
-    std::string out;
-    std::size_t line = 0;  // columns used on the current line
-    std::size_t start = 0;
-    while (start <= text.size()) {
-        const std::size_t end = std::min(text.find_first_of(" \n", start), text.size());
-        const std::string_view word = text.substr(start, end - start);
-        if (line > 0 && line + 1 + word.size() > columns) {
-            out += '\n';
-            line = 0;
-        } else if (line > 0) {
-            out += ' ';
-            ++line;
-        }
-        out += word;
-        line += word.size();
-        if (end < text.size() && text[end] == '\n') {
-            out += '\n';
-            line = 0;
-        }
-        start = end + 1;
-    }
-    return out;
-}
-
 }  // namespace gpumem

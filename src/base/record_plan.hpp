@@ -64,8 +64,5 @@ bool confirm_should_stop(const ConfirmRunOutcome& run) noexcept;
 // `candidates`: how many runs were allowed; `interrupted`: Ctrl-C stopped it.
 std::string confirm_answer(const std::vector<ConfirmRunOutcome>& runs, std::size_t candidates, bool interrupted);
 
-// `text` in lines of at most `columns`, broken at spaces (a word longer
-// than a line stays whole); 0 columns: unchanged. Newlines are kept.
-std::string wrap_words(std::string_view text, std::size_t columns);
 
 }  // namespace gpumem

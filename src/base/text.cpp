@@ -43,6 +43,7 @@ std::string one_line(std::string text) {
 }
 
 std::string wrap_words(std::string_view text, std::size_t width, std::size_t indent) {
+    if (width == 0) return std::string(text);  // no width known (a pipe): lines as they are
     std::string out;
     std::size_t column = 0;
     bool paragraph_start = true;

@@ -20,7 +20,8 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
 std::vector<std::string_view> split(std::string_view text, char separator);
 // `text` broken at spaces into lines of at most `width` characters (a word
 // longer than that stands alone on its line); every line but the first starts
-// with `indent` spaces, counted in the width. Help pages use it.
+// with `indent` spaces, counted in the width; width 0 (a pipe) leaves the
+// text as it is. Help pages and the tune answer on a terminal use it.
 std::string wrap_words(std::string_view text, std::size_t width, std::size_t indent = 0);
 // Newlines and carriage returns become spaces: errors are one line on stderr.
 std::string one_line(std::string text);
