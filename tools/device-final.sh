@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The GPU batch before a submission, on the GPU machine after
+# tools/stage-device.sh (run from the repository root; output under $OUT):
+#   bash tools/device-final.sh single   every suite, check beside other
+#                                       processes (10 pairs), test_gpu_check x3
+#   bash tools/device-final.sh multi    the same on 2 GPUs, plus the driver's
+#                                       recovery action and the NVSwitch fabric,
+#                                       check -d all, and torchrun with 2 ranks
+#                                       recorded by reuse-sim --record
+set -u
+mode=${1:-single}
+export PYTHONPATH=$PWD/.device/py
+G=.device/gpumem
+OUT=${OUT:-/tmp/gpumem-out}; mkdir -p "$OUT"
+nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpus.txt"
+start=$SECONDS
+tests/run-tests.sh .device >"$OUT/tests.log" 2>&1
+echo "every suite ($((SECONDS - start)) s): $(tail -n 1 "$OUT/tests.log")"
+grep -E '^test_\S+ ' "$OUT/tests.log"
+grep -E 'ERROR|FATAL' "$OUT/tests.log" | head -20
+OUT=$OUT bash bench/check-contention.sh .device 10 >/dev/null 2>"$OUT/contention.err"; echo "check-contention.sh x10: exit $?"
+sed -n '1,60p' "$OUT/check-contention.md" 2>/dev/null | grep -vE '^$' | head -40
+for i in 1 2 3; do
+  tests/run-tests.sh .device test_gpu_check >"$OUT/gpu-check.$i.log" 2>&1; echo "test_gpu_check run $i: $(tail -n 1 "$OUT/gpu-check.$i.log")"
+done
+if [ "$mode" = multi ]; then
+  $G check --level quick --json >"$OUT/check-quick.json"; echo "check --level quick: exit $?"
+  $G check --level quick | grep -E 'recovery_action|nvlink|GPU|verdict' | head -20
+  nvidia-smi -q | grep -iE -A4 'fabric|recovery' | head -30 >"$OUT/nvidia-smi-fabric.txt"; cat "$OUT/nvidia-smi-fabric.txt"
+  $G check -d all --json >"$OUT/check-all.json"; echo "check -d all: exit $?"
+  python3 - "$OUT/check-all.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print("verdict", d["verdict"])
+for dev in d.get("devices", []):
+    for c in dev["checks"]:
+        if c["check"].startswith(("p2p", "nvlink", "nvml.recovery")) or c["verdict"] not in ("pass", "n/a"):
+            print(f"  GPU {dev.get('index', '?')}: {c['check']} {c['verdict']} {c.get('value')} {c.get('reason', '')}"[:200])
+PY
+  R=$OUT/record; mkdir -p "$R"
+  timeout 240 $G reuse-sim --record "$R/ddp.pickle" -- torchrun --standalone --nproc-per-node 2 bench/torch_programs/ddp_train.py \
+    >"$R/ddp.out" 2>"$R/ddp.err"; echo "torchrun 2 ranks under --record: exit $?"
+  grep '^gpumem:' "$R/ddp.err"; ls -la "$R"
+  for r in 0 1; do
+    [ -f "$R/ddp.rank$r.pickle" ] || { echo "rank $r: no snapshot"; continue; }
+    $G reuse-sim --trace "$R/ddp.rank$r.pickle" --strategy torch-caching --json >"$R/replay.rank$r.json" 2>"$R/replay.rank$r.err"
+    python3 - "$R/replay.rank$r.json" "$R/ddp.rank$r.stats.json" $r <<'PY'
+import json, sys
+replay, stats = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))["memory_stats"]
+row = replay["strategies"][0]
+want = (stats["num_device_alloc"], stats["num_device_free"], stats["reserved_bytes.all.peak"], stats["num_alloc_retries"], stats["num_ooms"])
+got = (row["upstream_allocs"], row["upstream_frees"], row["peak_reserved"], row["retries"], row["ooms"])
+print("rank %s: torch allocs/frees/peak/retries/ooms %s, replay %s: %s" % (sys.argv[3], want, got, "exact" if want == got else "DIFFERS"))
+PY
+  done
+fi
