@@ -16,6 +16,7 @@
 
 #include "base/errors.hpp"
 #include "base/fleet.hpp"
+#include "core/fleet_input.hpp"
 #include "cli_harness.hpp"
 
 using nlohmann::json;

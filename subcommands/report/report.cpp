@@ -7,6 +7,7 @@
 #include "base/errors.hpp"
 #include "cli/output.hpp"
 #include "cli/commands.hpp"
+#include "core/fleet_input.hpp"
 #include "report/report.hpp"
 
 namespace gpumem::cli {

@@ -26,7 +26,7 @@
 #include <thread>
 #include <utility>
 
-#include "base/fleet.hpp"
+#include "core/fleet_input.hpp"
 
 namespace gpumem::fleet {
 namespace {
