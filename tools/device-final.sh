@@ -23,6 +23,16 @@ sed -n '1,60p' "$OUT/check-contention.md" 2>/dev/null | grep -vE '^$' | head -40
 for i in 1 2 3; do
   tests/run-tests.sh .device test_gpu_check >"$OUT/gpu-check.$i.log" 2>&1; echo "test_gpu_check run $i: $(tail -n 1 "$OUT/gpu-check.$i.log")"
 done
+if [ "$mode" = single ]; then
+  # report at fleet scale on 2 of this machine's quiet CPUs (issue 29)
+  s=$SECONDS; python3 bench/report-fleet-gen.py /tmp/fleet >/dev/null; echo "fleet generated in $((SECONDS - s)) s: $(du -sh /tmp/fleet | cut -f1), $(ls /tmp/fleet | wc -l) files"
+  for i in 1 2 3; do
+    taskset -c 0,1 /usr/bin/time -f "report --drain-list, 2 CPUs: %e s wall, %U s user, %S s sys, %M KiB max RSS" \
+      $G report --drain-list /tmp/fleet >"$OUT/drain.txt" 2>"$OUT/report-time.$i.txt"; echo "exit $?: $(tail -n 1 "$OUT/report-time.$i.txt")"
+  done
+  taskset -c 0,1 /usr/bin/time -f "report (table), 2 CPUs: %e s wall, %U s user, %S s sys, %M KiB max RSS" $G report /tmp/fleet >/dev/null 2>"$OUT/report-table-time.txt"
+  tail -n 1 "$OUT/report-table-time.txt"; rm -rf /tmp/fleet
+fi
 if [ "$mode" = multi ]; then
   $G check --level quick --json >"$OUT/check-quick.json"; echo "check --level quick: exit $?"
   $G check --level quick | grep -E 'recovery_action|nvlink|GPU|verdict' | head -20

@@ -244,7 +244,29 @@ void wrap_table_cells(const Table& table, std::vector<std::size_t>& width, std::
 }
 
 // One table, its columns aligned (a wrapped cell over several lines).
+// Table::as_records: a row a block, "header: value" lines under its first cell.
+void render_records(std::ostream& out, const Table& table, const OutputOptions& options) {
+    const std::string indent(4, ' ');
+    bool first = true;
+    for (const auto& row : table.rows) {
+        if (!first) out << '\n';
+        first = false;
+        for (std::size_t i = 0; i < table.fields.size() && i < row.size(); ++i) {
+            const std::string text = cell_text(row[i], table.fields[i], options.unit);
+            if (i == 0) {
+                out << text << '\n';
+            } else if (!text.empty()) {
+                // Wrapped within the room after the indent; continuation lines two further in.
+                std::string lines = wrap_words(std::string(table.fields[i].header) + ": " + text, kTableColumns - indent.size(), 2);
+                for (std::size_t at = lines.find('\n'); at != std::string::npos; at = lines.find('\n', at + 1)) lines.insert(at + 1, indent);
+                out << indent << lines << '\n';
+            }
+        }
+    }
+}
+
 void render_table(std::ostream& out, const Table& table, const OutputOptions& options) {
+    if (table.as_records) return render_records(out, table, options);
     std::vector<std::size_t> width(table.fields.size());
     std::vector<std::vector<std::string>> cells;
     for (std::size_t i = 0; i < table.fields.size(); ++i) width[i] = display_width(table.fields[i].header);

@@ -80,6 +80,11 @@ struct Table {
     std::string_view key;  // name of the JSON array
     std::vector<Field> fields;
     std::vector<std::vector<Cell>> rows;
+    // Table format: each row as a block, its first cell on a line of its own
+    // and every other field below it as "header: value", wrapped at words
+    // within kTableColumns; for lists whose columns cannot share 100
+    // (--list checks). JSON, CSV and values are the same either way.
+    bool as_records = false;
 
     void add_row(std::vector<Cell> row) { rows.push_back(std::move(row)); }
 };
