@@ -218,6 +218,9 @@ std::vector<std::vector<std::string>> row_lines(const std::vector<std::string>& 
 // rendered.
 void wrap_table_cells(const Table& table, std::vector<std::size_t>& width, std::vector<std::vector<std::string>>& cells) {
     constexpr std::size_t kNarrowest = 10;
+    // A column narrowed again is wrapped anew from its cells as they were,
+    // not from lines an earlier pass already broke.
+    const std::vector<std::vector<std::string>> unwrapped = cells;
     for (;;) {
         std::size_t total = 2 * (width.size() - 1);
         for (std::size_t x : width) total += x;
@@ -230,12 +233,13 @@ void wrap_table_cells(const Table& table, std::vector<std::size_t>& width, std::
         const std::size_t columns = std::max(kNarrowest, width[w] - std::min(width[w], total - kTableColumns));
         const std::size_t before = width[w];
         width[w] = display_width(table.fields[w].header);
-        for (auto& row : cells) {
-            row[w] = wrapped(row[w], columns, table.fields[w].wrap_after);
-            for (std::size_t start = 0; start <= row[w].size();) {
-                std::size_t end = row[w].find('\n', start);
-                if (end == std::string::npos) end = row[w].size();
-                width[w] = std::max(width[w], display_width(std::string_view(row[w]).substr(start, end - start)));
+        for (std::size_t r = 0; r < cells.size(); ++r) {
+            std::string& cell = cells[r][w];
+            cell = wrapped(unwrapped[r][w], columns, table.fields[w].wrap_after);
+            for (std::size_t start = 0; start <= cell.size();) {
+                std::size_t end = cell.find('\n', start);
+                if (end == std::string::npos) end = cell.size();
+                width[w] = std::max(width[w], display_width(std::string_view(cell).substr(start, end - start)));
                 start = end + 1;
             }
         }
@@ -243,7 +247,6 @@ void wrap_table_cells(const Table& table, std::vector<std::size_t>& width, std::
     }
 }
 
-// One table, its columns aligned (a wrapped cell over several lines).
 // Table::as_records: a row a block, "header: value" lines under its first cell.
 void render_records(std::ostream& out, const Table& table, const OutputOptions& options) {
     const std::string indent(4, ' ');
@@ -265,6 +268,7 @@ void render_records(std::ostream& out, const Table& table, const OutputOptions& 
     }
 }
 
+// One table, its columns aligned (a wrapped cell over several lines).
 void render_table(std::ostream& out, const Table& table, const OutputOptions& options) {
     if (table.as_records) return render_records(out, table, options);
     std::vector<std::size_t> width(table.fields.size());
