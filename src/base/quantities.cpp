@@ -6,15 +6,10 @@
 
 #include "base/errors.hpp"
 #include "base/sizes.hpp"
+#include "base/text.hpp"
 
 namespace gpumem {
 namespace {
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-    return s;
-}
 
 std::string lower(std::string_view s) {
     std::string out(s);

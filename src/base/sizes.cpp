@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "base/errors.hpp"
+#include "base/text.hpp"
 
 namespace gpumem {
 namespace {
@@ -18,12 +19,6 @@ std::string lower(std::string_view s) {
     std::string out(s);
     std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
     return out;
-}
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-    return s;
 }
 
 // Multiplier of a size suffix, or 0 when the suffix is unknown.

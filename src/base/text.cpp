@@ -1,5 +1,6 @@
 #include "base/text.hpp"
 
+#include <cctype>
 #include <cstdio>
 
 namespace gpumem {
@@ -40,6 +41,12 @@ std::string one_line(std::string text) {
     for (char& c : text)
         if (c == '\n' || c == '\r') c = ' ';
     return text;
+}
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+    return s;
 }
 
 std::string wrap_words(std::string_view text, std::size_t width, std::size_t indent) {

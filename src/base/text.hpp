@@ -18,6 +18,8 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
 // The pieces between the separators, as written: "a,,b" gives a, "" and b;
 // "" gives one empty piece.
 std::vector<std::string_view> split(std::string_view text, char separator);
+// `s` without the white space (isspace) at either end.
+std::string_view trim(std::string_view s);
 // `text` broken at spaces into lines of at most `width` characters (a word
 // longer than that stands alone on its line); every line but the first starts
 // with `indent` spaces, counted in the width; width 0 (a pipe) leaves the
