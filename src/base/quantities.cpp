@@ -11,12 +11,6 @@
 namespace gpumem {
 namespace {
 
-std::string lower(std::string_view s) {
-    std::string out(s);
-    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-    return out;
-}
-
 // The number at the start of `s` ("1.5" of "1.5GiB/s"), the rest in `unit`.
 double leading_number(std::string_view s, std::string& unit) {
     std::size_t i = 0;

@@ -15,12 +15,6 @@
 namespace gpumem {
 namespace {
 
-std::string lower(std::string_view s) {
-    std::string out(s);
-    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-    return out;
-}
-
 // Multiplier of a size suffix, or 0 when the suffix is unknown.
 long double suffix_multiplier(std::string_view suffix) {
     const std::string s = lower(suffix);

@@ -1,5 +1,6 @@
 #include "base/text.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 
@@ -41,6 +42,12 @@ std::string one_line(std::string text) {
     for (char& c : text)
         if (c == '\n' || c == '\r') c = ' ';
     return text;
+}
+
+std::string lower(std::string_view s) {
+    std::string out(s);
+    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+    return out;
 }
 
 std::string_view trim(std::string_view s) {

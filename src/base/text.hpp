@@ -20,6 +20,8 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
 std::vector<std::string_view> split(std::string_view text, char separator);
 // `s` without the white space (isspace) at either end.
 std::string_view trim(std::string_view s);
+// `s` in lower case (ASCII).
+std::string lower(std::string_view s);
 // `text` broken at spaces into lines of at most `width` characters (a word
 // longer than that stands alone on its line); every line but the first starts
 // with `indent` spaces, counted in the width; width 0 (a pipe) leaves the
