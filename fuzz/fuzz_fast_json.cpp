@@ -14,6 +14,7 @@
 
 #include "base/fast_json.hpp"
 #include "base/fleet.hpp"
+#include "core/fleet_input.hpp"
 #include "fuzz_common.hpp"
 
 namespace {

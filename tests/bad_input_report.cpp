@@ -86,7 +86,8 @@ void write_report_inputs(const Scratch& s) {
         {"report_num_status_real.json", replaced(kError, "\"status\": 3", "\"status\": 1e400")},
     };
     for (const auto& [name, text] : overflows) s.write(name, text);
-    s.write("report_bad.json.gz", std::string("\x1f\x8b\x08\x00garbage, not deflate", 26));
+    static constexpr char kBadGzip[] = "\x1f\x8b\x08\x00garbage, not deflate";  // a gzip header, a NUL, then no deflate stream
+    s.write("report_bad.json.gz", std::string(kBadGzip, sizeof kBadGzip - 1));
     mkdir(s.path("report_dir_no_json").c_str(), 0755);
     s.write("report_dir_no_json/notes.txt", kGood);
 }
