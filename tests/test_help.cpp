@@ -50,12 +50,52 @@ TEST_CASE("help: every page fits 100 columns, wrapped at words, on a 100-column 
             const RunResult r = run_gpumem(page, {columns});
             INFO(joined(page), " with ", columns);
             REQUIRE(r.status == 0);
-            const auto [width, line] = widest_line(r.out);
-            INFO("widest line: ", line);
-            CHECK(width <= 100);
+            const auto widest = widest_line(r.out);
+            INFO("widest line: ", widest.second);
+            CHECK(widest.first <= 100);
             // One line per option: no option's description runs to more than two lines.
             CHECK(r.out.find("Excludes:") == std::string::npos);
             CHECK(r.out.find("Needs:") == std::string::npos);
+        }
+    }
+}
+
+// What help shows of an option reads whole: its brackets closed where the
+// description was cut short ("(- for standard input" lost its ")"), and one
+// name for its value, not CLI11's type and validator side by side
+// ("SIZE:SIZE", "TEXT:{quick,standard,long}").
+TEST_CASE("help: descriptions cut short close their brackets, and a value has one name") {
+    for (std::vector<std::string> page : every_page()) {
+        page.push_back("--help");
+        const RunResult r = run_gpumem(page, {"COLUMNS=100"});
+        INFO(joined(page));
+        REQUIRE(r.status == 0);
+        // Option by option: the lines from one "  -" or "  --" to the next.
+        std::vector<std::string> options;
+        std::size_t start = 0;
+        while (start < r.out.size()) {
+            std::size_t end = r.out.find('\n', start);
+            if (end == std::string::npos) end = r.out.size();
+            const std::string line = r.out.substr(start, end - start);
+            const bool continuation = line.rfind("    ", 0) == 0;
+            if (!continuation) options.push_back(line.rfind("  -", 0) == 0 ? line : std::string());  // empty: not an option
+            else if (!options.empty() && !options.back().empty()) options.back() += " " + line;
+            start = end + 1;
+        }
+        for (const std::string& option : options) {
+            if (option.empty()) continue;
+            INFO(option);
+            // "[offset, size)" is a half-open range: ( and [ close alike.
+            int open = 0;
+            for (char c : option) open += (c == '(' || c == '[') ? 1 : (c == ')' || c == ']') ? -1 : 0;
+            CHECK(open == 0);
+            CHECK(option.find("TEXT:") == std::string::npos);
+            const std::string head = option.substr(0, option.find("  ", 2));
+            const std::size_t colon = head.find(':');
+            if (colon != std::string::npos && head.find('{') == std::string::npos) {
+                const std::size_t word = head.rfind(' ', colon) + 1;
+                CHECK(head.substr(word, colon - word) != head.substr(colon + 1, head.find(' ', colon) - colon - 1));
+            }
         }
     }
 }
@@ -79,9 +119,9 @@ TEST_CASE("help: every --list fits 100 columns") {
         const RunResult r = run_gpumem(args, {"COLUMNS=100"});
         INFO(joined(args));
         REQUIRE(r.status == 0);
-        const auto [width, line] = widest_line(r.out);
-        INFO("widest line: ", line);
-        CHECK(width <= 100);
+        const auto widest = widest_line(r.out);
+        INFO("widest line: ", widest.second);
+        CHECK(widest.first <= 100);
     }
 }
 
@@ -171,10 +211,11 @@ TEST_CASE("help: a mistyped command, option, mode or list name gets the nearest 
 }
 
 TEST_CASE("help: --list takes a list's name in the singular or the plural, one rule for every list") {
-    for (const auto& [singular, plural] : std::vector<std::pair<std::string, std::string>>{
+    for (const auto& names : std::vector<std::pair<std::string, std::string>>{
              {"check", "checks"}, {"strategy", "strategies"}, {"direction", "directions"}, {"command", "commands"}, {"knob", "knobs"}}) {
+        const std::string& singular = names.first;
         const RunResult a = run_gpumem({"--list", singular, "--json"});
-        const RunResult b = run_gpumem({"--list", plural, "--json"});
+        const RunResult b = run_gpumem({"--list", names.second, "--json"});
         INFO(singular, ": ", a.err);
         CHECK(a.status == 0);
         CHECK(b.status == 0);

@@ -1,6 +1,7 @@
 #include "cli/help.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <sstream>
 
 #include "base/text.hpp"
@@ -29,6 +30,24 @@ std::string two_columns(const std::string& left, const std::string& text, std::s
     return out + "\n";
 }
 
+// The value's name as help shows it. CLI11 appends each validator's own
+// description to the type name ("SIZE:SIZE", "RANGE:RANGE",
+// "TEXT:{quick,standard,long}"): one name is kept, and the choices, under
+// the option's own name where the type said only TEXT.
+std::string value_label(const CLI::Option* opt) {
+    const std::string name = opt->get_type_name();
+    const std::size_t colon = name.find(':');
+    if (colon == std::string::npos) return name;
+    std::string head = name.substr(0, colon);
+    const std::string tail = name.substr(colon + 1);
+    if (tail.empty() || tail.front() != '{') return head;
+    if (head == "TEXT") {
+        head = opt->get_single_name();
+        std::transform(head.begin(), head.end(), head.begin(), [](unsigned char c) { return c == '-' ? '_' : std::toupper(c); });
+    }
+    return head + ":" + tail;
+}
+
 const CLI::App* root_of(const CLI::App* app) {
     while (app->get_parent() != nullptr) app = app->get_parent();
     return app;
@@ -40,9 +59,23 @@ std::size_t help_columns() { return std::min<std::size_t>(kHelpColumns, static_c
 
 std::string short_description(const std::string& description, std::size_t room) {
     if (description.size() <= room) return description;
-    std::size_t cut = std::string::npos;
-    for (const char* end : {"; ", ". "}) cut = std::min(cut, description.find(end));
-    return cut == std::string::npos ? description : description.substr(0, cut);
+    // The first sentence or clause, preferably one that ends outside
+    // brackets; a cut inside them closes what it left open ("(- for standard
+    // input; ..." was shown without its ")").
+    std::string open;          // the brackets open so far, innermost last
+    std::string inside_cut;    // the first cut inside brackets, closed
+    for (std::size_t i = 0; i + 1 < description.size(); ++i) {
+        const char c = description[i];
+        if (c == '(' || c == '[') open += c;
+        if ((c == ')' || c == ']') && !open.empty()) open.pop_back();
+        if ((c != ';' && c != '.') || description[i + 1] != ' ') continue;
+        if (open.empty()) return description.substr(0, i);
+        if (inside_cut.empty()) {
+            inside_cut = description.substr(0, i);
+            for (auto it = open.rbegin(); it != open.rend(); ++it) inside_cut += *it == '(' ? ')' : ']';
+        }
+    }
+    return inside_cut.empty() ? description : inside_cut;
 }
 
 std::string HelpFormatter::make_help(const CLI::App* app, std::string name, CLI::AppFormatMode mode) const {
@@ -80,7 +113,7 @@ std::string HelpFormatter::make_option_opts(const CLI::Option* opt) const {
     std::string out;
     if (!opt->get_option_text().empty()) return " " + opt->get_option_text();
     if (opt->get_type_size() != 0) {
-        if (!opt->get_type_name().empty()) out += " " + get_label(opt->get_type_name());
+        if (!opt->get_type_name().empty()) out += " " + get_label(value_label(opt));
         if (!opt->get_default_str().empty()) out += "=" + opt->get_default_str();
         if (opt->get_expected_max() == CLI::detail::expected_max_vector_size) out += " ...";
         if (opt->get_required()) out += " " + get_label("REQUIRED");
