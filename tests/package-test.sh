@@ -59,7 +59,8 @@ dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|' >"$work/contents"
 for path in /usr/bin/gpumem /usr/share/man/man1/gpumem.1.gz /usr/share/bash-completion/completions/gpumem \
   /usr/share/zsh/vendor-completions/_gpumem /usr/share/fish/vendor_completions.d/gpumem.fish \
   /usr/share/doc/gpumem/examples/slurm-prolog.sh /usr/share/doc/gpumem/examples/prometheus-gpumem-alerts.yml \
-  /lib/systemd/system/gpumem-check.service /lib/systemd/system/gpumem-check.timer /usr/libexec/gpumem/gpumem-textfile; do
+  /lib/systemd/system/gpumem-check.service /lib/systemd/system/gpumem-check.timer /usr/libexec/gpumem/gpumem-textfile \
+  /usr/lib/tmpfiles.d/gpumem.conf; do
   grep -qx "$path" "$work/contents" && ok "ships $path" || bad "does not ship $path"
 done
 dpkg-deb -f "$deb" Depends | grep -q -i cuda && bad "depends on a CUDA package" || ok "no CUDA package in Depends: $(dpkg-deb -f "$deb" Depends)"
@@ -73,6 +74,14 @@ version=$(/usr/bin/gpumem --version 2>&1)
 libs=$(ldd /usr/bin/gpumem | awk '{print $1}' | grep -v -E '^(linux-vdso|/lib(64)?/ld-linux[-a-z0-9_]*|libc|libm|libstdc\+\+|libgcc_s|libdl|libpthread|librt)\.so' || true)
 [ -z "$libs" ] && ok "ldd: C and C++ runtime only" || bad "ldd shows $libs"
 man=$(man -w gpumem 2>&1) && ok "man -w gpumem: $man" || bad "man -w gpumem: $man"
+# The lock directory every user's gpumem shares, made by the package's
+# tmpfiles.d entry at install (dh_installtmpfiles) as at every boot.
+if command -v systemd-tmpfiles >/dev/null; then
+  mode=$(stat -c '%a %U' /run/gpumem 2>&1)
+  [ "$mode" = "1777 root" ] && ok "/run/gpumem is made at install, sticky and writable by all" || bad "/run/gpumem: $mode"
+else
+  skipped=$((skipped + 1)); echo "skipped: systemd-tmpfiles is not installed"
+fi
 
 # Each shell finds the completions where it looks by itself.
 if [ -f /usr/share/bash-completion/bash_completion ]; then

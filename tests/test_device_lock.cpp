@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -128,6 +129,72 @@ TEST_CASE("device lock: several GPUs, each waited for within one timeout") {
     REQUIRE(r.size() == 2);
     CHECK_FALSE(r[0].acquired);
     CHECK(r[1].acquired);
+}
+
+TEST_CASE("device lock: one directory for every user, whatever their environment says") {
+    lock_dir();
+    const std::string saved = std::getenv("GPUMEM_LOCK_DIR");
+    const char* xdg = std::getenv("XDG_RUNTIME_DIR");
+    const char* tmp = std::getenv("TMPDIR");
+    const std::string saved_xdg = xdg ? xdg : "", saved_tmp = tmp ? tmp : "";
+    ::unsetenv("GPUMEM_LOCK_DIR");
+    struct stat st {};
+    const bool run_gpumem_existed = ::stat("/run/gpumem", &st) == 0;
+    // Two users' environments: per-user runtime and temporary folders.
+    ::setenv("XDG_RUNTIME_DIR", "/run/user/1000", 1);
+    ::setenv("TMPDIR", "/tmp/user-a", 1);
+    const std::string first = device_lock_directory();
+    ::setenv("XDG_RUNTIME_DIR", "/run/user/0", 1);
+    ::setenv("TMPDIR", "/tmp/user-b", 1);
+    const std::string second = device_lock_directory();
+    ::setenv("GPUMEM_LOCK_DIR", saved.c_str(), 1);
+    saved_xdg.empty() ? ::unsetenv("XDG_RUNTIME_DIR") : ::setenv("XDG_RUNTIME_DIR", saved_xdg.c_str(), 1);
+    saved_tmp.empty() ? ::unsetenv("TMPDIR") : ::setenv("TMPDIR", saved_tmp.c_str(), 1);
+    CHECK(first == second);
+    CHECK((first == "/run/gpumem" || first == "/run/lock/gpumem" || first == "/tmp/gpumem"));
+    // /run/gpumem is the package's to make (tmpfiles.d), never root's gpumem's:
+    // root would lock there and a user, who cannot make it, elsewhere.
+    if (!run_gpumem_existed) CHECK(::stat("/run/gpumem", &st) != 0);
+}
+
+// A lock file another user made, in a sticky folder writable by all (as
+// /run/gpumem is), is still locked: under fs.protected_regular an O_CREAT
+// open of it fails even for root, and a lock that is not opened is not taken.
+TEST_CASE("device lock: another user's lock file is waited for, not skipped") {
+    if (::geteuid() != 0) {
+        MESSAGE("not root: another user cannot be made here; the case runs in CI, which runs as root");
+        return;
+    }
+    char templ[] = "/tmp/gpumem-lock-users-XXXXXX";
+    REQUIRE(::mkdtemp(templ) != nullptr);
+    REQUIRE(::chmod(templ, 01777) == 0);
+    const std::string saved = std::getenv("GPUMEM_LOCK_DIR") ? std::getenv("GPUMEM_LOCK_DIR") : lock_dir();
+    ::setenv("GPUMEM_LOCK_DIR", templ, 1);
+    const DeviceIdentity d = gpu(0x50);
+    int ready[2];
+    REQUIRE(::pipe(ready) == 0);
+    const pid_t other = ::fork();
+    REQUIRE(other >= 0);
+    if (other == 0) {
+        // "nobody" takes the lock with gpumem's own code, as its gpumem would.
+        if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(1);
+        if (!lock_device(d, 0, nullptr).acquired) ::_exit(1);
+        if (::write(ready[1], "x", 1) != 1) ::_exit(1);
+        for (;;) ::pause();
+    }
+    ::close(ready[1]);
+    char c = 0;
+    const bool held = ::read(ready[0], &c, 1) == 1;
+    ::close(ready[0]);
+    const DeviceLockResult refused = lock_device(d, 0.2, nullptr);
+    end_child(other);
+    const DeviceLockResult taken = lock_device(d, 5, nullptr);
+    ::setenv("GPUMEM_LOCK_DIR", saved.c_str(), 1);
+    REQUIRE(held);
+    CHECK_FALSE(refused.acquired);
+    CHECK(holder_pid(refused.holder) == static_cast<unsigned>(other));
+    CHECK(taken.acquired);
+    CHECK(taken.holder.find("not locked") == std::string::npos);
 }
 
 TEST_CASE("contention: an allocation that fails beside another process's memory is unknown; on a free GPU it fails") {

@@ -55,13 +55,36 @@ std::map<std::string, LockFile>& held() {
     return *locks;
 }
 
-bool usable_directory(const std::string& dir, mode_t mode) {
-    if (::mkdir(dir.c_str(), mode) == 0) {
-        ::chmod(dir.c_str(), mode);  // past the umask: every user's gpumem shares /run/gpumem
+// A directory every user's gpumem can create lock files in: sticky and
+// writable by all, as /run/lock and /tmp are. Made so when absent (chmod:
+// past the umask).
+bool shared_directory(const std::string& dir) {
+    if (::mkdir(dir.c_str(), 01777) == 0) {
+        ::chmod(dir.c_str(), 01777);
     } else if (errno != EEXIST) {
         return false;
     }
     return ::access(dir.c_str(), W_OK | X_OK) == 0;
+}
+
+// Opens a lock file without O_CREAT when it exists: under
+// fs.protected_regular (systemd's default) an O_CREAT open of another user's
+// file in a sticky directory fails, root's included, and a lock that cannot
+// be opened would not be taken. Read-only is enough for flock(2); only the
+// holder's name then goes unwritten.
+int open_lock_file(const std::string& path) {
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+        if (fd < 0 && errno == EACCES) fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd >= 0 || errno != ENOENT) return fd;
+        fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0) {
+            ::fchmod(fd, 0666);  // past the umask: the next user's gpumem writes its name too
+            return fd;
+        }
+        if (errno != EEXIST) return fd;  // another process created it in between: open it as it is
+    }
+    return -1;
 }
 
 std::string own_command() {
@@ -102,13 +125,17 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 
 std::string device_lock_directory() {
     if (const char* dir = std::getenv("GPUMEM_LOCK_DIR"); dir && *dir) return dir;
-    if (usable_directory("/run/gpumem", 01777)) return "/run/gpumem";
-    if (const char* run = std::getenv("XDG_RUNTIME_DIR"); run && *run && usable_directory(std::string(run) + "/gpumem", 0700))
-        return std::string(run) + "/gpumem";
-    const char* tmp = std::getenv("TMPDIR");
-    std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/gpumem";
-    usable_directory(dir, 01777);
-    return dir;
+    // The same directory for every user and for root, whatever the
+    // environment says (no $XDG_RUNTIME_DIR or $TMPDIR: those differ per
+    // user, and two checks that do not see each other's lock measure each
+    // other's traffic). /run/gpumem is made at boot by the package's
+    // tmpfiles.d entry; gpumem does not create it, so that root and a user
+    // never pick different directories on one machine.
+    struct stat st {};
+    if (::stat("/run/gpumem", &st) == 0 && S_ISDIR(st.st_mode)) return "/run/gpumem";
+    if (shared_directory("/run/lock/gpumem")) return "/run/lock/gpumem";
+    shared_directory("/tmp/gpumem");
+    return "/tmp/gpumem";
 }
 
 std::string device_lock_path(const DeviceIdentity& device) {
@@ -129,13 +156,12 @@ DeviceLockResult lock_device(const DeviceIdentity& device, double timeout, const
         r.acquired = true;
         return r;
     }
-    LockFile file(::open(r.path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666));
+    LockFile file(open_lock_file(r.path));
     if (file.fd() < 0) {
         r.acquired = true;
         r.holder = "not locked: " + r.path + ": " + std::strerror(errno);
         return r;
     }
-    ::fchmod(file.fd(), 0666);  // the next user's gpumem opens it too (fails harmlessly when not ours)
     const auto start = Clock::now();
     while (::flock(file.fd(), LOCK_EX | LOCK_NB) != 0) {
         if (errno != EWOULDBLOCK && errno != EINTR) {

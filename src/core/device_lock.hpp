@@ -19,10 +19,11 @@ namespace gpumem {
 // The default of --lock-timeout, seconds.
 inline constexpr double kDefaultLockTimeout = 60;
 
-// The directory of the lock files: $GPUMEM_LOCK_DIR when set (tests), else
-// /run/gpumem, else $XDG_RUNTIME_DIR/gpumem, else $TMPDIR (or /tmp)/gpumem,
-// the first that can be created and written. Processes of users who end up
-// in different directories do not see each other's locks.
+// The directory of the lock files: $GPUMEM_LOCK_DIR when set (tests and
+// sites with their own place), else /run/gpumem when it exists (the
+// package's tmpfiles.d makes it at boot), else /run/lock/gpumem, else
+// /tmp/gpumem, the last two made sticky and writable by all. It depends on
+// nothing per user, so every user's gpumem and root's meet in one directory.
 std::string device_lock_directory();
 
 // The lock file of a GPU: by its UUID, else its PCI address.
