@@ -83,6 +83,13 @@ TEST_CASE("record plan: rank file names, statistics beside the snapshot, the wai
     CHECK(rank_file_name("run.pickle", "3") == "run.rank3.pickle");
     CHECK(rank_file_name("/a.b/run", "0") == "/a.b/run.rank0");
     CHECK(rank_file_name("/x/.hidden", "1") == "/x/.hidden.rank1");
+    // ...and back, for --confirm's choice of the rank to compare.
+    CHECK(rank_of_file_name("run.rank3.pickle") == 3u);
+    CHECK(rank_of_file_name("/a.rank9/run.rank12") == 12u);
+    CHECK(rank_of_file_name("/a.rank9/run.pickle") == std::nullopt);
+    CHECK(rank_of_file_name("run.ranked.pickle") == std::nullopt);
+    CHECK(rank_of_file_name(rank_file_name("/x/.hidden", "1")) == 1u);
+    CHECK(rank_of_file_name("run.pickle") == std::nullopt);
     CHECK(rank_file_name("out/run.v2.pickle", "{rank}") == "out/run.v2.rank{rank}.pickle");
     CHECK(stats_file_name("run.pickle") == "run.stats.json");
     CHECK(stats_file_name("/d.d/run") == "/d.d/run.stats.json");
@@ -353,6 +360,37 @@ TEST_CASE("confirm: a program that changes course runs out of memory anyway; eve
     c.run(R"({"*": {"num_ooms": 2}})");
     REQUIRE(c.r.confirm->runs.size() == 1);
     CHECK(cli::confirm_answer_text(c.r).rfind("not confirmed by 1 real run", 0) == 0);
+}
+
+TEST_CASE("confirm: of a program with several ranks, the rank the trace was recorded from is compared") {
+    ConfirmCase c;
+    // Two ranks at once, as torchrun starts them; rank 0 runs out of memory
+    // under every setting, rank 1 fits as predicted.
+    const std::string program = "python3 '" + std::string(kProgram) + "' alloc";
+    c.q.confirm->command = {"sh", "-c", "RANK=0 WORLD_SIZE=2 " + program + " & RANK=1 WORLD_SIZE=2 " + program + "; wait"};
+    const std::string stats = R"({"rank0": {"*": {"num_ooms": 2, "reserved_bytes.all.peak": 1073741824}},
+        "rank1": {"*": {"num_ooms": 0, "reserved_bytes.all.peak": 943718400}}})";
+    c.q.input.trace = "/traces/train.rank1.pickle";  // as --record names rank 1's file
+    c.run(stats);
+    REQUIRE(c.r.confirm->runs.size() == 1);
+    CHECK(c.r.confirm->runs[0].process_rank == 1u);
+    REQUIRE(c.r.confirm->runs[0].outcome.real);
+    CHECK(c.r.confirm->runs[0].outcome.real->peak_reserved == 943718400);
+    CHECK(c.r.confirm->runs[0].outcome.held);
+    // A trace that names no rank answers for rank 0.
+    c.q.input.trace = "/traces/train.pickle";
+    c.r.confirm.reset();
+    c.run(stats);
+    REQUIRE_FALSE(c.r.confirm->runs.empty());
+    CHECK(c.r.confirm->runs[0].process_rank == 0u);
+    CHECK_FALSE(c.r.confirm->runs[0].outcome.held);
+    // A rank the run did not have: no figures, and the note says why.
+    c.q.input.trace = "/traces/train.rank5.pickle";
+    c.r.confirm.reset();
+    c.run(stats);
+    REQUIRE_FALSE(c.r.confirm->runs.empty());
+    CHECK_FALSE(c.r.confirm->runs[0].outcome.real);
+    CHECK(has(c.r.confirm->runs[0].outcome.note, "rank 5"));
 }
 
 TEST_CASE("confirm: the user's own PYTORCH_CUDA_ALLOC_CONF keys are kept and stated; the grid's are replaced") {

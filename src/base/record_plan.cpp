@@ -25,6 +25,21 @@ std::string rank_file_name(std::string_view file, std::string_view rank) {
     return std::string(file.substr(0, dot)) + tag + std::string(file.substr(dot));
 }
 
+std::optional<unsigned> rank_of_file_name(std::string_view file) {
+    const std::size_t slash = file.rfind('/');
+    const std::string_view name = slash == std::string_view::npos ? file : file.substr(slash + 1);
+    // The last ".rankN" that ends the name or comes before its extension.
+    for (std::size_t at = name.rfind(".rank"); at != std::string_view::npos && at > 0; at = name.rfind(".rank", at - 1)) {
+        std::size_t end = at + 5;
+        unsigned rank = 0;
+        while (end < name.size() && name[end] >= '0' && name[end] <= '9' && end - at - 5 < 7)
+            rank = rank * 10 + static_cast<unsigned>(name[end++] - '0');
+        if (end > at + 5 && (end == name.size() || name[end] == '.')) return rank;
+        if (at == 0) break;
+    }
+    return std::nullopt;
+}
+
 std::string stats_file_name(std::string_view snapshot) {
     const std::size_t dot = extension_dot(snapshot);
     return std::string(snapshot.substr(0, dot)) + ".stats.json";

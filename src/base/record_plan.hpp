@@ -17,6 +17,10 @@ namespace gpumem {
 // rank goes before the last extension of the file's own name (a dot in a
 // directory, or a leading dot, is no extension).
 std::string rank_file_name(std::string_view file, std::string_view rank);
+// The rank rank_file_name put in a file's own name ("run.rank3.pickle" -> 3),
+// if any: --confirm compares a multi-rank run's figures with the rank the
+// trace was recorded from.
+std::optional<unsigned> rank_of_file_name(std::string_view file);
 // torch.cuda.memory_stats() beside a snapshot: "run.pickle" -> "run.stats.json".
 std::string stats_file_name(std::string_view snapshot);
 

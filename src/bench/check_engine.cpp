@@ -369,6 +369,17 @@ std::vector<std::vector<std::pair<std::size_t, std::size_t>>> pair_rounds(std::s
 
 namespace {
 
+// What NVML shows on either of two devices: the other processes of both.
+DeviceContention pair_contention(const DeviceIdentity& a, const DeviceIdentity& b) {
+    DeviceContention both = read_contention(a);
+    DeviceContention of_b = read_contention(b);
+    both.known = both.known || of_b.known;
+    for (NvmlProcess& p : of_b.others)
+        if (std::none_of(both.others.begin(), both.others.end(), [&](const NvmlProcess& q) { return q.pid == p.pid; }))
+            both.others.push_back(std::move(p));
+    return both;
+}
+
 // Both ways between two devices at once (copy p2p-bidir, peer access on):
 // each way's own rate against what connects them (p2p_reference).
 void check_pair(const CheckDeviceFigures& a, const CheckDeviceFigures& b, const CheckSettings& s, std::vector<CheckOutcome>& out_a,
@@ -396,6 +407,7 @@ void check_pair(const CheckDeviceFigures& a, const CheckDeviceFigures& b, const 
     const auto start = Clock::now();
     std::vector<CopyResult> rows;
     std::string failure;
+    bool allocation_failed = false;
     try {
         CopyPlan plan;
         plan.direction = kCopyDirections.parse("p2p-bidir");
@@ -410,8 +422,12 @@ void check_pair(const CheckDeviceFigures& a, const CheckDeviceFigures& b, const 
         throw;
     } catch (const Error& e) {
         failure = e.what();
+        allocation_failed = dynamic_cast<const OutOfMemoryError*>(&e) != nullptr;
     }
     const double seconds = seconds_since(start);
+    // A copy between two GPUs shares both: another process on either is
+    // not the link's fault.
+    const DeviceContention contention = pair_contention(a.device, b.device);
     // Each way's row: the forward one's source is A, the reverse one's B.
     auto judge_way = [&](const std::string& id, DeviceId from, StepRunner& out) {
         auto row = std::find_if(rows.begin(), rows.end(), [from](const CopyResult& r) { return r.device == from && r.measured(); });
@@ -420,7 +436,7 @@ void check_pair(const CheckDeviceFigures& a, const CheckDeviceFigures& b, const 
                                       format_bytes(kDeviceCopyBytes) + " copies both ways at once, median of 5 samples")
                              : failed_check(id, failure.empty() ? "the copy measured nothing" : failure);
         o.seconds = seconds / 2;
-        out.add(std::move(o));
+        out.add(review_contention(std::move(o), allocation_failed, contention, s.judge_shared));
     };
     judge_way(ab, da, to_a);
     judge_way(ba, db, to_b);

@@ -139,6 +139,10 @@ struct ConfirmRun {
     std::size_t rank = 0;       // the setting's rank in the tuner's table
     double wall_seconds = 0;
     int exit_status = 0;        // the program's, as a shell reports it
+    // The program's rank whose memory_stats() were compared, when it ran
+    // several: the rank the trace was recorded from (its file name's
+    // ".rankN"), else rank 0.
+    std::optional<unsigned> process_rank;
 };
 
 struct ConfirmResults {

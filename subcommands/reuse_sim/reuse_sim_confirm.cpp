@@ -88,6 +88,19 @@ std::vector<std::string_view> grid_keys() {
     return keys;
 }
 
+// The process of a real run whose figures answer for the trace: with
+// several ranks, the one the trace was recorded from (`traced`, from its
+// file name), else rank 0, else the first that wrote figures. Each rank's
+// allocations differ (rank 0 often holds more), so another rank's peak would
+// judge the prediction against the wrong program.
+const RecordedProcess* compared_process(const std::vector<const RecordedProcess*>& recorded, std::optional<unsigned> traced) {
+    const unsigned want = traced.value_or(0);
+    for (const RecordedProcess* p : recorded)
+        if (p->rank == want) return p;
+    if (!traced || (recorded.size() == 1 && !recorded.front()->rank)) return recorded.front();  // one process: it is the program
+    return nullptr;
+}
+
 // One real run under the tuned setting of `row` (ranked `rank`).
 ConfirmRun confirm_one(const ReuseSimRequest& q, const rs::TuneRow& row, std::size_t rank, const ConfirmResults& c,
                        const std::string& dir, Session& session) {
@@ -115,18 +128,26 @@ ConfirmRun confirm_one(const ReuseSimRequest& q, const rs::TuneRow& row, std::si
         run.outcome.note = nothing_recorded_reason(child) + ", exit status " + std::to_string(child.exit_status);
         return run;
     }
-    run.outcome.real = read_figures(*recorded.front()->stats, run.outcome.note);
+    const RecordedProcess* compared = compared_process(recorded, q.input.trace ? rank_of_file_name(*q.input.trace) : std::nullopt);
+    if (compared == nullptr) {
+        run.outcome.note = "rank " + std::to_string(*rank_of_file_name(*q.input.trace)) +
+                           ", the trace's, wrote no memory_stats() (its file name says which rank it was recorded from)";
+        return run;
+    }
+    run.process_rank = compared->rank;
+    run.outcome.real = read_figures(*compared->stats, run.outcome.note);
     if (run.outcome.real) run.outcome.held = prediction_held(run.outcome.predicted, *run.outcome.real);
     return run;
 }
 
 std::string figures_line(const ConfirmRun& run) {
     if (!run.outcome.real) return "no figures: " + run.outcome.note;
+    const std::string of_rank = run.process_rank ? " (rank " + std::to_string(*run.process_rank) + ")" : "";
     const RunFigures& p = run.outcome.predicted;
     const RunFigures& r = *run.outcome.real;
     return "OOMs predicted " + std::to_string(p.ooms) + ", real " + std::to_string(r.ooms) + "; peak reserved predicted " +
            rs::group_digits(p.peak_reserved) + " B, real " + rs::group_digits(r.peak_reserved) + " B; " +
-           (run.outcome.held ? "the prediction held" : "the prediction did NOT hold");
+           (run.outcome.held ? "the prediction held" : "the prediction did NOT hold") + of_rank;
 }
 
 }  // namespace

@@ -498,6 +498,8 @@ constexpr Column<ConfirmRun> kConfirmRunColumns[] = {
     {{"wall_seconds", "wall s", FieldKind::real, 1}, [](const ConfirmRun& x) -> Cell { return x.wall_seconds; }},
     {{"exit_status", "exit", FieldKind::integer}, [](const ConfirmRun& x) { return u64(static_cast<std::uint64_t>(x.exit_status)); }},
     {{"held", "held", FieldKind::boolean}, [](const ConfirmRun& x) -> Cell { return x.outcome.held; }},
+    {{"process_rank", "", FieldKind::integer},
+     [](const ConfirmRun& x) { return x.process_rank ? u64(*x.process_rank) : Cell(); }, Shown::machine_only},
     {{"note", "", FieldKind::text}, [](const ConfirmRun& x) { return x.outcome.note.empty() ? Cell() : Cell(x.outcome.note); },
      Shown::machine_only},
 };
