@@ -282,7 +282,7 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
     Report report = command.report(session.output());
     stamp(report, globals.origin);
     for (const auto& w : report.warnings) spdlog::warn("{}", w);
-    if (!session.final_written()) write_stdout(render(report, session.output()));
+    if (!session.final_written()) render_to(report, session.output(), write_stdout);
     // A Nagios plugin's exit status is its verdict: 1 WARNING, 3 UNKNOWN.
     if (session.output().format == Format::nagios && report.nagios) return report.nagios->status;
     return session.exit_status();

@@ -325,6 +325,17 @@ Record origin_record(const Origin& origin) { return make_record(Columns<Origin>(
 
 const FieldSchemaSet& origin_schema() { return nested_schema<kOriginColumns>(); }
 
+namespace {
+
+Json table_row_json(const Table& table, const std::vector<Cell>& row) {
+    Json obj = Json::object();
+    for (std::size_t i = 0; i < table.fields.size() && i < row.size(); ++i)
+        obj[std::string(table.fields[i].key)] = cell_json(row[i], table.fields[i]);
+    return obj;
+}
+
+}  // namespace
+
 Json report_to_json(const Report& report) {
     Json doc = Json::object();
     doc["schema_version"] = kSchemaVersion;
@@ -335,12 +346,7 @@ Json report_to_json(const Report& report) {
     if (!report.origin.empty()) doc["origin"] = record_json(report.origin);
     for (const Table& table : report.tables) {
         Json rows = Json::array();
-        for (const auto& row : table.rows) {
-            Json obj = Json::object();
-            for (std::size_t i = 0; i < table.fields.size() && i < row.size(); ++i)
-                obj[std::string(table.fields[i].key)] = cell_json(row[i], table.fields[i]);
-            rows.push_back(std::move(obj));
-        }
+        for (const auto& row : table.rows) rows.push_back(table_row_json(table, row));
         doc[std::string(table.key)] = std::move(rows);
     }
     for (const auto& [field, value] : report.fields.entries) doc[std::string(field.key)] = cell_json(value, field);
@@ -359,11 +365,98 @@ std::string nagios_text(const Report& report) {
 
 }  // namespace
 
+namespace {
+
+// A JSON member's value as nlohmann prints it `depth` levels in: every line
+// after the first indented by two spaces a level (a string holds no raw
+// newline, so each one is the printer's).
+void append_nested(std::string& out, const Json& value, bool compact, int depth) {
+    const std::string text = compact ? value.dump(-1, ' ', false, kReplaceInvalidUtf8) : value.dump(2, ' ', false, kReplaceInvalidUtf8);
+    if (compact) {
+        out += text;
+        return;
+    }
+    const std::string indent(static_cast<std::size_t>(2 * depth), ' ');
+    for (char c : text) {
+        out += c;
+        if (c == '\n') out += indent;
+    }
+}
+
+// report_to_json's document, printed as dump() prints it, a member at a
+// time and each table a row at a time; handed to `sink` about every MiB.
+void stream_json(const Report& report, bool compact, const TextSink& sink) {
+    struct Member {
+        std::string key;
+        Json value;
+        const Table* table = nullptr;
+    };
+    std::vector<Member> members;
+    members.push_back({"schema_version", kSchemaVersion});
+    members.push_back({"tool", "gpumem"});
+    members.push_back({"version", GPUMEM_VERSION});
+    members.push_back({"command", report.command});
+    members.push_back({"ok", true});
+    if (!report.origin.empty()) members.push_back({"origin", record_json(report.origin)});
+    for (const Table& table : report.tables) members.push_back({std::string(table.key), nullptr, &table});
+    for (const auto& [field, value] : report.fields.entries) members.push_back({std::string(field.key), cell_json(value, field)});
+    if (!report.warnings.empty()) members.push_back({"warnings", report.warnings});
+    // A key given twice is one member, where it came first, holding the
+    // last value (as report_to_json's object does): the DOM says it.
+    std::vector<std::string> keys;
+    for (const Member& m : members) keys.push_back(m.key);
+    std::sort(keys.begin(), keys.end());
+    if (std::adjacent_find(keys.begin(), keys.end()) != keys.end()) {
+        sink(dump(report_to_json(report), compact));
+        return;
+    }
+    std::string out = compact ? "{" : "{\n";
+    constexpr std::size_t kChunk = 1U << 20;
+    for (std::size_t m = 0; m < members.size(); ++m) {
+        if (m > 0) out += compact ? "," : ",\n";
+        if (!compact) out += "  ";
+        out += Json(members[m].key).dump(-1, ' ', false, kReplaceInvalidUtf8);
+        out += compact ? ":" : ": ";
+        const Table* table = members[m].table;
+        if (table == nullptr) {
+            append_nested(out, members[m].value, compact, 1);
+            continue;
+        }
+        if (table->rows.empty()) {
+            out += "[]";
+            continue;
+        }
+        out += compact ? "[" : "[\n";
+        for (std::size_t r = 0; r < table->rows.size(); ++r) {
+            if (r > 0) out += compact ? "," : ",\n";
+            if (!compact) out += "    ";
+            append_nested(out, table_row_json(*table, table->rows[r]), compact, 2);
+            if (out.size() >= kChunk) {
+                sink(out);
+                out.clear();
+            }
+        }
+        out += compact ? "]" : "\n  ]";
+    }
+    out += compact ? "}\n" : "\n}\n";
+    sink(out);
+}
+
+}  // namespace
+
+void render_to(const Report& report, const OutputOptions& options, const TextSink& sink) {
+    if (options.format == Format::json) {
+        stream_json(report, options.compact_json, sink);
+        return;
+    }
+    sink(render(report, options));
+}
+
 std::string render(const Report& report, const OutputOptions& options) {
     std::ostringstream out;
     switch (options.format) {
         case Format::json: {
-            out << dump(report_to_json(report), options.compact_json);
+            stream_json(report, options.compact_json, [&out](std::string_view text) { out << text; });
             break;
         }
         case Format::csv: {

@@ -15,6 +15,9 @@
 #include <variant>
 #include <vector>
 
+#include <functional>
+#include <string_view>
+
 #include <nlohmann/json.hpp>
 
 #include "base/errors.hpp"
@@ -268,6 +271,12 @@ const FieldSchemaSet& origin_schema();
 // Rendering
 
 std::string render(const Report& report, const OutputOptions& options);
+// render() in pieces, each passed to `sink` as it is made: a JSON document
+// is written a table row at a time, so that a report of 100 000 GPUs never
+// exists as one DOM or one string (report --json held 3.3 GiB that way).
+// The text is byte for byte render()'s.
+using TextSink = std::function<void(std::string_view)>;
+void render_to(const Report& report, const OutputOptions& options, const TextSink& sink);
 // --format nagios for an error: "GPUMEM UNKNOWN - message" (a Nagios
 // plugin that could not do its work: usage errors included, as the plugin
 // guidelines ask), or the report's own status where it has one (a check
