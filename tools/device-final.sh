@@ -6,7 +6,12 @@
 #   bash tools/device-final.sh multi    the same on 2 GPUs, plus the driver's
 #                                       recovery action and the NVSwitch fabric,
 #                                       check -d all, and torchrun with 2 ranks
-#                                       recorded by reuse-sim --record
+#                                       recorded by reuse-sim --record, p2p
+#                                       beside another process on the peer GPU,
+#                                       and the lock between root and a user
+#   FLEET=1: the report at fleet scale in multi mode too.
+#   BASE=PATH: an earlier gpumem to measure report --json against in the same
+#   run (single), on the same generated fleet.
 set -u
 mode=${1:-single}
 export PYTHONPATH=$PWD/.device/py
@@ -23,7 +28,7 @@ sed -n '1,60p' "$OUT/check-contention.md" 2>/dev/null | grep -vE '^$' | head -40
 for i in 1 2 3; do
   tests/run-tests.sh .device test_gpu_check >"$OUT/gpu-check.$i.log" 2>&1; echo "test_gpu_check run $i: $(tail -n 1 "$OUT/gpu-check.$i.log")"
 done
-if [ "$mode" = single ]; then
+if [ "$mode" = single ] || [ -n "${FLEET:-}" ]; then
   # report at fleet scale on 2 of this machine's quiet CPUs (issue 29)
   s=$SECONDS; python3 bench/report-fleet-gen.py /tmp/fleet >/dev/null; echo "fleet generated in $((SECONDS - s)) s: $(du -sh /tmp/fleet | cut -f1), $(ls /tmp/fleet | wc -l) files"
   for i in 1 2 3; do
@@ -31,7 +36,16 @@ if [ "$mode" = single ]; then
       $G report --drain-list /tmp/fleet >"$OUT/drain.txt" 2>"$OUT/report-time.$i.txt"; echo "exit $?: $(tail -n 1 "$OUT/report-time.$i.txt")"
   done
   taskset -c 0,1 /usr/bin/time -f "report (table), 2 CPUs: %e s wall, %U s user, %S s sys, %M KiB max RSS" $G report /tmp/fleet >/dev/null 2>"$OUT/report-table-time.txt"
-  tail -n 1 "$OUT/report-table-time.txt"; rm -rf /tmp/fleet
+  tail -n 1 "$OUT/report-table-time.txt"
+  # --json, written a row at a time, against BASE (one DOM) on the same fleet;
+  # the two documents must be the same bytes.
+  for bin in ${BASE:+"$BASE"} "$G"; do
+    taskset -c 0,1 /usr/bin/time -f "report --json ($bin), 2 CPUs: %e s wall, %U s user, %S s sys, %M KiB max RSS" \
+      "$bin" report --json /tmp/fleet >"/tmp/report-$(basename "$bin").json" 2>"$OUT/report-json-time.txt"
+    echo "exit $?: $(tail -n 1 "$OUT/report-json-time.txt"), $(stat -c %s "/tmp/report-$(basename "$bin").json") bytes"
+  done
+  [ -n "${BASE:-}" ] && { cmp -s "/tmp/report-$(basename "$BASE").json" "/tmp/report-gpumem.json" && echo "--json: the same bytes as BASE's" || echo "--json: DIFFERS from BASE's"; }
+  rm -rf /tmp/fleet /tmp/report-*.json
 fi
 if [ "$mode" = multi ]; then
   $G check --level quick --json >"$OUT/check-quick.json"; echo "check --level quick: exit $?"
@@ -63,4 +77,35 @@ got = (row["upstream_allocs"], row["upstream_frees"], row["peak_reserved"], row[
 print("rank %s: torch allocs/frees/peak/retries/ooms %s, replay %s: %s" % (sys.argv[3], want, got, "exact" if want == got else "DIFFERS"))
 PY
   done
+fi
+if [ "$mode" = multi ]; then
+  # p2p beside another process on the peer GPU: unknown, naming it; never failed.
+  $G alloc-test hold 4GiB -d 1 --duration 120s >"$OUT/hold.out" 2>"$OUT/hold.err" & hp=$!
+  for _ in $(seq 600); do grep -q . "$OUT/hold.out" 2>/dev/null && break; sleep 0.1; done
+  $G check -d all --json >"$OUT/check-beside-hold.json"; echo "check -d all beside alloc-test hold on GPU 1 (pid $hp): exit $?"
+  kill -TERM $hp; wait $hp 2>/dev/null
+  python3 - "$OUT/check-beside-hold.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print("verdict", d["verdict"])
+for dev in d.get("devices", []):
+    for c in dev["checks"]:
+        if c["check"].startswith("p2p") or c["verdict"] not in ("pass", "n/a"):
+            print(f"  GPU {dev.get('index', '?')}: {c['check']} {c['verdict']} {c.get('remediation')} {c.get('reason', '')}"[:260])
+PY
+  # The lock between root and another user: both in one directory, each
+  # waits for the other. gpumem is copied where "nobody" may run it.
+  install -m 755 $G /tmp/gpumem-any
+  echo "lock directories: $(ls -ld /run/gpumem /run/lock/gpumem /tmp/gpumem 2>&1 | tr '\n' ';')"
+  for first in root nobody; do
+    if [ $first = root ]; then a=(/tmp/gpumem-any); b=(setpriv --reuid=65534 --regid=65534 --clear-groups /tmp/gpumem-any)
+    else a=(setpriv --reuid=65534 --regid=65534 --clear-groups /tmp/gpumem-any); b=(/tmp/gpumem-any); fi
+    "${a[@]}" check -d 0 --json >"$OUT/lock-$first-a.json" 2>"$OUT/lock-$first-a.err" & ap=$!
+    sleep 0.5
+    "${b[@]}" check -d 0 --json >"$OUT/lock-$first-b.json" 2>"$OUT/lock-$first-b.err"; be=$?
+    wait $ap; ae=$?
+    echo "$first first: exits $ae, $be; second: $(grep -h -o 'waited [0-9.]* s[^"]*' "$OUT/lock-$first-b.json" | head -1)"
+    grep -h 'error' "$OUT/lock-$first-a.err" "$OUT/lock-$first-b.err" | head -3
+  done
+  ls -l /run/gpumem /run/lock/gpumem /tmp/gpumem 2>/dev/null | head
 fi
