@@ -446,5 +446,20 @@ TEST_CASE("output: JSON streamed row by row is byte for byte the document's dump
         CHECK(streamed == expected);
         CHECK(pieces > 1);  // 1.5 MB of rows: not one string
         CHECK(render(r, options) == expected);
+        // A failure's document: ok false where ok was, the error last.
+        Json failed = dom;
+        failed["ok"] = false;
+        failed["error"] = {{"status", 7}, {"code", exit_status_name(ExitStatus::check_failed)}, {"message", "a check failed"}};
+        const std::string expected_error =
+            (compact ? failed.dump(-1, ' ', false, Json::error_handler_t::replace) : failed.dump(2, ' ', false, Json::error_handler_t::replace)) + "\n";
+        streamed.clear();
+        pieces = 0;
+        render_json_error_to(r, CheckFailedError("a check failed"), options, [&](std::string_view text) {
+            streamed += text;
+            ++pieces;
+        });
+        CHECK(streamed == expected_error);
+        CHECK(pieces > 1);
+        CHECK(render_json_error(r, CheckFailedError("a check failed"), options) == expected_error);
     }
 }

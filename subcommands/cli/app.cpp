@@ -240,8 +240,8 @@ int fail(const Error& error, const Report& report, const OutputOptions& output, 
     const bool prometheus = !json && output.format == Format::prometheus;
     if ((json || prometheus) && dynamic_cast<const OutputError*>(&error) == nullptr) {
         try {
-            write_stdout(prometheus ? render_prometheus(report, static_cast<int>(error.status()))
-                                    : render_json_error(report, error, output));
+            if (prometheus) write_stdout(render_prometheus(report, static_cast<int>(error.status())));
+            else render_json_error_to(report, error, output, write_stdout);
         } catch (const OutputError&) {
         }
     }

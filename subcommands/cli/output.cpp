@@ -385,7 +385,7 @@ void append_nested(std::string& out, const Json& value, bool compact, int depth)
 
 // report_to_json's document, printed as dump() prints it, a member at a
 // time and each table a row at a time; handed to `sink` about every MiB.
-void stream_json(const Report& report, bool compact, const TextSink& sink) {
+void stream_json(const Report& report, bool compact, const TextSink& sink, const Json* error = nullptr) {
     struct Member {
         std::string key;
         Json value;
@@ -396,18 +396,24 @@ void stream_json(const Report& report, bool compact, const TextSink& sink) {
     members.push_back({"tool", "gpumem"});
     members.push_back({"version", GPUMEM_VERSION});
     members.push_back({"command", report.command});
-    members.push_back({"ok", true});
+    members.push_back({"ok", error == nullptr});
     if (!report.origin.empty()) members.push_back({"origin", record_json(report.origin)});
     for (const Table& table : report.tables) members.push_back({std::string(table.key), nullptr, &table});
     for (const auto& [field, value] : report.fields.entries) members.push_back({std::string(field.key), cell_json(value, field)});
     if (!report.warnings.empty()) members.push_back({"warnings", report.warnings});
+    if (error != nullptr) members.push_back({"error", *error});
     // A key given twice is one member, where it came first, holding the
     // last value (as report_to_json's object does): the DOM says it.
     std::vector<std::string> keys;
     for (const Member& m : members) keys.push_back(m.key);
     std::sort(keys.begin(), keys.end());
     if (std::adjacent_find(keys.begin(), keys.end()) != keys.end()) {
-        sink(dump(report_to_json(report), compact));
+        Json doc = report_to_json(report);
+        if (error != nullptr) {
+            doc["ok"] = false;
+            doc["error"] = *error;
+        }
+        sink(dump(doc, compact));
         return;
     }
     std::string out = compact ? "{" : "{\n";
@@ -513,13 +519,15 @@ std::string render_nagios_error(const Report& report, const Error& error) {
     return "GPUMEM UNKNOWN - " + what + one_line(error.what()) + "\n";
 }
 
+void render_json_error_to(const Report& report, const Error& error, const OutputOptions& options, const TextSink& sink) {
+    const Json what = {{"status", static_cast<int>(error.status())}, {"code", exit_status_name(error.status())}, {"message", error.what()}};
+    stream_json(report, options.compact_json, sink, &what);
+}
+
 std::string render_json_error(const Report& report, const Error& error, const OutputOptions& options) {
-    Json doc = report_to_json(report);
-    doc["ok"] = false;
-    doc["error"] = {{"status", static_cast<int>(error.status())},
-                    {"code", exit_status_name(error.status())},
-                    {"message", error.what()}};
-    return dump(doc, options.compact_json);
+    std::string text;
+    render_json_error_to(report, error, options, [&text](std::string_view piece) { text += piece; });
+    return text;
 }
 
 }  // namespace gpumem::cli

@@ -291,6 +291,9 @@ std::string render_prometheus(const Report& report, int exit_status);
 std::string metric_name(std::string_view text);
 // The JSON document for a failure, with whatever the report already holds.
 std::string render_json_error(const Report& report, const Error& error, const OutputOptions& options);
+// The same, a table row at a time (report --json of a fleet with a failure
+// is an error document too).
+void render_json_error_to(const Report& report, const Error& error, const OutputOptions& options, const TextSink& sink);
 Json report_to_json(const Report& report);
 Json cell_json(const Cell& cell, const Field& field);
 
