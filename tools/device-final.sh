@@ -9,7 +9,8 @@
 #                                       recorded by reuse-sim --record, p2p
 #                                       beside another process on the peer GPU,
 #                                       and the lock between root and a user
-#   FLEET=1: the report at fleet scale in multi mode too.
+#   bash tools/device-final.sh fleet    report at fleet scale only
+#   REPEAT=N: test_gpu_check N more times (default 3).
 #   BASE=PATH: an earlier gpumem to measure report --json against in the same
 #   run (single), on the same generated fleet.
 set -u
@@ -18,6 +19,7 @@ export PYTHONPATH=$PWD/.device/py
 G=.device/gpumem
 OUT=${OUT:-/tmp/gpumem-out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpus.txt"
+if [ "$mode" != fleet ]; then
 start=$SECONDS
 tests/run-tests.sh .device >"$OUT/tests.log" 2>&1
 echo "every suite ($((SECONDS - start)) s): $(tail -n 1 "$OUT/tests.log")"
@@ -25,10 +27,11 @@ grep -E '^test_\S+ ' "$OUT/tests.log"
 grep -E 'ERROR|FATAL' "$OUT/tests.log" | head -20
 OUT=$OUT bash bench/check-contention.sh .device 10 >/dev/null 2>"$OUT/contention.err"; echo "check-contention.sh x10: exit $?"
 sed -n '1,60p' "$OUT/check-contention.md" 2>/dev/null | grep -vE '^$' | head -40
-for i in 1 2 3; do
+for i in $(seq "${REPEAT:-3}"); do
   tests/run-tests.sh .device test_gpu_check >"$OUT/gpu-check.$i.log" 2>&1; echo "test_gpu_check run $i: $(tail -n 1 "$OUT/gpu-check.$i.log")"
 done
-if [ "$mode" = single ] || [ -n "${FLEET:-}" ]; then
+fi
+if [ "$mode" = single ] || [ "$mode" = fleet ]; then
   # report at fleet scale on 2 of this machine's quiet CPUs (issue 29)
   s=$SECONDS; python3 bench/report-fleet-gen.py /tmp/fleet >/dev/null; echo "fleet generated in $((SECONDS - s)) s: $(du -sh /tmp/fleet | cut -f1), $(ls /tmp/fleet | wc -l) files"
   for i in 1 2 3; do
