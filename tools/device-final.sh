@@ -59,10 +59,9 @@ if [ "$mode" = multi ]; then
 import json, sys
 d = json.load(open(sys.argv[1]))
 print("verdict", d["verdict"])
-for dev in d.get("devices", []):
-    for c in dev["checks"]:
-        if c["check"].startswith(("p2p", "nvlink", "nvml.recovery")) or c["verdict"] not in ("pass", "n/a"):
-            print(f"  GPU {dev.get('index', '?')}: {c['check']} {c['verdict']} {c.get('value')} {c.get('reason', '')}"[:200])
+for c in d["checks"]:
+    if c["check"].startswith(("p2p", "nvlink", "nvml.recovery")) or c["verdict"] not in ("pass", "n/a"):
+        print(f"  GPU {c.get('index', '?')}: {c['check']} {c['verdict']} {c.get('value')} {c.get('reason', '')}"[:200])
 PY
   R=$OUT/record; mkdir -p "$R"
   timeout 240 $G reuse-sim --record "$R/ddp.pickle" -- torchrun --standalone --nproc-per-node 2 bench/torch_programs/ddp_train.py \
@@ -91,10 +90,9 @@ if [ "$mode" = multi ]; then
 import json, sys
 d = json.load(open(sys.argv[1]))
 print("verdict", d["verdict"])
-for dev in d.get("devices", []):
-    for c in dev["checks"]:
-        if c["check"].startswith("p2p") or c["verdict"] not in ("pass", "n/a"):
-            print(f"  GPU {dev.get('index', '?')}: {c['check']} {c['verdict']} {c.get('remediation')} {c.get('reason', '')}"[:260])
+for c in d["checks"]:
+    if c["check"].startswith("p2p") or c["verdict"] not in ("pass", "n/a"):
+        print(f"  GPU {c.get('index', '?')}: {c['check']} {c['verdict']} {c.get('remediation')} {c.get('reason', '')}"[:260])
 PY
   # The lock between root and another user: both in one directory, each
   # waits for the other. gpumem is copied where "nobody" may run it.
