@@ -235,6 +235,10 @@ TEST_CASE("contention: a rate beside another compute process is unknown unless -
         CHECK(review_contention(rate, false, busy, true).verdict == v);  // --judge-shared
         CHECK(review_contention(rate, false, DeviceContention{true, {}, std::nullopt}, false).verdict == v);
     }
+    // A p2p pair names the GPU the other process runs on.
+    DeviceContention peer = busy;
+    peer.where = "GPU 1";
+    CHECK(review_contention(failed_check("p2p.0-1", "390 GB/s"), false, peer, false).reason.find("pid 77 python ran on GPU 1:") != std::string::npos);
     // Not a rate: a count is judged as measured.
     CheckOutcome count = failed_check("fill.verify", "1 bad word");
     CHECK(review_contention(count, false, busy, false).verdict == Verdict::fail);

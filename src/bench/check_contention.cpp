@@ -65,14 +65,14 @@ CheckOutcome review_contention(CheckOutcome o, bool allocation_failed, const Dev
     const std::string free = c.memory ? format_bytes(c.memory->free) + " free" : "free memory unknown";
     if (allocation_failed) {
         const std::string why = o.reason;
-        o = unknown_check(o.id, "the allocation failed while " + processes_text(c.others) + " held memory on the GPU (" + free +
+        o = unknown_check(o.id, "the allocation failed while " + processes_text(c.others) + " held memory on " + c.where + " (" + free +
                                     "): not judged as the GPU's fault (" + why + ")");
         return o;
     }
     const bool rate = o.kind != nullptr && o.kind->unit == "GB/s";
     if (!rate || judge_shared || o.verdict == Verdict::unknown || o.verdict == Verdict::na) return o;
     const std::string judged_as(verdict_name(o.verdict));
-    o.reason = one_line("measured while " + processes_text(c.others) + " ran on the GPU: not judged as the GPU's own rate (it would " +
+    o.reason = one_line("measured while " + processes_text(c.others) + " ran on " + c.where + ": not judged as the GPU's own rate (it would " +
                         judged_as + "; --judge-shared judges it): " + o.reason);
     o.verdict = Verdict::unknown;
     o.remediation = Remediation::none;

@@ -31,6 +31,7 @@ struct DeviceContention {
     bool known = false;               // NVML listed the processes
     std::vector<NvmlProcess> others;  // compute processes other than this one
     std::optional<NvmlMemory> memory;
+    std::string where = "the GPU";  // where the others run, as reasons name it ("GPU 1" for a p2p pair's peer)
 };
 // Live, through NVML (no CUDA call); `known` false when NVML cannot tell.
 DeviceContention read_contention(const DeviceIdentity& device);

@@ -374,6 +374,9 @@ DeviceContention pair_contention(const DeviceIdentity& a, const DeviceIdentity& 
     DeviceContention both = read_contention(a);
     DeviceContention of_b = read_contention(b);
     both.known = both.known || of_b.known;
+    const auto name = [](const DeviceIdentity& d) { return "GPU " + (d.cuda_index ? to_string(*d.cuda_index) : d.pci.to_string()); };
+    if (both.others.empty() != of_b.others.empty()) both.where = name(both.others.empty() ? b : a);
+    else both.where = name(a) + " and " + name(b);
     for (NvmlProcess& p : of_b.others)
         if (std::none_of(both.others.begin(), both.others.end(), [&](const NvmlProcess& q) { return q.pid == p.pid; }))
             both.others.push_back(std::move(p));
