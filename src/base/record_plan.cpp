@@ -28,14 +28,16 @@ std::string rank_file_name(std::string_view file, std::string_view rank) {
 std::optional<unsigned> rank_of_file_name(std::string_view file) {
     const std::size_t slash = file.rfind('/');
     const std::string_view name = slash == std::string_view::npos ? file : file.substr(slash + 1);
-    // The last ".rankN" that ends the name or comes before its extension.
-    for (std::size_t at = name.rfind(".rank"); at != std::string_view::npos && at > 0; at = name.rfind(".rank", at - 1)) {
+    // The last ".rankN" that ends the name or comes before its extension
+    // (at 0 it would be a hidden file's name, not a rank).
+    std::size_t at = name.rfind(".rank");
+    while (at != std::string_view::npos && at > 0) {
         std::size_t end = at + 5;
         unsigned rank = 0;
         while (end < name.size() && name[end] >= '0' && name[end] <= '9' && end - at - 5 < 7)
             rank = rank * 10 + static_cast<unsigned>(name[end++] - '0');
         if (end > at + 5 && (end == name.size() || name[end] == '.')) return rank;
-        if (at == 0) break;
+        at = name.rfind(".rank", at - 1);
     }
     return std::nullopt;
 }

@@ -35,7 +35,7 @@ std::string two_columns(const std::string& left, const std::string& text, std::s
 // "TEXT:{quick,standard,long}"): one name is kept, and the choices, under
 // the option's own name where the type said only TEXT.
 std::string value_label(const CLI::Option* opt) {
-    const std::string name = opt->get_type_name();
+    std::string name = opt->get_type_name();
     const std::size_t colon = name.find(':');
     if (colon == std::string::npos) return name;
     std::string head = name.substr(0, colon);

@@ -405,6 +405,7 @@ void stream_json(const Report& report, bool compact, const TextSink& sink, const
     // A key given twice is one member, where it came first, holding the
     // last value (as report_to_json's object does): the DOM says it.
     std::vector<std::string> keys;
+    keys.reserve(members.size());
     for (const Member& m : members) keys.push_back(m.key);
     std::sort(keys.begin(), keys.end());
     if (std::adjacent_find(keys.begin(), keys.end()) != keys.end()) {
