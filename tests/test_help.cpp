@@ -91,6 +91,9 @@ TEST_CASE("help: descriptions cut short close their brackets, and a value has on
             CHECK(open == 0);
             CHECK(option.find("TEXT:") == std::string::npos);
             const std::string head = option.substr(0, option.find("  ", 2));
+            // CLI11's bare TEXT where a validator names the value (SIZE, RANGE).
+            CHECK((head + " ").find(" TEXT ") == std::string::npos);
+            CHECK((head + " ").find(" TEXT=") == std::string::npos);
             const std::size_t colon = head.find(':');
             if (colon != std::string::npos && head.find('{') == std::string::npos) {
                 const std::size_t word = head.rfind(' ', colon) + 1;

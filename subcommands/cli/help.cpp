@@ -31,16 +31,21 @@ std::string two_columns(const std::string& left, const std::string& text, std::s
 }
 
 // The value's name as help shows it. CLI11 appends each validator's own
-// description to the type name ("SIZE:SIZE", "RANGE:RANGE",
-// "TEXT:{quick,standard,long}"): one name is kept, and the choices, under
-// the option's own name where the type said only TEXT.
+// description to the type name ("SIZE:SIZE", "TEXT:RANGE", "INT:INT in
+// [1 - 4096]", "TEXT:{quick,standard,long}"): one name is kept, the
+// validator's where the type said only TEXT, and the choices, under the
+// option's own name where the type said only TEXT.
 std::string value_label(const CLI::Option* opt) {
     std::string name = opt->get_type_name();
     const std::size_t colon = name.find(':');
     if (colon == std::string::npos) return name;
     std::string head = name.substr(0, colon);
     const std::string tail = name.substr(colon + 1);
-    if (tail.empty() || tail.front() != '{') return head;
+    if (tail.empty() || tail.front() != '{') {
+        // CLI11's own type (TEXT) says less than the validator's name (SIZE, RANGE).
+        const bool one_word = tail.find(' ') == std::string::npos;
+        return head == "TEXT" && one_word ? tail : head;
+    }
     if (head == "TEXT") {
         head = opt->get_single_name();
         std::transform(head.begin(), head.end(), head.begin(), [](unsigned char c) { return c == '-' ? '_' : std::toupper(c); });

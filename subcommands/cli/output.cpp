@@ -336,23 +336,50 @@ Json table_row_json(const Table& table, const std::vector<Cell>& row) {
 
 }  // namespace
 
-Json report_to_json(const Report& report) {
+namespace {
+
+// The members of a document in order: a table's value is its rows, made
+// when written. The one list both the DOM and the streamed text come from.
+struct DocumentMember {
+    std::string key;
+    Json value;
+    const Table* table = nullptr;
+};
+
+std::vector<DocumentMember> document_members(const Report& report, const Json* error) {
+    std::vector<DocumentMember> members;
+    members.push_back({"schema_version", kSchemaVersion});
+    members.push_back({"tool", "gpumem"});
+    members.push_back({"version", GPUMEM_VERSION});
+    members.push_back({"command", report.command});
+    members.push_back({"ok", error == nullptr});
+    if (!report.origin.empty()) members.push_back({"origin", record_json(report.origin)});
+    for (const Table& table : report.tables) members.push_back({std::string(table.key), nullptr, &table});
+    for (const auto& [field, value] : report.fields.entries) members.push_back({std::string(field.key), cell_json(value, field)});
+    if (!report.warnings.empty()) members.push_back({"warnings", report.warnings});
+    if (error != nullptr) members.push_back({"error", *error});
+    return members;
+}
+
+// The DOM of the members; a key given twice is one member, where it came
+// first, holding the last value.
+Json members_json(const std::vector<DocumentMember>& members) {
     Json doc = Json::object();
-    doc["schema_version"] = kSchemaVersion;
-    doc["tool"] = "gpumem";
-    doc["version"] = GPUMEM_VERSION;
-    doc["command"] = report.command;
-    doc["ok"] = true;
-    if (!report.origin.empty()) doc["origin"] = record_json(report.origin);
-    for (const Table& table : report.tables) {
+    for (const DocumentMember& m : members) {
+        if (m.table == nullptr) {
+            doc[m.key] = m.value;
+            continue;
+        }
         Json rows = Json::array();
-        for (const auto& row : table.rows) rows.push_back(table_row_json(table, row));
-        doc[std::string(table.key)] = std::move(rows);
+        for (const auto& row : m.table->rows) rows.push_back(table_row_json(*m.table, row));
+        doc[m.key] = std::move(rows);
     }
-    for (const auto& [field, value] : report.fields.entries) doc[std::string(field.key)] = cell_json(value, field);
-    if (!report.warnings.empty()) doc["warnings"] = report.warnings;
     return doc;
 }
+
+}  // namespace
+
+Json report_to_json(const Report& report) { return members_json(document_members(report, nullptr)); }
 
 namespace {
 
@@ -386,35 +413,14 @@ void append_nested(std::string& out, const Json& value, bool compact, int depth)
 // report_to_json's document, printed as dump() prints it, a member at a
 // time and each table a row at a time; handed to `sink` about every MiB.
 void stream_json(const Report& report, bool compact, const TextSink& sink, const Json* error = nullptr) {
-    struct Member {
-        std::string key;
-        Json value;
-        const Table* table = nullptr;
-    };
-    std::vector<Member> members;
-    members.push_back({"schema_version", kSchemaVersion});
-    members.push_back({"tool", "gpumem"});
-    members.push_back({"version", GPUMEM_VERSION});
-    members.push_back({"command", report.command});
-    members.push_back({"ok", error == nullptr});
-    if (!report.origin.empty()) members.push_back({"origin", record_json(report.origin)});
-    for (const Table& table : report.tables) members.push_back({std::string(table.key), nullptr, &table});
-    for (const auto& [field, value] : report.fields.entries) members.push_back({std::string(field.key), cell_json(value, field)});
-    if (!report.warnings.empty()) members.push_back({"warnings", report.warnings});
-    if (error != nullptr) members.push_back({"error", *error});
-    // A key given twice is one member, where it came first, holding the
-    // last value (as report_to_json's object does): the DOM says it.
+    const std::vector<DocumentMember> members = document_members(report, error);
+    // A key given twice: the DOM says where it stands and what it holds.
     std::vector<std::string> keys;
     keys.reserve(members.size());
-    for (const Member& m : members) keys.push_back(m.key);
+    for (const DocumentMember& m : members) keys.push_back(m.key);
     std::sort(keys.begin(), keys.end());
     if (std::adjacent_find(keys.begin(), keys.end()) != keys.end()) {
-        Json doc = report_to_json(report);
-        if (error != nullptr) {
-            doc["ok"] = false;
-            doc["error"] = *error;
-        }
-        sink(dump(doc, compact));
+        sink(dump(members_json(members), compact));
         return;
     }
     std::string out = compact ? "{" : "{\n";

@@ -90,7 +90,8 @@ std::vector<std::string_view> grid_keys() {
 
 // The process of a real run whose figures answer for the trace: with
 // several ranks, the one the trace was recorded from (`traced`, from its
-// file name), else rank 0, else the first that wrote figures. Each rank's
+// file name), else rank 0, else (no rank named) the first that wrote
+// figures; none when the traced rank did not record. Each rank's
 // allocations differ (rank 0 often holds more), so another rank's peak would
 // judge the prediction against the wrong program.
 const RecordedProcess* compared_process(const std::vector<const RecordedProcess*>& recorded, std::optional<unsigned> traced) {
@@ -128,9 +129,10 @@ ConfirmRun confirm_one(const ReuseSimRequest& q, const rs::TuneRow& row, std::si
         run.outcome.note = nothing_recorded_reason(child) + ", exit status " + std::to_string(child.exit_status);
         return run;
     }
-    const RecordedProcess* compared = compared_process(recorded, q.input.trace ? rank_of_file_name(*q.input.trace) : std::nullopt);
+    const std::optional<unsigned> traced = q.input.trace ? rank_of_file_name(*q.input.trace) : std::nullopt;
+    const RecordedProcess* compared = compared_process(recorded, traced);
     if (compared == nullptr) {
-        run.outcome.note = "rank " + std::to_string(*rank_of_file_name(*q.input.trace)) +
+        run.outcome.note = "rank " + std::to_string(traced.value_or(0)) +
                            ", the trace's, wrote no memory_stats() (its file name says which rank it was recorded from)";
         return run;
     }
