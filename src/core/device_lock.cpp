@@ -133,7 +133,9 @@ std::string device_lock_directory() {
     // never pick different directories on one machine.
     struct stat st {};
     if (::stat("/run/gpumem", &st) == 0 && S_ISDIR(st.st_mode)) return "/run/gpumem";
-    if (shared_directory("/run/lock/gpumem")) return "/run/lock/gpumem";
+    // /run/lock only where every user may make folders in it (Debian's 1777;
+    // some systems keep it root's): else root alone would lock there.
+    if (::stat("/run/lock", &st) == 0 && (st.st_mode & 01777) == 01777 && shared_directory("/run/lock/gpumem")) return "/run/lock/gpumem";
     shared_directory("/tmp/gpumem");
     return "/tmp/gpumem";
 }

@@ -21,7 +21,8 @@ inline constexpr double kDefaultLockTimeout = 60;
 
 // The directory of the lock files: $GPUMEM_LOCK_DIR when set (tests and
 // sites with their own place), else /run/gpumem when it exists (the
-// package's tmpfiles.d makes it at boot), else /run/lock/gpumem, else
+// package's tmpfiles.d makes it at boot), else /run/lock/gpumem where
+// /run/lock is sticky and writable by all, else
 // /tmp/gpumem, the last two made sticky and writable by all. It depends on
 // nothing per user, so every user's gpumem and root's meet in one directory.
 std::string device_lock_directory();
