@@ -17,9 +17,12 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "base/errors.hpp"
 #include "base/xid.hpp"
 #include "bench/check_engine.hpp"
+#include "cli/lists.hpp"
 #include "core/kernel_log.hpp"
 #include "usage_error.hpp"
 
@@ -137,6 +140,49 @@ TEST_CASE("xid catalog: one rule from the immediate action, and the departures n
     CHECK(xid_judgement(*xid_code(171)).severity == XidSeverity::critical);
     CHECK(xid_judgement(*xid_code(162)).severity == XidSeverity::info);
     CHECK(xid_judgement(*xid_code(167)).remediation == Remediation::drain);  // no action in the catalog: a person looks
+}
+
+TEST_CASE("--list xids: a person's two columns; in JSON and CSV each fact of the row on its own") {
+    using namespace gpumem::cli;
+    const nlohmann::json doc = nlohmann::json::parse(render(list_report("xids", Format::json), OutputOptions{Format::json}));
+    const nlohmann::json& rows = doc.at("names");
+    REQUIRE(rows.size() == xid_catalog().size());
+    std::vector<unsigned> departing;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        const nlohmann::json& r = rows[i];
+        const XidCode& c = xid_catalog()[i];
+        CAPTURE(c.code);
+        CHECK(r.at("code") == c.code);
+        CHECK(r.at("name") == std::to_string(c.code));
+        CHECK(r.at("mnemonic") == std::string(c.mnemonic));
+        CHECK(r.at("catalog_description") == std::string(c.description));
+        const std::string_view action = xid_action_row(c.action).name;
+        if (action.empty()) CHECK(r.at("immediate_action").is_null());
+        else CHECK(r.at("immediate_action") == std::string(action));
+        if (!r.at("departs").is_null()) departing.push_back(c.code);
+        if (c.action == XidAction::xid_154) {  // judged by the action its line names
+            CHECK(r.at("verdict").is_null());
+            CHECK(r.at("remediation").is_null());
+            continue;
+        }
+        const XidJudgement j = xid_judgement(c);
+        const std::string verdict = j.severity == XidSeverity::info ? "pass" : j.severity == XidSeverity::warn ? "warn" : "fail";
+        CHECK(r.at("verdict") == verdict);
+        CHECK(r.at("remediation") == std::string(remediation_name(j.remediation)));
+        CHECK(r.at("description").get<std::string>().find(std::string(c.description)) != std::string::npos);
+    }
+    CHECK(departing == std::vector<unsigned>{162, 171, 172});
+    // The examples the issue names, as a fleet's tool reads them.
+    CHECK(rows[39 - 1].at("verdict") == "pass");
+    CHECK(rows[109 - 1].at("remediation") == "reset-gpu");
+    CHECK(rows[79 - 1].at("remediation") == "reboot");
+    // The table keeps its two columns within 100; CSV carries every key.
+    const std::string table = render(list_report("xids", Format::table), OutputOptions{Format::table});
+    CHECK(table.rfind("name  description\n", 0) == 0);
+    CHECK(table.find("RESTART_APP]") != std::string::npos);
+    CHECK(table.find("reset-gpu") == std::string::npos);  // the words, not the machine names
+    const std::string csv = render(list_report("xids", Format::csv), OutputOptions{Format::csv});
+    CHECK(csv.rfind("name,description,code,mnemonic,catalog_description,immediate_action,verdict,remediation,rule,departs\n", 0) == 0);
 }
 
 TEST_CASE("xid events: a planted Xid of each immediate action gives the table's verdict, in dmesg, journal and kmsg forms") {

@@ -369,26 +369,75 @@ NameListView check_level_list() { return view_of(kCheckLevels); }
 // The Xid catalog xid.events judges by: each code's verdict and remediation,
 // the catalog's immediate action, its description and mnemonic, and why
 // gpumem departs from the action's rule where it does.
-NameListView xid_list() {
-    static const std::pair<std::vector<std::string>, std::vector<std::string>> rows = [] {
-        std::pair<std::vector<std::string>, std::vector<std::string>> r;
-        for (const XidCode& c : xid_catalog()) {
-            const XidJudgement j = xid_judgement(c);
-            const std::string_view action = xid_action_row(c.action).name;
-            std::string text = c.action == XidAction::xid_154 ? std::string("by the recovery action its line names")
-                                                              : std::string(xid_severity_name(j.severity)) +
-                                                                    (j.severity == XidSeverity::info ? "" : ", " + std::string(remediation_words(j.remediation)));
-            text += " [" + (action.empty() ? std::string("no action in the catalog") : std::string(action)) + "]: " + std::string(c.description) + " (" +
-                    std::string(c.mnemonic) + ")";
-            if (!c.why_departs.empty()) text += "; gpumem departs: " + std::string(c.why_departs);
-            r.first.push_back(std::to_string(c.code));
-            r.second.push_back(std::move(text));
-        }
+namespace {
+
+struct XidListRow {
+    const XidCode* row;
+    std::string name;  // the code as --list shows it
+    std::string text;  // the one line a person reads (the list's description)
+};
+
+std::string xid_text(const XidCode& c) {
+    const XidJudgement j = xid_judgement(c);
+    const std::string_view action = xid_action_row(c.action).name;
+    std::string text = c.action == XidAction::xid_154 ? std::string("by the recovery action its line names")
+                                                      : std::string(xid_severity_name(j.severity)) +
+                                                            (j.severity == XidSeverity::info ? "" : ", " + std::string(remediation_words(j.remediation)));
+    text += " [" + (action.empty() ? std::string("no action in the catalog") : std::string(action)) + "]: " + std::string(c.description) + " (" +
+            std::string(c.mnemonic) + ")";
+    if (!c.why_departs.empty()) text += "; gpumem departs: " + std::string(c.why_departs);
+    return text;
+}
+
+const std::vector<XidListRow>& xid_list_rows() {
+    static const std::vector<XidListRow> rows = [] {
+        std::vector<XidListRow> r;
+        r.reserve(xid_catalog().size());
+        for (const XidCode& c : xid_catalog()) r.push_back({&c, std::to_string(c.code), xid_text(c)});
         return r;
     }();
+    return rows;
+}
+
+// Xid 154's verdict is the recovery action its line names: no one value.
+bool judged_by_line(const XidCode& c) { return c.action == XidAction::xid_154; }
+Verdict xid_verdict(XidSeverity severity) {
+    return severity == XidSeverity::info ? Verdict::pass : severity == XidSeverity::warn ? Verdict::warn : Verdict::fail;
+}
+Cell text_or_null(std::string_view text) { return text.empty() ? Cell() : Cell(std::string(text)); }
+
+// The text table keeps a person's two columns; JSON and CSV also carry each
+// fact on its own, for a fleet's tools that map Xids themselves.
+constexpr Column<XidListRow> kXidListColumns[] = {
+    {{"name", "name", FieldKind::text}, [](const XidListRow& x) -> Cell { return x.name; }},
+    {{"description", "description", FieldKind::text, 2, ' '}, [](const XidListRow& x) -> Cell { return x.text; }},
+    {{"code", "", FieldKind::integer}, [](const XidListRow& x) -> Cell { return std::uint64_t{x.row->code}; }, Shown::machine_only},
+    {{"mnemonic", "", FieldKind::text}, [](const XidListRow& x) { return text_or_null(x.row->mnemonic); }, Shown::machine_only},
+    {{"catalog_description", "", FieldKind::text}, [](const XidListRow& x) { return text_or_null(x.row->description); }, Shown::machine_only},
+    {{"immediate_action", "", FieldKind::text},
+     [](const XidListRow& x) { return text_or_null(xid_action_row(x.row->action).name); }, Shown::machine_only},
+    {{"verdict", "", FieldKind::text},
+     [](const XidListRow& x) -> Cell {
+         return judged_by_line(*x.row) ? Cell() : Cell(std::string(verdict_name(xid_verdict(xid_judgement(*x.row).severity))));
+     },
+     Shown::machine_only},
+    {{"remediation", "", FieldKind::text},
+     [](const XidListRow& x) -> Cell {
+         return judged_by_line(*x.row) ? Cell() : Cell(std::string(remediation_name(xid_judgement(*x.row).remediation)));
+     },
+     Shown::machine_only},
+    {{"rule", "", FieldKind::text}, [](const XidListRow& x) { return text_or_null(xid_action_row(x.row->action).why); }, Shown::machine_only},
+    {{"departs", "", FieldKind::text}, [](const XidListRow& x) { return text_or_null(x.row->why_departs); }, Shown::machine_only},
+};
+
+}  // namespace
+
+NameListView xid_list() {
     NameListView view{"Xid code", {}};
-    for (std::size_t i = 0; i < rows.first.size(); ++i) view.rows.emplace_back(rows.first[i], rows.second[i]);
+    for (const XidListRow& x : xid_list_rows()) view.rows.emplace_back(x.name, x.text);
     return view;
 }
+
+Table xid_list_table(Format format) { return make_table("names", Columns<XidListRow>(kXidListColumns), xid_list_rows(), format); }
 
 }  // namespace gpumem::cli

@@ -29,5 +29,8 @@ NameListView check_list();
 Table check_list_table();
 NameListView check_level_list();
 NameListView xid_list();
+// --list xids: the list's two columns, and in JSON and CSV each fact of the
+// row (code, mnemonic, immediate action, verdict, remediation, rule, departure).
+Table xid_list_table(Format format);
 
 }  // namespace gpumem::cli

@@ -454,7 +454,7 @@ int dispatch(const Parsed& parsed, const CommandEntry* invoked, Command* command
     error_output = globals.output;
     setup_logging(globals);
     if (parsed.list) {
-        write_stdout(render(list_report(*parsed.list), globals.output));
+        write_stdout(render(list_report(*parsed.list, globals.output.format), globals.output));
         return 0;
     }
     if (parsed.schema) {

@@ -67,7 +67,7 @@ std::string_view list_named(std::string_view name) {
 
 }  // namespace
 
-Report list_report(std::string_view name) {
+Report list_report(std::string_view name, Format format) {
     Report report;
     report.command = "list";
     if (name.empty()) {
@@ -83,6 +83,10 @@ Report list_report(std::string_view name) {
     // Every check with its levels, default threshold, remediation and source.
     if (list == "checks") {
         report.tables.push_back(check_list_table());
+        return report;
+    }
+    if (list == "xids") {
+        report.tables.push_back(xid_list_table(format));
         return report;
     }
     for (const ListEntry& e : name_lists()) {

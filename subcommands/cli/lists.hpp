@@ -22,7 +22,8 @@ struct ListEntry {
 const std::vector<ListEntry>& name_lists();
 
 // The names of one list (`name`), or the lists themselves (empty `name`).
-// An unknown list is a UsageError.
-Report list_report(std::string_view name);
+// An unknown list is a UsageError. `format` decides the columns of a list
+// with machine-only ones (xids).
+Report list_report(std::string_view name, Format format = Format::json);
 
 }  // namespace gpumem::cli
