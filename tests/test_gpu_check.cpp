@@ -9,6 +9,8 @@
 //     neither fails, their data verified;
 //   - memory held by another process (alloc-test hold): the device checks
 //     are unknown naming it, never fail; nvml.memory.in_use names it;
+//   - a planted Xid of each immediate action, in a saved kernel log naming
+//     this GPU's PCI address, gives --list xids' verdict and remediation;
 //   - with two GPUs or more, p2p both ways for every pair.
 #include <doctest/doctest.h>
 
@@ -16,9 +18,12 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -362,6 +367,65 @@ TEST_CASE("gpu check: memory held by another process: the device checks are unkn
     CHECK(memset->at("verdict") != "unknown");
     hold.signal(SIGTERM);
     CHECK(hold.wait_within(30) == 130);
+}
+
+TEST_CASE("gpu check: a planted Xid of each immediate action, naming this GPU, gives --list xids' verdict and remediation") {
+    const RunResult listed = run_gpumem({"--list", "xids", "--json"});
+    REQUIRE(listed.status == 0);
+    const json xids = json::parse(listed.out).at("names");
+    // This GPU's address as the driver writes it in an Xid line: NVML's
+    // "00000000:18:00.0" is the kernel's "PCI:0000:18:00".
+    const RunResult quick = run_gpumem({"check", "--level", "quick", "-d", "0", "--json"});
+    REQUIRE_NOTHROW(json::parse(quick.out));
+    std::string bus = json::parse(quick.out).at("devices").at(0).at("pci_bus_id").get<std::string>();
+    for (char& ch : bus) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    REQUIRE(bus.size() >= 12);
+    const std::string device = "PCI:" + bus.substr(bus.size() - 12, 10);  // dddd:bb:dd of dddddddd:bb:dd.f
+    char dir_template[] = "/tmp/gpumem-xid.XXXXXX";
+    REQUIRE(mkdtemp(dir_template) != nullptr);
+    const std::string log = std::string(dir_template) + "/kernel.log";
+    // check --level quick with only `line` in the kernel log: xid.events' record.
+    auto planted = [&](const std::string& line, int events = 1) {
+        std::ofstream(log) << "[ 2.0] NVRM: loading NVIDIA UNIX x86_64 Kernel Module\n" << line << "\n";
+        const RunResult r = run_gpumem({"check", "--level", "quick", "-d", "0", "--json", "--kernel-log", log});
+        INFO("exit " << r.status << "\nstderr: " << r.err);
+        json doc;
+        REQUIRE_NOTHROW(doc = json::parse(r.out));
+        const json* xid = find_check(doc, 0, "xid.events");
+        REQUIRE(xid != nullptr);
+        CHECK(xid->at("value") == events);
+        if (xid->at("verdict") == "fail") CHECK(r.status == 7);
+        return *xid;
+    };
+    // One code of each action that follows the rule, and each departure.
+    std::set<std::string> actions_seen;
+    int planted_codes = 0;
+    for (const json& row : xids) {
+        const std::string action = row.at("immediate_action").is_null() ? "none" : row.at("immediate_action").get<std::string>();
+        if (action == "XID_154") continue;  // by its line, below
+        const bool departs = !row.at("departs").is_null();
+        if (!departs && !actions_seen.insert(action).second) continue;
+        const std::string line = "[ 100.5] NVRM: Xid (" + device + "): " + std::to_string(row.at("code").get<unsigned>()) + ", pid=1, name=planted, text";
+        CAPTURE(line);
+        const json xid = planted(line);
+        CHECK(xid.at("verdict") == row.at("verdict"));
+        CHECK(xid.at("remediation") == row.at("remediation"));
+        ++planted_codes;
+    }
+    CHECK(actions_seen.size() >= 12);
+    CHECK(planted_codes >= 15);
+    // Xid 154 by the recovery action its line names.
+    const std::pair<std::string, std::string> recovery[] = {{"0x1 (GPU Reset Required)", "reset-gpu"}, {"0x2 (Node Reboot Required)", "reboot"}};
+    for (const auto& [text, remediation] : recovery) {
+        const json xid = planted("[ 100.5] NVRM: Xid (" + device + "): 154, GPU recovery action changed from 0x0 (None) to " + text);
+        CHECK(xid.at("verdict") == "fail");
+        CHECK(xid.at("remediation") == remediation);
+    }
+    // Another GPU's Xid is not this one's.
+    const json other = planted("[ 100.5] NVRM: Xid (PCI:00ff:ee:00): 79, pid=1, GPU has fallen off the bus.", 0);
+    CHECK(other.at("verdict") == "pass");
+    std::remove(log.c_str());
+    rmdir(dir_template);
 }
 
 TEST_CASE("gpu check: p2p both ways between every pair of GPUs") {
