@@ -401,9 +401,6 @@ const std::vector<XidListRow>& xid_list_rows() {
 
 // Xid 154's verdict is the recovery action its line names: no one value.
 bool judged_by_line(const XidCode& c) { return c.action == XidAction::xid_154; }
-Verdict xid_verdict(XidSeverity severity) {
-    return severity == XidSeverity::info ? Verdict::pass : severity == XidSeverity::warn ? Verdict::warn : Verdict::fail;
-}
 Cell text_or_null(std::string_view text) { return text.empty() ? Cell() : Cell(std::string(text)); }
 
 // The text table keeps a person's two columns; JSON and CSV also carry each
@@ -418,7 +415,7 @@ constexpr Column<XidListRow> kXidListColumns[] = {
      [](const XidListRow& x) { return text_or_null(xid_action_row(x.row->action).name); }, Shown::machine_only},
     {{"verdict", "", FieldKind::text},
      [](const XidListRow& x) -> Cell {
-         return judged_by_line(*x.row) ? Cell() : Cell(std::string(verdict_name(xid_verdict(xid_judgement(*x.row).severity))));
+         return judged_by_line(*x.row) ? Cell() : Cell(std::string(verdict_name(xid_severity_verdict(xid_judgement(*x.row).severity))));
      },
      Shown::machine_only},
     {{"remediation", "", FieldKind::text},
