@@ -12,11 +12,13 @@
 # tests/test_completions.cpp checks these against `gpumem --help` and
 # `gpumem --list`.
 
-# The lines of `gpumem --list $argv[1]` (name<TAB>description: fish shows
-# the description); nothing, and no message, when gpumem cannot run.
+# The lines of `gpumem --list $argv[1]` as name<TAB>description (fish shows
+# the description), without the columns some lists add after those two
+# (--list checks: levels, threshold...); nothing, and no message, when
+# gpumem cannot run.
 function __gpumem_names
     set -l cmd (commandline -opc)[1]
-    $cmd --list $argv[1] --format value 2>/dev/null
+    $cmd --list $argv[1] --format value 2>/dev/null | string replace -r '^([^\t]*\t[^\t]*)\t.*$' '$1'
 end
 
 # Commands (no argument), or the modes of command $argv[1].

@@ -415,6 +415,32 @@ TEST_CASE("completions: comma lists offer all first, then the rest of the names"
     if (have_fish()) CHECK(fish_complete({"reuse-sim", "--strategy", "naive,"}).count("naive,pool") == 1);
 }
 
+TEST_CASE("completions: a name's description is the list's second column only, in zsh and fish") {
+    // --list checks carries levels, threshold, remediation and source after
+    // the description; a shell shows the description alone, without tabs.
+    const std::string expected = "alloc.max[the largest single cudaMalloc against the free memory]";
+    if (run_program("/usr/bin/env", {"zsh", "-c", "true"}).status == 0) {
+        const std::string script = "eval \"$(sed -n '/^_gpumem_rows()/,/^}/p' " + shell_quote(completions_dir() + "/_gpumem") +
+                                   ")\"; _gpumem_command=gpumem; reply=(); _gpumem_rows checks; print -l -- $reply";
+        const RunResult r = run_program("/usr/bin/env", {"zsh", "-c", script}, {path_with_gpumem()});
+        INFO("zsh: ", r.err);
+        CHECK(r.status == 0);
+        const std::vector<std::string> rows = lines_of(r.out);
+        CHECK(rows.size() >= 20);
+        CHECK(std::find(rows.begin(), rows.end(), expected) != rows.end());
+        for (const std::string& row : rows) CHECK(row.find('\t') == std::string::npos);
+    }
+    if (have_fish()) {
+        const std::string script = "source " + shell_quote(completions_dir() + "/gpumem.fish") + "; complete -C 'gpumem check --threshold '";
+        const RunResult r = run_program("/usr/bin/env", {"fish", "-c", script}, {path_with_gpumem()});
+        INFO("fish: ", r.err);
+        const std::vector<std::string> rows = lines_of(r.out);
+        CHECK(rows.size() >= 20);
+        CHECK(std::find(rows.begin(), rows.end(), "alloc.max\tthe largest single cudaMalloc against the free memory") != rows.end());
+        for (const std::string& row : rows) CHECK(std::count(row.begin(), row.end(), '\t') <= 1);
+    }
+}
+
 TEST_CASE("completions: the zsh file parses") {
     if (run_program("/usr/bin/env", {"zsh", "-c", "true"}).status != 0) {
         MESSAGE("zsh not installed: syntax not checked");
