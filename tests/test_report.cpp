@@ -470,6 +470,17 @@ TEST_CASE("report input: strings with escapes and UTF-8 read as nlohmann reads t
     }
     CHECK(read_error("{\"tool\": \"gpu\xc0\xafmem\"}\n").rfind("in.json:1: malformed JSON", 0) == 0);
     CHECK(read_error("{\"tool\": \"\\ud800\"}\n").rfind("in.json:1: malformed JSON", 0) == 0);
+    // A byte that never leads a UTF-8 sequence (80-C1, F5-FF), even with
+    // continuation bytes after it, as the fuzzer found: "\xc3\xa9\xfd\x82\xac".
+    for (unsigned lead : {0x80U, 0xbfU, 0xc0U, 0xc1U, 0xf5U, 0xf8U, 0xfcU, 0xfdU, 0xfeU, 0xffU}) {
+        CAPTURE(lead);
+        for (const char* before : {"", "\\n"}) {  // with an escape, the string is decoded on another path
+            const std::string text = std::string("{\"tool\": \"") + before + "\xc3\xa9" + static_cast<char>(lead) + "\x82\xac\"}\n";
+            CHECK(read_error(text).rfind("in.json:1: malformed JSON", 0) == 0);
+        }
+    }
+    // Every well-formed lead still reads: E0-EF with two bytes, F0-F4 with three.
+    CHECK(read_error("{\"schema_version\": 1, \"tool\": \"gpumem\", \"x\": \"\xef\xbf\xbd\xf4\x8f\xbf\xbf\"}\n").find("malformed JSON") == std::string::npos);
 }
 
 TEST_CASE("report command: a folder's *.json, *.jsonl and .gz files, gzip read by its bytes, plurals that read right") {

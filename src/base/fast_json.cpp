@@ -153,7 +153,9 @@ private:
     // One UTF-8 sequence at p_: well-formed, shortest form, no surrogates.
     void utf8() {
         const auto c = static_cast<unsigned char>(*p_);
-        const int n = c >= 0xf0 && c <= 0xf4 ? 3 : c >= 0xe0 ? 2 : c >= 0xc2 && c < 0xe0 ? 1 : -1;
+        // Lead bytes: C2-DF one more byte, E0-EF two, F0-F4 three; 80-C1 and
+        // F5-FF never lead a sequence.
+        const int n = c >= 0xf0 && c <= 0xf4 ? 3 : c >= 0xe0 && c <= 0xef ? 2 : c >= 0xc2 && c <= 0xdf ? 1 : -1;
         if (n < 0 || end_ - p_ <= n) stop("invalid UTF-8 in a string");
         const auto c1 = static_cast<unsigned char>(p_[1]);
         const bool first_ok = (c == 0xe0 && c1 >= 0xa0) || (c == 0xed && c1 < 0xa0) || (c == 0xf0 && c1 >= 0x90) ||
