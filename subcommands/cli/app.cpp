@@ -391,6 +391,11 @@ std::string extras_text(const CLI::ExtrasError& e, const CLI::App& app, const Co
     std::string word;
     for (std::string_view w : split(std::string_view(what).substr(colon + 2), ' '))
         if (word.empty() || (word[0] != '-' && !w.empty() && w[0] == '-')) word = std::string(w);
+    // A program's own option, after a program given without `--`
+    // (--record F python3 -c ...): CLI11 took python3 for the positional.
+    const CLI::Option* program = invoked_app(app, invoked)->get_option_no_throw("command");
+    if (program != nullptr && program->count() > 0)
+        return "put the program after --: gpumem " + std::string(invoked->name) + " ... -- " + program->results().front() + " ...";
     if (!word.empty() && word[0] == '-') {
         const std::string name = word.substr(0, word.find('='));
         return "unknown option '" + name + "'" + did_you_mean(name, option_spellings(invoked_app(app, invoked)));
@@ -470,8 +475,43 @@ int dispatch(const Parsed& parsed, const CommandEntry* invoked, Command* command
     return run_command(*command, globals, mode, json);
 }
 
+// argv cut at its first `--`: gpumem's own words before it, and the program
+// after it (reuse-sim --record's), which neither CLI11 nor any scan of
+// gpumem's options (--json, the command's name) may read.
+struct SplitArgs {
+    int argc = 0;                      // the words before `--`
+    bool dashes = false;               // a `--` was given
+    std::vector<std::string> program;  // the words after it
+};
+
+SplitArgs split_at_dashes(int argc, char** argv) {
+    SplitArgs split{argc, false, {}};
+    for (int i = 1; i < argc; ++i)
+        if (std::strcmp(argv[i], "--") == 0) {
+            split.argc = i;
+            split.dashes = true;
+            split.program.assign(argv + i + 1, argv + argc);
+            break;
+        }
+    return split;
+}
+
+// The program after `--` goes to the command that runs one; words after
+// `--` for any other command are a usage error, never gpumem's options.
+void hand_over_program(const SplitArgs& split, Command* command, const CommandEntry* invoked) {
+    std::vector<std::string>* program = command ? command->program() : nullptr;
+    if (program && !program->empty())  // CLI11 gave the positional words before any `--`
+        throw UsageError("put the program after --: gpumem " + std::string(invoked->name) + " ... -- " + program->front() + " ...");
+    if (!split.dashes || split.program.empty()) return;
+    if (!program)
+        throw UsageError("unexpected argument '" + split.program.front() + "' after --: " +
+                         (invoked ? "gpumem " + std::string(invoked->name) : std::string("gpumem")) + " runs no program");
+    *program = split.program;
+}
+
 int run_command_line(int original_argc, char** original_argv, RunMode mode) {
-    std::vector<std::string> args = joined_values(original_argc, original_argv);
+    const SplitArgs split = split_at_dashes(original_argc, original_argv);
+    std::vector<std::string> args = joined_values(split.argc, original_argv);
     std::vector<char*> arg_pointers;
     arg_pointers.reserve(args.size() + 1);
     for (std::string& a : args) arg_pointers.push_back(a.data());
@@ -507,6 +547,7 @@ int run_command_line(int original_argc, char** original_argv, RunMode mode) {
     if (nagios_requested(argc, argv)) error_output.format = Format::nagios;
     try {
         app.parse(argc, argv);
+        hand_over_program(split, command.get(), invoked);
     } catch (const CLI::CallForHelp&) {
         write_stdout(app.help());
         return 0;

@@ -12,6 +12,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -65,7 +67,19 @@ public:
     virtual void check(const Globals& globals) = 0;
     virtual void execute(Session& session) = 0;
     virtual Report report(const OutputOptions& output) const = 0;
+    // Where the program given after `--` goes (reuse-sim --record's), or
+    // null for a command that runs none. app.cpp hands it everything after
+    // the first `--` itself: CLI11 reads a `--` after a repeatable option as
+    // the end of that option's values and parses the program's arguments as
+    // gpumem's own.
+    virtual std::vector<std::string>* program() { return nullptr; }
 };
+
+// Options with a `program` member take a program after `--`.
+template <typename Options, typename = void>
+struct TakesProgram : std::false_type {};
+template <typename Options>
+struct TakesProgram<Options, std::void_t<decltype(std::declval<Options&>().program)>> : std::true_type {};
 
 // A command written as four free functions over its own three types:
 // Options (what CLI11 fills), Request (what check makes of them) and
@@ -88,6 +102,10 @@ public:
     Report report(const OutputOptions& output) const override {
         // A usage error found by check leaves no request: nothing to report.
         return request_ ? f_.report(*request_, results_, output) : Report{};
+    }
+    std::vector<std::string>* program() override {
+        if constexpr (TakesProgram<Options>::value) return &options_.program;
+        return nullptr;
     }
 
 private:
