@@ -5,11 +5,18 @@
 // make-fixtures.py) through the binary.
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -575,4 +582,47 @@ TEST_CASE("examples: the Slurm scripts parse (tests/slurm-test.sh runs the prolo
         CAPTURE(script);
         CHECK(run_program("/bin/bash", {"-n", examples + script}).status == 0);
     }
+}
+
+// A FIFO or an idle pipe: report waited for ever, and SIGTERM and SIGINT did
+// not end it (only SIGKILL did): the signal reached a thread that was not
+// reading, and open(2) of a FIFO blocks until a writer comes.
+TEST_CASE("report input: a FIFO in a folder is skipped with a note; a FIFO or an idle pipe ends at once on SIGINT or SIGTERM") {
+    char tmpl[] = "/tmp/gpumem-report-fifo.XXXXXX";
+    REQUIRE(mkdtemp(tmpl));
+    const std::string dir = tmpl;
+    REQUIRE(run_program("/bin/cp", {fixture("check-node1.json"), dir + "/a.json"}).status == 0);
+    REQUIRE(::mkfifo((dir + "/b.json").c_str(), 0600) == 0);
+    const RunResult folder = run_gpumem({"report", "--json", dir});
+    CHECK(folder.status == 0);
+    CHECK(folder.err.find(dir + "/b.json: skipped: a FIFO") != std::string::npos);
+    const json doc = json::parse(folder.out);
+    CHECK(doc["documents"].size() == 1);
+    CHECK(doc["warnings"].size() == 1);
+    using Clock = std::chrono::steady_clock;
+    for (const int sig : {SIGTERM, SIGINT}) {
+        CAPTURE(sig);
+        // Named alone, with no writer ever.
+        Started fifo = start_gpumem({"report", dir + "/b.json"});
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        const auto sent = Clock::now();
+        fifo.signal(sig);
+        CHECK(fifo.wait_within(5) == 130);
+        CHECK(std::chrono::duration<double>(Clock::now() - sent).count() < 2.0);
+        // Standard input: a pipe whose writer is open and silent.
+        const int writer = ::open((dir + "/b.json").c_str(), O_RDWR | O_CLOEXEC);
+        REQUIRE(writer >= 0);
+        Started idle = start_program("/bin/sh", {"-c", "exec \"$0\" report - < \"$1\"", gpumem_binary(), dir + "/b.json"});
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        idle.signal(sig);
+        CHECK(idle.wait_within(5) == 130);
+        ::close(writer);
+    }
+    // A FIFO whose writer writes a document, then closes: read as a stream.
+    Started fed = start_program("/bin/sh", {"-c", "sleep 0.3; cat \"$0\" > \"$1\"", fixture("check-node1.json"), dir + "/b.json"});
+    const RunResult streamed = run_gpumem({"report", "--json", dir + "/b.json"});
+    CHECK(streamed.status == 0);
+    CHECK(json::parse(streamed.out)["documents"].size() == 1);
+    (void)fed.wait();
+    (void)run_program("/bin/rm", {"-rf", dir});
 }

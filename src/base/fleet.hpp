@@ -175,6 +175,7 @@ struct Fleet {
     std::vector<DocumentRow> documents;
     std::vector<NodeRow> nodes;  // by host, in the rows' order
     std::vector<std::string> problems;  // one line each; none: the fleet passed
+    std::vector<std::string> notes;     // inputs skipped (a FIFO in a folder), one line each
     bool failed() const noexcept { return !problems.empty(); }
 };
 

@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -26,6 +27,7 @@
 #include <thread>
 #include <utility>
 
+#include "base/interrupt.hpp"
 #include "core/fleet_input.hpp"
 
 namespace gpumem::fleet {
@@ -201,6 +203,14 @@ bool first_time(const std::string& path, std::set<std::pair<dev_t, ino_t>>& seen
     return seen.insert({st.st_dev, st.st_ino}).second;
 }
 
+const char* file_kind(mode_t mode) {
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISSOCK(mode)) return "a socket";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    return "not a regular file";
+}
+
 bool ends_with(std::string_view text, std::string_view tail) {
     return text.size() >= tail.size() && text.substr(text.size() - tail.size()) == tail;
 }
@@ -213,7 +223,8 @@ bool document_file_name(std::string_view name) {
 
 // A folder: its *.json and *.jsonl files (and their .gz), in name order;
 // not its subfolders (a fleet's folder of results is flat).
-void add_directory(const std::string& dir, std::vector<Source>& sources, std::set<std::pair<dev_t, ino_t>>& seen) {
+void add_directory(const std::string& dir, std::vector<Source>& sources, std::set<std::pair<dev_t, ino_t>>& seen,
+                   std::vector<std::string>& notes) {
     DIR* d = opendir(dir.c_str());
     if (!d) throw UsageError(dir + ": " + errno_text(errno));
     std::vector<std::string> names;
@@ -225,7 +236,15 @@ void add_directory(const std::string& dir, std::vector<Source>& sources, std::se
     std::size_t files = 0;
     for (const std::string& name : names) {
         const std::string path = prefix + name;
-        if (is_directory(path)) continue;
+        struct stat st {};
+        if (stat(path.c_str(), &st) != 0) throw UsageError(path + ": " + errno_text(errno));
+        if (S_ISDIR(st.st_mode)) continue;
+        // A FIFO, socket or device among a folder's results was not written
+        // by gpumem, and reading it could wait for ever: skipped, and said.
+        if (!S_ISREG(st.st_mode)) {
+            notes.push_back(path + ": skipped: " + file_kind(st.st_mode) + ", not a regular file (name it alone to read it)");
+            continue;
+        }
         ++files;
         if (first_time(path, seen)) sources.push_back({path, path});
     }
@@ -250,7 +269,7 @@ void add_glob(const std::string& pattern, std::vector<Source>& sources, std::set
     if (files == 0) throw UsageError("'" + pattern + "': no file matches");
 }
 
-std::vector<Source> expand(const std::vector<std::string>& inputs) {
+std::vector<Source> expand(const std::vector<std::string>& inputs, std::vector<std::string>& notes) {
     std::vector<Source> sources;
     std::set<std::pair<dev_t, ino_t>> seen;
     bool stdin_named = false;
@@ -271,7 +290,7 @@ std::vector<Source> expand(const std::vector<std::string>& inputs) {
         }
         if (!exists) throw UsageError(input + ": " + errno_text(errno));
         if (S_ISDIR(st.st_mode)) {
-            add_directory(input, sources, seen);
+            add_directory(input, sources, seen, notes);
             continue;
         }
         if (first_time(input, seen)) sources.push_back({input, input});
@@ -308,6 +327,35 @@ const Zlib& zlib() {
     return z;
 }
 
+// A read of `fd` that Ctrl-C and SIGTERM end (InterruptedError) even when
+// nothing is written: a pipe, a FIFO or a terminal is polled in short
+// steps, since the signal may reach another thread than the one reading
+// and no read of that thread would return EINTR. Regular files do not block.
+ssize_t read_interruptibly(int fd, char* into, std::size_t bytes, const std::string& name) {
+    constexpr int kPollMs = 100;
+    for (;;) {
+        throw_if_interrupted();
+        pollfd p{fd, POLLIN, 0};
+        const int ready = poll(&p, 1, kPollMs);
+        if (ready < 0 && errno != EINTR) throw UsageError(name + ": " + errno_text(errno));
+        if (ready <= 0) continue;
+        const ssize_t n = read(fd, into, bytes);
+        if (n >= 0) return n;
+        if (errno == EINTR || errno == EAGAIN) continue;  // a FIFO opened without waiting has no data yet
+        throw UsageError(name + ": " + errno_text(errno));
+    }
+}
+
+// Opens an input for reading without waiting for a FIFO's writer (open(2)
+// of a FIFO blocks until one comes, and no signal of another thread ends
+// it); the reads poll instead.
+int open_input(const std::string& path) {
+    for (;;) {
+        const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        if (fd >= 0 || errno != EINTR) return fd;
+    }
+}
+
 // Reads a file descriptor to its end, inflating gzip (one member or several,
 // as `cat a.gz b.gz` makes) where the bytes start with gzip's magic.
 class ByteReader {
@@ -338,10 +386,7 @@ public:
 
 private:
     bool fill() {
-        ssize_t n;
-        do n = read(fd_, raw_.data(), raw_.size());
-        while (n < 0 && errno == EINTR);
-        if (n < 0) throw UsageError(name_ + ": " + errno_text(errno));
+        const ssize_t n = read_interruptibly(fd_, raw_.data(), raw_.size(), name_);
         if (n == 0) return false;
         have_ = static_cast<std::size_t>(n);
         if (first_) {
@@ -454,7 +499,7 @@ private:
         const Source& source = sources_[index];
         Part part;
         part.source = index;
-        const int fd = source.path.empty() ? STDIN_FILENO : open(source.path.c_str(), O_RDONLY | O_CLOEXEC);
+        const int fd = source.path.empty() ? STDIN_FILENO : open_input(source.path);
         try {
             if (fd < 0) throw UsageError(source.name + ": " + errno_text(errno));
             ValueScanner scanner;
@@ -561,9 +606,12 @@ std::vector<Document> read_text(std::string_view name, std::string_view text, in
 
 Fleet read_fleet(const std::vector<std::string>& inputs, int max_schema_version, const ReportOptions& options,
                  unsigned threads) {
-    const std::vector<Source> sources = expand(inputs);
+    std::vector<std::string> notes;
+    const std::vector<Source> sources = expand(inputs, notes);
     Pipeline pipeline(sources, max_schema_version, threads);
-    return pipeline.finish(options);
+    Fleet fleet = pipeline.finish(options);
+    fleet.notes = std::move(notes);
+    return fleet;
 }
 
 }  // namespace gpumem::fleet

@@ -226,6 +226,7 @@ Report fleet_report(const ReportRequest& request, const ReportResults& results, 
     r.command = "report";
     if (!results.merged) return r;  // bad input: no part of a fleet is reported
     const fleet::Fleet& f = results.fleet;
+    r.warnings = f.notes;  // inputs skipped
     const bool table = output.format == Format::table;
     if (request.drain_list) {
         // Only the nodes to drain; table and value formats are written by
