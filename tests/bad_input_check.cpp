@@ -128,6 +128,9 @@ std::vector<BadCase> check_cases(const Scratch& s) {
         {{"check", "--kernel-log", kernel_fifo}},
         {{"check", "--kernel-log", "/dev/zero"}},
         {{"check", "--kernel-log", "/dev/kmsg"}},
+        // Reading /proc/kmsg waits for the next message (and takes it from syslog): refused, never read.
+        {{"check", "--kernel-log", "/proc/kmsg"}},
+        {{"check", "--kernel-log", "/proc/self/status"}},
         {{"check", "--xid-since", "yesterday"}, {2}, true},
         {{"check", "--xid-since", "0h"}},
         {{"check", "--xid-since", "-1h"}},

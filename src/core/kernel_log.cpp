@@ -3,15 +3,16 @@
 #include <fcntl.h>
 #include <sys/klog.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <ctime>
-#include <fstream>
 #include <vector>
 
 #include "base/errors.hpp"
+#include "base/interrupt.hpp"
 #include "base/sizes.hpp"
 
 namespace gpumem {
@@ -26,18 +27,38 @@ XidScan read_kernel_log_file(const std::string& path) {
     if (!S_ISREG(st.st_mode))
         throw UsageError(what + ": not a regular file (a saved kernel log: dmesg > FILE, or journalctl -k -o short-iso > FILE; "
                                 "leave --kernel-log out to read the live log)");
+    // /proc/kmsg is a "regular file" whose read waits for the next message
+    // and takes it from syslog: nothing under /proc is a saved log.
+    struct statfs fs {};
+    constexpr long kProcSuperMagic = 0x9fa0;
+    if (::statfs(path.c_str(), &fs) == 0 && static_cast<long>(fs.f_type) == kProcSuperMagic)
+        throw UsageError(what + ": a live file of /proc, not a saved kernel log (dmesg > FILE saves one; leave --kernel-log "
+                                "out to read the live log)");
     if (static_cast<std::uint64_t>(st.st_size) > kKernelLogMaxBytes)
         throw UsageError(what + ": " + format_bytes(static_cast<std::uint64_t>(st.st_size)) + " is larger than a kernel log can be (at most " +
                          format_bytes(kKernelLogMaxBytes) + ")");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw UsageError(what + ": " + std::strerror(errno));
+    // Non-blocking: a file that would make a read wait (a live log of some
+    // other file system) is refused rather than waited on.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) throw UsageError(what + ": " + std::strerror(errno));
+    struct Closer {
+        int fd;
+        ~Closer() { ::close(fd); }
+    } closer{fd};
     XidScanner scanner(path);
     std::string pending;
     std::vector<char> buffer(1 << 16);
     std::uint64_t total = 0;
-    while (in) {
-        in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-        const auto got = static_cast<std::size_t>(in.gcount());
+    for (;;) {
+        const ssize_t n = ::read(fd, buffer.data(), buffer.size());
+        if (n < 0 && errno == EINTR) {
+            throw_if_interrupted();
+            continue;
+        }
+        if (n < 0 && errno == EAGAIN)
+            throw UsageError(what + ": a read would wait for more (a live log, not a saved one: dmesg > FILE saves one)");
+        if (n < 0) throw UsageError(what + ": " + std::strerror(errno));
+        const auto got = static_cast<std::size_t>(n);
         if (got == 0) break;
         total += got;
         // The file grew past the limit while it was read: the same refusal.
