@@ -404,3 +404,93 @@ TEST_CASE("confirm: the user's own PYTORCH_CUDA_ALLOC_CONF keys are kept and sta
     CHECK(c.r.confirm->merged.replaced == std::vector<std::string>{"expandable_segments:False"});
     CHECK(c.r.confirm->user_alloc_conf == "backend:native,expandable_segments:False");
 }
+
+TEST_CASE("record: FILE and its statistics are new or regular files, never a device, FIFO, folder, /proc or the program's own") {
+    const Scratch s;
+    const std::vector<std::string> env = standin_env(s);
+    auto refused = [&](const std::vector<std::string>& args, const std::string& named) {
+        CAPTURE(args);
+        const RunResult r = run_gpumem(args, env);
+        CHECK(r.status == 2);
+        CHECK(r.stderr_lines() == 1);
+        CHECK(has(r.err, named));
+        CHECK_FALSE(exists(s / "log"));  // the stand-in torch logs every run: the program never started
+    };
+    // Root's rename would have turned /dev/null into a regular file.
+    refused({"reuse-sim", "--record", "/dev/null", "--", "python3", kProgram, "alloc"}, "/dev/null: a character device");
+    struct stat null_st {};
+    REQUIRE(::stat("/dev/null", &null_st) == 0);
+    CHECK(S_ISCHR(null_st.st_mode));
+    REQUIRE(::mkfifo((s / "fifo.pickle").c_str(), 0600) == 0);
+    refused({"reuse-sim", "--record", s / "fifo.pickle", "--", "python3", kProgram, "alloc"}, "a FIFO");
+    // The statistics' name a folder: refused before the run, not "no snapshot written" after it.
+    REQUIRE(::mkdir((s / "run.stats.json").c_str(), 0700) == 0);
+    refused({"reuse-sim", "--record", s / "run.pickle", "--", "python3", kProgram, "alloc"}, "run.stats.json: a directory");
+    // The program's own script, or a file given to it, is never replaced.
+    const std::string script = s / "prog.py";
+    REQUIRE(std::system(("cp '" + kProgram + "' '" + script + "'").c_str()) == 0);
+    refused({"reuse-sim", "--record", script, "--", "python3", script, "alloc"}, "the program's own file");
+    CHECK(slurp(script) == slurp(kProgram));
+    std::ofstream(s / "data.bin") << "data";
+    refused({"reuse-sim", "--record", s / "data.bin", "--", "python3", kProgram, "alloc", "--input=" + (s / "data.bin")},
+            "the program's own file");
+    CHECK(slurp(s / "data.bin") == "data");
+    // /proc takes no new file: refused before the program runs, not after.
+    refused({"reuse-sim", "--record", "/proc/gpumem-record.pickle", "--", "python3", kProgram, "alloc"}, "/proc");
+    // A regular file is replaced, as before.
+    std::ofstream(s / "old.pickle") << "old";
+    const RunResult ok = run_gpumem({"reuse-sim", "--record", s / "old.pickle", "--", "python3", kProgram, "alloc"}, env);
+    CHECK(ok.status == 0);
+    CHECK(slurp(s / "old.pickle") != "old");
+}
+
+TEST_CASE("record: the replay's options are refused with --record, each named") {
+    const Scratch s;
+    for (const std::vector<std::string>& given : std::vector<std::vector<std::string>>{
+             {"--steps", "10"}, {"--seed", "3"}, {"--trace-format", "rmm"}, {"--trace-device", "0"},
+             {"--timeline-points", "50"}, {"--strategy", "pool"}, {"--max-split-size", "1MiB"}}) {
+        std::vector<std::string> args = {"reuse-sim", "--record", s / "run.pickle"};
+        args.insert(args.end(), given.begin(), given.end());
+        args.insert(args.end(), {"--", "python3", kProgram, "alloc"});
+        CAPTURE(args);
+        const RunResult r = run_gpumem(args, standin_env(s));
+        CHECK(r.status == 2);
+        CHECK(r.stderr_lines() == 1);
+        CHECK(has(r.err, given.front() + " belongs to the replay"));
+        CHECK_FALSE(exists(s / "run.pickle"));
+    }
+}
+
+TEST_CASE("record: one line with the true reason: a program that cannot start, one killed by SIGKILL") {
+    const Scratch s;
+    const RunResult absent = run_gpumem({"reuse-sim", "--record", s / "run.pickle", "--", "/nonexistent/program"}, standin_env(s));
+    CHECK(absent.status == 127);
+    CHECK(absent.stderr_lines() == 1);
+    CHECK(has(absent.err, "cannot run /nonexistent/program: No such file or directory"));
+    // A Python program killed by SIGKILL is not "not Python".
+    Started run = start_gpumem({"reuse-sim", "--record", s / "run.pickle", "--", "python3", kProgram, "sleep"}, standin_env(s), true);
+    REQUIRE(run.read_line(20) == "ready");
+    CHECK(std::system(("pkill -KILL -P " + std::to_string(run.pid())).c_str()) == 0);
+    CHECK(run.wait_within(20) == 128 + SIGKILL);
+    const RunResult killed = run.wait();
+    CHECK(killed.stderr_lines() == 1);
+    CHECK(has(killed.err, "killed by signal 9"));
+    CHECK_FALSE(has(killed.err, "not Python"));
+}
+
+TEST_CASE("record: a snapshot and its statistics are written together or not at all, and no temporary is left") {
+    const Scratch s;
+    // The statistics cannot be written (their name becomes a folder while the program runs).
+    const std::string stats = s / "run.stats.json";
+    Started run = start_gpumem({"reuse-sim", "--record", s / "run.pickle", "--", "python3", kProgram, "sleep"}, standin_env(s), true);
+    REQUIRE(run.read_line(20) == "ready");
+    REQUIRE(::mkdir(stats.c_str(), 0700) == 0);
+    run.signal(SIGTERM);
+    run.wait_within(20);
+    const RunResult r = run.wait();
+    INFO(r.err);
+    CHECK(has(r.err, "no snapshot written"));
+    CHECK_FALSE(exists(s / "run.pickle"));  // the message is true: nothing was written
+    const std::string listing = run_program("/bin/ls", {"-a", s.path}).out;
+    CHECK_FALSE(has(listing, ".tmp-"));
+}

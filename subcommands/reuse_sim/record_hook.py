@@ -51,11 +51,32 @@ def _targets():
 
 
 def _write_atomically(path, write):
-    # A file that exists is whole: a crash part way leaves only the temporary.
-    tmp = "%s.tmp-%d" % (path, os.getpid())
-    with open(tmp, "wb") as f:
-        write(f)
-    os.replace(tmp, path)
+    _write_all([(path, write)])
+
+
+def _write_all(files):
+    """Writes each (path, write) under a temporary name beside it, then
+    renames them all: a file that exists is whole, and when any cannot be
+    written none is renamed and no temporary is left. Only a regular file is
+    replaced: a rename over /dev/null, as root, would make it a file."""
+    done = []
+    try:
+        for path, write in files:
+            if os.path.exists(path) and not os.path.isfile(path):
+                raise OSError("%s exists and is not a regular file; not replaced" % path)
+            tmp = "%s.tmp-%d" % (path, os.getpid())
+            done.append((tmp, path))
+            with open(tmp, "wb") as f:
+                write(f)
+    except BaseException:
+        for tmp, _ in done:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        raise
+    for tmp, path in done:
+        os.replace(tmp, path)
 
 
 def _status(doc):
@@ -77,14 +98,14 @@ def _dump(torch, doc):
         doc["note"] = "it initialized CUDA but allocated no memory through torch"
         return
     path, stats_path, _ = _targets()
-    _write_atomically(path, lambda f: pickle.dump(snapshot, f, protocol=4))
     device = torch.cuda.current_device()
     record = {"kind": "gpumem-torch-recording", "schema_version": 1, "torch_version": torch.__version__,
               "device": device, "device_name": torch.cuda.get_device_name(device), "exit": _State.why,
               "allocator": dict(_State.cap or {}, PYTORCH_CUDA_ALLOC_CONF=_ENV.get("PYTORCH_CUDA_ALLOC_CONF")),
               "memory_stats": stats}
     data = json.dumps(record, indent=1, default=str).encode()
-    _write_atomically(stats_path, lambda f: f.write(data))
+    # The pair or nothing: "no snapshot written" must stay true.
+    _write_all([(path, lambda f: pickle.dump(snapshot, f, protocol=4)), (stats_path, lambda f: f.write(data))])
     doc.update(snapshot=path, stats=stats_path, cuda_used=True)
 
 

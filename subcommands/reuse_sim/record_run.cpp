@@ -131,7 +131,7 @@ private:
     struct sigaction old_int_ {}, old_term_ {};
 };
 
-[[noreturn]] void exec_child(const std::vector<std::string>& command, std::vector<char*>& argv, std::vector<char*>& envp, bool own_group) {
+[[noreturn]] void exec_child(std::vector<char*>& argv, std::vector<char*>& envp, bool own_group, int exec_error_fd) {
     // Only async-signal-safe calls between fork and exec.
     if (own_group) {
         ::setpgid(0, 0);
@@ -142,15 +142,20 @@ private:
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     ::execvpe(argv[0], argv.data(), envp.data());
+    // The parent says why, once: the pipe closes unread on a successful exec.
     const int error = errno;
-    const char* what = std::strerror(error);
-    const char* prefix = "gpumem: error: cannot run ";
-    (void)!::write(STDERR_FILENO, prefix, std::strlen(prefix));
-    (void)!::write(STDERR_FILENO, command[0].data(), command[0].size());
-    (void)!::write(STDERR_FILENO, ": ", 2);
-    (void)!::write(STDERR_FILENO, what, std::strlen(what));
-    (void)!::write(STDERR_FILENO, "\n", 1);
+    (void)!::write(exec_error_fd, &error, sizeof error);
     ::_exit(error == ENOENT ? 127 : 126);  // as a shell's
+}
+
+// The errno of a failed exec, read from the child's end of a close-on-exec
+// pipe: 0 once exec succeeded (the pipe closed with nothing in it).
+int exec_error(int read_fd) {
+    int error = 0;
+    ssize_t n;
+    do n = ::read(read_fd, &error, sizeof error);
+    while (n < 0 && errno == EINTR);
+    return n == static_cast<ssize_t>(sizeof error) ? error : 0;
 }
 
 // --confirm's Ctrl-C: the program's whole group is asked to stop, then killed.
@@ -241,10 +246,20 @@ ChildRun run_recorded(const std::vector<std::string>& command, const RecordSetti
     if (!style.own_group) forward.emplace();
     ChildRun run;
     const auto start = std::chrono::steady_clock::now();
+    int exec_pipe[2];
+    if (::pipe2(exec_pipe, O_CLOEXEC) != 0) throw Error(std::string("pipe: ") + std::strerror(errno));
     const pid_t pid = ::fork();
-    if (pid < 0) throw Error(std::string("fork: ") + std::strerror(errno));
-    if (pid == 0) exec_child(command, argv, envp, style.own_group);
+    if (pid < 0) {
+        ::close(exec_pipe[0]);
+        ::close(exec_pipe[1]);
+        throw Error(std::string("fork: ") + std::strerror(errno));
+    }
+    if (pid == 0) exec_child(argv, envp, style.own_group, exec_pipe[1]);
     if (style.own_group) ::setpgid(pid, pid);  // also here: no window before the child's own call
+    ::close(exec_pipe[1]);
+    if (const int error = exec_error(exec_pipe[0]); error != 0)
+        run.start_error = "cannot run " + command.front() + ": " + std::strerror(error);
+    ::close(exec_pipe[0]);
     const int status = wait_child(pid, style.own_group, run.interrupted);
     run.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     run.exit_status = shell_exit_status(status);
@@ -261,7 +276,13 @@ std::string nothing_recorded_reason(const ChildRun& run) {
         initialized_only = initialized_only || !p.note.empty();
         if (!p.error.empty()) error = p.error;
     }
+    if (run.start_error) return *run.start_error;  // nothing ran: that alone is the reason
     if (!error.empty()) return "no snapshot written: " + error;
+    // Killed (SIGKILL, the OOM killer): no process could say anything,
+    // Python or not.
+    if (run.processes.empty() && run.exit_status > 128)
+        return "no snapshot written: the program was killed by signal " + std::to_string(run.exit_status - 128) + " (" +
+               strsignal(run.exit_status - 128) + ") before any of its processes could write one";
     if (run.processes.empty())
         return "no snapshot written: no Python process started with the hook (the program is not Python, or it cleared PYTHONPATH)";
     if (!imported && no_torch) return "no snapshot written: the program's python has no torch (import torch fails there)";

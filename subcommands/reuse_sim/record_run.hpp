@@ -51,6 +51,7 @@ struct ChildRun {
     int exit_status = 0;  // as a shell reports it (128 + signal)
     double wall_seconds = 0;
     bool interrupted = false;  // --confirm: Ctrl-C stopped it
+    std::optional<std::string> start_error;  // "cannot run CMD: why" when exec failed
     std::vector<RecordedProcess> processes;  // by pid
     // The processes that wrote a snapshot.
     std::vector<const RecordedProcess*> recorded() const;

@@ -3,9 +3,12 @@
 // with --execute replay them for real on a GPU. This file: the options and
 // check(), which finds every usage error before anything runs.
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -16,6 +19,7 @@
 
 #include "base/errors.hpp"
 #include "base/memory_policy.hpp"
+#include "base/record_plan.hpp"
 #include "base/sizes.hpp"
 #include "base/text.hpp"
 #include "cli/commands.hpp"
@@ -80,8 +84,27 @@ struct ReuseSimOptions {
     std::optional<std::uint64_t> max_entries;
     bool python_stacks = false;
     std::optional<std::uint64_t> confirm;
-    std::vector<std::string> command;  // after --
+    std::vector<std::string> program;  // after --: CLI11 never sees it (Command::program)
+    // The options as registered, so that --record can name every replay
+    // option given with it, whatever option a later change adds.
+    const CLI::App* registered = nullptr;
 };
+
+// --record's own options (and help); every other reuse-sim option belongs to
+// the replay and is refused with it.
+constexpr std::string_view kRecordOptions[] = {"--record", "--capacity", "--memory-fraction", "--max-entries",
+                                               "--python-stacks", "--help", "command"};
+
+std::vector<std::string> replay_options_given(const ReuseSimOptions& o) {
+    std::vector<std::string> given;
+    if (o.registered == nullptr) return given;
+    for (const CLI::Option* opt : o.registered->get_options()) {
+        const std::string name = opt->get_name();
+        if (opt->count() > 0 && std::find(std::begin(kRecordOptions), std::end(kRecordOptions), name) == std::end(kRecordOptions))
+            given.push_back(name);
+    }
+    return given;
+}
 
 // The options that tune strategies, and whether each was given. Which
 // strategies each tunes is in kStrategies' rows (their `options`): the help
@@ -250,7 +273,7 @@ void add_record_options(CLI::App& sub, ReuseSimOptions& o) {
                         "until a prediction holds, and compare predicted with real",
                         1, rs::kMaxGridPoints)
         ->type_name("K");
-    sub.add_option("command", o.command, "The program that --record or --confirm runs, after --: -- CMD [ARGS...]")->type_name("CMD");
+    sub.add_option("command", o.program, "The program that --record or --confirm runs, after --: -- CMD [ARGS...]")->type_name("CMD");
 }
 
 void add_options(CLI::App& sub, ReuseSimOptions& o) {
@@ -261,6 +284,7 @@ void add_options(CLI::App& sub, ReuseSimOptions& o) {
     add_output_options(sub, o);
     add_tune_options(sub, o);
     add_record_options(sub, o);
+    o.registered = &sub;
 }
 
 // "N" or "A..B" of positive integers.
@@ -426,9 +450,52 @@ std::optional<TuneRequest> check_tune(const ReuseSimOptions& o, const ReuseSimRe
     return tune;
 }
 
+const char* kind_of_file(mode_t mode) {
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "not a regular file";
+}
+
+// The files a program's command line names: each word, and what follows
+// '=' in --opt=FILE.
+std::vector<std::string> named_paths(const std::vector<std::string>& program) {
+    std::vector<std::string> paths;
+    for (const std::string& word : program) {
+        paths.push_back(word);
+        if (const std::size_t eq = word.find('='); eq != std::string::npos) paths.push_back(word.substr(eq + 1));
+    }
+    // The program itself, as execvp finds it on PATH.
+    if (!program.empty() && program.front().find('/') == std::string::npos)
+        if (const char* path = std::getenv("PATH"))
+            for (std::string_view dir : split(path, ':'))
+                if (!dir.empty()) paths.push_back(std::string(dir) + "/" + program.front());
+    return paths;
+}
+
+// A file --record writes (the snapshot or its statistics) replaces only a
+// regular file: the hook renames over it, which as root would turn /dev/null
+// into a file, and nothing the program runs from or is given: `--record
+// prog.py -- python3 prog.py` would lose the program.
+void check_record_target(const std::string& path, const std::string& shown, const std::vector<std::string>& program) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return;  // a new file
+    if (!S_ISREG(st.st_mode))
+        throw UsageError("--record " + shown + ": " + kind_of_file(st.st_mode) +
+                         "; --record writes a new file or replaces a regular one");
+    for (const std::string& named : named_paths(program)) {
+        struct stat other {};
+        if (!named.empty() && ::stat(named.c_str(), &other) == 0 && other.st_dev == st.st_dev && other.st_ino == st.st_ino)
+            throw UsageError("--record " + shown + ": the program's own file ('" + named +
+                             "' on its command line); the recording would replace it");
+    }
+}
+
 // FILE as an absolute path (the program may change directory), in a
 // directory that exists; the file itself is written by the program's hook.
-std::string check_record_file(const std::string& file) {
+std::string check_record_file(const std::string& file, const std::vector<std::string>& program) {
     if (file.empty()) throw UsageError("--record: empty file name");
     std::string absolute = file.front() == '/' ? file : [&] {
         std::string cwd(4096, '\0');
@@ -440,6 +507,15 @@ std::string check_record_file(const std::string& file) {
     const std::size_t slash = absolute.rfind('/');
     const std::string dir = slash == 0 ? "/" : absolute.substr(0, slash);
     if (::access(dir.c_str(), W_OK) != 0) throw UsageError(file + ": cannot write there: " + std::strerror(errno));
+    // /proc and /sys take no new files: the program would run, then its
+    // recording fail.
+    struct statfs dir_fs {};
+    constexpr long kProcMagic = 0x9fa0, kSysfsMagic = 0x62656572;
+    if (::statfs(dir.c_str(), &dir_fs) == 0 &&
+        (static_cast<long>(dir_fs.f_type) == kProcMagic || static_cast<long>(dir_fs.f_type) == kSysfsMagic))
+        throw UsageError("--record " + file + ": " + dir + " is a kernel file system (/proc, /sys), not a place for files");
+    check_record_target(absolute, file, program);
+    check_record_target(stats_file_name(absolute), stats_file_name(file), program);
     return absolute;
 }
 
@@ -455,21 +531,16 @@ RecordSettings check_real_run_cap(const ReuseSimOptions& o) {
 
 // --record runs a program instead of a replay: the replay's options are refused.
 RecordRequest check_record(const ReuseSimOptions& o, const Globals& globals) {
-    const std::pair<bool, const char*> replay_only[] = {
-        {o.trace.has_value(), "--trace"},   {o.workload.has_value(), "--workload"}, {o.tune, "--tune"},
-        {!o.sweeps.empty(), "--sweep"},     {o.execute, "--execute"},              {o.confirm.has_value(), "--confirm"},
-        {o.save_trace.has_value(), "--save-trace"}, {o.timeline.has_value(), "--timeline"}, {o.costs.has_value(), "--costs"},
-        {o.device_total.has_value(), "--device-total"}};
-    for (const auto& [given, name] : replay_only)
-        if (given)
-            throw UsageError(std::string("--record runs the program and records it; ") + name +
-                             " belongs to the replay that follows (gpumem reuse-sim --trace FILE ...)");
+    const std::vector<std::string> replay_only = replay_options_given(o);
+    if (!replay_only.empty())
+        throw UsageError("--record runs the program and records it; " + join(replay_only, ", ") +
+                         (replay_only.size() == 1 ? " belongs" : " belong") + " to the replay that follows (gpumem reuse-sim --trace FILE ...)");
     if (globals.output.format != Format::table)
         throw UsageError("--record passes the program's stdout through (gpumem's own lines go to stderr): no --json, --csv or --format");
     if (globals.device) throw UsageError("-d/--device: under --record the program chooses its GPU (CUDA_VISIBLE_DEVICES selects them)");
-    if (o.command.empty()) throw UsageError("--record needs the program to run after --: gpumem reuse-sim --record FILE -- CMD [ARGS...]");
-    RecordRequest record{check_real_run_cap(o), o.command};
-    record.settings.file = check_record_file(*o.record);
+    if (o.program.empty()) throw UsageError("--record needs the program to run after --: gpumem reuse-sim --record FILE -- CMD [ARGS...]");
+    RecordRequest record{check_real_run_cap(o), o.program};
+    record.settings.file = check_record_file(*o.record, o.program);
     record.settings.python_stacks = o.python_stacks;
     return record;
 }
@@ -478,13 +549,13 @@ std::optional<ConfirmRequest> check_confirm(const ReuseSimOptions& o, const Reus
     if (o.python_stacks) throw UsageError("--python-stacks goes with --record");
     if (!o.confirm) {
         if (o.max_entries) throw UsageError("--max-entries goes with --record or --confirm");
-        if (!o.command.empty()) throw UsageError("a program to run (after --) needs --record or --confirm");
+        if (!o.program.empty()) throw UsageError("a program to run (after --) needs --record or --confirm");
         return std::nullopt;
     }
     if (!q.tune) throw UsageError("--confirm reruns the best settings of --tune: give --tune (or --sweep)");
     if (!q.input.trace) throw UsageError("--confirm needs --trace: the recording of the program it reruns");
-    if (o.command.empty()) throw UsageError("--confirm needs the program to rerun after --: ... --confirm K -- CMD [ARGS...]");
-    ConfirmRequest confirm{static_cast<std::size_t>(*o.confirm), o.command, check_real_run_cap(o), DeviceSpec{}};
+    if (o.program.empty()) throw UsageError("--confirm needs the program to rerun after --: ... --confirm K -- CMD [ARGS...]");
+    ConfirmRequest confirm{static_cast<std::size_t>(*o.confirm), o.program, check_real_run_cap(o), DeviceSpec{}};
     confirm.device = parse_device_spec("0");
     return confirm;
 }
