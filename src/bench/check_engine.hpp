@@ -161,7 +161,7 @@ struct CheckRequest {
     // run; empty: the live kernel log, read when the checks run.
     std::optional<XidScan> kernel_log;
     XidSince xid_since;
-    double lock_timeout = 60;  // --lock-timeout: seconds to wait for another gpumem on a GPU
+    double lock_timeout = 60;  // --lock-timeout: how long the command's DeviceLocker waits for another gpumem on a GPU
 };
 
 // One device's checks, in the order they ran.
@@ -183,8 +183,9 @@ struct CheckProgress {
     // After each check of the device work, with the count done.
     std::function<void(std::uint64_t done, const CheckOutcome&)> step;
     std::function<void()> finish;
-    // While waiting for another gpumem's lock on a GPU (core/device_lock.hpp).
-    LockWaitFn lock_wait;
+    // Takes the per-GPU locks before the device work (standard and long), as
+    // every command takes them: the command's DeviceLocker (core/device_lock.hpp).
+    DeviceLocker lock;
 };
 
 // The checks a run makes at `level` on `devices` GPUs, node.gpus once.

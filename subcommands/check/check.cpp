@@ -100,11 +100,11 @@ CheckRequest check(const CheckOptions& o, const Globals& globals) {
 // The engine's run with the progress line, erased before any failure line.
 void run_with_progress(const CheckRequest& q, CheckResults& results, Session& session) {
     std::optional<Progress> line;
-    LockWaitProgress waiting(session, q.lock_timeout);
+    GpuLocker gpus(session, q.lock_timeout);  // as every command takes the per-GPU lock
     const CheckProgress progress{
         [&](std::uint64_t total, std::uint64_t) { line.emplace(session.progress(), "check", total); },
         [&](std::uint64_t done, const CheckOutcome& o) { line->update(done, o.id + " " + std::string(verdict_name(o.verdict))); },
-        [&] { line->finish(); }, waiting.callback()};
+        [&] { line->finish(); }, gpus.locker()};
     run_checks(q, results, progress);
 }
 
