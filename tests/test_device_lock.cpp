@@ -12,8 +12,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "bench/check_contention.hpp"
 #include "core/device_lock.hpp"
@@ -195,6 +197,31 @@ TEST_CASE("device lock: another user's lock file is waited for, not skipped") {
     CHECK(holder_pid(refused.holder) == static_cast<unsigned>(other));
     CHECK(taken.acquired);
     CHECK(taken.holder.find("not locked") == std::string::npos);
+}
+
+// check's engine takes the lock the way every command does: through the
+// command's DeviceLocker (cli/lock_wait's GpuLocker), never on its own.
+TEST_CASE("device lock: check's device work locks through the command's DeviceLocker") {
+    std::vector<CheckDeviceFigures> figures(2);
+    figures[0].device = gpu(0x41);
+    figures[1].device = gpu(0x42);
+    std::vector<DeviceIdentity> asked;
+    const DeviceLocker refuse_second = [&](const std::vector<DeviceIdentity>& devices) {
+        asked = devices;
+        std::vector<DeviceLockResult> results(devices.size());
+        results[0].acquired = true;
+        results[1].holder = "pid 77: gpumem copy";
+        return results;
+    };
+    lock_check_devices(DeviceSpec{}, nullptr, figures, refuse_second);
+    REQUIRE(asked.size() == 2);
+    CHECK(asked[1].pci.bus == 0x42);
+    CHECK(figures[0].why_unlocked.empty());
+    CHECK(figures[0].lock_note.empty());
+    CHECK(figures[1].why_unlocked.find("not run: ") == 0);
+    CHECK(figures[1].why_unlocked.find("pid 77: gpumem copy") != std::string::npos);
+    // No locker is a mistake of the command, not a run without the lock.
+    CHECK_THROWS_AS(lock_check_devices(DeviceSpec{}, nullptr, figures, DeviceLocker{}), std::logic_error);
 }
 
 TEST_CASE("contention: an allocation that fails beside another process's memory is unknown; on a free GPU it fails") {

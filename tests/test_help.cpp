@@ -6,11 +6,15 @@
 // nearest name offered for a mistyped command, option or list.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "cli/lists.hpp"
 #include "cli_harness.hpp"
 
 namespace {
@@ -240,4 +244,37 @@ TEST_CASE("help: --schema COMMAND prints that command's schema only") {
     const nlohmann::json modes = nlohmann::json::parse(run_gpumem({"--schema", "alloc-test"}).out);
     CHECK(modes.contains("alloc-test hold"));
     CHECK(modes.size() == 5);
+}
+
+// The shared layer (subcommands/cli) knows no command: each command hands
+// its lists in (CommandDefinition::lists), with a table of its own where
+// the list has more columns, and no file of cli/ includes a command's folder.
+TEST_CASE("--list: each command hands its lists in; the shared layer includes no command's header") {
+    const char* dir = std::getenv("GPUMEM_TESTS_DIR");
+    const std::filesystem::path subcommands = std::filesystem::path(dir ? dir : GPUMEM_TESTS_SOURCE_DIR) / ".." / "subcommands";
+    // A command folder named as a library of src/ (reuse_sim) cannot be told
+    // from it by its include path, and is left out.
+    std::vector<std::string> commands;
+    for (const auto& entry : std::filesystem::directory_iterator(subcommands)) {
+        const std::string name = entry.path().filename().string();
+        if (entry.is_directory() && name != "cli" && !std::filesystem::exists(subcommands / ".." / "src" / name)) commands.push_back(name);
+    }
+    REQUIRE(commands.size() >= 6);
+    for (const auto& entry : std::filesystem::directory_iterator(subcommands / "cli")) {
+        const std::string text = slurp(entry.path().string());
+        for (const std::string& command : commands) {
+            CAPTURE(entry.path().filename().string());
+            CHECK(text.find("#include \"" + command + "/") == std::string::npos);
+        }
+    }
+    std::set<std::string_view> names;
+    std::set<std::string_view> with_table;
+    for (const gpumem::cli::ListEntry& e : gpumem::cli::name_lists()) {
+        CAPTURE(e.name);
+        CHECK(names.insert(e.name).second);  // one list per name
+        CHECK(static_cast<bool>(e.view));
+        if (e.table) with_table.insert(e.name);
+    }
+    CHECK(names.size() == 22);
+    CHECK(with_table == std::set<std::string_view>{"checks", "xids"});
 }

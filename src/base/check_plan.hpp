@@ -87,12 +87,13 @@ struct CheckKind {
     std::string_view source;
 };
 
-// Every check, in the order they run and are reported (gpumem --list checks).
-// The table drives the run: src/bench runs each row by its id, through a
-// judge of the figures read before any work (kJudges, bench/check_health.cpp)
-// at quick level, a device step (kDeviceSteps, bench/check_engine.cpp) at
-// standard and long, or the pair runner (p2p); a test holds every row to
-// exactly one of them. base knows no NVML or CUDA, so the runners live there.
+// Every check, in the order they run and are reported (gpumem --list checks):
+// the rows of base/check_table.hpp. The table drives the run: src/bench binds
+// each row at compile time to a judge of the figures read before any work
+// (kJudges, bench/check_health.cpp) at quick level, a device step
+// (kDeviceSteps, bench/check_engine.cpp) at standard and long, or the pair
+// runner (p2p), and a static_assert there fails the build for a row with
+// none. base knows no NVML or CUDA, so the runners live there.
 extern const NameTable<CheckKind> kChecks;
 // The row of a check id ("copy.h2d", "p2p.0-1"); UsageError when unknown.
 const Named<CheckKind>& check_row(std::string_view id);

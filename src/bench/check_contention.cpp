@@ -6,6 +6,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include "base/interrupt.hpp"
@@ -98,12 +99,13 @@ void wait_until_gone(const DeviceIdentity& device, unsigned pid) {
 
 }  // namespace
 
-void lock_check_devices(const DeviceSpec& spec, CheckNodeFigures* node, std::vector<CheckDeviceFigures>& figures, double timeout,
-                        const LockWaitFn& on_wait) {
+void lock_check_devices(const DeviceSpec& spec, CheckNodeFigures* node, std::vector<CheckDeviceFigures>& figures, const DeviceLocker& lock) {
+    if (!lock) throw std::logic_error("check's device work needs the command's DeviceLocker");
     std::vector<DeviceIdentity> devices;
     devices.reserve(figures.size());
     for (const CheckDeviceFigures& f : figures) devices.push_back(f.device);
-    const std::vector<DeviceLockResult> locks = lock_devices(devices, timeout, on_wait);
+    const std::vector<DeviceLockResult> locks = lock(devices);
+    if (locks.size() != devices.size()) throw std::logic_error("a DeviceLocker gives one result per device");
     bool waited = false;
     for (std::size_t i = 0; i < locks.size(); ++i) {
         if (locks[i].waited <= 0) continue;

@@ -43,11 +43,10 @@ DeviceContention read_contention(const DeviceIdentity& device);
 CheckOutcome review_contention(CheckOutcome outcome, bool allocation_failed, const DeviceContention& contention, bool judge_shared);
 
 // Takes the lock of every device of `figures` (check's standard and long
-// levels), waiting up to `timeout` s: a device whose lock was not obtained
-// gets `why_unlocked`. When the wait was not instant, the NVML figures are
+// levels) through `lock`, the command's locker: a device whose lock was not
+// obtained gets `why_unlocked`. When the wait was not instant, the NVML figures are
 // read again (`spec`, `node`): the ones read before described the GPU
 // while the other process worked on it.
-void lock_check_devices(const DeviceSpec& spec, CheckNodeFigures* node, std::vector<CheckDeviceFigures>& figures, double timeout,
-                        const LockWaitFn& on_wait);
+void lock_check_devices(const DeviceSpec& spec, CheckNodeFigures* node, std::vector<CheckDeviceFigures>& figures, const DeviceLocker& lock);
 
 }  // namespace gpumem

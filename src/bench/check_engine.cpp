@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <mutex>
 #include <thread>
 
+#include "base/check_table.hpp"
 #include "base/cpu_affinity.hpp"
 #include "base/sizes.hpp"
 #include "base/stats.hpp"
@@ -282,10 +284,10 @@ struct DeviceWork {
     DeviceId device;
 };
 
-// A check of kChecks that runs as device work on its own GPU. The run's
-// order is kChecks'.
+// A check of kChecks that runs as device work on its own GPU: its row,
+// bound at compile time (check_definition), and its step.
 struct DeviceStep {
-    std::string_view id;
+    const Named<CheckKind>* row;
     CheckOutcome (*run)(const DeviceWork& work);
     // Non-empty: the later steps need what this one made, and without its
     // value each of them is unknown for this reason.
@@ -293,7 +295,7 @@ struct DeviceStep {
 };
 
 constexpr DeviceStep kDeviceSteps[] = {
-    {"cuda.context",
+    {check_definition("cuda.context"),
      [](const DeviceWork& w) {
          CheckOutcome o = check_context(w.device, w.settings);
          // How long this check waited for another gpumem on the GPU, and for whom.
@@ -301,24 +303,39 @@ constexpr DeviceStep kDeviceSteps[] = {
          return o;
      },
      "not run: no CUDA context"},
-    {"memset.bandwidth", [](const DeviceWork& w) { return check_memset(w.figures, w.settings); }, ""},
-    {"copy.d2d", [](const DeviceWork& w) { return check_copy(w.figures, w.settings, "d2d", w.stop); }, ""},
-    {"copy.h2d", [](const DeviceWork& w) { return check_copy(w.figures, w.settings, "h2d", w.stop); }, ""},
-    {"copy.d2h", [](const DeviceWork& w) { return check_copy(w.figures, w.settings, "d2h", w.stop); }, ""},
-    {"alloc.max", [](const DeviceWork& w) { return check_alloc_max(w.device, w.settings, w.stop); }, ""},
-    {"fill.verify", [](const DeviceWork& w) { return check_fill(w.device, w.settings, w.stop); }, ""},
-    {"memtest", [](const DeviceWork& w) { return check_memtest(w.device, w.settings, w.stop); }, ""},
+    {check_definition("memset.bandwidth"), [](const DeviceWork& w) { return check_memset(w.figures, w.settings); }, ""},
+    {check_definition("copy.d2d"), [](const DeviceWork& w) { return check_copy(w.figures, w.settings, "d2d", w.stop); }, ""},
+    {check_definition("copy.h2d"), [](const DeviceWork& w) { return check_copy(w.figures, w.settings, "h2d", w.stop); }, ""},
+    {check_definition("copy.d2h"), [](const DeviceWork& w) { return check_copy(w.figures, w.settings, "d2h", w.stop); }, ""},
+    {check_definition("alloc.max"), [](const DeviceWork& w) { return check_alloc_max(w.device, w.settings, w.stop); }, ""},
+    {check_definition("fill.verify"), [](const DeviceWork& w) { return check_fill(w.device, w.settings, w.stop); }, ""},
+    {check_definition("memtest"), [](const DeviceWork& w) { return check_memtest(w.device, w.settings, w.stop); }, ""},
 };
 
-const DeviceStep* device_step(std::string_view id) noexcept {
-    for (const DeviceStep& step : kDeviceSteps)
-        if (step.id == id) return &step;
-    return nullptr;
+// Whether kDeviceSteps has, in kChecks' order, one step for every row of
+// kChecks that runs above quick level on one GPU (not per pair: the pair
+// runner, run_p2p_checks, takes those) and nothing else. The quick rows are
+// kJudges' (check_health.cpp); no row is quick and per pair.
+constexpr bool steps_every_device_row() {
+    std::size_t next = 0;
+    for (const Named<CheckKind>& r : kCheckRows) {
+        if (r.value.per_pair && r.value.level == CheckLevel::quick) return false;
+        if (r.value.level == CheckLevel::quick || r.value.per_pair) continue;
+        if (next == std::size(kDeviceSteps) || kDeviceSteps[next].row != &r || kDeviceSteps[next].run == nullptr) return false;
+        ++next;
+    }
+    return next == std::size(kDeviceSteps);
 }
+static_assert(steps_every_device_row(),
+              "kDeviceSteps must list one step for each row of kCheckRows (base/check_table.hpp) above quick level and not per pair, "
+              "in the table's order");
+
 
 }  // namespace
 
-bool has_device_step(std::string_view id) noexcept { return device_step(id) != nullptr; }
+bool has_device_step(std::string_view id) noexcept {
+    return std::any_of(std::begin(kDeviceSteps), std::end(kDeviceSteps), [id](const DeviceStep& step) { return step.row->name == id; });
+}
 
 void run_device_checks(const CheckDeviceFigures& f, const CheckSettings& s, std::vector<CheckOutcome>& out, const StopToken& stop,
                        const OutcomeFn& on_outcome) {
@@ -331,16 +348,15 @@ void run_device_checks(const CheckDeviceFigures& f, const CheckSettings& s, std:
     // Why the remaining steps cannot run: another gpumem kept the GPU's lock
     // past --lock-timeout, or a step later ones need failed.
     std::string missing = f.why_unlocked;
-    for (const Named<CheckKind>& row : kChecks) {
-        const DeviceStep* step = device_step(row.name);
-        if (step == nullptr || !runs_at(row.value, s.level)) continue;
-        const std::string id(row.name);
+    for (const DeviceStep& step : kDeviceSteps) {
+        if (!runs_at(step.row->value, s.level)) continue;
+        const std::string id(step.row->name);
         if (!missing.empty()) {
             steps.add(unknown_check(id, missing));
             continue;
         }
-        steps.run(id, [&] { return step->run(work); });
-        if (!step->needed_by_later.empty() && !steps.last().value) missing = step->needed_by_later;
+        steps.run(id, [&] { return step.run(work); });
+        if (!step.needed_by_later.empty() && !steps.last().value) missing = step.needed_by_later;
     }
 }
 
@@ -524,7 +540,7 @@ void run_checks(const CheckRequest& q, CheckResults& results, const CheckProgres
     CheckNodeFigures node;
     std::vector<CheckDeviceFigures> figures = read_check_figures(q.devices, &node);
     // Device work: one gpumem at a time on a GPU (its figures read again after a wait).
-    if (q.settings.level != CheckLevel::quick) lock_check_devices(q.devices, &node, figures, q.lock_timeout, progress.lock_wait);
+    if (q.settings.level != CheckLevel::quick) lock_check_devices(q.devices, &node, figures, progress.lock);
     const XidReading xid = read_xid_events(q, figures);
     results.devices.reserve(figures.size());
     // The node's own checks go on its first GPU's row.

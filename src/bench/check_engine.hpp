@@ -4,8 +4,9 @@
 // largest allocation, fill and verify, memtest, p2p) with the existing
 // engines, judging each step as it ends. The checks, thresholds and verdicts
 // themselves are base/check_plan's; the order of its table is the order of
-// the run, and each row is run here by its id (kJudges in check_health.cpp,
-// kDeviceSteps in check_engine.cpp).
+// the run, and each row is bound here to what runs it at compile time
+// (kJudges in check_health.cpp, kDeviceSteps in check_engine.cpp, each
+// checked against base/check_table.hpp's rows by a static_assert).
 #pragma once
 
 #include <cstdint>
@@ -94,7 +95,8 @@ std::vector<CheckOutcome> judge_readings(const CheckReadings& readings, bool wit
 // (tests); std::logic_error for a check kJudges does not judge.
 CheckOutcome judge_check(std::string_view id, const CheckDeviceFigures& figures, const ThresholdOverrides& overrides);
 // Whether kJudges judges check `id`, and whether kDeviceSteps runs it: a
-// row of kChecks is exactly one of these, or per pair.
+// row of kChecks is exactly one of these, or per pair (static_asserts in
+// check_health.cpp and check_engine.cpp; these are for tests).
 bool has_judge(std::string_view id) noexcept;
 bool has_device_step(std::string_view id) noexcept;
 
@@ -159,7 +161,7 @@ struct CheckRequest {
     // run; empty: the live kernel log, read when the checks run.
     std::optional<XidScan> kernel_log;
     XidSince xid_since;
-    double lock_timeout = 60;  // --lock-timeout: seconds to wait for another gpumem on a GPU
+    double lock_timeout = 60;  // --lock-timeout: how long the command's DeviceLocker waits for another gpumem on a GPU
 };
 
 // One device's checks, in the order they ran.
@@ -181,8 +183,9 @@ struct CheckProgress {
     // After each check of the device work, with the count done.
     std::function<void(std::uint64_t done, const CheckOutcome&)> step;
     std::function<void()> finish;
-    // While waiting for another gpumem's lock on a GPU (core/device_lock.hpp).
-    LockWaitFn lock_wait;
+    // Takes the per-GPU locks before the device work (standard and long), as
+    // every command takes them: the command's DeviceLocker (core/device_lock.hpp).
+    DeviceLocker lock;
 };
 
 // The checks a run makes at `level` on `devices` GPUs, node.gpus once.

@@ -1,6 +1,6 @@
 // The first half of `gpumem check`: reading each device's figures without a
 // CUDA context, and the judges (pure) of every check that needs no device
-// work: one function per check, each a row of kJudges in kChecks' order.
+// work: one function per check, each bound to its row of kChecks in kJudges.
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include <iterator>
 #include <stdexcept>
 
+#include "base/check_table.hpp"
 #include "base/errors.hpp"
 #include "base/sizes.hpp"
 #include "base/stats.hpp"
@@ -330,12 +331,15 @@ enum class Reading {
 
 using Judge = CheckOutcome (*)(const std::string& id, const CheckReadings& readings);
 
-// A check of kChecks judged from what was read before any device work.
+// A check of kChecks judged from what was read before any device work: its
+// row, bound at compile time (check_definition), and its judge.
 struct JudgeRow {
-    std::string_view id;
+    const Named<CheckKind>* row;
     Reading reading;
     Judge judge;
 };
+
+constexpr const Named<CheckKind>* row(std::string_view id) { return check_definition(id); }
 
 constexpr const char* kNoRemap = "not supported by this GPU (remapped rows exist on Ampere and newer)";
 constexpr const char* kNoRetire = "not supported by this GPU (pages are retired before Ampere; newer GPUs remap rows)";
@@ -345,39 +349,58 @@ using RD = Reading;
 using CR = const CheckReadings&;
 using Id = const std::string&;
 
-// Each quick-level check of kChecks and its judge; the run's order is kChecks'.
+// Each quick-level check of kChecks and its judge, in kChecks' order (the
+// run's); the static_assert below holds every quick row to one judge.
 constexpr JudgeRow kJudges[] = {
-    {"nvml.ecc.mode", RD::health, ecc_mode},
-    {"nvml.ecc.uncorrected.volatile", RD::health, [](Id id, CR r) { return figure(r, id, health(r).ecc_uncorrected_volatile, kNoEcc); }},
-    {"nvml.ecc.uncorrected.aggregate", RD::health, [](Id id, CR r) { return figure(r, id, health(r).ecc_uncorrected_aggregate, kNoEcc); }},
-    {"nvml.ecc.corrected.volatile", RD::health, [](Id id, CR r) { return figure(r, id, health(r).ecc_corrected_volatile, kNoEcc); }},
-    {"nvml.ecc.corrected.aggregate", RD::health, [](Id id, CR r) { return figure(r, id, health(r).ecc_corrected_aggregate, kNoEcc); }},
-    {"nvml.remapped_rows.correctable", RD::health, [](Id id, CR r) { return figure(r, id, health(r).remapped_rows_correctable, kNoRemap); }},
-    {"nvml.remapped_rows.uncorrectable", RD::health,
+    {row("nvml.ecc.mode"), RD::health, ecc_mode},
+    {row("nvml.ecc.uncorrected.volatile"), RD::health, [](Id id, CR r) { return figure(r, id, health(r).ecc_uncorrected_volatile, kNoEcc); }},
+    {row("nvml.ecc.uncorrected.aggregate"), RD::health, [](Id id, CR r) { return figure(r, id, health(r).ecc_uncorrected_aggregate, kNoEcc); }},
+    {row("nvml.ecc.corrected.volatile"), RD::health, [](Id id, CR r) { return figure(r, id, health(r).ecc_corrected_volatile, kNoEcc); }},
+    {row("nvml.ecc.corrected.aggregate"), RD::health, [](Id id, CR r) { return figure(r, id, health(r).ecc_corrected_aggregate, kNoEcc); }},
+    {row("nvml.remapped_rows.correctable"), RD::health, [](Id id, CR r) { return figure(r, id, health(r).remapped_rows_correctable, kNoRemap); }},
+    {row("nvml.remapped_rows.uncorrectable"), RD::health,
      [](Id id, CR r) { return figure(r, id, health(r).remapped_rows_uncorrectable, kNoRemap); }},
-    {"nvml.remapped_rows.pending", RD::health, [](Id id, CR r) { return figure(r, id, health(r).remapped_rows_pending, kNoRemap); }},
-    {"nvml.remapped_rows.failure", RD::health, [](Id id, CR r) { return figure(r, id, health(r).remapped_rows_failure, kNoRemap); }},
-    {"nvml.retired_pages.sbe", RD::health, [](Id id, CR r) { return figure(r, id, health(r).retired_pages_sbe, kNoRetire); }},
-    {"nvml.retired_pages.dbe", RD::health, [](Id id, CR r) { return figure(r, id, health(r).retired_pages_dbe, kNoRetire); }},
-    {"nvml.retired_pages.pending", RD::health, [](Id id, CR r) { return figure(r, id, health(r).retired_pages_pending, kNoRetire); }},
-    {"nvml.pcie.link", RD::health, pcie_link},
-    {"nvml.memory_clock", RD::health, memory_clock},
-    {"nvml.clock_event_reasons", RD::health, clock_reasons},
-    {"nvml.processes", RD::health, processes},
-    {"nvml.memory.in_use", RD::health, memory_in_use},
-    {"nvml.recovery_action", RD::health, recovery_action},
-    {"node.gpus", RD::node, [](Id, CR r) { return node_gpus_check(r.node, r.thresholds); }},
-    {"xid.events", RD::kernel_log, [](Id, CR r) { return xid_check(r.xid.scan, r.xid.window, r.device.device.pci, r.xid.checked); }},
-    {"nvlink.links", RD::nvlink, nvlink_links},
-    {"nvlink.replay_errors", RD::nvlink, [](Id id, CR r) { return nvlink_counter(id, r, r.device.nvlink->replay_errors); }},
-    {"nvlink.recovery_errors", RD::nvlink, [](Id id, CR r) { return nvlink_counter(id, r, r.device.nvlink->recovery_errors); }},
-    {"nvlink.crc_errors", RD::nvlink, [](Id id, CR r) { return nvlink_counter(id, r, crc_errors(*r.device.nvlink)); }},
-    {"nvlink.fabric", RD::nvlink, nvlink_fabric},
+    {row("nvml.remapped_rows.pending"), RD::health, [](Id id, CR r) { return figure(r, id, health(r).remapped_rows_pending, kNoRemap); }},
+    {row("nvml.remapped_rows.failure"), RD::health, [](Id id, CR r) { return figure(r, id, health(r).remapped_rows_failure, kNoRemap); }},
+    {row("nvml.retired_pages.sbe"), RD::health, [](Id id, CR r) { return figure(r, id, health(r).retired_pages_sbe, kNoRetire); }},
+    {row("nvml.retired_pages.dbe"), RD::health, [](Id id, CR r) { return figure(r, id, health(r).retired_pages_dbe, kNoRetire); }},
+    {row("nvml.retired_pages.pending"), RD::health, [](Id id, CR r) { return figure(r, id, health(r).retired_pages_pending, kNoRetire); }},
+    {row("nvml.pcie.link"), RD::health, pcie_link},
+    {row("nvml.memory_clock"), RD::health, memory_clock},
+    {row("nvml.clock_event_reasons"), RD::health, clock_reasons},
+    {row("nvml.processes"), RD::health, processes},
+    {row("nvml.memory.in_use"), RD::health, memory_in_use},
+    {row("nvml.recovery_action"), RD::health, recovery_action},
+    {row("node.gpus"), RD::node, [](Id, CR r) { return node_gpus_check(r.node, r.thresholds); }},
+    {row("xid.events"), RD::kernel_log, [](Id, CR r) { return xid_check(r.xid.scan, r.xid.window, r.device.device.pci, r.xid.checked); }},
+    {row("nvlink.links"), RD::nvlink, nvlink_links},
+    {row("nvlink.replay_errors"), RD::nvlink, [](Id id, CR r) { return nvlink_counter(id, r, r.device.nvlink->replay_errors); }},
+    {row("nvlink.recovery_errors"), RD::nvlink, [](Id id, CR r) { return nvlink_counter(id, r, r.device.nvlink->recovery_errors); }},
+    {row("nvlink.crc_errors"), RD::nvlink, [](Id id, CR r) { return nvlink_counter(id, r, crc_errors(*r.device.nvlink)); }},
+    {row("nvlink.fabric"), RD::nvlink, nvlink_fabric},
 };
 
+// Whether kJudges has, in kChecks' order, one judge for every row of
+// kChecks that runs at quick level and nothing else: the checks that need
+// no device work are exactly the quick ones (a quick check makes no CUDA
+// context), and the device steps (check_engine.cpp) take the others.
+constexpr bool judges_every_quick_row() {
+    std::size_t next = 0;
+    for (const Named<CheckKind>& r : kCheckRows) {
+        if (r.value.level != CheckLevel::quick) continue;
+        if (next == std::size(kJudges) || kJudges[next].row != &r || kJudges[next].judge == nullptr) return false;
+        ++next;
+    }
+    return next == std::size(kJudges);
+}
+static_assert(judges_every_quick_row(),
+              "kJudges must list one judge for each quick-level row of kCheckRows (base/check_table.hpp), in the table's order");
+
+// The judge of check `id`, for judge_check and has_judge (the tests' way
+// in); the run itself goes through kJudges.
 const JudgeRow* judge_row(std::string_view id) noexcept {
     for (const JudgeRow& j : kJudges)
-        if (j.id == id) return &j;
+        if (j.row->name == id) return &j;
     return nullptr;
 }
 
@@ -399,8 +422,10 @@ std::vector<CheckOutcome> judge_reading(const CheckDeviceFigures& figures, const
     const XidReading xid;
     const CheckReadings r{figures, node, xid, overrides};
     std::vector<CheckOutcome> out;
-    for (const CheckOutcome& o : judge_readings(r, true))
-        if (judge_row(o.id)->reading == reading) out.push_back(o);
+    // With the node's, judge_readings gives one outcome per row of kJudges, in its order.
+    const std::vector<CheckOutcome> all = judge_readings(r, true);
+    for (std::size_t i = 0; i < all.size(); ++i)
+        if (kJudges[i].reading == reading) out.push_back(all[i]);
     return out;
 }
 
@@ -411,12 +436,11 @@ bool has_judge(std::string_view id) noexcept { return judge_row(id) != nullptr; 
 std::vector<CheckOutcome> judge_readings(const CheckReadings& r, bool with_node) {
     std::vector<CheckOutcome> out;
     std::vector<std::size_t> from_health;
-    for (const Named<CheckKind>& row : kChecks) {
-        const JudgeRow* j = judge_row(row.name);
-        if (j == nullptr || (j->reading == Reading::node && !with_node)) continue;
-        out.push_back(judge_one(*j, std::string(row.name), r));
-        if (j->reading == Reading::health && r.device.health) from_health.push_back(out.size() - 1);
-        if (j->reading == Reading::kernel_log) out.back().seconds = r.xid.seconds / static_cast<double>(std::max<std::size_t>(1, r.xid.checked.size()));
+    for (const JudgeRow& j : kJudges) {
+        if (j.reading == Reading::node && !with_node) continue;
+        out.push_back(judge_one(j, std::string(j.row->name), r));
+        if (j.reading == Reading::health && r.device.health) from_health.push_back(out.size() - 1);
+        if (j.reading == Reading::kernel_log) out.back().seconds = r.xid.seconds / static_cast<double>(std::max<std::size_t>(1, r.xid.checked.size()));
     }
     // The reading of the figures is shared; each check gets its part.
     for (std::size_t i : from_health) out[i].seconds = r.device.seconds / static_cast<double>(from_health.size());

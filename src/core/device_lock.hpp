@@ -53,6 +53,14 @@ DeviceLockResult lock_device(const DeviceIdentity& device, double timeout, const
 // each waited for up to what is left of `timeout`. Results in `devices`' order.
 std::vector<DeviceLockResult> lock_devices(const std::vector<DeviceIdentity>& devices, double timeout, const LockWaitFn& on_wait);
 
+// How a command takes the locks of the GPUs it is about to measure: each
+// device's result, in `devices`' order. Every command's comes from the same
+// place, cli/lock_wait's GpuLocker (lock_devices with --lock-timeout, and
+// the waiting line on a terminal); what a lock not obtained means is the
+// caller's (an error for memset, copy and alloc-test; unknown device work
+// for check).
+using DeviceLocker = std::function<std::vector<DeviceLockResult>(const std::vector<DeviceIdentity>& devices)>;
+
 // The pid a holder text names ("pid 123: gpumem check" -> 123); 0 when none.
 unsigned holder_pid(const std::string& holder) noexcept;
 

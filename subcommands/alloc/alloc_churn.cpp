@@ -166,8 +166,16 @@ Report churn_report(const ChurnRequest& q, const ChurnResults& results, const Ou
     return r;
 }
 
+namespace {
+// growth is reuse-sim's too.
+constexpr ListEntry kChurnLists[] = {
+    {"growth", "alloc-test churn, reuse-sim --growth", [] { return view_of(kGrowthRules); }},
+    {"via", "alloc-test churn --via", [] { return view_of(kChurnVias); }},
+};
+}  // namespace
+
 constexpr CommandDefinition kAllocChurnCommand{
     [] { return make_command(CommandFunctions<ChurnOptionsText, ChurnRequest, ChurnResults>{add_options, check, execute, churn_report}); },
-    [] { return kLayout.schema(); }};
+    [] { return kLayout.schema(); }, /*prometheus=*/false, /*nagios=*/false, kChurnLists};
 
 }  // namespace gpumem::cli

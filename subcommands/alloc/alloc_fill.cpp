@@ -219,8 +219,12 @@ Report fill_report(const FillRequest& q, const FillResults& results, const Outpu
     return r;
 }
 
+namespace {
+constexpr ListEntry kFillLists[] = {{"patterns", "alloc-test fill --pattern", [] { return view_of(kPatterns); }}};
+}  // namespace
+
 constexpr CommandDefinition kAllocFillCommand{
     [] { return make_command(CommandFunctions<FillOptionsText, FillRequest, FillResults>{add_options, check, execute, fill_report}); },
-    [] { return kLayout.schema(); }};
+    [] { return kLayout.schema(); }, /*prometheus=*/false, /*nagios=*/false, kFillLists};
 
 }  // namespace gpumem::cli

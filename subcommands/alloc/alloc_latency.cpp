@@ -194,8 +194,12 @@ Report latency_report(const LatencyRequest& q, const LatencyResults& results, co
     return r;
 }
 
+namespace {
+constexpr ListEntry kLatencyLists[] = {{"apis", "alloc-test latency, churn --api", [] { return view_of(kAllocApis); }}};
+}  // namespace
+
 constexpr CommandDefinition kAllocLatencyCommand{
     [] { return make_command(CommandFunctions<LatencyOptionsText, LatencyRequest, LatencyResults>{add_options, check, execute, latency_report}); },
-    [] { return kLayout.schema(); }};
+    [] { return kLayout.schema(); }, /*prometheus=*/false, /*nagios=*/false, kLatencyLists};
 
 }  // namespace gpumem::cli

@@ -100,11 +100,11 @@ CheckRequest check(const CheckOptions& o, const Globals& globals) {
 // The engine's run with the progress line, erased before any failure line.
 void run_with_progress(const CheckRequest& q, CheckResults& results, Session& session) {
     std::optional<Progress> line;
-    LockWaitProgress waiting(session, q.lock_timeout);
+    GpuLocker gpus(session, q.lock_timeout);  // as every command takes the per-GPU lock
     const CheckProgress progress{
         [&](std::uint64_t total, std::uint64_t) { line.emplace(session.progress(), "check", total); },
         [&](std::uint64_t done, const CheckOutcome& o) { line->update(done, o.id + " " + std::string(verdict_name(o.verdict))); },
-        [&] { line->finish(); }, waiting.callback()};
+        [&] { line->finish(); }, gpus.locker()};
     run_checks(q, results, progress);
 }
 
@@ -126,8 +126,19 @@ void execute(const CheckRequest& q, CheckResults& results, Session& session) {
 
 }  // namespace
 
+namespace {
+// checks and xids have columns of their own (levels, thresholds, remediations; an Xid's facts).
+constexpr ListEntry kCheckLists[] = {
+    {"checks", "check --threshold", check_list, [](Format) { return check_list_table(); }},
+    {"levels", "check --level", check_level_list},
+    {"xids", "check (xid.events)", xid_list, xid_list_table},
+    {"verdicts", "check's verdicts", [] { return view_of(kVerdicts); }},
+    {"remediations", "check's remediations", [] { return view_of(kRemediations); }},
+};
+}  // namespace
+
 constexpr CommandDefinition kCheckCommand{
     [] { return make_command(CommandFunctions<CheckOptions, CheckRequest, CheckResults>{add_options, check, execute, check_report}); },
-    check_schema, /*prometheus=*/true, /*nagios=*/true};
+    check_schema, /*prometheus=*/true, /*nagios=*/true, kCheckLists};
 
 }  // namespace gpumem::cli

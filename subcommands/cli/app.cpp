@@ -577,6 +577,13 @@ int run_command_line(int original_argc, char** original_argv, RunMode mode) {
 
 }  // namespace
 
+std::vector<ListEntry> command_lists() {
+    std::vector<ListEntry> lists;
+    for (const CommandEntry& e : kCommands)
+        if (e.definition) lists.insert(lists.end(), e.definition->lists.begin(), e.definition->lists.end());
+    return lists;
+}
+
 NameListView command_list() {
     // The view holds string_views: the summaries stay, once made.
     static const std::vector<std::string> summaries = [] {

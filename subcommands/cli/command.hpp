@@ -17,6 +17,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/lists.hpp"
 #include "cli/options.hpp"
 #include "cli/output.hpp"
 #include "cli/writer.hpp"
@@ -131,6 +132,9 @@ struct CommandDefinition {
     bool prometheus = false;
     // report() fills Report::nagios: the command takes --format nagios.
     bool nagios = false;
+    // The lists of names its options take (gpumem --list NAME), in the order
+    // --list shows them; a list two commands take is the first one's.
+    ListRows lists{};
 };
 
 struct CommandEntry {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "cli/command.hpp"
 
@@ -10,6 +11,8 @@ namespace gpumem::cli {
 
 // Every row of the command table (modes as "alloc-test latency"), for --list.
 NameListView command_list();
+// Every command's lists (CommandDefinition::lists), in the command table's order.
+std::vector<ListEntry> command_lists();
 
 // Every command's definition, in its own file.
 extern const CommandDefinition kInfoCommand;
@@ -26,7 +29,5 @@ extern const CommandDefinition kReportCommand;
 
 // info's document schema, also for its tests.
 DocumentSchema info_schema();
-NameListView memset_targets();
-NameListView memset_widths();
 
 }  // namespace gpumem::cli

@@ -1,47 +1,20 @@
 #include "cli/lists.hpp"
 
-#include "base/alloc_plan.hpp"
-#include "base/copy_plan.hpp"
 #include "base/errors.hpp"
-#include "base/memory_policy.hpp"
-#include "base/sizes.hpp"
-#include "bench/alloc_apis.hpp"
-#include "bench/alloc_modes.hpp"
-#include "check/check_report.hpp"
 #include "cli/commands.hpp"
-#include "info/info_fields.hpp"
-#include "reuse_sim/strategy.hpp"
-#include "reuse_sim/trace_reader.hpp"
-#include "reuse_sim/tuner.hpp"
-#include "reuse_sim/workloads.hpp"
 
 namespace gpumem::cli {
 
 const std::vector<ListEntry>& name_lists() {
-    static const std::vector<ListEntry> lists = {
-        {"commands", "gpumem COMMAND", command_list},
-        {"formats", "--format", [] { return view_of(kFormats); }},
-        {"units", "--units", [] { return view_of(kUnits); }},
-        {"directions", "copy DIRECTION", [] { return view_of(kCopyDirections); }},
-        {"engines", "copy --engine", [] { return view_of(kCopyEngines); }},
-        {"targets", "memset --target", memset_targets},
-        {"widths", "memset --width", memset_widths},
-        {"host-memory", "memset, copy --host-memory", [] { return view_of(kHostMemoryKinds); }},
-        {"growth", "alloc-test churn, reuse-sim --growth", [] { return view_of(kGrowthRules); }},
-        {"apis", "alloc-test latency, churn --api", [] { return view_of(kAllocApis); }},
-        {"patterns", "alloc-test fill --pattern", [] { return view_of(kPatterns); }},
-        {"via", "alloc-test churn --via", [] { return view_of(kChurnVias); }},
-        {"fields", "info --query", info_fields_view},
-        {"checks", "check --threshold", check_list},
-        {"levels", "check --level", check_level_list},
-        {"xids", "check (xid.events)", xid_list},
-        {"verdicts", "check's verdicts", [] { return view_of(kVerdicts); }},
-        {"remediations", "check's remediations", [] { return view_of(kRemediations); }},
-        {"strategies", "reuse-sim --strategy", [] { return view_of(reuse_sim::kStrategies); }},
-        {"workloads", "reuse-sim --workload", [] { return view_of(reuse_sim::kWorkloads); }},
-        {"trace-formats", "reuse-sim --trace-format", [] { return view_of(reuse_sim::kTraceFormats); }},
-        {"knobs", "reuse-sim --sweep", [] { return view_of(reuse_sim::kKnobs); }},
-    };
+    static const std::vector<ListEntry> lists = [] {
+        std::vector<ListEntry> all = {
+            {"commands", "gpumem COMMAND", command_list},
+            {"formats", "--format", [] { return view_of(kFormats); }},
+            {"units", "--units", [] { return view_of(kUnits); }},
+        };
+        for (const ListEntry& e : command_lists()) all.push_back(e);
+        return all;
+    }();
     return lists;
 }
 
@@ -80,17 +53,12 @@ Report list_report(std::string_view name, Format format) {
         return report;
     }
     const std::string_view list = list_named(name);
-    // Every check with its levels, default threshold, remediation and source.
-    if (list == "checks") {
-        report.tables.push_back(check_list_table());
-        return report;
-    }
-    if (list == "xids") {
-        report.tables.push_back(xid_list_table(format));
-        return report;
-    }
     for (const ListEntry& e : name_lists()) {
         if (e.name != list) continue;
+        if (e.table) {
+            report.tables.push_back(e.table(format));
+            return report;
+        }
         const NameListView view = e.view();
         Table table;
         table.key = "names";

@@ -27,9 +27,19 @@ LockWaitFn LockWaitProgress::callback() {
     };
 }
 
+GpuLocker::GpuLocker(const Session& session, double timeout) : timeout_(timeout), progress_(session, timeout) {}
+
+std::vector<DeviceLockResult> GpuLocker::lock(const std::vector<DeviceIdentity>& devices) {
+    return lock_devices(devices, timeout_, progress_.callback());
+}
+
+DeviceLocker GpuLocker::locker() {
+    return [this](const std::vector<DeviceIdentity>& devices) { return lock(devices); };
+}
+
 void lock_for_measuring(const std::vector<DeviceIdentity>& devices, double timeout, const Session& session) {
-    LockWaitProgress progress(session, timeout);
-    const std::vector<DeviceLockResult> locks = lock_devices(devices, timeout, progress.callback());
+    GpuLocker gpus(session, timeout);
+    const std::vector<DeviceLockResult> locks = gpus.lock(devices);
     for (std::size_t i = 0; i < devices.size(); ++i)
         if (!locks[i].acquired) throw Error(lock_refusal(devices[i], locks[i]));
 }

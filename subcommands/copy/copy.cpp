@@ -357,8 +357,15 @@ Report report(const CopyRequest& q, const CopyResults& results, const OutputOpti
 
 }  // namespace
 
+namespace {
+constexpr ListEntry kCopyLists[] = {
+    {"directions", "copy DIRECTION", [] { return view_of(kCopyDirections); }},
+    {"engines", "copy --engine", [] { return view_of(kCopyEngines); }},
+};
+}  // namespace
+
 constexpr CommandDefinition kCopyCommand{
     [] { return make_command(CommandFunctions<CopyOptions, CopyRequest, CopyResults>{add_options, check, execute, report}); },
-    copy_document_schema};
+    copy_document_schema, /*prometheus=*/false, /*nagios=*/false, kCopyLists};
 
 }  // namespace gpumem::cli

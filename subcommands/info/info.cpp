@@ -159,8 +159,12 @@ void execute(const InfoRequest& q, InfoResults& results, Session& session) {
 
 }  // namespace
 
+namespace {
+constexpr ListEntry kInfoLists[] = {{"fields", "info --query", info_fields_view}};
+}  // namespace
+
 constexpr CommandDefinition kInfoCommand{
     [] { return make_command(CommandFunctions<InfoOptions, InfoRequest, InfoResults>{add_options, check, execute, info_report}); },
-    info_schema, /*prometheus=*/true};
+    info_schema, /*prometheus=*/true, /*nagios=*/false, kInfoLists};
 
 }  // namespace gpumem::cli

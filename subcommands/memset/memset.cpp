@@ -215,10 +215,14 @@ Report report(const MemsetRequest&, const MemsetResults& results, const OutputOp
 
 }  // namespace
 
-NameListView memset_targets() { return view_of(kTargets); }
-NameListView memset_widths() { return view_of(kWidths); }
-
 namespace {
+// memset's lists; host-memory is copy's too.
+constexpr ListEntry kMemsetLists[] = {
+    {"targets", "memset --target", [] { return view_of(kTargets); }},
+    {"widths", "memset --width", [] { return view_of(kWidths); }},
+    {"host-memory", "memset, copy --host-memory", [] { return view_of(kHostMemoryKinds); }},
+};
+
 DocumentSchema document_schema() {
     return {"memset",
             {{"results", Columns<MemsetRow>(kResultColumns).schema()}},
@@ -228,6 +232,9 @@ DocumentSchema document_schema() {
 
 constexpr CommandDefinition kMemsetCommand{
     [] { return make_command(CommandFunctions<MemsetOptions, MemsetRequest, MemsetResults>{add_options, check, execute, report}); },
-    document_schema};
+    document_schema,
+    /*prometheus=*/false,
+    /*nagios=*/false,
+    kMemsetLists};
 
 }  // namespace gpumem::cli

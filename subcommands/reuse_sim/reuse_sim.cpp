@@ -24,6 +24,10 @@
 #include "base/text.hpp"
 #include "cli/commands.hpp"
 #include "reuse_sim/reuse_sim.hpp"
+#include "reuse_sim/strategy.hpp"
+#include "reuse_sim/trace_reader.hpp"
+#include "reuse_sim/tuner.hpp"
+#include "reuse_sim/workloads.hpp"
 #include "cli/terminal.hpp"
 
 namespace gpumem::cli {
@@ -592,11 +596,20 @@ std::size_t ReuseSimRequest::replay_timeline_points() const {
     return std::max<std::size_t>(timeline_points, chart_style.width);
 }
 
+namespace {
+constexpr ListEntry kReuseSimLists[] = {
+    {"strategies", "reuse-sim --strategy", [] { return view_of(reuse_sim::kStrategies); }},
+    {"workloads", "reuse-sim --workload", [] { return view_of(reuse_sim::kWorkloads); }},
+    {"trace-formats", "reuse-sim --trace-format", [] { return view_of(reuse_sim::kTraceFormats); }},
+    {"knobs", "reuse-sim --sweep", [] { return view_of(reuse_sim::kKnobs); }},
+};
+}  // namespace
+
 constexpr CommandDefinition kReuseSimCommand{
     [] {
         return make_command(
             CommandFunctions<ReuseSimOptions, ReuseSimRequest, ReuseSimResults>{add_options, check, execute_reuse_sim, reuse_sim_report});
     },
-    reuse_sim_document_schema};
+    reuse_sim_document_schema, /*prometheus=*/false, /*nagios=*/false, kReuseSimLists};
 
 }  // namespace gpumem::cli
