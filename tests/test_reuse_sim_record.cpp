@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -416,11 +417,19 @@ TEST_CASE("record: FILE and its statistics are new or regular files, never a dev
         CHECK(has(r.err, named));
         CHECK_FALSE(exists(s / "log"));  // the stand-in torch logs every run: the program never started
     };
-    // Root's rename would have turned /dev/null into a regular file.
-    refused({"reuse-sim", "--record", "/dev/null", "--", "python3", kProgram, "alloc"}, "/dev/null: a character device");
-    struct stat null_st {};
-    REQUIRE(::stat("/dev/null", &null_st) == 0);
-    CHECK(S_ISCHR(null_st.st_mode));
+    // Root's rename turned /dev/null into a regular file. The device node
+    // tried is a copy of /dev/null made here, so that a binary with the old
+    // fault, run as root, breaks nothing of the machine's; a user who may
+    // not make one tries /dev/null itself, which it cannot replace anyway.
+    std::string device = s / "null";
+    if (::mknod(device.c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0) {
+        REQUIRE(::geteuid() != 0);
+        device = "/dev/null";
+    }
+    refused({"reuse-sim", "--record", device, "--", "python3", kProgram, "alloc"}, device + ": a character device");
+    struct stat device_st {};
+    REQUIRE(::stat(device.c_str(), &device_st) == 0);
+    CHECK(S_ISCHR(device_st.st_mode));
     REQUIRE(::mkfifo((s / "fifo.pickle").c_str(), 0600) == 0);
     refused({"reuse-sim", "--record", s / "fifo.pickle", "--", "python3", kProgram, "alloc"}, "a FIFO");
     // The statistics' name a folder: refused before the run, not "no snapshot written" after it.
