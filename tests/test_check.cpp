@@ -188,12 +188,19 @@ TEST_CASE("check thresholds: files, and --threshold over them") {
         {R"({"copy.h2d": "nan"})", "t.json: threshold of copy.h2d"},
         {R"({"fill.verify": 18446744073709551616})", "t.json: threshold of fill.verify"},
         {R"({"nvml.ecc.mode": 1})", "t.json: nvml.ecc.mode takes no threshold"},
+        {R"({"expect-gpu": 8})", "t.json: unknown check 'expect-gpu'"},
     };
     for (const auto& item : bad) {
         const std::string text = item.first, message = item.second;
         CAPTURE(text);
         CHECK(usage_error([&] { parse_threshold_file_text(text, "t.json"); }).rfind(message, 0) == 0);
     }
+
+    // A key's typo is offered the key meant, the option's name among the check ids.
+    CHECK(usage_error([] { parse_threshold_file_text(R"({"expect-gpu": 8})", "t.json"); }).find("did you mean 'expect-gpus'?") !=
+          std::string::npos);
+    CHECK(usage_error([] { parse_threshold_file_text(R"({"copy.h2x": 8})", "t.json"); }).find("did you mean 'copy.h2d'?") !=
+          std::string::npos);
 
     Folder folder;
     const std::string file = folder.write("t.json", R"({"copy.h2d": 40, "copy.d2h": 41})");

@@ -372,6 +372,13 @@ ThresholdOverrides parse_threshold_file_text(const std::string& text, const std:
         const std::string id = key == "expect-gpus" ? std::string(kExpectedGpusCheck) : key;
         try {
             if (overrides.count(id) != 0) throw UsageError(id + " given twice (expect-gpus is node.gpus)");
+            // A key is a check id or expect-gpus: a typo of either is offered the nearest.
+            if (id != "p2p" && id.rfind(kP2pPrefix, 0) != 0 && kChecks.find(id) == nullptr) {
+                std::vector<std::string_view> keys = kChecks.name_list();
+                keys.emplace_back("expect-gpus");
+                throw UsageError("unknown check '" + id + "' (expected a check id of gpumem --list checks, p2p, or expect-gpus)" +
+                                 did_you_mean(id, keys));
+            }
             const Named<CheckKind>& row = id == "p2p" ? check_row(p2p_check_id(0, 1)) : check_row(id);
             double v = 0;
             if (value.is_string()) {
