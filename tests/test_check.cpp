@@ -149,6 +149,13 @@ TEST_CASE("check thresholds: values in each check's unit, or with a unit") {
     CHECK(value_of("cuda.context", "2.5s") == doctest::Approx(2.5));
     CHECK(value_of("nvml.ecc.corrected.volatile", "100") == 100);
     CHECK(value_of("copy.h2d", "0") == 0);
+    // A count is an N of VALUES: decimal or 0x hexadecimal.
+    CHECK(value_of("node.gpus", "0x8") == 8);
+    CHECK(value_of("nvml.ecc.corrected.volatile", "0X10") == 16);
+    CHECK(parse_expect_gpus("0x8") == 8);
+    CHECK_THROWS_AS(parse_expect_gpus("0x"), UsageError);
+    CHECK_THROWS_AS(parse_expect_gpus("0x0"), UsageError);
+    CHECK_THROWS_AS(value_of("nvml.ecc.corrected.volatile", "0xZZ"), UsageError);
     const char* bad[][2] = {
         {"copy.h2d", "nan"},          {"copy.h2d", "inf"},        {"copy.h2d", "-1"},         {"copy.h2d", "-1GB/s"},
         {"copy.h2d", "1e300"},        {"copy.h2d", "2000TB/s"},   {"copy.h2d", ""},           {"copy.h2d", "fast"},
@@ -201,6 +208,7 @@ TEST_CASE("check thresholds: files, and --threshold over them") {
           std::string::npos);
     CHECK(usage_error([] { parse_threshold_file_text(R"({"copy.h2x": 8})", "t.json"); }).find("did you mean 'copy.h2d'?") !=
           std::string::npos);
+    CHECK(parse_threshold_file_text(R"({"expect-gpus": "0x8"})", "t.json").at("node.gpus").value == 8);
 
     Folder folder;
     const std::string file = folder.write("t.json", R"({"copy.h2d": 40, "copy.d2h": 41})");
@@ -771,6 +779,8 @@ TEST_CASE("check options: check() accepts what it should, before any driver call
              {"--format", "nagios", "check", "--level", "quick"},
              {"check", "--threshold", "nvml.memory.in_use=2GiB", "--level", "quick"},
              {"check", "-d", "0,1", "--json"},
+             {"check", "--expect-gpus", "0x8", "--level", "quick"},
+             {"check", "--threshold", "node.gpus=0x8", "--level", "quick"},
          }) {
         std::string line;
         for (const std::string& a : args) line += a + " ";

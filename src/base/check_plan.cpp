@@ -307,6 +307,10 @@ double number_in_unit(std::string_view unit, std::string_view text) {
     } else if (unit != "count") {
         text = without_suffix(text, unit);
     }
+    // A count is an N of VALUES: decimal or 0x hexadecimal (--expect-gpus 0x8).
+    const std::string_view digits = trim(text);
+    if ((unit == "count" || unit == "lanes") && digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X'))
+        return static_cast<double>(parse_unsigned(digits, std::uint64_t{1} << 53));
     const double v = parse_real(text);
     if ((unit == "count" || unit == "lanes") && v != std::floor(v)) throw UsageError("'" + std::string(text) + "' is not a whole number");
     return v;

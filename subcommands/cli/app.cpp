@@ -473,11 +473,15 @@ std::vector<std::string> joined_values(int argc, char** argv) {
 void check_format_offered(const Parsed& parsed, const CommandEntry* invoked, const Globals& globals, Format format,
                           bool CommandDefinition::*offers) {
     if (globals.output.format != format) return;
-    if (!parsed.list && !parsed.schema && invoked && invoked->definition && invoked->definition->*offers) return;
+    const std::string asked = "--format " + std::string(kFormats.name_of(format));
+    // --schema and --list are no command's report: their own forms only.
+    if (parsed.schema) throw UsageError("--schema prints JSON Schema, as JSON only: it takes no " + asked);
+    if (parsed.list) throw UsageError("--list prints names as a table, CSV or JSON: it takes no " + asked);
+    if (invoked && invoked->definition && invoked->definition->*offers) return;
     std::string names;
     for (const CommandEntry& e : kCommands)
         if (e.definition && e.definition->*offers) names += (names.empty() ? "" : ", ") + std::string(e.name);
-    throw UsageError("--format " + std::string(kFormats.name_of(format)) + " is offered by " + names + " only");
+    throw UsageError(asked + " is offered by " + names + " only");
 }
 
 int dispatch(const Parsed& parsed, const CommandEntry* invoked, Command* command, RunMode mode, bool json,
@@ -495,7 +499,9 @@ int dispatch(const Parsed& parsed, const CommandEntry* invoked, Command* command
     error_output = globals.output;
     setup_logging(globals);
     if (parsed.list) {
-        write_stdout(render(list_report(*parsed.list, globals.output.format), globals.output));
+        Report list = list_report(*parsed.list, globals.output.format);
+        stamp(list, globals.origin);  // who listed, as every document says
+        write_stdout(render(list, globals.output));
         return 0;
     }
     if (parsed.schema) {
@@ -562,6 +568,9 @@ int run_command_line(int original_argc, char** original_argv, RunMode mode) {
     } catch (const Error& e) {
         return fail(e, empty, error_output, json);
     }
+    // An error document of --list or --schema says which it was.
+    if (!invoked && parsed.list) empty.command = "list";
+    if (!invoked && parsed.schema) empty.command = "schema";
     try {
         return dispatch(parsed, invoked, command.get(), mode, json, placement, error_output);
     } catch (const Error& e) {
