@@ -147,6 +147,10 @@ TEST_CASE("check thresholds: values in each check's unit, or with a unit") {
     CHECK(value_of("nvml.pcie.link", "x8") == 8);
     CHECK(value_of("nvml.pcie.link", "16lanes") == 16);
     CHECK(value_of("cuda.context", "2.5s") == doctest::Approx(2.5));
+    // A threshold in seconds takes every form of a TIME.
+    CHECK(value_of("cuda.context", "500ms") == doctest::Approx(0.5));
+    CHECK(value_of("cuda.context", "1m30s") == doctest::Approx(90));
+    CHECK(value_of("cuda.context", "0") == 0);
     CHECK(value_of("nvml.ecc.corrected.volatile", "100") == 100);
     CHECK(value_of("copy.h2d", "0") == 0);
     // A count is an N of VALUES: decimal or 0x hexadecimal.

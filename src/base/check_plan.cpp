@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/errors.hpp"
+#include "base/quantities.hpp"
 #include "base/sizes.hpp"
 #include "base/text.hpp"
 
@@ -287,7 +288,7 @@ std::string_view without_suffix(std::string_view text, std::string_view suffix) 
 std::string_view unit_examples(std::string_view unit) {
     if (unit == "GB/s") return "45, 45GB/s or 45000MB/s";
     if (unit == "bytes") return "120GiB or 128849018880";
-    if (unit == "s") return "10 or 10s";
+    if (unit == "s") return "10, 10s or 500ms";
     if (unit == "lanes") return "16 or x16";
     if (unit == "MHz") return "1500 or 1500MHz";
     if (unit == "bool") return "0 or 1";
@@ -301,6 +302,8 @@ double number_in_unit(std::string_view unit, std::string_view text) {
         if (rate.size() != text.size()) return static_cast<double>(parse_size(rate, true)) / 1e9;
         return parse_real(text);  // a bare number is in GB/s
     }
+    // A time in seconds is a TIME, as every duration option takes it (0 too).
+    if (unit == "s") return parse_duration(text, 1.0, true);
     if (unit == "lanes") {
         if (!text.empty() && (text[0] == 'x' || text[0] == 'X')) text.remove_prefix(1);
         text = without_suffix(text, "lanes");
