@@ -27,7 +27,9 @@ std::vector<BadCase> alloc_test_cases(const Scratch& s) {
         {{"alloc-test", "hold", "1GiB", "--duration", "5x"}},
         {{"alloc-test", "latency", "--api", "malloc2"}, {2}, true},
         {{"alloc-test", "latency", "--api", ""}},
-        {{"alloc-test", "latency", "--lock-timeout", "1m"}},
+        {{"alloc-test", "latency", "--lock-timeout", "1mm"}},  // 1m is a TIME, as every duration option takes
+        {{"alloc-test", "latency", "--lock-timeout", "2d"}},   // beyond a day
+        {{"alloc-test", "churn", "--duration", "1m30"}},       // each part needs its unit
         {{"alloc-test", "churn", "--lock-timeout", "-0.5"}, {2}, true},
         {{"alloc-test", "max", "--lock-timeout", "99999"}},
         {{"alloc-test", "fill", "1GiB", "--lock-timeout", "x"}},

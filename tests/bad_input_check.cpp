@@ -135,6 +135,13 @@ std::vector<BadCase> check_cases(const Scratch& s) {
         {{"check", "--xid-since", "0h"}},
         {{"check", "--xid-since", "-1h"}},
         {{"check", "--xid-since", "2026-13-40"}},
+        // Dates that do not exist (timegm would roll them into the next month).
+        {{"check", "--xid-since", "2026-02-30T05:00:00"}, {2}, true},
+        {{"check", "--xid-since", "2026-02-29T05:00:00"}},
+        {{"check", "--xid-since", "2026-04-31T05:00"}},
+        {{"check", "--xid-since", "2026-11-25T24:00:00"}},
+        {{"check", "--lock-timeout", "5x"}},
+        {{"check", "--lock-timeout", "-1s"}},
         {{"check", "--xid-since", ""}},
         // --lock-timeout: seconds, 0 to 86400.
         {{"check", "--lock-timeout", "-1"}, {2}, true},

@@ -200,6 +200,8 @@ std::vector<BadCase> reuse_sim_cases(const Scratch& s) {
         {{"reuse-sim", "--memory-fraction", "nan", "--device-total", "80GiB"}},
         {{"reuse-sim", "--memory-fraction", "0.5", "--capacity", "1GiB", "--device-total", "80GiB"}},
         {{"reuse-sim", "--device-total", "80GiB"}},
+        {{"reuse-sim", "--capacity", "8GiB", "--device-total", "80GiB"}, {2}, true},  // ignored beside --capacity
+        {{"reuse-sim", "--workload", "llm-decode", "--capacity", "8GiB", "--device-total", "80GiB", "--tune"}},
         {{"reuse-sim", "--memory-fraction", "1e-12", "--device-total", "80GiB"}},
         {{"reuse-sim", "--memory-fraction", "0.5", "--device-total", "lots"}},
         // The trace format's new events, malformed; sizes that would overflow.

@@ -147,8 +147,19 @@ TEST_CASE("check thresholds: values in each check's unit, or with a unit") {
     CHECK(value_of("nvml.pcie.link", "x8") == 8);
     CHECK(value_of("nvml.pcie.link", "16lanes") == 16);
     CHECK(value_of("cuda.context", "2.5s") == doctest::Approx(2.5));
+    // A threshold in seconds takes every form of a TIME.
+    CHECK(value_of("cuda.context", "500ms") == doctest::Approx(0.5));
+    CHECK(value_of("cuda.context", "1m30s") == doctest::Approx(90));
+    CHECK(value_of("cuda.context", "0") == 0);
     CHECK(value_of("nvml.ecc.corrected.volatile", "100") == 100);
     CHECK(value_of("copy.h2d", "0") == 0);
+    // A count is an N of VALUES: decimal or 0x hexadecimal.
+    CHECK(value_of("node.gpus", "0x8") == 8);
+    CHECK(value_of("nvml.ecc.corrected.volatile", "0X10") == 16);
+    CHECK(parse_expect_gpus("0x8") == 8);
+    CHECK_THROWS_AS(parse_expect_gpus("0x"), UsageError);
+    CHECK_THROWS_AS(parse_expect_gpus("0x0"), UsageError);
+    CHECK_THROWS_AS(value_of("nvml.ecc.corrected.volatile", "0xZZ"), UsageError);
     const char* bad[][2] = {
         {"copy.h2d", "nan"},          {"copy.h2d", "inf"},        {"copy.h2d", "-1"},         {"copy.h2d", "-1GB/s"},
         {"copy.h2d", "1e300"},        {"copy.h2d", "2000TB/s"},   {"copy.h2d", ""},           {"copy.h2d", "fast"},
@@ -188,12 +199,20 @@ TEST_CASE("check thresholds: files, and --threshold over them") {
         {R"({"copy.h2d": "nan"})", "t.json: threshold of copy.h2d"},
         {R"({"fill.verify": 18446744073709551616})", "t.json: threshold of fill.verify"},
         {R"({"nvml.ecc.mode": 1})", "t.json: nvml.ecc.mode takes no threshold"},
+        {R"({"expect-gpu": 8})", "t.json: unknown check 'expect-gpu'"},
     };
     for (const auto& item : bad) {
         const std::string text = item.first, message = item.second;
         CAPTURE(text);
         CHECK(usage_error([&] { parse_threshold_file_text(text, "t.json"); }).rfind(message, 0) == 0);
     }
+
+    // A key's typo is offered the key meant, the option's name among the check ids.
+    CHECK(usage_error([] { parse_threshold_file_text(R"({"expect-gpu": 8})", "t.json"); }).find("did you mean 'expect-gpus'?") !=
+          std::string::npos);
+    CHECK(usage_error([] { parse_threshold_file_text(R"({"copy.h2x": 8})", "t.json"); }).find("did you mean 'copy.h2d'?") !=
+          std::string::npos);
+    CHECK(parse_threshold_file_text(R"({"expect-gpus": "0x8"})", "t.json").at("node.gpus").value == 8);
 
     Folder folder;
     const std::string file = folder.write("t.json", R"({"copy.h2d": 40, "copy.d2h": 41})");
@@ -764,6 +783,8 @@ TEST_CASE("check options: check() accepts what it should, before any driver call
              {"--format", "nagios", "check", "--level", "quick"},
              {"check", "--threshold", "nvml.memory.in_use=2GiB", "--level", "quick"},
              {"check", "-d", "0,1", "--json"},
+             {"check", "--expect-gpus", "0x8", "--level", "quick"},
+             {"check", "--threshold", "node.gpus=0x8", "--level", "quick"},
          }) {
         std::string line;
         for (const std::string& a : args) line += a + " ";

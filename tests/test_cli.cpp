@@ -202,6 +202,32 @@ TEST_CASE("cli: the error message names what was wrong") {
     CHECK(json::parse(r.out).at("error").at("message").get<std::string>().find("GPU-xyz") != std::string::npos);
 }
 
+TEST_CASE("cli: --list documents carry their origin and their command, on success and failure") {
+    for (const Args& args : {Args{"--list", "--json"}, Args{"--list", "checks", "--json"}, Args{"--list", "bogus", "--json"}}) {
+        CAPTURE(joined(args));
+        const auto r = run_gpumem(args);
+        const json doc = json::parse(r.out);
+        CHECK(doc.at("command") == "list");
+        REQUIRE(doc.contains("origin"));
+        CHECK(doc.at("origin").is_object());
+        CHECK(doc.at("origin").contains("host"));
+    }
+    CHECK(json::parse(run_gpumem({"--schema", "bogus", "--json"}).out).at("command") == "schema");
+}
+
+TEST_CASE("cli: --schema and --list take no --format prometheus or nagios, and say so") {
+    for (const char* format : {"prometheus", "nagios"}) {
+        const auto schema = run_gpumem({"--schema", "check", "--format", format});
+        CAPTURE(schema.err);
+        CHECK(schema.status == (std::string(format) == "nagios" ? 3 : 2));  // a Nagios plugin says UNKNOWN
+        CHECK(schema.err.find("--schema prints JSON Schema") != std::string::npos);
+        CHECK(schema.err.find("offered by") == std::string::npos);
+        const auto list = run_gpumem({"--list", "checks", "--format", format});
+        CAPTURE(list.err);
+        CHECK(list.err.find("--list prints names") != std::string::npos);
+    }
+}
+
 TEST_CASE("cli: without a driver every GPU subcommand exits 3" * doctest::skip(driver_present())) {
     for (const Args& command : gpu_commands()) {
         for (const Args& extra : {Args{}, Args{"-d", "0"}, Args{"-d", "all"}, Args{"--csv"}, Args{"--format", "value"},

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/name_table.hpp"
 #include "cli/lists.hpp"
 #include "cli_harness.hpp"
 
@@ -173,6 +174,13 @@ TEST_CASE("help: a parse error points to the help of the command that was run") 
         {{"alloc-test", "hold", "--chunk", "x"}, "(see gpumem alloc-test hold --help)"},
         {{"copy", "h2d", "--sample-time", "fast"}, "(see gpumem copy --help)"},
         {{"--bogus"}, "(see gpumem --help)"},
+        // Every duration option, with its name and its command's page.
+        {{"alloc-test", "churn", "--duration", "1m30x"}, "--duration '1m30x': invalid duration"},
+        {{"alloc-test", "churn", "--duration", "1m30x"}, "(see gpumem alloc-test churn --help)"},
+        {{"alloc-test", "hold", "1GiB", "--duration", "soon"}, "(see gpumem alloc-test hold --help)"},
+        {{"memset", "--lock-timeout", "5x"}, "--lock-timeout '5x'"},
+        {{"memset", "--lock-timeout", "5x"}, "(see gpumem memset --help)"},
+        {{"check", "--xid-since", "2026-02-30T05:00:00"}, "(see gpumem check --help)"},
     };
     for (const Case& c : cases) {
         const RunResult r = run_gpumem(c.args);
@@ -208,6 +216,16 @@ TEST_CASE("help: a mistyped command, option, mode or list name gets the nearest 
         {{"info", "--query", "fre"}, "did you mean 'free'?"},
         {{"--units", "gbi", "info"}, "--units"},
         {{"--format", "jsn", "info"}, "did you mean 'json'?"},
+        // A mistyped mode with its arguments after it.
+        {{"alloc-test", "hodl", "1GiB"}, "unknown alloc-test mode 'hodl'"},
+        {{"alloc-test", "hodl", "1GiB"}, "did you mean 'hold'?"},
+        {{"alloc-test", "fil", "50%"}, "did you mean 'fill'?"},
+        // --query's nvidia-smi names as well as its keys.
+        {{"info", "--query", "memory.fre"}, "did you mean 'memory.free'?"},
+        {{"info", "--query", "name,memory.totl"}, "did you mean 'memory.total'?"},
+        // A program given without -- before it: its options are not gpumem's.
+        {{"reuse-sim", "--record", "f.pickle", "python3", "-c", "pass"}, "unknown option '-c' after the program 'python3': put the program after --"},
+        {{"reuse-sim", "--record", "f.pickle", "./train.py", "--epochs", "3"}, "put the program after --"},
     };
     for (const Case& c : cases) {
         const RunResult r = run_gpumem(c.args);
@@ -215,6 +233,24 @@ TEST_CASE("help: a mistyped command, option, mode or list name gets the nearest 
         CHECK(r.status == 2);
         CHECK(r.err.find(c.message) != std::string::npos);
     }
+}
+
+TEST_CASE("help: no suggestion where none is near enough to mean anything") {
+    // A one-letter option is one edit from every other one-letter option:
+    // '-h' is not what '-x' meant.
+    for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+             {"info", "-x"}, {"check", "-l", "quick"}, {"copy", "h2d", "-z"}, {"alloc-test", "max", "-k"}}) {
+        const RunResult r = run_gpumem(args);
+        INFO(joined(args), ": ", r.err);
+        CHECK(r.status == 2);
+        CHECK(r.err.find("unknown option '" + args[args.size() - (args[0] == "check" ? 2 : 1)] + "'") != std::string::npos);
+        CHECK(r.err.find("did you mean") == std::string::npos);
+    }
+    CHECK(gpumem::closest_name("-x", std::vector<std::string_view>{"-h", "-d", "-q"}).empty());
+    CHECK(gpumem::closest_name("se", std::vector<std::string_view>{"ce", "sm"}).empty());
+    // An option before the program is still gpumem's own, with its suggestion.
+    const RunResult before = run_gpumem({"reuse-sim", "--recrd", "f.pickle", "--", "python3"});
+    CHECK(before.err.find("did you mean '--record'?") != std::string::npos);
 }
 
 TEST_CASE("help: --list takes a list's name in the singular or the plural, one rule for every list") {

@@ -50,6 +50,18 @@ TEST_CASE("values: a duration takes us, ms, s, m, h, d in any case, or a bare nu
     CHECK_THROWS_AS(gpumem::parse_duration("-1s"), UsageError);
     CHECK_THROWS_AS(gpumem::parse_duration("ms"), UsageError);
     CHECK_THROWS_AS(gpumem::parse_duration("400d"), UsageError);
+    // Several parts, summed: what a person writes for 90 seconds.
+    CHECK(gpumem::parse_duration("1m30s") == doctest::Approx(90));
+    CHECK(gpumem::parse_duration("1h 30m") == doctest::Approx(5400));
+    CHECK(gpumem::parse_duration("1m500ms") == doctest::Approx(60.5));
+    CHECK_THROWS_WITH(gpumem::parse_duration("1m30"), doctest::Contains("each number of several needs its unit"));
+    CHECK_THROWS_WITH(gpumem::parse_duration("1m30x"), doctest::Contains("unknown unit 'x'"));
+    CHECK_THROWS_AS(gpumem::parse_duration("1m-30s"), UsageError);
+    // Zero where an option means "no wait" by it (--lock-timeout 0), never negative.
+    CHECK(gpumem::parse_duration("0", 1.0, true) == 0);
+    CHECK(gpumem::parse_duration("0s", 1.0, true) == 0);
+    CHECK_THROWS_AS(gpumem::parse_duration("0s"), UsageError);
+    CHECK_THROWS_WITH(gpumem::parse_duration("-1s", 1.0, true), doctest::Contains("cannot be negative"));
 }
 
 TEST_CASE("values: a fraction is 0.1 or 10%") {
@@ -78,7 +90,10 @@ TEST_CASE("values: every option of a kind takes the same forms") {
     // first driver call (status 0 in parse-only mode).
     const std::vector<std::vector<std::string>> rate = {{"copy", "h2d", "--expect-min"}};
     const std::vector<std::vector<std::string>> time = {
-        {"copy", "h2d", "--sample-time"}, {"info", "--loop"}, {"alloc-test", "churn", "--duration"}, {"alloc-test", "hold", "1GiB", "--duration"}};
+        {"copy", "h2d", "--sample-time"}, {"info", "--loop"}, {"alloc-test", "churn", "--duration"}, {"alloc-test", "hold", "1GiB", "--duration"},
+        {"memset", "--lock-timeout"}, {"copy", "h2d", "--lock-timeout"}, {"check", "--lock-timeout"},
+        {"alloc-test", "latency", "--lock-timeout"}, {"alloc-test", "max", "--lock-timeout"}, {"alloc-test", "fill", "1GiB", "--lock-timeout"},
+        {"alloc-test", "churn", "--lock-timeout"}, {"check", "--xid-since"}};
     const std::vector<std::vector<std::string>> fraction = {
         {"report", "--outlier-fraction"},
         {"reuse-sim", "--workload", "dynamic", "--change-rate"},
@@ -93,10 +108,14 @@ TEST_CASE("values: every option of a kind takes the same forms") {
     for (const auto& option : rate)
         for (const char* v : {"50", "50GB/s", "50 GB/s", "50gb/s", "45000MB/s", "46GiB/s"}) accepts(option, v);
     for (const auto& option : time)
-        for (const char* v : {"2", "2s", "2S", "20ms", "0.5s", "1m"}) {
-            if (option[0] == "copy" && std::string(v) == "1m") continue;  // beyond --sample-time's 10 s
+        for (const char* v : {"2", "2s", "2S", "20ms", "0.5s", "1m", "1m30s", "1h 30m"}) {
+            const bool long_one = v[0] == '1';
+            if (option.back() == "--sample-time" && long_one) continue;  // beyond --sample-time's 10 s
             accepts(option, v);
         }
+    // --lock-timeout 0: no wait.
+    CHECK(parse_only({"memset", "--lock-timeout", "0"}) == 0);
+    CHECK(parse_only({"memset", "--lock-timeout", "2d"}) == 2);  // at most a day
     for (const auto& option : fraction)
         for (const char* v : {"0.1", "10%", "25 %", "0.5"}) accepts(option, v);
     for (const char* v : {"mib", "MiB", "MIB", "gb", "auto"}) accepts({"--units", v, "info"}, "--json");

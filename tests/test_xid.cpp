@@ -368,8 +368,20 @@ TEST_CASE("xid window: --xid-since") {
     CHECK(parse_xid_since("2026-11-25T04:00:00+01:00").epoch == 1795575600);
     CHECK(parse_xid_since("2026-11-25 03:00Z").epoch == 1795575600);
     CHECK(parse_xid_since("2026-11-25T03:00:00").kind == XidSince::Kind::time);  // local time
-    for (const char* bad : {"", "0h", "1y", "h", "-1h", "1.5h", "yesterday", "2026-13-01T00:00:00", "2026-11-25T03:00:00+", "2026-11-25T03:00:00Zjunk",
-                            "99999999999d", "1 h"}) {
+    // A duration in the grammar of every duration option.
+    CHECK(parse_xid_since("1.5h").seconds == 5400);
+    CHECK(parse_xid_since("1h30m").seconds == 5400);
+    CHECK(parse_xid_since("1 h").seconds == 3600);
+    CHECK(parse_xid_since("90").seconds == 90);
+    CHECK(parse_xid_since("90").kind == XidSince::Kind::duration);
+    // A leap day is a date in a leap year only.
+    CHECK(parse_xid_since("2024-02-29T00:00:00Z").epoch == 1709164800);
+    CHECK(parse_xid_since("2000-02-29T00:00:00Z").kind == XidSince::Kind::time);
+    for (const char* bad : {"", "0h", "1y", "h", "-1h", "yesterday", "2026-13-01T00:00:00", "2026-11-25T03:00:00+", "2026-11-25T03:00:00Zjunk",
+                            "99999999999d", "1h30", "400d",
+                            // Dates that do not exist: timegm would roll them into the next month.
+                            "2026-02-30T05:00:00", "2026-02-29T00:00:00", "2100-02-29T00:00:00", "2026-04-31T00:00", "2026-11-25T24:00",
+                            "2026-11-25T23:60", "2026-11-00T00:00"}) {
         CAPTURE(bad);
         CHECK(usage_error([&] { parse_xid_since(bad); }).find("--xid-since") == 0);
     }

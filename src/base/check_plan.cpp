@@ -8,6 +8,7 @@
 
 #include "base/check_table.hpp"
 #include "base/errors.hpp"
+#include "base/quantities.hpp"
 #include "base/sizes.hpp"
 #include "base/text.hpp"
 
@@ -159,7 +160,7 @@ std::string_view without_suffix(std::string_view text, std::string_view suffix) 
 std::string_view unit_examples(std::string_view unit) {
     if (unit == "GB/s") return "45, 45GB/s or 45000MB/s";
     if (unit == "bytes") return "120GiB or 128849018880";
-    if (unit == "s") return "10 or 10s";
+    if (unit == "s") return "10, 10s or 500ms";
     if (unit == "lanes") return "16 or x16";
     if (unit == "MHz") return "1500 or 1500MHz";
     if (unit == "bool") return "0 or 1";
@@ -173,12 +174,18 @@ double number_in_unit(std::string_view unit, std::string_view text) {
         if (rate.size() != text.size()) return static_cast<double>(parse_size(rate, true)) / 1e9;
         return parse_real(text);  // a bare number is in GB/s
     }
+    // A time in seconds is a TIME, as every duration option takes it (0 too).
+    if (unit == "s") return parse_duration(text, 1.0, true);
     if (unit == "lanes") {
         if (!text.empty() && (text[0] == 'x' || text[0] == 'X')) text.remove_prefix(1);
         text = without_suffix(text, "lanes");
     } else if (unit != "count") {
         text = without_suffix(text, unit);
     }
+    // A count is an N of VALUES: decimal or 0x hexadecimal (--expect-gpus 0x8).
+    const std::string_view digits = trim(text);
+    if ((unit == "count" || unit == "lanes") && digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X'))
+        return static_cast<double>(parse_unsigned(digits, std::uint64_t{1} << 53));
     const double v = parse_real(text);
     if ((unit == "count" || unit == "lanes") && v != std::floor(v)) throw UsageError("'" + std::string(text) + "' is not a whole number");
     return v;
@@ -244,6 +251,13 @@ ThresholdOverrides parse_threshold_file_text(const std::string& text, const std:
         const std::string id = key == "expect-gpus" ? std::string(kExpectedGpusCheck) : key;
         try {
             if (overrides.count(id) != 0) throw UsageError(id + " given twice (expect-gpus is node.gpus)");
+            // A key is a check id or expect-gpus: a typo of either is offered the nearest.
+            if (id != "p2p" && id.rfind(kP2pPrefix, 0) != 0 && kChecks.find(id) == nullptr) {
+                std::vector<std::string_view> keys = kChecks.name_list();
+                keys.emplace_back("expect-gpus");
+                throw UsageError("unknown check '" + id + "' (expected a check id of gpumem --list checks, p2p, or expect-gpus)" +
+                                 did_you_mean(id, keys));
+            }
             const Named<CheckKind>& row = id == "p2p" ? check_row(p2p_check_id(0, 1)) : check_row(id);
             double v = 0;
             if (value.is_string()) {

@@ -21,7 +21,9 @@ namespace gpumem {
 // names, checks, knobs, strategies, directions...): the candidate nearest to
 // `name` by edit distance (a swap of two neighbours counts once, case
 // ignored), if it is near enough to be what was meant: at most 1 edit for
-// names up to 5 characters, 2 up to 8, 3 beyond. Ties go to the first
+// names up to 5 characters, 2 up to 8, 3 beyond, and fewer edits than half
+// the name's characters (so '-x' is not taken for '-h', nor 'se' for 'sm':
+// a name that short is as near to every other). Ties go to the first
 // candidate, so a table's order decides. Empty when nothing is near.
 inline std::size_t edit_distance(std::string_view a, std::string_view b) {
     const auto lower = [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); };
@@ -51,6 +53,7 @@ std::string_view closest_name(std::string_view name, const Names& candidates) {
         const std::string_view c(candidate);
         if (c.empty() || c == name) continue;
         const std::size_t d = edit_distance(name, c);
+        if (d * 2 >= name.size()) continue;
         if (d < best_distance) {
             best = c;
             best_distance = d;

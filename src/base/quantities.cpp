@@ -59,28 +59,40 @@ double parse_rate(std::string_view text, double bare_bytes_per_second) {
     return v * bare_bytes_per_second;
 }
 
-double parse_duration(std::string_view text, double bare_seconds) {
+double parse_duration(std::string_view text, double bare_seconds, bool allow_zero) {
     const std::string_view s = trim(text);
     const auto fail = [&](const std::string& why) { return UsageError("invalid duration '" + std::string(text) + "': " + why); };
-    if (!s.empty() && s.front() == '-') throw fail("must be greater than zero");
-    std::string unit;
-    double value = 0;
-    try {
-        value = leading_number(s, unit);
-    } catch (const UsageError&) {
-        throw fail("expected a number with an optional unit: 30, 30s, 500ms, 2m, 1h");
+    const char* const at_least = allow_zero ? "cannot be negative" : "must be greater than zero";
+    if (!s.empty() && s.front() == '-') throw fail(at_least);
+    // A number and its unit, or several summed (1m30s, 1h 30m); a bare
+    // number alone.
+    double seconds = 0;
+    std::string rest(s);
+    for (int part = 0; part == 0 || !rest.empty(); ++part) {
+        std::string tail;
+        double value = 0;
+        try {
+            value = leading_number(rest, tail);
+        } catch (const UsageError&) {
+            throw fail("expected a number with an optional unit: 30, 30s, 500ms, 2m, 1h, 1m30s");
+        }
+        std::size_t letters = 0;
+        while (letters < tail.size() && std::isalpha(static_cast<unsigned char>(tail[letters])) != 0) ++letters;
+        const std::string unit = tail.substr(0, letters);
+        rest = std::string(trim(std::string_view(tail).substr(letters)));
+        double scale = 0;
+        if (unit.empty() && part == 0 && rest.empty()) scale = bare_seconds;
+        else if (unit.empty()) throw fail("each number of several needs its unit, as in 1m30s");
+        else if (unit == "s" || unit == "sec") scale = 1;
+        else if (unit == "ms") scale = 1e-3;
+        else if (unit == "us") scale = 1e-6;
+        else if (unit == "m" || unit == "min") scale = 60;
+        else if (unit == "h") scale = 3600;
+        else if (unit == "d") scale = 86400;
+        else throw fail("unknown unit '" + unit + "' (use us, ms, s, m, h or d)");
+        seconds += value * scale;
     }
-    double scale = 0;
-    if (unit.empty()) scale = bare_seconds;
-    else if (unit == "s" || unit == "sec") scale = 1;
-    else if (unit == "ms") scale = 1e-3;
-    else if (unit == "us") scale = 1e-6;
-    else if (unit == "m" || unit == "min") scale = 60;
-    else if (unit == "h") scale = 3600;
-    else if (unit == "d") scale = 86400;
-    else throw fail("unknown unit '" + unit + "' (use us, ms, s, m, h or d)");
-    const double seconds = value * scale;
-    if (!(seconds > 0)) throw fail("must be greater than zero");
+    if (!(seconds > 0) && !(allow_zero && seconds == 0)) throw fail(at_least);
     if (seconds > 365.0 * 86400) throw fail("longer than a year");
     return seconds;
 }

@@ -14,9 +14,10 @@ namespace gpumem {
 // `bare_bytes_per_second` (1e9: GB/s). At least zero.
 double parse_rate(std::string_view text, double bare_bytes_per_second);
 
-// Seconds: 30s, 500ms, 100us, 2m (or min), 1h, 1d, sec too, or a bare number
-// times `bare_seconds`. Greater than zero and at most a year.
-double parse_duration(std::string_view text, double bare_seconds = 1.0);
+// Seconds: 30s, 500ms, 100us, 2m (or min), 1h, 1d, sec too, several summed
+// (1m30s, 1h 30m), or a bare number times `bare_seconds`. Greater than zero
+// (or zero, with `allow_zero`) and at most a year.
+double parse_duration(std::string_view text, double bare_seconds = 1.0, bool allow_zero = false);
 
 // A share of a whole: 0.1 or 10%, within [0, 1].
 double parse_fraction(std::string_view text);

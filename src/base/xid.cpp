@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include "base/errors.hpp"
+#include "base/quantities.hpp"
 #include "base/sizes.hpp"
 #include "base/text.hpp"
 
@@ -23,6 +24,13 @@ std::string_view xid_severity_name(XidSeverity severity) noexcept {
 namespace {
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+int days_in_month(int year, int month) {
+    constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    return month == 2 && leap ? 29 : kDays[month - 1];
+}
+
 bool is_space(char c) { return c == ' ' || c == '\t'; }
 
 std::string_view trim_spaces(std::string_view s) {
@@ -99,7 +107,10 @@ std::optional<IsoTime> parse_iso_time(std::string_view s, bool require_zone) {
             while (!p.empty() && is_digit(p.front())) p.remove_prefix(1);
         }
     }
-    if (*month < 1 || *month > 12 || *day < 1 || *day > 31 || *hour > 23 || *minute > 59 || second > 60) return std::nullopt;
+    // A day its month has (2026-02-30 is no date; timegm would read it as
+    // March 2nd), a leap second at most.
+    if (*month < 1 || *month > 12 || *day < 1 || *day > days_in_month(*year, *month) || *hour > 23 || *minute > 59 || second > 60)
+        return std::nullopt;
     std::tm tm{};
     tm.tm_year = *year - 1900;
     tm.tm_mon = *month - 1;
@@ -309,25 +320,24 @@ XidSince parse_xid_since(std::string_view text) {
     since.text = shown;
     const std::string_view s = trim_spaces(text);
     if (s == "boot") return since;
-    auto bad = [&]() {
-        return UsageError("--xid-since '" + shown + "': expected 'boot', a duration (30m, 6h, 2d) or a time (2026-11-25T05:00:00, Z or +01:00 for a zone)");
-    };
-    if (s.empty()) throw bad();
-    // A duration: a whole number and one of s, m, h, d.
-    if (is_digit(s.front()) && s.size() <= 12 && std::string_view("smhd").find(s.back()) != std::string_view::npos) {
-        std::string_view digits = s.substr(0, s.size() - 1);
-        const auto n = leading_number(digits, 9);
-        if (n && digits.empty()) {
-            if (*n == 0) throw UsageError("--xid-since '" + shown + "': a duration of 0 leaves nothing to read");
-            const double unit = s.back() == 's' ? 1 : s.back() == 'm' ? 60 : s.back() == 'h' ? 3600 : 86400;
-            since.kind = XidSince::Kind::duration;
-            since.seconds = static_cast<double>(*n) * unit;
-            if (since.seconds > 100.0 * 365 * 86400) throw bad();
-            return since;
+    const std::string expected = "expected 'boot', a duration (30m, 6h, 2d, 1h30m) or a time (2026-11-25T05:00:00, Z or +01:00 for a zone)";
+    if (s.empty() || !(is_digit(s.front()) || s.front() == '.')) throw UsageError("--xid-since '" + shown + "': " + expected);
+    // A time begins with its year: 2026-...
+    const bool dated = s.size() > 4 && std::all_of(s.begin(), s.begin() + 4, is_digit) && s[4] == '-';
+    if (!dated) {
+        // A duration, in the grammar of every duration option.
+        try {
+            since.seconds = parse_duration(s, 1.0);
+        } catch (const UsageError& e) {
+            throw UsageError("--xid-since '" + shown + "': " + e.what() + "; " + expected);
         }
+        since.kind = XidSince::Kind::duration;
+        return since;
     }
     const auto iso = parse_iso_time(s, false);
-    if (!iso || iso->length != s.size()) throw bad();
+    if (!iso || iso->length != s.size())
+        throw UsageError("--xid-since '" + shown + "': not a time: expected YYYY-MM-DDTHH:MM[:SS], a day its month has, hours 00-23, "
+                         "minutes 00-59, then Z or +01:00 for a zone or nothing for local time");
     since.kind = XidSince::Kind::time;
     since.epoch = iso->epoch;
     return since;

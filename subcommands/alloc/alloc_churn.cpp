@@ -18,7 +18,7 @@ struct ChurnOptionsText {
     double lock_timeout = kDefaultLockTimeout;  // --lock-timeout
     std::string sizes = kDefaultSizes;
     std::optional<std::uint64_t> ops;
-    std::optional<std::string> duration;
+    std::optional<double> duration;  // seconds
     std::uint64_t seed = 1;
     std::string via = "direct";
     std::string api = "device";
@@ -32,8 +32,8 @@ void add_options(CLI::App& sub, ChurnOptionsText& o) {
     sub.add_option("--sizes", o.sizes, std::string("Sizes to draw from, uniformly: a list or range (default ") + kDefaultSizes + ")")
         ->check(range_validator());
     add_unsigned_option(sub, "--ops", o.ops, "Operations (default 10000 unless --duration)", 1, 1ULL << 40);
-    sub.add_option("--duration", o.duration, "Run this long: 30s, 500ms, 2m (with --ops: whichever ends first)")
-        ->type_name(value_type_name(ValueKind::seconds));
+    add_value_option(sub, "--duration", o.duration, "Run this long: 30s, 500ms, 2m (with --ops: whichever ends first)",
+                     ValueKind::seconds, 1e-6, 365.0 * 86400);
     add_unsigned_option(sub, "--seed", o.seed, "Seed of the operation stream (default 1)", 0, std::numeric_limits<std::uint64_t>::max());
     sub.add_option("--via", o.via, "direct (the API's own calls) or mixmemory (MixMemory slots); default direct")
         ->type_name("VIA")
@@ -62,7 +62,7 @@ ChurnRequest check(const ChurnOptionsText& o, const Globals& globals) {
     c.sizes = parse_size_range(o.sizes);
     q.sizes = o.sizes;
     c.ops = o.ops.value_or(0);
-    c.duration_s = o.duration ? parse_duration_seconds(*o.duration) : 0;
+    c.duration_s = o.duration.value_or(0);
     if (c.ops == 0 && c.duration_s == 0) c.ops = kDefaultOps;
     c.seed = o.seed;
     c.max_live = parse_size_spec(o.max_live, {false, true});

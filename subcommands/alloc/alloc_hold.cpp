@@ -17,13 +17,13 @@ constexpr const char* kCommand = "alloc-test hold";
 struct HoldOptionsText {
     TotalText total;
     std::string chunk = "1GiB";
-    std::optional<std::string> duration;
+    std::optional<double> duration;  // seconds
 };
 
 void add_options(CLI::App& sub, HoldOptionsText& o) {
     add_total_option(sub, o.total, "How much: SIZE or PCT% of free memory (required)");
-    sub.add_option("--duration", o.duration, "Hold this long (default: until SIGINT/SIGTERM, then exit 130)")
-        ->type_name(value_type_name(ValueKind::seconds));
+    add_value_option(sub, "--duration", o.duration, "Hold this long (default: until SIGINT/SIGTERM, then exit 130)", ValueKind::seconds,
+                     1e-6, 365.0 * 86400);
     sub.add_option("--chunk", o.chunk, "Allocation piece size (default 1GiB)")->check(size_validator(false));
 }
 
@@ -32,7 +32,7 @@ HoldRequest check(const HoldOptionsText& o, const Globals& globals) {
     q.devices = device_spec_or(globals, "0");
     q.total = parse_size_spec(total_text(o.total, ""), {false, true});
     q.chunk = parse_chunk(o.chunk);
-    q.duration_s = o.duration ? parse_duration_seconds(*o.duration) : 0;
+    q.duration_s = o.duration.value_or(0);
     return q;
 }
 

@@ -182,21 +182,34 @@ std::string schema_text(const std::string& name) {
     return all.dump(2) + "\n";
 }
 
+// The modes of a group ("alloc-test"): latency, max, fill...
+std::vector<std::string> mode_names_of(std::string_view group) {
+    std::vector<std::string> names;
+    for (const CommandEntry& e : kCommands)
+        if (is_mode(e) && first_word(e.name) == group) names.emplace_back(e.name.substr(group.size() + 1));
+    return names;
+}
+
+// "unknown alloc-test mode 'hodl' (expected ...); did you mean 'hold'?"
+std::string unknown_mode_text(std::string_view group, const std::string& word) {
+    const std::vector<std::string> names = mode_names_of(group);
+    std::string modes;
+    for (const std::string& m : names) modes += (modes.empty() ? "" : ", ") + m;
+    return "unknown " + std::string(group) + " mode '" + word + "' (expected " + modes + ")" + did_you_mean(word, names);
+}
+
 // The group's subcommand catches a missing or unknown mode itself, so that
 // the message names the modes.
 void setup_group(CLI::App& group, const CommandEntry& entry) {
     std::string modes;
-    std::vector<std::string> mode_names;
-    for (const CommandEntry& e : kCommands)
-        if (is_mode(e) && first_word(e.name) == entry.name) mode_names.emplace_back(e.name.substr(entry.name.size() + 1));
-    for (const std::string& m : mode_names) modes += (modes.empty() ? "" : ", ") + m;
+    for (const std::string& m : mode_names_of(entry.name)) modes += (modes.empty() ? "" : ", ") + m;
     auto unknown = std::make_shared<std::string>();
     group.require_subcommand(0, 1);
     group.add_option("MODE", *unknown, modes + " (each has its own --help)");
-    group.callback([&group, unknown, modes, mode_names, name = std::string(entry.name)] {
+    group.callback([&group, unknown, modes, name = std::string(entry.name)] {
         if (group.get_subcommands().empty()) {
             if (unknown->empty()) throw UsageError(name + " needs a mode: " + modes);
-            throw UsageError("unknown " + name + " mode '" + *unknown + "' (expected " + modes + ")" + did_you_mean(*unknown, mode_names));
+            throw UsageError(unknown_mode_text(name, *unknown));
         }
         if (!unknown->empty()) throw UsageError("unexpected argument '" + *unknown + "'");
     });
@@ -380,10 +393,26 @@ const CLI::App* invoked_app(const CLI::App& app, const CommandEntry* invoked) {
     return sub != nullptr ? sub : &app;
 }
 
+// The value a positional option of `sub` took (a group's MODE, reuse-sim's
+// program), or "".
+std::string positional_value(const CLI::App& sub, const std::string& name) {
+    for (const CLI::Option* opt : sub.get_options())
+        if (opt->get_lnames().empty() && opt->get_snames().empty() && opt->get_name() == name && !opt->results().empty())
+            return opt->results().front();
+    return {};
+}
+
+// The index of `word` in `args` from `from` on, or args.size().
+std::size_t index_of(const std::vector<std::string>& args, const std::string& word, std::size_t from) {
+    for (std::size_t i = from; i < args.size(); ++i)
+        if (args[i] == word) return i;
+    return args.size();
+}
+
 // CLI11's "The following argument was not expected: inof" in gpumem's words,
 // with the nearest name offered: "unknown command 'inof'; did you mean
 // 'info'?", "unknown option '--levle'; did you mean '--level'?".
-std::string extras_text(const CLI::ExtrasError& e, const CLI::App& app, const CommandEntry* invoked) {
+std::string extras_text(const CLI::ExtrasError& e, const CLI::App& app, const CommandEntry* invoked, const std::vector<std::string>& args) {
     std::string what = e.what();
     const std::size_t colon = what.find(": ");
     if (colon == std::string::npos) return what;
@@ -391,13 +420,19 @@ std::string extras_text(const CLI::ExtrasError& e, const CLI::App& app, const Co
     std::string word;
     for (std::string_view w : split(std::string_view(what).substr(colon + 2), ' '))
         if (word.empty() || (word[0] != '-' && !w.empty() && w[0] == '-')) word = std::string(w);
-    // A program's own option, after a program given without `--`
-    // (--record F python3 -c ...): CLI11 took python3 for the positional.
-    const CLI::Option* program = invoked_app(app, invoked)->get_option_no_throw("command");
-    if (program != nullptr && program->count() > 0)
-        return "put the program after --: gpumem " + std::string(invoked->name) + " ... -- " + program->results().front() + " ...";
+    // A mistyped mode with its arguments after it ("alloc-test hodl 1GiB"):
+    // the group took the mode as its MODE, the arguments are the extras.
+    if (invoked != nullptr && is_group(*invoked))
+        if (const std::string mode = positional_value(*invoked_app(app, invoked), "MODE"); !mode.empty())
+            return unknown_mode_text(invoked->name, mode);
     if (!word.empty() && word[0] == '-') {
         const std::string name = word.substr(0, word.find('='));
+        // A program given without -- before it (reuse-sim --record F python3
+        // -c ...): its options are not gpumem's, and no near name helps.
+        const std::string program = invoked != nullptr ? positional_value(*invoked_app(app, invoked), "command") : "";
+        if (!program.empty() && index_of(args, program, 1) < index_of(args, word, 1))
+            return "unknown option '" + name + "' after the program '" + program + "': put the program after -- (gpumem " +
+                   std::string(invoked->name) + " ... -- " + program + " ...)";
         return "unknown option '" + name + "'" + did_you_mean(name, option_spellings(invoked_app(app, invoked)));
     }
     if (invoked != nullptr) return "unexpected argument '" + word + "'";
@@ -407,8 +442,9 @@ std::string extras_text(const CLI::ExtrasError& e, const CLI::App& app, const Co
     return "unknown command '" + word + "'" + did_you_mean(word, names);
 }
 
-std::string parse_failure_text(const CLI::ParseError& e, const CLI::App& app, const CommandEntry* invoked) {
-    if (const auto* extras = dynamic_cast<const CLI::ExtrasError*>(&e)) return extras_text(*extras, app, invoked) + help_pointer(invoked);
+std::string parse_failure_text(const CLI::ParseError& e, const CLI::App& app, const CommandEntry* invoked,
+                               const std::vector<std::string>& args) {
+    if (const auto* extras = dynamic_cast<const CLI::ExtrasError*>(&e)) return extras_text(*extras, app, invoked, args) + help_pointer(invoked);
     return parse_error_text(e.what()) + help_pointer(invoked);
 }
 
@@ -437,11 +473,15 @@ std::vector<std::string> joined_values(int argc, char** argv) {
 void check_format_offered(const Parsed& parsed, const CommandEntry* invoked, const Globals& globals, Format format,
                           bool CommandDefinition::*offers) {
     if (globals.output.format != format) return;
-    if (!parsed.list && !parsed.schema && invoked && invoked->definition && invoked->definition->*offers) return;
+    const std::string asked = "--format " + std::string(kFormats.name_of(format));
+    // --schema and --list are no command's report: their own forms only.
+    if (parsed.schema) throw UsageError("--schema prints JSON Schema, as JSON only: it takes no " + asked);
+    if (parsed.list) throw UsageError("--list prints names as a table, CSV or JSON: it takes no " + asked);
+    if (invoked && invoked->definition && invoked->definition->*offers) return;
     std::string names;
     for (const CommandEntry& e : kCommands)
         if (e.definition && e.definition->*offers) names += (names.empty() ? "" : ", ") + std::string(e.name);
-    throw UsageError("--format " + std::string(kFormats.name_of(format)) + " is offered by " + names + " only");
+    throw UsageError(asked + " is offered by " + names + " only");
 }
 
 int dispatch(const Parsed& parsed, const CommandEntry* invoked, Command* command, RunMode mode, bool json,
@@ -459,7 +499,9 @@ int dispatch(const Parsed& parsed, const CommandEntry* invoked, Command* command
     error_output = globals.output;
     setup_logging(globals);
     if (parsed.list) {
-        write_stdout(render(list_report(*parsed.list, globals.output.format), globals.output));
+        Report list = list_report(*parsed.list, globals.output.format);
+        stamp(list, globals.origin);  // who listed, as every document says
+        write_stdout(render(list, globals.output));
         return 0;
     }
     if (parsed.schema) {
@@ -556,12 +598,15 @@ int run_command_line(int original_argc, char** original_argv, RunMode mode) {
         return 0;
     } catch (const CLI::ParseError& e) {
         if (e.get_exit_code() == 0) return 0;
-        return fail(UsageError(parse_failure_text(e, app, invoked)), empty, error_output, json);
+        return fail(UsageError(parse_failure_text(e, app, invoked, args)), empty, error_output, json);
     } catch (const UsageError& e) {  // thrown by option callbacks that validate values and combinations
         return fail(UsageError(e.what() + help_pointer(invoked)), empty, error_output, json);
     } catch (const Error& e) {
         return fail(e, empty, error_output, json);
     }
+    // An error document of --list or --schema says which it was.
+    if (!invoked && parsed.list) empty.command = "list";
+    if (!invoked && parsed.schema) empty.command = "schema";
     try {
         return dispatch(parsed, invoked, command.get(), mode, json, placement, error_output);
     } catch (const Error& e) {

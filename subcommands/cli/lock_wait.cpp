@@ -8,12 +8,11 @@
 namespace gpumem::cli {
 
 CLI::Option* add_lock_timeout_option(CLI::App& app, double& seconds) {
-    return add_real_option(app, "--lock-timeout", seconds,
-                           "Seconds to wait for another gpumem measuring the same GPU (a per-GPU lock); then its work is unknown (check) "
-                           "or an error (exit 1)",
-                           0, 86400)
-        ->type_name("SECONDS")
-        ->capture_default_str();
+    // A duration as every other (5s, 2m, 0: no wait), at most a day.
+    return add_value_option(app, "--lock-timeout", seconds,
+                            "How long to wait for another gpumem measuring the same GPU (a per-GPU lock, default 60s); then its "
+                            "work is unknown (check) or an error (exit 1)",
+                            ValueKind::seconds, 0, 86400);
 }
 
 LockWaitProgress::LockWaitProgress(const Session& session, double timeout) : enabled_(session.progress()), timeout_(timeout) {}

@@ -159,7 +159,7 @@ double parse_value_of(ValueKind kind, const std::string& option, const std::stri
     try {
         switch (kind) {
             case ValueKind::rate_gbps: v = parse_rate(text, 1e9) / 1e9, unit = " GB/s"; break;
-            case ValueKind::seconds: v = parse_duration(text, 1.0), unit = " s"; break;
+            case ValueKind::seconds: v = parse_duration(text, 1.0, min <= 0), unit = " s"; break;  // min 0: 0 means no wait
             case ValueKind::fraction: v = parse_fraction(text); break;
         }
     } catch (const UsageError& e) {

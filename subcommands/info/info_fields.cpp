@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "base/errors.hpp"
 #include "base/text.hpp"
@@ -318,7 +319,13 @@ const Named<InfoField>& field_named(std::string_view name) {
     for (const Named<InfoField>& row : kInfoFields)
         for (std::string_view alias : info_field_aliases(row.value))
             if (alias == name) return row;
-    return kInfoFields.row(name);  // throws "unknown info field ... (expected ...)"
+    // "unknown info field ... (expected ...)", offering the nearest key or
+    // alias (memory.fre: memory.free).
+    std::vector<std::string_view> names = kInfoFields.name_list();
+    for (const Named<InfoField>& row : kInfoFields)
+        for (std::string_view alias : info_field_aliases(row.value)) names.push_back(alias);
+    throw UsageError("unknown " + std::string(kInfoFields.what()) + " '" + std::string(name) + "' (expected " + kInfoFields.names() +
+                     "; gpumem --list fields gives their nvidia-smi names too)" + did_you_mean(name, names));
 }
 
 // A cell as a sample's value: numbers, and booleans as 1 and 0; none for

@@ -427,8 +427,11 @@ void check_outputs(const ReuseSimOptions& o, const Globals& globals, ReuseSimReq
 // allowed maximum (DeviceCachingAllocator::setMemoryFraction). A snapshot
 // does not record the device's total memory, so it must be given.
 std::uint64_t check_capacity(const ReuseSimOptions& o) {
+    // Checked first: beside --capacity, --device-total would be ignored unsaid.
+    if (o.device_total && !o.memory_fraction)
+        throw UsageError("--device-total is used only with --memory-fraction (the capacity is that share of it)" +
+                         std::string(o.capacity ? "; --capacity gives the capacity itself" : ""));
     if (o.capacity) return parse_size(*o.capacity);
-    if (o.device_total && !o.memory_fraction) throw UsageError("--device-total is used only with --memory-fraction");
     if (!o.memory_fraction) return rs::kUnlimited;
     if (!o.device_total)
         throw UsageError("--memory-fraction needs --device-total (the recording GPU's total memory, as torch.cuda.mem_get_info()[1] "
