@@ -28,7 +28,7 @@ _gpumem_opts_reuse_sim="--workload --steps --seed --change-rate --batch --layers
     --prompt --tokens --streams --trace --trace-format --trace-device --strategy --growth --zero-fill --ring-buffers --ring-size
     --pool-initial --pool-max --bins --bin-blocks --max-split-size --max-non-split-rounding
     --roundup-power2-divisions --release-threshold --sync-every --capacity --memory-fraction --device-total --costs
-    --timeline --timeline-points --save-trace --no-chart --execute --tune --sweep
+    --timeline --timeline-points --save-trace --no-chart --execute --tune --sweep --all-settings
     --record --max-entries --python-stacks --confirm"
 _gpumem_opts_report="--outlier-fraction --strict --drain-list"
 _gpumem_opts_check="--level --threshold --thresholds --strict --kernel-log --xid-since --expect-gpus --lock-timeout --judge-shared"

@@ -235,6 +235,7 @@ complete -c gpumem -n $reuse_sim -l no-chart -d 'Table mode: no chart of reserve
 complete -c gpumem -n $reuse_sim -l execute -d 'Also replay each strategy for real on the GPU (-d)'
 complete -c gpumem -n $reuse_sim -l tune -d 'What-if tuner: torch-caching under a grid of PYTORCH_CUDA_ALLOC_CONF settings'
 complete -c gpumem -n $reuse_sim -l sweep -x -a '(__gpumem_names knobs | string replace -r \t \=\t)' -d 'KNOB=V1,V2,...: torch-caching with each value of a knob'
+complete -c gpumem -n $reuse_sim -l all-settings -d 'With --tune or --sweep: the table lists every setting'
 complete -c gpumem -n $reuse_sim -l record -r -F -d 'Run the program after -- and record its PyTorch allocations'
 complete -c gpumem -n $reuse_sim -l max-entries -x -d 'Events the recording keeps'
 complete -c gpumem -n $reuse_sim -l python-stacks -d 'With --record: also record Python stacks'

@@ -247,6 +247,8 @@ std::vector<BadCase> reuse_sim_cases(const Scratch& s) {
         {{"reuse-sim", "--tune", "--strategy", "naive"}, {2}, true},
         {{"reuse-sim", "--sweep", "expandable_segments=true", "--strategy", "torch-caching,pool"}},
         {{"reuse-sim", "--tune", "--execute"}},
+        // --all-settings lists the table of --tune or --sweep: alone it has none.
+        {{"reuse-sim", "--all-settings"}, {2}, true},
         {{"-d", "0", "reuse-sim", "--tune"}},
         {{"reuse-sim", "--tune", "--timeline", s.path("tl.csv")}},
         {{"reuse-sim", "--tune", "--save-trace", s.path("saved.csv")}},

@@ -107,3 +107,24 @@ TEST_CASE("docs: the schema is JSON Schema for one object per command, closed to
         CHECK(schema.at("properties").at("origin").at("required") == json::array({"host"}));
     }
 }
+
+// troff warns where it cannot break a line (a word wider than its table
+// column): the page then runs past the terminal's edge. Rendered as man
+// renders it for terminals of 80, 100 and 120 columns (a line of 78 at 80),
+// with every warning on; skipped where scdoc or groff is not installed.
+TEST_CASE("docs: the man page renders without a troff warning at 80, 100 and 120 columns") {
+    const RunResult tools = run_program("/bin/sh", {"-c", "command -v scdoc && command -v groff"});
+    if (tools.status != 0) {
+        MESSAGE("scdoc or groff not installed: the man page is not rendered");
+        return;
+    }
+    const char* dir = std::getenv("GPUMEM_TESTS_DIR");
+    const std::string page = std::string(dir ? dir : GPUMEM_TESTS_SOURCE_DIR) + "/../man/gpumem.1.scd";
+    for (const char* line_length : {"78n", "80n", "98n", "100n", "118n", "120n"}) {
+        CAPTURE(line_length);
+        const RunResult r = run_program(
+            "/bin/sh", {"-c", "scdoc < \"$1\" | groff -t -man -Tutf8 -rLL=\"$2\" -ww -z", "sh", page, line_length});
+        CHECK(r.status == 0);
+        CHECK(r.err == "");
+    }
+}

@@ -3,14 +3,22 @@
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
+#include <spawn.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -33,6 +41,19 @@ struct TraceFile {
 };
 
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// Text without its spaces and newlines: a setting wrapped in a record, read back.
+std::string without_spaces(std::string text) {
+    text.erase(std::remove_if(text.begin(), text.end(), [](char c) { return c == ' ' || c == '\n'; }), text.end());
+    return text;
+}
+
+// Prose wrapped at words (within the terminal, or 100 columns in a pipe), read as one line.
+std::string flat(std::string text) {
+    for (char& c : text)
+        if (c == '\n') c = ' ';
+    return text;
+}
 
 constexpr const char* kTrace = "action,id,size,stream,tag\nalloc,1,4096,0,a\nalloc,2,8192,0,b\nfree,1,,,\nfree,2,,,\n";
 
@@ -372,7 +393,7 @@ TEST_CASE("cli reuse-sim --tune: a recorded workload under a cap that bites, ran
     REQUIRE(text.status == 0);
     CHECK(has(text.out, "PYTORCH_CUDA_ALLOC_CONF"));
     CHECK(has(text.out, "recorded: (PyTorch's defaults)"));
-    CHECK(has(text.out, "the smallest capacity the best setting fits in is about"));
+    CHECK(has(flat(text.out), "the smallest capacity the best setting fits in is about"));
     // --memory-fraction is a cap too: the GC threshold joins the grid; without a cap it does not.
     const RunResult fraction = run_gpumem({"reuse-sim", "--trace", fixture("torch/memory_fraction.pickle"), "--tune", "--memory-fraction",
                                            "0.5", "--device-total", "1300MiB", "--json"});
@@ -439,7 +460,7 @@ TEST_CASE("cli reuse-sim --tune on recorded OOMs: the requests each setting gran
         CHECK(has(answer, "; the best setting grants the request that ran out of memory as recorded, after which the program "
                           "may ask for memory the recording never saw"));
         const RunResult text = run_gpumem({"reuse-sim", "--trace", fixture("torch/oom_skip_batch.pickle"), "--tune", "--capacity", "962592768"});
-        CHECK(has(text.out, "the recording never saw"));
+        CHECK(has(flat(text.out), "the recording never saw"));
     }
     SUBCASE("oom_halve_batch: 10 OOMs as recorded; the best grants some of them and fails the others") {
         const RunResult r = run_gpumem(
@@ -465,4 +486,163 @@ TEST_CASE("cli reuse-sim --tune on recorded OOMs: the requests each setting gran
         CHECK(t["best_changes_course"] == false);
         CHECK_FALSE(has(t["answer"].get<std::string>(), "never saw"));
     }
+}
+
+namespace {
+
+// gpumem with its stdout on a terminal `columns` wide (a pseudo-terminal,
+// newlines as written), stderr and stdin on /dev/null: what a person sees.
+RunResult run_on_terminal(const std::vector<std::string>& args, int columns) {
+    RunResult result;
+    const int master = posix_openpt(O_RDWR | O_NOCTTY);
+    REQUIRE(master >= 0);
+    REQUIRE(grantpt(master) == 0);
+    REQUIRE(unlockpt(master) == 0);
+    const int slave = open(ptsname(master), O_RDWR | O_NOCTTY);
+    REQUIRE(slave >= 0);
+    winsize size{};
+    size.ws_col = static_cast<unsigned short>(columns);
+    size.ws_row = 50;
+    ioctl(slave, TIOCSWINSZ, &size);
+    termios mode{};
+    tcgetattr(slave, &mode);
+    mode.c_oflag &= ~static_cast<tcflag_t>(OPOST);  // "\n" stays "\n"
+    tcsetattr(slave, TCSANOW, &mode);
+    std::vector<std::string> argv_strings{gpumem_binary()};
+    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& a : argv_strings) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&actions, slave, 1);
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addclose(&actions, master);
+    pid_t pid = -1;
+    const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    close(slave);
+    REQUIRE(spawned == 0);
+    char buffer[4096];
+    for (ssize_t n; (n = read(master, buffer, sizeof buffer)) > 0 || (n < 0 && errno == EINTR);)
+        if (n > 0) result.out.append(buffer, static_cast<std::size_t>(n));
+    close(master);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return result;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+// The rows of the tune table, each as its figures without the # column: a
+// line that starts with the rank(s) and goes on with figures (a size
+// first), or on a narrow terminal a record: the rank(s) alone on a line,
+// then "header: value" lines up to the setting's.
+std::vector<std::string> tune_table_rows(const std::string& text) {
+    static const std::regex row(R"(^ *[0-9][0-9,\-]* +([0-9.]+ [KMGT]?i?B .*)$)");
+    static const std::regex record(R"(^[0-9][0-9,\-]*$)");
+    std::vector<std::string> rows;
+    bool in_record = false;
+    std::smatch m;
+    for (const std::string& line : lines_of(text)) {
+        if (std::regex_match(line, m, row)) {
+            rows.push_back(m[1]);
+        } else if (std::regex_match(line, record)) {
+            rows.emplace_back();
+            in_record = true;
+        } else if (in_record) {
+            if (line.find("PYTORCH_CUDA_ALLOC_CONF:") != std::string::npos) in_record = false;
+            else rows.back() += line;
+        }
+    }
+    return rows;
+}
+
+// The number of different outcomes among the document's settings.
+std::size_t outcomes_of(const nlohmann::json& settings) {
+    std::set<std::string> outcomes;
+    for (const nlohmann::json& s : settings) {
+        nlohmann::json o = s;
+        for (const char* key : {"rank", "alloc_conf", "recorded", "settings"}) o.erase(key);
+        outcomes.insert(o.dump());
+    }
+    return outcomes.size();
+}
+
+}  // namespace
+
+// issue 34 §10: on a 100-column terminal the table was 120 columns wide,
+// its header line 225, 36 rows many of them alike, and the answer came last.
+TEST_CASE("cli reuse-sim --tune on a terminal: the answer first, a row per outcome, the best 10, every line within the width") {
+    const std::vector<std::string> tune = {"reuse-sim", "--trace", fixture("torch/memory_fraction.pickle"), "--tune", "--capacity", "600MiB"};
+    std::vector<std::string> json_args = tune;
+    json_args.push_back("--json");
+    const RunResult j = run_gpumem(json_args);
+    REQUIRE(j.status == 0);
+    const nlohmann::json d = nlohmann::json::parse(j.out);
+    REQUIRE(d["settings"].size() == 36);  // JSON keeps every setting
+    const std::size_t outcomes = outcomes_of(d["settings"]);
+    REQUIRE(outcomes > 10);  // the fixture has more outcomes than the table shows by default
+    REQUIRE(outcomes < 36);  // and settings alike
+    std::vector<std::string> all_args = tune;
+    all_args.push_back("--all-settings");
+    for (const int width : {0, 60, 80, 100, 120}) {  // 0: a pipe; 60: too narrow for the figures, records
+        CAPTURE(width);
+        const std::size_t limit = width == 0 ? 100 : static_cast<std::size_t>(width);
+        for (const bool all : {false, true}) {
+            CAPTURE(all);
+            const std::vector<std::string>& args = all ? all_args : tune;
+            const RunResult r = width == 0 ? run_gpumem(args) : run_on_terminal(args, width);
+            REQUIRE(r.status == 0);
+            INFO(r.out);
+            for (const std::string& line : lines_of(r.out)) {
+                CAPTURE(line);
+                // Only a word longer than the line may stand out: the
+                // fixture's path, at 60 columns.
+                CHECK((line.size() <= limit || line.find(' ') == std::string::npos));
+            }
+            // The answer comes before the table.
+            const std::size_t answer = flat(r.out).find("this trace fits in");
+            const std::size_t table = r.out.find("first OOM");  // the table's header, or its first record
+            REQUIRE(answer != std::string::npos);
+            REQUIRE(table != std::string::npos);
+            CHECK(answer < table);
+            // A row per outcome: no two rows alike; the best 10, or every one.
+            const std::vector<std::string> rows = tune_table_rows(r.out);
+            CHECK(std::set<std::string>(rows.begin(), rows.end()).size() == rows.size());
+            CHECK(rows.size() == (all ? outcomes : 10));
+            CHECK(has(flat(r.out), all ? "a row per outcome (" + std::to_string(outcomes) + "):"
+                                       : "a row per outcome, the best 10 of " + std::to_string(outcomes) + " (--all-settings"));
+            CHECK(has(r.out, "\n1-4\n    peak reserved: ") == (width == 60));
+            // Every setting is named with --all-settings (those short enough
+            // for one line whole: the table's 100 columns at most, less 6).
+            if (all)
+                for (const nlohmann::json& s : d["settings"]) {
+                    const std::string conf = s["alloc_conf"].get<std::string>();
+                    const std::string shown = s["recorded"] == true ? "recorded: " + (conf.empty() ? "(PyTorch's defaults)" : conf) : conf;
+                    if (shown.size() + 6 > std::min<std::size_t>(limit, 100)) continue;
+                    // A line of its own under the row; in a record, a part of the field's lines.
+                    if (width == 60) CHECK(has(without_spaces(r.out), without_spaces(shown)));
+                    else CHECK(has(r.out, "\n    " + shown + "\n"));
+                }
+        }
+    }
+    // --all-settings changes the table only: the document and CSV hold every setting either way.
+    std::vector<std::string> all_json = all_args;
+    all_json.push_back("--json");
+    const RunResult aj = run_gpumem(all_json);
+    REQUIRE(aj.status == 0);
+    CHECK(nlohmann::json::parse(aj.out)["settings"] == d["settings"]);
+    std::vector<std::string> csv_args = tune;
+    csv_args.push_back("--csv");
+    const RunResult csv = run_gpumem(csv_args);
+    REQUIRE(csv.status == 0);
+    CHECK(lines_of(csv.out).size() == 37);  // the header and every setting
 }

@@ -4,6 +4,8 @@
 // and the strategy table against --help, --list and the man page.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include <cctype>
 #include <memory>
 #include <set>
@@ -435,28 +437,25 @@ ReuseSimRequest tune_request() {
     return q;
 }
 
-// The lines of each row's setting in --tune's table (a wrapped setting has
-// several), read back from the text under the PYTORCH_CUDA_ALLOC_CONF header.
+// The lines of each setting in --tune's table, read back from the lines
+// under each row: a setting starts 4 spaces in, and a setting wrapped goes
+// on 6 spaces in.
 std::vector<std::vector<std::string>> tune_setting_lines(const std::string& text) {
-    const std::size_t header = text.find("PYTORCH_CUDA_ALLOC_CONF");
-    const std::size_t column = header - text.rfind('\n', header) - 1;
     std::istringstream lines(text);
-    std::vector<std::vector<std::string>> rows;
+    std::vector<std::vector<std::string>> settings;
     bool in_table = false;
     for (std::string line; std::getline(lines, line);) {
-        if (line.find("PYTORCH_CUDA_ALLOC_CONF") != std::string::npos) {
+        if (line == "    PYTORCH_CUDA_ALLOC_CONF") {
             in_table = true;
             continue;
         }
         if (in_table && line.empty()) break;
-        if (!in_table) continue;
-        const bool new_row = line.substr(0, column).find_first_not_of(' ') != std::string::npos;
-        std::string part = line.size() > column ? line.substr(column) : "";
-        part = part.substr(0, part.find("  "));
-        if (new_row || rows.empty()) rows.emplace_back();
-        rows.back().push_back(part);
+        if (!in_table || line.rfind("    ", 0) != 0) continue;
+        const bool goes_on = line.rfind("      ", 0) == 0;
+        if (!goes_on || settings.empty()) settings.emplace_back();
+        settings.back().push_back(line.substr(goes_on ? 6 : 4));
     }
-    return rows;
+    return settings;
 }
 
 }  // namespace
@@ -493,13 +492,16 @@ TEST_CASE("reuse-sim report: --tune's document has the schema's keys, the ranked
     CHECK_FALSE(document(reuse_sim_report(request(), results(), OutputOptions{Format::json})).contains("tune"));
 }
 
-TEST_CASE("reuse-sim report: --tune's table marks the recorded row and ends with the answer; CSV has the conf to paste") {
+TEST_CASE("reuse-sim report: --tune's table marks the recorded row and follows the answer; CSV has the conf to paste") {
     const std::string text = render(reuse_sim_report(tune_request(), tune_results(), OutputOptions{Format::table}), OutputOptions{Format::table});
     INFO(text);
     CHECK(text.find("PYTORCH_CUDA_ALLOC_CONF") != std::string::npos);
     CHECK(text.find("recorded: (PyTorch's defaults)") != std::string::npos);
-    CHECK(text.find("torch-caching under 2 settings, ranked") != std::string::npos);
-    CHECK(text.find("as recorded it fails at event 18,231") != std::string::npos);
+    std::string flat = text;  // prose wrapped within 100 columns, read as one line
+    std::replace(flat.begin(), flat.end(), '\n', ' ');
+    CHECK(flat.find("torch-caching under 2 settings, ranked") != std::string::npos);
+    CHECK(flat.find("as recorded it fails at event 18,231") != std::string::npos);
+    CHECK(text.find("With expandable_segments:True this trace fits") < text.find("peak reserved"));  // the answer first
     CHECK(text.find("best in its column") == std::string::npos);
     const std::string csv = render(reuse_sim_report(tune_request(), tune_results(), OutputOptions{Format::csv}), OutputOptions{Format::csv});
     CHECK(csv.rfind("rank,alloc_conf,recorded,settings,peak_reserved,ooms,first_oom_event,", 0) == 0);
@@ -509,6 +511,7 @@ TEST_CASE("reuse-sim report: --tune's table marks the recorded row and ends with
 TEST_CASE("reuse-sim report: --tune's table stays within 100 columns with the longest settings; JSON keeps them whole") {
     ReuseSimRequest q = tune_request();
     q.tune->axes = rs::grid_axes({}, true, true);  // --tune's grid under a cap
+    q.tune->all_settings = true;
     ReuseSimResults r = tune_results();
     r.tune->rows.clear();
     rs::TorchOptions baseline;
@@ -534,27 +537,13 @@ TEST_CASE("reuse-sim report: --tune's table stays within 100 columns with the lo
     INFO(text);
     std::size_t table_lines = 0;
     bool in_table = false;
-    std::string joined, last_row_setting;
     std::istringstream lines(text);
-    const std::size_t header = text.find("PYTORCH_CUDA_ALLOC_CONF");
-    const std::size_t column = header - text.rfind('\n', header) - 1;
     for (std::string line; std::getline(lines, line);) {
-        if (line.find("PYTORCH_CUDA_ALLOC_CONF") != std::string::npos) in_table = true;
+        CAPTURE(line);
+        CHECK(line.size() <= 100);  // every line: the settings go under the figures, wrapped after their commas
+        if (line.find("peak reserved") != std::string::npos) in_table = true;
         if (in_table && line.empty()) in_table = false;
-        if (!in_table) continue;
-        ++table_lines;
-        // Within 100 columns, except where one item alone (such as
-        // "garbage_collection_threshold:0.8,") is wider than the setting's
-        // column: an item is never cut.
-        std::string part = line.size() > column ? line.substr(column) : "";
-        part = part.substr(0, part.find("  "));
-        std::size_t commas = 0;  // outside brackets, before the last character
-        for (std::size_t i = 0, depth = 0; i + 1 < part.size(); ++i) {
-            depth += part[i] == '[' ? 1 : part[i] == ']' ? std::size_t(-1) : 0;
-            commas += part[i] == ',' && depth == 0;
-        }
-        const bool one_item = commas == 0;
-        CHECK((line.size() <= 100 || one_item));
+        table_lines += in_table;
     }
     CHECK(table_lines > r.tune->rows.size());  // wrapped: more lines than rows
     // The wrapped cells put back together are the settings, each whole.
@@ -565,6 +554,7 @@ TEST_CASE("reuse-sim report: --tune's table stays within 100 columns with the lo
         cells.push_back(cell);
         // Broken only after a comma: never inside garbage_collection_threshold:0.8.
         for (std::size_t i = 0; i + 1 < parts.size(); ++i) CHECK((!parts[i].empty() && parts[i].back() == ','));
+        CHECK(parts.size() < 4);
     }
     REQUIRE(cells.size() == r.tune->rows.size());
     std::vector<std::string> expected;
@@ -580,6 +570,7 @@ TEST_CASE("reuse-sim report: --tune's table stays within 100 columns with the lo
 TEST_CASE("reuse-sim report: --tune's table wraps a setting only between its items, never inside one or a roundup list") {
     ReuseSimRequest q = tune_request();
     q.tune->axes = rs::grid_axes({}, true, true);
+    q.tune->all_settings = true;  // every setting; all alike here, so one row
     ReuseSimResults r = tune_results();
     r.tune->rows.clear();
     // Figures as wide as a real run's (roundup_list.pickle under 1 GiB): the

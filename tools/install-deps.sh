@@ -7,7 +7,10 @@
 set -euo pipefail
 
 # cmake: Meson finds doctest, which ships no pkg-config file, through CMake.
-build=(meson ninja-build pkg-config cmake g++ libcli11-dev libspdlog-dev libfmt-dev doctest-dev nlohmann-json3-dev zlib1g-dev scdoc)
+# scdoc builds the man page; groff-base renders it in test_docs, which fails
+# on any troff warning (a line troff cannot break).
+build=(meson ninja-build pkg-config cmake g++ libcli11-dev libspdlog-dev libfmt-dev doctest-dev nlohmann-json3-dev zlib1g-dev scdoc
+       groff-base)
 # CI's further stages: clang with its sanitizer runtime (sanitized build,
 # fuzzing), clang-tidy and cppcheck (static analysis), python3 (fuzz target
 # of the snapshot converter, the Slurm test's checker), zsh and fish (the

@@ -169,11 +169,8 @@ std::string csv_header(const Field& field, Unit unit) {
 
 namespace {
 
-// `text` in lines of at most `columns`, broken only after `after` outside
-// brackets: an item wider than `columns` alone stays whole, so that
-// "garbage_collection_threshold:0.8" or a roundup list is never cut (the
-// column widens).
-std::string wrapped(const std::string& text, std::size_t columns, char after) {
+// One paragraph of wrap_after.
+std::string wrapped_paragraph(const std::string& text, std::size_t columns, char after) {
     std::string out, line;
     auto flush = [&] {
         if (line.empty()) return;
@@ -196,6 +193,34 @@ std::string wrapped(const std::string& text, std::size_t columns, char after) {
     return out;
 }
 
+// The widest line of a text of several.
+std::size_t widest_line(std::string_view text) {
+    std::size_t widest = 0;
+    for (std::size_t start = 0; start <= text.size();) {
+        std::size_t end = text.find('\n', start);
+        if (end == std::string_view::npos) end = text.size();
+        widest = std::max(widest, display_width(text.substr(start, end - start)));
+        start = end + 1;
+    }
+    return widest;
+}
+
+}  // namespace
+
+std::string wrap_after(const std::string& text, std::size_t columns, char after) {
+    std::string out;
+    for (std::size_t start = 0; start <= text.size();) {
+        std::size_t end = text.find('\n', start);
+        if (end == std::string::npos) end = text.size();
+        if (start > 0) out += '\n';
+        out += wrapped_paragraph(text.substr(start, end - start), columns, after);
+        start = end + 1;
+    }
+    return out;
+}
+
+namespace {
+
 // A row's cells as lines: a wrapped cell's lines below the row's first,
 // the other cells empty there.
 std::vector<std::vector<std::string>> row_lines(const std::vector<std::string>& texts) {
@@ -213,56 +238,79 @@ std::vector<std::vector<std::string>> row_lines(const std::vector<std::string>& 
     return lines;
 }
 
-// The table's wrapping columns narrowed, the widest first, to keep the
-// table within kTableColumns (none below 10 columns); `width` and `cells` as
-// rendered.
-void wrap_table_cells(const Table& table, std::vector<std::size_t>& width, std::vector<std::vector<std::string>>& cells) {
+// Columns `width` side by side, two spaces apart.
+std::size_t total_width(const std::vector<std::size_t>& width) {
+    std::size_t total = width.empty() ? 0 : 2 * (width.size() - 1);
+    for (std::size_t x : width) total += x;
+    return total;
+}
+
+// The table's wrapping columns (the first `count` fields) narrowed, the
+// widest first, to keep the table within table.columns (none below 10
+// columns); `width` and `cells` as rendered.
+void wrap_table_cells(const Table& table, std::size_t count, std::vector<std::size_t>& width, std::vector<std::vector<std::string>>& cells) {
     constexpr std::size_t kNarrowest = 10;
     // A column narrowed again is wrapped anew from its cells as they were,
     // not from lines an earlier pass already broke.
     const std::vector<std::vector<std::string>> unwrapped = cells;
     for (;;) {
-        std::size_t total = 2 * (width.size() - 1);
-        for (std::size_t x : width) total += x;
-        if (total <= kTableColumns) return;
+        const std::size_t total = total_width(width);
+        if (total <= table.columns) return;
         // The widest column that may still wrap narrower.
-        std::size_t w = width.size();
-        for (std::size_t i = 0; i < width.size(); ++i)
-            if (table.fields[i].wrap_after != 0 && width[i] > kNarrowest && (w == width.size() || width[i] > width[w])) w = i;
-        if (w == width.size()) return;
-        const std::size_t columns = std::max(kNarrowest, width[w] - std::min(width[w], total - kTableColumns));
+        std::size_t w = count;
+        for (std::size_t i = 0; i < count; ++i)
+            if (table.fields[i].wrap_after != 0 && width[i] > kNarrowest && (w == count || width[i] > width[w])) w = i;
+        if (w == count) return;
+        const std::size_t columns = std::max(kNarrowest, width[w] - std::min(width[w], total - table.columns));
         const std::size_t before = width[w];
         width[w] = display_width(table.fields[w].header);
         for (std::size_t r = 0; r < cells.size(); ++r) {
             std::string& cell = cells[r][w];
-            cell = wrapped(unwrapped[r][w], columns, table.fields[w].wrap_after);
-            for (std::size_t start = 0; start <= cell.size();) {
-                std::size_t end = cell.find('\n', start);
-                if (end == std::string::npos) end = cell.size();
-                width[w] = std::max(width[w], display_width(std::string_view(cell).substr(start, end - start)));
-                start = end + 1;
-            }
+            cell = wrap_after(unwrapped[r][w], columns, table.fields[w].wrap_after);
+            width[w] = std::max(width[w], widest_line(cell));
         }
         if (width[w] >= before) return;  // a word longer than the room: no narrower
     }
 }
 
-// Table::as_records: a row a block, "header: value" lines under its first cell.
+// `text` after `indent`, its lines after the first `more` further in.
+std::string indented(const std::string& text, const std::string& indent, std::size_t more) {
+    std::string out = indent;
+    for (char c : text) {
+        out += c;
+        if (c == '\n') out += indent + std::string(more, ' ');
+    }
+    return out;
+}
+
+// Table::as_records: a row a block, "header: value" lines under its first
+// cell, within table.columns.
 void render_records(std::ostream& out, const Table& table, const OutputOptions& options) {
     const std::string indent(4, ' ');
+    const std::size_t room = table.columns - std::min(table.columns, indent.size());
     bool first = true;
     for (const auto& row : table.rows) {
         if (!first) out << '\n';
         first = false;
         for (std::size_t i = 0; i < table.fields.size() && i < row.size(); ++i) {
-            const std::string text = cell_text(row[i], table.fields[i], options.unit);
+            const Field& field = table.fields[i];
+            const std::string text = cell_text(row[i], field, options.unit);
             if (i == 0) {
                 out << text << '\n';
             } else if (!text.empty()) {
-                // Wrapped within the room after the indent; continuation lines two further in.
-                std::string lines = wrap_words(std::string(table.fields[i].header) + ": " + text, kTableColumns - indent.size(), 2);
-                for (std::size_t at = lines.find('\n'); at != std::string::npos; at = lines.find('\n', at + 1)) lines.insert(at + 1, indent);
-                out << indent << lines << '\n';
+                // Wrapped within the room after the indent, where the field
+                // breaks (words, else after its character); continuation
+                // lines two further in.
+                const std::string line = std::string(field.header) + ": " + text;
+                if (field.wrap_after == 0 || field.wrap_after == ' ')
+                    out << indented(wrap_words(line, room, 2), indent, 0) << '\n';
+                else {
+                    // The value below its header when an item of it would not fit beside it.
+                    const std::size_t narrower = room - std::min<std::size_t>(room, 2);
+                    std::string lines = wrap_after(line, narrower, field.wrap_after);
+                    if (widest_line(lines) > narrower) lines = std::string(field.header) + ":\n" + wrap_after(text, narrower, field.wrap_after);
+                    out << indented(lines, indent, 2) << '\n';
+                }
             }
         }
     }
@@ -271,18 +319,38 @@ void render_records(std::ostream& out, const Table& table, const OutputOptions& 
 // One table, its columns aligned (a wrapped cell over several lines).
 void render_table(std::ostream& out, const Table& table, const OutputOptions& options) {
     if (table.as_records) return render_records(out, table, options);
-    std::vector<std::size_t> width(table.fields.size());
+    // Table::last_below: the last field is not a column.
+    const std::size_t count = table.fields.size() - (table.last_below && !table.fields.empty() ? 1 : 0);
+    const std::string below_indent(4, ' ');
+    std::vector<std::size_t> width(count);
     std::vector<std::vector<std::string>> cells;
-    for (std::size_t i = 0; i < table.fields.size(); ++i) width[i] = display_width(table.fields[i].header);
+    std::vector<std::string> below;
+    for (std::size_t i = 0; i < count; ++i) width[i] = display_width(table.fields[i].header);
     for (const auto& row : table.rows) {
         std::vector<std::string> texts;
-        for (std::size_t i = 0; i < table.fields.size(); ++i) {
+        for (std::size_t i = 0; i < count; ++i) {
             texts.push_back(i < row.size() ? cell_text(row[i], table.fields[i], options.unit) : "");
-            width[i] = std::max(width[i], display_width(texts.back()));
+            width[i] = std::max(width[i], widest_line(texts.back()));
         }
         cells.push_back(std::move(texts));
+        if (count < table.fields.size()) {
+            const Field& field = table.fields.back();
+            const std::string text = count < row.size() ? cell_text(row[count], field, options.unit) : "";
+            // Each of its lines (a text may hold several) wrapped, going on
+            // two further in.
+            const std::size_t room = table.columns - std::min(table.columns, below_indent.size() + 2);
+            std::string lines;
+            for (std::string_view line : split(text, '\n')) {
+                const std::string piece(line);
+                const std::string wrapped = field.wrap_after == 0 || field.wrap_after == ' ' ? wrap_words(piece, room)
+                                                                                              : wrap_after(piece, room, field.wrap_after);
+                lines += (lines.empty() ? "" : "\n") + indented(wrapped, "", 2);
+            }
+            below.push_back(lines);
+        }
     }
-    wrap_table_cells(table, width, cells);
+    wrap_table_cells(table, count, width, cells);
+    if (table.records_when_wider && total_width(width) > table.columns) return render_records(out, table, options);
     auto emit_line = [&](const std::vector<std::string>& texts) {
         std::string line;
         for (std::size_t i = 0; i < texts.size(); ++i) {
@@ -299,10 +367,14 @@ void render_table(std::ostream& out, const Table& table, const OutputOptions& op
     };
     if (options.header) {
         std::vector<std::string> headers;
-        for (const Field& f : table.fields) headers.emplace_back(f.header);
+        for (std::size_t i = 0; i < count; ++i) headers.emplace_back(table.fields[i].header);
         emit(headers);
+        if (count < table.fields.size()) out << below_indent << table.fields.back().header << '\n';
     }
-    for (const auto& texts : cells) emit(texts);
+    for (std::size_t r = 0; r < cells.size(); ++r) {
+        emit(cells[r]);
+        if (r < below.size() && !below[r].empty()) out << indented(below[r], below_indent, 0) << '\n';
+    }
 }
 
 Cell count_cell(const std::optional<unsigned>& value) { return value ? Cell(std::uint64_t{*value}) : Cell(); }

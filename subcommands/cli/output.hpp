@@ -88,6 +88,16 @@ struct Table {
     // within kTableColumns; for lists whose columns cannot share 100
     // (--list checks). JSON, CSV and values are the same either way.
     bool as_records = false;
+    // Table format: the widest a line gets (a wrapping column narrows to
+    // keep within it; records wrap within it).
+    std::size_t columns = kTableColumns;
+    // Table format: as records (as_records) when the columns, wrapped as
+    // narrow as they go, are still wider than `columns` (a narrow terminal).
+    bool records_when_wider = false;
+    // Table format: the last field on lines of its own under each row (its
+    // header under the others'), indented and wrapped after its wrap_after
+    // within `columns`: for a text too long to share a line with the figures.
+    bool last_below = false;
 
     void add_row(std::vector<Cell> row) { rows.push_back(std::move(row)); }
 };
@@ -299,6 +309,10 @@ Json cell_json(const Cell& cell, const Field& field);
 
 // Cell rendered for humans / for machines (CSV and value).
 std::string cell_text(const Cell& cell, const Field& field, Unit unit);
+// `text` in lines of at most `columns`, broken only after `after` outside
+// brackets (a roundup list [256:1,512:2,>:8] is one item) and at its own
+// newlines: an item wider than `columns` alone stays whole.
+std::string wrap_after(const std::string& text, std::size_t columns, char after);
 std::string cell_plain(const Cell& cell, const Field& field, Unit unit);
 // A number held by a cell, whatever its type; NaN for non-numbers.
 double cell_number(const Cell& cell) noexcept;

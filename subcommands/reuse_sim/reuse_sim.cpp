@@ -83,6 +83,7 @@ struct ReuseSimOptions {
     // the what-if tuner
     bool tune = false;
     std::vector<std::string> sweeps;  // --sweep KNOB=V1,V2,..., repeatable
+    bool all_settings = false;        // --all-settings: the whole ranking in the table
     // a program recorded (--record) or rerun (--confirm)
     std::optional<std::string> record;
     std::optional<std::uint64_t> max_entries;
@@ -259,6 +260,9 @@ void add_tune_options(CLI::App& sub, ReuseSimOptions& o) {
                        "; gpumem --list knobs); repeatable, the grid is the product; with --tune, replaces that knob's default values")
         ->type_name("KNOB=VALUES")
         ->check(parsing_validator([](const std::string& v) { rs::parse_sweep(v); }, ""));
+    sub.add_flag("--all-settings", o.all_settings,
+                 "With --tune or --sweep: the table lists every setting, a row per outcome (default: the best 10 outcomes, one "
+                 "setting each; JSON and CSV always hold every setting)");
 }
 
 void add_record_options(CLI::App& sub, ReuseSimOptions& o) {
@@ -445,7 +449,10 @@ std::uint64_t check_capacity(const ReuseSimOptions& o) {
 // --tune and --sweep replay torch-caching alone, each setting a lane of one
 // replay; what only the comparison of strategies has is refused with them.
 std::optional<TuneRequest> check_tune(const ReuseSimOptions& o, const ReuseSimRequest& q) {
-    if (!o.tune && o.sweeps.empty()) return std::nullopt;
+    if (!o.tune && o.sweeps.empty()) {
+        if (o.all_settings) throw UsageError("--all-settings lists the settings of --tune or --sweep: give one of them");
+        return std::nullopt;
+    }
     const char* mode = o.tune ? "--tune" : "--sweep";
     if (o.strategy != "all" && o.strategy != "torch-caching")
         throw UsageError(std::string(mode) + " replays torch-caching alone: leave out --strategy");
@@ -454,6 +461,7 @@ std::optional<TuneRequest> check_tune(const ReuseSimOptions& o, const ReuseSimRe
     if (o.save_trace) throw UsageError(std::string(mode) + " and --save-trace cannot be combined");
     TuneRequest tune;
     tune.axes = rs::grid_axes(o.sweeps, o.tune, q.capacity != rs::kUnlimited);
+    tune.all_settings = o.all_settings;
     return tune;
 }
 

@@ -39,6 +39,7 @@ struct TuneRequest {
     std::vector<reuse_sim::SweepAxis> axes;  // the knobs varied, in kKnobs' order
     unsigned threads = 0;                    // lanes replayed at once; 0: one per usable core
     bool skip_equivalent = true;             // replay settings that provably replay alike once (tests compare)
+    bool all_settings = false;               // --all-settings: the table shows every outcome and setting, not the best 10
 };
 
 // --record FILE -- CMD: the program run under the recording hook

@@ -415,6 +415,76 @@ std::vector<TuneRowView> tune_rows(const ReuseSimResults& r) {
     return rows;
 }
 
+// Table mode: the settings with one outcome (every figure of a row, and
+// the recorded OOMs it grants, alike) as one row, in rank order.
+struct TuneGroupView {
+    std::vector<TuneRowView> members;  // ranked; the first the best
+    bool list_all = false;             // --all-settings: every member, else the first
+};
+
+bool same_outcome(const rs::TuneOutcome& a, const rs::TuneOutcome& b) {
+    return a.peak_reserved == b.peak_reserved && a.ooms == b.ooms && a.retries == b.retries && a.device_allocs == b.device_allocs &&
+           a.device_frees == b.device_frees && a.modelled_us == b.modelled_us && a.first_oom_event == b.first_oom_event &&
+           a.granted_ooms == b.granted_ooms;
+}
+
+std::vector<TuneGroupView> tune_groups(const ReuseSimResults& r, bool list_all) {
+    std::vector<TuneGroupView> groups;
+    for (const TuneRowView& v : tune_rows(r)) {
+        const auto same = std::find_if(groups.begin(), groups.end(), [&](const TuneGroupView& g) {
+            return same_outcome(g.members.front().row->outcome, v.row->outcome);
+        });
+        if (same != groups.end()) same->members.push_back(v);
+        else groups.push_back({{v}, list_all});
+    }
+    return groups;
+}
+
+// The ranks of a group's settings, runs as ranges: "1-4", "19,21".
+std::string rank_ranges(const TuneGroupView& g) {
+    std::string text;
+    for (std::size_t i = 0; i < g.members.size();) {
+        std::size_t j = i;
+        while (j + 1 < g.members.size() && g.members[j + 1].rank == g.members[j].rank + 1) ++j;
+        text += (text.empty() ? "" : ",") + std::to_string(g.members[i].rank) + (j > i ? "-" + std::to_string(g.members[j].rank) : "");
+        i = j + 1;
+    }
+    return text;
+}
+
+// The settings of a group, one a line; without --all-settings the best, and
+// how many more share its outcome.
+std::string group_settings_text(const TuneGroupView& g) {
+    std::string text = conf_text(g.members.front());
+    if (!g.list_all) {
+        if (g.members.size() > 1)
+            text += "\n(and " + std::to_string(g.members.size() - 1) + " more setting" + (g.members.size() > 2 ? "s" : "") + " alike)";
+        return text;
+    }
+    for (std::size_t i = 1; i < g.members.size(); ++i) text += "\n" + conf_text(g.members[i]);
+    return text;
+}
+
+const rs::TuneOutcome& outcome(const TuneGroupView& g) { return g.members.front().row->outcome; }
+
+// The tune table on a terminal or in a pipe: a row per outcome, its
+// settings on lines of their own under its figures (the # is their ranks
+// in the document's settings).
+constexpr Column<TuneGroupView> kTuneGroupColumns[] = {
+    {{"rank", "#", FieldKind::text}, [](const TuneGroupView& g) -> Cell { return rank_ranges(g); }},
+    {{"peak_reserved", "peak reserved", FieldKind::bytes}, [](const TuneGroupView& g) { return u64(outcome(g).peak_reserved); }},
+    {{"ooms", "OOMs", FieldKind::integer}, [](const TuneGroupView& g) { return u64(outcome(g).ooms); }},
+    {{"first_oom_event", "first OOM", FieldKind::integer}, [](const TuneGroupView& g) { return optional_cell(outcome(g).first_oom_event); }},
+    {{"retries", "retries", FieldKind::integer}, [](const TuneGroupView& g) { return u64(outcome(g).retries); }},
+    {{"upstream_allocs", "allocs", FieldKind::integer}, [](const TuneGroupView& g) { return u64(outcome(g).device_allocs); }},
+    {{"upstream_frees", "frees", FieldKind::integer}, [](const TuneGroupView& g) { return u64(outcome(g).device_frees); }},
+    {{"modelled_ms", "model ms", FieldKind::real, 2}, [](const TuneGroupView& g) { return ms(outcome(g).modelled_us); }},
+    {{"alloc_conf", "PYTORCH_CUDA_ALLOC_CONF", FieldKind::text, 2, ','}, [](const TuneGroupView& g) -> Cell { return group_settings_text(g); }},
+};
+
+// Rows of the tune table without --all-settings: the best outcomes.
+constexpr std::size_t kTuneRowsShown = 10;
+
 std::string baseline_name(const ReuseSimResults& r) { return r.allocator_settings ? "as recorded" : "with the baseline settings"; }
 
 std::string tune_answer_text(const ReuseSimRequest& q, const ReuseSimResults& r, Unit unit) {
@@ -680,28 +750,68 @@ std::vector<std::string> text_after(const ReuseSimRequest& q, const ReuseSimResu
     return lines;
 }
 
-// --tune, --sweep: the ranked settings and the answer instead of the strategies.
+// Prose within `columns`: broken at words, and a setting too long for a
+// line after its commas.
+std::string prose(const std::string& text, std::size_t columns) {
+    const std::string words = wrap_words(text, columns);  // split's views point into it
+    std::string out;
+    for (std::string_view line : split(words, '\n')) {
+        if (!out.empty()) out += '\n';
+        out += display_width(line) > columns ? wrap_after(std::string(line), columns, ',') : std::string(line);
+    }
+    return out;
+}
+
+// --tune, --sweep: the answer, then the ranked settings instead of the
+// strategies. Table mode: every line within the terminal's width (100
+// columns in a pipe); a row per outcome, the best 10 unless --all-settings
+// (JSON and CSV: a row per setting, every one).
 Report tune_report(const ReuseSimRequest& q, const ReuseSimResults& r, const OutputOptions& output, Report report) {
-    report.tables.push_back(make_table("settings", Columns<TuneRowView>(kTuneColumns), tune_rows(r), output.format));
     report.fields = make_record(Columns<Document>(kDocumentColumns), Document{q, r});
-    if (output.format != Format::table || r.tune->rows.empty()) return report;
-    report.text_before.push_back(head_line(q, r, output.unit));
-    for (std::string& line : recorded_lines(r, output.unit)) report.text_before.push_back(std::move(line));
+    if (output.format != Format::table || r.tune->rows.empty()) {
+        report.tables.push_back(make_table("settings", Columns<TuneRowView>(kTuneColumns), tune_rows(r), output.format));
+        return report;
+    }
+    const std::size_t columns = output.prose_columns ? output.prose_columns : kTableColumns;
+    const auto add = [columns](std::vector<std::string>& lines, const std::string& text) { lines.push_back(prose(text, columns)); };
+    const bool all = q.tune && q.tune->all_settings;
+    std::vector<TuneGroupView> groups = tune_groups(r, all);
+    const std::size_t outcomes = groups.size();
+    const bool hidden_settings = !all && groups.size() > kTuneRowsShown;
+    if (hidden_settings) groups.resize(kTuneRowsShown);
+    Table table = make_table("settings", Columns<TuneGroupView>(kTuneGroupColumns), groups, output.format);
+    table.columns = std::min(columns, kTableColumns);
+    table.records_when_wider = true;
+    table.last_below = true;
+    report.tables.push_back(std::move(table));
+
+    add(report.text_before, head_line(q, r, output.unit));
+    for (const std::string& line : recorded_lines(r, output.unit)) add(report.text_before, line);
+    report.text_before.emplace_back();
+    add(report.text_before, tune_answer_text(q, r, output.unit));
+    report.text_before.emplace_back();
     const std::uint64_t replayed = r.tune->lanes_replayed;
-    report.text_before.push_back("torch-caching under " + std::to_string(r.tune->grid_points) + " settings" +
-                                 (replayed != 0 && replayed < r.tune->grid_points
-                                      ? " (" + std::to_string(replayed) + " replayed: the others provably replay as one of them)"
-                                      : std::string()) +
-                                 ", ranked:");
-    report.text_before.push_back("no OOM first (then the fewest), then the lowest peak reserved, fewer retries, less modelled time");
-    report.text_after = {"", wrap_words(tune_answer_text(q, r, output.unit), output.prose_columns)};
+    add(report.text_before,
+        "torch-caching under " + std::to_string(r.tune->grid_points) + " settings" +
+            (replayed != 0 && replayed < r.tune->grid_points
+                 ? " (" + std::to_string(replayed) + " replayed: the others provably replay as one of them)"
+                 : std::string()) +
+            ", ranked: no OOM first (then the fewest), then the lowest peak reserved, fewer retries, less modelled time; a row per "
+            "outcome" +
+            (hidden_settings ? ", the best " + std::to_string(kTuneRowsShown) + " of " + std::to_string(outcomes) +
+                                   " (--all-settings: every one, and every setting)"
+                             : " (" + std::to_string(outcomes) + ")") +
+            ":");
     if (!r.confirm) return report;
-    report.tables.push_back(make_table("confirm_runs", Columns<ConfirmRun>(kConfirmRunColumns), r.confirm->runs, output.format));
+    Table runs = make_table("confirm_runs", Columns<ConfirmRun>(kConfirmRunColumns), r.confirm->runs, output.format);
+    runs.columns = std::min(columns, kTableColumns);
+    runs.records_when_wider = true;
+    report.tables.push_back(std::move(runs));
     if (!r.confirm->merged.kept.empty())
-        report.text_after.push_back(wrap_words("Real runs kept these items of your PYTORCH_CUDA_ALLOC_CONF, which the tuner does not set: " +
-                                                   join(r.confirm->merged.kept, ","),
-                                               output.prose_columns));
-    report.text_after.push_back(wrap_words(confirm_answer_text(r), output.prose_columns));
+        add(report.text_after,
+            "Real runs kept these items of your PYTORCH_CUDA_ALLOC_CONF, which the tuner does not set: " + join(r.confirm->merged.kept, ","));
+    add(report.text_after, confirm_answer_text(r));
+    report.text_after.insert(report.text_after.begin(), "");
     return report;
 }
 
