@@ -238,7 +238,7 @@ void add_record_options(CLI::App& sub, ReuseSimOptions& o) {
     sub.add_option("--record", o.record,
                    "Run the program given after -- and record its PyTorch allocations, unmodified: a snapshot in FILE and "
                    "torch.cuda.memory_stats() beside it (FILE's name, .stats.json); one pair per rank under a launcher "
-                   "(FILE with .rankN); its output and exit status pass through. --capacity and --memory-fraction cap the real run")
+                   "(FILE with .rankN) and per further process using CUDA (.procN); its output and exit status pass through. --capacity and --memory-fraction cap the real run")
         ->type_name("FILE");
     add_unsigned_option(sub, "--max-entries", o.max_entries,
                         "--record, --confirm: the most events the recording keeps (PyTorch's max_entries; default: every one)", 1,
