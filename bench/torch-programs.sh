@@ -36,11 +36,11 @@ compare() {  # NAME SNAPSHOT
 import json, sys
 name, replay, recording = sys.argv[1], json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
 stats, row = recording["memory_stats"], replay["strategies"][0]
-want = (stats["num_device_alloc"], stats["num_device_free"], stats["reserved_bytes.all.peak"], stats["num_alloc_retries"], stats["num_ooms"])
+want = tuple(stats.get(k) for k in ("num_device_alloc", "num_device_free", "reserved_bytes.all.peak", "num_alloc_retries", "num_ooms"))
 got = (row["upstream_allocs"], row["upstream_frees"], row["peak_reserved"], row["retries"], row["ooms"])
 cap = replay.get("recorded_cap") or {}
 print("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-    name, replay["input"]["description"].split(":")[0].split("/")[-1], "%s by %s" % (cap.get("allowed_memory_maximum"), cap.get("set_by")) if cap else "-",
+    name, replay["input"]["description"].split(" (")[0].split("/")[-1], "%s by %s" % (cap.get("allowed_memory_maximum"), cap.get("set_by")) if cap else "-",
     "/".join(map(str, want)), "/".join(map(str, got)), "exact" if want == got else "DIFFERS",
     replay.get("fewer_ooms_than_recorded") or "-", recording["allocator"].get("PYTORCH_ALLOC_CONF"),
     recording["allocator"].get("PYTORCH_CUDA_ALLOC_CONF")))

@@ -453,14 +453,14 @@ TEST_CASE("record: PYTORCH_ALLOC_CONF and PYTORCH_CUDA_ALLOC_CONF are both recor
     const RunResult r = record(s, {"alloc"}, both);
     INFO(r.err);
     CHECK(r.status == 0);
-    CHECK(has(r.err, "under PYTORCH_ALLOC_CONF=expandable_segments:True (PYTORCH_CUDA_ALLOC_CONF set too, not read)"));
+    CHECK(has(r.err, "under PYTORCH_ALLOC_CONF=expandable_segments:True; PYTORCH_CUDA_ALLOC_CONF set too, not read)"));
     const json stats = read_json(s / "run.stats.json");
     CHECK(stats["allocator"]["PYTORCH_ALLOC_CONF"] == "expandable_segments:True");
     CHECK(stats["allocator"]["PYTORCH_CUDA_ALLOC_CONF"] == "max_split_size_mb:128");
     std::vector<std::string> old_torch = both;
     old_torch.emplace_back("STANDIN_TORCH_VERSION=2.8.0");
     const RunResult o = record(s, {"alloc"}, old_torch);
-    CHECK(has(o.err, "under PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128 (PYTORCH_ALLOC_CONF set too, not read)"));
+    CHECK(has(o.err, "under PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128; PYTORCH_ALLOC_CONF set too, not read)"));
 }
 
 TEST_CASE("record and confirm: usage errors exit 2 before anything runs") {

@@ -36,7 +36,7 @@ std::string alloc_conf_text(const RecordedProcess& p) {
     const AllocConfRead read = read_alloc_conf(p.alloc_conf, p.cuda_alloc_conf, p.torch_version);
     if (!read.value) return read.ignored.empty() ? std::string() : ", " + read.ignored + " set but not read by torch " + p.torch_version.value_or("");
     std::string text = ", under " + read.variable + "=" + *read.value;
-    if (!read.ignored.empty()) text += " (" + read.ignored + " set too, not read)";
+    if (!read.ignored.empty()) text += "; " + read.ignored + " set too, not read";
     return text;
 }
 
