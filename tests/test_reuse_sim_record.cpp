@@ -37,6 +37,7 @@ std::string tests_dir() {
 }
 const std::string kDir = tests_dir() + "/fixtures/record";
 const std::string kProgram = kDir + "/program.py";
+const std::string kSpawn = kDir + "/spawn.py";
 const std::string kSnapshot = tests_dir() + "/fixtures/torch/fragmentation_oom.pickle";
 
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
@@ -62,7 +63,7 @@ struct Scratch {
 std::vector<std::string> standin_env(const Scratch& s, bool with_torch = true) {
     return {"PYTHONPATH=" + (with_torch ? kDir + "/standin:" : std::string()) + kDir + "/chained", "STANDIN_LOG=" + (s / "log"),
             "STANDIN_SNAPSHOT=" + kSnapshot, "RANK", "WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "OMPI_COMM_WORLD_RANK",
-            "PMI_RANK", "PYTORCH_CUDA_ALLOC_CONF"};
+            "PMI_RANK", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "STANDIN_TORCH_VERSION", "STANDIN_ROLE", "STANDIN_STATS"};
 }
 
 RunResult record(const Scratch& s, const std::vector<std::string>& program, const std::vector<std::string>& extra_env = {},
@@ -97,6 +98,76 @@ TEST_CASE("record plan: rank file names, statistics beside the snapshot, the wai
     CHECK(stats_file_name("run.rank2.pickle") == "run.rank2.stats.json");
     CHECK(shell_exit_status(7 << 8) == 7);
     CHECK(shell_exit_status(SIGTERM) == 143);
+}
+
+TEST_CASE("record plan: several processes without ranks get FILE, then FILE.procN; --confirm reads N back") {
+    CHECK(process_file_name("run.pickle", "2") == "run.proc2.pickle");
+    CHECK(process_file_name("/a.b/run", "3") == "/a.b/run.proc3");
+    CHECK(process_file_name(rank_file_name("run.pickle", "1"), "2") == "run.rank1.proc2.pickle");
+    CHECK(process_of_file_name("run.proc2.pickle") == 2u);
+    CHECK(process_of_file_name("run.rank1.proc12.pickle") == 12u);
+    CHECK(rank_of_file_name("run.rank1.proc12.pickle") == 1u);
+    CHECK(process_of_file_name("run.pickle") == std::nullopt);
+    CHECK(process_of_file_name("/x.proc4/run.pickle") == std::nullopt);
+    CHECK(process_of_file_name("run.process.pickle") == std::nullopt);
+}
+
+TEST_CASE("record plan: PYTORCH_ALLOC_CONF is read first by torch 2.9 and later, even empty; older torch reads only the old name") {
+    const std::optional<std::string> none;
+    CHECK(torch_reads_alloc_conf("2.9.0+cu128"));
+    CHECK(torch_reads_alloc_conf("2.11.0"));
+    CHECK(torch_reads_alloc_conf("3.0.0a0"));
+    CHECK_FALSE(torch_reads_alloc_conf("2.8.0+cu126"));
+    CHECK_FALSE(torch_reads_alloc_conf("1.13.1"));
+    CHECK(torch_reads_alloc_conf(std::nullopt));  // not known: a torch new enough
+    CHECK(torch_reads_alloc_conf("unknown"));
+    const AllocConfRead both = read_alloc_conf(std::string("expandable_segments:True"), std::string("max_split_size_mb:128"), "2.11.0");
+    CHECK(both.value == "expandable_segments:True");
+    CHECK(both.variable == "PYTORCH_ALLOC_CONF");
+    CHECK(both.ignored == "PYTORCH_CUDA_ALLOC_CONF");
+    const AllocConfRead old = read_alloc_conf(std::string("expandable_segments:True"), std::string("max_split_size_mb:128"), "2.8.0");
+    CHECK(old.value == "max_split_size_mb:128");
+    CHECK(old.variable == "PYTORCH_CUDA_ALLOC_CONF");
+    CHECK(old.ignored == "PYTORCH_ALLOC_CONF");
+    const AllocConfRead empty_new = read_alloc_conf(std::string(""), std::string("max_split_size_mb:128"), "2.10.0");
+    CHECK(empty_new.value == "");  // set, though empty: PyTorch's defaults, the old name unread
+    CHECK(empty_new.variable == "PYTORCH_ALLOC_CONF");
+    const AllocConfRead new_only_old_torch = read_alloc_conf(std::string("expandable_segments:True"), none, "2.4.1");
+    CHECK_FALSE(new_only_old_torch.value);
+    CHECK(new_only_old_torch.ignored == "PYTORCH_ALLOC_CONF");
+    const AllocConfRead old_only = read_alloc_conf(none, std::string("backend:native"), "2.11.0");
+    CHECK(old_only.value == "backend:native");
+    CHECK(old_only.ignored.empty());
+    CHECK_FALSE(read_alloc_conf(none, none, "2.11.0").value);
+}
+
+TEST_CASE("record plan: the cap in force is the last set for the device; the program's replaces gpumem's; changes are counted") {
+    const MemoryFractionCall gpumem{0, 0.0125, 1ULL << 30, 80ULL << 30, true};
+    const MemoryFractionCall half{0, 0.5, 40ULL << 30, 80ULL << 30, false};
+    const MemoryFractionCall quarter{0, 0.25, 20ULL << 30, 80ULL << 30, false};
+    const MemoryFractionCall other{1, 0.1, 8ULL << 30, 80ULL << 30, false};
+    CHECK_FALSE(cap_in_force({}, 0));
+    const std::optional<CapInForce> replaced = cap_in_force({gpumem, half}, 0);
+    REQUIRE(replaced);
+    CHECK(replaced->call.allowed_memory_maximum == 40ULL << 30);
+    CHECK(replaced->replaced_gpumem);
+    CHECK(replaced->gpumem_allowed == 1ULL << 30);
+    CHECK(replaced->program_changes == 0);
+    const std::optional<CapInForce> changed = cap_in_force({half, other, quarter, quarter}, 0);
+    CHECK(changed->call.allowed_memory_maximum == 20ULL << 30);
+    CHECK(changed->program_changes == 1);
+    CHECK_FALSE(changed->replaced_gpumem);
+    CHECK(cap_in_force({gpumem}, 0)->call.by_gpumem);
+    CHECK(cap_in_force({other}, 0)->call.device == 1);  // none for the device: the last of all
+    CHECK(exact_size_text(1ULL << 30) == "1GiB");
+    CHECK(exact_size_text(300ULL << 20) == "300MiB");
+    CHECK(exact_size_text(1000) == "1000");
+    const std::string uncapped = fewer_ooms_message(34, 0, std::nullopt, std::nullopt, 900ULL << 20);
+    CHECK(uncapped.rfind("the recording had 34 OOMs, the replay of its settings 0: ", 0) == 0);
+    CHECK(has(uncapped, "a cap the recording did not capture"));
+    CHECK(has(uncapped, "another process using the GPU"));
+    CHECK(has(uncapped, "--capacity SIZE (at least the recorded peak reserved, 900MiB)"));
+    CHECK(has(fewer_ooms_message(3, 1, 80ULL << 30, 1ULL << 30, 0), "pass --capacity 1GiB"));
 }
 
 TEST_CASE("record plan: the user's PYTORCH_CUDA_ALLOC_CONF keys the grid does not set are kept, the grid's replaced") {
@@ -260,6 +331,139 @@ TEST_CASE("record: no torch, no CUDA: one clear line, and no file claiming to be
     CHECK(absent.status == 127);
 }
 
+namespace {
+
+json read_json(const std::string& path) {
+    std::ifstream in(path);
+    return json::parse(in);
+}
+
+// A replay of what --record wrote, torch-caching alone, as JSON.
+json replay_json(const std::string& trace, const std::vector<std::string>& options = {}) {
+    std::vector<std::string> args = {"reuse-sim", "--trace", trace, "--strategy", "torch-caching", "--json"};
+    args.insert(args.end(), options.begin(), options.end());
+    const RunResult r = run_gpumem(args);
+    INFO(r.err);
+    CHECK(r.status == 0);
+    return json::parse(r.out);
+}
+
+}  // namespace
+
+TEST_CASE("record: the program's own set_per_process_memory_fraction is recorded, and the replay uses the cap in force") {
+    const Scratch s;
+    // 0.0125 of the stand-in's 80 GiB: the 1 GiB the snapshot's 3 OOMs were recorded under.
+    const RunResult r = record(s, {"fraction", "0.0125"});
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK_FALSE(has(r.err, "replaced gpumem's cap"));  // gpumem set none
+    const json stats = read_json(s / "run.stats.json");
+    CHECK(stats["allocator"]["allowed_memory_maximum"] == 1ULL << 30);
+    CHECK(stats["allocator"]["cap_set_by"] == "program");
+    REQUIRE(stats["allocator"]["memory_fraction_calls"].size() == 1);
+    CHECK(stats["allocator"]["memory_fraction_calls"][0]["fraction"] == 0.0125);
+    CHECK(stats["allocator"]["memory_fraction_calls"][0]["device"] == 0);
+    CHECK(stats["allocator"]["memory_fraction_calls"][0]["time_us"].is_number());
+    // No --capacity: the replay runs under the recording's cap, and is exact.
+    const json replay = replay_json(s / "run.pickle");
+    CHECK(replay["capacity_bytes"] == 1ULL << 30);
+    CHECK(replay["recorded_cap"]["set_by"] == "program");
+    CHECK(replay["recorded_cap"]["used"] == true);
+    CHECK(replay["strategies"][0]["ooms"] == 3);
+    CHECK(replay["fewer_ooms_than_recorded"].is_null());
+    // The program that changes its cap: the last one is used, and a warning says so.
+    const RunResult twice = record(s, {"fraction", "0.5", "0.0125"});
+    CHECK(twice.status == 0);
+    const json changed = replay_json(s / "run.pickle");
+    CHECK(changed["capacity_bytes"] == 1ULL << 30);
+    CHECK(changed["recorded_cap"]["program_changes"] == 1);
+    CHECK(has(changed["warnings"].dump(), "changed its own cap 1 time(s)"));
+}
+
+TEST_CASE("record: under --capacity, the program's own cap replaces gpumem's: recorded as in force, and said in one line") {
+    const Scratch s;
+    const RunResult r = record(s, {"fraction", "0.5"}, {}, {"--capacity", "1GiB"});
+    INFO(r.err);
+    CHECK(r.status == 0);
+    const std::string log = slurp(s / "log");
+    CHECK(log.find("set_per_process_memory_fraction 0.0125 0") < log.find("set_per_process_memory_fraction 0.5 None"));
+    const json stats = read_json(s / "run.stats.json");
+    CHECK(stats["allocator"]["allowed_memory_maximum"] == 40ULL << 30);  // the program's, in force
+    CHECK(stats["allocator"]["cap_set_by"] == "program");
+    REQUIRE(stats["allocator"]["memory_fraction_calls"].size() == 2);
+    CHECK(stats["allocator"]["memory_fraction_calls"][0]["set_by"] == "gpumem");
+    int lines = 0;
+    for (std::size_t at = r.err.find("replaced gpumem's cap"); at != std::string::npos; at = r.err.find("replaced gpumem's cap", at + 1)) ++lines;
+    CHECK(lines == 1);
+    CHECK(has(r.err, "gpumem: the program replaced gpumem's cap (1GiB) with its own: set_per_process_memory_fraction(0.5) on device 0, 40GiB"));
+}
+
+TEST_CASE("replay: fewer OOMs than the recording had is said in one line, with the causes and what to pass; --json carries it") {
+    const Scratch s;
+    // Recorded under the program's own 1 GiB (3 OOMs); replayed under more.
+    REQUIRE(record(s, {"fraction", "0.0125"}).status == 0);
+    const json bigger = replay_json(s / "run.pickle", {"--capacity", "80GiB"});
+    REQUIRE(bigger["fewer_ooms_than_recorded"].is_string());
+    const std::string line = bigger["fewer_ooms_than_recorded"];
+    CHECK(line.rfind("the recording had 3 OOMs, the replay of its settings 0: ", 0) == 0);
+    CHECK(has(line, "pass --capacity 1GiB"));
+    CHECK(has(bigger["warnings"].dump(), "the recording had 3 OOMs"));
+    // A recording whose cap nobody recorded (the snapshot's OOMs, no cap in
+    // its statistics): the uncapped replay has none; table mode says so on stderr.
+    const Scratch t;
+    REQUIRE(record(t, {"alloc"}).status == 0);
+    const RunResult table = run_gpumem({"reuse-sim", "--trace", t / "run.pickle", "--strategy", "torch-caching"});
+    CHECK(table.status == 0);
+    CHECK(has(table.err, "the recording had 3 OOMs, the replay of its settings 0"));
+    CHECK(has(table.err, "a cap the recording did not capture"));
+    CHECK(has(table.err, "--capacity SIZE"));
+    // --tune: judged by the recorded setting's row.
+    const RunResult tune = run_gpumem({"reuse-sim", "--trace", t / "run.pickle", "--tune", "--json"});
+    CHECK(tune.status == 0);
+    CHECK(json::parse(tune.out)["fewer_ooms_than_recorded"].is_string());
+    // Replayed under the cap it ran under: nothing to say.
+    const json capped = replay_json(t / "run.pickle", {"--capacity", "1GiB"});
+    CHECK(capped["fewer_ooms_than_recorded"].is_null());
+}
+
+TEST_CASE("record: a parent and the child it spawns (multiprocessing, no launcher) write two files, both listed") {
+    const Scratch s;
+    std::vector<std::string> env = standin_env(s);
+    const RunResult r = run_gpumem({"reuse-sim", "--record", s / "run.pickle", "--", "python3", kSpawn}, env);
+    INFO(r.err);
+    CHECK(r.status == 0);
+    // The parent used CUDA first: FILE; the child: FILE.proc2.
+    REQUIRE(exists(s / "run.pickle"));
+    REQUIRE(exists(s / "run.proc2.pickle"));
+    CHECK(exists(s / "run.stats.json"));
+    CHECK(exists(s / "run.proc2.stats.json"));
+    const json parent = read_json(s / "run.stats.json"), child = read_json(s / "run.proc2.stats.json");
+    CHECK(parent["process"] == 1);
+    CHECK(child["process"] == 2);
+    CHECK(parent["pid"] != child["pid"]);
+    CHECK(has(r.err, "gpumem: recorded " + (s / "run.pickle") + " ("));
+    CHECK(has(r.err, "gpumem: recorded " + (s / "run.proc2.pickle") + " ("));
+    CHECK(has(r.err, ", process 2, pid "));
+    CHECK(has(r.err, "gpumem: 2 processes recorded: " + (s / "run.pickle") + ", " + (s / "run.proc2.pickle")));
+    CHECK_FALSE(has(r.err, "more than one process"));
+}
+
+TEST_CASE("record: PYTORCH_ALLOC_CONF and PYTORCH_CUDA_ALLOC_CONF are both recorded; the line names the one torch read") {
+    const Scratch s;
+    const std::vector<std::string> both = {"PYTORCH_ALLOC_CONF=expandable_segments:True", "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128"};
+    const RunResult r = record(s, {"alloc"}, both);
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(has(r.err, "under PYTORCH_ALLOC_CONF=expandable_segments:True; PYTORCH_CUDA_ALLOC_CONF set too, not read)"));
+    const json stats = read_json(s / "run.stats.json");
+    CHECK(stats["allocator"]["PYTORCH_ALLOC_CONF"] == "expandable_segments:True");
+    CHECK(stats["allocator"]["PYTORCH_CUDA_ALLOC_CONF"] == "max_split_size_mb:128");
+    std::vector<std::string> old_torch = both;
+    old_torch.emplace_back("STANDIN_TORCH_VERSION=2.8.0");
+    const RunResult o = record(s, {"alloc"}, old_torch);
+    CHECK(has(o.err, "under PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128; PYTORCH_ALLOC_CONF set too, not read)"));
+}
+
 TEST_CASE("record and confirm: usage errors exit 2 before anything runs") {
     const Scratch s;
     const std::string f = s / "run.pickle";
@@ -318,17 +522,18 @@ struct ConfirmCase {
         recorded.outcome.peak_reserved = 1010ULL << 20;
         r.tune->rows = {best, recorded};
     }
-    void run(const std::string& stats, const char* user_conf = nullptr) {
+    void run(const std::string& stats, const char* user_conf = nullptr, const char* variable = "PYTORCH_CUDA_ALLOC_CONF") {
         const Scratch s;
         ::setenv("PYTHONPATH", (kDir + "/standin").c_str(), 1);
         ::setenv("STANDIN_SNAPSHOT", kSnapshot.c_str(), 1);
         ::setenv("STANDIN_STATS", stats.c_str(), 1);
-        if (user_conf) ::setenv("PYTORCH_CUDA_ALLOC_CONF", user_conf, 1);
+        if (user_conf) ::setenv(variable, user_conf, 1);
         cli::Globals globals;
         globals.quiet = true;
         cli::Session session(globals);
         cli::confirm_reuse_sim(q, r, session);
-        for (const char* name : {"PYTHONPATH", "STANDIN_SNAPSHOT", "STANDIN_STATS", "PYTORCH_CUDA_ALLOC_CONF"}) ::unsetenv(name);
+        for (const char* name : {"PYTHONPATH", "STANDIN_SNAPSHOT", "STANDIN_STATS", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"})
+            ::unsetenv(name);
     }
 };
 
@@ -502,4 +707,53 @@ TEST_CASE("record: a snapshot and its statistics are written together or not at 
     CHECK_FALSE(exists(s / "run.pickle"));  // the message is true: nothing was written
     const std::string listing = run_program("/bin/ls", {"-a", s.path}).out;
     CHECK_FALSE(has(listing, ".tmp-"));
+
+TEST_CASE("confirm: the user's PYTORCH_ALLOC_CONF is read as torch reads it, and the run gets the setting under both names") {
+    ConfirmCase c;
+    // The stand-in (torch 2.11) reads PYTORCH_ALLOC_CONF: the figures of the merged setting come back only if gpumem set it.
+    c.run(R"({"backend:native,expandable_segments:True": {"num_ooms": 0}, "*": {"num_ooms": 5}})", "backend:native,expandable_segments:False",
+          "PYTORCH_ALLOC_CONF");
+    REQUIRE(c.r.confirm->runs.size() == 1);
+    CHECK(c.r.confirm->user_alloc_conf == "backend:native,expandable_segments:False");
+    CHECK(c.r.confirm->user_alloc_conf_variable == "PYTORCH_ALLOC_CONF");
+    CHECK(c.r.confirm->merged.kept == std::vector<std::string>{"backend:native"});
+    CHECK(c.r.confirm->runs[0].alloc_conf == "backend:native,expandable_segments:True");
+    CHECK(c.r.confirm->runs[0].outcome.held);
+    // An older torch (known from the recording's statistics) reads the old name only.
+    c.r.confirm.reset();
+    c.q.recording = cli::RecordingStats{"run.stats.json", std::string("2.8.0"), std::nullopt};
+    ::setenv("PYTORCH_ALLOC_CONF", "expandable_segments:False", 1);
+    c.run(R"({"*": {"num_ooms": 0}})", "backend:native", "PYTORCH_CUDA_ALLOC_CONF");
+    CHECK(c.r.confirm->user_alloc_conf == "backend:native");
+    CHECK(c.r.confirm->user_alloc_conf_variable == "PYTORCH_CUDA_ALLOC_CONF");
+}
+
+TEST_CASE("confirm: of a parent and its child (no launcher), the process the trace was recorded from is compared") {
+    ConfirmCase c;
+    c.q.confirm->command = {"python3", kSpawn};
+    const std::string stats = R"({"rolechild": {"*": {"num_ooms": 0, "reserved_bytes.all.peak": 943718400}},
+        "*": {"num_ooms": 2, "reserved_bytes.all.peak": 1073741824}})";
+    c.q.input.trace = "/traces/run.proc2.pickle";  // as --record names the second process's file
+    c.run(stats);
+    REQUIRE(c.r.confirm->runs.size() == 1);
+    const cli::ConfirmRun& child = c.r.confirm->runs[0];
+    CHECK(child.process_order == 2u);
+    CHECK(child.process_pid.value_or(0) > 0);
+    REQUIRE(child.outcome.real);
+    CHECK(child.outcome.real->peak_reserved == 943718400);
+    CHECK(child.outcome.held);
+    // The plain name: the parent, the first to use CUDA.
+    c.q.input.trace = "/traces/run.pickle";
+    c.r.confirm.reset();
+    c.run(stats);
+    REQUIRE_FALSE(c.r.confirm->runs.empty());
+    CHECK(c.r.confirm->runs[0].process_order == 1u);
+    CHECK_FALSE(c.r.confirm->runs[0].outcome.held);
+    // A process the run did not have.
+    c.q.input.trace = "/traces/run.proc3.pickle";
+    c.r.confirm.reset();
+    c.run(stats);
+    REQUIRE_FALSE(c.r.confirm->runs.empty());
+    CHECK_FALSE(c.r.confirm->runs[0].outcome.real);
+    CHECK(has(c.r.confirm->runs[0].outcome.note, "process 3"));
 }

@@ -47,6 +47,106 @@ std::string stats_file_name(std::string_view snapshot) {
     return std::string(snapshot.substr(0, dot)) + ".stats.json";
 }
 
+std::string process_file_name(std::string_view file, std::string_view order) {
+    const std::size_t dot = extension_dot(file);
+    const std::string tag = ".proc" + std::string(order);
+    if (dot == std::string_view::npos) return std::string(file) + tag;
+    return std::string(file.substr(0, dot)) + tag + std::string(file.substr(dot));
+}
+
+namespace {
+
+// The last ".TAGN" of a file's own name that ends it or comes before a dot.
+std::optional<unsigned> tag_number(std::string_view file, std::string_view tag) {
+    const std::size_t slash = file.rfind('/');
+    const std::string_view name = slash == std::string_view::npos ? file : file.substr(slash + 1);
+    std::size_t at = name.rfind(tag);
+    while (at != std::string_view::npos && at > 0) {
+        std::size_t end = at + tag.size();
+        unsigned n = 0;
+        while (end < name.size() && name[end] >= '0' && name[end] <= '9' && end - at - tag.size() < 7)
+            n = n * 10 + static_cast<unsigned>(name[end++] - '0');
+        if (end > at + tag.size() && (end == name.size() || name[end] == '.')) return n;
+        at = name.rfind(tag, at - 1);
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<unsigned> process_of_file_name(std::string_view file) { return tag_number(file, ".proc"); }
+
+bool torch_reads_alloc_conf(std::optional<std::string_view> torch_version) noexcept {
+    if (!torch_version) return true;
+    unsigned major = 0, minor = 0;
+    std::size_t i = 0;
+    const std::string_view v = *torch_version;
+    auto number = [&](unsigned& n) {
+        const std::size_t start = i;
+        while (i < v.size() && v[i] >= '0' && v[i] <= '9' && i - start < 6) n = n * 10 + static_cast<unsigned>(v[i++] - '0');
+        return i > start;
+    };
+    if (!number(major) || i >= v.size() || v[i++] != '.' || !number(minor)) return true;  // not a version: assume a new torch
+    return major > 2 || (major == 2 && minor >= 9);
+}
+
+AllocConfRead read_alloc_conf(const std::optional<std::string>& alloc_conf, const std::optional<std::string>& cuda_alloc_conf,
+                              std::optional<std::string_view> torch_version) {
+    AllocConfRead read;
+    const bool new_name_first = torch_reads_alloc_conf(torch_version);
+    if (new_name_first && alloc_conf) {
+        read = {alloc_conf, std::string(kAllocConfVariable), cuda_alloc_conf ? std::string(kCudaAllocConfVariable) : std::string()};
+    } else if (cuda_alloc_conf) {
+        read = {cuda_alloc_conf, std::string(kCudaAllocConfVariable), alloc_conf ? std::string(kAllocConfVariable) : std::string()};
+    } else if (alloc_conf) {
+        read.ignored = std::string(kAllocConfVariable);  // an older torch does not know the new name
+    }
+    return read;
+}
+
+std::optional<CapInForce> cap_in_force(const std::vector<MemoryFractionCall>& calls, std::uint32_t device) {
+    if (calls.empty()) return std::nullopt;
+    bool any_for_device = false;
+    for (const MemoryFractionCall& c : calls) any_for_device = any_for_device || c.device == device;
+    CapInForce in_force;
+    bool gpumem_set = false, program_set = false;
+    for (const MemoryFractionCall& c : calls) {
+        if (any_for_device && c.device != device) continue;
+        if (c.by_gpumem) {
+            gpumem_set = true;
+            in_force.gpumem_allowed = c.allowed_memory_maximum;
+        } else {
+            if (program_set && c.allowed_memory_maximum != in_force.call.allowed_memory_maximum) ++in_force.program_changes;
+            if (gpumem_set) in_force.replaced_gpumem = true;
+            program_set = true;
+        }
+        in_force.call = c;
+    }
+    if (in_force.call.by_gpumem) in_force.replaced_gpumem = false;
+    return in_force;
+}
+
+std::string exact_size_text(std::uint64_t bytes) {
+    constexpr std::uint64_t kMiB = 1ULL << 20, kGiB = 1ULL << 30;
+    if (bytes != 0 && bytes % kGiB == 0) return std::to_string(bytes / kGiB) + "GiB";
+    if (bytes != 0 && bytes % kMiB == 0) return std::to_string(bytes / kMiB) + "MiB";
+    return std::to_string(bytes);
+}
+
+std::string fewer_ooms_message(std::uint64_t recorded_ooms, std::uint64_t replay_ooms, std::optional<std::uint64_t> replay_capacity,
+                               std::optional<std::uint64_t> recorded_cap, std::uint64_t recorded_peak_reserved) {
+    std::string line = "the recording had " + std::to_string(recorded_ooms) + (recorded_ooms == 1 ? " OOM" : " OOMs") +
+                       ", the replay of its settings " + std::to_string(replay_ooms) + ": ";
+    if (recorded_cap && replay_capacity != recorded_cap)
+        return line + "the recording ran under a cap of " + exact_size_text(*recorded_cap) +
+               " (its statistics file says so), not this replay's; pass --capacity " + exact_size_text(*recorded_cap);
+    line += replay_capacity ? "the program had less memory than this replay's cap"
+                            : "the program had less memory than this uncapped replay";
+    return line + " (likely a cap the recording did not capture, such as its own set_per_process_memory_fraction, or another "
+                  "process using the GPU): pass the memory it could use, --capacity SIZE (at least the recorded peak reserved, " +
+           exact_size_text(recorded_peak_reserved) + ")";
+}
+
 std::vector<std::string> alloc_conf_items(std::string_view conf) {
     std::vector<std::string> items;
     std::string item;

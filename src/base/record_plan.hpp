@@ -23,6 +23,59 @@ std::string rank_file_name(std::string_view file, std::string_view rank);
 std::optional<unsigned> rank_of_file_name(std::string_view file);
 // torch.cuda.memory_stats() beside a snapshot: "run.pickle" -> "run.stats.json".
 std::string stats_file_name(std::string_view snapshot);
+// Several processes of one run, no launcher (or several of one rank): the
+// first that initializes CUDA writes the file itself, the N-th (N >= 2) the
+// file with ".procN" before its extension ("run.pickle", 2 ->
+// "run.proc2.pickle"; "run.rank1.pickle" -> "run.rank1.proc2.pickle"), so
+// that no two processes write the same file.
+std::string process_file_name(std::string_view file, std::string_view order);
+// The order process_file_name put in a file's own name; none: 1, the first.
+std::optional<unsigned> process_of_file_name(std::string_view file);
+
+// PYTORCH_ALLOC_CONF (read first by torch 2.9 and later, even when empty)
+// and PYTORCH_CUDA_ALLOC_CONF (the old name, the only one older torch
+// reads): which of them the program's torch reads. The one place gpumem
+// decides it; the hook records both values and torch's version.
+inline constexpr std::string_view kAllocConfVariable = "PYTORCH_ALLOC_CONF";
+inline constexpr std::string_view kCudaAllocConfVariable = "PYTORCH_CUDA_ALLOC_CONF";
+// Whether that torch reads PYTORCH_ALLOC_CONF first: 2.9 and later, and a
+// version not known or not read (a torch new enough to be asked about).
+bool torch_reads_alloc_conf(std::optional<std::string_view> torch_version) noexcept;
+struct AllocConfRead {
+    std::optional<std::string> value;  // what torch reads; none: neither variable is set (its defaults)
+    std::string variable;              // the variable it comes from (empty when none)
+    std::string ignored;               // the other variable, set too, that torch does not read (empty: none)
+};
+AllocConfRead read_alloc_conf(const std::optional<std::string>& alloc_conf, const std::optional<std::string>& cuda_alloc_conf,
+                              std::optional<std::string_view> torch_version);
+
+// torch.cuda.set_per_process_memory_fraction calls of one process, as the
+// hook records them, in the order made: gpumem's own cap (--capacity,
+// --memory-fraction) and the program's.
+struct MemoryFractionCall {
+    std::uint32_t device = 0;
+    double fraction = 1.0;
+    std::uint64_t allowed_memory_maximum = 0;  // as PyTorch computes it: fraction * total, rounded down
+    std::uint64_t device_total = 0;
+    bool by_gpumem = false;
+};
+// The cap in force at the end of the run on `device`: the last call made
+// for it (none for it: the last call of all).
+struct CapInForce {
+    MemoryFractionCall call;
+    bool replaced_gpumem = false;          // the program's call came after gpumem's cap and replaced it
+    std::uint64_t gpumem_allowed = 0;      // gpumem's cap, when it set one
+    std::size_t program_changes = 0;       // the program's calls beyond its first that changed the cap
+};
+std::optional<CapInForce> cap_in_force(const std::vector<MemoryFractionCall>& calls, std::uint32_t device);
+
+// A size as an option takes it back exactly: "1GiB", "300MiB", else bytes.
+std::string exact_size_text(std::uint64_t bytes);
+// The one line for a replay of the recorded settings with fewer OOMs than
+// the recording had: its likely causes and what to pass. `replay_capacity`
+// none: no cap; `recorded_cap`: the cap the recording's statistics name.
+std::string fewer_ooms_message(std::uint64_t recorded_ooms, std::uint64_t replay_ooms, std::optional<std::uint64_t> replay_capacity,
+                               std::optional<std::uint64_t> recorded_cap, std::uint64_t recorded_peak_reserved);
 
 // PYTORCH_CUDA_ALLOC_CONF's "key:value" items, split at the commas outside
 // brackets (roundup_power2_divisions' list form has commas of its own).

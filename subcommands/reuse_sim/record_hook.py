@@ -7,7 +7,14 @@
 # torch.cuda.memory_stats() are written when the process ends (normal exit,
 # an uncaught exception such as an OOM, SIGINT, SIGTERM). A process that
 # never used CUDA through torch writes no snapshot, only its status for
-# gpumem. The environment's own sitecustomize, if any, still runs.
+# gpumem. Each process writes its own pair of files: by rank under a
+# launcher, and by the order in which processes (of a rank) first used CUDA
+# (FILE, then FILE.procN), claimed in gpumem's status directory. The
+# program's own set_per_process_memory_fraction calls are recorded (the
+# last one for a device is the cap in force), and both names of the
+# allocator settings' variable with torch's version: which one torch read
+# is gpumem's to say (base/record_plan's read_alloc_conf, the one place).
+# The environment's own sitecustomize, if any, still runs.
 import atexit
 import json
 import os
@@ -28,8 +35,14 @@ class _State:
     done = False
     why = "exit"
     error = None
-    cap = None
     torch_found = None
+    # Every set_per_process_memory_fraction of this process, gpumem's and
+    # the program's, in the order made: the last one for a device is in force.
+    fraction_calls = []
+    # This process's place among those that initialized CUDA (1: the
+    # first), claimed once per process, for its file names.
+    order = None
+    order_pid = None
 
 
 def _first_int(names):
@@ -40,14 +53,43 @@ def _first_int(names):
     return None
 
 
-def _targets():
-    """The snapshot's and the statistics' paths, and the rank: one pair for one
-    process, one per rank under a launcher (gpumem names them)."""
+def _rank():
     rank, size = _first_int(_RANK_VARS), _first_int(_SIZE_VARS)
-    if rank is not None and (size is None or size > 1):
-        name = lambda var: _ENV[var].replace("{rank}", str(rank))
-        return name("GPUMEM_RECORD_RANK_FILE"), name("GPUMEM_RECORD_RANK_STATS_FILE"), rank
-    return _ENV["GPUMEM_RECORD_FILE"], _ENV["GPUMEM_RECORD_STATS_FILE"], rank
+    return rank if rank is not None and (size is None or size > 1) else None
+
+
+def _claim_order():
+    """This process's place among the processes of the run (of its rank, under
+    a launcher) that initialized CUDA: a file claimed in gpumem's status
+    directory, so that no two processes ever write the same snapshot. A
+    forked child claims its own."""
+    if _State.order is not None and _State.order_pid == os.getpid():
+        return _State.order
+    directory = _ENV.get("GPUMEM_RECORD_STATUS_DIR", "")
+    rank = _rank()
+    key = "main" if rank is None else "rank%d" % rank
+    order = 1
+    if os.path.isdir(directory):  # another node: its ranks are its own
+        while True:
+            try:
+                os.close(os.open(os.path.join(directory, "claim-%s-%d" % (key, order)), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+                break
+            except FileExistsError:
+                order += 1
+    _State.order, _State.order_pid = order, os.getpid()
+    return order
+
+
+def _targets():
+    """The snapshot's and the statistics' paths, and the rank: one pair per
+    process, named by gpumem (its templates): FILE for the first process of
+    the run (of each rank under a launcher) that initialized CUDA, FILE with
+    .procN for the N-th."""
+    rank = _rank()
+    order = _claim_order()
+    prefix = "GPUMEM_RECORD_" + ("" if rank is None else "RANK_") + ("" if order == 1 else "PROC_")
+    name = lambda var: _ENV[var].replace("{rank}", str(rank)).replace("{proc}", str(order))
+    return name(prefix + "FILE"), name(prefix + "STATS_FILE"), rank
 
 
 def _write_atomically(path, write):
@@ -99,14 +141,24 @@ def _dump(torch, doc):
         return
     path, stats_path, _ = _targets()
     device = torch.cuda.current_device()
-    record = {"kind": "gpumem-torch-recording", "schema_version": 1, "torch_version": torch.__version__,
+    # Both names as set (which one torch read is gpumem's to say, from
+    # torch_version), and the cap in force: the last call for this device.
+    allocator = {"PYTORCH_ALLOC_CONF": _ENV.get("PYTORCH_ALLOC_CONF"), "PYTORCH_CUDA_ALLOC_CONF": _ENV.get("PYTORCH_CUDA_ALLOC_CONF")}
+    calls = [c for c in _State.fraction_calls if c["device"] == device] or _State.fraction_calls
+    if calls:
+        last = calls[-1]
+        allocator.update(memory_fraction=last["fraction"], allowed_memory_maximum=last["allowed_memory_maximum"],
+                         device_total=last["device_total"], capped_device=last["device"], cap_set_by=last["set_by"])
+    allocator["memory_fraction_calls"] = _State.fraction_calls
+    record = {"kind": "gpumem-torch-recording", "schema_version": 2, "torch_version": torch.__version__,
               "device": device, "device_name": torch.cuda.get_device_name(device), "exit": _State.why,
-              "allocator": dict(_State.cap or {}, PYTORCH_CUDA_ALLOC_CONF=_ENV.get("PYTORCH_CUDA_ALLOC_CONF")),
-              "memory_stats": stats}
+              "pid": os.getpid(), "process": _State.order, "allocator": allocator, "memory_stats": stats}
     data = json.dumps(record, indent=1, default=str).encode()
     # The pair or nothing: "no snapshot written" must stay true.
     _write_all([(path, lambda f: pickle.dump(snapshot, f, protocol=4)), (stats_path, lambda f: f.write(data))])
-    doc.update(snapshot=path, stats=stats_path, cuda_used=True)
+    doc.update(snapshot=path, stats=stats_path, cuda_used=True, process=_State.order, torch_version=torch.__version__,
+               alloc_conf=allocator["PYTORCH_ALLOC_CONF"], cuda_alloc_conf=allocator["PYTORCH_CUDA_ALLOC_CONF"],
+               fraction_calls=_State.fraction_calls)
 
 
 def _finish():
@@ -118,7 +170,7 @@ def _finish():
     if threading.current_thread() is threading.main_thread():
         old = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        doc = {"why": _State.why, "rank": _targets()[2], "torch": "torch" in sys.modules, "cuda_used": False}
+        doc = {"why": _State.why, "rank": _rank(), "torch": "torch" in sys.modules, "cuda_used": False}
         torch = sys.modules.get("torch")
         if torch is None:
             import importlib.util
@@ -151,7 +203,44 @@ def _cap_device(torch):
     return torch.cuda.current_device()
 
 
-def _apply_cap(torch):
+def _device_index(torch, device):
+    if device is None:
+        return torch.cuda.current_device()
+    index = getattr(torch.cuda, "_get_device_index", None)
+    if index is not None:
+        return index(device, optional=True)
+    return int(getattr(device, "index", device))
+
+
+def _note_fraction(torch, fraction, device, set_by):
+    total = torch.cuda.mem_get_info(device)[1]
+    _State.fraction_calls.append({"device": device, "fraction": fraction, "allowed_memory_maximum": int(fraction * float(total)),
+                                  "device_total": total, "set_by": set_by, "time_us": int(time.time() * 1e6)})
+
+
+def _watch_fraction(torch):
+    """The program's own set_per_process_memory_fraction, wrapped: recorded,
+    then done as it asked (it replaces gpumem's cap, as it would any)."""
+    original = torch.cuda.set_per_process_memory_fraction
+
+    def set_per_process_memory_fraction(fraction, device=None):
+        result = original(fraction, device)
+        try:
+            _note_fraction(torch, float(fraction), _device_index(torch, device), "program")
+        except Exception:  # the program's call itself succeeded: never fail it
+            pass
+        return result
+
+    set_per_process_memory_fraction.__wrapped__ = original
+    set_per_process_memory_fraction.__doc__ = original.__doc__
+    torch.cuda.set_per_process_memory_fraction = set_per_process_memory_fraction
+    memory = getattr(torch.cuda, "memory", None)
+    if getattr(memory, "set_per_process_memory_fraction", None) is original:
+        memory.set_per_process_memory_fraction = set_per_process_memory_fraction
+    return original
+
+
+def _apply_cap(torch, original):
     # Runs when the program first initializes CUDA (torch.cuda._lazy_call):
     # set_per_process_memory_fraction as the program could have called it.
     device = _cap_device(torch)
@@ -167,9 +256,8 @@ def _apply_cap(torch):
         fraction = min(1.0, capacity / float(total))
         while fraction < 1.0 and int(fraction * float(total)) < capacity:
             fraction = math.nextafter(fraction, 2.0)
-    torch.cuda.set_per_process_memory_fraction(fraction, device)
-    _State.cap = {"memory_fraction": fraction, "allowed_memory_maximum": int(fraction * float(total)),
-                  "device_total": total, "capped_device": device}
+    original(fraction, device)
+    _note_fraction(torch, fraction, device, "gpumem")
 
 
 def _start(torch):
@@ -182,8 +270,12 @@ def _start(torch):
         if _ENV.get("GPUMEM_RECORD_MAX_ENTRIES"):
             kwargs["max_entries"] = int(_ENV["GPUMEM_RECORD_MAX_ENTRIES"])
         torch.cuda.memory._record_memory_history(**kwargs)
+        original = _watch_fraction(torch)
+        # The process's file names are claimed when it first initializes
+        # CUDA, so the first to use the GPU gets FILE itself.
+        torch.cuda._lazy_call(_claim_order)
         if _ENV.get("GPUMEM_RECORD_CAPACITY") or _ENV.get("GPUMEM_RECORD_FRACTION"):
-            torch.cuda._lazy_call(lambda: _apply_cap(torch))
+            torch.cuda._lazy_call(lambda: _apply_cap(torch, original))
     except Exception as e:
         _State.error = "recording could not start: %s: %s" % (type(e).__name__, e)
     if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -86,6 +87,11 @@ std::vector<std::string> child_environment(const HookDirectory& dir, const Recor
     env.push_back("GPUMEM_RECORD_STATS_FILE=" + stats_file_name(s.file));
     env.push_back("GPUMEM_RECORD_RANK_FILE=" + rank_file_name(s.file, "{rank}"));
     env.push_back("GPUMEM_RECORD_RANK_STATS_FILE=" + stats_file_name(rank_file_name(s.file, "{rank}")));
+    // The second and later processes (of a rank) that use CUDA: FILE.procN.
+    env.push_back("GPUMEM_RECORD_PROC_FILE=" + process_file_name(s.file, "{proc}"));
+    env.push_back("GPUMEM_RECORD_PROC_STATS_FILE=" + stats_file_name(process_file_name(s.file, "{proc}")));
+    env.push_back("GPUMEM_RECORD_RANK_PROC_FILE=" + process_file_name(rank_file_name(s.file, "{rank}"), "{proc}"));
+    env.push_back("GPUMEM_RECORD_RANK_PROC_STATS_FILE=" + stats_file_name(process_file_name(rank_file_name(s.file, "{rank}"), "{proc}")));
     env.push_back("GPUMEM_RECORD_STATUS_DIR=" + dir.status_dir());
     env.push_back(std::string("GPUMEM_RECORD_STACKS=") + (s.python_stacks ? "1" : "0"));
     if (s.max_entries) env.push_back("GPUMEM_RECORD_MAX_ENTRIES=" + std::to_string(*s.max_entries));
@@ -208,6 +214,11 @@ RecordedProcess read_status(const fs::path& file) {
     if (doc.contains("snapshot") && doc["snapshot"].is_string()) p.snapshot = doc["snapshot"].get<std::string>();
     if (doc.contains("stats") && doc["stats"].is_string()) p.stats = doc["stats"].get<std::string>();
     p.events = doc.value("events", std::uint64_t{0});
+    if (doc.contains("process") && doc["process"].is_number_unsigned()) p.order = doc["process"].get<unsigned>();
+    if (doc.contains("torch_version") && doc["torch_version"].is_string()) p.torch_version = doc["torch_version"].get<std::string>();
+    if (doc.contains("alloc_conf") && doc["alloc_conf"].is_string()) p.alloc_conf = doc["alloc_conf"].get<std::string>();
+    if (doc.contains("cuda_alloc_conf") && doc["cuda_alloc_conf"].is_string()) p.cuda_alloc_conf = doc["cuda_alloc_conf"].get<std::string>();
+    if (doc.contains("fraction_calls")) p.fraction_calls = fraction_calls_of(doc["fraction_calls"]);
     p.note = doc.value("note", std::string());
     p.error = doc.value("error", std::string());
     return p;
@@ -218,11 +229,57 @@ std::vector<RecordedProcess> read_statuses(const std::string& dir) {
     std::error_code error;
     for (const fs::directory_entry& entry : fs::directory_iterator(dir, error))
         if (entry.path().extension() == ".json") processes.push_back(read_status(entry.path()));
-    std::sort(processes.begin(), processes.end(), [](const RecordedProcess& a, const RecordedProcess& b) { return a.pid < b.pid; });
+    // Each rank's processes together, in the order they claimed their files.
+    std::sort(processes.begin(), processes.end(), [](const RecordedProcess& a, const RecordedProcess& b) {
+        return std::make_tuple(a.rank.value_or(0), a.order.value_or(~0U), a.pid) < std::make_tuple(b.rank.value_or(0), b.order.value_or(~0U), b.pid);
+    });
     return processes;
 }
 
 }  // namespace
+
+std::vector<MemoryFractionCall> fraction_calls_of(const nlohmann::json& list) {
+    std::vector<MemoryFractionCall> calls;
+    if (!list.is_array()) return calls;
+    for (const nlohmann::json& c : list) {
+        if (!c.is_object() || !c.contains("allowed_memory_maximum") || !c["allowed_memory_maximum"].is_number_unsigned()) continue;
+        MemoryFractionCall call;
+        call.device = c.value("device", 0U);
+        call.fraction = c.value("fraction", 1.0);
+        call.allowed_memory_maximum = c["allowed_memory_maximum"].get<std::uint64_t>();
+        call.device_total = c.value("device_total", std::uint64_t{0});
+        call.by_gpumem = c.value("set_by", std::string()) == "gpumem";
+        calls.push_back(call);
+    }
+    return calls;
+}
+
+std::optional<RecordingStats> read_recording_stats(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) return std::nullopt;
+    const nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+    if (!doc.is_object() || doc.value("kind", std::string()) != "gpumem-torch-recording") return std::nullopt;
+    RecordingStats stats;
+    stats.path = path;
+    if (doc.contains("torch_version") && doc["torch_version"].is_string()) stats.torch_version = doc["torch_version"].get<std::string>();
+    const std::uint32_t device = doc.contains("device") && doc["device"].is_number_unsigned() ? doc["device"].get<std::uint32_t>() : 0;
+    if (doc.contains("allocator") && doc["allocator"].is_object()) {
+        const nlohmann::json& a = doc["allocator"];
+        std::vector<MemoryFractionCall> calls = fraction_calls_of(a.contains("memory_fraction_calls") ? a["memory_fraction_calls"] : nlohmann::json());
+        // A recording of schema 1 names gpumem's cap alone.
+        if (calls.empty() && a.contains("allowed_memory_maximum") && a["allowed_memory_maximum"].is_number_unsigned()) {
+            MemoryFractionCall call;
+            call.device = a.value("capped_device", device);
+            call.fraction = a.value("memory_fraction", 1.0);
+            call.allowed_memory_maximum = a["allowed_memory_maximum"].get<std::uint64_t>();
+            call.device_total = a.value("device_total", std::uint64_t{0});
+            call.by_gpumem = true;
+            calls.push_back(call);
+        }
+        stats.cap = cap_in_force(calls, device);
+    }
+    return stats;
+}
 
 std::vector<const RecordedProcess*> ChildRun::recorded() const {
     std::vector<const RecordedProcess*> out;

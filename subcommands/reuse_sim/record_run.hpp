@@ -13,6 +13,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
+#include "base/record_plan.hpp"
+
 namespace gpumem::cli {
 
 // What the hook records, and the cap the real run gets.
@@ -45,6 +49,10 @@ struct RecordedProcess {
     std::optional<std::string> snapshot, stats;  // the files it wrote
     std::uint64_t events = 0;
     std::string note, error;
+    std::optional<unsigned> order;  // its place among the processes (of its rank) that used CUDA: 1, or N of FILE.procN
+    std::optional<std::string> torch_version;
+    std::optional<std::string> alloc_conf, cuda_alloc_conf;  // PYTORCH_ALLOC_CONF, PYTORCH_CUDA_ALLOC_CONF as set in it
+    std::vector<MemoryFractionCall> fraction_calls;          // gpumem's cap and the program's own, in order
 };
 
 struct ChildRun {
@@ -61,6 +69,18 @@ struct ChildRun {
 // Throws Error when it cannot be started (exit status 127 or 126 is the
 // program's, as a shell's, when exec fails: reported, not thrown).
 ChildRun run_recorded(const std::vector<std::string>& command, const RecordSettings& settings, const ChildStyle& style);
+
+// What the statistics file beside a snapshot that --record wrote says of
+// the run: torch's version and the cap in force (gpumem's or the
+// program's own set_per_process_memory_fraction). None: no such file, or
+// not one of --record's (the test fixtures' are their own kind).
+struct RecordingStats {
+    std::string path;
+    std::optional<std::string> torch_version;
+    std::optional<CapInForce> cap;
+};
+std::optional<RecordingStats> read_recording_stats(const std::string& path);
+std::vector<MemoryFractionCall> fraction_calls_of(const nlohmann::json& list);
 
 // One clear line for a run that recorded nothing: python without torch, a
 // program that never imported torch or never used CUDA through it.

@@ -269,7 +269,7 @@ void add_record_options(CLI::App& sub, ReuseSimOptions& o) {
     sub.add_option("--record", o.record,
                    "Run the program given after -- and record its PyTorch allocations, unmodified: a snapshot in FILE and "
                    "torch.cuda.memory_stats() beside it (FILE's name, .stats.json); one pair per rank under a launcher "
-                   "(FILE with .rankN); its output and exit status pass through. --capacity and --memory-fraction cap the real run")
+                   "(FILE with .rankN) and per further process using CUDA (.procN); its output and exit status pass through. --capacity and --memory-fraction cap the real run")
         ->type_name("FILE");
     add_unsigned_option(sub, "--max-entries", o.max_entries,
                         "--record, --confirm: the most events the recording keeps (PyTorch's max_entries; default: every one)", 1,
@@ -446,6 +446,33 @@ std::uint64_t check_capacity(const ReuseSimOptions& o) {
     return capacity;
 }
 
+// A trace that --record wrote comes with its statistics (FILE.stats.json):
+// the cap in force when the program ran, gpumem's or the program's own
+// set_per_process_memory_fraction, is the replay's unless --capacity or
+// --memory-fraction says otherwise. Read here, before the grid is built,
+// since a cap decides the grid (garbage collection is tried only under one).
+std::vector<std::string> check_recording(const ReuseSimOptions& o, ReuseSimRequest& q) {
+    std::vector<std::string> warnings;
+    if (!q.input.trace || *q.input.trace == "-") return warnings;
+    struct stat st {};
+    if (::stat(q.input.trace->c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return warnings;
+    q.recording = read_recording_stats(stats_file_name(*q.input.trace));
+    if (!q.recording || !q.recording->cap) return warnings;
+    const std::uint64_t recorded = q.recording->cap->call.allowed_memory_maximum;
+    if (!o.capacity && !o.memory_fraction) {
+        q.capacity = recorded;
+        q.capacity_from_recording = true;
+    } else if (q.capacity != recorded) {
+        warnings.push_back("the replay's capacity " + exact_size_text(q.capacity) + " is not the cap the recording ran under, " +
+                             exact_size_text(recorded) + " (" + q.recording->path + ")");
+    }
+    if (q.recording->cap->program_changes > 0)
+        warnings.push_back("the program changed its own cap " + std::to_string(q.recording->cap->program_changes) +
+                             " time(s) during the run (set_per_process_memory_fraction); the replay uses the last one, " +
+                             exact_size_text(recorded) + ", for the whole run");
+    return warnings;
+}
+
 // --tune and --sweep replay torch-caching alone, each setting a lane of one
 // replay; what only the comparison of strategies has is refused with them.
 std::optional<TuneRequest> check_tune(const ReuseSimOptions& o, const ReuseSimRequest& q) {
@@ -589,6 +616,7 @@ ReuseSimRequest check(const ReuseSimOptions& o, const Globals& globals) {
     q.torch_flags.max_split_size = o.max_split_size.has_value();
     q.torch_flags.roundup_power2_divisions = o.roundup_power2_divisions.has_value();
     q.capacity = check_capacity(o);
+    const std::vector<std::string> recording_warnings = check_recording(o, q);
     check_outputs(o, globals, q);
     q.tune = check_tune(o, q);
     if (q.tune) {
@@ -597,6 +625,7 @@ ReuseSimRequest check(const ReuseSimOptions& o, const Globals& globals) {
         q.chart = false;
     }
     q.confirm = check_confirm(o, q);
+    q.warnings.insert(q.warnings.end(), recording_warnings.begin(), recording_warnings.end());
     return q;
 }
 

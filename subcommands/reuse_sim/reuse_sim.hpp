@@ -80,6 +80,10 @@ struct ReuseSimRequest {
     std::optional<TuneRequest> tune;            // --tune, --sweep: the what-if tuner instead of the comparison
     std::optional<RecordRequest> record;        // --record: run a program and record it, nothing else
     std::optional<ConfirmRequest> confirm;      // --confirm: real runs after --tune
+    // The statistics --record wrote beside the trace (FILE.stats.json): the
+    // cap in force when the program ran, and torch's version.
+    std::optional<RecordingStats> recording;
+    bool capacity_from_recording = false;       // no --capacity or --memory-fraction: the recording's cap is the replay's
 
     // Points the replay keeps: for --timeline and the chart (0: none).
     std::size_t replay_timeline_points() const;
@@ -144,11 +148,16 @@ struct ConfirmRun {
     // several: the rank the trace was recorded from (its file name's
     // ".rankN"), else rank 0.
     std::optional<unsigned> process_rank;
+    // Of several processes (no launcher, or several of one rank): the
+    // compared one's place (its trace's .procN, else 1) and its pid.
+    std::optional<unsigned> process_order;
+    std::optional<long> process_pid;
 };
 
 struct ConfirmResults {
     std::size_t candidates = 0;
-    std::optional<std::string> user_alloc_conf;  // PYTORCH_CUDA_ALLOC_CONF in gpumem's environment
+    std::optional<std::string> user_alloc_conf;  // the user's allocator settings, as the program's torch reads them
+    std::optional<std::string> user_alloc_conf_variable;  // the variable they come from: PYTORCH_ALLOC_CONF or PYTORCH_CUDA_ALLOC_CONF
     MergedAllocConf merged;                      // its items kept and replaced (conf: of the first run)
     std::vector<ConfirmRun> runs;
     bool interrupted = false;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/memory_policy.hpp"
+#include "base/record_plan.hpp"
 #include "base/sizes.hpp"
 #include "base/text.hpp"
 #include "cli/chart.hpp"
@@ -570,6 +571,10 @@ constexpr Column<ConfirmRun> kConfirmRunColumns[] = {
     {{"held", "held", FieldKind::boolean}, [](const ConfirmRun& x) -> Cell { return x.outcome.held; }},
     {{"process_rank", "", FieldKind::integer},
      [](const ConfirmRun& x) { return x.process_rank ? u64(*x.process_rank) : Cell(); }, Shown::machine_only},
+    {{"process_order", "", FieldKind::integer},
+     [](const ConfirmRun& x) { return x.process_order ? u64(*x.process_order) : Cell(); }, Shown::machine_only},
+    {{"process_pid", "", FieldKind::integer},
+     [](const ConfirmRun& x) { return x.process_pid ? Cell(std::int64_t{*x.process_pid}) : Cell(); }, Shown::machine_only},
     {{"note", "", FieldKind::text}, [](const ConfirmRun& x) { return x.outcome.note.empty() ? Cell() : Cell(x.outcome.note); },
      Shown::machine_only},
 };
@@ -578,6 +583,7 @@ constexpr auto confirm_run_schema = nested_schema<kConfirmRunColumns>;
 constexpr Column<ConfirmResults> kConfirmColumns[] = {
     {{"candidates", "", FieldKind::integer}, [](const ConfirmResults& c) { return u64(c.candidates); }},
     {{"user_alloc_conf", "", FieldKind::text}, [](const ConfirmResults& c) { return optional_cell(c.user_alloc_conf); }},
+    {{"user_alloc_conf_variable", "", FieldKind::text}, [](const ConfirmResults& c) { return optional_cell(c.user_alloc_conf_variable); }},
     {{"kept_alloc_conf", "", FieldKind::list}, [](const ConfirmResults& c) -> Cell { return c.merged.kept; }},
     {{"replaced_alloc_conf", "", FieldKind::list}, [](const ConfirmResults& c) -> Cell { return c.merged.replaced; }},
     {{"interrupted", "", FieldKind::boolean}, [](const ConfirmResults& c) -> Cell { return c.interrupted; }},
@@ -603,6 +609,48 @@ const FieldSchemaSet& confirm_document_schema() {
     return set;
 }
 
+// The recording's own cap (FILE.stats.json beside the trace, --record's).
+constexpr Column<Document> kRecordedCapColumns[] = {
+    {{"allowed_memory_maximum", "", FieldKind::bytes}, [](const Document& d) { return u64(d.q.recording->cap->call.allowed_memory_maximum); }},
+    {{"memory_fraction", "", FieldKind::real}, [](const Document& d) -> Cell { return d.q.recording->cap->call.fraction; }},
+    {{"device", "", FieldKind::integer}, [](const Document& d) { return u64(d.q.recording->cap->call.device); }},
+    {{"device_total", "", FieldKind::bytes}, [](const Document& d) { return u64(d.q.recording->cap->call.device_total); }},
+    {{"set_by", "", FieldKind::text}, [](const Document& d) -> Cell { return std::string(d.q.recording->cap->call.by_gpumem ? "gpumem" : "program"); },
+     Shown::always, false, nullptr, [] { return std::vector<std::string_view>{"gpumem", "program"}; }},
+    {{"replaced_gpumem", "", FieldKind::boolean}, [](const Document& d) -> Cell { return d.q.recording->cap->replaced_gpumem; }},
+    {{"program_changes", "", FieldKind::integer}, [](const Document& d) { return u64(d.q.recording->cap->program_changes); }},
+    {{"used", "", FieldKind::boolean}, [](const Document& d) -> Cell { return d.q.capacity_from_recording; }},
+    {{"stats_file", "", FieldKind::text}, [](const Document& d) -> Cell { return d.q.recording->path; }},
+};
+constexpr auto recorded_cap_schema = nested_schema<kRecordedCapColumns>;
+Cell recorded_cap_cell(const Document& d) {
+    if (!d.q.recording || !d.q.recording->cap) return Cell();
+    return record_cell(make_record(Columns<Document>(kRecordedCapColumns), d));
+}
+
+// A replay of the recorded settings (torch-caching's lane, the tuner's
+// recorded row; without torch-caching and without a cap, any strategy)
+// that ran out of memory less often than the recording did: the program
+// had less memory than the replay gives. One line, its likely causes and
+// what to pass.
+std::optional<std::string> fewer_ooms_text(const ReuseSimRequest& q, const ReuseSimResults& r) {
+    if (!r.summary || r.summary->oom_events == 0) return std::nullopt;
+    std::optional<std::uint64_t> replay;
+    if (r.tune) {
+        if (const rs::TuneRow* row = recorded_row(*r.tune)) replay = row->outcome.ooms;
+    } else {
+        for (const rs::LaneResult& lane : r.lanes)
+            if (lane.strategy == "torch-caching") replay = lane.ooms;
+        if (!replay && q.capacity == rs::kUnlimited)
+            for (const rs::LaneResult& lane : r.lanes) replay = std::min(replay.value_or(lane.ooms), lane.ooms);
+    }
+    if (!replay || *replay >= r.summary->oom_events) return std::nullopt;
+    const std::optional<std::uint64_t> capacity = q.capacity == rs::kUnlimited ? std::nullopt : std::optional<std::uint64_t>(q.capacity);
+    std::optional<std::uint64_t> recorded_cap;
+    if (q.recording && q.recording->cap) recorded_cap = q.recording->cap->call.allowed_memory_maximum;
+    return fewer_ooms_message(r.summary->oom_events, *replay, capacity, recorded_cap, r.summary->recorded.peak_reserved_bytes);
+}
+
 constexpr Column<Document> kDocumentColumns[] = {
     {{"input", "", FieldKind::record}, [](const Document& d) { return record_cell(make_record(Columns<Document>(kInputColumns), d)); },
      Shown::always, false, input_schema},
@@ -619,6 +667,8 @@ constexpr Column<Document> kDocumentColumns[] = {
     {{"max_live_allocations", "", FieldKind::integer}, [](const Document& d) { return u64(d.summary().max_live_allocations); }},
     {{"live_at_end", "", FieldKind::integer}, [](const Document& d) { return u64(d.summary().live_at_end); }},
     {{"capacity_bytes", "", FieldKind::bytes}, [](const Document& d) { return unless(d.q.capacity, rs::kUnlimited); }},
+    {{"recorded_cap", "", FieldKind::record}, recorded_cap_cell, Shown::always, false, recorded_cap_schema},
+    {{"fewer_ooms_than_recorded", "", FieldKind::text}, [](const Document& d) { return optional_cell(fewer_ooms_text(d.q, d.r)); }},
     {{"recorded", "", FieldKind::record}, recorded_cell, Shown::always, false, recorded_schema},
     {{"allocator_settings", "", FieldKind::record},
      [](const Document& d) {
@@ -669,6 +719,8 @@ std::string head_line(const ReuseSimRequest& q, const ReuseSimResults& r, Unit u
     std::string head = "reuse-sim: " + r.input_description + ": " + std::to_string(s.events) + " events, " + requests +
                        format_bytes(s.peak_live_bytes, unit) + ", largest request " + format_bytes(s.largest_request, unit);
     if (q.capacity != rs::kUnlimited) head += ", capacity " + format_bytes(q.capacity, unit);
+    if (q.capacity_from_recording)
+        head += std::string(" (the recording's cap, set by ") + (q.recording->cap->call.by_gpumem ? "gpumem" : "the program") + ")";
     return head;
 }
 
@@ -823,6 +875,8 @@ Report reuse_sim_report(const ReuseSimRequest& q, const ReuseSimResults& r, cons
     report.warnings = q.warnings;
     report.warnings.insert(report.warnings.end(), r.warnings.begin(), r.warnings.end());
     if (!r.summary) return report;  // nothing simulated yet
+    if (r.complete)
+        if (std::optional<std::string> fewer = fewer_ooms_text(q, r)) report.warnings.push_back(std::move(*fewer));
     if (r.tune) return tune_report(q, r, output, std::move(report));
     const bool measured = q.execute_on.has_value();
     report.tables.push_back(make_table("strategies", Columns<StrategyRow>(kStrategyColumns), strategy_rows(r), output.format,
