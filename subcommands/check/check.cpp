@@ -128,6 +128,6 @@ void execute(const CheckRequest& q, CheckResults& results, Session& session) {
 
 constexpr CommandDefinition kCheckCommand{
     [] { return make_command(CommandFunctions<CheckOptions, CheckRequest, CheckResults>{add_options, check, execute, check_report}); },
-    check_schema, /*prometheus=*/true, /*nagios=*/true};
+    check_schema, /*prometheus=*/true, /*nagios=*/true, /*npd=*/true};
 
 }  // namespace gpumem::cli

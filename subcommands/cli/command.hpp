@@ -113,6 +113,8 @@ struct CommandDefinition {
     bool prometheus = false;
     // report() fills Report::nagios: the command takes --format nagios.
     bool nagios = false;
+    // report() fills Report::npd: the command takes --format npd.
+    bool npd = false;
 };
 
 struct CommandEntry {
