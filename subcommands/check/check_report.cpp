@@ -307,7 +307,7 @@ Report::PluginOutput check_npd(const CheckRequest& q, const CheckResults& result
         }
         devices += here;
     }
-    std::string word = worst == Verdict::fail ? "FAIL" : worst == Verdict::warn ? "WARN" : "UNKNOWN";
+    const std::string word = worst == Verdict::fail ? "FAIL" : worst == Verdict::warn ? "WARN" : "UNKNOWN";
     std::string line = word + " " + shown->id + " on GPU " + to_string(shown_device->device.cuda_index.value());
     if (devices > 1) line += " [" + std::to_string(checks) + " checks on " + std::to_string(devices) + " of " + gpus_text(gpus) + "]";
     else if (checks > 1) line += " [" + std::to_string(checks) + " checks]";
