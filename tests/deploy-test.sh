@@ -7,7 +7,10 @@
 #     exposition, no temporary file is left, a failed run keeps the last
 #     good metrics with its own gpumem_run_exit_status;
 #   - systemd-analyze verify of the units (skipped where systemd is absent);
-#   - promtool check rules of the example alert rules (skipped without promtool).
+#   - promtool check rules of the example alert rules (skipped without promtool);
+#   - deploy/kubernetes: the DaemonSet, its kustomization and NPD's
+#     configuration fit together (skipped without python3's yaml); the
+#     configuration's own fields are checked by test_check (test_check_npd.cpp).
 # Ends with "N passed, N failed, N skipped" like every CI stage.
 #   tests/deploy-test.sh [BUILD_DIR]
 set -u
@@ -149,6 +152,59 @@ if command -v promtool >/dev/null; then
     ok "promtool check rules examples/prometheus-gpumem-alerts.yml" || bad "promtool: $(cat "$work/promtool")"
 else
   skip "promtool not installed"
+fi
+
+# deploy/kubernetes: what the DaemonSet needs of the host and of NPD's
+# configuration, read as kubectl would (no cluster here).
+k8s=$here/deploy/kubernetes
+if python3 -c 'import yaml' 2>/dev/null; then
+  if out=$(python3 - "$k8s" 2>&1 <<'EOF'
+import json, sys, yaml
+k8s = sys.argv[1]
+docs = list(yaml.safe_load_all(open(k8s + "/gpumem-npd.yaml")))
+kinds = {d["kind"]: d for d in docs}
+assert set(kinds) == {"ServiceAccount", "ClusterRoleBinding", "DaemonSet"}, kinds.keys()
+kust = yaml.safe_load(open(k8s + "/kustomization.yaml"))
+assert kust["resources"] == ["gpumem-npd.yaml"], kust
+generated = {g["name"]: g["files"] for g in kust["configMapGenerator"]}
+pod = kinds["DaemonSet"]["spec"]["template"]["spec"]
+assert pod["hostPID"] is True, "hostPID"
+assert pod["serviceAccountName"] == kinds["ServiceAccount"]["metadata"]["name"]
+assert kinds["ClusterRoleBinding"]["roleRef"]["name"] == "system:node-problem-detector"
+volumes = {v["name"]: v for v in pod["volumes"]}
+(npd,) = pod["containers"]
+assert npd["securityContext"]["privileged"] is True, "privileged"
+mounts = {m["mountPath"]: m["name"] for m in npd["volumeMounts"]}
+# NPD's configuration: the flag names the file of the ConfigMap made from gpumem-monitor.json.
+flag = [a for a in npd["command"] if a.startswith("--config.custom-plugin-monitor=")]
+assert len(flag) == 1, npd["command"]
+folder, name = flag[0].split("=", 1)[1].rsplit("/", 1)
+config_volume = volumes[mounts[folder]]
+assert generated[config_volume["configMap"]["name"]] == [name], (generated, name)
+config = json.load(open(k8s + "/" + name))
+# The rule's command is in the image (the Debian package's /usr/bin/gpumem).
+assert config["rules"][0]["path"] == "/usr/bin/gpumem"
+# The lock folder is the host's /run/gpumem, sticky and writable by all.
+assert volumes[mounts["/run/gpumem"]]["hostPath"]["path"] == "/run/gpumem"
+init = pod["initContainers"][0]
+assert init["command"] == ["chmod", "1777", "/run/gpumem"], init["command"]
+assert {m["mountPath"]: m["name"] for m in init["volumeMounts"]}["/run/gpumem"] == mounts["/run/gpumem"]
+# The host's /dev, and the driver's two libraries alone on LD_LIBRARY_PATH.
+assert volumes[mounts["/dev"]]["hostPath"]["path"] == "/dev"
+env = {e["name"]: e.get("value") for e in npd["env"]}
+assert "NODE_NAME" in env
+lib = env["LD_LIBRARY_PATH"]
+for so in ("libcuda.so.1", "libnvidia-ml.so.1"):
+    host = volumes[mounts[lib + "/" + so]]["hostPath"]
+    assert host["path"].endswith("/" + so) and host["type"] == "File", host
+EOF
+  ); then
+    ok "deploy/kubernetes: DaemonSet, kustomization and NPD configuration agree"
+  else
+    bad "deploy/kubernetes: $out"
+  fi
+else
+  skip "python3 yaml not installed: deploy/kubernetes not read"
 fi
 
 echo "$passed passed, $failed failed, $skipped skipped"

@@ -306,7 +306,7 @@ TEST_CASE("completions: --help parses into subcommands, modes and options") {
     const Help& copy = helps.at("copy");
     CHECK(std::find(copy.options.begin(), copy.options.end(), "--host-memory") != copy.options.end());
     CHECK(std::find(copy.options.begin(), copy.options.end(), "--size") != copy.options.end());
-    CHECK(root.choices.at("--format") == std::vector<std::string>{"table", "json", "csv", "value", "prometheus", "nagios"});
+    CHECK(root.choices.at("--format") == std::vector<std::string>{"table", "json", "csv", "value", "prometheus", "nagios", "npd"});
     REQUIRE(helps.count("alloc-test latency"));
     const Help& latency = helps.at("alloc-test latency");
     CHECK(std::find(latency.options.begin(), latency.options.end(), "--save-costs") != latency.options.end());

@@ -139,6 +139,6 @@ constexpr ListEntry kCheckLists[] = {
 
 constexpr CommandDefinition kCheckCommand{
     [] { return make_command(CommandFunctions<CheckOptions, CheckRequest, CheckResults>{add_options, check, execute, check_report}); },
-    check_schema, /*prometheus=*/true, /*nagios=*/true, kCheckLists};
+    check_schema, /*prometheus=*/true, /*nagios=*/true, kCheckLists, /*npd=*/true};
 
 }  // namespace gpumem::cli

@@ -259,6 +259,64 @@ Report::Nagios check_nagios(const CheckRequest& q, const CheckResults& results) 
     return {status, text};
 }
 
+// ---------------------------------------------------------------------------
+// node-problem-detector
+
+// NPD's custom plugin contract: exit 0 OK, 1 NonOK (the node condition
+// becomes true), anything else unknown; stdout is the condition's message,
+// cut at max_output_length bytes (80 by default). A warning needs no
+// action on the node, so it is OK, as a pass is.
+int npd_status(Verdict worst) noexcept {
+    if (worst == Verdict::fail) return 1;
+    if (worst == Verdict::unknown) return 2;
+    return 0;
+}
+
+// The line, most useful first since NPD cuts its end: the verdict, the
+// worst check (of the worst verdict, the one with the worst remediation)
+// and its GPU, how many checks and GPUs share that verdict when several do,
+// the remediation, then the check's reason.
+//   FAIL fill.verify on GPU 1: service; 2 > 0 (default); first bad word at 0x...
+//   FAIL copy.h2d on GPU 3 [4 checks on 2 of 8 GPUs]: drain; 31.2 GB/s < 47.3 GB/s...
+//   PASS 25 checks on 1 GPU (level quick, 0.42 s)
+Report::PluginOutput check_npd(const CheckRequest& q, const CheckResults& results) {
+    const Verdict worst = run_verdict(results);
+    const std::string level = std::string(kCheckLevels.name_of(q.settings.level)) + (q.settings.strict ? ", --strict" : "");
+    const std::size_t gpus = results.devices.size();
+    auto gpus_text = [](std::size_t n) { return std::to_string(n) + (n == 1 ? " GPU" : " GPUs"); };
+    if (worst != Verdict::fail && worst != Verdict::warn && worst != Verdict::unknown) {
+        std::size_t checks = 0;
+        for (const CheckDeviceResult& d : results.devices) checks += d.checks.size();
+        return {0, npd_line("PASS " + std::to_string(checks) + " checks on " + gpus_text(gpus) + " (level " + level + ", " +
+                            format_decimal(results.seconds, 2) + " s)")};
+    }
+    const CheckDeviceResult* shown_device = nullptr;
+    const CheckOutcome* shown = nullptr;
+    std::size_t checks = 0, devices = 0;
+    for (const CheckDeviceResult& d : results.devices) {
+        bool here = false;
+        for (const CheckOutcome& c : d.checks) {
+            if (c.verdict != worst) continue;
+            ++checks;
+            here = true;
+            // The first of the worst remediation: a later check replaces it only when strictly worse.
+            if (shown == nullptr || worse_remediation(shown->remediation, c.remediation) != shown->remediation) {
+                shown = &c;
+                shown_device = &d;
+            }
+        }
+        devices += here;
+    }
+    const std::string word = worst == Verdict::fail ? "FAIL" : worst == Verdict::warn ? "WARN" : "UNKNOWN";
+    std::string line = word + " " + shown->id + " on GPU " + to_string(shown_device->device.cuda_index.value());
+    if (devices > 1) line += " [" + std::to_string(checks) + " checks on " + std::to_string(devices) + " of " + gpus_text(gpus) + "]";
+    else if (checks > 1) line += " [" + std::to_string(checks) + " checks]";
+    line += ": ";
+    if (shown->remediation != Remediation::none) line += std::string(remediation_name(shown->remediation)) + "; ";
+    line += shown->reason;
+    return {npd_status(worst), npd_line(line)};
+}
+
 std::string device_name(const DeviceIdentity& d) { return "GPU " + to_string(d.cuda_index.value()) + " (" + d.uuid + ")"; }
 
 }  // namespace
@@ -284,6 +342,7 @@ Report check_report(const CheckRequest& q, const CheckResults& results, const Ou
         for (MetricFamily& f : device_metrics(results.devices)) r.metrics.push_back(std::move(f));
     }
     if (output.format == Format::nagios) r.nagios = check_nagios(q, results);
+    if (output.format == Format::npd) r.npd = check_npd(q, results);
     return r;
 }
 

@@ -117,6 +117,11 @@ bool json_requested(int argc, char** argv) { return only_format_requested(argc, 
 // mean to Nagios.
 bool nagios_requested(int argc, char** argv) { return only_format_requested(argc, argv, "nagios"); }
 
+// --format npd: node-problem-detector reads any status but 0 and 1 as
+// "unknown", so a bad command line's exit 2 already means that; it gets the
+// plugin's one line on stdout too, which NPD shows as the condition's message.
+bool npd_requested(int argc, char** argv) { return only_format_requested(argc, argv, "npd"); }
+
 // The command row named on the command line (a mode when it has modes),
 // found before CLI11 parses so that only its options need registering:
 // registering every option of every command took over half of start-up.
@@ -249,6 +254,20 @@ int fail(const Error& error, const Report& report, const OutputOptions& output, 
         }
         return check_failed ? nagios_error_status(plain) : 3;
     }
+    if (!json && output.format == Format::npd) {
+        // A failed check is a problem (1) with the report's own line;
+        // anything else leaves no verdict: unknown (2).
+        const bool check_failed = error.status() == ExitStatus::check_failed && report.npd;
+        Report plain = report;
+        if (!check_failed) plain.npd.reset();
+        if (dynamic_cast<const OutputError*>(&error) == nullptr) {
+            try {
+                write_stdout(render_npd_error(plain, error));
+            } catch (const OutputError&) {
+            }
+        }
+        return check_failed ? plain.npd->status : 2;
+    }
     // stdout itself failed: no document can follow.
     const bool prometheus = !json && output.format == Format::prometheus;
     if ((json || prometheus) && dynamic_cast<const OutputError*>(&error) == nullptr) {
@@ -283,11 +302,11 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
         stamp(partial, globals.origin);
         for (const auto& w : partial.warnings) spdlog::warn("{}", w);
         const bool json_out = json || session.output().format == Format::json;
-        // Prometheus text is one exposition, and a Nagios plugin one status
-        // line, written by fail() with the exit status: the partial results
+        // Prometheus text is one exposition, and a Nagios or NPD plugin one
+        // status line, written by fail() with the exit status: the partial results
         // written here too would repeat them.
-        const bool one_document =
-            json_out || session.output().format == Format::prometheus || session.output().format == Format::nagios;
+        const Format format = session.output().format;
+        const bool one_document = json_out || format == Format::prometheus || format == Format::nagios || format == Format::npd;
         if (!one_document && !session.final_written() && partial.has_rows() && dynamic_cast<const OutputError*>(&e) == nullptr)
             write_stdout(render(partial, session.output()));
         return fail(e, partial, session.output(), json_out);
@@ -298,6 +317,8 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
     if (!session.final_written()) render_to(report, session.output(), write_stdout);
     // A Nagios plugin's exit status is its verdict: 1 WARNING, 3 UNKNOWN.
     if (session.output().format == Format::nagios && report.nagios) return report.nagios->status;
+    // An NPD plugin's too: 2 when a check could not run and none failed.
+    if (session.output().format == Format::npd && report.npd) return report.npd->status;
     return session.exit_status();
 }
 
@@ -468,8 +489,8 @@ std::vector<std::string> joined_values(int argc, char** argv) {
 
 // After parsing: the global options, then --version, --list, --schema or
 // the command. `error_output` gets the format error documents use.
-// --format prometheus and --format nagios exist only for the commands whose
-// report() fills their part (CommandDefinition::prometheus, ::nagios).
+// --format prometheus, nagios and npd exist only for the commands whose
+// report() fills their part (CommandDefinition::prometheus, ::nagios, ::npd).
 void check_format_offered(const Parsed& parsed, const CommandEntry* invoked, const Globals& globals, Format format,
                           bool CommandDefinition::*offers) {
     if (globals.output.format != format) return;
@@ -496,6 +517,7 @@ int dispatch(const Parsed& parsed, const CommandEntry* invoked, Command* command
     const Globals globals = check_globals(parsed.raw, placement.launcher, placement.host);
     check_format_offered(parsed, invoked, globals, Format::prometheus, &CommandDefinition::prometheus);
     check_format_offered(parsed, invoked, globals, Format::nagios, &CommandDefinition::nagios);
+    check_format_offered(parsed, invoked, globals, Format::npd, &CommandDefinition::npd);
     error_output = globals.output;
     setup_logging(globals);
     if (parsed.list) {
@@ -566,6 +588,7 @@ int run_command_line(int original_argc, char** original_argv, RunMode mode) {
     app.footer("Exit status: 0 ok, 1 runtime/CUDA error, 2 usage error, 3 no usable GPU or driver, "
                "4 verification failed, 5 out of memory, 6 below --expect-min, 7 a check failed, 130 interrupted; "
                "with check --format nagios: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (usage errors included); "
+               "with check --format npd: 0 pass or warn, 1 fail, 2 unknown (no driver and usage errors included); "
                "killed by SIGPIPE (141) when stdout's reader goes away.\n"
                "A unit in brackets (RATE[GB/s], TIME[s]) is what a bare number means; RATE, TIME, SIZE and FRACTION take "
                "the same forms in every option (50GB/s, 10ms, 4GiB, 10% or 0.1). Details of every option: gpumem(1).");
@@ -587,6 +610,7 @@ int run_command_line(int original_argc, char** original_argv, RunMode mode) {
     OutputOptions error_output;
     if (json) error_output.format = Format::json;
     if (nagios_requested(argc, argv)) error_output.format = Format::nagios;
+    if (npd_requested(argc, argv)) error_output.format = Format::npd;
     try {
         app.parse(argc, argv);
         hand_over_program(split, command.get(), invoked);

@@ -135,6 +135,8 @@ struct CommandDefinition {
     // The lists of names its options take (gpumem --list NAME), in the order
     // --list shows them; a list two commands take is the first one's.
     ListRows lists{};
+    // report() fills Report::npd: the command takes --format npd.
+    bool npd = false;
 };
 
 struct CommandEntry {

@@ -121,6 +121,8 @@ constexpr Named<Format> kFormatRows[] = {
     {"prometheus", Format::prometheus, "Prometheus text exposition, for node_exporter's textfile collector (info, check)"},
     {"nagios", Format::nagios,
      "a Nagios plugin's status line with performance data, exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (check)"},
+    {"npd", Format::npd,
+     "a node-problem-detector custom plugin's line of at most 80 bytes, exit 0 OK, 1 a problem, 2 unknown (check)"},
 };
 const NameTable<Format> kFormats{"format", kFormatRows};
 
@@ -462,6 +464,10 @@ std::string nagios_text(const Report& report) {
     return text.empty() || text.back() != '\n' ? text + "\n" : text;
 }
 
+// A node-problem-detector plugin's output: its one line, ended by a newline
+// (NPD trims it before cutting at max_output_length).
+std::string npd_text(const Report& report) { return report.npd ? npd_line(report.npd->text) + "\n" : ""; }
+
 }  // namespace
 
 namespace {
@@ -564,6 +570,7 @@ std::string render(const Report& report, const OutputOptions& options) {
         }
         case Format::prometheus: out << render_prometheus(report, 0); break;
         case Format::nagios: out << nagios_text(report); break;
+        case Format::npd: out << npd_text(report); break;
         case Format::value: {
             // Bare values of the first table, tab-separated, one row per line.
             if (report.tables.empty()) break;
@@ -596,6 +603,25 @@ std::string render_nagios_error(const Report& report, const Error& error) {
     if (report.nagios) return render(report, OutputOptions{Format::nagios});
     const std::string what = error.status() == ExitStatus::usage_error ? "usage error: " : "";
     return "GPUMEM UNKNOWN - " + what + one_line(error.what()) + "\n";
+}
+
+std::string npd_line(std::string_view text) {
+    std::string line = one_line(std::string(trim(text)));
+    for (char& c : line)
+        if (c == '\t') c = ' ';
+    if (line.size() <= kNpdLineBytes) return line;
+    // Room for "...", cut at a character's first byte: never inside a UTF-8
+    // sequence (a continuation byte is 10xxxxxx), which would leave bad UTF-8.
+    std::size_t cut = kNpdLineBytes - 3;
+    while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0U) == 0x80U) --cut;
+    line.resize(cut);
+    return line + "...";
+}
+
+std::string render_npd_error(const Report& report, const Error& error) {
+    if (report.npd) return render(report, OutputOptions{Format::npd});
+    const std::string what = error.status() == ExitStatus::usage_error ? "usage error: " : "";
+    return npd_line("UNKNOWN " + what + error.what()) + "\n";
 }
 
 void render_json_error_to(const Report& report, const Error& error, const OutputOptions& options, const TextSink& sink) {

@@ -30,7 +30,7 @@ namespace gpumem::cli {
 // JSON documents keep keys in the order they were set.
 using Json = nlohmann::ordered_json;
 
-enum class Format { table, json, csv, value, prometheus, nagios };
+enum class Format { table, json, csv, value, prometheus, nagios, npd };
 extern const NameTable<Format> kFormats;
 
 struct OutputOptions {
@@ -133,14 +133,19 @@ struct Report {
     std::vector<MetricFamily> metrics;
     // The origin as labels for every sample; the runner fills it with origin.
     std::vector<std::pair<std::string, std::string>> metric_labels;
-    // --format nagios (commands that offer it only): the plugin's output
-    // (one status line with performance data) and its exit status, 0 OK,
-    // 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
-    struct Nagios {
+    // A monitoring plugin's output and its exit status.
+    struct PluginOutput {
         int status = 3;
         std::string text;
     };
-    std::optional<Nagios> nagios;
+    using Nagios = PluginOutput;
+    // --format nagios (commands that offer it only): one status line with
+    // performance data; 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
+    std::optional<PluginOutput> nagios;
+    // --format npd (commands that offer it only): node-problem-detector's
+    // custom plugin contract, one line of at most kNpdLineBytes; 0 OK,
+    // 1 a problem, 2 unknown.
+    std::optional<PluginOutput> npd;
 
     bool has_rows() const noexcept;
 };
@@ -293,6 +298,16 @@ void render_to(const Report& report, const OutputOptions& options, const TextSin
 // that failed is CRITICAL).
 std::string render_nagios_error(const Report& report, const Error& error);
 int nagios_error_status(const Report& report) noexcept;
+// node-problem-detector cuts a plugin's stdout at max_output_length bytes,
+// 80 by default: --format npd's line fits in it whole.
+inline constexpr std::size_t kNpdLineBytes = 80;
+// `text` on one line and within kNpdLineBytes: cut at a UTF-8 character's
+// start, ended by "..." when cut.
+std::string npd_line(std::string_view text);
+// --format npd for an error: "UNKNOWN message" (no verdict: exit 2, usage
+// errors included), or the report's own line where it has one (a check
+// that failed).
+std::string render_npd_error(const Report& report, const Error& error);
 // The report's metrics in the text exposition format, with gpumem_run_success
 // (1, or 0 on failure) and gpumem_run_exit_status, so that a textfile
 // collector's file says that the run failed as well as what it measured.
