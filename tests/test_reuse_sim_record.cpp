@@ -611,6 +611,56 @@ TEST_CASE("confirm: the user's own PYTORCH_CUDA_ALLOC_CONF keys are kept and sta
     CHECK(c.r.confirm->user_alloc_conf == "backend:native,expandable_segments:False");
 }
 
+TEST_CASE("confirm: the user's PYTORCH_ALLOC_CONF is read as torch reads it, and the run gets the setting under both names") {
+    ConfirmCase c;
+    // The stand-in (torch 2.11) reads PYTORCH_ALLOC_CONF: the figures of the merged setting come back only if gpumem set it.
+    c.run(R"({"backend:native,expandable_segments:True": {"num_ooms": 0}, "*": {"num_ooms": 5}})", "backend:native,expandable_segments:False",
+          "PYTORCH_ALLOC_CONF");
+    REQUIRE(c.r.confirm->runs.size() == 1);
+    CHECK(c.r.confirm->user_alloc_conf == "backend:native,expandable_segments:False");
+    CHECK(c.r.confirm->user_alloc_conf_variable == "PYTORCH_ALLOC_CONF");
+    CHECK(c.r.confirm->merged.kept == std::vector<std::string>{"backend:native"});
+    CHECK(c.r.confirm->runs[0].alloc_conf == "backend:native,expandable_segments:True");
+    CHECK(c.r.confirm->runs[0].outcome.held);
+    // An older torch (known from the recording's statistics) reads the old name only.
+    c.r.confirm.reset();
+    c.q.recording = cli::RecordingStats{"run.stats.json", std::string("2.8.0"), std::nullopt};
+    ::setenv("PYTORCH_ALLOC_CONF", "expandable_segments:False", 1);
+    c.run(R"({"*": {"num_ooms": 0}})", "backend:native", "PYTORCH_CUDA_ALLOC_CONF");
+    CHECK(c.r.confirm->user_alloc_conf == "backend:native");
+    CHECK(c.r.confirm->user_alloc_conf_variable == "PYTORCH_CUDA_ALLOC_CONF");
+}
+
+TEST_CASE("confirm: of a parent and its child (no launcher), the process the trace was recorded from is compared") {
+    ConfirmCase c;
+    c.q.confirm->command = {"python3", kSpawn};
+    const std::string stats = R"({"rolechild": {"*": {"num_ooms": 0, "reserved_bytes.all.peak": 943718400}},
+        "*": {"num_ooms": 2, "reserved_bytes.all.peak": 1073741824}})";
+    c.q.input.trace = "/traces/run.proc2.pickle";  // as --record names the second process's file
+    c.run(stats);
+    REQUIRE(c.r.confirm->runs.size() == 1);
+    const cli::ConfirmRun& child = c.r.confirm->runs[0];
+    CHECK(child.process_order == 2u);
+    CHECK(child.process_pid.value_or(0) > 0);
+    REQUIRE(child.outcome.real);
+    CHECK(child.outcome.real->peak_reserved == 943718400);
+    CHECK(child.outcome.held);
+    // The plain name: the parent, the first to use CUDA.
+    c.q.input.trace = "/traces/run.pickle";
+    c.r.confirm.reset();
+    c.run(stats);
+    REQUIRE_FALSE(c.r.confirm->runs.empty());
+    CHECK(c.r.confirm->runs[0].process_order == 1u);
+    CHECK_FALSE(c.r.confirm->runs[0].outcome.held);
+    // A process the run did not have.
+    c.q.input.trace = "/traces/run.proc3.pickle";
+    c.r.confirm.reset();
+    c.run(stats);
+    REQUIRE_FALSE(c.r.confirm->runs.empty());
+    CHECK_FALSE(c.r.confirm->runs[0].outcome.real);
+    CHECK(has(c.r.confirm->runs[0].outcome.note, "process 3"));
+}
+
 TEST_CASE("record: FILE and its statistics are new or regular files, never a device, FIFO, folder, /proc or the program's own") {
     const Scratch s;
     const std::vector<std::string> env = standin_env(s);
@@ -707,53 +757,4 @@ TEST_CASE("record: a snapshot and its statistics are written together or not at 
     CHECK_FALSE(exists(s / "run.pickle"));  // the message is true: nothing was written
     const std::string listing = run_program("/bin/ls", {"-a", s.path}).out;
     CHECK_FALSE(has(listing, ".tmp-"));
-
-TEST_CASE("confirm: the user's PYTORCH_ALLOC_CONF is read as torch reads it, and the run gets the setting under both names") {
-    ConfirmCase c;
-    // The stand-in (torch 2.11) reads PYTORCH_ALLOC_CONF: the figures of the merged setting come back only if gpumem set it.
-    c.run(R"({"backend:native,expandable_segments:True": {"num_ooms": 0}, "*": {"num_ooms": 5}})", "backend:native,expandable_segments:False",
-          "PYTORCH_ALLOC_CONF");
-    REQUIRE(c.r.confirm->runs.size() == 1);
-    CHECK(c.r.confirm->user_alloc_conf == "backend:native,expandable_segments:False");
-    CHECK(c.r.confirm->user_alloc_conf_variable == "PYTORCH_ALLOC_CONF");
-    CHECK(c.r.confirm->merged.kept == std::vector<std::string>{"backend:native"});
-    CHECK(c.r.confirm->runs[0].alloc_conf == "backend:native,expandable_segments:True");
-    CHECK(c.r.confirm->runs[0].outcome.held);
-    // An older torch (known from the recording's statistics) reads the old name only.
-    c.r.confirm.reset();
-    c.q.recording = cli::RecordingStats{"run.stats.json", std::string("2.8.0"), std::nullopt};
-    ::setenv("PYTORCH_ALLOC_CONF", "expandable_segments:False", 1);
-    c.run(R"({"*": {"num_ooms": 0}})", "backend:native", "PYTORCH_CUDA_ALLOC_CONF");
-    CHECK(c.r.confirm->user_alloc_conf == "backend:native");
-    CHECK(c.r.confirm->user_alloc_conf_variable == "PYTORCH_CUDA_ALLOC_CONF");
-}
-
-TEST_CASE("confirm: of a parent and its child (no launcher), the process the trace was recorded from is compared") {
-    ConfirmCase c;
-    c.q.confirm->command = {"python3", kSpawn};
-    const std::string stats = R"({"rolechild": {"*": {"num_ooms": 0, "reserved_bytes.all.peak": 943718400}},
-        "*": {"num_ooms": 2, "reserved_bytes.all.peak": 1073741824}})";
-    c.q.input.trace = "/traces/run.proc2.pickle";  // as --record names the second process's file
-    c.run(stats);
-    REQUIRE(c.r.confirm->runs.size() == 1);
-    const cli::ConfirmRun& child = c.r.confirm->runs[0];
-    CHECK(child.process_order == 2u);
-    CHECK(child.process_pid.value_or(0) > 0);
-    REQUIRE(child.outcome.real);
-    CHECK(child.outcome.real->peak_reserved == 943718400);
-    CHECK(child.outcome.held);
-    // The plain name: the parent, the first to use CUDA.
-    c.q.input.trace = "/traces/run.pickle";
-    c.r.confirm.reset();
-    c.run(stats);
-    REQUIRE_FALSE(c.r.confirm->runs.empty());
-    CHECK(c.r.confirm->runs[0].process_order == 1u);
-    CHECK_FALSE(c.r.confirm->runs[0].outcome.held);
-    // A process the run did not have.
-    c.q.input.trace = "/traces/run.proc3.pickle";
-    c.r.confirm.reset();
-    c.run(stats);
-    REQUIRE_FALSE(c.r.confirm->runs.empty());
-    CHECK_FALSE(c.r.confirm->runs[0].outcome.real);
-    CHECK(has(c.r.confirm->runs[0].outcome.note, "process 3"));
 }
