@@ -178,9 +178,20 @@ TEST_CASE("snapshot: a free that waited for another stream (record_stream) compl
     CHECK(retry.result.retries == 1);
     CHECK(retry.result.ooms == 0);
     CHECK(retry.detail("empty_caches_read_as_own_release") == 1);
-    // Cached at once (as before the flag), x served z and the release was the program's: no retry.
-    for (rs::Event& e : events) e.deferred = false;
-    CHECK(run_strategy("torch-caching", events, {}, 40 * MiB).result.retries == 0);
+    // A late free that the very next request completed reads as an
+    // immediate one (free_completed right after free_requested). Without
+    // max_split_size and garbage collection the last one before a request is
+    // held alike, which ends the same for an immediate one.
+    std::vector<rs::Event> adjacent = events;
+    for (rs::Event& e : adjacent) e.deferred = false;
+    CHECK(run_strategy("torch-caching", adjacent, {}, 40 * MiB).result.retries == 1);
+    // With max_split_size (64 MiB: no block here reaches it) it is cached at
+    // once, as before the flag: x serves z and the release reads as the
+    // program's: no retry. The flag still holds a late free.
+    rs::StrategyOptions split;
+    split.torch.max_split_size = 64 * MiB;
+    CHECK(run_strategy("torch-caching", adjacent, split, 40 * MiB).result.retries == 0);
+    CHECK(run_strategy("torch-caching", events, split, 40 * MiB).result.retries == 1);
 
     // record_stream_cached.pickle: the same free completing at z's start
     // (process_events), and z served by x's cached block.

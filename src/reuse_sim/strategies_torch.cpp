@@ -35,6 +35,9 @@
 //    completes (Event::deferred): at the start of the next request, or, when
 //    that request took new memory or ran out of it, in its release before
 //    the retry (synchronize_and_free_events), which a snapshot shows alike.
+//    One the next request completed looks immediate in a snapshot; without
+//    max_split_size and garbage collection the last free before a request
+//    is held alike (the same end for an immediate one), with them cached;
 //  - CUDA graph private pools (Request::pool, from the snapshot's segments
 //    that a private pool held at its end): requests made during a capture
 //    take and cache blocks in their pool only (get_pool), make no
@@ -226,6 +229,17 @@ Block* TorchCaching::malloc_block(const Params& p) {
 void TorchCaching::do_deallocate(std::uint32_t handle) {
     flush_pending_empty_cache();
     complete_deferred_frees();  // they came before it in the snapshot
+    // A late free that the very next request completed follows its
+    // free_requested in a snapshot as an immediate one does. Held like a
+    // late one, the last free before a request ends the same when it was
+    // immediate, as long as neither oversize blocks (max_split_size) nor
+    // garbage collection are released before the retry: the request took
+    // new memory, so the block did not fit it, and the release frees it
+    // either way. With those on, it is cached at once.
+    if (o_.max_split_size == TorchOptions::kNoLimit && !gc_enabled()) {
+        deferred_.push_back(live_[handle]);
+        return;
+    }
     free_live(handle);
 }
 
