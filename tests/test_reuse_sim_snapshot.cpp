@@ -225,6 +225,13 @@ TEST_CASE("snapshot: a CUDA graph's private pool, from the segments it still hel
     std::vector<rs::Event> flat = events;
     for (rs::Event& e : flat) e.pool = 0;
     CHECK(run_strategy("torch-caching", flat).result.upstream_allocs == 2);
+    CHECK(src->notes().empty());
+
+    // A pool released before the snapshot is not in its segments: said, not guessed.
+    auto released = rs::open_trace(snapshots_dir() + "graph_pool_released.pickle", rs::TraceFormat::automatic);
+    read_all(*released);
+    REQUIRE(released->notes().size() == 1);
+    CHECK(contains(released->notes()[0], "graph_pool_released.pickle: 1 release(s) gave a CUDA graph's private pool back"));
 }
 
 TEST_CASE("snapshot: the release warning counts the releases read as PyTorch's own, the only ones that may add a retry") {

@@ -196,6 +196,7 @@ private:
         std::size_t last_free_requested = ~std::size_t{0};  // the entry of the latest free_requested
         std::uint64_t last_free_requested_address = 0;
         std::uint64_t deferred_frees = 0;
+        std::uint64_t private_pool_releases = 0;  // runs that gave a private pool's segments back
     };
 
     void select_device(const Value& root, std::optional<std::uint32_t> device);
@@ -447,6 +448,11 @@ Event SnapshotSource::segment_event(std::size_t index, EventKind kind) {
 void SnapshotSource::on_release_run() {
     std::vector<Event> run;
     bool whole_segments = false;
+    // release_cached_blocks frees the default large pool's segments, then the
+    // small pool's (2 MiB each), then those of the private pools whose graphs
+    // are gone, each pool's small ones before its large ones (>= 10 MiB): a
+    // large segment after a small one is a private pool's.
+    bool small_freed = false, private_freed = false;
     while (index_ < count_) {
         const std::string_view action = action_of(index_);
         const bool unmap = action == "segment_unmap";
@@ -454,6 +460,8 @@ void SnapshotSource::on_release_run() {
         const Event e = segment_event(index_++, unmap ? EventKind::segment_unmap : EventKind::segment_free);
         if (!unmap) {
             whole_segments = true;
+            if (e.size == 2 * kMiB) small_freed = true;
+            else if (small_freed && e.size >= 10 * kMiB) private_freed = true;
             if (auto it = state_.segments.find(e.id); it != state_.segments.end()) {
                 if (it->second.live == 0) --state_.free_segments;
                 state_.segments.erase(it);
@@ -461,6 +469,7 @@ void SnapshotSource::on_release_run() {
         }
         run.push_back(e);
     }
+    if (private_freed) ++state_.private_pool_releases;
     const bool before_oom = index_ < count_ && action_of(index_) == "oom";
     const bool partial = whole_segments && state_.free_segments > 0;
     if (!before_oom && !partial) {
@@ -478,6 +487,11 @@ std::vector<std::string> SnapshotSource::notes() const {
                         " (record it with torch.cuda.memory._record_memory_history before the allocations)");
     if (state_.unknown_actions)
         notes.push_back(name_ + ": " + std::to_string(state_.unknown_actions) + " events of actions this reader does not know were skipped");
+    if (state_.private_pool_releases)
+        notes.push_back(name_ + ": " + std::to_string(state_.private_pool_releases) +
+                        " release(s) gave a CUDA graph's private pool back (a large segment freed after small ones): the "
+                        "snapshot no longer lists its segments, so the requests it served replay as the default pools' "
+                        "and the counters may differ");
     // The releases that look like the program's empty_cache() are told in
     // the light of the replay (release_note): it knows which it read as a
     // request's own.
