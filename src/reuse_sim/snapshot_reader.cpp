@@ -195,7 +195,6 @@ private:
         std::unordered_set<std::uint64_t> free_pending;
         std::size_t last_free_requested = ~std::size_t{0};  // the entry of the latest free_requested
         std::uint64_t last_free_requested_address = 0;
-        std::uint64_t deferred_frees = 0;
         std::uint64_t private_pool_releases = 0;  // runs that gave a private pool's segments back
     };
 
@@ -226,7 +225,6 @@ private:
     State state_;
     std::deque<Event> queue_;  // events read ahead of the caller
     std::map<std::uint64_t, PrivateSegment> private_segments_;  // by address
-    std::uint32_t private_pools_ = 0;
 };
 
 void SnapshotSource::select_device(const Value& root, std::optional<std::uint32_t> device) {
@@ -286,7 +284,6 @@ void SnapshotSource::read_private_segments(const Value& root) {
         auto [it, added] = pools.emplace(key, static_cast<std::uint32_t>(pools.size() + 1));
         private_segments_[address] = PrivateSegment{address + size, it->second, 0};
     }
-    private_pools_ = static_cast<std::uint32_t>(pools.size());
     if (private_segments_.empty()) return;
     // A release of any part of the range ends what the history says of it.
     for (std::size_t index = 0; index < count_; ++index) {
@@ -427,7 +424,6 @@ void SnapshotSource::on_free(std::size_t index) {
     const bool requested = state_.free_pending.erase(address) != 0;
     const bool deferred =
         requested && !(state_.last_free_requested + 1 == index && state_.last_free_requested_address == address);
-    if (deferred) ++state_.deferred_frees;
     if (block.in_segment)
         if (Segment* s = segment_holding(block.segment); s && --s->live == 0) ++state_.free_segments;
     state_.free_ids.push(block.id);
