@@ -54,7 +54,7 @@ PY
     echo "| snapshot | device allocs | device frees | peak reserved | retries | OOMs | replay |"
     echo "| --- | ---: | ---: | ---: | ---: | ---: | --- |"
 } >> "$SUMMARY"
-for p in graph_capture graphed_callables compile_reduce_overhead side_stream_prefetch; do
+for p in graph_capture graphed_callables compile_reduce_overhead side_stream_prefetch graph_release; do
     for variant in plain cap; do
         name=$p cap_args=()
         if [ $variant = cap ]; then name=${p}_cap cap_args=(--capacity "$CAP"); fi

@@ -154,6 +154,92 @@ TEST_CASE("snapshot: a partial release is the allocator's own; devices; the list
     CHECK(contains(none->notes()[0], "no allocation history"));
 }
 
+TEST_CASE("snapshot: a free that waited for another stream (record_stream) completes where PyTorch completed it") {
+    // record_stream_retry.pickle (make_snapshots.py): x's free_completed comes
+    // after y's request, right before the release z makes under 40 MiB.
+    auto src = rs::open_trace(snapshots_dir() + "record_stream_retry.pickle", rs::TraceFormat::automatic);
+    std::vector<rs::Event> events = read_all(*src);
+    CHECK(describe(events) ==
+          "segment_alloc 139637976727552 20971520 0\nalloc 0 20971520 0\nsegment_alloc 139638010281984 20971520 0\n"
+          "alloc 1 20971520 0\nfree 0 20971520 0\nempty_cache 0 0 0\nsegment_free 139637976727552 20971520 0\n"
+          "segment_alloc 139638043836416 20971520 0\nalloc 0 20971520 0\nfree 1 20971520 0\nfree 0 20971520 0\n");
+    std::vector<bool> deferred;
+    for (const rs::Event& e : events)
+        if (e.kind == rs::EventKind::free) deferred.push_back(e.deferred);
+    CHECK(deferred == std::vector<bool>{true, false, false});  // right after its free_requested: at once
+
+    // PyTorch: z finds nothing cached (x still waits); a third segment
+    // exceeds the cap; release_cached_blocks completes x and frees its
+    // segment; the retry takes a new one: 3 allocations, 1 free, 1 retry.
+    const Outcome retry = run_strategy("torch-caching", events, {}, 40 * MiB);
+    CHECK(retry.result.upstream_allocs == 3);
+    CHECK(retry.result.upstream_frees == 1);
+    CHECK(retry.result.peak_reserved == 40 * MiB);
+    CHECK(retry.result.retries == 1);
+    CHECK(retry.result.ooms == 0);
+    CHECK(retry.detail("empty_caches_read_as_own_release") == 1);
+    // A late free that the very next request completed reads as an
+    // immediate one (free_completed right after free_requested). Without
+    // max_split_size and garbage collection the last one before a request is
+    // held alike, which ends the same for an immediate one.
+    std::vector<rs::Event> adjacent = events;
+    for (rs::Event& e : adjacent) e.deferred = false;
+    CHECK(run_strategy("torch-caching", adjacent, {}, 40 * MiB).result.retries == 1);
+    // With max_split_size (64 MiB: no block here reaches it) it is cached at
+    // once, as before the flag: x serves z and the release reads as the
+    // program's: no retry. The flag still holds a late free.
+    rs::StrategyOptions split;
+    split.torch.max_split_size = 64 * MiB;
+    CHECK(run_strategy("torch-caching", adjacent, split, 40 * MiB).result.retries == 0);
+    CHECK(run_strategy("torch-caching", events, split, 40 * MiB).result.retries == 1);
+
+    // record_stream_cached.pickle: the same free completing at z's start
+    // (process_events), and z served by x's cached block.
+    auto cached_src = rs::open_trace(snapshots_dir() + "record_stream_cached.pickle", rs::TraceFormat::automatic);
+    const Outcome cached = run_strategy("torch-caching", read_all(*cached_src), {}, 40 * MiB);
+    CHECK(cached.result.upstream_allocs == 2);
+    CHECK(cached.result.upstream_frees == 0);
+    CHECK(cached.result.retries == 0);
+    CHECK(cached.result.hits == 1);
+}
+
+TEST_CASE("snapshot: a CUDA graph's private pool, from the segments it still held, keeps its blocks to itself") {
+    // graph_pool.pickle (make_snapshots.py): segment B is pool (1, 0)'s at the end.
+    auto src = rs::open_trace(snapshots_dir() + "graph_pool.pickle", rs::TraceFormat::automatic);
+    const std::vector<rs::Event> events = read_all(*src);
+    std::vector<std::uint32_t> pools;
+    for (const rs::Event& e : events)
+        if (e.kind == rs::EventKind::alloc) pools.push_back(e.pool);
+    CHECK(pools == std::vector<std::uint32_t>{0, 1, 0, 0});
+    // The release of A alone is still the program's empty_cache: B is not the default pools' to release.
+    CHECK(contains(describe(events), "empty_cache"));
+    // PyTorch: the captured request takes a segment of the graph's pool
+    // though a default block is cached; the eager one after it reuses the
+    // default block; empty_cache frees A only; the last takes a new segment.
+    const Outcome o = run_strategy("torch-caching", events);
+    CHECK(o.result.upstream_allocs == 3);
+    CHECK(o.result.upstream_frees == 1);
+    CHECK(o.result.peak_reserved == 4 * MiB);
+    CHECK(o.result.retries == 0);
+    // Read without the pool (as before), the captured request reused the cached block.
+    std::vector<rs::Event> flat = events;
+    for (rs::Event& e : flat) e.pool = 0;
+    CHECK(run_strategy("torch-caching", flat).result.upstream_allocs == 2);
+    CHECK(src->notes().empty());
+
+    // A pool released before the snapshot is not in its segments: said, not guessed.
+    auto released = rs::open_trace(snapshots_dir() + "graph_pool_released.pickle", rs::TraceFormat::automatic);
+    read_all(*released);
+    REQUIRE(released->notes().size() == 1);
+    CHECK(contains(released->notes()[0], "graph_pool_released.pickle: 1 release(s) gave a CUDA graph's private pool back"));
+}
+
+TEST_CASE("snapshot: the release warning counts the releases read as PyTorch's own, the only ones that may add a retry") {
+    CHECK(rs::release_note("run.pickle", 0).empty());
+    const std::string note = rs::release_note("run.pickle", 2);
+    CHECK(note.rfind("run.pickle: torch-caching's retries may be up to 2 too many", 0) == 0);
+}
+
 TEST_CASE("gpumem CSV: sync, empty_cache, oom and segment lines, and the old '# sync' comments") {
     TempFile f("action,id,size,stream,tag\nalloc,1,4096,0,a\n# sync\nsync,,,,\nempty_cache,,,,\noom,,8192,3,b\n"
                "segment_alloc,77,2097152,0,\nsegment_free,,2097152,,\nsegment_map,,4096,1,\nsegment_unmap,5,4096,,\nfree,1,,,\n");

@@ -44,6 +44,15 @@ struct Event {
     std::uint64_t stream = 0;  // the stream as the source names it (PyTorch orders blocks by it)
     std::uint32_t tag = kNoTag;
     std::uint64_t line = 0;  // source line, for messages; for generated events their ordinal
+    // free: the block came back later than the program freed it (a PyTorch
+    // snapshot's free_completed apart from its free_requested: the block was
+    // used on other streams, record_stream). PyTorch returned it to its cache
+    // at the start of a later request (process_events) or in a release's
+    // synchronize_and_free_events, which a snapshot shows alike.
+    bool deferred = false;
+    // alloc: the PyTorch private memory pool that served it (a CUDA graph's,
+    // during capture), as a small index; 0: the default pools.
+    std::uint32_t pool = 0;
 };
 
 // The CUDACachingAllocator settings a PyTorch snapshot records

@@ -140,6 +140,7 @@ inline void Replay::replay_alloc(const EventSource& source, const Event& e, Repl
     r.stream = stream_index(e.stream);
     r.stream_value = e.stream;
     r.slot = e.tag == kNoTag ? ((std::uint64_t{1} << 63) | e.id) : e.tag;
+    r.pool = e.pool;
     at_grow(live_, handle) = Live{e.size, r.stream};
     live_bytes += e.size;
     s.peak_live_bytes = std::max(s.peak_live_bytes, live_bytes);
@@ -161,7 +162,8 @@ inline void Replay::replay_free(const EventSource& source, const Event& e, Repla
                          std::to_string(e.size) + ", but it was allocated with " + std::to_string(l.size));
     for (Lane* lane : lanes_) {
         if (!lane->strategy->holds(handle)) continue;  // refused
-        lane->strategy->deallocate(handle);
+        if (e.deferred) lane->strategy->deallocate_deferred(handle);
+        else lane->strategy->deallocate(handle);
         lane->metrics.live_bytes -= l.size;
     }
     ids_.erase(e.id);
@@ -194,6 +196,7 @@ void Replay::replay_oom(const EventSource& source, const Event& e, ReplaySummary
     r.stream_value = e.stream;
     // One requester for every untagged refusal: grow-only keeps one buffer for them, not one each.
     r.slot = e.tag == kNoTag ? (std::uint64_t{3} << 62) : e.tag;
+    r.recorded_oom = true;
     bool granted = false;
     for (Lane* lane : lanes_) {
         if (lane->metrics.live_bytes > ~0ULL - e.size)
@@ -245,6 +248,8 @@ void Replay::replay_other(const EventSource& source, const Event& e, ReplaySumma
             for (Lane* lane : lanes_) lane->strategy->recorded_segment(e.id, e.size);
             [[fallthrough]];
         case EventKind::segment_map:
+            if (e.kind == EventKind::segment_map)
+                for (Lane* lane : lanes_) lane->strategy->recorded_mapping(e.size);
             ++rec.segment_events;
             ++rec.device_allocs;
             rec.reserved_bytes = rec.reserved_bytes > ~0ULL - e.size ? ~0ULL : rec.reserved_bytes + e.size;

@@ -5,6 +5,7 @@
 #include <map>
 #include <queue>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -130,6 +131,7 @@ public:
             throw UsageError(name_ + ": not a memory snapshot: the pickle holds a " + Document::kind_name(root.kind) +
                              ", not a dict with 'device_traces'");
         select_device(root, device);
+        read_private_segments(root);
         if (const Value* s = doc_.get(root, "allocator_settings"); s && s->kind != Kind::none) {
             settings_ = SettingsReader(doc_, name_).read(*s);
             has_settings_ = true;
@@ -171,6 +173,15 @@ private:
     struct Segment {
         std::uint64_t size = 0, live = 0;
     };
+    // A segment a CUDA graph's private pool held when the snapshot was taken
+    // (snapshot["segments"], segment_pool_id other than (0, 0)): the
+    // requests placed in it after the history last gave any of its range
+    // back were that pool's.
+    struct PrivateSegment {
+        std::uint64_t end = 0;
+        std::uint32_t pool = 0;  // Event::pool
+        std::size_t since = 0;   // the first history entry that may be its
+    };
     // What the history has said so far: a rewind starts it again.
     struct State {
         std::unordered_map<std::uint64_t, LiveBlock> live;  // by address
@@ -180,9 +191,16 @@ private:
         std::uint64_t free_segments = 0;            // of those, the ones holding no live block
         std::uint64_t unknown_frees = 0, free_requested = 0, markers = 0, unknown_actions = 0;
         std::uint64_t ambiguous_empty_caches = 0;  // read as empty_cache, right before a new segment
+        // Blocks the program freed whose free has not completed, by address.
+        std::unordered_set<std::uint64_t> free_pending;
+        std::size_t last_free_requested = ~std::size_t{0};  // the entry of the latest free_requested
+        std::uint64_t last_free_requested_address = 0;
+        std::uint64_t private_pool_releases = 0;  // runs that gave a private pool's segments back
     };
 
     void select_device(const Value& root, std::optional<std::uint32_t> device);
+    void read_private_segments(const Value& root);
+    std::uint32_t private_pool_of(std::size_t index, std::uint64_t address) const;
     [[noreturn]] void fail(std::size_t index, const std::string& why) const {
         throw UsageError(location(index + 1) + ": " + why);
     }
@@ -206,6 +224,7 @@ private:
     bool has_settings_ = false;
     State state_;
     std::deque<Event> queue_;  // events read ahead of the caller
+    std::map<std::uint64_t, PrivateSegment> private_segments_;  // by address
 };
 
 void SnapshotSource::select_device(const Value& root, std::optional<std::uint32_t> device) {
@@ -237,6 +256,54 @@ void SnapshotSource::select_device(const Value& root, std::optional<std::uint32_
         device_ = with_events.empty() ? 0 : with_events.front();
     }
     if (device_ < devices) doc_.items(lists[device_], entries_, count_);
+}
+
+// The segments of private pools on this device; without any, nothing is
+// read further (no history is scanned).
+void SnapshotSource::read_private_segments(const Value& root) {
+    const Value* segments = doc_.get(root, "segments");
+    const Value* items = nullptr;
+    std::size_t n = 0;
+    if (!segments || segments->kind != Kind::list || !doc_.items(*segments, items, n)) return;
+    std::map<std::pair<std::int64_t, std::int64_t>, std::uint32_t> pools;
+    for (std::size_t i = 0; i < n; ++i) {
+        const Value& segment = items[i];
+        if (segment.kind != Kind::dict) continue;
+        std::uint64_t device = 0, address = 0, size = 0;
+        const Value* d = doc_.get(segment, "device");
+        const Value* a = doc_.get(segment, "address");
+        const Value* t = doc_.get(segment, "total_size");
+        const Value* id = doc_.get(segment, "segment_pool_id");
+        if (!d || !a || !t || !id || !doc_.as_u64(*d, device) || !doc_.as_u64(*a, address) || !doc_.as_u64(*t, size)) continue;
+        const Value* pair = nullptr;
+        std::size_t two = 0;
+        std::pair<std::int64_t, std::int64_t> key{0, 0};
+        if (!doc_.items(*id, pair, two) || two != 2 || !doc_.as_i64(pair[0], key.first) || !doc_.as_i64(pair[1], key.second))
+            continue;
+        if (device != device_ || (key.first == 0 && key.second == 0) || size == 0 || address > ~0ULL - size) continue;
+        auto [it, added] = pools.emplace(key, static_cast<std::uint32_t>(pools.size() + 1));
+        private_segments_[address] = PrivateSegment{address + size, it->second, 0};
+    }
+    if (private_segments_.empty()) return;
+    // A release of any part of the range ends what the history says of it.
+    for (std::size_t index = 0; index < count_; ++index) {
+        const std::string_view action = action_of(index);
+        if (action != "segment_free" && action != "segment_unmap") continue;
+        const std::uint64_t address = field(index, "addr", true), size = field(index, "size", true);
+        auto it = private_segments_.upper_bound(address);
+        if (it != private_segments_.begin() && std::prev(it)->second.end > address) --it;
+        for (; it != private_segments_.end() && it->first < address + size; ++it) it->second.since = index + 1;
+    }
+}
+
+// The private pool (Event::pool) whose segment held the block allocated at
+// `address` by history entry `index`; 0: the default pools.
+std::uint32_t SnapshotSource::private_pool_of(std::size_t index, std::uint64_t address) const {
+    auto it = private_segments_.upper_bound(address);
+    if (it == private_segments_.begin()) return 0;
+    --it;
+    const PrivateSegment& s = it->second;
+    return address < s.end && index >= s.since ? s.pool : 0;
 }
 
 std::string_view SnapshotSource::action_of(std::size_t index) const {
@@ -289,11 +356,20 @@ void SnapshotSource::read_entry() {
     const std::uint64_t line = index + 1;
     if (action == "alloc") on_alloc(index);
     else if (action == "free_completed") on_free(index);
-    else if (action == "free_requested") ++state_.free_requested;
+    else if (action == "free_requested") {
+        ++state_.free_requested;
+        state_.last_free_requested_address = field(index, "addr", true);
+        state_.free_pending.insert(state_.last_free_requested_address);
+        state_.last_free_requested = index;
+    }
     else if (action == "segment_alloc") {
         const Event e = segment_event(index, EventKind::segment_alloc);
-        auto [it, added] = state_.segments.emplace(e.id, Segment{e.size, 0});
-        if (added) ++state_.free_segments;
+        // A private pool's segment is not the default pools' cache, which a
+        // release of everything empties (on_release_run).
+        if (private_pool_of(index, e.id) == 0) {
+            auto [it, added] = state_.segments.emplace(e.id, Segment{e.size, 0});
+            if (added) ++state_.free_segments;
+        }
         queue_.push_back(e);
     } else if (action == "segment_map") queue_.push_back(segment_event(index, EventKind::segment_map));
     else if (action == "segment_free" || action == "segment_unmap") {
@@ -327,7 +403,9 @@ void SnapshotSource::on_alloc(std::size_t index) {
         block.segment = address;
     }
     state_.live.emplace(address, block);
-    queue_.push_back(Event{EventKind::alloc, id, size, stream_of(index), kNoTag, index + 1});
+    Event e{EventKind::alloc, id, size, stream_of(index), kNoTag, index + 1};
+    if (!private_segments_.empty()) e.pool = private_pool_of(index, address);
+    queue_.push_back(e);
 }
 
 void SnapshotSource::on_free(std::size_t index) {
@@ -340,10 +418,18 @@ void SnapshotSource::on_free(std::size_t index) {
     }
     const LiveBlock block = it->second;
     state_.live.erase(it);
+    // PyTorch's free() writes free_completed right after free_requested when
+    // it caches the block at once; anything in between means the free waited
+    // for the block's other streams.
+    const bool requested = state_.free_pending.erase(address) != 0;
+    const bool deferred =
+        requested && !(state_.last_free_requested + 1 == index && state_.last_free_requested_address == address);
     if (block.in_segment)
         if (Segment* s = segment_holding(block.segment); s && --s->live == 0) ++state_.free_segments;
     state_.free_ids.push(block.id);
-    queue_.push_back(Event{EventKind::free, block.id, block.size, 0, kNoTag, index + 1});
+    Event e{EventKind::free, block.id, block.size, 0, kNoTag, index + 1};
+    e.deferred = deferred;
+    queue_.push_back(e);
 }
 
 Event SnapshotSource::segment_event(std::size_t index, EventKind kind) {
@@ -358,6 +444,11 @@ Event SnapshotSource::segment_event(std::size_t index, EventKind kind) {
 void SnapshotSource::on_release_run() {
     std::vector<Event> run;
     bool whole_segments = false;
+    // release_cached_blocks frees the default large pool's segments, then the
+    // small pool's (2 MiB each), then those of the private pools whose graphs
+    // are gone, each pool's small ones before its large ones (>= 10 MiB): a
+    // large segment after a small one is a private pool's.
+    bool small_freed = false, private_freed = false;
     while (index_ < count_) {
         const std::string_view action = action_of(index_);
         const bool unmap = action == "segment_unmap";
@@ -365,6 +456,8 @@ void SnapshotSource::on_release_run() {
         const Event e = segment_event(index_++, unmap ? EventKind::segment_unmap : EventKind::segment_free);
         if (!unmap) {
             whole_segments = true;
+            if (e.size == 2 * kMiB) small_freed = true;
+            else if (small_freed && e.size >= 10 * kMiB) private_freed = true;
             if (auto it = state_.segments.find(e.id); it != state_.segments.end()) {
                 if (it->second.live == 0) --state_.free_segments;
                 state_.segments.erase(it);
@@ -372,6 +465,7 @@ void SnapshotSource::on_release_run() {
         }
         run.push_back(e);
     }
+    if (private_freed) ++state_.private_pool_releases;
     const bool before_oom = index_ < count_ && action_of(index_) == "oom";
     const bool partial = whole_segments && state_.free_segments > 0;
     if (!before_oom && !partial) {
@@ -389,14 +483,26 @@ std::vector<std::string> SnapshotSource::notes() const {
                         " (record it with torch.cuda.memory._record_memory_history before the allocations)");
     if (state_.unknown_actions)
         notes.push_back(name_ + ": " + std::to_string(state_.unknown_actions) + " events of actions this reader does not know were skipped");
-    if (state_.ambiguous_empty_caches)
-        // What it changes in the result, in one line; why is in gpumem(1) and tests/TRACE_FORMAT.md.
-        notes.push_back(name_ + ": torch-caching's retries may be up to " + std::to_string(state_.ambiguous_empty_caches) +
-                        " too many (an empty_cache() and PyTorch's own release look alike in a snapshot)");
+    if (state_.private_pool_releases)
+        notes.push_back(name_ + ": " + std::to_string(state_.private_pool_releases) +
+                        " release(s) gave a CUDA graph's private pool back (a large segment freed after small ones): the "
+                        "snapshot no longer lists its segments, so the requests it served replay as the default pools' "
+                        "and the counters may differ");
+    // The releases that look like the program's empty_cache() are told in
+    // the light of the replay (release_note): it knows which it read as a
+    // request's own.
     return notes;
 }
 
 }  // namespace
+
+std::string release_note(const std::string& input, std::uint64_t read_as_own) {
+    if (read_as_own == 0) return {};
+    // What it changes in the result, in one line; why is in gpumem(1) and tests/TRACE_FORMAT.md.
+    return input + ": torch-caching's retries may be up to " + std::to_string(read_as_own) +
+           " too many (it read that many releases as PyTorch's own before a retried cudaMalloc; a program's empty_cache() "
+           "looks alike in a snapshot)";
+}
 
 std::unique_ptr<EventSource> open_snapshot(const std::string& name, std::string bytes, std::optional<std::uint32_t> device) {
     pickle::Document doc = pickle::unpickle(bytes, name);

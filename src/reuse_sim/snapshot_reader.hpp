@@ -39,4 +39,12 @@ namespace gpumem::reuse_sim {
 // error when several have some). Throws UsageError "NAME: offset N: why".
 std::unique_ptr<EventSource> open_snapshot(const std::string& name, std::string bytes, std::optional<std::uint32_t> device);
 
+// The warning for a replay that read `read_as_own` releases of a snapshot as
+// PyTorch's own inside a request (TorchCaching's
+// empty_caches_read_as_own_release): each counted a retry, one too many if
+// it was the program's torch.cuda.empty_cache(). Empty when none: a release
+// read as the program's adds no retry, and the direction is only ever "too
+// many". `input` names the snapshot.
+std::string release_note(const std::string& input, std::uint64_t read_as_own);
+
 }  // namespace gpumem::reuse_sim

@@ -1,6 +1,5 @@
 // PyTorch 2.11's CUDACachingAllocator (c10/cuda/CUDACachingAllocator.cpp,
-// DeviceCachingAllocator) for one device, without CUDA graphs and private
-// pools, which a trace replay never reaches. Counted as PyTorch counts them:
+// DeviceCachingAllocator) for one device. Counted as PyTorch counts them:
 // num_device_alloc (cudaMalloc and page maps), num_device_free (cudaFree and
 // page unmaps), reserved_bytes (segments and mapped pages), num_alloc_retries,
 // num_ooms. --capacity stands for set_per_process_memory_fraction's
@@ -33,7 +32,18 @@
 //    (get_free_block calls since they were cached) is at least the average;
 //  - empty_cache (emptyCache): release_cached_blocks;
 //  - record_stream: a block used on another stream is cached when its free
-//    completes, which is where the trace has its free.
+//    completes (Event::deferred): at the start of the next request, or, when
+//    that request took new memory or ran out of it, in its release before
+//    the retry (synchronize_and_free_events), which a snapshot shows alike.
+//    One the next request completed looks immediate in a snapshot; without
+//    max_split_size and garbage collection the last free before a request
+//    is held alike (the same end for an immediate one), with them cached;
+//  - CUDA graph private pools (Request::pool, from the snapshot's segments
+//    that a private pool held at its end): requests made during a capture
+//    take and cache blocks in their pool only (get_pool), make no
+//    release_cached_blocks (no retry: out of memory), and no release gives
+//    those pools' blocks back (PyTorch does once the graph is destroyed,
+//    but a pool the snapshot still held was never released).
 // Memory goes back to the device only through those releases.
 #include <algorithm>
 #include <memory>
@@ -86,7 +96,15 @@ std::uint64_t TorchCaching::get_allocation_size(std::uint64_t size) noexcept {
 Params TorchCaching::params_for(const Request& r) {
     Params p;
     p.size = round_size(r.size);
-    p.pool = p.size <= kSmallSize ? &small_ : &large_;
+    if (r.pool != 0) {
+        // get_pool during a capture: the capture's private pool.
+        std::unique_ptr<PrivatePool>& own = private_pools_[r.pool];
+        if (!own) own = std::make_unique<PrivatePool>();
+        p.pool = p.size <= kSmallSize ? &own->small : &own->large;
+        p.capturing = true;
+    } else {
+        p.pool = p.size <= kSmallSize ? &small_ : &large_;
+    }
     p.alloc_size = get_allocation_size(p.size);
     p.stream = r.stream_value;
     p.stream_index = r.stream;
@@ -95,6 +113,22 @@ Params TorchCaching::params_for(const Request& r) {
 
 bool TorchCaching::do_allocate(const Request& r) {
     const Params p = params_for(r);
+    // Frees that completed late show up in a snapshot right before a request
+    // (process_events at malloc's start, or the synchronize_and_free_events
+    // of the release before its retry: both write them there). They were
+    // the release's when the request took new memory or ran out of it (it
+    // found no cached block) and, without them, finds no cached block and
+    // exceeds the memory fraction: it releases, and they complete there
+    // (release_cached_blocks). Done at its start instead, they would have
+    // ended alike (they do not change what the fraction refuses), unless
+    // one fit the request, which then would have taken no memory. Otherwise
+    // they were done at its start: cached for it (with expandable segments,
+    // a free block before the unmapped pages also spares mapping some).
+    const bool took_memory = !recorded_.empty() || recorded_mapping_ || r.recorded_oom;
+    recorded_mapping_ = false;
+    if (!deferred_.empty() &&
+        !(took_memory && !p.capturing && find_free_block(p) == p.pool->blocks.end() && exceeds_fraction(p)))
+        complete_deferred_frees();
     if (pending_empty_cache_) {
         pending_empty_cache_ = false;
         if (read_as_own_release(p)) ++empty_caches_read_as_own_;
@@ -102,11 +136,15 @@ bool TorchCaching::do_allocate(const Request& r) {
     }
     Block* block = malloc_block(p);
     recorded_.clear();  // they were this request's
+    // Any still waiting were done at its start (it made no release), and
+    // found nothing that fit: after the block is taken, which they may border.
     if (!block) {
+        complete_deferred_frees();
         ++num_ooms_;
         return false;
     }
     alloc_found_block(block, p, r);
+    complete_deferred_frees();
     return true;
 }
 
@@ -119,8 +157,14 @@ bool TorchCaching::do_allocate(const Request& r) {
 // segment exceeds the memory fraction. The model then makes those releases
 // (and counts the retry). Otherwise it was the program's.
 bool TorchCaching::is_own_release(const Params& p) const {
-    if (find_free_block(p) != p.pool->blocks.end()) return false;
-    if (gc_would_release()) return true;
+    if (p.capturing || find_free_block(p) != p.pool->blocks.end()) return false;
+    return gc_would_release() || exceeds_fraction(p);
+}
+
+// Whether a new segment for the request exceeds the memory fraction even
+// after the oversize blocks it would free: malloc() then reaches
+// release_cached_blocks (garbage collection's own releases aside).
+bool TorchCaching::exceeds_fraction(const Params& p) const {
     const std::uint64_t capacity = upstream_.capacity();
     if (!fraction_set() || total_allocated_memory() + p.alloc_size <= capacity) return false;
     // The request would free oversize blocks first: when they make room,
@@ -158,6 +202,11 @@ void TorchCaching::empty_cache() {
 void TorchCaching::do_release_all() {
     flush_pending_empty_cache();
     release_cached_blocks();
+    // As PyTorch once their graphs are gone (releasePool, then a release).
+    for (auto& [index, pool] : private_pools_) {
+        release_blocks(pool->large);
+        release_blocks(pool->small);
+    }
 }
 
 // malloc() up to the OOM: a cached block, or a new one after whatever
@@ -167,7 +216,8 @@ Block* TorchCaching::malloc_block(const Params& p) {
     if (gc_enabled()) garbage_collect_cached_blocks();
     Block* block = alloc_block(p, false);
     if (!block && release_available_cached_blocks(p)) block = alloc_block(p, false);
-    if (!block) {
+    // During a capture PyTorch makes no release (it would synchronize): out of memory.
+    if (!block && !p.capturing) {
         release_cached_blocks();
         block = alloc_block(p, true);
     }
@@ -178,11 +228,35 @@ Block* TorchCaching::malloc_block(const Params& p) {
 // release happens inside a request, with no free in between.
 void TorchCaching::do_deallocate(std::uint32_t handle) {
     flush_pending_empty_cache();
+    complete_deferred_frees();  // they came before it in the snapshot
+    // A late free that the very next request completed follows its
+    // free_requested in a snapshot as an immediate one does. Held like a
+    // late one, the last free before a request ends the same when it was
+    // immediate, as long as neither oversize blocks (max_split_size) nor
+    // garbage collection are released before the retry: the request took
+    // new memory, so the block did not fit it, and the release frees it
+    // either way. With those on, it is cached at once.
+    if (o_.max_split_size == TorchOptions::kNoLimit && !gc_enabled()) {
+        deferred_.push_back(live_[handle]);
+        return;
+    }
     free_live(handle);
 }
 
-void TorchCaching::free_live(std::uint32_t handle) {
-    Block* block = live_[handle];
+// Held allocated until complete_deferred_frees: the handle may be reused.
+void TorchCaching::do_deallocate_deferred(std::uint32_t handle) {
+    flush_pending_empty_cache();
+    deferred_.push_back(live_[handle]);
+}
+
+void TorchCaching::complete_deferred_frees() {
+    for (Block* block : deferred_) free_allocated(block);
+    deferred_.clear();
+}
+
+void TorchCaching::free_live(std::uint32_t handle) { free_allocated(live_[handle]); }
+
+void TorchCaching::free_allocated(Block* block) {
     block->allocated = false;
     allocated_bytes_.decrease(block->size);
     requested_bytes_.decrease(block->requested);
@@ -384,10 +458,11 @@ std::uint64_t TorchCaching::segment_address(std::uint64_t size) {
 }
 
 // Frees every unsplit cached segment and unmaps every free page (large
-// pool, then small). Its first step, completing the frees that wait on
-// other streams (synchronize_and_free_events), is in the trace as their frees.
+// pool, then small), after completing the frees that wait on other streams
+// (synchronize_and_free_events).
 void TorchCaching::release_cached_blocks() {
     ++num_sync_all_streams_;
+    complete_deferred_frees();
     release_blocks(large_);
     release_blocks(small_);
 }

@@ -27,6 +27,8 @@ struct Request {
     std::uint32_t stream = 0;        // dense stream index (0 is the default stream)
     std::uint64_t stream_value = 0;  // the stream as the trace names it (PyTorch orders by it)
     std::uint64_t slot = 0;          // requester key: tag index, or (1<<63 | id) without a tag
+    bool recorded_oom = false;       // the recorded allocator refused it (a trace's oom event)
+    std::uint32_t pool = 0;          // Event::pool: a private pool (CUDA graph capture), 0: the default pools
 };
 
 // PyTorch's CUDACachingAllocator settings (PYTORCH_CUDA_ALLOC_CONF).
@@ -132,6 +134,14 @@ public:
         release_handle(handle);
         do_deallocate(handle);
     }
+    // Frees a request whose memory came back later than the program freed it
+    // (Event::deferred): the handle is free now, its memory when the
+    // strategy's model says (torch-caching: at the next request, or in the
+    // release that request makes before its retry).
+    void deallocate_deferred(std::uint32_t handle) {
+        release_handle(handle);
+        do_deallocate_deferred(handle);
+    }
     // Frees a request the recording refused and this strategy granted, right
     // before the program's next request: the end of the failed step's
     // unwinding, which came before whatever waits for that request (an
@@ -166,6 +176,8 @@ public:
         (void)address;
         (void)size;
     }
+    // Likewise: pages mapped into an expandable segment (segment_map).
+    virtual void recorded_mapping(std::uint64_t size) { (void)size; }
     // Strategy-specific figures for the JSON report (PyTorch's own stats...).
     virtual std::vector<std::pair<std::string, std::uint64_t>> details() const { return {}; }
 
@@ -180,6 +192,7 @@ private:
     virtual bool do_allocate(const Request& request) = 0;
     virtual void do_deallocate(std::uint32_t handle) = 0;
     virtual void do_deallocate_granted_oom(std::uint32_t handle) { do_deallocate(handle); }
+    virtual void do_deallocate_deferred(std::uint32_t handle) { do_deallocate(handle); }
     virtual void do_release_all() = 0;
 
     void release_handle(std::uint32_t handle) {

@@ -148,6 +148,14 @@ struct Params {
     std::uint64_t alloc_size = 0;  // the segment a cudaMalloc would take
     std::uint64_t stream = 0;
     std::uint32_t stream_index = 0;
+    bool capturing = false;  // for a private pool: made during a CUDA graph capture
+};
+
+// A CUDA graph's private memory pool (PrivatePool): blocks that only
+// requests to that pool reuse, and that no release gives back while the
+// graph lives (the model knows only pools the snapshot still held: never).
+struct PrivatePool {
+    BlockPool large{false}, small{true};
 };
 
 class TorchCaching final : public Strategy {
@@ -162,6 +170,7 @@ public:
     void synchronize_point() override { flush_pending_empty_cache(); }
     void end_of_trace() override { flush_pending_empty_cache(); }
     void recorded_segment(std::uint64_t address, std::uint64_t size) override { recorded_.emplace_back(address, size); }
+    void recorded_mapping(std::uint64_t /*size*/) override { recorded_mapping_ = true; }
     void empty_cache() override;
     std::vector<std::pair<std::string, std::uint64_t>> details() const override;
 
@@ -169,14 +178,18 @@ private:
     bool do_allocate(const Request& r) override;
     void do_deallocate(std::uint32_t handle) override;
     void do_deallocate_granted_oom(std::uint32_t handle) override { free_live(handle); }
+    void do_deallocate_deferred(std::uint32_t handle) override;
     void do_release_all() override;
 
     // strategies_torch.cpp
     Params params_for(const Request& r);
     bool is_own_release(const Params& p) const;
+    bool exceeds_fraction(const Params& p) const;
     bool read_as_own_release(const Params& p);
     void flush_pending_empty_cache();
     void free_live(std::uint32_t handle);
+    void free_allocated(Block* block);
+    void complete_deferred_frees();
     Block* malloc_block(const Params& p);
     std::set<Cached, BySize>::const_iterator find_free_block(const Params& p) const;
     Block* get_free_block(const Params& p);
@@ -208,12 +221,17 @@ private:
 
     TorchOptions o_;
     BlockPool large_{false}, small_{true};
+    std::map<std::uint32_t, std::unique_ptr<PrivatePool>> private_pools_;  // by Request::pool
     std::vector<Block*> live_;
     std::vector<std::unique_ptr<Block[]>> chunks_;
     std::vector<Block*> spare_;
     std::unordered_map<const ExpandableSegment*, std::unique_ptr<ExpandableSegment>> segments_;
     std::uint64_t next_synthetic_address_;
     std::vector<std::pair<std::uint64_t, std::uint64_t>> recorded_;  // the next request's recorded cudaMallocs
+    bool recorded_mapping_ = false;                                   // the next request mapped pages
+    // Blocks freed by the program that wait for their other streams
+    // (Event::deferred), in the order the snapshot completed their frees.
+    std::vector<Block*> deferred_;
     std::map<std::uint64_t, std::uint64_t> segments_by_address_;      // live segments at recorded addresses: address -> size
     std::uint64_t num_ooms_ = 0, num_sync_all_streams_ = 0, empty_caches_read_as_own_ = 0;
     bool pending_empty_cache_ = false;

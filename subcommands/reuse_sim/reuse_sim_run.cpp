@@ -20,6 +20,7 @@
 #include "core/cuda_devices.hpp"
 #include "reuse_sim/reuse_sim.hpp"
 #include "reuse_sim/cost_table.hpp"
+#include "reuse_sim/snapshot_reader.hpp"
 
 namespace gpumem::cli {
 namespace {
@@ -151,6 +152,10 @@ void simulate(const ReuseSimRequest& q, rs::EventSource& source, const rs::CostM
     if (replay.timeline()) r.timeline = *replay.timeline();
     if (summary.skipped) r.warnings.push_back(std::to_string(summary.skipped) + " " + source.skipped_what() + " were not replayed");
     for (std::string& note : source.notes()) r.warnings.push_back(std::move(note));
+    for (const rs::LaneResult& lane : r.lanes)
+        for (const auto& [key, value] : lane.details)
+            if (key == "empty_caches_read_as_own_release")
+                if (std::string note = rs::release_note(source.description(), value); !note.empty()) r.warnings.push_back(note);
     r.summary = summary;
     if (files.timeline.is_open()) write_timeline(files.timeline, *q.timeline, *r.timeline, r.lanes);
 }

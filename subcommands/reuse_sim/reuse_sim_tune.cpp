@@ -18,6 +18,7 @@
 #include "base/sizes.hpp"
 #include "cli/progress.hpp"
 #include "reuse_sim/reuse_sim.hpp"
+#include "reuse_sim/snapshot_reader.hpp"
 #include "reuse_sim/tune_replays.hpp"
 
 namespace gpumem::cli {
@@ -183,6 +184,10 @@ void tune_reuse_sim(const ReuseSimRequest& q, rs::EventSource& source, const rs:
     if (trace.empty_caches() > 0) {
         decided = rs::decide_release_readings(trace, recorded, run.options);
         run.options.base.release_readings = decided->readings;
+        const auto& own = decided->readings->own;
+        if (std::string note = rs::release_note(source.description(), static_cast<std::uint64_t>(std::count(own.begin(), own.end(), true)));
+            !note.empty())
+            r.warnings.push_back(note);
     }
 
     // Each setting that replays differently from every earlier one, once.
