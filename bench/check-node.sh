@@ -7,7 +7,7 @@
 #   - host copies of every GPU alone, then of all GPUs at once (one process
 #     each), to see whether their links are shared.
 # Prints a table per check: seconds and value, all-GPUs run beside alone.
-#   OUT=dir bash tools/device-node-profile.sh [RUNS]
+#   OUT=dir bash bench/check-node.sh [RUNS]   (PAIRS: how many two-checks-at-once cases, default 3)
 set -u
 runs=${1:-3}
 OUT=${OUT:-/tmp/gpumem-out}; mkdir -p "$OUT"
@@ -41,6 +41,19 @@ PY
   done
 done | tee "$OUT/host-links.txt"
 cp /tmp/alone.h2d.0.json "$OUT/copy-sample.json"
+# Two checks on one GPU at once while every GPU checks: no false failure, the wait named.
+for i in $(seq "${PAIRS:-3}"); do
+  "$g" check -d all --json > "$OUT/pair-all.$i.json" 2>/dev/null & a=$!
+  sleep 0.3; "$g" check -d 0 --json > "$OUT/pair-one.$i.json" 2>/dev/null; rb=$?
+  wait $a; ra=$?
+  python3 - "$OUT/pair-all.$i.json" "$OUT/pair-one.$i.json" "$ra" "$rb" <<'PY'
+import json, sys
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+bad = [(d["index"], c["check"], c["verdict"]) for d in (a, b) for c in d["checks"] if c["verdict"] == "fail"]
+waits = [c["reason"][c["reason"].find("waited"):][:90] for d in (a, b) for c in d["checks"] if c["check"] == "cuda.context" and "waited" in c["reason"]]
+print(f"two checks at once: exit {sys.argv[3]} and {sys.argv[4]}, verdicts {a['verdict']} and {b['verdict']}, {round(a['seconds'],2)} s and {round(b['seconds'],2)} s, failed checks {bad or 'none'}; {waits}")
+PY
+done | tee "$OUT/pairs.txt"
 python3 - "$OUT" "$runs" "$n" <<'PY' | tee "$OUT/profile.md"
 import json, sys, statistics
 out, runs, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -60,4 +73,23 @@ for c in alls[0]["checks"]:
     fmt = lambda v: "-" if v is None else (f"{v:.1f}" if isinstance(v, float) else str(v))
     print(f"| {c['check']} | {c['index']} | {fmt(a['seconds']) if a else '-'} | {fmt(a['value']) if a else '-'} | "
           f"{', '.join(fmt(x['seconds']) for x in same if x)} | {', '.join(fmt(x['value']) for x in same if x)} |")
+import re
+def fill_rate(c):
+    m = re.search(r"written and read back at ([0-9.]+) GB/s", c["reason"])
+    return float(m.group(1)) if m else None
+print()
+print("Figures of each GPU in check -d all (median of the runs) against a check of that GPU alone:")
+worst = 0.0
+for d in range(n):
+    for check in ("memset.bandwidth", "copy.d2d", "copy.h2d", "copy.d2h", "fill.verify"):
+        get = (lambda c: fill_rate(c)) if check == "fill.verify" else (lambda c: c["value"])
+        a = next((get(c) for c in ones[d]["checks"] if c["check"] == check and c["index"] == d), None)
+        vals = [get(c) for r in alls for c in r["checks"] if c["check"] == check and c["index"] == d]
+        vals = [v for v in vals if v is not None]
+        if a is None or not vals: continue
+        med = statistics.median(vals); dev = (med - a) / a * 100; worst = max(worst, abs(dev))
+        print(f"GPU {d} {check}: alone {a:.1f}, all {med:.1f} (runs {min(vals):.1f}..{max(vals):.1f}), {dev:+.2f}%")
+print(f"largest deviation of a median: {worst:.2f}%")
+walls = sorted(a["seconds"] for a in alls)
+print(f"check -d all: median {statistics.median(walls):.2f} s, max {walls[-1]:.2f} s over {len(walls)} runs; verdicts {sorted(set(a['verdict'] for a in alls))}")
 PY

@@ -2,12 +2,12 @@
 # The real-PyTorch batch on the GPU machine, after tools/stage-device.sh:
 # bench/torch-programs.sh (a program's own cap, a spawned child, both alloc-conf
 # names) and bench/record-graphs.sh (CUDA graphs, torch.compile's
-# reduce-overhead, side-stream prefetch), each program recorded by
+# reduce-overhead, side-stream prefetch) and bench/record-fsdp.sh (FSDP on
+# 2 GPUs), each program recorded by
 # `gpumem reuse-sim --record` and replayed. Everything each script made is
 # tarred into $OUT (the device tool brings back at most 8 files).
-#   OUT=dir bash tools/device-torch.sh [torch|graphs|both]
+#   OUT=dir bash tools/device-torch.sh [torch-programs] [record-graphs] [record-fsdp]   (default: the first two)
 set -u
-what=${1:-both}
 OUT=${OUT:-/tmp/gpumem-out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpus.txt"
 python3 -c 'import torch; print("torch", torch.__version__)' | tee -a "$OUT/gpus.txt"
@@ -20,5 +20,5 @@ run() {  # NAME SCRIPT
   tar czf "$OUT/$1.tgz" -C /tmp "$1"
   ls -la "$OUT/$1.tgz"
 }
-[ "$what" = graphs ] || run torch-programs bench/torch-programs.sh
-[ "$what" = torch ] || run record-graphs bench/record-graphs.sh
+[ $# -gt 0 ] || set -- torch-programs record-graphs
+for name in "$@"; do run "$name" "bench/$name.sh"; done
