@@ -238,36 +238,28 @@ void add_own_options(CLI::App& app, Parsed& p) {
         ->expected(0, 1);
 }
 
+// A monitoring plugin's answer to a failure (--format nagios, --format
+// npd): a failed check is the report's own line and status; anything else
+// (a usage error, no GPU, an interruption) leaves no verdict, the format's
+// `unknown` status.
+int fail_as_plugin(const Error& error, const Report& report, std::optional<Report::PluginOutput> Report::*part,
+                   std::string (*render_error)(const Report&, const Error&), int unknown) {
+    const bool check_failed = error.status() == ExitStatus::check_failed && report.*part;
+    Report plain = report;
+    if (!check_failed) (plain.*part).reset();
+    if (dynamic_cast<const OutputError*>(&error) == nullptr) {
+        try {
+            write_stdout(render_error(plain, error));
+        } catch (const OutputError&) {
+        }
+    }
+    return check_failed ? (plain.*part)->status : unknown;
+}
+
 int fail(const Error& error, const Report& report, const OutputOptions& output, bool json) {
     std::fprintf(stderr, "gpumem: error: %s\n", one_line(error.what()).c_str());
-    if (!json && output.format == Format::nagios) {
-        // A failed check is CRITICAL with the report's own line; anything
-        // else (a usage error, no GPU, an interruption) is UNKNOWN.
-        const bool check_failed = error.status() == ExitStatus::check_failed && report.nagios;
-        Report plain = report;
-        if (!check_failed) plain.nagios.reset();
-        if (dynamic_cast<const OutputError*>(&error) == nullptr) {
-            try {
-                write_stdout(render_nagios_error(plain, error));
-            } catch (const OutputError&) {
-            }
-        }
-        return check_failed ? nagios_error_status(plain) : 3;
-    }
-    if (!json && output.format == Format::npd) {
-        // A failed check is a problem (1) with the report's own line;
-        // anything else leaves no verdict: unknown (2).
-        const bool check_failed = error.status() == ExitStatus::check_failed && report.npd;
-        Report plain = report;
-        if (!check_failed) plain.npd.reset();
-        if (dynamic_cast<const OutputError*>(&error) == nullptr) {
-            try {
-                write_stdout(render_npd_error(plain, error));
-            } catch (const OutputError&) {
-            }
-        }
-        return check_failed ? plain.npd->status : 2;
-    }
+    if (!json && output.format == Format::nagios) return fail_as_plugin(error, report, &Report::nagios, render_nagios_error, 3);
+    if (!json && output.format == Format::npd) return fail_as_plugin(error, report, &Report::npd, render_npd_error, 2);
     // stdout itself failed: no document can follow.
     const bool prometheus = !json && output.format == Format::prometheus;
     if ((json || prometheus) && dynamic_cast<const OutputError*>(&error) == nullptr) {

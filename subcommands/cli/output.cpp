@@ -597,7 +597,6 @@ std::string render(const Report& report, const OutputOptions& options) {
     return out.str();
 }
 
-int nagios_error_status(const Report& report) noexcept { return report.nagios ? report.nagios->status : 3; }
 
 std::string render_nagios_error(const Report& report, const Error& error) {
     if (report.nagios) return render(report, OutputOptions{Format::nagios});

@@ -297,7 +297,6 @@ void render_to(const Report& report, const OutputOptions& options, const TextSin
 // guidelines ask), or the report's own status where it has one (a check
 // that failed is CRITICAL).
 std::string render_nagios_error(const Report& report, const Error& error);
-int nagios_error_status(const Report& report) noexcept;
 // node-problem-detector cuts a plugin's stdout at max_output_length bytes,
 // 80 by default: --format npd's line fits in it whole.
 inline constexpr std::size_t kNpdLineBytes = 80;
