@@ -330,6 +330,28 @@ void corrupt_word(const std::vector<DeviceAllocation>& pieces, std::uint64_t ind
     }
 }
 
+// The bad words one pattern's verification found, chunk by chunk: every one
+// counted, the first kMaxReportedMismatches described.
+void add_mismatches(FillResult& result, const std::vector<DeviceAllocation>& pieces, const std::vector<VerifyResult>& found,
+                    Pattern pattern, std::uint64_t seed, int pass, cudaStream_t stream) {
+    for (std::size_t i = 0; i < pieces.size(); ++i) {
+        const VerifyResult& r = found[i];
+        if (r.mismatches == 0) continue;
+        result.mismatched_words += r.mismatches;
+        if (result.mismatches.size() >= kMaxReportedMismatches) continue;
+        FillMismatch m;
+        m.pattern = pattern;
+        m.pass = pass + 1;
+        m.chunk = i;
+        m.chunk_base = reinterpret_cast<std::uint64_t>(pieces[i].data());
+        m.offset = r.first_bad_index * 8;
+        m.expected = pattern_word(pattern, seed, r.first_bad_index, m.chunk_base + m.offset);
+        m.actual = read_word(static_cast<const char*>(pieces[i].data()) + m.offset, stream);
+        m.words_in_chunk = r.mismatches;
+        result.mismatches.push_back(m);
+    }
+}
+
 }  // namespace
 
 FillResult run_fill(DeviceId device, const FillOptions& options, const StopToken& stop, const ProgressFn& progress) {
@@ -398,22 +420,7 @@ FillResult run_fill(DeviceId device, const FillOptions& options, const StopToken
             if (options.verify) {
                 result.read_seconds += read_end.elapsed_ms_since(read_start) / 1000.0;
                 result.bytes_read += words * 8;
-                for (std::size_t i = 0; i < pieces.size(); ++i) {
-                    const VerifyResult& r = results_host[i];
-                    if (r.mismatches == 0) continue;
-                    result.mismatched_words += r.mismatches;
-                    if (result.mismatches.size() >= kMaxReportedMismatches) continue;
-                    FillMismatch m;
-                    m.pattern = pattern;
-                    m.pass = pass + 1;
-                    m.chunk = i;
-                    m.chunk_base = reinterpret_cast<std::uint64_t>(pieces[i].data());
-                    m.offset = r.first_bad_index * 8;
-                    m.expected = pattern_word(pattern, seed, r.first_bad_index, m.chunk_base + m.offset);
-                    m.actual = read_word(static_cast<const char*>(pieces[i].data()) + m.offset, stream.get());
-                    m.words_in_chunk = r.mismatches;
-                    result.mismatches.push_back(m);
-                }
+                add_mismatches(result, pieces, results_host, pattern, seed, pass, stream.get());
             }
             report(progress, options.verify ? "writing and verifying" : "writing", ++step, steps);
         }

@@ -524,14 +524,19 @@ std::vector<std::string> named_paths(const std::vector<std::string>& program) {
 void check_record_target(const std::string& path, const std::string& shown, const std::vector<std::string>& program) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) return;  // a new file
-    if (!S_ISREG(st.st_mode))
-        throw UsageError("--record " + shown + ": " + kind_of_file(st.st_mode) +
-                         "; --record writes a new file or replaces a regular one");
+    std::string refusal = "--record " + shown + ": ";
+    if (!S_ISREG(st.st_mode)) {
+        refusal += kind_of_file(st.st_mode);
+        refusal += "; --record writes a new file or replaces a regular one";
+        throw UsageError(refusal);
+    }
     for (const std::string& named : named_paths(program)) {
         struct stat other {};
-        if (!named.empty() && ::stat(named.c_str(), &other) == 0 && other.st_dev == st.st_dev && other.st_ino == st.st_ino)
-            throw UsageError("--record " + shown + ": the program's own file ('" + named +
-                             "' on its command line); the recording would replace it");
+        if (named.empty() || ::stat(named.c_str(), &other) != 0 || other.st_dev != st.st_dev || other.st_ino != st.st_ino) continue;
+        refusal += "the program's own file ('";
+        refusal += named;
+        refusal += "' on its command line); the recording would replace it";
+        throw UsageError(refusal);
     }
 }
 
