@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -142,11 +143,13 @@ extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t siz
     const std::string out = captured_stdout.read_all();
     const std::string err = captured_stderr.read_all();
 
+    // Words after the first `--` are the program's (reuse-sim --record), never gpumem's own options.
+    const std::vector<std::string> own(args.begin(), std::find(args.begin(), args.end(), "--"));
     if (status != 0 && status != 2) finding("exit status other than 0 or 2", args, status, out, err);
     if (status == 2) {
         if (err.rfind("gpumem: error: ", 0) != 0 || err.back() != '\n' || err.find('\n') != err.size() - 1)
             finding("a usage error is not exactly one 'gpumem: error:' line on stderr", args, status, out, err);
-        const bool json_asked = (has_arg(args, "--json") || has_arg(args, "--format=json")) && !other_format_asked(args);
+        const bool json_asked = (has_arg(own, "--json") || has_arg(own, "--format=json")) && !other_format_asked(own);
         if (json_asked && out.empty()) finding("--json, but no JSON error document", args, status, out, err);
         if (!out.empty()) {
             const auto doc = nlohmann::json::parse(out, nullptr, /*allow_exceptions=*/false);
@@ -154,7 +157,7 @@ extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t siz
                 doc["error"].value("status", -1) != 2)
                 finding("stdout of a failure is not one JSON error document", args, status, out, err);
         }
-    } else if (!err.empty() && !has_arg(args, "--help") && !has_arg(args, "-h") && !has_arg(args, "--help-all")) {
+    } else if (!err.empty() && !has_arg(own, "--help") && !has_arg(own, "-h") && !has_arg(own, "--help-all")) {
         finding("success, yet something on stderr", args, status, out, err);
     }
     return 0;
