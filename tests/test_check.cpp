@@ -23,6 +23,7 @@
 #include "bench/check_engine.hpp"
 #include "check/check_report.hpp"
 #include "core/thresholds_file.hpp"
+#include "check_fixtures.hpp"
 #include "cli_harness.hpp"
 #include "cli/commands.hpp"
 #include "in_process.hpp"
@@ -53,15 +54,7 @@ struct Folder {
     }
 };
 
-DeviceIdentity identity(int cuda) {
-    DeviceIdentity d;
-    d.cuda_index = DeviceId(cuda);
-    d.nvml_index = static_cast<unsigned>(cuda);
-    d.uuid = "GPU-0000000" + std::to_string(cuda) + "-aaaa-bbbb-cccc-dddddddddddd";
-    d.pci.bus = 0x18 + static_cast<unsigned>(cuda);
-    d.name = "NVIDIA H200";
-    return d;
-}
+DeviceIdentity identity(int cuda) { return test_gpu_identity(cuda); }
 
 // An H200 as NVML describes a healthy one, idle.
 CheckDeviceFigures healthy(int cuda) {

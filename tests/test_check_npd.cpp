@@ -21,6 +21,7 @@
 #include "base/check_plan.hpp"
 #include "bench/check_engine.hpp"
 #include "check/check_report.hpp"
+#include "check_fixtures.hpp"
 #include "cli_harness.hpp"
 #include "in_process.hpp"
 
@@ -35,15 +36,7 @@ std::string tests_dir() {
     return dir ? dir : GPUMEM_TESTS_SOURCE_DIR;
 }
 
-DeviceIdentity gpu(int cuda) {
-    DeviceIdentity d;
-    d.cuda_index = DeviceId(cuda);
-    d.nvml_index = static_cast<unsigned>(cuda);
-    d.uuid = "GPU-0000000" + std::to_string(cuda) + "-aaaa-bbbb-cccc-dddddddddddd";
-    d.pci.bus = 0x18 + static_cast<unsigned>(cuda);
-    d.name = "NVIDIA H200";
-    return d;
-}
+DeviceIdentity gpu(int cuda) { return test_gpu_identity(cuda); }
 
 // `gpus` GPUs whose every check passed.
 CheckResults passing(int gpus) {
