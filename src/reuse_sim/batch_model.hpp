@@ -1,0 +1,115 @@
+// reuse-sim --max-batch: "what is the largest batch that fits?" from two
+// (or more) recordings of one program at different batch sizes. The
+// recordings are aligned request by request (as a diff aligns lines: equal
+// sizes anchor, the runs between anchors pair up one to one when their
+// lengths agree), each aligned request's size is modelled as a function of
+// the batch (constant, or affine after PyTorch's 512-byte rounding), the
+// trace at any batch B is built from the model, and the largest B that
+// replays without an OOM is searched for every setting asked. Pure logic: no
+// CUDA, no I/O, no printing; the command reads the files and reports.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "reuse_sim/events.hpp"
+#include "reuse_sim/tune_replays.hpp"
+
+namespace gpumem::reuse_sim {
+
+// One recording of the program, read whole, and the batch it ran at.
+struct BatchRecording {
+    std::uint64_t batch = 0;
+    std::string name;            // for messages: the file
+    std::vector<Event> events;   // as LoadedTrace::events() gives them
+};
+
+// How one aligned request's size follows the batch.
+enum class SizeLaw : std::uint8_t {
+    constant,    // the same size at every batch
+    affine,      // base + slope * B, exact within PyTorch's 512-byte rounding
+    not_affine,  // three or more recordings disagree with any line (the model does not hold)
+};
+
+// A request the model could not follow: where, and what it saw.
+struct ModelMismatch {
+    std::string what;  // "request 1,204 (alloc on stream 0): 8 MiB at batch 8, 24 MiB at batch 16, 33 MiB at batch 24 (not affine)"
+    std::uint64_t bytes_at_largest = 0;  // its size in the largest recording, 0 where absent
+};
+
+// What the alignment and the model found, for the report and the JSON.
+struct BatchModelChecks {
+    std::uint64_t requests = 0;   // allocations in the recording the trace is built from
+    std::uint64_t aligned = 0;    // matched in every recording
+    std::uint64_t constant = 0, affine = 0, not_affine = 0;
+    // Requests present in some recordings only (a library's workspace
+    // appearing from some batch on, control flow that changes with the
+    // batch): how the synthesized trace treats them is BatchModel's
+    // `extras` rule below.
+    std::uint64_t unaligned = 0;
+    std::vector<ModelMismatch> mismatches;  // the first few of not_affine and unaligned, largest first
+    // Recordings beyond the two the model was fitted on: each one's batch and
+    // whether the model rebuilt it exactly (every request within rounding).
+    struct Held {
+        std::uint64_t batch = 0;
+        bool exact = false;
+        std::uint64_t requests_off = 0;  // requests the model got wrong
+    };
+    std::vector<Held> checked;
+    bool holds() const noexcept { return not_affine == 0 && unaligned == 0; }
+};
+
+// The model of one program's requests as functions of the batch.
+class BatchModel {
+public:
+    // Fits the model on the two recordings with the largest batches and
+    // checks it on the others. Throws UsageError for fewer than two
+    // recordings, two at one batch, or a recording with no allocation.
+    static BatchModel fit(std::vector<BatchRecording> recordings);
+
+    const BatchModelChecks& checks() const noexcept;
+    std::uint64_t smallest_recorded_batch() const noexcept;
+    std::uint64_t largest_recorded_batch() const noexcept;
+
+    // The events at batch B (B >= 1), in the order of the largest recording,
+    // its frees, streams, pools and deferred frees kept. Requests found in
+    // some recordings only are kept at their largest recorded size when
+    // `with_extras` (the cautious trace: the answer never counts on their
+    // absence) and left out otherwise (the hopeful one); the two answers
+    // bound the truth when the alignment is not complete.
+    std::vector<Event> events_at(std::uint64_t batch, bool with_extras = true) const;
+
+private:
+    struct Impl;
+    std::shared_ptr<const Impl> impl_;
+};
+
+// The search's answer for one setting (one lane of the tuner's grid).
+struct MaxBatchAnswer {
+    std::optional<std::uint64_t> largest;       // none: even batch 1 runs out of memory
+    bool reached_limit = false;                 // every batch up to the search's limit fits
+    std::uint64_t peak_reserved_at_largest = 0;  // replayed at `largest`
+    std::uint64_t peak_reserved_at_next = 0;    // at largest + 1: what the next batch would need (its replay with no cap)
+    std::uint64_t replays = 0;
+    // With an incomplete alignment: the hopeful trace's answer (extras left
+    // out); `largest` is always the cautious one's.
+    std::optional<std::uint64_t> largest_hopeful;
+};
+
+struct MaxBatchOptions {
+    std::uint64_t limit = 1u << 20;  // the largest batch searched
+    LaneReplayOptions replay;        // threads, costs, poll, progress
+};
+
+// For every lane (a setting under a capacity), the largest batch whose
+// trace replays with no OOM: exponential steps from the largest recorded
+// batch, then bisection, all lanes' probes of one round replayed together.
+// Assumes more batch never needs less memory; a probe that contradicts it
+// (a smaller batch failing where a larger fitted) is searched down from.
+std::vector<MaxBatchAnswer> search_max_batch(const BatchModel& model, const std::vector<TorchLane>& lanes, const MaxBatchOptions& options);
+
+}  // namespace gpumem::reuse_sim
