@@ -5,6 +5,8 @@
 // errors and --confirm's loop are tested without a GPU or PyTorch.
 #include <doctest/doctest.h>
 
+#include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -18,6 +20,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/errors.hpp"
+#include "base/interrupt.hpp"
 #include "base/record_plan.hpp"
 #include "base/text.hpp"
 #include "cli/command.hpp"
@@ -186,26 +190,66 @@ TEST_CASE("record plan: the user's PYTORCH_CUDA_ALLOC_CONF keys the grid does no
 }
 
 TEST_CASE("record plan: the agreement rule, the loop's stop and the final answer") {
-    const RunFigures fits{0, 100, 1, 5, 1}, ooms{3, 100, 4, 9, 2};
+    const RunFigures fits{0, 100, 1, 5, 1, std::nullopt}, ooms{3, 100, 4, 9, 2, std::nullopt};
     CHECK(prediction_held(fits, fits));
-    CHECK(prediction_held(ooms, RunFigures{1, 50, 0, 0, 0}));
+    CHECK(prediction_held(ooms, RunFigures{1, 50, 0, 0, 0, std::nullopt}));
     CHECK_FALSE(prediction_held(fits, ooms));
     CHECK_FALSE(prediction_held(ooms, fits));
-    ConfirmRunOutcome held{"expandable_segments:True", fits, fits, true, ""};
-    ConfirmRunOutcome missed{"max_split_size_mb:128", fits, ooms, false, ""};
-    CHECK(confirm_should_stop(held));
-    CHECK_FALSE(confirm_should_stop(missed));
-    CHECK(confirm_answer({held}, 3, false) ==
-          "confirmed by a real run: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True ran without an OOM, as predicted (the first real run)");
-    CHECK(confirm_answer({missed, held}, 3, false).rfind("confirmed by a real run: ", 0) == 0);
-    CHECK(has(confirm_answer({missed, held}, 3, false), "(real run 2)"));
-    const std::string no = confirm_answer({missed}, 1, false);
-    CHECK(no.rfind("not confirmed by 1 real run: PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128 was predicted no OOM, the real run had 3",
+    // Allocator OOMs the program never saw (retried inside PyTorch): judged by what the program saw.
+    const RunFigures retried{3, 100, 4, 9, 2, 0}, seen{3, 100, 4, 9, 2, 1};
+    CHECK(judged_ooms(retried) == 0);
+    CHECK(judged_ooms(ooms) == 3);
+    CHECK(prediction_held(fits, retried));
+    CHECK_FALSE(prediction_held(fits, seen));
+    ConfirmRunOutcome missed{"max_split_size_mb:128", fits, ooms, false, "", 0};
+    ConfirmRunOutcome held{"expandable_segments:True", fits, fits, true, "", 1};
+    CHECK(confirm_converged(held));
+    CHECK_FALSE(confirm_converged(missed));
+    CHECK(confirm_converged(ConfirmRunOutcome{"", fits, retried, true, "", 0}));
+    CHECK_FALSE(confirm_converged(ConfirmRunOutcome{"", fits, std::nullopt, false, "no snapshot written", 0}));
+    ConfirmEnding converged{ConfirmStop::converged, 3, 1ULL << 30, 1, "expandable_segments:True", 900ULL << 20, ""};
+    const std::vector<std::string> two = confirm_answer({missed, held}, converged);
+    REQUIRE(two.size() == 3);
+    CHECK(two[0].rfind("run 1: PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128 (the best of the trace's tuning): predicted no OOM", 0) == 0);
+    CHECK(has(two[0], "allocator OOMs: 3 (the OOMs the program saw are not known"));
+    CHECK(has(two[1], "(chosen by the tuning of run 1's recording)"));
+    CHECK(two[2] == "ran without an OOM: use PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (confirmed by real run 2)");
+    // Each count by its kind.
+    const std::vector<std::string> kinds = confirm_answer({ConfirmRunOutcome{"", fits, retried, true, "", 0}}, converged);
+    CHECK(has(kinds[0], "real: OOMs the program saw: 0; allocator OOMs: 3 (retried inside PyTorch, e.g. cuDNN's workspace search)"));
+    CHECK(kinds[1] == "ran without an OOM: use PyTorch's default settings (confirmed by real run 1)");
+    // K spent: the nearest run and what would fit instead.
+    ConfirmEnding spent = converged;
+    spent.stop = ConfirmStop::runs_spent;
+    ConfirmRunOutcome worse{"", fits, RunFigures{5, 200, 0, 0, 0, std::nullopt}, false, "", 1};
+    const std::string no = confirm_answer({worse, missed}, spent).back();
+    CHECK(no.rfind("no setting of the grid avoided the OOM in 2 real runs; the nearest was PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128 "
+                   "(run 2: 3 OOMs, peak reserved 100 B against the cap 1 GiB)",
                    0) == 0);
-    CHECK(has(no, "ask for memory the recording never saw"));
-    ConfirmRunOutcome cut{"", fits, std::nullopt, false, "interrupted"};
-    CHECK(confirm_answer({missed, cut}, 3, true).rfind("not confirmed: interrupted after 2 of at most 3 real runs", 0) == 0);
-    CHECK(confirm_answer({}, 3, true) == "not confirmed: interrupted before the first real run ended");
+    CHECK(has(no, "what would fit instead: a cap of 900 MiB with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"));
+    ConfirmEnding left = spent;
+    left.stop = ConfirmStop::nothing_left;
+    left.would_fit.reset();
+    left.not_searched = "it ran out of memory at every capacity tried, up to 4 GiB";
+    const std::string none = confirm_answer({missed}, left).back();
+    CHECK(has(none, "no setting left untried that the tuning of run 1's recording says could fit"));
+    CHECK(has(none, "the capacity that would fit is not known (it ran out of memory at every capacity tried"));
+    ConfirmEnding cut_short = spent;
+    cut_short.stop = ConfirmStop::interrupted;
+    ConfirmRunOutcome cut{"", fits, std::nullopt, false, "interrupted", 1};
+    CHECK(confirm_answer({missed, cut}, cut_short).back() == "not confirmed: interrupted during run 2 of at most 3 real runs; none ran without an OOM");
+    CHECK(confirm_answer({}, cut_short).back() == "not confirmed: interrupted after 0 of at most 3 real runs; no run ended");
+}
+
+TEST_CASE("record plan: --confirm's recordings beside the trace, without its rank and process; standard input's in the current directory") {
+    CHECK(confirm_file_name("run.pickle", 1) == "run.confirm1.pickle");
+    CHECK(confirm_file_name("/d.d/run.pickle", 12) == "/d.d/run.confirm12.pickle");
+    CHECK(confirm_file_name("/d/run", 2) == "/d/run.confirm2");
+    CHECK(confirm_file_name("/d/train.rank1.pickle", 2) == "/d/train.confirm2.pickle");
+    CHECK(confirm_file_name("/d/train.rank1.proc2.pickle", 1) == "/d/train.confirm1.pickle");
+    CHECK(confirm_file_name("/d/rank1.v2.pickle", 1) == "/d/rank1.v2.confirm1.pickle");
+    CHECK(confirm_file_name("-", 3) == "reuse-sim.confirm3.pickle");
+    CHECK(stats_file_name(confirm_file_name("run.pickle", 1)) == "run.confirm1.stats.json");
 }
 
 TEST_CASE("record plan: prose wrapped at word boundaries, a long word whole, none at 0 columns") {
@@ -506,13 +550,25 @@ TEST_CASE("confirm: no GPU exits 3 before the program runs") {
 namespace {
 
 // --confirm's loop in this process, driven by the stand-in: a tuner's
-// ranking of two settings, the first predicted to fit.
+// ranking of two settings, the first predicted to fit; the trace (whose
+// directory holds the runs' recordings) in a scratch folder. The tunings
+// of the runs' recordings are real: the stand-in's snapshot
+// (fragmentation_oom: expandable_segments:True peaks at 900 MiB, PyTorch's
+// defaults at 1.12 GiB; 840 MiB live at most) under the runs' cap.
 struct ConfirmCase {
+    Scratch s;
     cli::ReuseSimRequest q;
     cli::ReuseSimResults r;
+    std::string python = "python3";
     ConfirmCase() {
+        q.input.trace = s / "run.pickle";
         q.confirm = cli::ConfirmRequest{2, {"python3", kProgram, "alloc"}, {}, {}};
         q.confirm->settings.capacity = 1ULL << 30;
+        q.capacity = 1ULL << 30;
+        q.tune = cli::TuneRequest{};
+        q.tune->axes = rs::grid_axes({}, true, true);
+        q.tune->threads = 2;
+        q.strategies = {&rs::kStrategies.row("torch-caching")};
         r.tune = cli::TuneResults{};
         rs::TuneRow best{}, recorded{};
         best.point.options.expandable_segments = true;
@@ -523,23 +579,29 @@ struct ConfirmCase {
         r.tune->rows = {best, recorded};
     }
     void run(const std::string& stats, const char* user_conf = nullptr, const char* variable = "PYTORCH_CUDA_ALLOC_CONF") {
-        const Scratch s;
         ::setenv("PYTHONPATH", (kDir + "/standin").c_str(), 1);
         ::setenv("STANDIN_SNAPSHOT", kSnapshot.c_str(), 1);
         ::setenv("STANDIN_STATS", stats.c_str(), 1);
+        ::setenv("STANDIN_LOG", (s / "log").c_str(), 1);
         if (user_conf) ::setenv(variable, user_conf, 1);
         cli::Globals globals;
         globals.quiet = true;
         cli::Session session(globals);
+        struct Unset {
+            ~Unset() {
+                for (const char* name : {"PYTHONPATH", "STANDIN_SNAPSHOT", "STANDIN_STATS", "STANDIN_LOG", "PYTORCH_CUDA_ALLOC_CONF",
+                                         "PYTORCH_ALLOC_CONF"})
+                    ::unsetenv(name);
+            }
+        } unset;
         cli::confirm_reuse_sim(q, r, session);
-        for (const char* name : {"PYTHONPATH", "STANDIN_SNAPSHOT", "STANDIN_STATS", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"})
-            ::unsetenv(name);
     }
+    std::vector<std::string> answer() const { return cli::confirm_answer_lines(r); }
 };
 
 }  // namespace
 
-TEST_CASE("confirm: the best setting's real run holds, and the loop stops there") {
+TEST_CASE("confirm: the best setting's real run has no OOM: converged at run 1, its recording kept beside the trace") {
     ConfirmCase c;
     c.run(R"({"expandable_segments:True": {"num_ooms": 0, "reserved_bytes.all.peak": 943718400, "num_alloc_retries": 1},
               "*": {"num_ooms": 3}})");
@@ -551,21 +613,190 @@ TEST_CASE("confirm: the best setting's real run holds, and the loop stops there"
     CHECK(run.outcome.real->peak_reserved == 943718400);
     CHECK(run.outcome.real->retries == 1);
     CHECK(run.outcome.held);
-    CHECK(cli::confirm_answer_text(c.r).rfind("confirmed by a real run", 0) == 0);
+    CHECK(run.outcome.chosen_by == 0);
+    CHECK(c.r.confirm->converged);
+    CHECK(c.r.confirm->stop == ConfirmStop::converged);
+    CHECK(c.r.confirm->tunings.empty());  // nothing to tune again
+    CHECK(run.recording == c.s / "run.confirm1.pickle");
+    CHECK(run.stats == c.s / "run.confirm1.stats.json");
+    CHECK(exists(c.s / "run.confirm1.pickle"));
+    CHECK(exists(c.s / "run.confirm1.stats.json"));
+    CHECK(c.answer().back() == "ran without an OOM: use PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (confirmed by real run 1)");
 }
 
-TEST_CASE("confirm: a program that changes course runs out of memory anyway; every candidate is tried, the answer says so") {
+TEST_CASE("confirm: a departure is tuned again from that run's own recording, which picks another setting; that one converges") {
+    ConfirmCase c;
+    c.q.confirm->candidates = 3;
+    // The best setting: the program saw OOMs; any other runs without one.
+    c.run(R"({"expandable_segments:True": {"num_ooms": 2, "reserved_bytes.all.peak": 1073741824}, "*": {"num_ooms": 0}})");
+    const cli::ConfirmResults& confirm = *c.r.confirm;
+    REQUIRE(confirm.runs.size() == 2);
+    CHECK(confirm.runs[0].outcome.setting == "expandable_segments:True");
+    CHECK_FALSE(confirm.runs[0].outcome.held);
+    // The trace's tuning had nothing else that fits: the second setting is the new recording's.
+    REQUIRE(confirm.tunings.size() == 1);
+    const cli::ConfirmTuning& tuning = confirm.tunings[0];
+    CHECK(tuning.run == 1);
+    CHECK(tuning.capacity >= (1ULL << 30));  // the runs' cap, as the hook set it (a fraction of the stand-in's 80 GiB)
+    CHECK(tuning.capacity < (1ULL << 30) + (1ULL << 20));
+    CHECK(tuning.tune.rows.size() > 2);  // the grid, replayed from run 1's recording
+    const cli::ConfirmRun& second = confirm.runs[1];
+    CHECK(second.outcome.chosen_by == 1);
+    CHECK(second.outcome.setting != "expandable_segments:True");
+    REQUIRE(second.rank >= 1);
+    const rs::TuneRow& row = tuning.tune.rows[second.rank - 1];
+    CHECK(rs::alloc_conf(row.point.options) == second.outcome.setting);
+    CHECK(row.outcome.ooms == 0);
+    // Every setting ranked before it was tried or runs out of memory in the new recording.
+    for (std::size_t i = 0; i + 1 < second.rank; ++i)
+        CHECK((tuning.tune.rows[i].outcome.ooms > 0 || rs::alloc_conf(tuning.tune.rows[i].point.options) == "expandable_segments:True"));
+    CHECK(confirm.converged);
+    CHECK(confirm.stop == ConfirmStop::converged);
+    CHECK(exists(c.s / "run.confirm1.pickle"));
+    CHECK(exists(c.s / "run.confirm2.pickle"));
+    CHECK(exists(c.s / "run.confirm2.stats.json"));
+    const std::vector<std::string> answer = c.answer();
+    REQUIRE(answer.size() == 3);
+    CHECK(has(answer[1], "(chosen by the tuning of run 1's recording)"));
+    CHECK(answer[2] == "ran without an OOM: use PYTORCH_CUDA_ALLOC_CONF=" + second.outcome.setting + " (confirmed by real run 2)");
+}
+
+TEST_CASE("confirm: K runs spent, each with an OOM: the nearest, and what would fit from the last recording") {
     ConfirmCase c;
     c.run(R"({"*": {"num_ooms": 2, "reserved_bytes.all.peak": 1073741824}})");
-    REQUIRE(c.r.confirm->runs.size() == 2);
-    CHECK_FALSE(c.r.confirm->runs[0].outcome.held);
-    CHECK(c.r.confirm->runs[1].outcome.held);  // the recorded setting was predicted to fail, and did
-    CHECK(has(cli::confirm_answer_text(c.r), "still ran out of memory"));
-    c.q.confirm->candidates = 1;
-    c.r.confirm.reset();
-    c.run(R"({"*": {"num_ooms": 2}})");
+    const cli::ConfirmResults& confirm = *c.r.confirm;
+    REQUIRE(confirm.runs.size() == 2);
+    CHECK_FALSE(confirm.converged);
+    CHECK(confirm.stop == ConfirmStop::runs_spent);
+    CHECK(confirm.tunings.size() == 2);  // the last run's recording too: it says what would fit
+    CHECK(confirm.runs[1].outcome.chosen_by == 1);
+    REQUIRE(confirm.cap);
+    const std::string last = c.answer().back();
+    CHECK(last.rfind("no setting of the grid avoided the OOM in 2 real runs; the nearest was PYTORCH_CUDA_ALLOC_CONF=", 0) == 0);
+    CHECK(has(last, "against the cap 1 GiB"));
+    // fragmentation_oom's best, expandable_segments:True, fits from 900 MiB.
+    CHECK(has(last, "what would fit instead: a cap of 900 MiB with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"));
+    CHECK(has(last, "by the tuning of run 2's recording"));
+}
+
+TEST_CASE("confirm: nothing left that the latest recording says could fit: the loop stops before K") {
+    ConfirmCase c;
+    c.q.confirm->candidates = 2;
+    c.q.confirm->settings.capacity = 850ULL << 20;  // above the peak live (840 MiB), below every setting's peak reserved
+    c.run(R"({"*": {"num_ooms": 2, "reserved_bytes.all.peak": 891289600}})");
+    const cli::ConfirmResults& confirm = *c.r.confirm;
+    REQUIRE(confirm.runs.size() == 1);
+    CHECK(confirm.stop == ConfirmStop::nothing_left);
+    REQUIRE(confirm.tunings.size() == 1);
+    CHECK_FALSE(confirm.tunings[0].tune.rows.front().outcome.ooms == 0);
+    const std::string last = c.answer().back();
+    CHECK(has(last, "no setting of the grid avoided the OOM in 1 real run (no setting left untried that the tuning of run 1's recording says could fit)"));
+    CHECK(has(last, "what would fit instead: a cap of 900 MiB"));
+    CHECK_FALSE(exists(c.s / "run.confirm2.pickle"));
+}
+
+namespace {
+
+// A Python of 3.12 or later, where the hook counts the OOMs the program saw
+// (sys.monitoring); none here: that part of the test is skipped.
+std::optional<std::string> python_with_monitoring() {
+    for (const char* candidate : {"python3", "python3.12", "python3.13", "python3.14"})
+        if (run_program("/usr/bin/env", {candidate, "-c", "import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)"}).status == 0)
+            return std::string(candidate);
+    return std::nullopt;
+}
+
+}  // namespace
+
+TEST_CASE("confirm: OOMs the program saw against the allocator's; each kind said; an older Python's count unknown") {
+    // The allocator counts 5 (most retried inside PyTorch); the program raises and catches 2.
+    const std::string stats = R"({"*": {"num_ooms": 5, "reserved_bytes.all.peak": 943718400}})";
+    {
+        ConfirmCase c;  // python3 of this machine: judged by the allocator's count when it cannot count
+        c.q.confirm->candidates = 1;
+        c.q.confirm->command = {"python3", kProgram, "oom", "2"};
+        c.run(stats);
+        REQUIRE(c.r.confirm->runs.size() == 1);
+        REQUIRE(c.r.confirm->runs[0].outcome.real);
+        const json written = read_json(c.s / "run.confirm1.stats.json");
+        REQUIRE(written.contains("program_ooms"));
+        const std::optional<std::uint64_t> seen = c.r.confirm->runs[0].outcome.real->program_ooms;
+        if (seen) {
+            CHECK(*seen == 2);
+            CHECK(written["program_ooms"] == 2);
+        } else {
+            CHECK(written["program_ooms"].is_null());
+            CHECK(has(c.answer().front(), "allocator OOMs: 5 (the OOMs the program saw are not known"));
+        }
+        CHECK_FALSE(c.r.confirm->converged);
+    }
+    const std::optional<std::string> python = python_with_monitoring();
+    if (!python) {
+        MESSAGE("no Python 3.12 or later here: the count of OOMs the program saw is not tested");
+        return;
+    }
+    ConfirmCase c;
+    c.q.confirm->command = {*python, kProgram, "oom", "0"};
+    c.run(stats);
+    // 5 allocator OOMs, none seen by the program: it ran without an OOM.
     REQUIRE(c.r.confirm->runs.size() == 1);
-    CHECK(cli::confirm_answer_text(c.r).rfind("not confirmed by 1 real run", 0) == 0);
+    REQUIRE(c.r.confirm->runs[0].outcome.real);
+    CHECK(c.r.confirm->runs[0].outcome.real->program_ooms == std::optional<std::uint64_t>(0));
+    CHECK(c.r.confirm->converged);
+    CHECK(has(c.answer().front(), "real: OOMs the program saw: 0; allocator OOMs: 5 (retried inside PyTorch"));
+    ConfirmCase seen;
+    seen.q.confirm->candidates = 1;
+    seen.q.confirm->command = {*python, kProgram, "oom", "2"};
+    seen.run(stats);
+    REQUIRE(seen.r.confirm->runs[0].outcome.real);
+    CHECK(seen.r.confirm->runs[0].outcome.real->program_ooms == std::optional<std::uint64_t>(2));  // each once, through two frames
+    CHECK_FALSE(seen.r.confirm->converged);
+    CHECK(has(seen.answer().front(), "real: OOMs the program saw: 2; allocator OOMs: 5 (3 retried inside PyTorch"));
+}
+
+TEST_CASE("confirm: Ctrl-C during run 2 keeps run 1, its figures, its recording and the answer so far") {
+    ConfirmCase c;
+    c.q.confirm->candidates = 3;
+    // Run 1 (expandable_segments:True) ends with OOMs; run 2, under another setting, waits for the signal.
+    c.q.confirm->command = {"python3", kProgram, "sleep_unless", "expandable_segments:True"};
+    install_interrupt_handlers();
+    const pthread_t main_thread = ::pthread_self();
+    std::thread interrupter([&] {
+        // The stand-in logs each CUDA initialization: the second is run 2's.
+        for (int i = 0; i < 600; ++i) {
+            const std::string log = slurp(c.s / "log");
+            std::size_t inits = 0;
+            for (std::size_t at = log.find("cuda init"); at != std::string::npos; at = log.find("cuda init", at + 1)) ++inits;
+            if (inits >= 2) break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        ::pthread_kill(main_thread, SIGINT);
+    });
+    bool interrupted = false;
+    try {
+        c.run(R"({"expandable_segments:True": {"num_ooms": 2, "reserved_bytes.all.peak": 1073741824}, "*": {"num_ooms": 0}})");
+    } catch (const InterruptedError&) {
+        interrupted = true;
+    }
+    interrupter.join();
+    request_interrupt_for_testing(0);
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    CHECK(interrupted);
+    const cli::ConfirmResults& confirm = *c.r.confirm;
+    REQUIRE(confirm.runs.size() == 2);
+    CHECK(confirm.interrupted);
+    CHECK(confirm.stop == ConfirmStop::interrupted);
+    REQUIRE(confirm.runs[0].outcome.real);
+    CHECK(confirm.runs[0].outcome.real->ooms == 2);
+    CHECK(confirm.runs[1].outcome.note == "interrupted");
+    CHECK(exists(c.s / "run.confirm1.pickle"));
+    const std::vector<std::string> answer = c.answer();
+    REQUIRE(answer.size() == 3);
+    CHECK(answer[0].rfind("run 1: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", 0) == 0);
+    CHECK(has(answer[0], "allocator OOMs: 2"));
+    CHECK(answer[2] == "not confirmed: interrupted during run 2 of at most 3 real runs; none ran without an OOM");
 }
 
 TEST_CASE("confirm: of a program with several ranks, the rank the trace was recorded from is compared") {
@@ -576,7 +807,7 @@ TEST_CASE("confirm: of a program with several ranks, the rank the trace was reco
     c.q.confirm->command = {"sh", "-c", "RANK=0 WORLD_SIZE=2 " + program + " & RANK=1 WORLD_SIZE=2 " + program + "; wait"};
     const std::string stats = R"({"rank0": {"*": {"num_ooms": 2, "reserved_bytes.all.peak": 1073741824}},
         "rank1": {"*": {"num_ooms": 0, "reserved_bytes.all.peak": 943718400}}})";
-    c.q.input.trace = "/traces/train.rank1.pickle";  // as --record names rank 1's file
+    c.q.input.trace = c.s / "train.rank1.pickle";  // as --record names rank 1's file
     c.run(stats);
     REQUIRE(c.r.confirm->runs.size() == 1);
     CHECK(c.r.confirm->runs[0].process_rank == 1u);
@@ -584,14 +815,14 @@ TEST_CASE("confirm: of a program with several ranks, the rank the trace was reco
     CHECK(c.r.confirm->runs[0].outcome.real->peak_reserved == 943718400);
     CHECK(c.r.confirm->runs[0].outcome.held);
     // A trace that names no rank answers for rank 0.
-    c.q.input.trace = "/traces/train.pickle";
+    c.q.input.trace = c.s / "train.pickle";
     c.r.confirm.reset();
     c.run(stats);
     REQUIRE_FALSE(c.r.confirm->runs.empty());
     CHECK(c.r.confirm->runs[0].process_rank == 0u);
     CHECK_FALSE(c.r.confirm->runs[0].outcome.held);
     // A rank the run did not have: no figures, and the note says why.
-    c.q.input.trace = "/traces/train.rank5.pickle";
+    c.q.input.trace = c.s / "train.rank5.pickle";
     c.r.confirm.reset();
     c.run(stats);
     REQUIRE_FALSE(c.r.confirm->runs.empty());
@@ -636,7 +867,7 @@ TEST_CASE("confirm: of a parent and its child (no launcher), the process the tra
     c.q.confirm->command = {"python3", kSpawn};
     const std::string stats = R"({"rolechild": {"*": {"num_ooms": 0, "reserved_bytes.all.peak": 943718400}},
         "*": {"num_ooms": 2, "reserved_bytes.all.peak": 1073741824}})";
-    c.q.input.trace = "/traces/run.proc2.pickle";  // as --record names the second process's file
+    c.q.input.trace = c.s / "run.proc2.pickle";  // as --record names the second process's file
     c.run(stats);
     REQUIRE(c.r.confirm->runs.size() == 1);
     const cli::ConfirmRun& child = c.r.confirm->runs[0];
@@ -646,14 +877,14 @@ TEST_CASE("confirm: of a parent and its child (no launcher), the process the tra
     CHECK(child.outcome.real->peak_reserved == 943718400);
     CHECK(child.outcome.held);
     // The plain name: the parent, the first to use CUDA.
-    c.q.input.trace = "/traces/run.pickle";
+    c.q.input.trace = c.s / "run.pickle";
     c.r.confirm.reset();
     c.run(stats);
     REQUIRE_FALSE(c.r.confirm->runs.empty());
     CHECK(c.r.confirm->runs[0].process_order == 1u);
     CHECK_FALSE(c.r.confirm->runs[0].outcome.held);
     // A process the run did not have.
-    c.q.input.trace = "/traces/run.proc3.pickle";
+    c.q.input.trace = c.s / "run.proc3.pickle";
     c.r.confirm.reset();
     c.run(stats);
     REQUIRE_FALSE(c.r.confirm->runs.empty());

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "base/sizes.hpp"
+
 namespace gpumem {
 namespace {
 
@@ -75,6 +77,40 @@ std::optional<unsigned> tag_number(std::string_view file, std::string_view tag) 
 }  // namespace
 
 std::optional<unsigned> process_of_file_name(std::string_view file) { return tag_number(file, ".proc"); }
+
+namespace {
+
+// Whether `part` (between dots of a file's name) is "rankN" or "procN".
+bool rank_or_process_tag(std::string_view part) {
+    for (const std::string_view tag : {std::string_view("rank"), std::string_view("proc")}) {
+        if (part.size() <= tag.size() || part.substr(0, tag.size()) != tag) continue;
+        if (std::all_of(part.begin() + static_cast<std::ptrdiff_t>(tag.size()), part.end(), [](char c) { return c >= '0' && c <= '9'; }))
+            return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+std::string confirm_file_name(std::string_view trace, std::size_t run) {
+    if (trace == "-") return "reuse-sim.confirm" + std::to_string(run) + ".pickle";
+    const std::size_t slash = trace.rfind('/');
+    const std::size_t start = slash == std::string_view::npos ? 0 : slash + 1;
+    const std::size_t dot = extension_dot(trace);
+    const std::string_view stem = trace.substr(start, (dot == std::string_view::npos ? trace.size() : dot) - start);
+    // The stem's first part is its name, even when it reads "rank1"; later
+    // ".rankN" and ".procN" parts are the trace's own run's.
+    std::string kept;
+    std::size_t from = 0;
+    for (bool first = true; from <= stem.size(); first = false) {
+        const std::size_t next = std::min(stem.find('.', from), stem.size());
+        const std::string_view part = stem.substr(from, next - from);
+        if (first || !rank_or_process_tag(part)) kept += (first ? "" : ".") + std::string(part);
+        from = next + 1;
+    }
+    return std::string(trace.substr(0, start)) + kept + ".confirm" + std::to_string(run) +
+           (dot == std::string_view::npos ? std::string() : std::string(trace.substr(dot)));
+}
 
 bool torch_reads_alloc_conf(std::optional<std::string_view> torch_version) noexcept {
     if (!torch_version) return true;
@@ -184,11 +220,13 @@ int shell_exit_status(int wait_status) noexcept {
     return 1;
 }
 
+std::uint64_t judged_ooms(const RunFigures& figures) noexcept { return figures.program_ooms.value_or(figures.ooms); }
+
 bool prediction_held(const RunFigures& predicted, const RunFigures& real) noexcept {
-    return (predicted.ooms == 0) == (real.ooms == 0);
+    return (judged_ooms(predicted) == 0) == (judged_ooms(real) == 0);
 }
 
-bool confirm_should_stop(const ConfirmRunOutcome& run) noexcept { return run.held; }
+bool confirm_converged(const ConfirmRunOutcome& run) noexcept { return run.real && judged_ooms(*run.real) == 0; }
 
 namespace {
 
@@ -196,37 +234,85 @@ std::string setting_text(const std::string& setting) {
     return setting.empty() ? std::string("PyTorch's default settings") : "PYTORCH_CUDA_ALLOC_CONF=" + setting;
 }
 
-std::string ooms_text(std::uint64_t n) { return std::to_string(n) + (n == 1 ? " OOM" : " OOMs"); }
+std::string ooms_text(std::uint64_t n) { return n == 0 ? std::string("no OOM") : std::to_string(n) + (n == 1 ? " OOM" : " OOMs"); }
 
-std::string run_text(const ConfirmRunOutcome& run) {
-    if (!run.real) return setting_text(run.setting) + " gave no figures (" + run.note + ")";
-    const std::string predicted = run.predicted.ooms == 0 ? "no OOM" : ooms_text(run.predicted.ooms);
-    const std::string real = run.real->ooms == 0 ? "none" : std::to_string(run.real->ooms);
-    return setting_text(run.setting) + " was predicted " + predicted + ", the real run had " + real;
+std::string tuning_text(std::size_t chosen_by) {
+    return chosen_by == 0 ? std::string("the trace's tuning") : "the tuning of run " + std::to_string(chosen_by) + "'s recording";
+}
+
+// Which kind each count is: the program's, and the allocator's, of which
+// those beyond the program's were refused and retried inside PyTorch.
+std::string real_ooms_text(const RunFigures& real) {
+    const std::string allocator = "allocator OOMs: " + std::to_string(real.ooms);
+    if (!real.program_ooms) return allocator + " (the OOMs the program saw are not known: its Python is older than 3.12)";
+    const std::uint64_t seen = *real.program_ooms;
+    std::string text = "OOMs the program saw: " + std::to_string(seen) + "; " + allocator;
+    if (real.ooms > seen)
+        text += std::string(" (") + (seen == 0 ? "" : std::to_string(real.ooms - seen) + " ") +
+                "retried inside PyTorch, e.g. cuDNN's workspace search)";
+    return text;
+}
+
+std::string run_line(const ConfirmRunOutcome& run, std::size_t n) {
+    std::string line = "run " + std::to_string(n) + ": " + setting_text(run.setting) + " (" +
+                       (n == 1 && run.chosen_by == 0 ? std::string("the best of the trace's tuning") : "chosen by " + tuning_text(run.chosen_by)) +
+                       "): predicted " + ooms_text(run.predicted.ooms) + ", peak reserved " + format_bytes(run.predicted.peak_reserved) + "; ";
+    if (!run.real) return line + "no real figures (" + run.note + ")";
+    return line + "real: " + real_ooms_text(*run.real) + ", peak reserved " + format_bytes(run.real->peak_reserved);
+}
+
+// The run that came nearest to fitting: the fewest OOMs, then the lowest peak.
+const ConfirmRunOutcome* nearest_run(const std::vector<ConfirmRunOutcome>& runs, std::size_t& number) {
+    const ConfirmRunOutcome* nearest = nullptr;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+        const ConfirmRunOutcome& run = runs[i];
+        if (!run.real) continue;
+        if (nearest == nullptr || judged_ooms(*run.real) < judged_ooms(*nearest->real) ||
+            (judged_ooms(*run.real) == judged_ooms(*nearest->real) && run.real->peak_reserved < nearest->real->peak_reserved)) {
+            nearest = &run;
+            number = i + 1;
+        }
+    }
+    return nearest;
+}
+
+std::string instead_text(const ConfirmEnding& ending) {
+    if (ending.would_fit)
+        return "; what would fit instead: a cap of " + format_bytes(*ending.would_fit) + " with " + setting_text(ending.best_setting) +
+               " (the smallest capacity it runs in without an OOM, by " + tuning_text(ending.last_tuning) + ")";
+    if (!ending.not_searched.empty()) return "; the capacity that would fit is not known (" + ending.not_searched + ")";
+    return "";
 }
 
 }  // namespace
 
-std::string confirm_answer(const std::vector<ConfirmRunOutcome>& runs, std::size_t candidates, bool interrupted) {
-    if (runs.empty()) return interrupted ? "not confirmed: interrupted before the first real run ended" : "not confirmed: no real run";
-    const ConfirmRunOutcome& last = runs.back();
-    const std::string which = runs.size() == 1 ? "the first real run" : "real run " + std::to_string(runs.size());
-    if (last.held && last.real) {
-        if (last.predicted.ooms == 0)
-            return "confirmed by a real run: " + setting_text(last.setting) + " ran without an OOM, as predicted (" + which + ")";
-        return "confirmed by a real run: under " + setting_text(last.setting) + " the program still ran out of memory (" +
-               ooms_text(last.real->ooms) + "), as predicted (" + which + ")";
+std::vector<std::string> confirm_answer(const std::vector<ConfirmRunOutcome>& runs, const ConfirmEnding& ending) {
+    std::vector<std::string> lines;
+    for (std::size_t i = 0; i < runs.size(); ++i) lines.push_back(run_line(runs[i], i + 1));
+    const std::string k = std::to_string(ending.candidates);
+    if (ending.stop == ConfirmStop::converged && !runs.empty()) {
+        lines.push_back("ran without an OOM: use " + setting_text(runs.back().setting) + " (confirmed by real run " +
+                        std::to_string(runs.size()) + ")");
+        return lines;
     }
-    std::string answer = interrupted ? "not confirmed: interrupted after " + std::to_string(runs.size()) + " of at most " +
-                                           std::to_string(candidates) + " real runs"
-                                     : "not confirmed by " + std::to_string(runs.size()) + " real run" + (runs.size() == 1 ? "" : "s");
-    answer += ": ";
-    for (std::size_t i = 0; i < runs.size(); ++i) answer += (i ? "; " : "") + run_text(runs[i]);
-    bool granted_course = false;
-    for (const ConfirmRunOutcome& run : runs) granted_course = granted_course || (run.real && run.predicted.ooms < run.real->ooms);
-    if (granted_course)
-        answer += " (where a setting grants an OOM the recording had, the program can go on to ask for memory the recording never saw)";
-    return answer;
+    if (ending.stop == ConfirmStop::interrupted) {
+        const std::size_t done = runs.empty() || runs.back().note != "interrupted" ? runs.size() : runs.size() - 1;
+        lines.push_back("not confirmed: interrupted " +
+                        (done == runs.size() ? "after " + std::to_string(done) : "during run " + std::to_string(runs.size())) +
+                        " of at most " + k + " real runs; " +
+                        (done == 0 ? std::string("no run ended") : "none ran without an OOM"));
+        return lines;
+    }
+    std::string word = "no setting of the grid avoided the OOM in " + std::to_string(runs.size()) + " real run" + (runs.size() == 1 ? "" : "s");
+    if (ending.stop == ConfirmStop::nothing_left)
+        word += " (no setting left untried that " + tuning_text(ending.last_tuning) + " says could fit)";
+    std::size_t number = 0;
+    if (const ConfirmRunOutcome* nearest = nearest_run(runs, number))
+        word += "; the nearest was " + setting_text(nearest->setting) + " (run " + std::to_string(number) + ": " +
+                ooms_text(judged_ooms(*nearest->real)) + ", peak reserved " + format_bytes(nearest->real->peak_reserved) +
+                (ending.cap ? " against the cap " + format_bytes(*ending.cap) : std::string()) + ")";
+    lines.push_back(word + instead_text(ending));
+    return lines;
 }
 
 }  // namespace gpumem

@@ -31,6 +31,13 @@ std::string stats_file_name(std::string_view snapshot);
 std::string process_file_name(std::string_view file, std::string_view order);
 // The order process_file_name put in a file's own name; none: 1, the first.
 std::optional<unsigned> process_of_file_name(std::string_view file);
+// Where --confirm keeps its N-th real run's recording: beside the trace,
+// ".confirmN" before its extension, the trace's own ".rankN" and ".procN"
+// left out (each run names its ranks and processes anew): "run.pickle", 2 ->
+// "run.confirm2.pickle"; "run.rank1.pickle" -> "run.confirm2.pickle". A
+// trace read from standard input ("-") has no place: the current
+// directory's "reuse-sim.confirmN.pickle".
+std::string confirm_file_name(std::string_view trace, std::size_t run);
 
 // PYTORCH_ALLOC_CONF (read first by torch 2.9 and later, even when empty)
 // and PYTORCH_CUDA_ALLOC_CONF (the old name, the only one older torch
@@ -100,26 +107,61 @@ int shell_exit_status(int wait_status) noexcept;
 // What the tuner predicted for a setting, and what a real run of the
 // program under it measured (torch.cuda.memory_stats()).
 struct RunFigures {
+    // ooms: the allocator's (memory_stats' num_ooms), which counts requests
+    // PyTorch refused and retried smaller itself (cuDNN's workspace search)
+    // as well as those the program saw.
     std::uint64_t ooms = 0, peak_reserved = 0, retries = 0, device_allocs = 0, device_frees = 0;
+    // torch.cuda.OutOfMemoryError exceptions that reached the program's
+    // Python code, each counted once (the hook, Python 3.12 and later);
+    // none: not known (an older Python, or a prediction).
+    std::optional<std::uint64_t> program_ooms;
 };
+// The OOMs a run is judged by: those the program saw when known, else the
+// allocator's.
+std::uint64_t judged_ooms(const RunFigures& figures) noexcept;
 // The agreement rule: a prediction holds when the real run agrees on
 // whether the program runs out of memory (no OOM predicted and none
-// measured, or OOMs predicted and some measured). The counts themselves
-// may differ: a program that catches an OOM changes course.
+// measured, or OOMs predicted and some measured; judged_ooms). The counts
+// themselves may differ: a program that catches an OOM changes course.
 bool prediction_held(const RunFigures& predicted, const RunFigures& real) noexcept;
 
-// --confirm's loop: K candidates, best first; a run that held ends it.
+// --confirm's loop: run 1 under the tuner's best setting; a run in which
+// the program saw an OOM is followed by a tuning of that run's own
+// recording and a run under its best untried setting that fits there; it
+// stops at the first run without an OOM (converged), after K runs, or when
+// nothing untried could fit.
 struct ConfirmRunOutcome {
     std::string setting;              // PYTORCH_CUDA_ALLOC_CONF of the tuned setting (empty: PyTorch's defaults)
     RunFigures predicted;
     std::optional<RunFigures> real;   // none: the run wrote no statistics
     bool held = false;
     std::string note;                 // why there are no real figures, when none
+    std::size_t chosen_by = 0;        // the tuning that chose it: 0 the trace's, N run N's recording
 };
-bool confirm_should_stop(const ConfirmRunOutcome& run) noexcept;
-// The final answer: "confirmed by a real run: ..." or what happened instead.
-// `candidates`: how many runs were allowed; `interrupted`: Ctrl-C stopped it.
-std::string confirm_answer(const std::vector<ConfirmRunOutcome>& runs, std::size_t candidates, bool interrupted);
+// The run ran without an OOM: the loop has converged.
+bool confirm_converged(const ConfirmRunOutcome& run) noexcept;
 
+// Why the loop ended.
+enum class ConfirmStop {
+    converged,     // a run without an OOM
+    runs_spent,    // K runs, each with an OOM
+    nothing_left,  // every setting that the latest tuning says fits was tried (or none fits)
+    interrupted,   // Ctrl-C
+};
+// What the answer says beyond the runs: how it ended, the runs' cap, and
+// what would fit instead, from the last tuning (its best setting and the
+// smallest capacity it fits in; not_searched: why that is not known).
+struct ConfirmEnding {
+    ConfirmStop stop = ConfirmStop::converged;
+    std::size_t candidates = 0;                // K
+    std::optional<std::uint64_t> cap;          // the runs' cap, when known
+    std::size_t last_tuning = 0;               // 0: the trace's, N: run N's recording
+    std::string best_setting;                  // that tuning's best
+    std::optional<std::uint64_t> would_fit;    // its smallest capacity
+    std::string not_searched;
+};
+// The answer, a few lines: each run (its setting, which tuning chose it,
+// predicted and real OOMs by kind, peak), then the final word.
+std::vector<std::string> confirm_answer(const std::vector<ConfirmRunOutcome>& runs, const ConfirmEnding& ending);
 
 }  // namespace gpumem

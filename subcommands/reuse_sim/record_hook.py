@@ -14,6 +14,10 @@
 # last one for a device is the cap in force), and both names of the
 # allocator settings' variable with torch's version: which one torch read
 # is gpumem's to say (base/record_plan's read_alloc_conf, the one place).
+# The OutOfMemoryError exceptions that reach the program's Python code are
+# counted (Python 3.12 and later, sys.monitoring): torch.cuda.memory_stats'
+# num_ooms also counts requests PyTorch refused and retried smaller itself
+# (cuDNN's workspace search), which the program never saw.
 # The environment's own sitecustomize, if any, still runs.
 import atexit
 import json
@@ -43,6 +47,10 @@ class _State:
     # first), claimed once per process, for its file names.
     order = None
     order_pid = None
+    # torch.cuda.OutOfMemoryError exceptions that reached Python code, each
+    # counted once; None: not countable here (Python before 3.12).
+    program_ooms = None
+    oom_class = None
 
 
 def _first_int(names):
@@ -152,7 +160,8 @@ def _dump(torch, doc):
     allocator["memory_fraction_calls"] = _State.fraction_calls
     record = {"kind": "gpumem-torch-recording", "schema_version": 2, "torch_version": torch.__version__,
               "device": device, "device_name": torch.cuda.get_device_name(device), "exit": _State.why,
-              "pid": os.getpid(), "process": _State.order, "allocator": allocator, "memory_stats": stats}
+              "pid": os.getpid(), "process": _State.order, "allocator": allocator, "memory_stats": stats,
+              "program_ooms": _State.program_ooms, "python_version": "%d.%d.%d" % sys.version_info[:3]}
     data = json.dumps(record, indent=1, default=str).encode()
     # The pair or nothing: "no snapshot written" must stay true.
     _write_all([(path, lambda f: pickle.dump(snapshot, f, protocol=4)), (stats_path, lambda f: f.write(data))])
@@ -182,7 +191,10 @@ def _finish():
                 _dump(torch, doc)
             except Exception as e:  # the program's exit status must not change
                 doc["error"] = "%s: %s" % (type(e).__name__, e)
-        _status(doc)
+        try:
+            _status(doc)
+        except OSError:  # gpumem's run is over and its directory gone: a straggler (multiprocessing's resource tracker)
+            pass
     finally:
         if old is not None:
             signal.signal(signal.SIGINT, old)
@@ -260,6 +272,50 @@ def _apply_cap(torch, original):
     _note_fraction(torch, fraction, device, "gpumem")
 
 
+# sys.monitoring's tool ids that no standard tool claims (0 debugger,
+# 1 coverage, 2 profiler, 5 optimizer): the first free one is the hook's.
+_MONITORING_TOOLS = (4, 3)
+
+
+def _on_raise(code, offset, exception):
+    """sys.monitoring's RAISE: an exception raised in, or passing through, a
+    Python frame. Each OutOfMemoryError is counted once, however many frames
+    it passes, by a mark on the exception itself: no reference to it is
+    kept, which would keep its traceback's frames (and their tensors) alive."""
+    cls = _State.oom_class
+    if cls is None or not isinstance(exception, cls):
+        return
+    try:
+        if getattr(exception, "_gpumem_counted", False):
+            return
+        exception._gpumem_counted = True
+    except Exception:  # an exception that takes no attribute: counted at each frame, the best there is
+        pass
+    _State.program_ooms += 1
+
+
+def _count_program_ooms(torch):
+    monitoring = getattr(sys, "monitoring", None)
+    cls = getattr(torch, "OutOfMemoryError", None) or getattr(torch.cuda, "OutOfMemoryError", None)
+    if monitoring is None or cls is None:
+        return
+    for tool in _MONITORING_TOOLS:
+        try:
+            monitoring.use_tool_id(tool, "gpumem-record")
+        except ValueError:  # taken by another tool
+            continue
+        try:
+            monitoring.register_callback(tool, monitoring.events.RAISE, _on_raise)
+            monitoring.set_events(tool, monitoring.get_events(tool) | monitoring.events.RAISE)
+        except Exception:  # the count stays unknown; the recording goes on
+            return
+        _State.oom_class = cls
+        _State.program_ooms = 0
+        # A forked child counts its own.
+        os.register_at_fork(after_in_child=lambda: setattr(_State, "program_ooms", 0))
+        return
+
+
 def _start(torch):
     if _State.started:
         return
@@ -270,6 +326,7 @@ def _start(torch):
         if _ENV.get("GPUMEM_RECORD_MAX_ENTRIES"):
             kwargs["max_entries"] = int(_ENV["GPUMEM_RECORD_MAX_ENTRIES"])
         torch.cuda.memory._record_memory_history(**kwargs)
+        _count_program_ooms(torch)
         original = _watch_fraction(torch)
         # The process's file names are claimed when it first initializes
         # CUDA, so the first to use the GPU gets FILE itself.

@@ -521,13 +521,14 @@ std::vector<std::string> named_paths(const std::vector<std::string>& program) {
 // regular file: the hook renames over it, which as root would turn /dev/null
 // into a file, and nothing the program runs from or is given: `--record
 // prog.py -- python3 prog.py` would lose the program.
-void check_record_target(const std::string& path, const std::string& shown, const std::vector<std::string>& program) {
+void check_record_target(const std::string& path, const std::string& shown, const std::vector<std::string>& program,
+                         const std::string& option = "--record") {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) return;  // a new file
-    std::string refusal = "--record " + shown + ": ";
+    std::string refusal = option + " " + shown + ": ";
     if (!S_ISREG(st.st_mode)) {
         refusal += kind_of_file(st.st_mode);
-        refusal += "; --record writes a new file or replaces a regular one";
+        refusal += "; " + option + " writes a new file or replaces a regular one";
         throw UsageError(refusal);
     }
     for (const std::string& named : named_paths(program)) {
@@ -604,6 +605,20 @@ std::optional<ConfirmRequest> check_confirm(const ReuseSimOptions& o, const Reus
     if (o.program.empty()) throw UsageError("--confirm needs the program to rerun after --: ... --confirm K -- CMD [ARGS...]");
     ConfirmRequest confirm{static_cast<std::size_t>(*o.confirm), o.program, check_real_run_cap(o), DeviceSpec{}};
     confirm.device = parse_device_spec("0");
+    // Each run's recording is kept beside the trace (standard input's: in
+    // the current directory), new or replacing a regular file, as --record's.
+    for (std::size_t run = 1; run <= confirm.candidates; ++run) {
+        const std::string file = confirm_file_name(*q.input.trace, run);
+        if (run == 1) {
+            const std::size_t slash = file.rfind('/');
+            const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : file.substr(0, slash);
+            if (::access(dir.c_str(), W_OK) != 0)
+                throw UsageError("--confirm keeps each run's recording in " + dir + " (" + file + ", ...): cannot write there: " +
+                                 std::strerror(errno));
+        }
+        check_record_target(file, file, o.program, "--confirm");
+        check_record_target(stats_file_name(file), stats_file_name(file), o.program, "--confirm");
+    }
     return confirm;
 }
 

@@ -49,8 +49,10 @@ struct RecordRequest {
     std::vector<std::string> command;
 };
 
-// --tune --confirm K -- CMD: after the ranking, real runs of the program
-// under the best settings, up to K, best first, until one holds.
+// --tune --confirm K -- CMD: after the ranking, real runs of the program,
+// up to K: the best setting first, then, after a run in which the program
+// saw an OOM, the best untried setting that fits in that run's own
+// recording, until one runs without an OOM (reuse_sim_confirm.cpp).
 struct ConfirmRequest {
     std::size_t candidates = 1;
     std::vector<std::string> command;
@@ -129,19 +131,34 @@ struct ExecuteResults {
     bool verified() const { return free_bytes_after && out_of_memory().empty() && mismatched().empty(); }
 };
 
+// The smallest capacity one setting fits in (a row of the ranking).
+struct FitCapacity {
+    std::size_t row = 0;  // its index in TuneResults::rows
+    reuse_sim::CapacitySearch search;
+};
+
 // The tuner's replays: every grid point, ranked, and the capacity search.
 struct TuneResults {
     std::uint64_t grid_points = 0;          // settings replayed (the grid, and the baseline when not in it)
     std::uint64_t lanes_replayed = 0;       // replays of the grid: settings that replay alike count once
     std::vector<reuse_sim::TuneRow> rows;   // ranked (reuse_sim::rank_rows)
     reuse_sim::CapacitySearch search;       // for the best setting
+    // A recording without an OOM (its recorded setting's replay has none):
+    // the cap each of the top settings (of distinct outcomes, up to
+    // kFitCapacitySettings) would need, so "would it fit in 40 GB?" has a
+    // number. The first is the best setting's `search`.
+    std::vector<FitCapacity> fit_capacities;
 };
+inline constexpr std::size_t kFitCapacitySettings = 3;
 
 // One real run of --confirm.
 struct ConfirmRun {
-    ConfirmRunOutcome outcome;  // the tuned setting, predicted and real figures, held
+    ConfirmRunOutcome outcome;  // the tuned setting, predicted and real figures, held, the tuning that chose it
     std::string alloc_conf;     // what the run got: the user's kept items and the setting
-    std::size_t rank = 0;       // the setting's rank in the tuner's table
+    std::size_t rank = 0;       // the setting's rank in the table of the tuning that chose it
+    // The run's recording, kept (confirm_file_name), and its statistics:
+    // the compared process's files; none when it wrote none.
+    std::optional<std::string> recording, stats;
     double wall_seconds = 0;
     int exit_status = 0;        // the program's, as a shell reports it
     // The program's rank whose memory_stats() were compared, when it ran
@@ -154,8 +171,19 @@ struct ConfirmRun {
     std::optional<long> process_pid;
 };
 
+// A tuning of a real run's recording (the same grid, the runs' cap).
+struct ConfirmTuning {
+    std::size_t run = 0;         // the run whose recording it replayed
+    std::uint64_t capacity = 0;  // reuse_sim::kUnlimited: none
+    TuneResults tune;
+};
+
 struct ConfirmResults {
     std::size_t candidates = 0;
+    std::optional<std::uint64_t> cap;  // the real runs' cap (their recordings' cap in force), when known
+    ConfirmStop stop = ConfirmStop::converged;
+    bool converged = false;            // the last run ran without an OOM
+    std::vector<ConfirmTuning> tunings;  // of each run whose program saw an OOM, in order
     std::optional<std::string> user_alloc_conf;  // the user's allocator settings, as the program's torch reads them
     std::optional<std::string> user_alloc_conf_variable;  // the variable they come from: PYTORCH_ALLOC_CONF or PYTORCH_CUDA_ALLOC_CONF
     MergedAllocConf merged;                      // its items kept and replaced (conf: of the first run)
@@ -193,7 +221,12 @@ void tune_reuse_sim(const ReuseSimRequest& q, reuse_sim::EventSource& source, co
 void record_reuse_sim(const ReuseSimRequest& q, ReuseSimResults& r, Session& session);
 // --confirm (reuse_sim_confirm.cpp): the real runs after --tune's ranking.
 void confirm_reuse_sim(const ReuseSimRequest& q, ReuseSimResults& r, Session& session);
-// The answer of --confirm, one sentence.
+// --confirm's tuning of a real run's recording (reuse_sim_run.cpp): `trace`
+// read as --trace is, replayed under q's grid and `capacity` as --tune
+// does, and the capacity search; the tuner's warnings of it are dropped.
+TuneResults tune_recording(const ReuseSimRequest& q, const std::string& trace, std::uint64_t capacity);
+// The answer of --confirm, a few lines (record_plan's confirm_answer).
+std::vector<std::string> confirm_answer_lines(const ReuseSimResults& r);
 std::string confirm_answer_text(const ReuseSimResults& r);
 Report reuse_sim_report(const ReuseSimRequest& q, const ReuseSimResults& r, const OutputOptions& output);
 

@@ -1,8 +1,13 @@
 // gpumem reuse-sim --record and --confirm: the program run under the
 // recording hook (record_run.hpp). --record runs it once and says on stderr
-// what it wrote; --confirm runs it under the tuner's best settings, best
-// first, comparing each real run's torch.cuda.memory_stats() with the
-// prediction, until one holds (base/record_plan.hpp's rule).
+// what it wrote; --confirm runs it under the tuner's best setting, compares
+// the real run's torch.cuda.memory_stats() (and the OOMs the program saw)
+// with the prediction, and after a run with an OOM tunes again from that
+// run's own recording (kept beside the trace) and runs the best untried
+// setting that fits there, until one runs without an OOM
+// (base/record_plan.hpp's rules).
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -80,33 +85,22 @@ std::optional<RunFigures> read_figures(const std::string& stats_path, std::strin
     f.retries = count("num_alloc_retries");
     f.device_allocs = count("num_device_alloc");
     f.device_frees = count("num_device_free");
+    // The hook's count of the OOMs the program saw; null: not known.
+    if (doc.contains("program_ooms") && doc["program_ooms"].is_number_unsigned()) f.program_ooms = doc["program_ooms"].get<std::uint64_t>();
     return f;
 }
 
 RunFigures predicted_figures(const rs::TuneOutcome& o) {
-    return {o.ooms, o.peak_reserved, o.retries, o.device_allocs, o.device_frees};
+    return {o.ooms, o.peak_reserved, o.retries, o.device_allocs, o.device_frees, std::nullopt};
 }
 
-// A private directory for the real runs' snapshots, removed afterwards.
-class ScratchDirectory {
-public:
-    ScratchDirectory() {
-        const char* tmp = std::getenv("TMPDIR");
-        std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/gpumem-confirm-XXXXXX";
-        if (::mkdtemp(pattern.data()) == nullptr) throw Error(pattern + ": cannot create a directory for the real runs");
-        path_ = pattern;
-    }
-    ~ScratchDirectory() {
-        std::error_code ignored;
-        std::filesystem::remove_all(path_, ignored);
-    }
-    ScratchDirectory(const ScratchDirectory&) = delete;
-    ScratchDirectory& operator=(const ScratchDirectory&) = delete;
-    const std::string& path() const noexcept { return path_; }
-
-private:
-    std::string path_;
-};
+// A path as the program sees it whatever directory it changes to.
+std::string absolute_path(const std::string& path) {
+    if (!path.empty() && path.front() == '/') return path;
+    std::string cwd(4096, '\0');
+    if (::getcwd(cwd.data(), cwd.size()) == nullptr) throw Error("--confirm: cannot read the working directory");
+    return std::string(cwd.c_str()) + "/" + path;
+}
 
 // The tuner's knobs: their keys in PYTORCH_CUDA_ALLOC_CONF are the grid's to set.
 std::vector<std::string_view> grid_keys() {
@@ -137,18 +131,28 @@ const RecordedProcess* compared_process(const std::vector<const RecordedProcess*
     return nullptr;
 }
 
-// One real run under the tuned setting of `row` (ranked `rank`).
-ConfirmRun confirm_one(const ReuseSimRequest& q, const rs::TuneRow& row, std::size_t rank, const ConfirmResults& c,
-                       const std::string& dir, Session& session) {
+std::string tuning_name(std::size_t chosen_by) {
+    return chosen_by == 0 ? std::string("the trace's tuning") : "the tuning of run " + std::to_string(chosen_by) + "'s recording";
+}
+
+// One real run under the tuned setting of `row` (ranked `rank` by the
+// tuning of `chosen_by`), recorded beside the trace.
+ConfirmRun confirm_one(const ReuseSimRequest& q, const rs::TuneRow& row, std::size_t rank, std::size_t chosen_by, const ConfirmResults& c,
+                       Session& session) {
     ConfirmRun run;
     run.rank = rank;
     run.outcome.setting = rs::alloc_conf(row.point.options);
     run.outcome.predicted = predicted_figures(row.outcome);
+    run.outcome.chosen_by = chosen_by;
     run.alloc_conf = merge_alloc_conf(c.user_alloc_conf.value_or(""), run.outcome.setting, grid_keys()).conf;
+    const std::size_t number = c.runs.size() + 1;
     RecordSettings settings = q.confirm->settings;
-    settings.file = dir + "/run" + std::to_string(c.runs.size() + 1) + ".pickle";
-    say(session, "--confirm: real run " + std::to_string(c.runs.size() + 1) + " of at most " + std::to_string(c.candidates) +
-                     ": PYTORCH_ALLOC_CONF and PYTORCH_CUDA_ALLOC_CONF=" + (run.alloc_conf.empty() ? "(empty)" : run.alloc_conf));
+    settings.file = absolute_path(confirm_file_name(q.input.trace.value_or("-"), number));
+    say(session, "--confirm: run " + std::to_string(number) + " of at most " + std::to_string(c.candidates) + " (" +
+                     (run.alloc_conf.empty() ? std::string("PyTorch's defaults") : "PYTORCH_CUDA_ALLOC_CONF=" + run.alloc_conf) +
+                     ", rank " + std::to_string(rank) + " of " + tuning_name(chosen_by) + ")" +
+                     (c.runs.empty() ? std::string() : ", the last took " + format_decimal(c.runs.back().wall_seconds, 1) + " s") +
+                     "; recorded in " + settings.file);
     ChildStyle style;
     style.own_group = true;
     // Under both names: torch 2.9 and later read PYTORCH_ALLOC_CONF first,
@@ -181,6 +185,8 @@ ConfirmRun confirm_one(const ReuseSimRequest& q, const rs::TuneRow& row, std::si
         run.process_order = compared->order.value_or(1);
         run.process_pid = compared->pid;
     }
+    run.recording = compared->snapshot;
+    run.stats = compared->stats;
     run.outcome.real = read_figures(*compared->stats, run.outcome.note);
     if (run.outcome.real) run.outcome.held = prediction_held(run.outcome.predicted, *run.outcome.real);
     return run;
@@ -195,7 +201,9 @@ std::string figures_line(const ConfirmRun& run) {
     if (!of_rank.empty()) of_rank = " (" + of_rank + ")";
     const RunFigures& p = run.outcome.predicted;
     const RunFigures& r = *run.outcome.real;
-    return "OOMs predicted " + std::to_string(p.ooms) + ", real " + std::to_string(r.ooms) + "; peak reserved predicted " +
+    const std::string real = r.program_ooms ? std::to_string(*r.program_ooms) + " seen by the program (allocator " + std::to_string(r.ooms) + ")"
+                                            : std::to_string(r.ooms) + " (the allocator's)";
+    return "OOMs predicted " + std::to_string(p.ooms) + ", real " + real + "; peak reserved predicted " +
            rs::group_digits(p.peak_reserved) + " B, real " + rs::group_digits(r.peak_reserved) + " B; " +
            (run.outcome.held ? "the prediction held" : "the prediction did NOT hold") + of_rank;
 }
@@ -227,9 +235,82 @@ void record_reuse_sim(const ReuseSimRequest& q, ReuseSimResults& r, Session& ses
     throw Error(nothing_recorded_reason(run));
 }
 
+namespace {
+
+// The best-ranked setting of `tune` not yet tried whose replay had no OOM.
+std::optional<std::size_t> next_setting(const TuneResults& tune, const std::vector<std::string>& tried) {
+    for (std::size_t i = 0; i < tune.rows.size(); ++i) {
+        if (tune.rows[i].outcome.ooms != 0) continue;
+        if (std::find(tried.begin(), tried.end(), rs::alloc_conf(tune.rows[i].point.options)) == tried.end()) return i;
+    }
+    return std::nullopt;
+}
+
+// The cap a run ran under: its recording's cap in force (gpumem's, or the
+// program's own), else the replay's.
+std::uint64_t run_capacity(const ReuseSimRequest& q, const ConfirmRun& run) {
+    if (run.stats)
+        if (const std::optional<RecordingStats> stats = read_recording_stats(*run.stats); stats && stats->cap)
+            return stats->cap->call.allowed_memory_maximum;
+    return q.capacity;
+}
+
+// The runs' loop; `c.stop` says how it ended.
+void confirm_loop(const ReuseSimRequest& q, ReuseSimResults& r, ConfirmResults& c, Session& session) {
+    std::vector<std::string> tried;
+    // The latest tuning: the trace's, then that of each run whose program saw an OOM.
+    const auto latest = [&]() -> const TuneResults& { return c.tunings.empty() ? *r.tune : c.tunings.back().tune; };
+    const auto latest_run = [&] { return c.tunings.empty() ? std::size_t{0} : c.tunings.back().run; };
+    std::optional<std::size_t> row = 0;
+    for (std::size_t n = 1; n <= c.candidates; ++n) {
+        throw_if_interrupted();
+        const rs::TuneRow& chosen = latest().rows[*row];
+        tried.push_back(rs::alloc_conf(chosen.point.options));
+        c.runs.push_back(confirm_one(q, chosen, *row + 1, latest_run(), c, session));
+        const ConfirmRun& run = c.runs.back();
+        if (run.outcome.note == "interrupted") throw InterruptedError();
+        say(session, "--confirm: run " + std::to_string(n) + ": " + figures_line(run));
+        if (!c.cap && run.stats) {
+            const std::uint64_t cap = run_capacity(q, run);
+            if (cap != rs::kUnlimited) c.cap = cap;
+        }
+        if (confirm_converged(run.outcome)) {
+            c.converged = true;
+            c.stop = ConfirmStop::converged;
+            return;
+        }
+        // The program saw an OOM (or wrote no figures): its own recording,
+        // which holds what the first never reached, is tuned again.
+        if (run.recording) {
+            const std::uint64_t capacity = run_capacity(q, run);
+            say(session, "--confirm: tuning run " + std::to_string(n) + "'s recording (" + *run.recording + ") under " +
+                             (capacity == rs::kUnlimited ? std::string("no cap") : "the cap " + exact_size_text(capacity)));
+            try {
+                c.tunings.push_back({n, capacity, tune_recording(q, *run.recording, capacity)});
+            } catch (const InterruptedError&) {
+                throw;
+            } catch (const Error& e) {
+                say(session, "--confirm: run " + std::to_string(n) + "'s recording could not be tuned: " + e.what());
+            }
+        }
+        if (n == c.candidates) {
+            c.stop = ConfirmStop::runs_spent;
+            return;
+        }
+        row = next_setting(latest(), tried);
+        if (!row) {
+            c.stop = ConfirmStop::nothing_left;
+            return;
+        }
+    }
+    c.stop = ConfirmStop::runs_spent;
+}
+
+}  // namespace
+
 void confirm_reuse_sim(const ReuseSimRequest& q, ReuseSimResults& r, Session& session) {
     ConfirmResults& c = r.confirm.emplace();
-    c.candidates = std::min(q.confirm->candidates, r.tune->rows.size());
+    c.candidates = r.tune->rows.empty() ? 0 : q.confirm->candidates;
     // The user's settings as the program's torch reads them (its version
     // from the recording's statistics, when the trace has them).
     const auto env = [](std::string_view name) -> std::optional<std::string> {
@@ -251,23 +332,39 @@ void confirm_reuse_sim(const ReuseSimRequest& q, ReuseSimResults& r, Session& se
     if (!c.merged.kept.empty())
         say(session, "--confirm: kept from your " + c.user_alloc_conf_variable.value_or(std::string(kCudaAllocConfVariable)) +
                          " (the tuner does not set them): " + join(c.merged.kept, ","));
-    const ScratchDirectory dir;
-    for (std::size_t i = 0; i < c.candidates; ++i) {
-        throw_if_interrupted();
-        c.runs.push_back(confirm_one(q, r.tune->rows[i], i + 1, c, dir.path(), session));
-        if (c.runs.back().outcome.note == "interrupted") {
-            c.interrupted = true;
-            throw InterruptedError();
-        }
-        say(session, "--confirm: real run " + std::to_string(c.runs.size()) + ": " + figures_line(c.runs.back()));
-        if (confirm_should_stop(c.runs.back().outcome)) break;
+    if (c.candidates == 0) {
+        c.stop = ConfirmStop::nothing_left;
+        return;
+    }
+    try {
+        confirm_loop(q, r, c, session);
+    } catch (const InterruptedError&) {
+        // What was measured is kept: the report of the runs that ended.
+        c.interrupted = true;
+        c.stop = ConfirmStop::interrupted;
+        throw;
     }
 }
 
-std::string confirm_answer_text(const ReuseSimResults& r) {
+std::vector<std::string> confirm_answer_lines(const ReuseSimResults& r) {
+    const ConfirmResults& c = *r.confirm;
     std::vector<ConfirmRunOutcome> outcomes;
-    for (const ConfirmRun& run : r.confirm->runs) outcomes.push_back(run.outcome);
-    return confirm_answer(outcomes, r.confirm->candidates, r.confirm->interrupted);
+    for (const ConfirmRun& run : c.runs) outcomes.push_back(run.outcome);
+    ConfirmEnding ending;
+    ending.stop = c.stop;
+    ending.candidates = c.candidates;
+    ending.cap = c.cap;
+    // What would fit instead: the latest tuning's best setting and its search.
+    const TuneResults* latest = c.tunings.empty() ? (r.tune ? &*r.tune : nullptr) : &c.tunings.back().tune;
+    ending.last_tuning = c.tunings.empty() ? 0 : c.tunings.back().run;
+    if (latest && !latest->rows.empty()) {
+        ending.best_setting = rs::alloc_conf(latest->rows.front().point.options);
+        ending.would_fit = latest->search.smallest;
+        ending.not_searched = latest->search.not_searched;
+    }
+    return confirm_answer(outcomes, ending);
 }
+
+std::string confirm_answer_text(const ReuseSimResults& r) { return join(confirm_answer_lines(r), "\n"); }
 
 }  // namespace gpumem::cli

@@ -499,6 +499,42 @@ const rs::TuneRow* recorded_row(const TuneResults& t) {
     return nullptr;
 }
 
+// A recording without an OOM: the cap each of the top settings needs.
+struct FitCapacityView {
+    const rs::TuneRow& row;
+    const FitCapacity& fit;
+};
+std::vector<FitCapacityView> fit_capacity_views(const TuneResults& t) {
+    std::vector<FitCapacityView> views;
+    for (const FitCapacity& f : t.fit_capacities) views.push_back({t.rows[f.row], f});
+    return views;
+}
+constexpr Column<FitCapacityView> kFitCapacityColumns[] = {
+    {{"rank", "", FieldKind::integer}, [](const FitCapacityView& v) { return u64(v.fit.row + 1); }},
+    {{"alloc_conf", "", FieldKind::text}, [](const FitCapacityView& v) -> Cell { return rs::alloc_conf(v.row.point.options); }},
+    {{"smallest_capacity_bytes", "", FieldKind::bytes}, [](const FitCapacityView& v) { return optional_cell(v.fit.search.smallest); }},
+    {{"capacity_resolution_bytes", "", FieldKind::bytes},
+     [](const FitCapacityView& v) { return v.fit.search.smallest ? u64(v.fit.search.resolution) : Cell(); }},
+    {{"capacity_not_searched", "", FieldKind::text},
+     [](const FitCapacityView& v) { return v.fit.search.not_searched.empty() ? Cell() : Cell(v.fit.search.not_searched); }},
+};
+constexpr auto fit_capacity_schema = nested_schema<kFitCapacityColumns>;
+
+// "The recording has no OOM; ... would need a cap of ...": one line.
+std::optional<std::string> fit_capacities_text(const TuneResults& t, Unit unit) {
+    if (t.fit_capacities.empty()) return std::nullopt;
+    std::string text = "The recording has no OOM; the smallest cap each of the top settings runs in without one: ";
+    bool first = true;
+    for (const FitCapacityView& v : fit_capacity_views(t)) {
+        text += first ? "" : "; ";
+        first = false;
+        const std::string conf = rs::alloc_conf(v.row.point.options);
+        text += (v.fit.search.smallest ? format_bytes(*v.fit.search.smallest, unit) : "not known (" + v.fit.search.not_searched + ")") +
+                " with " + (conf.empty() ? std::string("PyTorch's defaults") : conf);
+    }
+    return text + ".";
+}
+
 // The document's "tune": the answer and its parts, for scripts.
 struct TuneDocument {
     const ReuseSimRequest& q;
@@ -534,6 +570,10 @@ constexpr Column<TuneDocument> kTuneDocumentColumns[] = {
     {{"capacity_not_searched", "", FieldKind::text},
      [](const TuneDocument& d) { return d.t().search.not_searched.empty() ? Cell() : Cell(d.t().search.not_searched); }},
     {{"answer", "", FieldKind::text}, [](const TuneDocument& d) -> Cell { return tune_answer_text(d.q, d.r, Unit::automatic); }},
+    // A recording without an OOM: the top settings' smallest caps (empty otherwise).
+    {{"fit_capacities", "", FieldKind::records},
+     [](const TuneDocument& d) { return records_cell(make_records(Columns<FitCapacityView>(kFitCapacityColumns), fit_capacity_views(d.t()))); },
+     Shown::always, false, fit_capacity_schema},
 };
 constexpr auto tune_document_schema = nested_schema<kTuneDocumentColumns>;
 Cell tune_cell(const ReuseSimRequest& q, const ReuseSimResults& r) {
@@ -548,6 +588,36 @@ Cell real_cell(const ConfirmRun& run, std::uint64_t RunFigures::*field) {
     return run.outcome.real ? u64((*run.outcome.real).*field) : Cell();
 }
 
+const char* confirm_stop_name(ConfirmStop stop) {
+    switch (stop) {
+        case ConfirmStop::converged: return "converged";
+        case ConfirmStop::runs_spent: return "runs_spent";
+        case ConfirmStop::nothing_left: return "nothing_left";
+        case ConfirmStop::interrupted: return "interrupted";
+    }
+    return "converged";
+}
+
+// A tuning of a real run's recording: what it ranked best, and the
+// smallest capacity that fits.
+constexpr Column<ConfirmTuning> kConfirmTuningColumns[] = {
+    {{"run", "", FieldKind::integer}, [](const ConfirmTuning& t) { return u64(t.run); }},
+    {{"capacity_bytes", "", FieldKind::bytes}, [](const ConfirmTuning& t) { return unless(t.capacity, rs::kUnlimited); }},
+    {{"best_alloc_conf", "", FieldKind::text},
+     [](const ConfirmTuning& t) -> Cell { return t.tune.rows.empty() ? Cell() : Cell(rs::alloc_conf(t.tune.rows.front().point.options)); }},
+    {{"best_fits", "", FieldKind::boolean},
+     [](const ConfirmTuning& t) -> Cell { return t.tune.rows.empty() ? Cell() : Cell(t.tune.rows.front().outcome.ooms == 0); }},
+    {{"settings_that_fit", "", FieldKind::integer},
+     [](const ConfirmTuning& t) {
+         return u64(static_cast<std::uint64_t>(
+             std::count_if(t.tune.rows.begin(), t.tune.rows.end(), [](const rs::TuneRow& row) { return row.outcome.ooms == 0; })));
+     }},
+    {{"smallest_capacity_bytes", "", FieldKind::bytes}, [](const ConfirmTuning& t) { return optional_cell(t.tune.search.smallest); }},
+    {{"capacity_not_searched", "", FieldKind::text},
+     [](const ConfirmTuning& t) { return t.tune.search.not_searched.empty() ? Cell() : Cell(t.tune.search.not_searched); }},
+};
+constexpr auto confirm_tuning_schema = nested_schema<kConfirmTuningColumns>;
+
 // A real run of --confirm: the prediction beside what torch.cuda.memory_stats() said.
 constexpr Column<ConfirmRun> kConfirmRunColumns[] = {
     {{"rank", "#", FieldKind::integer}, [](const ConfirmRun& x) { return u64(x.rank); }},
@@ -557,6 +627,11 @@ constexpr Column<ConfirmRun> kConfirmRunColumns[] = {
     {{"alloc_conf", "", FieldKind::text}, [](const ConfirmRun& x) -> Cell { return x.alloc_conf; }, Shown::machine_only},
     {{"predicted_ooms", "OOMs pred", FieldKind::integer}, [](const ConfirmRun& x) { return u64(x.outcome.predicted.ooms); }},
     {{"real_ooms", "real", FieldKind::integer}, [](const ConfirmRun& x) { return real_cell(x, &RunFigures::ooms); }},
+    // The OOMs the program saw (torch.cuda.OutOfMemoryError reaching its
+    // Python code, Python 3.12 and later); null: not known. real_ooms is
+    // the allocator's, which also counts requests retried inside PyTorch.
+    {{"real_program_ooms", "seen", FieldKind::integer},
+     [](const ConfirmRun& x) { return x.outcome.real ? optional_cell(x.outcome.real->program_ooms) : Cell(); }},
     {{"predicted_peak_reserved", "peak pred", FieldKind::bytes},
      [](const ConfirmRun& x) { return u64(x.outcome.predicted.peak_reserved); }},
     {{"real_peak_reserved", "real", FieldKind::bytes}, [](const ConfirmRun& x) { return real_cell(x, &RunFigures::peak_reserved); }},
@@ -569,6 +644,10 @@ constexpr Column<ConfirmRun> kConfirmRunColumns[] = {
     {{"wall_seconds", "wall s", FieldKind::real, 1}, [](const ConfirmRun& x) -> Cell { return x.wall_seconds; }},
     {{"exit_status", "exit", FieldKind::integer}, [](const ConfirmRun& x) { return u64(static_cast<std::uint64_t>(x.exit_status)); }},
     {{"held", "held", FieldKind::boolean}, [](const ConfirmRun& x) -> Cell { return x.outcome.held; }},
+    // The tuning that chose the setting: 0 the trace's, N run N's recording.
+    {{"chosen_by_run", "by", FieldKind::integer}, [](const ConfirmRun& x) { return u64(x.outcome.chosen_by); }},
+    {{"recording", "", FieldKind::text}, [](const ConfirmRun& x) { return optional_cell(x.recording); }, Shown::machine_only},
+    {{"stats_file", "", FieldKind::text}, [](const ConfirmRun& x) { return optional_cell(x.stats); }, Shown::machine_only},
     {{"process_rank", "", FieldKind::integer},
      [](const ConfirmRun& x) { return x.process_rank ? u64(*x.process_rank) : Cell(); }, Shown::machine_only},
     {{"process_order", "", FieldKind::integer},
@@ -587,8 +666,15 @@ constexpr Column<ConfirmResults> kConfirmColumns[] = {
     {{"kept_alloc_conf", "", FieldKind::list}, [](const ConfirmResults& c) -> Cell { return c.merged.kept; }},
     {{"replaced_alloc_conf", "", FieldKind::list}, [](const ConfirmResults& c) -> Cell { return c.merged.replaced; }},
     {{"interrupted", "", FieldKind::boolean}, [](const ConfirmResults& c) -> Cell { return c.interrupted; }},
-    {{"confirmed", "", FieldKind::boolean},
-     [](const ConfirmResults& c) -> Cell { return !c.runs.empty() && c.runs.back().outcome.held; }},
+    // A run ran without an OOM (the last): its setting is the answer.
+    {{"converged", "", FieldKind::boolean}, [](const ConfirmResults& c) -> Cell { return c.converged; }},
+    {{"confirmed", "", FieldKind::boolean}, [](const ConfirmResults& c) -> Cell { return c.converged; }},
+    {{"stop", "", FieldKind::text}, [](const ConfirmResults& c) -> Cell { return std::string(confirm_stop_name(c.stop)); }, Shown::always,
+     false, nullptr, [] { return std::vector<std::string_view>{"converged", "runs_spent", "nothing_left", "interrupted"}; }},
+    {{"cap_bytes", "", FieldKind::bytes}, [](const ConfirmResults& c) { return optional_cell(c.cap); }},
+    {{"tunings", "", FieldKind::records},
+     [](const ConfirmResults& c) { return records_cell(make_records(Columns<ConfirmTuning>(kConfirmTuningColumns), c.tunings)); },
+     Shown::always, false, confirm_tuning_schema},
     {{"runs", "", FieldKind::records},
      [](const ConfirmResults& c) { return records_cell(make_records(Columns<ConfirmRun>(kConfirmRunColumns), c.runs)); }, Shown::always,
      false, confirm_run_schema},
@@ -597,13 +683,16 @@ constexpr auto confirm_schema = nested_schema<kConfirmColumns>;
 Cell confirm_cell(const ReuseSimResults& r) {
     if (!r.confirm) return Cell();
     Record record = make_record(Columns<ConfirmResults>(kConfirmColumns), *r.confirm);
-    record.add(Field{"answer", "", FieldKind::text}, confirm_answer_text(r));
+    const std::vector<std::string> lines = confirm_answer_lines(r);
+    record.add(Field{"answer", "", FieldKind::text}, join(lines, "\n"));
+    record.add(Field{"final_answer", "", FieldKind::text}, lines.empty() ? std::string() : lines.back());
     return record_cell(std::move(record));
 }
 const FieldSchemaSet& confirm_document_schema() {
     static const FieldSchemaSet set = [] {
         FieldSchemaSet s = confirm_schema();
         s.fields.push_back({Field{"answer", "", FieldKind::text}});
+        s.fields.push_back({Field{"final_answer", "", FieldKind::text}});
         return s;
     }();
     return set;
@@ -841,6 +930,7 @@ Report tune_report(const ReuseSimRequest& q, const ReuseSimResults& r, const Out
     for (const std::string& line : recorded_lines(r, output.unit)) add(report.text_before, line);
     report.text_before.emplace_back();
     add(report.text_before, tune_answer_text(q, r, output.unit));
+    if (const std::optional<std::string> fits = fit_capacities_text(*r.tune, output.unit)) add(report.text_before, *fits);
     report.text_before.emplace_back();
     const std::uint64_t replayed = r.tune->lanes_replayed;
     add(report.text_before,
@@ -862,7 +952,7 @@ Report tune_report(const ReuseSimRequest& q, const ReuseSimResults& r, const Out
     if (!r.confirm->merged.kept.empty())
         add(report.text_after,
             "Real runs kept these items of your PYTORCH_CUDA_ALLOC_CONF, which the tuner does not set: " + join(r.confirm->merged.kept, ","));
-    add(report.text_after, confirm_answer_text(r));
+    for (const std::string& line : confirm_answer_lines(r)) add(report.text_after, line);
     report.text_after.insert(report.text_after.begin(), "");
     return report;
 }

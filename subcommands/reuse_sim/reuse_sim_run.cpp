@@ -226,6 +226,24 @@ std::uint64_t ExecuteResults::refused() const {
     return n;
 }
 
+TuneResults tune_recording(const ReuseSimRequest& q, const std::string& trace, std::uint64_t capacity) {
+    // The trace's request, but this recording's file and the runs' cap: the
+    // same grid (its axes were chosen for the trace's cap, as the runs').
+    ReuseSimRequest rq = q;
+    rq.input.trace = trace;
+    rq.input.trace_format = rs::TraceFormat::automatic;
+    rq.capacity = capacity;
+    rq.confirm.reset();
+    ReuseSimResults r;
+    const rs::CostTable table = load_costs(rq, r);
+    const rs::CostModel costs(table);
+    std::unique_ptr<rs::EventSource> source = open_input(rq);
+    r.strategy_options = rq.strategy_options;
+    if (const rs::RecordedAllocatorSettings* recorded = source->allocator_settings()) apply_recorded_settings(rq, *recorded, r);
+    tune_reuse_sim(rq, *source, costs, r, false);
+    return std::move(*r.tune);
+}
+
 void execute_reuse_sim(const ReuseSimRequest& q, ReuseSimResults& r, Session& session) {
     if (q.record) {
         record_reuse_sim(q, r, session);  // runs a program: no replay, no driver

@@ -223,6 +223,21 @@ void tune_reuse_sim(const ReuseSimRequest& q, rs::EventSource& source, const rs:
                               static_cast<double>(std::max<std::size_t>(1, std::min<std::size_t>(run.options.threads, lanes.size())));
     const double lane_seconds = lanes.empty() ? decided->replay.summary.seconds : grid.summary.seconds / per_thread;
     r.tune->search = search_capacity(run, r, r.tune->rows.front(), lane_seconds);
+    // A recording without an OOM: the cap each of the top settings would
+    // need ("would it fit in 40 GB?"), one search per distinct outcome
+    // (settings that replay alike need the same).
+    if (r.summary->oom_events != 0) return;
+    const std::vector<rs::TuneRow>& rows = r.tune->rows;
+    const auto same_outcome = [](const rs::TuneOutcome& a, const rs::TuneOutcome& b) {
+        return a.peak_reserved == b.peak_reserved && a.ooms == b.ooms && a.retries == b.retries && a.device_allocs == b.device_allocs &&
+               a.device_frees == b.device_frees;
+    };
+    r.tune->fit_capacities.push_back({0, r.tune->search});
+    for (std::size_t i = 1; i < rows.size() && r.tune->fit_capacities.size() < kFitCapacitySettings; ++i) {
+        const bool repeated = std::any_of(r.tune->fit_capacities.begin(), r.tune->fit_capacities.end(),
+                                          [&](const FitCapacity& f) { return same_outcome(rows[f.row].outcome, rows[i].outcome); });
+        if (!repeated) r.tune->fit_capacities.push_back({i, search_capacity(run, r, rows[i], lane_seconds)});
+    }
 }
 
 }  // namespace gpumem::cli
