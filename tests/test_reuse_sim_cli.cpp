@@ -406,6 +406,30 @@ TEST_CASE("cli reuse-sim --tune: a recorded workload under a cap that bites, ran
     CHECK(nlohmann::json::parse(uncapped.out)["tune"]["grid_points"] == 18);
 }
 
+TEST_CASE("cli reuse-sim --tune: a recording without an OOM says the cap each of the top 3 settings needs; one with OOMs does not") {
+    const RunResult r = run_gpumem({"reuse-sim", "--trace", fixture("torch/cnn_inference.pickle"), "--tune", "--json"});
+    REQUIRE(r.status == 0);
+    const nlohmann::json d = nlohmann::json::parse(r.out);
+    const nlohmann::json& fits = d["tune"]["fit_capacities"];
+    REQUIRE(fits.size() == 3);
+    CHECK(fits[0]["rank"] == 1);
+    CHECK(fits[0]["smallest_capacity_bytes"] == d["tune"]["smallest_capacity_bytes"]);
+    for (std::size_t i = 0; i < fits.size(); ++i) {
+        CAPTURE(i);
+        REQUIRE(fits[i]["smallest_capacity_bytes"].is_number());
+        CHECK(fits[i]["smallest_capacity_bytes"] >= d["peak_live_bytes"]);
+        const nlohmann::json& row = d["settings"][fits[i]["rank"].get<std::size_t>() - 1];
+        CHECK(row["alloc_conf"] == fits[i]["alloc_conf"]);
+        CHECK(fits[i]["smallest_capacity_bytes"] <= row["peak_reserved"]);  // its own uncapped peak fits
+        if (i > 0) CHECK(row["peak_reserved"] != d["settings"][fits[i - 1]["rank"].get<std::size_t>() - 1]["peak_reserved"]);
+    }
+    const RunResult text = run_gpumem({"reuse-sim", "--trace", fixture("torch/cnn_inference.pickle"), "--tune"});
+    CHECK(has(flat(text.out), "The recording has no OOM; the smallest cap each of the top settings runs in without one: "));
+    const RunResult ooms = run_gpumem({"reuse-sim", "--trace", fixture("torch/fragmentation_oom.pickle"), "--tune", "--json"});
+    REQUIRE(ooms.status == 0);
+    CHECK(nlohmann::json::parse(ooms.out)["tune"]["fit_capacities"].empty());
+}
+
 TEST_CASE("cli reuse-sim --sweep: a snapshot's own setting is the recorded row; a FIFO is read once and spooled for the search") {
     const RunResult r = run_gpumem({"reuse-sim", "--trace", fixture("snapshots/small_p4.pickle"), "--sweep", "max_split_size=none,64",
                                     "--sweep", "roundup_power2_divisions=none,4", "--json"});

@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -559,7 +560,7 @@ struct ConfirmCase {
     Scratch s;
     cli::ReuseSimRequest q;
     cli::ReuseSimResults r;
-    std::string python = "python3";
+    bool quiet = true;  // false: gpumem's lines (and the program's) go to the file `stderr`
     ConfirmCase() {
         q.input.trace = s / "run.pickle";
         q.confirm = cli::ConfirmRequest{2, {"python3", kProgram, "alloc"}, {}, {}};
@@ -585,8 +586,26 @@ struct ConfirmCase {
         ::setenv("STANDIN_LOG", (s / "log").c_str(), 1);
         if (user_conf) ::setenv(variable, user_conf, 1);
         cli::Globals globals;
-        globals.quiet = true;
+        globals.quiet = quiet;
         cli::Session session(globals);
+        // Standard error into a file while the loop runs, then back.
+        struct Redirect {
+            int saved = -1;
+            explicit Redirect(const std::optional<std::string>& file) {
+                if (!file) return;
+                std::fflush(stderr);
+                saved = ::dup(2);
+                const int fd = ::open(file->c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+                ::dup2(fd, 2);
+                ::close(fd);
+            }
+            ~Redirect() {
+                if (saved < 0) return;
+                std::fflush(stderr);
+                ::dup2(saved, 2);
+                ::close(saved);
+            }
+        } redirect(quiet ? std::nullopt : std::optional<std::string>(s / "stderr"));
         struct Unset {
             ~Unset() {
                 for (const char* name : {"PYTHONPATH", "STANDIN_SNAPSHOT", "STANDIN_STATS", "STANDIN_LOG", "PYTORCH_CUDA_ALLOC_CONF",
@@ -627,6 +646,7 @@ TEST_CASE("confirm: the best setting's real run has no OOM: converged at run 1, 
 TEST_CASE("confirm: a departure is tuned again from that run's own recording, which picks another setting; that one converges") {
     ConfirmCase c;
     c.q.confirm->candidates = 3;
+    c.quiet = false;
     // The best setting: the program saw OOMs; any other runs without one.
     c.run(R"({"expandable_segments:True": {"num_ooms": 2, "reserved_bytes.all.peak": 1073741824}, "*": {"num_ooms": 0}})");
     const cli::ConfirmResults& confirm = *c.r.confirm;
@@ -659,6 +679,13 @@ TEST_CASE("confirm: a departure is tuned again from that run's own recording, wh
     REQUIRE(answer.size() == 3);
     CHECK(has(answer[1], "(chosen by the tuning of run 1's recording)"));
     CHECK(answer[2] == "ran without an OOM: use PYTORCH_CUDA_ALLOC_CONF=" + second.outcome.setting + " (confirmed by real run 2)");
+    // Which run is going, and how long the last took, before each.
+    const std::string err = slurp(c.s / "stderr");
+    CHECK(has(err, "gpumem: --confirm: run 1 of at most 3 (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, rank 1 of the trace's tuning); recorded in " +
+                       (c.s / "run.confirm1.pickle")));
+    CHECK(has(err, "gpumem: --confirm: run 2 of at most 3 (PYTORCH_CUDA_ALLOC_CONF=" + second.outcome.setting + ", rank " +
+                       std::to_string(second.rank) + " of the tuning of run 1's recording), the last took "));
+    CHECK(has(err, "gpumem: --confirm: tuning run 1's recording (" + (c.s / "run.confirm1.pickle") + ") under the cap "));
 }
 
 TEST_CASE("confirm: K runs spent, each with an OOM: the nearest, and what would fit from the last recording") {
@@ -937,6 +964,46 @@ TEST_CASE("record: FILE and its statistics are new or regular files, never a dev
     const RunResult ok = run_gpumem({"reuse-sim", "--record", s / "old.pickle", "--", "python3", kProgram, "alloc"}, env);
     CHECK(ok.status == 0);
     CHECK(slurp(s / "old.pickle") != "old");
+}
+
+TEST_CASE("confirm: each run's recording is new or replaces a regular file, beside the trace or, for standard input, here") {
+    const Scratch s;
+    const std::string trace = s / "run.pickle";
+    REQUIRE(std::system(("cp '" + kSnapshot + "' '" + trace + "'").c_str()) == 0);
+    const std::vector<std::string> env = standin_env(s);
+    const auto confirm = [&](const std::string& input) {
+        return run_gpumem({"reuse-sim", "--trace", input, "--capacity", "1GiB", "--tune", "--confirm", "3", "--json", "--", "python3",
+                           kProgram, "alloc"},
+                          env);
+    };
+    // Run 2's statistics would go where a folder is: refused before anything runs.
+    REQUIRE(::mkdir((s / "run.confirm2.stats.json").c_str(), 0700) == 0);
+    const RunResult folder = confirm(trace);
+    CHECK(folder.status == 2);
+    CHECK(folder.stderr_lines() == 1);
+    CHECK(has(folder.err, "--confirm " + (s / "run.confirm2.stats.json") + ": a directory; --confirm writes a new file or replaces a regular one"));
+    CHECK(json::parse(folder.out)["error"]["status"] == 2);
+    CHECK_FALSE(exists(s / "log"));
+    ::rmdir((s / "run.confirm2.stats.json").c_str());
+    REQUIRE(::mkfifo((s / "run.confirm3.pickle").c_str(), 0600) == 0);
+    CHECK(confirm(trace).status == 2);
+    ::unlink((s / "run.confirm3.pickle").c_str());
+    // A regular file is replaced: past the check (no GPU here: exit 3).
+    std::ofstream(s / "run.confirm1.pickle") << "old";
+    std::vector<std::string> no_gpu = env;
+    no_gpu.emplace_back("CUDA_VISIBLE_DEVICES=");
+    CHECK(run_gpumem({"reuse-sim", "--trace", trace, "--capacity", "1GiB", "--tune", "--confirm", "3", "--", "python3", kProgram, "alloc"},
+                     no_gpu)
+              .status == 3);
+    // Standard input's runs go in the current directory, as reuse-sim.confirmN.pickle.
+    const std::string here = run_program("/bin/pwd", {}).out;
+    REQUIRE(::chdir(s.path.c_str()) == 0);
+    REQUIRE(::mkdir("reuse-sim.confirm1.pickle", 0700) == 0);
+    const RunResult stdin_run = run_program("/bin/sh", {"-c", "'" + gpumem_binary() + "' reuse-sim --trace - --capacity 1GiB --tune --confirm 1 -- python3 '" +
+                                                                 kProgram + "' alloc < '" + trace + "'"});
+    REQUIRE(::chdir(here.substr(0, here.find('\n')).c_str()) == 0);
+    CHECK(stdin_run.status == 2);
+    CHECK(has(stdin_run.err, "--confirm reuse-sim.confirm1.pickle: a directory"));
 }
 
 TEST_CASE("record: the replay's options are refused with --record, each named") {

@@ -460,6 +460,69 @@ std::vector<std::vector<std::string>> tune_setting_lines(const std::string& text
 
 }  // namespace
 
+namespace {
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+std::string one_line(std::string text) {  // prose wrapped within 100 columns, read as one line
+    std::replace(text.begin(), text.end(), '\n', ' ');
+    return text;
+}
+}  // namespace
+
+TEST_CASE("reuse-sim report: --confirm's loop in the document: each run's recording and tuning, converged, the answer's lines; the top settings' caps") {
+    ReuseSimResults r = tune_results();
+    r.tune->fit_capacities = {{0, r.tune->search}, {1, rs::CapacitySearch{std::nullopt, 0, 3, "it would take about 99 s more"}}};
+    ConfirmResults& c = r.confirm.emplace();
+    c.candidates = 3;
+    c.cap = 40ULL << 30;
+    c.stop = ConfirmStop::converged;
+    c.converged = true;
+    ConfirmRun first, second;
+    first.rank = 1;
+    first.outcome = {"expandable_segments:True", {0, 37ULL << 30, 0, 3, 0, std::nullopt}, RunFigures{4, 40ULL << 30, 1, 5, 2, 1}, false, "", 0};
+    first.recording = "/t/run.confirm1.pickle";
+    first.stats = "/t/run.confirm1.stats.json";
+    second.rank = 2;
+    second.outcome = {"", {0, 38ULL << 30, 0, 3, 0, std::nullopt}, RunFigures{0, 38ULL << 30, 0, 4, 1, std::nullopt}, true, "", 1};
+    second.recording = "/t/run.confirm2.pickle";
+    second.stats = "/t/run.confirm2.stats.json";
+    c.runs = {first, second};
+    c.tunings.push_back({1, 40ULL << 30, *r.tune});
+    const json doc = document(reuse_sim_report(tune_request(), r, OutputOptions{Format::json}));
+    std::vector<std::string> problems;
+    compare(doc, schema_json(reuse_sim_document_schema()), "", problems);
+    CHECK(problems.empty());
+    for (const std::string& p : problems) MESSAGE(p);
+    const json& confirm = doc["confirm"];
+    CHECK(confirm["converged"] == true);
+    CHECK(confirm["stop"] == "converged");
+    CHECK(confirm["cap_bytes"] == 40ULL << 30);
+    REQUIRE(confirm["runs"].size() == 2);
+    CHECK(confirm["runs"][0]["recording"] == "/t/run.confirm1.pickle");
+    CHECK(confirm["runs"][0]["stats_file"] == "/t/run.confirm1.stats.json");
+    CHECK(confirm["runs"][0]["real_program_ooms"] == 1);
+    CHECK(confirm["runs"][0]["real_ooms"] == 4);
+    CHECK(confirm["runs"][1]["real_program_ooms"].is_null());
+    CHECK(confirm["runs"][0]["chosen_by_run"] == 0);
+    CHECK(confirm["runs"][1]["chosen_by_run"] == 1);
+    REQUIRE(confirm["tunings"].size() == 1);
+    CHECK(confirm["tunings"][0]["run"] == 1);
+    CHECK(confirm["tunings"][0]["best_alloc_conf"] == "expandable_segments:True");
+    CHECK(confirm["tunings"][0]["settings_that_fit"] == 1);
+    CHECK(confirm["final_answer"] == "ran without an OOM: use PyTorch's default settings (confirmed by real run 2)");
+    CHECK(contains(confirm["answer"].get<std::string>(), "run 1: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"));
+    const json& fits = doc["tune"]["fit_capacities"];
+    REQUIRE(fits.size() == 2);
+    CHECK(fits[0]["smallest_capacity_bytes"] == 36ULL << 30);
+    CHECK(fits[0]["alloc_conf"] == "expandable_segments:True");
+    CHECK(fits[1]["smallest_capacity_bytes"].is_null());
+    CHECK(fits[1]["capacity_not_searched"] == "it would take about 99 s more");
+    const std::string text = render(reuse_sim_report(tune_request(), r, OutputOptions{Format::table}), OutputOptions{Format::table});
+    CHECK(contains(one_line(text), "The recording has no OOM; the smallest cap each of the top settings runs in without one: 36 GiB with "
+                          "expandable_segments:True; not known (it would take about 99 s more) with PyTorch's defaults."));
+    CHECK(contains(text, "ran without an OOM: use PyTorch's default settings (confirmed by real run 2)"));
+    CHECK(contains(one_line(text), "real: OOMs the program saw: 1; allocator OOMs: 4 (3 retried inside PyTorch"));
+}
+
 TEST_CASE("reuse-sim report: --tune's document has the schema's keys, the ranked settings and the answer") {
     const json doc = document(reuse_sim_report(tune_request(), tune_results(), OutputOptions{Format::json}));
     std::vector<std::string> problems;
