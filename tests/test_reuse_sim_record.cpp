@@ -540,7 +540,10 @@ TEST_CASE("confirm: no GPU exits 3 before the program runs") {
     const Scratch s;
     std::vector<std::string> env = standin_env(s);
     env.emplace_back("CUDA_VISIBLE_DEVICES=");
-    const RunResult r = run_gpumem({"reuse-sim", "--trace", kSnapshot, "--capacity", "1GiB", "--tune", "--confirm", "2", "--json", "--",
+    // The trace in a folder of its own: the runs' recordings would go beside it.
+    const std::string trace = s / "run.pickle";
+    REQUIRE(std::system(("cp '" + kSnapshot + "' '" + trace + "'").c_str()) == 0);
+    const RunResult r = run_gpumem({"reuse-sim", "--trace", trace, "--capacity", "1GiB", "--tune", "--confirm", "2", "--json", "--",
                                     "python3", kProgram, "alloc"},
                                    env);
     CHECK(r.status == 3);

@@ -326,7 +326,10 @@ def _start(torch):
         if _ENV.get("GPUMEM_RECORD_MAX_ENTRIES"):
             kwargs["max_entries"] = int(_ENV["GPUMEM_RECORD_MAX_ENTRIES"])
         torch.cuda.memory._record_memory_history(**kwargs)
-        _count_program_ooms(torch)
+        try:
+            _count_program_ooms(torch)
+        except Exception:  # the count stays unknown (null); the recording goes on
+            _State.program_ooms = None
         original = _watch_fraction(torch)
         # The process's file names are claimed when it first initializes
         # CUDA, so the first to use the GPU gets FILE itself.

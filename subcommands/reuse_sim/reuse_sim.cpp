@@ -277,8 +277,9 @@ void add_record_options(CLI::App& sub, ReuseSimOptions& o) {
     sub.add_flag("--python-stacks", o.python_stacks,
                  "--record: also record each allocation's Python stack (slower, larger files; for PyTorch's memory_viz)");
     add_unsigned_option(sub, "--confirm", o.confirm,
-                        "With --tune: run the program given after -- for real under the best settings, up to K, best first, "
-                        "until a prediction holds, and compare predicted with real",
+                        "With --tune: run the program given after -- for real, up to K times: the best setting, then after a run "
+                        "with an OOM the best untried setting that fits in that run's own recording (kept beside the trace as "
+                        "FILE.confirmN.pickle), until one runs without an OOM; predicted beside real",
                         1, rs::kMaxGridPoints)
         ->type_name("K");
     sub.add_option("command", o.program, "The program that --record or --confirm runs, after --: -- CMD [ARGS...]")->type_name("CMD");
