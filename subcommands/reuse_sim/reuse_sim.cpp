@@ -613,9 +613,15 @@ std::optional<ConfirmRequest> check_confirm(const ReuseSimOptions& o, const Reus
         if (run == 1) {
             const std::size_t slash = file.rfind('/');
             const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : file.substr(0, slash);
-            if (::access(dir.c_str(), W_OK) != 0)
-                throw UsageError("--confirm keeps each run's recording in " + dir + " (" + file + ", ...): cannot write there: " +
-                                 std::strerror(errno));
+            if (::access(dir.c_str(), W_OK) != 0) {
+                std::string refusal = "--confirm keeps each run's recording in ";
+                refusal += dir;
+                refusal += " (";
+                refusal += file;
+                refusal += ", ...): cannot write there: ";
+                refusal += std::strerror(errno);
+                throw UsageError(refusal);
+            }
         }
         check_record_target(file, file, o.program, "--confirm");
         check_record_target(stats_file_name(file), stats_file_name(file), o.program, "--confirm");
