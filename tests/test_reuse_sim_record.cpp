@@ -739,8 +739,8 @@ std::optional<std::string> python_with_monitoring() {
 }  // namespace
 
 TEST_CASE("confirm: OOMs the program saw against the allocator's; each kind said; an older Python's count unknown") {
-    // The allocator counts 5 (most retried inside PyTorch); the program raises and catches 2.
-    const std::string stats = R"({"*": {"num_ooms": 5, "reserved_bytes.all.peak": 943718400}})";
+    // The allocator counts 5 (most retried inside PyTorch: the stand-in raises none of them); the program raises and catches 2.
+    const std::string stats = R"({"*": {"num_ooms": 5, "seen": 0, "reserved_bytes.all.peak": 943718400}})";
     {
         ConfirmCase c;  // python3 of this machine: judged by the allocator's count when it cannot count
         c.q.confirm->candidates = 1;
