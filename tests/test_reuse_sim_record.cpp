@@ -646,6 +646,19 @@ TEST_CASE("confirm: the best setting's real run has no OOM: converged at run 1, 
     CHECK(c.answer().back() == "ran without an OOM: use PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (confirmed by real run 1)");
 }
 
+TEST_CASE("confirm: without --capacity the real runs get the cap the recording ran under, as the replay does") {
+    ConfirmCase c;
+    // No --capacity: the replay's cap came from the recording's statistics.
+    c.q.confirm->settings.capacity.reset();
+    c.q.capacity_from_recording = true;
+    c.run(R"({"*": {"num_ooms": 0, "reserved_bytes.all.peak": 943718400}})");
+    REQUIRE(c.r.confirm);
+    REQUIRE(c.r.confirm->runs.size() == 1);
+    // An uncapped run finds no OOM on the whole GPU and would confirm any setting.
+    CHECK(has(slurp(c.s / "log"), "set_per_process_memory_fraction 0.0125 0"));  // 1 GiB of the stand-in's 80 GiB
+    CHECK(c.r.confirm->cap == 1ULL << 30);
+}
+
 TEST_CASE("confirm: a departure is tuned again from that run's own recording, which picks another setting; that one converges") {
     ConfirmCase c;
     c.q.confirm->candidates = 3;

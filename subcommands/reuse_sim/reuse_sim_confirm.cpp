@@ -147,6 +147,10 @@ ConfirmRun confirm_one(const ReuseSimRequest& q, const rs::TuneRow& row, std::si
     run.alloc_conf = merge_alloc_conf(c.user_alloc_conf.value_or(""), run.outcome.setting, grid_keys()).conf;
     const std::size_t number = c.runs.size() + 1;
     RecordSettings settings = q.confirm->settings;
+    // No cap given: the runs get the one the recording ran under (its
+    // statistics'), as the replay does; an uncapped run finds no OOM and
+    // would confirm any setting.
+    if (q.capacity_from_recording && !settings.capacity && !settings.memory_fraction) settings.capacity = q.capacity;
     settings.file = absolute_path(confirm_file_name(q.input.trace.value_or("-"), number));
     say(session, "--confirm: run " + std::to_string(number) + " of at most " + std::to_string(c.candidates) + " (" +
                      (run.alloc_conf.empty() ? std::string("PyTorch's defaults") : "PYTORCH_CUDA_ALLOC_CONF=" + run.alloc_conf) +
