@@ -9,9 +9,11 @@
 // CUDA, no I/O, no printing; the command reads the files and reports.
 //
 // The model never counts on less memory than the recordings allow: a size
-// law is fitted as every line base + slope * B whose rounding gives the two
-// recorded sizes, and the trace at B takes the largest size any of them
-// gives (at the two fitted batches, exactly the recorded sizes).
+// that differs between the two fitted recordings is modelled as every line
+// base + slope * B whose rounding gives both recorded sizes, and the trace
+// at B takes the largest size any of them gives (at the two fitted batches,
+// exactly the recorded sizes). A size equal in both is constant (weights,
+// optimizer state); a third recording checks that too.
 #pragma once
 
 #include <cstdint>
@@ -60,7 +62,8 @@ struct BatchModelChecks {
     // (gone as the batch grew): counted, reported, never built into a trace.
     std::uint64_t vanished = 0;
     // The rounding the sizes were modelled in: 512 when every request of
-    // every recording is a multiple of 512 (a PyTorch snapshot), else 1.
+    // every recording is a multiple of 512 (PyTorch's block sizes), else 1
+    // (the bytes asked for, as a PyTorch snapshot records them).
     std::uint64_t granule = 512;
     std::vector<ModelMismatch> mismatches;  // the first few of not_affine and unaligned, largest first
     // Recordings beyond the two the model was fitted on: each one's batch and
