@@ -23,12 +23,9 @@ std::string setting_name(const rs::GridPoint& p) {
     return conf.empty() ? std::string("(PyTorch's defaults)") : conf;
 }
 
-// Whether the recordings back a number: every request followed. Requests
-// seen at some batches only still bound the answer (cautious..hopeful);
-// sizes that follow no line bound nothing.
-bool backed(const MaxBatchResults& x) { return x.checks && x.checks->not_affine == 0; }
-
-// One setting's answer, as a number the data back, or a range.
+// One setting's answer: a number where the model holds, else the range
+// between the cautious trace's answer and the hopeful one's, which bound
+// the truth (batch_model.hpp): never one number the data cannot back.
 std::string batch_text(const rs::MaxBatchAnswer& a, const MaxBatchResults& x) {
     if (!a.largest) return "none (even batch 1 runs out of memory)";
     std::string text = std::to_string(*a.largest);
@@ -42,7 +39,10 @@ std::string batch_text(const rs::MaxBatchAnswer& a, const MaxBatchResults& x) {
 std::string checks_summary(const rs::BatchModelChecks& c) {
     std::vector<std::string> parts;
     if (c.not_affine) parts.push_back(rs::group_digits(c.not_affine) + " request size" + (c.not_affine > 1 ? "s follow" : " follows") + " no line in the batch");
-    if (c.unaligned) parts.push_back(rs::group_digits(c.unaligned) + " request" + (c.unaligned > 1 ? "s" : "") + " seen at some batches only");
+    if (c.unaligned)
+        parts.push_back(rs::group_digits(c.unaligned) + " request" + (c.unaligned > 1 ? "s" : "") + " of the largest recording missing from another");
+    if (c.vanished)
+        parts.push_back(rs::group_digits(c.vanished) + " request" + (c.vanished > 1 ? "s" : "") + " of a smaller recording gone at the largest");
     return join(parts, ", ");
 }
 
@@ -148,6 +148,8 @@ constexpr Column<rs::BatchModelChecks> kChecksColumns[] = {
     {{"affine", "", FieldKind::integer}, [](const rs::BatchModelChecks& c) { return u64(c.affine); }},
     {{"not_affine", "", FieldKind::integer}, [](const rs::BatchModelChecks& c) { return u64(c.not_affine); }},
     {{"unaligned", "", FieldKind::integer}, [](const rs::BatchModelChecks& c) { return u64(c.unaligned); }},
+    {{"vanished", "", FieldKind::integer}, [](const rs::BatchModelChecks& c) { return u64(c.vanished); }},
+    {{"granule", "", FieldKind::bytes}, [](const rs::BatchModelChecks& c) { return u64(c.granule); }},
     {{"holds", "", FieldKind::boolean}, [](const rs::BatchModelChecks& c) -> Cell { return c.holds(); }},
     {{"mismatches", "", FieldKind::records},
      [](const rs::BatchModelChecks& c) { return records_cell(make_records(Columns<rs::ModelMismatch>(kMismatchColumns), c.mismatches)); },
@@ -181,7 +183,7 @@ struct Doc {
 };
 
 Cell recorded_answer(const Doc& d, std::optional<std::uint64_t> rs::MaxBatchAnswer::*field) {
-    return d.recorded() && backed(d.x()) ? optional_u64(d.recorded()->answer.*field) : Cell();
+    return d.recorded() ? optional_u64(d.recorded()->answer.*field) : Cell();
 }
 
 std::string confirm_answer(const MaxBatchResults& x) {
@@ -197,14 +199,13 @@ std::string confirm_answer(const MaxBatchResults& x) {
 constexpr Column<Doc> kMaxBatchColumns[] = {
     {{"answer", "", FieldKind::text}, [](const Doc& d) -> Cell { return max_batch_answer_text(d.q, d.r, Unit::automatic); }},
     {{"capacity_bytes", "", FieldKind::bytes}, [](const Doc& d) { return u64(d.q.capacity); }},
-    // Null where the data back no number (sizes that follow no line).
+    // Where the model does not hold, the cautious bound (and the hopeful one beside it).
     {{"largest_batch", "", FieldKind::integer}, [](const Doc& d) { return recorded_answer(d, &rs::MaxBatchAnswer::largest); }},
     {{"largest_batch_hopeful", "", FieldKind::integer}, [](const Doc& d) { return recorded_answer(d, &rs::MaxBatchAnswer::largest_hopeful); }},
-    {{"backed", "", FieldKind::boolean}, [](const Doc& d) -> Cell { return backed(d.x()); }},
     {{"model_holds", "", FieldKind::boolean}, [](const Doc& d) -> Cell { return d.x().model_holds(); }},
     {{"best_alloc_conf", "", FieldKind::text}, [](const Doc& d) { return d.best() ? Cell(rs::alloc_conf(d.best()->point.options)) : Cell(); }},
     {{"best_largest_batch", "", FieldKind::integer},
-     [](const Doc& d) { return d.best() && backed(d.x()) ? optional_u64(d.best()->answer.largest) : Cell(); }},
+     [](const Doc& d) { return d.best() ? optional_u64(d.best()->answer.largest) : Cell(); }},
     {{"recordings", "", FieldKind::records},
      [](const Doc& d) { return records_cell(make_records(Columns<MaxBatchRecording>(kRecordingColumns), d.x().recordings)); }, Shown::always,
      false, recording_schema},
@@ -232,12 +233,11 @@ std::string max_batch_answer_text(const ReuseSimRequest& q, const ReuseSimResult
     const MaxBatchSetting* best = x.best();
     if (recorded == nullptr) return "no answer: nothing was searched";
     const std::string head = "largest batch that fits in " + format_bytes(q.capacity, unit) + ": ";
-    if (!backed(x))
-        return head + "no number the recordings back: the model does not hold (" + checks_summary(*x.checks) +
-               "); record at more batches, or nearer the batch you want";
     std::string text = head + batch_text(recorded->answer, x);
     if (best != nullptr && best != recorded && best->answer.largest.value_or(0) > recorded->answer.largest.value_or(0))
         text += "; with " + setting_name(best->point) + ": " + batch_text(best->answer, x);
+    if (!x.model_holds() && x.checks)
+        text += "; the model does not hold (" + checks_summary(*x.checks) + "): record at more batches, or nearer the batch you want";
     return text;
 }
 
@@ -265,17 +265,15 @@ Report max_batch_report(const ReuseSimRequest& q, const ReuseSimResults& r, cons
         return report;
     }
     before.push_back(max_batch_answer_text(q, r, unit));
-    if (backed(x)) {
-        const MaxBatchSetting* recorded = x.recorded();
-        if (recorded != nullptr && recorded->answer.largest) before.push_back(peak_line(*recorded, q.capacity, unit));
-        if (x.best() != recorded && x.best()->answer.largest) before.push_back(peak_line(*x.best(), q.capacity, unit));
-    }
+    const MaxBatchSetting* recorded = x.recorded();
+    if (recorded != nullptr && recorded->answer.largest) before.push_back(peak_line(*recorded, q.capacity, unit));
+    if (x.best() != recorded && x.best()->answer.largest) before.push_back(peak_line(*x.best(), q.capacity, unit));
     before.emplace_back();
     before.push_back(recordings_line(x));
     for (std::string& line : model_lines(x)) before.push_back(std::move(line));
     before.push_back("searched " + std::to_string(x.settings.size()) + " settings in " + format_decimal(x.search_seconds, 3) + " s:");
-    // Where the data back no number, the table's are the model's replays only.
-    if (!backed(x)) before.back() = "the model's replays, NOT an answer (the model does not hold): " + before.back();
+    // Where the model does not hold, each row's answer is the cautious bound.
+    if (!x.model_holds()) before.back() += " (largest batch: the cautious trace's; hopeful: the trace without the requests it could not follow)";
     if (!q.max_batch->confirm) return report;
     report.tables.push_back(make_table("max_batch_confirm", Columns<MaxBatchConfirmRun>(kConfirmColumns), x.confirm_runs, output.format));
     report.text_after.emplace_back();
