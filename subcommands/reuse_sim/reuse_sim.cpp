@@ -305,8 +305,8 @@ void add_record_options(CLI::App& sub, ReuseSimOptions& o) {
                }
                o.confirm = confirm_count(text);
            },
-           "With --tune: run the program given after -- for real under the best settings, up to K, best first, until a "
-           "prediction holds, and compare predicted with real; with --max-batch (no K): run it at the answer and the next batch")
+           "Run the program given after -- for real, with --tune under the best settings, up to K, until a prediction "
+           "holds, or with --max-batch (no K) at the answer and at the next batch")
         ->type_name("[K]")
         ->expected(0, 1);
     sub.add_option("command", o.program, "The program that --record, --confirm or --max-batch runs, after --: -- CMD [ARGS...]")

@@ -215,6 +215,7 @@ void max_batch_reuse_sim(const ReuseSimRequest& q, const rs::CostModel& costs, R
     x.checks = model.checks();
     const std::vector<rs::GridPoint> points = rs::grid_points(r.strategy_options.torch, q.tune->axes);
     std::vector<rs::TorchLane> lanes;
+    lanes.reserve(points.size());
     for (const rs::GridPoint& p : points) lanes.push_back({p.options, q.capacity});
     rs::MaxBatchOptions options;
     options.limit = m.limit;
