@@ -286,6 +286,103 @@ private:
     std::uint64_t batch_;
 };
 
+// The recordings ordered by batch, checked, and their requests indexed.
+// Throws UsageError for fewer than two, a batch 0 or given twice, or one
+// with no request.
+std::vector<Indexed> index_recordings(std::vector<BatchRecording>& recordings) {
+    if (recordings.size() < 2)
+        throw UsageError("--max-batch needs recordings at two batch sizes at least; got " + std::to_string(recordings.size()));
+    std::stable_sort(recordings.begin(), recordings.end(), [](const BatchRecording& a, const BatchRecording& b) { return a.batch < b.batch; });
+    std::vector<Indexed> indexed;
+    indexed.reserve(recordings.size());
+    for (std::size_t k = 0; k < recordings.size(); ++k) {
+        const BatchRecording& r = recordings[k];
+        if (r.batch == 0) throw UsageError(r.name + ": batch 0: a recording's batch is 1 or more");
+        if (k > 0 && r.batch == recordings[k - 1].batch)
+            throw UsageError("two recordings at batch " + std::to_string(r.batch) + ": " + recordings[k - 1].name + " and " + r.name +
+                             "; give each batch once");
+        indexed.push_back(index_recording(r.events));
+        if (indexed.back().requests.empty()) throw UsageError(r.name + ": no allocation to model (batch " + std::to_string(r.batch) + ")");
+        if (indexed.back().requests.size() >= kNone) throw UsageError(r.name + ": too many requests to model");
+    }
+    return indexed;
+}
+
+// The smaller recording's requests aligned to the largest's: the fewest
+// edits where they are few, else the greedy diff.
+std::vector<std::uint32_t> align(const std::vector<RecordedRequest>& x, const std::vector<RecordedRequest>& l, std::uint64_t bx,
+                                 std::uint64_t bl, std::uint64_t granule) {
+    std::optional<std::vector<std::uint32_t>> fewest = align_fewest_edits(x, l, bx, bl, granule, kMaxEdits);
+    return fewest ? std::move(*fewest) : align_greedy(x, l, bx, bl, granule);
+}
+
+// What the checks found while fitting: the requests to name, and how each
+// recording beyond the two fitted ones held.
+struct Findings {
+    struct Candidate {
+        std::uint64_t bytes_at_largest, bytes;
+        std::string what;
+    };
+    std::vector<Candidate> candidates;
+    std::vector<BatchModelChecks::Held> held;
+    // A request the recording at `batch` does not bear out.
+    void miss(std::uint64_t batch) {
+        for (BatchModelChecks::Held& h : held)
+            if (h.batch == batch) {
+                h.exact = false;
+                ++h.requests_off;
+            }
+    }
+    // The first few candidates, largest first, and the recordings checked.
+    void publish(BatchModelChecks& c) {
+        const std::size_t shown = std::min(candidates.size(), kMaxMismatches);
+        std::partial_sort(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(shown), candidates.end(),
+                          [](const Candidate& a, const Candidate& b) {
+                              return std::tie(a.bytes_at_largest, a.bytes) > std::tie(b.bytes_at_largest, b.bytes);
+                          });
+        for (std::size_t i = 0; i < shown; ++i) c.mismatches.push_back({std::move(candidates[i].what), candidates[i].bytes_at_largest});
+        c.checked = std::move(held);
+    }
+};
+
+std::string place(const RecordedRequest& q) {
+    std::string text = std::string(q.kind == EventKind::oom ? "refused request" : "alloc") + " on stream " + std::to_string(q.stream);
+    if (q.pool != 0) text += ", pool " + std::to_string(q.pool);
+    return text;
+}
+
+// One request's law from its (batch, size) points, ascending, the largest
+// recording's last: fitted on the last two, checked on the others. A
+// not-affine request's points go to `table` (the cautious trace reads them)
+// and it is named in `found`.
+Law fit_law(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& points, std::uint64_t granule, const std::string& name,
+            Findings& found, std::vector<std::pair<std::uint64_t, std::uint64_t>>& table) {
+    Law law;
+    law.pair.b2 = points.back().first;
+    law.pair.s2 = points.back().second;
+    if (points.size() < 2) return law;
+    law.pair.b1 = points[points.size() - 2].first;
+    law.pair.s1 = points[points.size() - 2].second;
+    law.fit = law.pair.s1 == law.pair.s2 ? Fit::constant : Fit::affine;
+    bool holds = true;
+    for (std::size_t p = 0; p + 2 < points.size(); ++p) {
+        const auto [batch, size] = points[p];
+        if (size >= law.pair.lower(batch, granule) && size <= law.pair.upper(batch, granule)) continue;
+        holds = false;
+        found.miss(batch);
+    }
+    if (holds) return law;
+    law.fit = Fit::not_affine;
+    law.points = static_cast<std::uint32_t>(table.size());
+    law.point_count = static_cast<std::uint32_t>(points.size());
+    table.insert(table.end(), points.begin(), points.end());
+    std::string what = name;
+    for (std::size_t p = 0; p < points.size(); ++p)
+        what += std::string(p ? ", " : " ") + bytes_text(points[p].second) + " at batch " + std::to_string(points[p].first);
+    found.candidates.push_back({points.back().second, points.back().second, what + " (not affine)"});
+    return law;
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------ the model
@@ -323,25 +420,11 @@ struct BatchModel::Impl {
 };
 
 BatchModel BatchModel::fit(std::vector<BatchRecording> recordings) {
-    if (recordings.size() < 2)
-        throw UsageError("--max-batch needs recordings at two batch sizes at least; got " + std::to_string(recordings.size()));
-    std::stable_sort(recordings.begin(), recordings.end(), [](const BatchRecording& a, const BatchRecording& b) { return a.batch < b.batch; });
-    for (std::size_t k = 0; k < recordings.size(); ++k) {
-        if (recordings[k].batch == 0) throw UsageError(recordings[k].name + ": batch 0: a recording's batch is 1 or more");
-        if (k > 0 && recordings[k].batch == recordings[k - 1].batch)
-            throw UsageError("two recordings at batch " + std::to_string(recordings[k].batch) + ": " + recordings[k - 1].name + " and " +
-                             recordings[k].name + "; give each batch once");
-    }
+    const std::vector<Indexed> indexed = index_recordings(recordings);
     const std::size_t n = recordings.size();
-    std::vector<Indexed> indexed;
-    indexed.reserve(n);
     bool whole_granules = true;
-    for (const BatchRecording& r : recordings) {
-        indexed.push_back(index_recording(r.events));
-        if (indexed.back().requests.empty()) throw UsageError(r.name + ": no allocation to model (batch " + std::to_string(r.batch) + ")");
-        if (indexed.back().requests.size() >= kNone) throw UsageError(r.name + ": too many requests to model");
-        for (const RecordedRequest& q : indexed.back().requests) whole_granules = whole_granules && q.size % 512 == 0;
-    }
+    for (const Indexed& x : indexed)
+        for (const RecordedRequest& q : x.requests) whole_granules = whole_granules && q.size % 512 == 0;
     auto impl = std::make_shared<Impl>();
     impl->granule = whole_granules ? 512 : 1;
     impl->smallest = recordings.front().batch;
@@ -357,110 +440,58 @@ BatchModel BatchModel::fit(std::vector<BatchRecording> recordings) {
     std::vector<std::vector<std::uint32_t>> partner(n - 1);
     std::vector<std::vector<bool>> taken(n - 1);
     for (std::size_t k = 0; k + 1 < n; ++k) {
-        std::optional<std::vector<std::uint32_t>> fewest =
-            align_fewest_edits(indexed[k].requests, requests, recordings[k].batch, impl->largest, impl->granule, kMaxEdits);
-        partner[k] = fewest ? std::move(*fewest) : align_greedy(indexed[k].requests, requests, recordings[k].batch, impl->largest, impl->granule);
+        partner[k] = align(indexed[k].requests, requests, recordings[k].batch, impl->largest, impl->granule);
         taken[k].assign(indexed[k].requests.size(), false);
         for (const std::uint32_t x : partner[k])
             if (x != kNone) taken[k][x] = true;
     }
 
-    struct Candidate {
-        std::uint64_t bytes_at_largest, bytes;
-        std::string what;
-    };
-    std::vector<Candidate> candidates;
-    std::vector<BatchModelChecks::Held> held;
-    for (std::size_t k = 0; k + 2 < n; ++k) held.push_back({recordings[k].batch, true, 0});
-    auto place = [](const RecordedRequest& q) {
-        std::string text = std::string(q.kind == EventKind::oom ? "refused request" : "alloc") + " on stream " + std::to_string(q.stream);
-        if (q.pool != 0) text += ", pool " + std::to_string(q.pool);
-        return text;
-    };
-
+    Findings found;
+    for (std::size_t k = 0; k + 2 < n; ++k) found.held.push_back({recordings[k].batch, true, 0});
     impl->laws.resize(count);
     std::vector<std::pair<std::uint64_t, std::uint64_t>> points;  // this request's (batch, size), ascending
     for (std::size_t j = 0; j < count; ++j) {
         points.clear();
-        for (std::size_t k = 0; k + 1 < n; ++k)
-            if (partner[k][j] != kNone) points.emplace_back(recordings[k].batch, indexed[k].requests[partner[k][j]].size);
+        std::string absent;  // the batches of the recordings without it
+        for (std::size_t k = 0; k + 1 < n; ++k) {
+            if (partner[k][j] != kNone) {
+                points.emplace_back(recordings[k].batch, indexed[k].requests[partner[k][j]].size);
+                continue;
+            }
+            absent += (absent.empty() ? "" : ", ") + std::to_string(recordings[k].batch);
+            found.miss(recordings[k].batch);
+        }
         points.emplace_back(impl->largest, requests[j].size);
-        Law& law = impl->laws[j];
+        const std::string name = "request " + group_digits(j + 1) + " (" + place(requests[j]) + "):";
+        Law& law = impl->laws[j] = fit_law(points, impl->granule, name, found, impl->points);
         law.extra = points.size() < n;
-        law.pair.b2 = impl->largest;
-        law.pair.s2 = requests[j].size;
         if (points.size() >= 2) {
-            law.pair.b1 = points[points.size() - 2].first;
-            law.pair.s1 = points[points.size() - 2].second;
-            law.fit = law.pair.s1 == law.pair.s2 ? Fit::constant : Fit::affine;
-            // The other recordings check it.
-            bool holds = true;
-            for (std::size_t p = 0; p + 2 < points.size(); ++p) {
-                const auto [batch, size] = points[p];
-                if (size >= law.pair.lower(batch, impl->granule) && size <= law.pair.upper(batch, impl->granule)) continue;
-                holds = false;
-                for (BatchModelChecks::Held& h : held)
-                    if (h.batch == batch) {
-                        h.exact = false;
-                        ++h.requests_off;
-                    }
-            }
-            if (!holds) {
-                law.fit = Fit::not_affine;
-                law.points = static_cast<std::uint32_t>(impl->points.size());
-                law.point_count = static_cast<std::uint32_t>(points.size());
-                impl->points.insert(impl->points.end(), points.begin(), points.end());
-                std::string what = "request " + group_digits(j + 1) + " (" + place(requests[j]) + "):";
-                for (std::size_t p = 0; p < points.size(); ++p)
-                    what += std::string(p ? ", " : " ") + bytes_text(points[p].second) + " at batch " + std::to_string(points[p].first);
-                candidates.push_back({requests[j].size, requests[j].size, what + " (not affine)"});
-            }
             if (law.fit == Fit::constant) ++c.constant;
             else if (law.fit == Fit::affine) ++c.affine;
             else ++c.not_affine;
         }
-        if (law.extra) {
-            ++c.unaligned;
-            std::string absent;
-            for (std::size_t k = 0; k + 1 < n; ++k)
-                if (partner[k][j] == kNone) {
-                    absent += (absent.empty() ? "" : ", ") + std::to_string(recordings[k].batch);
-                    for (BatchModelChecks::Held& h : held)
-                        if (h.batch == recordings[k].batch) {
-                            h.exact = false;
-                            ++h.requests_off;
-                        }
-                }
-            candidates.push_back({requests[j].size, requests[j].size,
-                                  "request " + group_digits(j + 1) + " (" + place(requests[j]) + "): " + bytes_text(requests[j].size) +
-                                      " at batch " + std::to_string(impl->largest) + ", absent at batch " + absent +
-                                      " (appears as the batch grows)"});
-        } else {
+        if (!law.extra) {
             ++c.aligned;
+            continue;
         }
+        ++c.unaligned;
+        std::string what = name;
+        what += " " + bytes_text(requests[j].size) + " at batch " + std::to_string(impl->largest);
+        what += ", absent at batch " + absent + " (appears as the batch grows)";
+        found.candidates.push_back({requests[j].size, requests[j].size, std::move(what)});
     }
     for (std::size_t k = 0; k + 1 < n; ++k)
         for (std::size_t x = 0; x < taken[k].size(); ++x) {
             if (taken[k][x]) continue;
             ++c.vanished;
-            for (BatchModelChecks::Held& h : held)
-                if (h.batch == recordings[k].batch) {
-                    h.exact = false;
-                    ++h.requests_off;
-                }
+            found.miss(recordings[k].batch);
             const RecordedRequest& q = indexed[k].requests[x];
-            candidates.push_back({0, q.size,
-                                  "request " + group_digits(x + 1) + " of batch " + std::to_string(recordings[k].batch) + " (" + place(q) +
-                                      "): " + bytes_text(q.size) + ", absent at batch " + std::to_string(impl->largest) +
-                                      " (gone as the batch grew)"});
+            found.candidates.push_back({0, q.size,
+                                        "request " + group_digits(x + 1) + " of batch " + std::to_string(recordings[k].batch) + " (" +
+                                            place(q) + "): " + bytes_text(q.size) + ", absent at batch " + std::to_string(impl->largest) +
+                                            " (gone as the batch grew)"});
         }
-    const std::size_t shown = std::min(candidates.size(), kMaxMismatches);
-    std::partial_sort(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(shown), candidates.end(),
-                      [](const Candidate& a, const Candidate& b) {
-                          return std::tie(a.bytes_at_largest, a.bytes) > std::tie(b.bytes_at_largest, b.bytes);
-                      });
-    for (std::size_t i = 0; i < shown; ++i) c.mismatches.push_back({std::move(candidates[i].what), candidates[i].bytes_at_largest});
-    c.checked = std::move(held);
+    found.publish(c);
 
     impl->events = std::move(recordings.back().events);
     impl->request_of = big.request_of;
