@@ -418,3 +418,11 @@ TEST_CASE("batch model: thousands of extras: the greedy diff aligns what the few
     CHECK(c.affine == 6000);
     CHECK(c.mismatches.size() == 20);
 }
+
+TEST_CASE("batch model: an error in a modelled trace names the batch and the event") {
+    // The free of an id never allocated: the modelled trace keeps it, and its replay names where.
+    const std::vector<rs::Event> small = {A(1, 1 * MiB), F(1)}, big = {A(1, 2 * MiB), F(1), F(7)};
+    const rs::BatchModel model = rs::BatchModel::fit({{8, "bs8", small}, {16, "bs16", big}});
+    CHECK_THROWS_WITH_AS(rs::search_max_batch(model, {{rs::TorchOptions{}, 1 * GiB}}, two_threads()),
+                         doctest::Contains("batch 16 (modelled), event 3"), gpumem::UsageError);
+}
