@@ -168,6 +168,30 @@ TEST_CASE("batch model: the largest batch under a cap is the true one, or one be
     CHECK(*answers[2].largest > *answers[0].largest);
 }
 
+TEST_CASE("batch model: the answers do not depend on the threads (extra probes per round when lanes leave threads idle)") {
+    Program p = mlp();
+    p.workspace_from = 12;
+    p.workspace = 40 * MiB;
+    const rs::BatchModel model = rs::BatchModel::fit({record(p, 8), record(p, 16)});
+    rs::TorchOptions expandable;
+    expandable.expandable_segments = true;
+    const std::vector<rs::TorchLane> lanes = {{rs::TorchOptions{}, 700 * MiB}, {expandable, 250 * MiB}};
+    rs::MaxBatchOptions one = two_threads(), many = two_threads();
+    one.replay.threads = 1;
+    many.replay.threads = 7;
+    const std::vector<rs::MaxBatchAnswer> a = rs::search_max_batch(model, lanes, one), b = rs::search_max_batch(model, lanes, many);
+    for (std::size_t i = 0; i < lanes.size(); ++i) {
+        CAPTURE(i);
+        CHECK(a[i].largest == b[i].largest);
+        CHECK(a[i].largest_hopeful == b[i].largest_hopeful);
+        CHECK(a[i].peak_reserved_at_largest == b[i].peak_reserved_at_largest);
+        CHECK(a[i].peak_reserved_at_next == b[i].peak_reserved_at_next);
+        CHECK(b[i].replays >= a[i].replays);  // the extra probes are replays too
+        REQUIRE(a[i].largest);
+        CHECK(*a[i].largest <= true_largest(p, lanes[i].torch, lanes[i].capacity));
+    }
+}
+
 TEST_CASE("batch model: fractional slopes and sizes below a granule") {
     Program p;
     p.weights = {3 * MiB};
@@ -374,7 +398,7 @@ TEST_CASE("batch model: a fixture's largest batch under a cap matches replaying 
     CHECK(*answers[0].largest + 1 >= truth);
 }
 
-TEST_CASE("batch model: thousands of extras: the anchored diff aligns what the fewest-edits diff gives up on") {
+TEST_CASE("batch model: thousands of extras: the greedy diff aligns what the fewest-edits diff gives up on") {
     // 3,000 steps of two activations at batch 8; at batch 16 each step also
     // has a 1 GiB workspace between them, and a constant 4 KiB buffer.
     std::vector<rs::Event> small, big;
@@ -393,4 +417,12 @@ TEST_CASE("batch model: thousands of extras: the anchored diff aligns what the f
     CHECK(c.constant == 3000);
     CHECK(c.affine == 6000);
     CHECK(c.mismatches.size() == 20);
+}
+
+TEST_CASE("batch model: an error in a modelled trace names the batch and the event") {
+    // The free of an id never allocated: the modelled trace keeps it, and its replay names where.
+    const std::vector<rs::Event> small = {A(1, 1 * MiB), F(1)}, big = {A(1, 2 * MiB), F(1), F(7)};
+    const rs::BatchModel model = rs::BatchModel::fit({{8, "bs8", small}, {16, "bs16", big}});
+    CHECK_THROWS_WITH_AS(rs::search_max_batch(model, {{rs::TorchOptions{}, 1 * GiB}}, two_threads()),
+                         doctest::Contains("batch 16 (modelled), event 3"), gpumem::UsageError);
 }

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <exception>
 #include <map>
 #include <mutex>
@@ -23,12 +24,8 @@ using Wide = __int128;  // products of sizes (< 2^62) and batches (< 2^64) witho
 
 constexpr std::uint32_t kNone = 0xffffffffU;
 constexpr std::size_t kMaxMismatches = 20;
-// The largest run between anchors the fallback aligns by dynamic
-// programming (cells of its table, a byte each); a longer one is left
-// unaligned: honest, and bounded in time and memory.
-constexpr std::uint64_t kMaxAlignCells = std::uint64_t{1} << 22;
 // The most requests the fewest-edits alignment leaves unaligned before it
-// gives way to anchors: its rows take (D + 1)^2 words, 32 MB at 2,000.
+// gives way to a greedy one: its rows take (D + 1)^2 words, 32 MB at 2,000.
 constexpr std::int64_t kMaxEdits = 2000;
 
 bool is_request(EventKind kind) noexcept { return kind == EventKind::alloc || kind == EventKind::oom; }
@@ -90,7 +87,8 @@ bool plausible(const RecordedRequest& x, const RecordedRequest& l, std::uint64_t
 // taken from some batch on), so D is small and this is linear in practice.
 // Sizes of different requests coincide across batches (an activation twice
 // as wide at half the batch), so equality alone would anchor wrong pairs.
-// None when more than `max_unaligned` would be needed.
+// None when more than `max_unaligned` would be needed, or the work passes
+// a budget linear in the input.
 std::optional<std::vector<std::uint32_t>> align_fewest_edits(const std::vector<RecordedRequest>& x, const std::vector<RecordedRequest>& l,
                                                              std::uint64_t bx, std::uint64_t bl, std::uint64_t granule,
                                                              std::int64_t max_unaligned) {
@@ -128,6 +126,10 @@ std::optional<std::vector<std::uint32_t>> align_fewest_edits(const std::vector<R
         }
         return found;
     };
+    // Work beyond a few passes over the input means many unaligned requests
+    // on diagonals that run long (repeated steps shifted against each
+    // other): the greedy diff is then the faster.
+    std::int64_t budget = 32 * (n + m) + 4 * most * most;
     std::int64_t last = -1;
     for (std::int64_t d = 0; d <= most && last < 0; ++d) {
         std::vector<std::int64_t> row(static_cast<std::size_t>(2 * d + 1), -1);
@@ -135,10 +137,13 @@ std::optional<std::vector<std::uint32_t>> align_fewest_edits(const std::vector<R
             Step st{false, 0};
             if (d > 0 && !step(d, k, st)) continue;
             std::int64_t i = st.i, j = st.i - k;
+            const std::int64_t from = i;
             while (i < n && j < m && match(i, j)) {
                 ++i;
                 ++j;
             }
+            budget -= i - from + 1;
+            if (budget < 0) return std::nullopt;
             row[static_cast<std::size_t>(k + d)] = i;
             if (i == n && j == m) last = d;
         }
@@ -165,215 +170,50 @@ std::optional<std::vector<std::uint32_t>> align_fewest_edits(const std::vector<R
     return partner;
 }
 
-// Aligns the requests of a smaller recording (x, at batch bx) to those of
-// the largest (l, at bl) as a diff does: equal requests (kind, stream, pool
-// and size) that occur as often in both parts of a region anchor it (k-th
-// occurrence to k-th, the longest run of them in order on both sides), and
-// the runs between anchors pair one to one when their lengths agree, else
-// are aligned again on their own. A run with no anchor at all pairs one to
-// one when its lengths agree, else by the best weighted common subsequence
-// where a pair is plausible (the size grows with the batch, at most in
-// proportion), when small enough; else stays unaligned.
-class Aligner {
-public:
-    Aligner(const std::vector<RecordedRequest>& x, const std::vector<RecordedRequest>& l, std::uint64_t bx, std::uint64_t bl, std::uint64_t granule)
-        : x_(x), l_(l), bx_(bx), bl_(bl), granule_(granule) {
-        key_ids();
-        count_x_.assign(keys_, 0);
-        count_l_.assign(keys_, 0);
-        start_.assign(keys_, kNone);
-        fill_.assign(keys_, 0);
-        match_.assign(l.size(), kNone);
-    }
+// Past the fewest-edits diff's limits: a greedy diff that pairs plausible
+// requests in order and, at a request that does not pair, skips the fewest
+// requests (first of the larger recording: extras are the likelier) after
+// which the most requests pair in a row, up to kResyncRun, within
+// kResyncWindow on either side; where none pairs, both requests stay
+// unaligned. Linear in the input times the window's square at each
+// difference: differences are local (a workspace in each step), which this
+// finds, one at a time.
+constexpr std::size_t kResyncWindow = 64, kResyncRun = 8;
 
-    // For each request of l, its partner in x or kNone.
-    std::vector<std::uint32_t> run() {
-        regions_.push_back({0, x_.size(), 0, l_.size()});
-        while (!regions_.empty()) {
-            const Region r = regions_.back();
-            regions_.pop_back();
-            align(r);
-        }
-        return std::move(match_);
-    }
-
-private:
-    struct Region {
-        std::size_t xa, xb, la, lb;
+std::vector<std::uint32_t> align_greedy(const std::vector<RecordedRequest>& x, const std::vector<RecordedRequest>& l, std::uint64_t bx,
+                                        std::uint64_t bl, std::uint64_t granule) {
+    const std::size_t n = x.size(), m = l.size();
+    std::vector<std::uint32_t> partner(m, kNone);
+    auto match = [&](std::size_t i, std::size_t j) { return plausible(x[i], l[j], bx, bl, granule); };
+    // How many requests from (i, j) pair in a row, up to kResyncRun.
+    auto run_from = [&](std::size_t i, std::size_t j) {
+        std::size_t t = 0;
+        while (t < kResyncRun && i + t < n && j + t < m && match(i + t, j + t)) ++t;
+        return t;
     };
-
-    // Dense ids of (kind, stream, pool, size) over both recordings.
-    void key_ids() {
-        std::vector<std::pair<const RecordedRequest*, std::uint32_t>> all;  // request, index (x first, then l)
-        all.reserve(x_.size() + l_.size());
-        for (std::size_t i = 0; i < x_.size(); ++i) all.emplace_back(&x_[i], static_cast<std::uint32_t>(i));
-        for (std::size_t i = 0; i < l_.size(); ++i) all.emplace_back(&l_[i], static_cast<std::uint32_t>(x_.size() + i));
-        auto tie = [](const RecordedRequest& r) { return std::make_tuple(r.size, r.stream, r.pool, r.kind); };
-        std::sort(all.begin(), all.end(), [&](const auto& a, const auto& b) { return tie(*a.first) < tie(*b.first); });
-        key_x_.assign(x_.size(), 0);
-        key_l_.assign(l_.size(), 0);
-        std::uint32_t id = 0;
-        for (std::size_t i = 0; i < all.size(); ++i) {
-            if (i > 0 && tie(*all[i].first) != tie(*all[i - 1].first)) ++id;
-            const std::uint32_t at = all[i].second;
-            if (at < x_.size()) key_x_[at] = id;
-            else key_l_[at - x_.size()] = id;
+    std::size_t i = 0, j = 0;
+    while (i < n && j < m) {
+        if (match(i, j)) {
+            partner[j++] = static_cast<std::uint32_t>(i++);
+            continue;
         }
-        keys_ = all.empty() ? 0 : id + 1;
-    }
-
-    void pair(std::size_t x, std::size_t l) { match_[l] = static_cast<std::uint32_t>(x); }
-
-    bool same_places(std::size_t xa, std::size_t la, std::size_t n) const {
-        for (std::size_t k = 0; k < n; ++k)
-            if (!x_[xa + k].same_place(l_[la + k])) return false;
-        return true;
-    }
-
-    void align(Region r) {
-        while (r.xa < r.xb && r.la < r.lb && key_x_[r.xa] == key_l_[r.la]) pair(r.xa++, r.la++);
-        while (r.xa < r.xb && r.la < r.lb && key_x_[r.xb - 1] == key_l_[r.lb - 1]) pair(--r.xb, --r.lb);
-        if (r.xa == r.xb || r.la == r.lb) return;
-        const std::vector<std::pair<std::size_t, std::size_t>> anchors = find_anchors(r);
-        if (anchors.empty()) {
-            fallback(r);
-            return;
-        }
-        std::size_t gx = r.xa, gl = r.la;
-        for (const auto& [ax, al] : anchors) {
-            pair(ax, al);
-            gap({gx, ax, gl, al});
-            gx = ax + 1;
-            gl = al + 1;
-        }
-        gap({gx, r.xb, gl, r.lb});
-    }
-
-    void gap(const Region& g) {
-        if (g.xa == g.xb || g.la == g.lb) return;
-        const std::size_t n = g.xb - g.xa;
-        if (n == g.lb - g.la && same_places(g.xa, g.la, n)) {
-            for (std::size_t k = 0; k < n; ++k) pair(g.xa + k, g.la + k);
-            return;
-        }
-        regions_.push_back(g);
-    }
-
-    // Pairs of equal requests whose key occurs as often in the region's x
-    // part as in its l part, k-th to k-th, reduced to the longest run
-    // increasing on both sides (patience sorting: O(n log n)).
-    std::vector<std::pair<std::size_t, std::size_t>> find_anchors(const Region& r) {
-        touched_.clear();
-        for (std::size_t i = r.xa; i < r.xb; ++i) {
-            const std::uint32_t k = key_x_[i];
-            if (count_x_[k] == 0) touched_.push_back(k);
-            ++count_x_[k];
-        }
-        for (std::size_t j = r.la; j < r.lb; ++j) {
-            const std::uint32_t k = key_l_[j];
-            if (count_x_[k] == 0 && count_l_[k] == 0) touched_.push_back(k);
-            ++count_l_[k];
-        }
-        std::uint32_t total = 0;
-        for (const std::uint32_t k : touched_)
-            if (count_x_[k] == count_l_[k]) {
-                start_[k] = total;
-                total += count_l_[k];
-            }
-        positions_.assign(total, 0);
-        for (std::size_t j = r.la; j < r.lb; ++j) {
-            const std::uint32_t k = key_l_[j];
-            if (start_[k] != kNone) positions_[start_[k] + fill_[k]++] = static_cast<std::uint32_t>(j);
-        }
-        for (const std::uint32_t k : touched_) fill_[k] = 0;
-        std::vector<std::pair<std::size_t, std::size_t>> pairs;
-        for (std::size_t i = r.xa; i < r.xb; ++i) {
-            const std::uint32_t k = key_x_[i];
-            if (start_[k] != kNone) pairs.emplace_back(i, positions_[start_[k] + fill_[k]++]);
-        }
-        for (const std::uint32_t k : touched_) {
-            count_x_[k] = count_l_[k] = fill_[k] = 0;
-            start_[k] = kNone;
-        }
-        // Longest increasing subsequence of the l positions (x ascending).
-        std::vector<std::size_t> tails;  // index into pairs of the smallest tail of each length
-        std::vector<std::size_t> previous(pairs.size(), ~std::size_t{0});
-        for (std::size_t p = 0; p < pairs.size(); ++p) {
-            const auto at = std::lower_bound(tails.begin(), tails.end(), pairs[p].second,
-                                             [&](std::size_t t, std::size_t value) { return pairs[t].second < value; });
-            if (at != tails.begin()) previous[p] = *(at - 1);
-            if (at == tails.end()) tails.push_back(p);
-            else *at = p;
-        }
-        std::vector<std::pair<std::size_t, std::size_t>> anchors(tails.size());
-        std::size_t p = tails.empty() ? ~std::size_t{0} : tails.back();
-        for (std::size_t k = tails.size(); k-- > 0; p = previous[p]) anchors[k] = pairs[p];
-        return anchors;
-    }
-
-    // Whether `x` (at bx) and `l` (at bl) can be one request: the size does
-    // not shrink with the batch and grows at most in proportion to it, a
-    // granule of rounding either way.
-    bool plausible(const RecordedRequest& x, const RecordedRequest& l) const noexcept {
-        return reuse_sim::plausible(x, l, bx_, bl_, granule_);
-    }
-
-    void fallback(const Region& r) {
-        const std::size_t n = r.xb - r.xa, m = r.lb - r.la;
-        if (n == m && same_places(r.xa, r.la, n)) {
-            for (std::size_t k = 0; k < n; ++k) pair(r.xa + k, r.la + k);
-            return;
-        }
-        if (static_cast<std::uint64_t>(n) * m > kMaxAlignCells) return;
-        // Weighted common subsequence: an equal pair scores 2, a plausible one 1.
-        enum : std::uint8_t { kUp = 0, kLeft = 1, kDiagonal = 2 };
-        std::vector<std::uint8_t> from(n * m);
-        std::vector<std::uint32_t> above(m + 1, 0), row(m + 1, 0);
-        for (std::size_t i = 1; i <= n; ++i) {
-            row[0] = 0;
-            for (std::size_t j = 1; j <= m; ++j) {
-                const RecordedRequest& xr = x_[r.xa + i - 1];
-                const RecordedRequest& lr = l_[r.la + j - 1];
-                std::uint32_t best = above[j];
-                std::uint8_t way = kUp;
-                if (row[j - 1] > best) {
-                    best = row[j - 1];
-                    way = kLeft;
+        std::size_t best_run = 0, best_x = 1, best_l = 1;
+        for (std::size_t skipped = 1; skipped <= 2 * kResyncWindow && best_run < kResyncRun; ++skipped)
+            for (std::size_t in_x = 0; in_x <= skipped && best_run < kResyncRun; ++in_x) {
+                const std::size_t in_l = skipped - in_x;
+                if (in_x > kResyncWindow || in_l > kResyncWindow || i + in_x > n || j + in_l > m) continue;
+                const std::size_t run = run_from(i + in_x, j + in_l);
+                if (run > best_run) {
+                    best_run = run;
+                    best_x = in_x;
+                    best_l = in_l;
                 }
-                const std::uint32_t score = key_x_[r.xa + i - 1] == key_l_[r.la + j - 1] ? 2 : plausible(xr, lr) ? 1 : 0;
-                if (score > 0 && above[j - 1] + score > best) {
-                    best = above[j - 1] + score;
-                    way = kDiagonal;
-                }
-                row[j] = best;
-                from[(i - 1) * m + (j - 1)] = way;
             }
-            std::swap(above, row);
-        }
-        std::size_t i = n, j = m;
-        while (i > 0 && j > 0) {
-            const std::uint8_t way = from[(i - 1) * m + (j - 1)];
-            if (way == kDiagonal) {
-                pair(r.xa + i - 1, r.la + j - 1);
-                --i;
-                --j;
-            } else if (way == kUp) {
-                --i;
-            } else {
-                --j;
-            }
-        }
+        i += best_x;
+        j += best_l;
     }
-
-    const std::vector<RecordedRequest>& x_;
-    const std::vector<RecordedRequest>& l_;
-    std::uint64_t bx_, bl_, granule_;
-    std::vector<std::uint32_t> key_x_, key_l_;
-    std::uint32_t keys_ = 0;
-    std::vector<std::uint32_t> count_x_, count_l_, start_, fill_, positions_, touched_;
-    std::vector<std::uint32_t> match_;
-    std::vector<Region> regions_;
-};
+    return partner;
+}
 
 // ------------------------------------------------------------------ size laws
 
@@ -446,6 +286,103 @@ private:
     std::uint64_t batch_;
 };
 
+// The recordings ordered by batch, checked, and their requests indexed.
+// Throws UsageError for fewer than two, a batch 0 or given twice, or one
+// with no request.
+std::vector<Indexed> index_recordings(std::vector<BatchRecording>& recordings) {
+    if (recordings.size() < 2)
+        throw UsageError("--max-batch needs recordings at two batch sizes at least; got " + std::to_string(recordings.size()));
+    std::stable_sort(recordings.begin(), recordings.end(), [](const BatchRecording& a, const BatchRecording& b) { return a.batch < b.batch; });
+    std::vector<Indexed> indexed;
+    indexed.reserve(recordings.size());
+    for (std::size_t k = 0; k < recordings.size(); ++k) {
+        const BatchRecording& r = recordings[k];
+        if (r.batch == 0) throw UsageError(r.name + ": batch 0: a recording's batch is 1 or more");
+        if (k > 0 && r.batch == recordings[k - 1].batch)
+            throw UsageError("two recordings at batch " + std::to_string(r.batch) + ": " + recordings[k - 1].name + " and " + r.name +
+                             "; give each batch once");
+        indexed.push_back(index_recording(r.events));
+        if (indexed.back().requests.empty()) throw UsageError(r.name + ": no allocation to model (batch " + std::to_string(r.batch) + ")");
+        if (indexed.back().requests.size() >= kNone) throw UsageError(r.name + ": too many requests to model");
+    }
+    return indexed;
+}
+
+// The smaller recording's requests aligned to the largest's: the fewest
+// edits where they are few, else the greedy diff.
+std::vector<std::uint32_t> align(const std::vector<RecordedRequest>& x, const std::vector<RecordedRequest>& l, std::uint64_t bx,
+                                 std::uint64_t bl, std::uint64_t granule) {
+    std::optional<std::vector<std::uint32_t>> fewest = align_fewest_edits(x, l, bx, bl, granule, kMaxEdits);
+    return fewest ? std::move(*fewest) : align_greedy(x, l, bx, bl, granule);
+}
+
+// What the checks found while fitting: the requests to name, and how each
+// recording beyond the two fitted ones held.
+struct Findings {
+    struct Candidate {
+        std::uint64_t bytes_at_largest, bytes;
+        std::string what;
+    };
+    std::vector<Candidate> candidates;
+    std::vector<BatchModelChecks::Held> held;
+    // A request the recording at `batch` does not bear out.
+    void miss(std::uint64_t batch) {
+        for (BatchModelChecks::Held& h : held)
+            if (h.batch == batch) {
+                h.exact = false;
+                ++h.requests_off;
+            }
+    }
+    // The first few candidates, largest first, and the recordings checked.
+    void publish(BatchModelChecks& c) {
+        const std::size_t shown = std::min(candidates.size(), kMaxMismatches);
+        std::partial_sort(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(shown), candidates.end(),
+                          [](const Candidate& a, const Candidate& b) {
+                              return std::tie(a.bytes_at_largest, a.bytes) > std::tie(b.bytes_at_largest, b.bytes);
+                          });
+        for (std::size_t i = 0; i < shown; ++i) c.mismatches.push_back({std::move(candidates[i].what), candidates[i].bytes_at_largest});
+        c.checked = std::move(held);
+    }
+};
+
+std::string place(const RecordedRequest& q) {
+    std::string text = std::string(q.kind == EventKind::oom ? "refused request" : "alloc") + " on stream " + std::to_string(q.stream);
+    if (q.pool != 0) text += ", pool " + std::to_string(q.pool);
+    return text;
+}
+
+// One request's law from its (batch, size) points, ascending, the largest
+// recording's last: fitted on the last two, checked on the others. A
+// not-affine request's points go to `table` (the cautious trace reads them)
+// and it is named in `found`.
+Law fit_law(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& points, std::uint64_t granule, const std::string& name,
+            Findings& found, std::vector<std::pair<std::uint64_t, std::uint64_t>>& table) {
+    Law law;
+    law.pair.b2 = points.back().first;
+    law.pair.s2 = points.back().second;
+    if (points.size() < 2) return law;
+    law.pair.b1 = points[points.size() - 2].first;
+    law.pair.s1 = points[points.size() - 2].second;
+    law.fit = law.pair.s1 == law.pair.s2 ? Fit::constant : Fit::affine;
+    bool holds = true;
+    for (std::size_t p = 0; p + 2 < points.size(); ++p) {
+        const auto [batch, size] = points[p];
+        if (size >= law.pair.lower(batch, granule) && size <= law.pair.upper(batch, granule)) continue;
+        holds = false;
+        found.miss(batch);
+    }
+    if (holds) return law;
+    law.fit = Fit::not_affine;
+    law.points = static_cast<std::uint32_t>(table.size());
+    law.point_count = static_cast<std::uint32_t>(points.size());
+    table.insert(table.end(), points.begin(), points.end());
+    std::string what = name;
+    for (std::size_t p = 0; p < points.size(); ++p)
+        what += std::string(p ? ", " : " ") + bytes_text(points[p].second) + " at batch " + std::to_string(points[p].first);
+    found.candidates.push_back({points.back().second, points.back().second, what + " (not affine)"});
+    return law;
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------ the model
@@ -483,25 +420,11 @@ struct BatchModel::Impl {
 };
 
 BatchModel BatchModel::fit(std::vector<BatchRecording> recordings) {
-    if (recordings.size() < 2)
-        throw UsageError("--max-batch needs recordings at two batch sizes at least; got " + std::to_string(recordings.size()));
-    std::stable_sort(recordings.begin(), recordings.end(), [](const BatchRecording& a, const BatchRecording& b) { return a.batch < b.batch; });
-    for (std::size_t k = 0; k < recordings.size(); ++k) {
-        if (recordings[k].batch == 0) throw UsageError(recordings[k].name + ": batch 0: a recording's batch is 1 or more");
-        if (k > 0 && recordings[k].batch == recordings[k - 1].batch)
-            throw UsageError("two recordings at batch " + std::to_string(recordings[k].batch) + ": " + recordings[k - 1].name + " and " +
-                             recordings[k].name + "; give each batch once");
-    }
+    const std::vector<Indexed> indexed = index_recordings(recordings);
     const std::size_t n = recordings.size();
-    std::vector<Indexed> indexed;
-    indexed.reserve(n);
     bool whole_granules = true;
-    for (const BatchRecording& r : recordings) {
-        indexed.push_back(index_recording(r.events));
-        if (indexed.back().requests.empty()) throw UsageError(r.name + ": no allocation to model (batch " + std::to_string(r.batch) + ")");
-        if (indexed.back().requests.size() >= kNone) throw UsageError(r.name + ": too many requests to model");
-        for (const RecordedRequest& q : indexed.back().requests) whole_granules = whole_granules && q.size % 512 == 0;
-    }
+    for (const Indexed& x : indexed)
+        for (const RecordedRequest& q : x.requests) whole_granules = whole_granules && q.size % 512 == 0;
     auto impl = std::make_shared<Impl>();
     impl->granule = whole_granules ? 512 : 1;
     impl->smallest = recordings.front().batch;
@@ -517,111 +440,58 @@ BatchModel BatchModel::fit(std::vector<BatchRecording> recordings) {
     std::vector<std::vector<std::uint32_t>> partner(n - 1);
     std::vector<std::vector<bool>> taken(n - 1);
     for (std::size_t k = 0; k + 1 < n; ++k) {
-        std::optional<std::vector<std::uint32_t>> fewest =
-            align_fewest_edits(indexed[k].requests, requests, recordings[k].batch, impl->largest, impl->granule, kMaxEdits);
-        partner[k] = fewest ? std::move(*fewest)
-                            : Aligner(indexed[k].requests, requests, recordings[k].batch, impl->largest, impl->granule).run();
+        partner[k] = align(indexed[k].requests, requests, recordings[k].batch, impl->largest, impl->granule);
         taken[k].assign(indexed[k].requests.size(), false);
         for (const std::uint32_t x : partner[k])
             if (x != kNone) taken[k][x] = true;
     }
 
-    struct Candidate {
-        std::uint64_t bytes_at_largest, bytes;
-        std::string what;
-    };
-    std::vector<Candidate> candidates;
-    std::vector<BatchModelChecks::Held> held;
-    for (std::size_t k = 0; k + 2 < n; ++k) held.push_back({recordings[k].batch, true, 0});
-    auto place = [](const RecordedRequest& q) {
-        std::string text = std::string(q.kind == EventKind::oom ? "refused request" : "alloc") + " on stream " + std::to_string(q.stream);
-        if (q.pool != 0) text += ", pool " + std::to_string(q.pool);
-        return text;
-    };
-
+    Findings found;
+    for (std::size_t k = 0; k + 2 < n; ++k) found.held.push_back({recordings[k].batch, true, 0});
     impl->laws.resize(count);
     std::vector<std::pair<std::uint64_t, std::uint64_t>> points;  // this request's (batch, size), ascending
     for (std::size_t j = 0; j < count; ++j) {
         points.clear();
-        for (std::size_t k = 0; k + 1 < n; ++k)
-            if (partner[k][j] != kNone) points.emplace_back(recordings[k].batch, indexed[k].requests[partner[k][j]].size);
+        std::string absent;  // the batches of the recordings without it
+        for (std::size_t k = 0; k + 1 < n; ++k) {
+            if (partner[k][j] != kNone) {
+                points.emplace_back(recordings[k].batch, indexed[k].requests[partner[k][j]].size);
+                continue;
+            }
+            absent += (absent.empty() ? "" : ", ") + std::to_string(recordings[k].batch);
+            found.miss(recordings[k].batch);
+        }
         points.emplace_back(impl->largest, requests[j].size);
-        Law& law = impl->laws[j];
+        const std::string name = "request " + group_digits(j + 1) + " (" + place(requests[j]) + "):";
+        Law& law = impl->laws[j] = fit_law(points, impl->granule, name, found, impl->points);
         law.extra = points.size() < n;
-        law.pair.b2 = impl->largest;
-        law.pair.s2 = requests[j].size;
         if (points.size() >= 2) {
-            law.pair.b1 = points[points.size() - 2].first;
-            law.pair.s1 = points[points.size() - 2].second;
-            law.fit = law.pair.s1 == law.pair.s2 ? Fit::constant : Fit::affine;
-            // The other recordings check it.
-            bool holds = true;
-            for (std::size_t p = 0; p + 2 < points.size(); ++p) {
-                const auto [batch, size] = points[p];
-                if (size >= law.pair.lower(batch, impl->granule) && size <= law.pair.upper(batch, impl->granule)) continue;
-                holds = false;
-                for (BatchModelChecks::Held& h : held)
-                    if (h.batch == batch) {
-                        h.exact = false;
-                        ++h.requests_off;
-                    }
-            }
-            if (!holds) {
-                law.fit = Fit::not_affine;
-                law.points = static_cast<std::uint32_t>(impl->points.size());
-                law.point_count = static_cast<std::uint32_t>(points.size());
-                impl->points.insert(impl->points.end(), points.begin(), points.end());
-                std::string what = "request " + group_digits(j + 1) + " (" + place(requests[j]) + "):";
-                for (std::size_t p = 0; p < points.size(); ++p)
-                    what += std::string(p ? ", " : " ") + bytes_text(points[p].second) + " at batch " + std::to_string(points[p].first);
-                candidates.push_back({requests[j].size, requests[j].size, what + " (not affine)"});
-            }
             if (law.fit == Fit::constant) ++c.constant;
             else if (law.fit == Fit::affine) ++c.affine;
             else ++c.not_affine;
         }
-        if (law.extra) {
-            ++c.unaligned;
-            std::string absent;
-            for (std::size_t k = 0; k + 1 < n; ++k)
-                if (partner[k][j] == kNone) {
-                    absent += (absent.empty() ? "" : ", ") + std::to_string(recordings[k].batch);
-                    for (BatchModelChecks::Held& h : held)
-                        if (h.batch == recordings[k].batch) {
-                            h.exact = false;
-                            ++h.requests_off;
-                        }
-                }
-            candidates.push_back({requests[j].size, requests[j].size,
-                                  "request " + group_digits(j + 1) + " (" + place(requests[j]) + "): " + bytes_text(requests[j].size) +
-                                      " at batch " + std::to_string(impl->largest) + ", absent at batch " + absent +
-                                      " (appears as the batch grows)"});
-        } else {
+        if (!law.extra) {
             ++c.aligned;
+            continue;
         }
+        ++c.unaligned;
+        std::string what = name;
+        what += " " + bytes_text(requests[j].size) + " at batch " + std::to_string(impl->largest);
+        what += ", absent at batch " + absent + " (appears as the batch grows)";
+        found.candidates.push_back({requests[j].size, requests[j].size, std::move(what)});
     }
     for (std::size_t k = 0; k + 1 < n; ++k)
         for (std::size_t x = 0; x < taken[k].size(); ++x) {
             if (taken[k][x]) continue;
             ++c.vanished;
-            for (BatchModelChecks::Held& h : held)
-                if (h.batch == recordings[k].batch) {
-                    h.exact = false;
-                    ++h.requests_off;
-                }
+            found.miss(recordings[k].batch);
             const RecordedRequest& q = indexed[k].requests[x];
-            candidates.push_back({0, q.size,
-                                  "request " + group_digits(x + 1) + " of batch " + std::to_string(recordings[k].batch) + " (" + place(q) +
-                                      "): " + bytes_text(q.size) + ", absent at batch " + std::to_string(impl->largest) +
-                                      " (gone as the batch grew)"});
+            found.candidates.push_back({0, q.size,
+                                        "request " + group_digits(x + 1) + " of batch " + std::to_string(recordings[k].batch) + " (" +
+                                            place(q) + "): " + bytes_text(q.size) + ", absent at batch " + std::to_string(impl->largest) +
+                                            " (gone as the batch grew)"});
         }
-    const std::size_t shown = std::min(candidates.size(), kMaxMismatches);
-    std::partial_sort(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(shown), candidates.end(),
-                      [](const Candidate& a, const Candidate& b) {
-                          return std::tie(a.bytes_at_largest, a.bytes) > std::tie(b.bytes_at_largest, b.bytes);
-                      });
-    for (std::size_t i = 0; i < shown; ++i) c.mismatches.push_back({std::move(candidates[i].what), candidates[i].bytes_at_largest});
-    c.checked = std::move(held);
+    found.publish(c);
 
     impl->events = std::move(recordings.back().events);
     impl->request_of = big.request_of;
@@ -670,15 +540,33 @@ struct Search {
     std::uint64_t replays = 0;
 };
 
-// The batch a search probes next; none when it is over.
-std::optional<std::uint64_t> next_probe(const Search& s, std::uint64_t first, std::uint64_t limit) {
+// The batches a search probes next, `count` at most (threads the round
+// would leave idle otherwise): doubling from the largest batch known to fit
+// (from the largest recorded one at first), or the midpoints of the
+// bisection between what fits and what does not, breadth first. None when
+// the search is over.
+std::vector<std::uint64_t> next_probes(const Search& s, std::uint64_t first, std::uint64_t limit, std::size_t count) {
+    std::vector<std::uint64_t> probes;
     if (s.fails == 0) {
-        if (s.fits == 0) return std::min(first, limit);
-        if (s.fits >= limit) return std::nullopt;
-        return s.fits > limit / 2 ? limit : s.fits * 2;
+        std::uint64_t batch = s.fits == 0 ? std::min(first, limit) : s.fits;
+        if (s.fits == 0) probes.push_back(batch);
+        while (probes.size() < count && batch < limit) {
+            batch = batch > limit / 2 ? limit : batch * 2;
+            probes.push_back(batch);
+        }
+        return probes;
     }
-    if (s.fails - s.fits <= 1) return std::nullopt;
-    return s.fits + (s.fails - s.fits) / 2;
+    std::deque<std::pair<std::uint64_t, std::uint64_t>> ranges{{s.fits, s.fails}};
+    while (!ranges.empty() && probes.size() < count) {
+        const auto [low, high] = ranges.front();
+        ranges.pop_front();
+        if (high - low <= 1) continue;
+        const std::uint64_t middle = low + (high - low) / 2;
+        probes.push_back(middle);
+        ranges.emplace_back(low, middle);
+        ranges.emplace_back(middle, high);
+    }
+    return probes;
 }
 
 struct Probe {
@@ -813,29 +701,39 @@ std::vector<MaxBatchAnswer> search_max_batch(const BatchModel& model, const std:
         searches.push_back({i, false});
         if (hopeful_differs) searches.push_back({i, true});
     }
+    const std::size_t threads = std::max(1U, options.replay.threads);
     for (;;) {
         std::vector<Probe> probes;
         std::vector<std::size_t> owner;
+        const auto active = static_cast<std::size_t>(std::count_if(searches.begin(), searches.end(), [](const Search& s) { return !s.done; }));
+        const std::size_t each = std::max<std::size_t>(1, active == 0 ? 1 : threads / active);
         for (std::size_t s = 0; s < searches.size(); ++s) {
-            const std::optional<std::uint64_t> batch = next_probe(searches[s], first, limit);
-            if (!batch) {
-                searches[s].done = true;
-                continue;
+            if (searches[s].done) continue;
+            const std::vector<std::uint64_t> batches = next_probes(searches[s], first, limit, each);
+            if (batches.empty()) searches[s].done = true;
+            for (const std::uint64_t batch : batches) {
+                probes.push_back({searches[s].lane, searches[s].hopeful, batch, true});
+                owner.push_back(s);
             }
-            probes.push_back({searches[s].lane, searches[s].hopeful, *batch, true});
-            owner.push_back(s);
         }
         if (probes.empty()) break;
         replay_probes(model, lanes, probes, options);
+        // The largest batch that fitted; the smallest above it that did not
+        // (one below it that did not contradicts more batch needing more
+        // memory: the batch above it fitted, replayed, and stands).
         for (std::size_t p = 0; p < probes.size(); ++p) {
             Search& s = searches[owner[p]];
             ++s.replays;
-            if (probes[p].fits) {
+            if (probes[p].fits && probes[p].batch > s.fits) {
                 s.fits = probes[p].batch;
                 s.peak_at_fits = probes[p].peak_reserved;
-            } else {
-                s.fails = probes[p].batch;
             }
+        }
+        for (Search& s : searches)
+            if (s.fails != 0 && s.fails <= s.fits) s.fails = 0;
+        for (std::size_t p = 0; p < probes.size(); ++p) {
+            Search& s = searches[owner[p]];
+            if (!probes[p].fits && probes[p].batch > s.fits && (s.fails == 0 || probes[p].batch < s.fails)) s.fails = probes[p].batch;
         }
     }
     std::vector<MaxBatchAnswer> answers(lanes.size());

@@ -1,8 +1,12 @@
 // reuse-sim --max-batch: "what is the largest batch that fits?" from two
 // (or more) recordings of one program at different batch sizes. The
-// recordings are aligned request by request (as a diff aligns lines: equal
-// sizes anchor, the runs between anchors pair up one to one when their
-// lengths agree), each aligned request's size is modelled as a function of
+// recordings are aligned request by request as a diff aligns lines: the
+// fewest requests left unaligned, where two requests may pair when they are
+// of one kind, stream and pool and the size does not shrink with the batch
+// nor grow faster than its square (Myers' diff, linear when few differ;
+// past 2,000 unaligned, a greedy diff that resynchronises within 64
+// requests after each difference). Each aligned request's size is modelled
+// as a function of
 // the batch (constant, or affine after PyTorch's 512-byte rounding), the
 // trace at any batch B is built from the model, and the largest B that
 // replays without an OOM is searched for every setting asked. Pure logic: no
