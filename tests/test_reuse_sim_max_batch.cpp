@@ -222,6 +222,13 @@ TEST_CASE("max-batch: a program that runs out of memory at a recorded batch is a
     CHECK(r.status == 1);
     CHECK(r.out == "");
     CHECK(has(r.err, "the run at batch 2 ran out of memory already"));
+    // --json: the error document, with no answer claimed.
+    const RunResult j = run_gpumem(with_program({"reuse-sim", "--json", "--max-batch", "--capacity", "30MiB"}), standin_env(s));
+    CHECK(j.status == 1);
+    const json doc = json::parse(j.out);
+    CHECK(doc["error"]["status"] == 1);
+    CHECK(doc["max_batch"]["answer"].is_null());
+    CHECK(doc["max_batch"]["largest_batch"].is_null());
 }
 
 TEST_CASE("max-batch: where the model does not hold, the answer is a range (cautious to hopeful) and says why, never one number") {

@@ -197,7 +197,9 @@ std::string confirm_answer(const MaxBatchResults& x) {
 }
 
 constexpr Column<Doc> kMaxBatchColumns[] = {
-    {{"answer", "", FieldKind::text}, [](const Doc& d) -> Cell { return max_batch_answer_text(d.q, d.r, Unit::automatic); }},
+    // Null until searched (a recording run that failed).
+    {{"answer", "", FieldKind::text},
+     [](const Doc& d) { return d.x().settings.empty() ? Cell() : Cell(max_batch_answer_text(d.q, d.r, Unit::automatic)); }},
     {{"capacity_bytes", "", FieldKind::bytes}, [](const Doc& d) { return u64(d.q.capacity); }},
     // Where the model does not hold, the cautious bound (and the hopeful one beside it).
     {{"largest_batch", "", FieldKind::integer}, [](const Doc& d) { return recorded_answer(d, &rs::MaxBatchAnswer::largest); }},
