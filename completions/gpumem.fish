@@ -239,7 +239,10 @@ complete -c gpumem -n $reuse_sim -l all-settings -d 'With --tune or --sweep: the
 complete -c gpumem -n $reuse_sim -l record -r -F -d 'Run the program after -- and record its PyTorch allocations'
 complete -c gpumem -n $reuse_sim -l max-entries -x -d 'Events the recording keeps'
 complete -c gpumem -n $reuse_sim -l python-stacks -d 'With --record: also record Python stacks'
-complete -c gpumem -n $reuse_sim -l confirm -x -d 'With --tune: real runs of the best settings, up to K'
+complete -c gpumem -n $reuse_sim -l confirm -x -d 'With --tune: real runs of the best settings, up to K; with --max-batch: the answer and the next batch'
+complete -c gpumem -n $reuse_sim -l max-batch -d 'The largest batch that fits under --capacity, from recordings at several batches'
+complete -c gpumem -n $reuse_sim -l batch-trace -r -F -d 'B=FILE: --max-batch\'s recording of the program at batch B (repeatable)'
+complete -c gpumem -n $reuse_sim -l record-batches -x -d 'B1,B2,...: the batches --max-batch records the program at'
 
 # report
 set -l report "__fish_seen_subcommand_from report"

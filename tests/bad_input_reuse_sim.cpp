@@ -262,6 +262,16 @@ std::vector<BadCase> reuse_sim_cases(const Scratch& s) {
         {{"reuse-sim", "--trace", "/dev/zero", "--trace-format", "rmm"}},
         {{"reuse-sim", "--trace", "/dev/zero", "--trace-format", "gpumem", "--tune"}},
         {{"reuse-sim", "--trace", "/dev/zero", "--trace-format", "snapshot"}, {2}, true},
+        // --max-batch: its grammar, and its recordings' conflicts, refused
+        // before any FIFO is opened; /dev/zero's endless line refused too.
+        {{"reuse-sim", "--max-batch", "--capacity", "1GiB", "--batch-trace", "2=" + fifo, "--batch-trace", "2=" + fifo}, {2}, true},
+        {{"reuse-sim", "--max-batch", "--batch-trace", "2=" + fifo, "--batch-trace", "4=" + fifo}, {2}, true},
+        {{"reuse-sim", "--max-batch", "--capacity", "1GiB", "--batch-trace", "2=" + fifo}},
+        {{"reuse-sim", "--max-batch", "--capacity", "1GiB", "--batch-trace", "2=" + fifo, "--batch-trace", "4=" + fifo, "--execute"}},
+        {{"reuse-sim", "--max-batch", "--capacity", "1GiB", "--batch-trace", "2=" + fifo, "--batch-trace", "4=" + fifo, "--trace", fifo}},
+        {{"reuse-sim", "--max-batch", "--capacity", "1GiB", "--batch-trace", "2=/dev/zero", "--batch-trace", "4=/dev/zero"}, {2}, true},
+        {{"reuse-sim", "--max-batch", "--capacity", "1GiB", "--", "python3", "train.py", "--bs", "8"}},
+        {{"reuse-sim", "--batch-trace", "2=" + fifo}},
     };
 }
 

@@ -1,12 +1,23 @@
 // reuse-sim --max-batch: "what is the largest batch that fits?" from two
 // (or more) recordings of one program at different batch sizes. The
-// recordings are aligned request by request (as a diff aligns lines: equal
-// sizes anchor, the runs between anchors pair up one to one when their
-// lengths agree), each aligned request's size is modelled as a function of
+// recordings are aligned request by request as a diff aligns lines: the
+// fewest requests left unaligned, where two requests may pair when they are
+// of one kind, stream and pool and the size does not shrink with the batch
+// nor grow faster than its square (Myers' diff, linear when few differ;
+// past 2,000 unaligned, a greedy diff that resynchronises within 64
+// requests after each difference). Each aligned request's size is modelled
+// as a function of
 // the batch (constant, or affine after PyTorch's 512-byte rounding), the
 // trace at any batch B is built from the model, and the largest B that
 // replays without an OOM is searched for every setting asked. Pure logic: no
 // CUDA, no I/O, no printing; the command reads the files and reports.
+//
+// The model never counts on less memory than the recordings allow: a size
+// that differs between the two fitted recordings is modelled as every line
+// base + slope * B whose rounding gives both recorded sizes, and the trace
+// at B takes the largest size any of them gives (at the two fitted batches,
+// exactly the recorded sizes). A size equal in both is constant (weights,
+// optimizer state); a third recording checks that too.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +62,13 @@ struct BatchModelChecks {
     // batch): how the synthesized trace treats them is BatchModel's
     // `extras` rule below.
     std::uint64_t unaligned = 0;
+    // Requests of a smaller recording with no partner in the largest one
+    // (gone as the batch grew): counted, reported, never built into a trace.
+    std::uint64_t vanished = 0;
+    // The rounding the sizes were modelled in: 512 when every request of
+    // every recording is a multiple of 512 (PyTorch's block sizes), else 1
+    // (the bytes asked for, as a PyTorch snapshot records them).
+    std::uint64_t granule = 512;
     std::vector<ModelMismatch> mismatches;  // the first few of not_affine and unaligned, largest first
     // Recordings beyond the two the model was fitted on: each one's batch and
     // whether the model rebuilt it exactly (every request within rounding).
@@ -60,7 +78,7 @@ struct BatchModelChecks {
         std::uint64_t requests_off = 0;  // requests the model got wrong
     };
     std::vector<Held> checked;
-    bool holds() const noexcept { return not_affine == 0 && unaligned == 0; }
+    bool holds() const noexcept { return not_affine == 0 && unaligned == 0 && vanished == 0; }
 };
 
 // The model of one program's requests as functions of the batch.
@@ -76,11 +94,18 @@ public:
     std::uint64_t largest_recorded_batch() const noexcept;
 
     // The events at batch B (B >= 1), in the order of the largest recording,
-    // its frees, streams, pools and deferred frees kept. Requests found in
-    // some recordings only are kept at their largest recorded size when
-    // `with_extras` (the cautious trace: the answer never counts on their
-    // absence) and left out otherwise (the hopeful one); the two answers
-    // bound the truth when the alignment is not complete.
+    // its frees, streams, pools and deferred frees kept (its segment events,
+    // the recorded allocator's own, left out); each event's line is its
+    // ordinal, and the sizes the largest the model allows (see above), at
+    // least one granule. Requests of the largest recording missing from
+    // some other one (extras) are kept when `with_extras` (the cautious
+    // trace: the answer never counts on their absence): fitted like the
+    // others when two recordings have them, else at their recorded size up
+    // to the largest batch and growing in proportion to the batch beyond it.
+    // Left out otherwise (the hopeful trace). A not-affine request takes,
+    // in the cautious trace, the largest size the lines through any two of
+    // its recordings give; in the hopeful one, the fit of the two largest.
+    // The two answers bound the truth when the model does not hold.
     std::vector<Event> events_at(std::uint64_t batch, bool with_extras = true) const;
 
 private:
@@ -95,8 +120,9 @@ struct MaxBatchAnswer {
     std::uint64_t peak_reserved_at_largest = 0;  // replayed at `largest`
     std::uint64_t peak_reserved_at_next = 0;    // at largest + 1: what the next batch would need (its replay with no cap)
     std::uint64_t replays = 0;
-    // With an incomplete alignment: the hopeful trace's answer (extras left
-    // out); `largest` is always the cautious one's.
+    // Where the model does not hold (checks().holds() false): the hopeful
+    // trace's answer; `largest` is always the cautious one's. Report the two
+    // as a range, not `largest` alone as the answer.
     std::optional<std::uint64_t> largest_hopeful;
 };
 
@@ -106,10 +132,15 @@ struct MaxBatchOptions {
 };
 
 // For every lane (a setting under a capacity), the largest batch whose
-// trace replays with no OOM: exponential steps from the largest recorded
-// batch, then bisection, all lanes' probes of one round replayed together.
-// Assumes more batch never needs less memory; a probe that contradicts it
-// (a smaller batch failing where a larger fitted) is searched down from.
+// cautious trace replays with no OOM: exponential steps from the largest
+// recorded batch (doubling while it fits, else bisecting down to 1), then
+// bisection, all lanes' probes of one round replayed together on
+// options.replay.threads threads, each distinct batch's trace built once.
+// Honesty: `largest` is always a batch whose trace was replayed and fitted,
+// and largest + 1 (when below the limit) one that was replayed and did not;
+// assumes more batch never needs less memory between the two (bisection).
+// Each lane reads a snapshot's ambiguous releases for itself
+// (options.replay.base.release_readings is ignored: they belong to one trace).
 std::vector<MaxBatchAnswer> search_max_batch(const BatchModel& model, const std::vector<TorchLane>& lanes, const MaxBatchOptions& options);
 
 }  // namespace gpumem::reuse_sim

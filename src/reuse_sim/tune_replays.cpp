@@ -100,6 +100,16 @@ LoadedTrace::LoadedTrace(EventSource& source, const std::function<void()>& poll,
     request_sizes_.shrink_to_fit();
 }
 
+LoadedTrace::LoadedTrace(const EventSource& names, std::vector<Event> events) : source_(names), events_(std::move(events)) {
+    for (const Event& e : events_) {
+        if (e.kind == EventKind::alloc || e.kind == EventKind::oom) request_sizes_.push_back(e.size);
+        if (e.kind == EventKind::empty_cache) ++empty_caches_;
+    }
+    std::sort(request_sizes_.begin(), request_sizes_.end());
+    request_sizes_.erase(std::unique(request_sizes_.begin(), request_sizes_.end()), request_sizes_.end());
+    request_sizes_.shrink_to_fit();
+}
+
 std::uint64_t LoadedTrace::largest_segment() const noexcept {
     if (request_sizes_.empty()) return 0;
     return detail::torch::TorchCaching::get_allocation_size(request_sizes_.back()) + detail::torch::kRoundLarge;

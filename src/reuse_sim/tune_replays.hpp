@@ -35,6 +35,9 @@ public:
     // 100 M events: 4.8 GB in memory, a hundred times the million-entry
     // snapshots PyTorch users record.
     static constexpr std::uint64_t kMaxLoadedEvents = 100'000'000;
+    // Events already in memory (a trace built by the batch model): `names`
+    // answers for their locations and the rest, and must outlive it.
+    LoadedTrace(const EventSource& names, std::vector<Event> events);
     const std::vector<Event>& events() const noexcept { return events_; }
     const EventSource& source() const noexcept { return source_; }
     std::uint64_t empty_caches() const noexcept { return empty_caches_; }

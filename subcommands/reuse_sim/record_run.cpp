@@ -324,6 +324,38 @@ ChildRun run_recorded(const std::vector<std::string>& command, const RecordSetti
     return run;
 }
 
+std::optional<RunFigures> read_figures(const std::string& stats_path, std::string& note) {
+    std::ifstream in(stats_path);
+    const nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+    if (!doc.is_object() || !doc.contains("memory_stats") || !doc["memory_stats"].is_object()) {
+        note = stats_path + ": no memory_stats";
+        return std::nullopt;
+    }
+    const nlohmann::json& s = doc["memory_stats"];
+    auto count = [&s](const char* key) { return s.contains(key) && s[key].is_number() ? s[key].get<std::uint64_t>() : 0; };
+    RunFigures f;
+    f.ooms = count("num_ooms");
+    f.peak_reserved = count("reserved_bytes.all.peak");
+    f.retries = count("num_alloc_retries");
+    f.device_allocs = count("num_device_alloc");
+    f.device_frees = count("num_device_free");
+    // The hook's count of the OOMs the program saw; null: not known.
+    if (doc.contains("program_ooms") && doc["program_ooms"].is_number_unsigned()) f.program_ooms = doc["program_ooms"].get<std::uint64_t>();
+    return f;
+}
+
+ScratchDirectory::ScratchDirectory(const char* purpose) {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/gpumem-" + purpose + "-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) throw Error(pattern + ": cannot create a directory for the real runs");
+    path_ = pattern;
+}
+
+ScratchDirectory::~ScratchDirectory() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+}
+
 std::string nothing_recorded_reason(const ChildRun& run) {
     bool imported = false, no_torch = false, initialized_only = false;
     std::string error;

@@ -82,6 +82,24 @@ struct RecordingStats {
 std::optional<RecordingStats> read_recording_stats(const std::string& path);
 std::vector<MemoryFractionCall> fraction_calls_of(const nlohmann::json& list);
 
+// A real run's figures from the statistics file the hook wrote; none (and
+// `note` says why) where it holds no memory_stats.
+std::optional<RunFigures> read_figures(const std::string& stats_path, std::string& note);
+
+// A private directory for real runs' files (--confirm's, --max-batch's),
+// removed with everything in it when it goes.
+class ScratchDirectory {
+public:
+    explicit ScratchDirectory(const char* purpose = "confirm");
+    ~ScratchDirectory();
+    ScratchDirectory(const ScratchDirectory&) = delete;
+    ScratchDirectory& operator=(const ScratchDirectory&) = delete;
+    const std::string& path() const noexcept { return path_; }
+
+private:
+    std::string path_;
+};
+
 // One clear line for a run that recorded nothing: python without torch, a
 // program that never imported torch or never used CUDA through it.
 std::string nothing_recorded_reason(const ChildRun& run);

@@ -89,7 +89,12 @@ struct ReuseSimOptions {
     std::optional<std::uint64_t> max_entries;
     bool python_stacks = false;
     std::optional<std::uint64_t> confirm;
+    bool confirm_bare = false;         // --confirm without K: --max-batch's
     std::vector<std::string> program;  // after --: CLI11 never sees it (Command::program)
+    // the largest batch that fits
+    bool max_batch = false;
+    std::vector<std::string> batch_traces;  // --batch-trace B=FILE, repeatable
+    std::optional<std::string> record_batches;
     // The options as registered, so that --record can name every replay
     // option given with it, whatever option a later change adds.
     const CLI::App* registered = nullptr;
@@ -265,6 +270,19 @@ void add_tune_options(CLI::App& sub, ReuseSimOptions& o) {
                  "setting each; JSON and CSV always hold every setting)");
 }
 
+// --confirm K: the count of settings to run, as every count option reads it.
+std::uint64_t confirm_count(const std::string& text) {
+    std::uint64_t k = 0;
+    try {
+        k = parse_unsigned(text, kMaxU64);
+    } catch (const UsageError& e) {
+        throw UsageError(std::string("--confirm: ") + e.what());
+    }
+    if (k < 1 || k > rs::kMaxGridPoints)
+        throw UsageError("--confirm " + text + " is out of range (1 to " + std::to_string(rs::kMaxGridPoints) + ")");
+    return k;
+}
+
 void add_record_options(CLI::App& sub, ReuseSimOptions& o) {
     sub.add_option("--record", o.record,
                    "Run the program given after -- and record its PyTorch allocations, unmodified: a snapshot in FILE and "
@@ -276,13 +294,36 @@ void add_record_options(CLI::App& sub, ReuseSimOptions& o) {
                         kMaxU64);
     sub.add_flag("--python-stacks", o.python_stacks,
                  "--record: also record each allocation's Python stack (slower, larger files; for PyTorch's memory_viz)");
-    add_unsigned_option(sub, "--confirm", o.confirm,
-                        "With --tune: run the program given after -- for real, up to K times: the best setting, then after a run "
-                        "with an OOM the best untried setting that fits in that run's own recording (kept beside the trace as "
-                        "FILE.confirmN.pickle), until one runs without an OOM; predicted beside real",
-                        1, rs::kMaxGridPoints)
-        ->type_name("K");
-    sub.add_option("command", o.program, "The program that --record or --confirm runs, after --: -- CMD [ARGS...]")->type_name("CMD");
+    // K is optional: --max-batch --confirm takes none (CLI11 hands an empty
+    // text to the function when the option comes without a value).
+    sub.add_option_function<std::string>(
+           "--confirm",
+           [&o](const std::string& text) {
+               if (text.empty()) {
+                   o.confirm_bare = true;
+                   return;
+               }
+               o.confirm = confirm_count(text);
+           },
+           "Run the program given after -- for real. With --tune: up to K times, the best setting, then after a run "
+           "with an OOM the best untried setting that fits in that run's own recording (kept beside the trace as "
+           "FILE.confirmN.pickle), until one runs without an OOM. With --max-batch (no K): at the answer and at the next batch")
+        ->type_name("[K]")
+        ->expected(0, 1);
+    sub.add_option("command", o.program, "The program that --record, --confirm or --max-batch runs, after --: -- CMD [ARGS...]")
+        ->type_name("CMD");
+}
+
+void add_max_batch_options(CLI::App& sub, ReuseSimOptions& o) {
+    sub.add_flag("--max-batch", o.max_batch,
+                 "The largest batch that fits under --capacity: from recordings at two or more batches (--batch-trace), or "
+                 "from the program after --, whose {batch} gpumem fills in and records at small batches");
+    sub.add_option("--batch-trace", o.batch_traces,
+                   "B=FILE: --max-batch's recording of the program at batch B (a PyTorch snapshot or a trace); repeatable, two at least")
+        ->type_name("B=FILE");
+    sub.add_option("--record-batches", o.record_batches,
+                   "B1,B2[,...]: the batches --max-batch records the program at, two at least; a third checks the model (default 2,4)")
+        ->type_name("LIST");
 }
 
 void add_options(CLI::App& sub, ReuseSimOptions& o) {
@@ -293,6 +334,7 @@ void add_options(CLI::App& sub, ReuseSimOptions& o) {
     add_output_options(sub, o);
     add_tune_options(sub, o);
     add_record_options(sub, o);
+    add_max_batch_options(sub, o);
     o.registered = &sub;
 }
 
@@ -596,6 +638,7 @@ RecordRequest check_record(const ReuseSimOptions& o, const Globals& globals) {
 
 std::optional<ConfirmRequest> check_confirm(const ReuseSimOptions& o, const ReuseSimRequest& q) {
     if (o.python_stacks) throw UsageError("--python-stacks goes with --record");
+    if (o.confirm_bare) throw UsageError("--confirm K: give K, the most settings of --tune to run for real (--confirm alone goes with --max-batch)");
     if (!o.confirm) {
         if (o.max_entries) throw UsageError("--max-entries goes with --record or --confirm");
         if (!o.program.empty()) throw UsageError("a program to run (after --) needs --record or --confirm");
@@ -629,8 +672,139 @@ std::optional<ConfirmRequest> check_confirm(const ReuseSimOptions& o, const Reus
     return confirm;
 }
 
+// The options --max-batch takes (and help); every other reuse-sim option
+// belongs to the replay of one input and is refused with it.
+constexpr std::string_view kMaxBatchOptions[] = {
+    "--max-batch", "--batch-trace", "--record-batches", "--record", "--capacity", "--memory-fraction", "--device-total",
+    "--tune", "--sweep", "--all-settings", "--confirm", "--max-entries", "--costs", "--strategy", "--max-split-size",
+    "--max-non-split-rounding", "--roundup-power2-divisions", "--help", "command"};
+
+// --batch-trace B=FILE: the batch, a positive integer, and a file that exists.
+std::pair<std::uint64_t, std::string> batch_trace(const std::string& text) {
+    const std::size_t eq = text.find('=');
+    const std::string form = "--batch-trace '" + text + "': expected B=FILE, the batch the recording ran at and its file (8=run.bs8.pickle)";
+    if (eq == std::string::npos || eq == 0) throw UsageError(form);
+    std::uint64_t batch = 0;
+    try {
+        batch = parse_unsigned(text.substr(0, eq), std::uint64_t{1} << 40);
+    } catch (const UsageError&) {
+        throw UsageError(form);
+    }
+    if (batch == 0) throw UsageError("--batch-trace '" + text + "': the batch must be at least 1");
+    const std::string file = text.substr(eq + 1);
+    if (file.empty()) throw UsageError("--batch-trace '" + text + "': empty file name");
+    return {batch, file};
+}
+
+// --record-batches B1,B2[,...]: two distinct positive batches at least, ascending.
+std::vector<std::uint64_t> record_batches(const std::string& text) {
+    std::vector<std::uint64_t> batches;
+    for (std::string_view word : split(text, ',')) {
+        try {
+            batches.push_back(parse_unsigned(std::string(word), std::uint64_t{1} << 40));
+        } catch (const UsageError&) {
+            throw UsageError("--record-batches '" + text + "': expected batches B1,B2[,...], positive integers");
+        }
+        if (batches.back() == 0) throw UsageError("--record-batches '" + text + "': a batch must be at least 1");
+    }
+    std::sort(batches.begin(), batches.end());
+    if (std::adjacent_find(batches.begin(), batches.end()) != batches.end())
+        throw UsageError("--record-batches '" + text + "': batch " + std::to_string(*std::adjacent_find(batches.begin(), batches.end())) +
+                         " given twice");
+    if (batches.size() < 2) throw UsageError("--record-batches '" + text + "': the model needs two batches at least");
+    return batches;
+}
+
+// The recordings (--batch-trace) or the program that makes them, checked
+// whole before any file is read or anything runs.
+MaxBatchRequest check_max_batch_input(const ReuseSimOptions& o) {
+    MaxBatchRequest m;
+    if (!o.batch_traces.empty() && !o.program.empty())
+        throw UsageError("--max-batch reads recordings (--batch-trace) or records the program after --, not both");
+    if (o.batch_traces.empty() && o.program.empty())
+        throw UsageError("--max-batch needs recordings at two batches (--batch-trace B=FILE, twice) or the program to record after --: "
+                         "gpumem reuse-sim --max-batch --capacity SIZE -- CMD ... {batch} ...");
+    for (const std::string& text : o.batch_traces) {
+        m.traces.push_back(batch_trace(text));
+        for (std::size_t i = 0; i + 1 < m.traces.size(); ++i)
+            if (m.traces[i].first == m.traces.back().first)
+                throw UsageError("--batch-trace: batch " + std::to_string(m.traces.back().first) + " given twice (" + m.traces[i].second +
+                                 ", " + m.traces.back().second + ")");
+    }
+    if (!m.traces.empty() && m.traces.size() < 2)
+        throw UsageError("--max-batch needs recordings at two batches at least: give --batch-trace B=FILE again (one given)");
+    for (const auto& [batch, file] : m.traces) {
+        if (file == "-") throw UsageError("--batch-trace " + std::to_string(batch) + "=-: --max-batch reads files, not standard input");
+        struct stat st {};
+        if (::stat(file.c_str(), &st) != 0) throw UsageError(file + ": cannot open trace: " + std::strerror(errno));
+        if (S_ISDIR(st.st_mode)) throw UsageError(file + ": cannot read a trace from a directory");
+    }
+    if (!m.traces.empty()) {
+        if (o.record) throw UsageError("--record keeps the recordings --max-batch makes of the program after --; --batch-trace gives them made");
+        if (o.record_batches) throw UsageError("--record-batches chooses the batches --max-batch records the program at: give the program after --");
+        if (o.confirm_bare) throw UsageError("--confirm runs the program at the answer and the next batch: give the program after -- (with {batch})");
+        if (o.max_entries) throw UsageError("--max-entries goes with the program --max-batch records (after --)");
+        return m;
+    }
+    m.program = o.program;
+    if (std::none_of(m.program.begin(), m.program.end(), [](const std::string& w) { return w.find(kBatchPlaceholder) != std::string::npos; }))
+        throw UsageError("--max-batch: the program after -- has no {batch}: write it where the batch size goes (-- python train.py --bs "
+                         "{batch}), gpumem runs it at several batches");
+    m.record_batches = o.record_batches ? record_batches(*o.record_batches) : std::vector<std::uint64_t>{2, 4};
+    m.settings = check_real_run_cap(o);
+    m.confirm = o.confirm_bare;
+    if (o.record) {
+        if (o.record->empty()) throw UsageError("--record: empty file name");
+        for (std::uint64_t batch : m.record_batches) (void)check_record_file(batch_file_name(*o.record, batch), m.program);
+        m.keep = check_record_file(*o.record, m.program);
+    }
+    return m;
+}
+
+// --max-batch: recordings at several batches instead of one input; the grid
+// of --tune or --sweep, else the recorded setting and expandable segments.
+void check_max_batch(const ReuseSimOptions& o, const Globals& globals, ReuseSimRequest& q) {
+    if (o.trace) throw UsageError("--max-batch reads recordings at several batches (--batch-trace B=FILE), not one --trace");
+    if (o.execute) throw UsageError("--max-batch and --execute cannot be combined (--max-batch --confirm runs the program for real)");
+    if (o.confirm) throw UsageError("--max-batch --confirm takes no K: it runs the program at the answer and at the next batch");
+    if (o.strategy != "all" && o.strategy != "torch-caching") throw UsageError("--max-batch replays torch-caching alone: leave out --strategy");
+    if (o.registered != nullptr) {
+        std::vector<std::string> refused;
+        for (const CLI::Option* opt : o.registered->get_options())
+            if (opt->count() > 0 && std::find(std::begin(kMaxBatchOptions), std::end(kMaxBatchOptions), opt->get_name()) == std::end(kMaxBatchOptions))
+                refused.push_back(opt->get_name());
+        if (!refused.empty())
+            throw UsageError("--max-batch cannot be combined with " + join(refused, ", ") +
+                             " (they belong to the replay of one input, gpumem reuse-sim --trace FILE ...)");
+    }
+    if (globals.device) throw UsageError("-d/--device: under --max-batch the program chooses its GPU (CUDA_VISIBLE_DEVICES selects them)");
+    q.max_batch = check_max_batch_input(o);
+    q.strategies = {&rs::kStrategies.row("torch-caching")};
+    q.strategy_options = check_strategy_options(o);
+    q.torch_flags.max_split_size = o.max_split_size.has_value();
+    q.torch_flags.roundup_power2_divisions = o.roundup_power2_divisions.has_value();
+    q.capacity = check_capacity(o);
+    if (q.capacity == rs::kUnlimited)
+        throw UsageError("--max-batch needs the memory the program must fit in: --capacity SIZE, or --memory-fraction F with --device-total SIZE");
+    q.costs = checked_path(o.costs, "--costs");
+    q.chart = false;
+    q.tune = check_tune(o, q);
+    if (!q.tune) {
+        // The recorded setting and expandable segments (the other half of
+        // the answer: "...: 61; with expandable_segments:True: 66").
+        q.tune = TuneRequest{};
+        q.tune->axes = rs::grid_axes({"expandable_segments=false,true"}, false, true);
+    }
+}
+
 ReuseSimRequest check(const ReuseSimOptions& o, const Globals& globals) {
     ReuseSimRequest q;
+    if (o.max_batch) {
+        check_max_batch(o, globals, q);
+        return q;
+    }
+    if (!o.batch_traces.empty()) throw UsageError("--batch-trace gives --max-batch a recording: give --max-batch");
+    if (o.record_batches) throw UsageError("--record-batches goes with --max-batch");
     if (o.record) {
         q.record = check_record(o, globals);
         return q;

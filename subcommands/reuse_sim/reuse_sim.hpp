@@ -15,6 +15,7 @@
 #include "base/record_plan.hpp"
 #include "cli/chart.hpp"
 #include "cli/command.hpp"
+#include "reuse_sim/batch_model.hpp"
 #include "reuse_sim/cost_table.hpp"
 #include "reuse_sim/record_run.hpp"
 #include "reuse_sim/simulator.hpp"
@@ -60,6 +61,29 @@ struct ConfirmRequest {
     DeviceSpec device;        // checked before anything runs: no GPU, exit 3
 };
 
+// Where the program's batch goes in its words (-- python train.py --bs {batch}).
+inline constexpr std::string_view kBatchPlaceholder = "{batch}";
+// The program's words with every {batch} replaced by `batch`.
+std::vector<std::string> program_at_batch(const std::vector<std::string>& program, std::uint64_t batch);
+// --record FILE with --max-batch: where the recording at `batch` is kept,
+// FILE with .bsN before its extension (run.pickle: run.bs8.pickle).
+std::string batch_file_name(const std::string& file, std::uint64_t batch);
+
+// --max-batch: the largest batch that fits, from recordings of one program
+// at several batches (reuse_sim_max_batch.cpp).
+struct MaxBatchRequest {
+    // --batch-trace B=FILE, as given: recordings already made.
+    std::vector<std::pair<std::uint64_t, std::string>> traces;
+    // Or the end-to-end form: the program after --, its words holding
+    // {batch}, recorded by gpumem at each of `record_batches`.
+    std::vector<std::string> program;
+    std::vector<std::uint64_t> record_batches;  // --record-batches; default 2,4
+    std::optional<std::string> keep;            // --record FILE: the recordings kept as FILE.bsN (else a scratch folder, removed)
+    RecordSettings settings;                    // the cap of every real run
+    bool confirm = false;                       // --confirm: real runs at the answer and the next batch
+    std::uint64_t limit = 1u << 20;             // the largest batch searched
+};
+
 // Everything the options say, checked (check() in reuse_sim.cpp).
 struct ReuseSimRequest {
     ReuseSimInput input;
@@ -82,6 +106,7 @@ struct ReuseSimRequest {
     std::optional<TuneRequest> tune;            // --tune, --sweep: the what-if tuner instead of the comparison
     std::optional<RecordRequest> record;        // --record: run a program and record it, nothing else
     std::optional<ConfirmRequest> confirm;      // --confirm: real runs after --tune
+    std::optional<MaxBatchRequest> max_batch;   // --max-batch: the largest batch instead of a replay
     // The statistics --record wrote beside the trace (FILE.stats.json): the
     // cap in force when the program ran, and torch's version.
     std::optional<RecordingStats> recording;
@@ -191,6 +216,49 @@ struct ConfirmResults {
     bool interrupted = false;
 };
 
+// --max-batch: one recording of the program, at its batch.
+struct MaxBatchRecording {
+    std::uint64_t batch = 0;
+    std::string file;
+    bool recorded_here = false;  // the end-to-end form: gpumem ran the program
+    bool kept = false;           // the file stays (--batch-trace, or --record FILE)
+    double wall_seconds = 0;     // the run that recorded it
+    std::uint64_t requests = 0;  // allocations in it
+};
+
+// --max-batch: the answer for one setting of the grid.
+struct MaxBatchSetting {
+    reuse_sim::GridPoint point;
+    reuse_sim::MaxBatchAnswer answer;
+};
+
+// --max-batch --confirm: one real run, at the answer or at the next batch.
+struct MaxBatchConfirmRun {
+    std::uint64_t batch = 0;
+    bool expect_oom = false;  // the next batch: the model says it runs out of memory
+    int exit_status = 0;
+    double wall_seconds = 0;
+    std::optional<RunFigures> real;  // its memory_stats(), where it wrote them
+    bool held = false;               // no OOM at the answer, an OOM at the next batch
+    std::string note;                // why there are no figures
+};
+
+struct MaxBatchResults {
+    std::vector<MaxBatchRecording> recordings;  // ascending batch
+    std::optional<reuse_sim::BatchModelChecks> checks;  // once the model is fitted
+    std::vector<MaxBatchSetting> settings;      // ranked: the largest batch first; the recorded setting marked
+    double search_seconds = 0;
+    std::vector<MaxBatchConfirmRun> confirm_runs;  // --confirm, as each ends
+    bool confirm_interrupted = false;
+
+    // The recorded (baseline) setting's row, and the best one.
+    const MaxBatchSetting* recorded() const;
+    const MaxBatchSetting* best() const { return settings.empty() ? nullptr : &settings.front(); }
+    bool model_holds() const { return checks && checks->holds(); }
+    // --confirm: every real run said what the model said.
+    bool confirmed() const;
+};
+
 // Filled as the run goes: a failure part way reports what was done.
 struct ReuseSimResults {
     std::vector<std::string> warnings;  // the cost table's gaps, trace lines not replayed
@@ -208,6 +276,7 @@ struct ReuseSimResults {
     std::optional<TuneResults> tune;                  // --tune, --sweep
     std::optional<ConfirmResults> confirm;            // --confirm, as each real run ends
     std::optional<ChildRun> record;                   // --record
+    std::optional<MaxBatchResults> max_batch;         // --max-batch
     bool complete = false;  // everything ran, --execute's checks passed
 };
 
@@ -227,6 +296,20 @@ void confirm_reuse_sim(const ReuseSimRequest& q, ReuseSimResults& r, Session& se
 TuneResults tune_recording(const ReuseSimRequest& q, const std::string& trace, std::uint64_t capacity);
 // The answer of --confirm, a few lines (record_plan's confirm_answer).
 std::vector<std::string> confirm_answer_lines(const ReuseSimResults& r);
+// --max-batch (reuse_sim_max_batch.cpp): records the program where asked,
+// fits the model, searches every setting, and with --confirm runs the
+// program at the answer and the next batch.
+void max_batch_reuse_sim(const ReuseSimRequest& q, const reuse_sim::CostModel& costs, ReuseSimResults& r, Session& session);
+// A snapshot's allocator settings become torch-caching's, except where a
+// flag set one (reuse_sim_run.cpp).
+void apply_recorded_settings(const ReuseSimRequest& q, const reuse_sim::RecordedAllocatorSettings& recorded, ReuseSimResults& r);
+// --max-batch's answer first, then its lines (reuse_sim_max_batch_report.cpp).
+std::string max_batch_answer_text(const ReuseSimRequest& q, const ReuseSimResults& r, Unit unit);
+Report max_batch_report(const ReuseSimRequest& q, const ReuseSimResults& r, const OutputOptions& output, Report report);
+// The document's "max_batch" and its table's schema.
+Cell max_batch_cell(const ReuseSimRequest& q, const ReuseSimResults& r);
+const FieldSchemaSet& max_batch_document_schema();
+FieldSchemaSet max_batch_table_schema();
 std::string confirm_answer_text(const ReuseSimResults& r);
 Report reuse_sim_report(const ReuseSimRequest& q, const ReuseSimResults& r, const OutputOptions& output);
 

@@ -69,27 +69,6 @@ std::optional<std::string> replaced_cap_line(const RecordedProcess& p) {
            stats_file_name(*p.snapshot) + " says";
 }
 
-// A real run's figures from the statistics file the hook wrote.
-std::optional<RunFigures> read_figures(const std::string& stats_path, std::string& note) {
-    std::ifstream in(stats_path);
-    const nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
-    if (!doc.is_object() || !doc.contains("memory_stats") || !doc["memory_stats"].is_object()) {
-        note = stats_path + ": no memory_stats";
-        return std::nullopt;
-    }
-    const nlohmann::json& s = doc["memory_stats"];
-    auto count = [&s](const char* key) { return s.contains(key) && s[key].is_number() ? s[key].get<std::uint64_t>() : 0; };
-    RunFigures f;
-    f.ooms = count("num_ooms");
-    f.peak_reserved = count("reserved_bytes.all.peak");
-    f.retries = count("num_alloc_retries");
-    f.device_allocs = count("num_device_alloc");
-    f.device_frees = count("num_device_free");
-    // The hook's count of the OOMs the program saw; null: not known.
-    if (doc.contains("program_ooms") && doc["program_ooms"].is_number_unsigned()) f.program_ooms = doc["program_ooms"].get<std::uint64_t>();
-    return f;
-}
-
 RunFigures predicted_figures(const rs::TuneOutcome& o) {
     return {o.ooms, o.peak_reserved, o.retries, o.device_allocs, o.device_frees, std::nullopt};
 }

@@ -792,6 +792,9 @@ constexpr Column<Document> kDocumentColumns[] = {
     // With --confirm only: the real runs, as each ended.
     {{"confirm", "", FieldKind::record}, [](const Document& d) { return confirm_cell(d.r); }, Shown::always, true,
      confirm_document_schema},
+    // With --max-batch only (its document holds this key alone).
+    {{"max_batch", "", FieldKind::record}, [](const Document& d) { return max_batch_cell(d.q, d.r); }, Shown::always, true,
+     max_batch_document_schema},
 };
 
 // ------------------------------------------------------------ text
@@ -964,6 +967,7 @@ Report reuse_sim_report(const ReuseSimRequest& q, const ReuseSimResults& r, cons
     report.command = "reuse-sim";
     report.warnings = q.warnings;
     report.warnings.insert(report.warnings.end(), r.warnings.begin(), r.warnings.end());
+    if (q.max_batch) return r.max_batch ? max_batch_report(q, r, output, std::move(report)) : report;
     if (!r.summary) return report;  // nothing simulated yet
     if (r.complete)
         if (std::optional<std::string> fewer = fewer_ooms_text(q, r)) report.warnings.push_back(std::move(*fewer));
@@ -983,7 +987,9 @@ Report reuse_sim_report(const ReuseSimRequest& q, const ReuseSimResults& r, cons
 
 DocumentSchema reuse_sim_document_schema() {
     return {"reuse-sim",
-            {{"strategies", Columns<StrategyRow>(kStrategyColumns).schema()}, {"settings", Columns<TuneRowView>(kTuneColumns).schema()}},
+            {{"strategies", Columns<StrategyRow>(kStrategyColumns).schema()},
+             {"settings", Columns<TuneRowView>(kTuneColumns).schema()},
+             {"max_batch_settings", max_batch_table_schema()}},
             Columns<Document>(kDocumentColumns).schema()};
 }
 

@@ -105,30 +105,6 @@ std::unique_ptr<rs::EventSource> open_input(const ReuseSimRequest& q) {
     return rs::open_trace(*q.input.trace, q.input.trace_format, rereadable, q.input.trace_device);
 }
 
-// A snapshot's allocator settings become torch-caching's, except where a
-// flag set one.
-void apply_recorded_settings(const ReuseSimRequest& q, const rs::RecordedAllocatorSettings& recorded, ReuseSimResults& r) {
-    r.allocator_settings = recorded;
-    rs::TorchOptions& torch = r.strategy_options.torch;
-    if (recorded.max_split_size) {
-        if (q.torch_flags.max_split_size) r.overridden_settings.emplace_back("max_split_size");
-        else torch.max_split_size = *recorded.max_split_size;
-    }
-    if (recorded.roundup_power2_divisions) {
-        if (q.torch_flags.roundup_power2_divisions) r.overridden_settings.emplace_back("roundup_power2_divisions");
-        else torch.roundup_power2_divisions = *recorded.roundup_power2_divisions;
-    }
-    torch.garbage_collection_threshold = recorded.garbage_collection_threshold.value_or(0.0);
-    torch.expandable_segments = recorded.expandable_segments.value_or(false);
-    const bool replays_torch =
-        std::any_of(q.strategies.begin(), q.strategies.end(), [](const auto* row) { return row->name == "torch-caching"; });
-    if (!replays_torch) return;
-    // PyTorch collects garbage only under a memory fraction, and so does the model.
-    if (torch.garbage_collection_threshold > 0.0 && q.capacity == rs::kUnlimited)
-        r.warnings.emplace_back("the snapshot ran with garbage_collection_threshold, which PyTorch applies only under a memory "
-                                "fraction: give --memory-fraction or --capacity for torch-caching to collect garbage as it did");
-}
-
 // Every strategy on the simulated device, in one replay of the input.
 void simulate(const ReuseSimRequest& q, rs::EventSource& source, const rs::CostModel& costs, OutputFiles& files, ReuseSimResults& r) {
     std::vector<std::unique_ptr<rs::Lane>> lanes;
@@ -244,6 +220,28 @@ TuneResults tune_recording(const ReuseSimRequest& q, const std::string& trace, s
     return std::move(*r.tune);
 }
 
+void apply_recorded_settings(const ReuseSimRequest& q, const rs::RecordedAllocatorSettings& recorded, ReuseSimResults& r) {
+    r.allocator_settings = recorded;
+    rs::TorchOptions& torch = r.strategy_options.torch;
+    if (recorded.max_split_size) {
+        if (q.torch_flags.max_split_size) r.overridden_settings.emplace_back("max_split_size");
+        else torch.max_split_size = *recorded.max_split_size;
+    }
+    if (recorded.roundup_power2_divisions) {
+        if (q.torch_flags.roundup_power2_divisions) r.overridden_settings.emplace_back("roundup_power2_divisions");
+        else torch.roundup_power2_divisions = *recorded.roundup_power2_divisions;
+    }
+    torch.garbage_collection_threshold = recorded.garbage_collection_threshold.value_or(0.0);
+    torch.expandable_segments = recorded.expandable_segments.value_or(false);
+    const bool replays_torch =
+        std::any_of(q.strategies.begin(), q.strategies.end(), [](const auto* row) { return row->name == "torch-caching"; });
+    if (!replays_torch) return;
+    // PyTorch collects garbage only under a memory fraction, and so does the model.
+    if (torch.garbage_collection_threshold > 0.0 && q.capacity == rs::kUnlimited)
+        r.warnings.emplace_back("the snapshot ran with garbage_collection_threshold, which PyTorch applies only under a memory "
+                                "fraction: give --memory-fraction or --capacity for torch-caching to collect garbage as it did");
+}
+
 void execute_reuse_sim(const ReuseSimRequest& q, ReuseSimResults& r, Session& session) {
     if (q.record) {
         record_reuse_sim(q, r, session);  // runs a program: no replay, no driver
@@ -253,6 +251,11 @@ void execute_reuse_sim(const ReuseSimRequest& q, ReuseSimResults& r, Session& se
     if (q.confirm) (void)select_cuda_devices(q.confirm->device);
     const rs::CostTable table = load_costs(q, r);
     const rs::CostModel costs(table);
+    if (q.max_batch) {
+        max_batch_reuse_sim(q, costs, r, session);  // its own inputs: recordings at several batches
+        r.complete = true;
+        return;
+    }
     // The GPU before the simulation: without one, --execute fails at once
     // (exit 3) instead of after a long replay whose table it then prints.
     std::optional<DeviceId> device;

@@ -1,0 +1,234 @@
+// gpumem reuse-sim --max-batch: the largest batch that fits under a cap,
+// from recordings of one program at several batches (reuse_sim/batch_model.hpp
+// fits the model and searches). The end-to-end form records the program
+// itself first, at small batches, through the recording hook
+// (record_run.hpp), and with --confirm runs it at the answer and at the next
+// batch, reading each run's torch.cuda.memory_stats() as --tune --confirm does.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/errors.hpp"
+#include "base/interrupt.hpp"
+#include "base/sizes.hpp"
+#include "base/text.hpp"
+#include "reuse_sim/reuse_sim.hpp"
+#include "reuse_sim/trace_reader.hpp"
+#include "reuse_sim/tune_replays.hpp"
+
+namespace gpumem::cli {
+namespace {
+
+namespace rs = gpumem::reuse_sim;
+
+// gpumem's own lines among the program's: few, and marked.
+void say(const Session& session, const std::string& line) {
+    if (!session.globals().quiet) std::fprintf(stderr, "gpumem: %s\n", line.c_str());
+}
+
+// The process whose memory_stats() answer for the program: rank 0, else
+// the first that used CUDA (the recordings are of one process each).
+const RecordedProcess* main_process(const std::vector<const RecordedProcess*>& recorded) {
+    for (const RecordedProcess* p : recorded)
+        if (p->rank.value_or(0) == 0 && p->order.value_or(1) == 1) return p;
+    return recorded.empty() ? nullptr : recorded.front();
+}
+
+// The program's stdout goes to gpumem's stderr: gpumem's stdout holds the report.
+ChildStyle program_style() {
+    ChildStyle style;
+    style.own_group = true;
+    return style;
+}
+
+// The end-to-end form: one recording of the program at `batch`.
+MaxBatchRecording record_at(const MaxBatchRequest& m, std::uint64_t batch, const std::string& scratch, Session& session) {
+    MaxBatchRecording rec;
+    rec.batch = batch;
+    rec.recorded_here = true;
+    rec.kept = m.keep.has_value();
+    RecordSettings settings = m.settings;
+    settings.file = m.keep ? batch_file_name(*m.keep, batch) : scratch + "/run" + batch_file_name("", batch) + ".pickle";
+    const std::vector<std::string> command = program_at_batch(m.program, batch);
+    say(session, "--max-batch: recording the program at batch " + std::to_string(batch) + ": " + join(command, " "));
+    const ChildRun run = run_recorded(command, settings, program_style());
+    rec.wall_seconds = run.wall_seconds;
+    if (run.interrupted) throw InterruptedError();
+    const RecordedProcess* p = main_process(run.recorded());
+    const std::string at = "--max-batch: the run at batch " + std::to_string(batch);
+    if (p == nullptr)
+        throw Error(at + " recorded nothing: " + nothing_recorded_reason(run) + ", exit status " + std::to_string(run.exit_status));
+    std::string note;
+    const std::optional<RunFigures> figures = p->stats ? read_figures(*p->stats, note) : std::nullopt;
+    if (figures && figures->ooms > 0)
+        throw Error(at + " ran out of memory already (" + std::to_string(figures->ooms) +
+                    " OOMs under the cap): record at smaller batches (--record-batches)");
+    if (run.exit_status != 0)
+        throw Error(at + " failed, exit status " + std::to_string(run.exit_status) +
+                    ": the model needs runs that complete (its output is above)");
+    rec.file = *p->snapshot;
+    return rec;
+}
+
+// The recording read whole, with its batch.
+rs::BatchRecording read_recording(const MaxBatchRecording& rec, ReuseSimResults& r, bool largest) {
+    std::unique_ptr<rs::EventSource> source = rs::open_trace(rec.file, rs::TraceFormat::automatic, false, std::nullopt);
+    const rs::LoadedTrace trace(*source, [] { throw_if_interrupted(); });
+    for (std::string& note : source->notes()) r.warnings.push_back(rec.file + ": " + note);
+    // The settings the program ran with: the largest recording's, the one
+    // the trace at any batch is built from.
+    if (largest)
+        if (const rs::RecordedAllocatorSettings* recorded = source->allocator_settings()) r.allocator_settings = *recorded;
+    return {rec.batch, rec.file, trace.events()};
+}
+
+// Ranked: the largest batch first (none last), then the recorded setting
+// (nothing to change), then the lower peak at that batch.
+void rank_settings(std::vector<MaxBatchSetting>& settings) {
+    std::stable_sort(settings.begin(), settings.end(), [](const MaxBatchSetting& a, const MaxBatchSetting& b) {
+        const std::uint64_t la = a.answer.largest.value_or(0), lb = b.answer.largest.value_or(0);
+        if (la != lb) return la > lb;
+        if (a.point.recorded != b.point.recorded) return a.point.recorded;
+        return a.answer.peak_reserved_at_largest < b.answer.peak_reserved_at_largest;
+    });
+}
+
+// --confirm: one real run at `batch` under the cap, its OOMs read back.
+MaxBatchConfirmRun confirm_at(const MaxBatchRequest& m, std::uint64_t batch, bool expect_oom, const std::string& scratch, Session& session) {
+    MaxBatchConfirmRun run;
+    run.batch = batch;
+    run.expect_oom = expect_oom;
+    RecordSettings settings = m.settings;
+    settings.file = scratch + "/confirm" + batch_file_name("", batch) + ".pickle";
+    const std::vector<std::string> command = program_at_batch(m.program, batch);
+    say(session, "--confirm: real run at batch " + std::to_string(batch) + (expect_oom ? " (an OOM expected)" : " (no OOM expected)") +
+                     ": " + join(command, " "));
+    const ChildRun child = run_recorded(command, settings, program_style());
+    run.exit_status = child.exit_status;
+    run.wall_seconds = child.wall_seconds;
+    if (child.interrupted) {
+        run.note = "interrupted";
+        return run;
+    }
+    const RecordedProcess* p = main_process(child.recorded());
+    if (p == nullptr || !p->stats) {
+        run.note = nothing_recorded_reason(child) + ", exit status " + std::to_string(child.exit_status);
+        return run;
+    }
+    run.real = read_figures(*p->stats, run.note);
+    if (run.real) run.held = expect_oom ? run.real->ooms > 0 : run.real->ooms == 0 && child.exit_status == 0;
+    return run;
+}
+
+std::string confirm_run_line(const MaxBatchConfirmRun& run) {
+    if (!run.real) return "batch " + std::to_string(run.batch) + ": no figures: " + run.note;
+    return "batch " + std::to_string(run.batch) + ": " + std::to_string(run.real->ooms) + " OOMs, peak reserved " +
+           rs::group_digits(run.real->peak_reserved) + " B, exit status " + std::to_string(run.exit_status) + "; " +
+           (run.held ? "as predicted" : "NOT as predicted");
+}
+
+void confirm_max_batch(const MaxBatchRequest& m, MaxBatchResults& x, const std::string& scratch, Session& session) {
+    const MaxBatchSetting* recorded = x.recorded();
+    if (recorded == nullptr) return;
+    const rs::MaxBatchAnswer& a = recorded->answer;
+    std::vector<std::pair<std::uint64_t, bool>> plan;  // batch, OOM expected
+    if (a.largest) plan.emplace_back(*a.largest, false);
+    if (!a.reached_limit) plan.emplace_back(a.largest.value_or(0) + 1, true);
+    for (const auto& [batch, expect_oom] : plan) {
+        throw_if_interrupted();
+        x.confirm_runs.push_back(confirm_at(m, batch, expect_oom, scratch, session));
+        if (x.confirm_runs.back().note == "interrupted") {
+            x.confirm_interrupted = true;
+            throw InterruptedError();
+        }
+        say(session, "--confirm: " + confirm_run_line(x.confirm_runs.back()));
+    }
+}
+
+}  // namespace
+
+std::vector<std::string> program_at_batch(const std::vector<std::string>& program, std::uint64_t batch) {
+    std::vector<std::string> words;
+    const std::string number = std::to_string(batch);
+    for (std::string word : program) {
+        for (std::size_t at = word.find(kBatchPlaceholder); at != std::string::npos; at = word.find(kBatchPlaceholder, at + number.size()))
+            word.replace(at, kBatchPlaceholder.size(), number);
+        words.push_back(std::move(word));
+    }
+    return words;
+}
+
+std::string batch_file_name(const std::string& file, std::uint64_t batch) {
+    const std::string tag = ".bs" + std::to_string(batch);
+    const std::size_t slash = file.rfind('/');
+    const std::size_t dot = file.rfind('.');
+    const std::size_t name = slash == std::string::npos ? 0 : slash + 1;
+    if (dot == std::string::npos || dot <= name) return file + tag;  // no extension (a leading dot is the name's)
+    return file.substr(0, dot) + tag + file.substr(dot);
+}
+
+const MaxBatchSetting* MaxBatchResults::recorded() const {
+    for (const MaxBatchSetting& s : settings)
+        if (s.point.recorded) return &s;
+    return nullptr;
+}
+
+bool MaxBatchResults::confirmed() const {
+    return !confirm_runs.empty() && std::all_of(confirm_runs.begin(), confirm_runs.end(), [](const MaxBatchConfirmRun& c) { return c.held; });
+}
+
+void max_batch_reuse_sim(const ReuseSimRequest& q, const rs::CostModel& costs, ReuseSimResults& r, Session& session) {
+    const MaxBatchRequest& m = *q.max_batch;
+    MaxBatchResults& x = r.max_batch.emplace();
+    // The program's files live in a scratch folder unless --record keeps them.
+    const ScratchDirectory scratch("max-batch");
+    if (m.program.empty()) {
+        for (const auto& [batch, file] : m.traces) x.recordings.push_back({batch, file, false, true, 0, 0});
+    } else {
+        for (std::uint64_t batch : m.record_batches) {
+            throw_if_interrupted();
+            x.recordings.push_back(record_at(m, batch, scratch.path(), session));
+        }
+    }
+    std::sort(x.recordings.begin(), x.recordings.end(), [](const auto& a, const auto& b) { return a.batch < b.batch; });
+    std::vector<rs::BatchRecording> recordings;
+    for (MaxBatchRecording& rec : x.recordings) {
+        recordings.push_back(read_recording(rec, r, &rec == &x.recordings.back()));
+        rec.requests = static_cast<std::uint64_t>(std::count_if(recordings.back().events.begin(), recordings.back().events.end(),
+                                                                [](const rs::Event& e) { return e.kind == rs::EventKind::alloc; }));
+    }
+    r.input_description = "recordings at batch " + [&] {
+        std::vector<std::string> batches;
+        for (const MaxBatchRecording& rec : x.recordings) batches.push_back(std::to_string(rec.batch));
+        return join(batches, ", ");
+    }();
+    r.strategy_options = q.strategy_options;
+    if (r.allocator_settings) {
+        const rs::RecordedAllocatorSettings recorded = *r.allocator_settings;
+        apply_recorded_settings(q, recorded, r);
+    }
+
+    const rs::BatchModel model = rs::BatchModel::fit(std::move(recordings));
+    x.checks = model.checks();
+    const std::vector<rs::GridPoint> points = rs::grid_points(r.strategy_options.torch, q.tune->axes);
+    std::vector<rs::TorchLane> lanes;
+    lanes.reserve(points.size());
+    for (const rs::GridPoint& p : points) lanes.push_back({p.options, q.capacity});
+    rs::MaxBatchOptions options;
+    options.limit = m.limit;
+    options.replay.base = r.strategy_options;
+    options.replay.costs = &costs;
+    options.replay.threads = rs::usable_cores();
+    options.replay.poll = [] { throw_if_interrupted(); };
+    const auto start = std::chrono::steady_clock::now();
+    const std::vector<rs::MaxBatchAnswer> answers = rs::search_max_batch(model, lanes, options);
+    x.search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    for (std::size_t i = 0; i < points.size() && i < answers.size(); ++i) x.settings.push_back({points[i], answers[i]});
+    rank_settings(x.settings);
+    if (m.confirm) confirm_max_batch(m, x, scratch.path(), session);
+}
+
+}  // namespace gpumem::cli

@@ -1,0 +1,286 @@
+// The report of gpumem reuse-sim --max-batch, from its request and results
+// alone: the answer first, the peaks at the answer and the next batch, the
+// recordings and the model's checks (which requests it could not follow),
+// the table of settings, and --confirm's real runs; the document's
+// "max_batch" and its schema from the same column tables.
+#include <string>
+#include <vector>
+
+#include "base/sizes.hpp"
+#include "base/text.hpp"
+#include "reuse_sim/reuse_sim.hpp"
+#include "reuse_sim/tuner.hpp"
+
+namespace gpumem::cli {
+namespace {
+
+namespace rs = gpumem::reuse_sim;
+
+Cell u64(std::uint64_t v) { return v; }
+
+std::string setting_name(const rs::GridPoint& p) {
+    const std::string conf = rs::alloc_conf(p.options);
+    return conf.empty() ? std::string("(PyTorch's defaults)") : conf;
+}
+
+// One setting's answer: a number where the model holds, else the range
+// between the cautious trace's answer and the hopeful one's, which bound
+// the truth (batch_model.hpp): never one number the data cannot back.
+std::string batch_text(const rs::MaxBatchAnswer& a, const MaxBatchResults& x) {
+    if (!a.largest) return "none (even batch 1 runs out of memory)";
+    std::string text = std::to_string(*a.largest);
+    if (a.reached_limit) return text + " or more (every batch searched fits)";
+    if (x.model_holds()) return text;
+    if (a.largest_hopeful && *a.largest_hopeful != *a.largest)
+        return "between " + text + " and " + std::to_string(*a.largest_hopeful) + " (cautious to hopeful)";
+    return text + " (cautious and hopeful agree)";
+}
+
+std::string checks_summary(const rs::BatchModelChecks& c) {
+    std::vector<std::string> parts;
+    if (c.not_affine) parts.push_back(rs::group_digits(c.not_affine) + " request size" + (c.not_affine > 1 ? "s follow" : " follows") + " no line in the batch");
+    if (c.unaligned)
+        parts.push_back(rs::group_digits(c.unaligned) + " request" + (c.unaligned > 1 ? "s" : "") + " of the largest recording missing from another");
+    if (c.vanished)
+        parts.push_back(rs::group_digits(c.vanished) + " request" + (c.vanished > 1 ? "s" : "") + " of a smaller recording gone at the largest");
+    return join(parts, ", ");
+}
+
+// The peak at the answer, and what the next batch would need: its peak
+// reserved with no cap, in bytes too (1028 MiB reads "1 GiB" rounded), and
+// by how much it exceeds the cap.
+std::string peak_line(const MaxBatchSetting& s, std::uint64_t capacity, Unit unit) {
+    const rs::MaxBatchAnswer& a = s.answer;
+    if (!a.largest) return "";
+    std::string line = setting_name(s.point) + ": peak reserved " + format_bytes(a.peak_reserved_at_largest, unit) + " at batch " +
+                       std::to_string(*a.largest);
+    if (a.reached_limit) return line;
+    const std::uint64_t next = a.peak_reserved_at_next;
+    line += "; batch " + std::to_string(*a.largest + 1) + " would need " + format_bytes(next, unit) + " (" + rs::group_digits(next) + " B";
+    if (next > capacity) line += ", " + format_bytes(next - capacity, unit) + " more than the cap";
+    return line + "; its peak reserved with no cap)";
+}
+
+std::string recordings_line(const MaxBatchResults& x) {
+    std::vector<std::string> parts;
+    bool scratch = false;
+    for (const MaxBatchRecording& rec : x.recordings) {
+        parts.push_back("batch " + std::to_string(rec.batch) + " " + rec.file + " (" + rs::group_digits(rec.requests) + " requests)");
+        scratch = scratch || !rec.kept;
+    }
+    const bool recorded_here = !x.recordings.empty() && x.recordings.front().recorded_here;
+    return std::string(recorded_here ? "recorded by gpumem at " : "recordings: ") + join(parts, ", ") +
+           (recorded_here && scratch ? "; removed after the answer (--record FILE keeps them)" : "");
+}
+
+std::vector<std::string> model_lines(const MaxBatchResults& x) {
+    std::vector<std::string> lines;
+    if (!x.checks) return lines;
+    const rs::BatchModelChecks& c = *x.checks;
+    lines.push_back("model: " + rs::group_digits(c.requests) + " requests, " + rs::group_digits(c.aligned) + " aligned in every recording: " +
+                    rs::group_digits(c.constant) + " constant, " + rs::group_digits(c.affine) + " affine in the batch" +
+                    (c.holds() ? "; it holds" : "; it does NOT hold: " + checks_summary(c)));
+    for (const rs::BatchModelChecks::Held& h : c.checked)
+        lines.push_back("checked on the recording at batch " + std::to_string(h.batch) + ": " +
+                        (h.exact ? std::string("rebuilt exactly") : "NOT rebuilt exactly, " + rs::group_digits(h.requests_off) + " requests off"));
+    for (const rs::ModelMismatch& mm : c.mismatches) lines.push_back("  " + mm.what);
+    return lines;
+}
+
+// ------------------------------------------------------------ document
+
+struct SettingView {
+    const MaxBatchSetting* s;
+    std::uint64_t rank;
+};
+
+Cell optional_u64(const std::optional<std::uint64_t>& v) { return v ? Cell(*v) : Cell(); }
+
+constexpr Column<SettingView> kSettingColumns[] = {
+    {{"rank", "#", FieldKind::integer}, [](const SettingView& v) { return u64(v.rank); }},
+    {{"alloc_conf", "PYTORCH_CUDA_ALLOC_CONF", FieldKind::text, 2, ','},
+     [](const SettingView& v) -> Cell { return (v.s->point.recorded ? "recorded: " : "") + setting_name(v.s->point); }, Shown::table_only},
+    {{"alloc_conf", "", FieldKind::text}, [](const SettingView& v) -> Cell { return rs::alloc_conf(v.s->point.options); }, Shown::machine_only},
+    {{"recorded", "", FieldKind::boolean}, [](const SettingView& v) -> Cell { return v.s->point.recorded; }, Shown::machine_only},
+    {{"largest_batch", "largest batch", FieldKind::integer}, [](const SettingView& v) { return optional_u64(v.s->answer.largest); }},
+    {{"largest_batch_hopeful", "hopeful", FieldKind::integer}, [](const SettingView& v) { return optional_u64(v.s->answer.largest_hopeful); }},
+    {{"reached_limit", "", FieldKind::boolean}, [](const SettingView& v) -> Cell { return v.s->answer.reached_limit; }, Shown::machine_only},
+    {{"peak_reserved_at_largest", "peak there", FieldKind::bytes},
+     [](const SettingView& v) { return v.s->answer.largest ? u64(v.s->answer.peak_reserved_at_largest) : Cell(); }},
+    {{"needed_at_next", "next needs", FieldKind::bytes},
+     [](const SettingView& v) { return v.s->answer.reached_limit ? Cell() : u64(v.s->answer.peak_reserved_at_next); }},
+    {{"replays", "replays", FieldKind::integer}, [](const SettingView& v) { return u64(v.s->answer.replays); }},
+};
+
+std::vector<SettingView> setting_views(const MaxBatchResults& x) {
+    std::vector<SettingView> views;
+    for (std::size_t i = 0; i < x.settings.size(); ++i) views.push_back({&x.settings[i], i + 1});
+    return views;
+}
+
+constexpr Column<MaxBatchRecording> kRecordingColumns[] = {
+    {{"batch", "", FieldKind::integer}, [](const MaxBatchRecording& r) { return u64(r.batch); }},
+    {{"file", "", FieldKind::text}, [](const MaxBatchRecording& r) -> Cell { return r.file; }},
+    {{"recorded_by_gpumem", "", FieldKind::boolean}, [](const MaxBatchRecording& r) -> Cell { return r.recorded_here; }},
+    {{"kept", "", FieldKind::boolean}, [](const MaxBatchRecording& r) -> Cell { return r.kept; }},
+    {{"requests", "", FieldKind::integer}, [](const MaxBatchRecording& r) { return u64(r.requests); }},
+    {{"wall_seconds", "", FieldKind::real}, [](const MaxBatchRecording& r) -> Cell { return r.wall_seconds; }},
+};
+constexpr auto recording_schema = nested_schema<kRecordingColumns>;
+
+constexpr Column<rs::ModelMismatch> kMismatchColumns[] = {
+    {{"what", "", FieldKind::text}, [](const rs::ModelMismatch& m) -> Cell { return m.what; }},
+    {{"bytes_at_largest", "", FieldKind::bytes}, [](const rs::ModelMismatch& m) { return u64(m.bytes_at_largest); }},
+};
+constexpr auto mismatch_schema = nested_schema<kMismatchColumns>;
+
+constexpr Column<rs::BatchModelChecks::Held> kHeldColumns[] = {
+    {{"batch", "", FieldKind::integer}, [](const rs::BatchModelChecks::Held& h) { return u64(h.batch); }},
+    {{"exact", "", FieldKind::boolean}, [](const rs::BatchModelChecks::Held& h) -> Cell { return h.exact; }},
+    {{"requests_off", "", FieldKind::integer}, [](const rs::BatchModelChecks::Held& h) { return u64(h.requests_off); }},
+};
+constexpr auto held_schema = nested_schema<kHeldColumns>;
+
+constexpr Column<rs::BatchModelChecks> kChecksColumns[] = {
+    {{"requests", "", FieldKind::integer}, [](const rs::BatchModelChecks& c) { return u64(c.requests); }},
+    {{"aligned", "", FieldKind::integer}, [](const rs::BatchModelChecks& c) { return u64(c.aligned); }},
+    {{"constant", "", FieldKind::integer}, [](const rs::BatchModelChecks& c) { return u64(c.constant); }},
+    {{"affine", "", FieldKind::integer}, [](const rs::BatchModelChecks& c) { return u64(c.affine); }},
+    {{"not_affine", "", FieldKind::integer}, [](const rs::BatchModelChecks& c) { return u64(c.not_affine); }},
+    {{"unaligned", "", FieldKind::integer}, [](const rs::BatchModelChecks& c) { return u64(c.unaligned); }},
+    {{"vanished", "", FieldKind::integer}, [](const rs::BatchModelChecks& c) { return u64(c.vanished); }},
+    {{"granule", "", FieldKind::bytes}, [](const rs::BatchModelChecks& c) { return u64(c.granule); }},
+    {{"holds", "", FieldKind::boolean}, [](const rs::BatchModelChecks& c) -> Cell { return c.holds(); }},
+    {{"mismatches", "", FieldKind::records},
+     [](const rs::BatchModelChecks& c) { return records_cell(make_records(Columns<rs::ModelMismatch>(kMismatchColumns), c.mismatches)); },
+     Shown::always, false, mismatch_schema},
+    {{"checked", "", FieldKind::records},
+     [](const rs::BatchModelChecks& c) { return records_cell(make_records(Columns<rs::BatchModelChecks::Held>(kHeldColumns), c.checked)); },
+     Shown::always, false, held_schema},
+};
+constexpr auto checks_schema = nested_schema<kChecksColumns>;
+
+Cell real_cell(const MaxBatchConfirmRun& c, std::uint64_t RunFigures::*field) { return c.real ? u64((*c.real).*field) : Cell(); }
+
+constexpr Column<MaxBatchConfirmRun> kConfirmColumns[] = {
+    {{"batch", "batch", FieldKind::integer}, [](const MaxBatchConfirmRun& c) { return u64(c.batch); }},
+    {{"expect_oom", "OOM expected", FieldKind::boolean}, [](const MaxBatchConfirmRun& c) -> Cell { return c.expect_oom; }},
+    {{"real_ooms", "real OOMs", FieldKind::integer}, [](const MaxBatchConfirmRun& c) { return real_cell(c, &RunFigures::ooms); }},
+    {{"real_peak_reserved", "real peak", FieldKind::bytes}, [](const MaxBatchConfirmRun& c) { return real_cell(c, &RunFigures::peak_reserved); }},
+    {{"exit_status", "exit", FieldKind::integer}, [](const MaxBatchConfirmRun& c) -> Cell { return std::int64_t{c.exit_status}; }},
+    {{"wall_seconds", "wall s", FieldKind::real, 1}, [](const MaxBatchConfirmRun& c) -> Cell { return c.wall_seconds; }},
+    {{"held", "held", FieldKind::boolean}, [](const MaxBatchConfirmRun& c) -> Cell { return c.held; }},
+    {{"note", "", FieldKind::text}, [](const MaxBatchConfirmRun& c) { return c.note.empty() ? Cell() : Cell(c.note); }, Shown::machine_only},
+};
+constexpr auto confirm_run_schema = nested_schema<kConfirmColumns>;
+
+struct Doc {
+    const ReuseSimRequest& q;
+    const ReuseSimResults& r;
+    const MaxBatchResults& x() const { return *r.max_batch; }
+    const MaxBatchSetting* recorded() const { return x().recorded(); }
+    const MaxBatchSetting* best() const { return x().best(); }
+};
+
+Cell recorded_answer(const Doc& d, std::optional<std::uint64_t> rs::MaxBatchAnswer::*field) {
+    return d.recorded() ? optional_u64(d.recorded()->answer.*field) : Cell();
+}
+
+std::string confirm_answer(const MaxBatchResults& x) {
+    if (x.confirm_interrupted) return "--confirm was interrupted";
+    if (x.confirm_runs.empty()) return "--confirm ran nothing: no answer to confirm";
+    std::vector<std::string> parts;
+    for (const MaxBatchConfirmRun& c : x.confirm_runs)
+        parts.push_back("batch " + std::to_string(c.batch) + (c.expect_oom ? " ran out of memory" : " ran without an OOM") + ": " +
+                        (c.held ? "held" : c.real ? "did NOT hold" : "unknown (" + c.note + ")"));
+    return std::string(x.confirmed() ? "confirmed by real runs: " : "NOT confirmed by real runs: ") + join(parts, "; ");
+}
+
+constexpr Column<Doc> kMaxBatchColumns[] = {
+    // Null until searched (a recording run that failed).
+    {{"answer", "", FieldKind::text},
+     [](const Doc& d) { return d.x().settings.empty() ? Cell() : Cell(max_batch_answer_text(d.q, d.r, Unit::automatic)); }},
+    {{"capacity_bytes", "", FieldKind::bytes}, [](const Doc& d) { return u64(d.q.capacity); }},
+    // Where the model does not hold, the cautious bound (and the hopeful one beside it).
+    {{"largest_batch", "", FieldKind::integer}, [](const Doc& d) { return recorded_answer(d, &rs::MaxBatchAnswer::largest); }},
+    {{"largest_batch_hopeful", "", FieldKind::integer}, [](const Doc& d) { return recorded_answer(d, &rs::MaxBatchAnswer::largest_hopeful); }},
+    {{"model_holds", "", FieldKind::boolean}, [](const Doc& d) -> Cell { return d.x().model_holds(); }},
+    {{"best_alloc_conf", "", FieldKind::text}, [](const Doc& d) { return d.best() ? Cell(rs::alloc_conf(d.best()->point.options)) : Cell(); }},
+    {{"best_largest_batch", "", FieldKind::integer},
+     [](const Doc& d) { return d.best() ? optional_u64(d.best()->answer.largest) : Cell(); }},
+    {{"recordings", "", FieldKind::records},
+     [](const Doc& d) { return records_cell(make_records(Columns<MaxBatchRecording>(kRecordingColumns), d.x().recordings)); }, Shown::always,
+     false, recording_schema},
+    {{"checks", "", FieldKind::record},
+     [](const Doc& d) { return d.x().checks ? record_cell(make_record(Columns<rs::BatchModelChecks>(kChecksColumns), *d.x().checks)) : Cell(); },
+     Shown::always, false, checks_schema},
+    {{"search_seconds", "", FieldKind::real}, [](const Doc& d) -> Cell { return d.x().search_seconds; }},
+    // With --confirm only.
+    {{"confirm_runs", "", FieldKind::records},
+     [](const Doc& d) {
+         return d.q.max_batch->confirm ? records_cell(make_records(Columns<MaxBatchConfirmRun>(kConfirmColumns), d.x().confirm_runs)) : Cell();
+     },
+     Shown::always, true, confirm_run_schema},
+    {{"confirmed", "", FieldKind::boolean}, [](const Doc& d) { return d.q.max_batch->confirm ? Cell(d.x().confirmed()) : Cell(); }, Shown::always,
+     true},
+    {{"confirm_answer", "", FieldKind::text}, [](const Doc& d) { return d.q.max_batch->confirm ? Cell(confirm_answer(d.x())) : Cell(); },
+     Shown::always, true},
+};
+
+}  // namespace
+
+std::string max_batch_answer_text(const ReuseSimRequest& q, const ReuseSimResults& r, Unit unit) {
+    const MaxBatchResults& x = *r.max_batch;
+    const MaxBatchSetting* recorded = x.recorded();
+    const MaxBatchSetting* best = x.best();
+    if (recorded == nullptr) return "no answer: nothing was searched";
+    const std::string head = "largest batch that fits in " + format_bytes(q.capacity, unit) + ": ";
+    std::string text = head + batch_text(recorded->answer, x);
+    if (best != nullptr && best != recorded && best->answer.largest.value_or(0) > recorded->answer.largest.value_or(0))
+        text += "; with " + setting_name(best->point) + ": " + batch_text(best->answer, x);
+    if (!x.model_holds() && x.checks)
+        text += "; the model does not hold (" + checks_summary(*x.checks) + "): record at more batches, or nearer the batch you want";
+    return text;
+}
+
+Cell max_batch_cell(const ReuseSimRequest& q, const ReuseSimResults& r) {
+    if (!r.max_batch) return Cell();
+    return record_cell(make_record(Columns<Doc>(kMaxBatchColumns), Doc{q, r}));
+}
+
+const FieldSchemaSet& max_batch_document_schema() { return nested_schema<kMaxBatchColumns>(); }
+
+FieldSchemaSet max_batch_table_schema() { return Columns<SettingView>(kSettingColumns).schema(); }
+
+Report max_batch_report(const ReuseSimRequest& q, const ReuseSimResults& r, const OutputOptions& output, Report report) {
+    const MaxBatchResults& x = *r.max_batch;
+    Record fields;
+    fields.add(Field{"max_batch", "", FieldKind::record}, max_batch_cell(q, r));
+    report.fields = std::move(fields);
+    report.tables.push_back(make_table("max_batch_settings", Columns<SettingView>(kSettingColumns), setting_views(x), output.format));
+    if (output.format != Format::table) return report;
+    const Unit unit = output.unit;
+    std::vector<std::string>& before = report.text_before;
+    if (x.settings.empty()) {
+        before.push_back(recordings_line(x));
+        for (std::string& line : model_lines(x)) before.push_back(std::move(line));
+        return report;
+    }
+    before.push_back(max_batch_answer_text(q, r, unit));
+    const MaxBatchSetting* recorded = x.recorded();
+    if (recorded != nullptr && recorded->answer.largest) before.push_back(peak_line(*recorded, q.capacity, unit));
+    if (x.best() != recorded && x.best()->answer.largest) before.push_back(peak_line(*x.best(), q.capacity, unit));
+    before.emplace_back();
+    before.push_back(recordings_line(x));
+    for (std::string& line : model_lines(x)) before.push_back(std::move(line));
+    before.push_back("searched " + std::to_string(x.settings.size()) + " settings in " + format_decimal(x.search_seconds, 3) + " s:");
+    // Where the model does not hold, each row's answer is the cautious bound.
+    if (!x.model_holds()) before.back() += " (largest batch: the cautious trace's; hopeful: the trace without the requests it could not follow)";
+    if (!q.max_batch->confirm) return report;
+    report.tables.push_back(make_table("max_batch_confirm", Columns<MaxBatchConfirmRun>(kConfirmColumns), x.confirm_runs, output.format));
+    report.text_after.emplace_back();
+    report.text_after.push_back(confirm_answer(x));
+    return report;
+}
+
+}  // namespace gpumem::cli

@@ -1,0 +1,274 @@
+// reuse-sim --max-batch on the CPU: its grammar and usage errors (exit 2
+// before any file is read or anything runs), the answer's honesty where the
+// model does not hold, and the end-to-end form on a real python3 running
+// tests/fixtures/record/batch_program.py against the stand-in torch, whose
+// allocations follow the batch and which runs out of memory under the cap
+// (20 MiB + 12 MiB a sample: batch 83 fits 1 GiB, batch 84 does not).
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/text.hpp"
+#include "cli_harness.hpp"
+#include "reuse_sim/reuse_sim.hpp"
+
+namespace {
+
+using namespace gpumem;
+using nlohmann::json;
+namespace rs = gpumem::reuse_sim;
+
+std::string tests_dir() {
+    const char* dir = std::getenv("GPUMEM_TESTS_DIR");
+    return dir ? dir : GPUMEM_TESTS_SOURCE_DIR;
+}
+const std::string kDir = tests_dir() + "/fixtures/record";
+const std::string kBatchProgram = kDir + "/batch_program.py";
+const std::string kSnapshot = tests_dir() + "/fixtures/torch/fragmentation_oom.pickle";
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool exists(const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0;
+}
+
+struct Scratch {
+    std::string path;
+    Scratch() {
+        char pattern[] = "/tmp/gpumem-max-batch-test-XXXXXX";
+        path = ::mkdtemp(pattern);
+    }
+    ~Scratch() { (void)!std::system(("rm -rf '" + path + "'").c_str()); }
+    Scratch(const Scratch&) = delete;
+    Scratch& operator=(const Scratch&) = delete;
+    std::string operator/(const std::string& name) const { return path + "/" + name; }
+};
+
+// The stand-in torch first on PYTHONPATH; its figures from the program's own
+// requests (no $STANDIN_STATS), the allocator's settings PyTorch's defaults.
+std::vector<std::string> standin_env(const Scratch& s) {
+    return {"PYTHONPATH=" + kDir + "/standin", "STANDIN_LOG=" + (s / "log"), "STANDIN_STATS", "STANDIN_SNAPSHOT", "RANK", "WORLD_SIZE",
+            "SLURM_PROCID", "SLURM_NTASKS", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF",
+            "STANDIN_TORCH_VERSION", "STANDIN_ROLE"};
+}
+
+std::vector<std::string> with_program(std::vector<std::string> args) {
+    for (const char* word : {"--", "python3"}) args.emplace_back(word);
+    args.push_back(kBatchProgram);
+    args.emplace_back("--bs");
+    args.emplace_back("{batch}");
+    return args;
+}
+
+// Every key of `doc` (objects and lists of objects, nested) is declared in
+// `schema`, which is closed to others.
+void check_keys(const json& doc, const json& schema, const std::string& where) {
+    CAPTURE(where);
+    if (doc.is_object()) {
+        REQUIRE(schema.contains("properties"));
+        for (const auto& [key, value] : doc.items()) {
+            CAPTURE(key);
+            REQUIRE(schema["properties"].contains(key));
+            check_keys(value, schema["properties"][key], where + "." + key);
+        }
+    } else if (doc.is_array() && schema.contains("items")) {
+        for (const json& item : doc) check_keys(item, schema["items"], where + "[]");
+    }
+}
+
+}  // namespace
+
+TEST_CASE("max-batch: the grammar's usage errors exit 2 with one line, before any file is read or anything runs") {
+    const Scratch s;
+    const std::string missing = s / "absent.pickle";
+    struct Case {
+        std::vector<std::string> args;
+        const char* says;
+    };
+    const std::vector<Case> cases = {
+        {{"--max-batch", "--capacity", "1GiB", "--batch-trace", "8=" + kSnapshot}, "two batches at least"},
+        {{"--max-batch", "--capacity", "1GiB", "--batch-trace", kSnapshot, "--batch-trace", "8=" + kSnapshot}, "expected B=FILE"},
+        {{"--max-batch", "--capacity", "1GiB", "--batch-trace", "x8=" + kSnapshot, "--batch-trace", "8=" + kSnapshot}, "expected B=FILE"},
+        {{"--max-batch", "--capacity", "1GiB", "--batch-trace", "0=" + kSnapshot, "--batch-trace", "8=" + kSnapshot}, "at least 1"},
+        {{"--max-batch", "--capacity", "1GiB", "--batch-trace", "8=", "--batch-trace", "16=" + kSnapshot}, "empty file name"},
+        // Batches checked before any file: the files named here do not exist.
+        {{"--max-batch", "--capacity", "1GiB", "--batch-trace", "8=" + missing, "--batch-trace", "8=" + missing}, "batch 8 given twice"},
+        {{"--max-batch", "--capacity", "1GiB", "--batch-trace", "8=" + missing, "--batch-trace", "16=" + kSnapshot}, "cannot open"},
+        {{"--max-batch", "--capacity", "1GiB", "--batch-trace", "8=-", "--batch-trace", "16=" + kSnapshot}, "not standard input"},
+        {{"--max-batch", "--batch-trace", "8=" + kSnapshot, "--batch-trace", "16=" + kSnapshot}, "--capacity SIZE"},
+        {{"--max-batch", "--capacity", "1GiB"}, "--batch-trace B=FILE, twice"},
+        {{"--batch-trace", "8=" + kSnapshot, "--batch-trace", "16=" + kSnapshot}, "give --max-batch"},
+        {{"--record-batches", "2,4", "--trace", kSnapshot}, "--record-batches goes with --max-batch"},
+        {{"--max-batch", "--capacity", "1GiB", "--trace", kSnapshot}, "not one --trace"},
+        {{"--max-batch", "--capacity", "1GiB", "--execute", "--batch-trace", "8=" + kSnapshot, "--batch-trace", "16=" + kSnapshot}, "--execute"},
+        {{"--max-batch", "--capacity", "1GiB", "--timeline", s / "t.csv", "--batch-trace", "8=" + kSnapshot, "--batch-trace", "16=" + kSnapshot},
+         "cannot be combined with --timeline"},
+        {{"--max-batch", "--capacity", "1GiB", "--workload", "training", "--batch-trace", "8=" + kSnapshot, "--batch-trace", "16=" + kSnapshot},
+         "cannot be combined with --workload"},
+        {{"--max-batch", "--capacity", "1GiB", "--strategy", "naive", "--batch-trace", "8=" + kSnapshot, "--batch-trace", "16=" + kSnapshot},
+         "torch-caching alone"},
+        {{"--max-batch", "--capacity", "1GiB", "--confirm", "--batch-trace", "8=" + kSnapshot, "--batch-trace", "16=" + kSnapshot},
+         "give the program after --"},
+        {{"--max-batch", "--capacity", "1GiB", "--record", s / "run.pickle", "--batch-trace", "8=" + kSnapshot, "--batch-trace",
+          "16=" + kSnapshot},
+         "--batch-trace gives them made"},
+        {{"--max-batch", "--capacity", "1GiB", "--batch-trace", "8=" + kSnapshot, "--", "python3", "x.py", "{batch}"}, "not both"},
+        {{"--max-batch", "--capacity", "1GiB", "--", "python3", "train.py", "--bs", "8"}, "has no {batch}"},
+        {with_program({"--max-batch", "--capacity", "1GiB", "--confirm", "2"}), "takes no K"},
+        {with_program({"--max-batch", "--capacity", "1GiB", "--record-batches", "4"}), "two batches at least"},
+        {with_program({"--max-batch", "--capacity", "1GiB", "--record-batches", "4,2,4"}), "batch 4 given twice"},
+        {with_program({"--max-batch", "--capacity", "1GiB", "--record-batches", "0,4"}), "at least 1"},
+        {with_program({"--max-batch", "--capacity", "1GiB", "--record-batches", "2,x"}), "positive integers"},
+        {with_program({"--max-batch", "--capacity", "1GiB", "-d", "0"}), "the program chooses its GPU"},
+        {with_program({"--max-batch", "--memory-fraction", "0.5"}), "--device-total"},
+        {{"--trace", kSnapshot, "--tune", "--confirm", "--", "true"}, "give K"},
+    };
+    for (const Case& c : cases) {
+        std::vector<std::string> args = {"reuse-sim"};
+        args.insert(args.end(), c.args.begin(), c.args.end());
+        CAPTURE(join(args, " "));
+        const RunResult r = run_gpumem(args, standin_env(s));
+        CHECK(r.status == 2);
+        CHECK(r.out == "");
+        CHECK(r.stderr_lines() == 1);
+        CHECK(has(r.err, c.says));
+        CHECK_FALSE(exists(s / "log"));  // the program never ran
+    }
+    // --json: one document, also on a usage error.
+    const RunResult r = run_gpumem({"reuse-sim", "--max-batch", "--json", "--capacity", "1GiB", "--batch-trace", "8=" + kSnapshot});
+    CHECK(r.status == 2);
+    CHECK(json::parse(r.out)["error"]["status"] == 2);
+}
+
+TEST_CASE("max-batch: {batch} is filled in every word it appears in; kept files get .bsN before their extension") {
+    CHECK(cli::program_at_batch({"python3", "t.py", "--bs={batch}", "--out", "run{batch}-{batch}.log"}, 12) ==
+          std::vector<std::string>{"python3", "t.py", "--bs=12", "--out", "run12-12.log"});
+    CHECK(cli::batch_file_name("/tmp/run.pickle", 8) == "/tmp/run.bs8.pickle");
+    CHECK(cli::batch_file_name("/tmp/run", 8) == "/tmp/run.bs8");
+    CHECK(cli::batch_file_name("/tmp/a.b/run", 8) == "/tmp/a.b/run.bs8");
+    CHECK(cli::batch_file_name("/tmp/.hidden", 8) == "/tmp/.hidden.bs8");
+}
+
+TEST_CASE("max-batch: end to end, the program recorded at small batches, the answer first, --confirm's real runs hold; JSON and schema") {
+    const Scratch s;
+    const std::vector<std::string> args =
+        with_program({"reuse-sim", "--max-batch", "--capacity", "1GiB", "--record", s / "run.pickle", "--record-batches", "2,4,8", "--confirm"});
+    const RunResult r = run_gpumem(args, standin_env(s));
+    REQUIRE(r.status == 0);
+    // The answer first, then the peak at it and what the next batch needs.
+    CHECK(r.out.rfind("largest batch that fits in 1 GiB: 83\n", 0) == 0);
+    // The model's sizes are the largest its lines allow (each request's
+    // rounding leaves the slope a little room): a MiB or two over the real peak.
+    CHECK(has(r.out, " at batch 83; batch 84 would need "));
+    CHECK(has(r.out, " more than the cap; its peak reserved with no cap)"));
+    CHECK(has(r.out, "recorded by gpumem at batch 2 " + (s / "run.bs2.pickle")));
+    CHECK(has(r.out, "checked on the recording at batch 2: rebuilt exactly"));
+    CHECK(has(r.out, "confirmed by real runs: batch 83 ran without an OOM: held; batch 84 ran out of memory: held"));
+    for (const char* batch : {"2", "4", "8"}) CHECK(exists(s / ("run.bs" + std::string(batch) + ".pickle")));
+    // Which batches ran, on stderr beside the program's own output.
+    CHECK(has(r.err, "recording the program at batch 4: python3 " + kBatchProgram + " --bs 4"));
+    CHECK(has(r.err, "real run at batch 84 (an OOM expected)"));
+
+    std::vector<std::string> json_args = args;
+    json_args.insert(json_args.begin() + 1, "--json");
+    const RunResult j = run_gpumem(json_args, standin_env(s));
+    REQUIRE(j.status == 0);
+    const json doc = json::parse(j.out);
+    const json& m = doc["max_batch"];
+    CHECK(m["answer"] == "largest batch that fits in 1 GiB: 83");
+    CHECK(m["largest_batch"] == 83);
+    CHECK(m["model_holds"] == true);
+    CHECK(m["capacity_bytes"] == 1ULL << 30);
+    REQUIRE(m["recordings"].size() == 3);
+    CHECK(m["recordings"][0]["batch"] == 2);
+    CHECK(m["recordings"][0]["kept"] == true);
+    CHECK(m["checks"]["holds"] == true);
+    REQUIRE(m["confirm_runs"].size() == 2);
+    CHECK(m["confirm_runs"][0]["batch"] == 83);
+    CHECK(m["confirm_runs"][0]["real_ooms"] == 0);
+    CHECK(m["confirm_runs"][1]["batch"] == 84);
+    CHECK(m["confirm_runs"][1]["expect_oom"] == true);
+    CHECK(m["confirm_runs"][1]["real_ooms"] == 1);
+    CHECK(m["confirmed"] == true);
+    REQUIRE(doc["max_batch_settings"].size() == 2);  // the recorded setting, and expandable segments
+    CHECK(doc["max_batch_settings"][0]["recorded"] == true);
+    const json schema = json::parse(run_gpumem({"--schema", "reuse-sim"}).out);
+    check_keys(doc, schema.contains("reuse-sim") ? schema["reuse-sim"] : schema, "document");
+}
+
+TEST_CASE("max-batch: recordings given with --batch-trace answer alike; a scratch folder's recordings are said to be removed") {
+    const Scratch s;
+    REQUIRE(run_gpumem(with_program({"reuse-sim", "--max-batch", "--capacity", "1GiB", "--record", s / "run.pickle"}), standin_env(s)).status == 0);
+    const RunResult r = run_gpumem({"reuse-sim", "--max-batch", "--capacity", "1GiB", "--batch-trace", "4=" + (s / "run.bs4.pickle"),
+                                    "--batch-trace", "2=" + (s / "run.bs2.pickle")});
+    REQUIRE(r.status == 0);
+    CHECK(r.out.rfind("largest batch that fits in 1 GiB: 83\n", 0) == 0);
+    CHECK(has(r.out, "recordings: batch 2 " + (s / "run.bs2.pickle")));
+    const RunResult scratch = run_gpumem(with_program({"reuse-sim", "--max-batch", "--capacity", "1GiB"}), standin_env(s));
+    REQUIRE(scratch.status == 0);
+    CHECK(has(scratch.out, "removed after the answer (--record FILE keeps them)"));
+}
+
+TEST_CASE("max-batch: a program that runs out of memory at a recorded batch is an error that says so, before any answer") {
+    const Scratch s;
+    const RunResult r = run_gpumem(with_program({"reuse-sim", "--max-batch", "--capacity", "30MiB"}), standin_env(s));
+    CHECK(r.status == 1);
+    CHECK(r.out == "");
+    CHECK(has(r.err, "the run at batch 2 ran out of memory already"));
+    // --json: the error document, with no answer claimed.
+    const RunResult j = run_gpumem(with_program({"reuse-sim", "--json", "--max-batch", "--capacity", "30MiB"}), standin_env(s));
+    CHECK(j.status == 1);
+    const json doc = json::parse(j.out);
+    CHECK(doc["error"]["status"] == 1);
+    CHECK(doc["max_batch"]["answer"].is_null());
+    CHECK(doc["max_batch"]["largest_batch"].is_null());
+}
+
+TEST_CASE("max-batch: where the model does not hold, the answer is a range (cautious to hopeful) and says why, never one number") {
+    cli::ReuseSimRequest q;
+    q.capacity = 80ULL << 30;
+    q.max_batch = cli::MaxBatchRequest{};
+    cli::ReuseSimResults r;
+    cli::MaxBatchResults& x = r.max_batch.emplace();
+    rs::BatchModelChecks checks;
+    checks.requests = 120;
+    checks.aligned = 114;
+    checks.unaligned = 6;
+    x.checks = checks;
+    cli::MaxBatchSetting recorded;
+    recorded.point.recorded = true;
+    recorded.answer.largest = 55;
+    recorded.answer.largest_hopeful = 61;
+    x.settings = {recorded};
+    CHECK(cli::max_batch_answer_text(q, r, Unit::automatic) ==
+          "largest batch that fits in 80 GiB: between 55 and 61 (cautious to hopeful); the model does not hold (6 requests of the "
+          "largest recording missing from another): record at more batches, or nearer the batch you want");
+
+    x.checks->unaligned = 0;
+    x.checks->not_affine = 12;
+    x.settings.front().answer.largest_hopeful = 55;
+    const std::string text = cli::max_batch_answer_text(q, r, Unit::automatic);
+    CHECK(text.rfind("largest batch that fits in 80 GiB: 55 (cautious and hopeful agree); the model does not hold (12 request sizes "
+                     "follow no line in the batch)",
+                     0) == 0);
+    // Where it holds, the number alone.
+    x.checks->not_affine = 0;
+    CHECK(cli::max_batch_answer_text(q, r, Unit::automatic) == "largest batch that fits in 80 GiB: 55");
+
+    x.checks->unaligned = 6;
+    x.settings.front().answer.largest_hopeful = 61;
+    cli::OutputOptions output;
+    output.format = cli::Format::json;
+    const json doc = json::parse(cli::render(cli::reuse_sim_report(q, r, output), output));
+    CHECK(doc["max_batch"]["largest_batch"] == 55);
+    CHECK(doc["max_batch"]["largest_batch_hopeful"] == 61);
+    CHECK(doc["max_batch"]["model_holds"] == false);
+    CHECK(doc["max_batch"]["checks"]["unaligned"] == 6);
+}
