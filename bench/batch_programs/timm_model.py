@@ -1,0 +1,24 @@
+"""A timm ViT-S/16 (random weights, no download) trained on 3x224x224
+random images, 100 classes, AdamW, --bs images a batch, --steps steps. An
+OOM is not caught: exit status 1."""
+import argparse
+
+import timm
+import torch
+import torch.nn.functional as F
+
+p = argparse.ArgumentParser(description=__doc__)
+p.add_argument("--bs", type=int, required=True)
+p.add_argument("--steps", type=int, default=3)
+a = p.parse_args()
+torch.manual_seed(0)
+model = timm.create_model("vit_small_patch16_224", pretrained=False, num_classes=100).cuda().train()
+opt = torch.optim.AdamW(model.parameters())
+for step in range(a.steps):
+    x = torch.randn(a.bs, 3, 224, 224, device="cuda")
+    y = torch.randint(0, 100, (a.bs,), device="cuda")
+    F.cross_entropy(model(x), y).backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+torch.cuda.synchronize()
+print("timm_model: bs %d, %d steps, peak allocated %d" % (a.bs, a.steps, torch.cuda.max_memory_allocated()))

@@ -1,0 +1,240 @@
+#!/usr/bin/env bash
+# Issue 37 on a GPU machine: gpumem's "largest batch that fits" against the
+# truth. For each program of bench/batch_programs/ (real PyTorch, taking
+# --bs N and --steps), under a cap well below the GPU (set by gpumem's hook):
+#   1. the end-to-end form, timed:
+#        gpumem reuse-sim --max-batch --capacity CAP --tune --json -- python3 prog.py --bs {batch} --steps S
+#      and the same with --confirm (MB_CONFIRM, default "--confirm 1"; a
+#      bare --confirm is tried when that is refused as usage, exit 2);
+#   2. the fallback that needs no end-to-end form: two recordings at
+#      FALLBACK_BATCHES (default 4 and 8) with --record under the cap, then
+#        gpumem reuse-sim --max-batch --batch-trace 4=a.pickle --batch-trace 8=b.pickle --capacity CAP --json
+#   3. the truth: real runs under the cap, each `gpumem reuse-sim --record X
+#      --capacity CAP -- python3 prog.py --bs B` (an OOM: exit status not 0,
+#      or num_ooms > 0 in X.stats.json), the batch doubled from START_BS until
+#      one runs out of memory (or LIMIT_BS), then bisected to STEP, the real
+#      runs and their wall time counted;
+# and a markdown table (torch_bench.py max-batch-table): program, cap,
+# gpumem's answers, the true largest batch, exact / one step off /
+# wrong-high, and time and runs of each. The raw JSON documents are kept.
+#
+#   GPUMEM=path/to/gpumem OUT=dir bash bench/max-batch.sh      (or: max-batch.sh GPUMEM OUT)
+# Environment: PROGRAMS (names, default all), CAPS ("name=8GiB ...", each
+# program's cap; defaults below), GPUS (indices; default
+# CUDA_VISIBLE_DEVICES, else every GPU nvidia-smi lists): one program at a
+# time per GPU; STEPS (3), START_BS (8), LIMIT_BS (4096), STEP (1),
+# RUN_TIMEOUT (90 s a real run), E2E_TIMEOUT (300 s a gpumem --max-batch),
+# DEADLINE (450 s: no run starts after it), HARD_LIMIT (530 s: every run
+# still going is stopped), WORK (/tmp/max-batch-work).
+# $OUT gets max-batch.md and max-batch.tgz (refreshed as the runs go; the
+# recordings of the search are not kept, only their statistics).
+set -u
+GPUMEM=${1:-${GPUMEM:-}}
+OUT=${2:-${OUT:-/tmp/max-batch-out}}
+if [ -z "$GPUMEM" ]; then
+    if [ -x "$PWD/.device/gpumem" ]; then GPUMEM=$PWD/.device/gpumem; else GPUMEM=$(command -v gpumem || true); fi
+fi
+[ -x "$GPUMEM" ] || { echo "max-batch.sh: no gpumem binary (set GPUMEM)" >&2; exit 2; }
+GPUMEM=$(cd "$(dirname "$GPUMEM")" && pwd)/$(basename "$GPUMEM")
+HERE=$(cd "$(dirname "$0")" && pwd)
+PROGS=$HERE/batch_programs
+PY="python3 $HERE/torch_bench.py"
+WORK=${WORK:-/tmp/max-batch-work}
+PROGRAMS=${PROGRAMS:-"mlp transformer_encoder cnn_bn gpt2_train timm_model lstm detection_eval grad_accum"}
+DEFAULT_CAPS="mlp=6GiB transformer_encoder=8GiB cnn_bn=6GiB gpt2_train=8GiB timm_model=8GiB lstm=6GiB detection_eval=6GiB grad_accum=6GiB"
+CAPS="${CAPS:-} $DEFAULT_CAPS"  # the first entry for a program wins: CAPS overrides the defaults
+STEPS=${STEPS:-3}
+START_BS=${START_BS:-8}
+LIMIT_BS=${LIMIT_BS:-4096}
+STEP=${STEP:-1}
+FALLBACK_BATCHES=${FALLBACK_BATCHES:-"4 8"}
+MB_CONFIRM=${MB_CONFIRM:-"--confirm 1"}
+RUN_TIMEOUT=${RUN_TIMEOUT:-90}
+E2E_TIMEOUT=${E2E_TIMEOUT:-300}
+DEADLINE=${DEADLINE:-450}
+HARD_LIMIT=${HARD_LIMIT:-530}
+unset PYTORCH_ALLOC_CONF PYTORCH_CUDA_ALLOC_CONF
+if [ -z "${GPUS:-}" ]; then
+    if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then GPUS=${CUDA_VISIBLE_DEVICES//,/ }
+    else GPUS=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | tr -d ' ' | tr '\n' ' '); fi
+fi
+[ -n "${GPUS// /}" ] || GPUS=0
+rm -rf "$WORK"
+mkdir -p "$WORK" "$OUT"
+START=$SECONDS
+{
+    echo "max-batch.sh: $(date -u '+%F %T') UTC, gpumem $("$GPUMEM" --version 2>/dev/null | head -1), GPUs: $GPUS"
+    nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader 2>/dev/null
+    python3 -c 'import torch; print("torch", torch.__version__)' 2>&1 | tail -1
+} | tee "$WORK/machine.txt" >&2
+
+elapsed() { echo $((SECONDS - START)); }
+seconds_since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f\n", b - a }'; }
+
+CUR=
+limited() {  # SECONDS OUTFILE ERRFILE CMD... -> the command's status (124: timed out)
+    local limit=$1 out=$2 err=$3
+    shift 3
+    timeout -k 15 "$limit" "$@" < /dev/null > "$out" 2> "$err" &
+    CUR=$!
+    wait "$CUR"
+    local rc=$?
+    CUR=
+    return $rc
+}
+
+# gpumem under a limit: BASE.{json,err,exit,wall}.
+gpumem_timed() {  # GPU BASE ARGS...
+    local gpu=$1 base=$2
+    shift 2
+    local t0=$EPOCHREALTIME
+    limited "$E2E_TIMEOUT" "$base.json" "$base.err" env CUDA_VISIBLE_DEVICES="$gpu" "$GPUMEM" "$@"
+    echo $? > "$base.exit"
+    seconds_since "$t0" > "$base.wall"
+}
+
+# One real run at batch B, recorded: BASE.{stats.json,out,err,exit,wall}.
+record_at() {  # GPU PROGRAM BASE CAP BATCH
+    local gpu=$1 prog=$2 base=$3 cap=$4 batch=$5
+    local t0=$EPOCHREALTIME
+    limited "$RUN_TIMEOUT" "$base.out" "$base.err" env CUDA_VISIBLE_DEVICES="$gpu" \
+        "$GPUMEM" reuse-sim --record "$base.pickle" --capacity "$cap" -- python3 "$PROGS/$prog.py" --bs "$batch" --steps "$STEPS"
+    echo $? > "$base.exit"
+    seconds_since "$t0" > "$base.wall"
+}
+
+# Issue 37's rule: fits when the run exited 0 and torch counted no OOM.
+trial_verdict() {  # BASE -> fits | oom | timeout
+    local verdict rc num_ooms rest
+    read -r verdict rc num_ooms rest < <($PY judge "$1")
+    if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then echo timeout
+    elif [ "$rc" = 0 ] && [ "$num_ooms" = 0 ]; then echo fits
+    else echo oom; fi
+}
+
+max_batch_one() {  # GPU PROGRAM
+    local gpu=$1 prog=$2 dir=$WORK/$2 cap="" entry
+    mkdir -p "$dir"
+    echo "$prog" > "$dir/program.txt"
+    say() { echo "[$(elapsed) s] $prog (GPU $gpu): $*" | tee -a "$dir/progress.log" >&2; }
+    late() { [ "$(elapsed)" -ge "$DEADLINE" ] && { say "deadline ($DEADLINE s) passed: $1 not run"; echo "deadline passed before $1" >> "$dir/note.txt"; }; }
+    for entry in $CAPS; do [ "${entry%%=*}" = "$prog" ] && [ -z "$cap" ] && cap=${entry#*=}; done
+    [ -n "$cap" ] || cap=8GiB
+    echo "$cap" > "$dir/cap.txt"
+    local cmd=(python3 "$PROGS/$prog.py" --bs "{batch}" --steps "$STEPS")
+
+    # 1. The end-to-end form, then with --confirm.
+    if ! late "the end-to-end form"; then
+        gpumem_timed "$gpu" "$dir/e2e" reuse-sim --max-batch --capacity "$cap" --tune --json -- "${cmd[@]}"
+        say "end to end: exit $(cat "$dir/e2e.exit") in $(cat "$dir/e2e.wall") s: $($PY max-batch-answer "$dir/e2e.json")"
+    fi
+    if ! late "the end-to-end form with --confirm"; then
+        # shellcheck disable=SC2086  # MB_CONFIRM is split into words on purpose
+        gpumem_timed "$gpu" "$dir/e2e_confirm" reuse-sim --max-batch --capacity "$cap" --tune $MB_CONFIRM --json -- "${cmd[@]}"
+        if [ "$(cat "$dir/e2e_confirm.exit")" = 2 ] && [ "$MB_CONFIRM" != "--confirm" ]; then
+            say "'$MB_CONFIRM' refused ($(head -1 "$dir/e2e_confirm.err")): trying a bare --confirm"
+            mv "$dir/e2e_confirm.err" "$dir/e2e_confirm.first.err"
+            gpumem_timed "$gpu" "$dir/e2e_confirm" reuse-sim --max-batch --capacity "$cap" --tune --confirm --json -- "${cmd[@]}"
+        fi
+        say "end to end, --confirm: exit $(cat "$dir/e2e_confirm.exit") in $(cat "$dir/e2e_confirm.wall") s: $($PY max-batch-answer "$dir/e2e_confirm.json")"
+    fi
+
+    # 2. The fallback: two recordings made here, then --batch-trace.
+    local b traces=() t0=$EPOCHREALTIME
+    for b in $FALLBACK_BATCHES; do
+        late "the fallback's recording at $b" && break
+        record_at "$gpu" "$prog" "$dir/fallback-bs$b" "$cap" "$b"
+        say "fallback recording at batch $b: $(trial_verdict "$dir/fallback-bs$b")"
+        traces+=(--batch-trace "$b=$dir/fallback-bs$b.pickle")
+    done
+    if [ ${#traces[@]} -ge 4 ]; then
+        gpumem_timed "$gpu" "$dir/fallback" reuse-sim --max-batch "${traces[@]}" --capacity "$cap" --json
+        seconds_since "$t0" > "$dir/fallback.wall"  # the two recordings included
+        say "fallback: exit $(cat "$dir/fallback.exit"): $($PY max-batch-answer "$dir/fallback.json")"
+    fi
+
+    # 3. The truth: doubling, then bisection, on real runs.
+    local lo=0 hi=0 verdict
+    b=$START_BS
+    while :; do
+        late "the search's run at batch $b" && break
+        record_at "$gpu" "$prog" "$dir/trial-$b" "$cap" "$b"
+        rm -f "$dir/trial-$b.pickle"  # its figures are in trial-$b.stats.json
+        verdict=$(trial_verdict "$dir/trial-$b")
+        say "search: batch $b: $verdict in $(cat "$dir/trial-$b.wall") s"
+        [ "$verdict" = timeout ] && { echo "the run at batch $b timed out" >> "$dir/note.txt"; break; }
+        if [ "$verdict" = fits ]; then lo=$b; else hi=$b; fi
+        if [ "$hi" -eq 0 ]; then
+            [ "$b" -ge "$LIMIT_BS" ] && break
+            b=$((b * 2))
+            [ "$b" -gt "$LIMIT_BS" ] && b=$LIMIT_BS
+        else
+            [ $((hi - lo)) -le "$STEP" ] && break
+            b=$(((lo + (hi - lo) / 2) / STEP * STEP))
+            [ "$b" -le "$lo" ] && b=$((lo + STEP))
+        fi
+    done
+    $PY search-result "$dir" "$STEP" "$LIMIT_BS" > "$dir/search.json"
+    say "true largest batch: $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["largest"], "after", d["runs"], "runs,", round(d["wall"], 1), "s")' "$dir/search.json")"
+}
+
+worker() {  # GPU: takes programs off the list until none is left
+    trap '[ -n "$CUR" ] && kill -TERM "$CUR" 2>/dev/null; exit 143' TERM
+    local gpu=$1 prog
+    for prog in $PROGRAMS; do
+        mkdir "$WORK/.claim.$prog" 2>/dev/null || continue
+        [ "$(elapsed)" -ge "$DEADLINE" ] && { mkdir -p "$WORK/$prog"; echo "$prog" > "$WORK/$prog/program.txt"; echo "not started: deadline" > "$WORK/$prog/note.txt"; continue; }
+        max_batch_one "$gpu" "$prog"
+        touch "$WORK/$prog/done"
+    done
+}
+
+snapshot() {  # everything but the recordings, into $OUT
+    tar czf "$OUT/max-batch.tgz.part" -C "$(dirname "$WORK")" --exclude='*.pickle' "$(basename "$WORK")" 2>/dev/null
+    mv -f "$OUT/max-batch.tgz.part" "$OUT/max-batch.tgz"
+}
+
+pids=()
+for gpu in $GPUS; do
+    worker "$gpu" &
+    pids+=($!)
+done
+last_tar=$SECONDS
+while :; do
+    alive=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ $alive = 1 ] || break
+    if [ "$(elapsed)" -ge "$HARD_LIMIT" ]; then
+        echo "[$(elapsed) s] hard limit ($HARD_LIMIT s): stopping the runs still going" >&2
+        for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+        for dir in "$WORK"/*/; do
+            [ -f "$dir/program.txt" ] && [ ! -f "$dir/done" ] && echo "stopped at the hard limit ($HARD_LIMIT s)" >> "$dir/note.txt"
+        done
+        for _ in $(seq 20); do  # the runs stopped, give gpumem a moment to write what it measured
+            alive=0
+            for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+            [ $alive = 1 ] || break
+            sleep 1
+        done
+        break
+    fi
+    if [ $((SECONDS - last_tar)) -ge 30 ]; then snapshot; last_tar=$SECONDS; fi
+    sleep 5
+done
+wait 2>/dev/null
+# A program stopped mid-search still gets its search.json from the runs it made.
+for dir in "$WORK"/*/; do
+    [ -f "$dir/program.txt" ] && [ ! -f "$dir/search.json" ] && $PY search-result "$dir" "$STEP" "$LIMIT_BS" > "$dir/search.json"
+done
+
+{
+    echo "# Largest batch that fits: gpumem reuse-sim --max-batch against a real doubling-and-bisection search (issue 37)"
+    echo
+    sed 's/^/- /' "$WORK/machine.txt"
+    echo "- $STEPS steps a run; search from batch $START_BS, doubling up to $LIMIT_BS, bisection to $STEP; an OOM: exit status not 0 or num_ooms > 0; 'gpumem vs truth' judges the end-to-end answer (else the fallback's) under PyTorch's defaults; $(elapsed) s in all"
+    echo
+    $PY max-batch-table "$WORK"
+} > "$WORK/max-batch.md" 2> "$WORK/table.err"
+cp "$WORK/max-batch.md" "$OUT/max-batch.md"
+snapshot
+cat "$OUT/max-batch.md"
