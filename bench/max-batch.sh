@@ -24,7 +24,8 @@
 # CUDA_VISIBLE_DEVICES, else every GPU nvidia-smi lists): one program at a
 # time per GPU; STEPS (3), START_BS (8), LIMIT_BS (4096), STEP (1),
 # RUN_TIMEOUT (90 s a real run), E2E_TIMEOUT (300 s a gpumem --max-batch),
-# DEADLINE (450 s: no run starts after it), HARD_LIMIT (530 s: every run
+# TRUTH_FROM (an earlier run's WORK: its search's runs stand for the truth,
+# none run again), DEADLINE (450 s: no run starts after it), HARD_LIMIT (530 s: every run
 # still going is stopped), WORK (/tmp/max-batch-work).
 # $OUT gets max-batch.md and max-batch.tgz (refreshed as the runs go; the
 # recordings of the search are not kept, only their statistics).
@@ -47,7 +48,7 @@ STEPS=${STEPS:-3}
 START_BS=${START_BS:-8}
 LIMIT_BS=${LIMIT_BS:-4096}
 STEP=${STEP:-1}
-FALLBACK_BATCHES=${FALLBACK_BATCHES:-"4 8"}
+FALLBACK_BATCHES=${FALLBACK_BATCHES-"4 8"}  # empty: no fallback
 MB_CONFIRM=${MB_CONFIRM:-"--confirm 1"}
 RUN_TIMEOUT=${RUN_TIMEOUT:-90}
 E2E_TIMEOUT=${E2E_TIMEOUT:-300}
@@ -153,10 +154,16 @@ max_batch_one() {  # GPU PROGRAM
         say "fallback: exit $(cat "$dir/fallback.exit"): $($PY max-batch-answer "$dir/fallback.json")"
     fi
 
-    # 3. The truth: doubling, then bisection, on real runs.
+    # 3. The truth: doubling, then bisection, on real runs; or, with
+    # TRUTH_FROM (an earlier run's WORK on the same kind of GPU), its runs.
     local lo=0 hi=0 verdict
     b=$START_BS
-    while :; do
+    if [ -n "${TRUTH_FROM:-}" ]; then
+        cp "$TRUTH_FROM/$prog"/trial-*.stats.json "$TRUTH_FROM/$prog"/trial-*.exit "$TRUTH_FROM/$prog"/trial-*.wall "$dir/" 2>/dev/null
+        echo "the search's real runs are those of an earlier run ($TRUTH_FROM), same GPU kind, same cap" >> "$dir/note.txt"
+        b=0
+    fi
+    while [ "$b" -gt 0 ]; do
         late "the search's run at batch $b" && break
         record_at "$gpu" "$prog" "$dir/trial-$b" "$cap" "$b"
         rm -f "$dir/trial-$b.pickle"  # its figures are in trial-$b.stats.json
