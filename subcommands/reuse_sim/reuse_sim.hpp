@@ -75,9 +75,11 @@ struct MaxBatchRequest {
     // --batch-trace B=FILE, as given: recordings already made.
     std::vector<std::pair<std::uint64_t, std::string>> traces;
     // Or the end-to-end form: the program after --, its words holding
-    // {batch}, recorded by gpumem at each of `record_batches`.
+    // {batch}, recorded by gpumem at each of `record_batches`, then (unless
+    // --no-refine) again near the first answer.
     std::vector<std::string> program;
-    std::vector<std::uint64_t> record_batches;  // --record-batches; default 2,4
+    std::vector<std::uint64_t> record_batches;  // --record-batches; default 4,8
+    bool refine = true;                         // off with --no-refine
     std::optional<std::string> keep;            // --record FILE: the recordings kept as FILE.bsN (else a scratch folder, removed)
     RecordSettings settings;                    // the cap of every real run
     bool confirm = false;                       // --confirm: real runs at the answer and the next batch
@@ -224,6 +226,13 @@ struct MaxBatchRecording {
     bool kept = false;           // the file stays (--batch-trace, or --record FILE)
     double wall_seconds = 0;     // the run that recorded it
     std::uint64_t requests = 0;  // allocations in it
+    // Why gpumem recorded it: "first" (--record-batches, or halved after an
+    // OOM), "near the answer" (the refinement); "given" for --batch-trace.
+    std::string why;
+    // The program ran out of memory there for real: a fact (the answer is
+    // below this batch), left out of the model.
+    std::uint64_t ooms = 0;
+    bool ran_out_of_memory() const { return ooms > 0; }
 };
 
 // --max-batch: the answer for one setting of the grid.
@@ -245,6 +254,12 @@ struct MaxBatchConfirmRun {
 
 struct MaxBatchResults {
     std::vector<MaxBatchRecording> recordings;  // ascending batch
+    // The end-to-end form's first answer (the recorded setting's cautious
+    // one), where gpumem recorded again near it.
+    std::optional<std::uint64_t> first_answer;
+    // The smallest batch whose recording ran out of memory: every answer
+    // is clipped below it.
+    std::optional<std::uint64_t> oom_batch;
     std::optional<reuse_sim::BatchModelChecks> checks;  // once the model is fitted
     std::vector<MaxBatchSetting> settings;      // ranked: the largest batch first; the recorded setting marked
     double search_seconds = 0;

@@ -29,6 +29,9 @@ std::string setting_name(const rs::GridPoint& p) {
 std::string batch_text(const rs::MaxBatchAnswer& a, const MaxBatchResults& x) {
     if (!a.largest) return "none (even batch 1 runs out of memory)";
     std::string text = std::to_string(*a.largest);
+    // Clipped by a recording that ran out of memory for real.
+    if (a.reached_limit && x.oom_batch && *a.largest + 1 == *x.oom_batch)
+        return text + " (the model fits more, but the recording at batch " + std::to_string(*x.oom_batch) + " ran out of memory for real)";
     if (a.reached_limit) return text + " or more (every batch searched fits)";
     if (x.model_holds()) return text;
     if (a.largest_hopeful && *a.largest_hopeful != *a.largest)
@@ -65,12 +68,27 @@ std::string recordings_line(const MaxBatchResults& x) {
     std::vector<std::string> parts;
     bool scratch = false;
     for (const MaxBatchRecording& rec : x.recordings) {
-        parts.push_back("batch " + std::to_string(rec.batch) + " " + rec.file + " (" + rs::group_digits(rec.requests) + " requests)");
+        const std::string why = rec.recorded_here ? rec.why + ", " : "";
+        if (rec.ran_out_of_memory())
+            parts.push_back("batch " + std::to_string(rec.batch) + (rec.file.empty() ? "" : " " + rec.file) + " (" + why + "ran out of memory: " +
+                            std::to_string(rec.ooms) + " OOMs, left out of the model; the answer is below it)");
+        else
+            parts.push_back("batch " + std::to_string(rec.batch) + " " + rec.file + " (" + why + rs::group_digits(rec.requests) + " requests)");
         scratch = scratch || !rec.kept;
     }
     const bool recorded_here = !x.recordings.empty() && x.recordings.front().recorded_here;
     return std::string(recorded_here ? "recorded by gpumem at " : "recordings: ") + join(parts, ", ") +
            (recorded_here && scratch ? "; removed after the answer (--record FILE keeps them)" : "");
+}
+
+// The refinement: what the first recordings answered, and where gpumem recorded again.
+std::string refinement_line(const MaxBatchResults& x) {
+    if (!x.first_answer) return "";
+    std::vector<std::string> near;
+    for (const MaxBatchRecording& rec : x.recordings)
+        if (rec.why == "near the answer") near.push_back(std::to_string(rec.batch));
+    return "refined: the first recordings answered " + std::to_string(*x.first_answer) + "; recorded again near it at batch " + join(near, " and ") +
+           ", the model fitted on the two largest that ran without an OOM";
 }
 
 std::vector<std::string> model_lines(const MaxBatchResults& x) {
@@ -125,6 +143,9 @@ constexpr Column<MaxBatchRecording> kRecordingColumns[] = {
     {{"kept", "", FieldKind::boolean}, [](const MaxBatchRecording& r) -> Cell { return r.kept; }},
     {{"requests", "", FieldKind::integer}, [](const MaxBatchRecording& r) { return u64(r.requests); }},
     {{"wall_seconds", "", FieldKind::real}, [](const MaxBatchRecording& r) -> Cell { return r.wall_seconds; }},
+    {{"why", "", FieldKind::text}, [](const MaxBatchRecording& r) -> Cell { return r.why; }},
+    {{"ran_out_of_memory", "", FieldKind::boolean}, [](const MaxBatchRecording& r) -> Cell { return r.ran_out_of_memory(); }},
+    {{"ooms", "", FieldKind::integer}, [](const MaxBatchRecording& r) { return u64(r.ooms); }},
 };
 constexpr auto recording_schema = nested_schema<kRecordingColumns>;
 
@@ -211,6 +232,10 @@ constexpr Column<Doc> kMaxBatchColumns[] = {
     {{"recordings", "", FieldKind::records},
      [](const Doc& d) { return records_cell(make_records(Columns<MaxBatchRecording>(kRecordingColumns), d.x().recordings)); }, Shown::always,
      false, recording_schema},
+    // The end-to-end form's first answer, where it recorded again near it.
+    {{"first_answer", "", FieldKind::integer}, [](const Doc& d) { return optional_u64(d.x().first_answer); }},
+    // The smallest batch that ran out of memory when recorded: every answer is below it.
+    {{"oom_batch", "", FieldKind::integer}, [](const Doc& d) { return optional_u64(d.x().oom_batch); }},
     {{"checks", "", FieldKind::record},
      [](const Doc& d) { return d.x().checks ? record_cell(make_record(Columns<rs::BatchModelChecks>(kChecksColumns), *d.x().checks)) : Cell(); },
      Shown::always, false, checks_schema},
@@ -272,6 +297,7 @@ Report max_batch_report(const ReuseSimRequest& q, const ReuseSimResults& r, cons
     if (x.best() != recorded && x.best()->answer.largest) before.push_back(peak_line(*x.best(), q.capacity, unit));
     before.emplace_back();
     before.push_back(recordings_line(x));
+    if (x.first_answer) before.push_back(refinement_line(x));
     for (std::string& line : model_lines(x)) before.push_back(std::move(line));
     before.push_back("searched " + std::to_string(x.settings.size()) + " settings in " + format_decimal(x.search_seconds, 3) + " s:");
     // Where the model does not hold, each row's answer is the cautious bound.
