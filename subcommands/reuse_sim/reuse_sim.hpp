@@ -84,6 +84,10 @@ struct MaxBatchRequest {
     RecordSettings settings;                    // the cap of every real run
     bool confirm = false;                       // --confirm: real runs at the answer and the next batch
     std::uint64_t limit = 1u << 20;             // the largest batch searched
+    // A batch fits when its modelled peak reserved stays at or below the
+    // cap less this (--headroom; default 2 MiB per GiB of the cap, at least
+    // 2 MiB): the model's peak is not exact to the byte.
+    std::uint64_t headroom = 0;
 };
 
 // Everything the options say, checked (check() in reuse_sim.cpp).
@@ -265,6 +269,9 @@ struct MaxBatchResults {
     double search_seconds = 0;
     std::vector<MaxBatchConfirmRun> confirm_runs;  // --confirm, as each ends
     bool confirm_interrupted = false;
+    // --confirm: the largest batch a real run fitted (after stepping down
+    // from an answer that ran out of memory); none where none did.
+    std::optional<std::uint64_t> confirmed_batch;
 
     // The recorded (baseline) setting's row, and the best one.
     const MaxBatchSetting* recorded() const;

@@ -131,6 +131,9 @@ MaxBatchConfirmRun confirm_at(const MaxBatchRequest& m, std::uint64_t batch, boo
     return run;
 }
 
+// --confirm's runs below an answer that ran out of memory for real.
+constexpr int kConfirmStepsDown = 3;
+
 std::string confirm_run_line(const MaxBatchConfirmRun& run) {
     if (!run.real) return "batch " + std::to_string(run.batch) + ": no figures: " + run.note;
     return "batch " + std::to_string(run.batch) + ": " + std::to_string(run.real->ooms) + " OOMs, peak reserved " +
@@ -142,10 +145,7 @@ void confirm_max_batch(const MaxBatchRequest& m, MaxBatchResults& x, const std::
     const MaxBatchSetting* recorded = x.recorded();
     if (recorded == nullptr) return;
     const rs::MaxBatchAnswer& a = recorded->answer;
-    std::vector<std::pair<std::uint64_t, bool>> plan;  // batch, OOM expected
-    if (a.largest) plan.emplace_back(*a.largest, false);
-    if (!a.reached_limit) plan.emplace_back(a.largest.value_or(0) + 1, true);
-    for (const auto& [batch, expect_oom] : plan) {
+    const auto run = [&](std::uint64_t batch, bool expect_oom) -> const MaxBatchConfirmRun& {
         throw_if_interrupted();
         x.confirm_runs.push_back(confirm_at(m, batch, expect_oom, scratch, session));
         if (x.confirm_runs.back().note == "interrupted") {
@@ -153,7 +153,29 @@ void confirm_max_batch(const MaxBatchRequest& m, MaxBatchResults& x, const std::
             throw InterruptedError();
         }
         say(session, "--confirm: " + confirm_run_line(x.confirm_runs.back()));
+        return x.confirm_runs.back();
+    };
+    const auto fitted = [](const MaxBatchConfirmRun& c) { return c.real && c.real->ooms == 0 && c.exit_status == 0; };
+    const auto ran_out = [](const MaxBatchConfirmRun& c) { return c.real && c.real->ooms > 0; };
+    if (!a.largest) {
+        if (!a.reached_limit) (void)run(1, true);
+        return;
     }
+    // At the answer; where it runs out of memory for real, one batch lower
+    // at a time (3 more runs at most) until a run fits.
+    std::uint64_t batch = *a.largest;
+    for (int steps = 0;; ++steps) {
+        const MaxBatchConfirmRun& c = run(batch, false);
+        if (fitted(c)) {
+            x.confirmed_batch = batch;
+            break;
+        }
+        if (!ran_out(c) || steps == kConfirmStepsDown || batch == 1) return;
+        --batch;
+    }
+    // The next batch, where the model says it runs out of memory: only
+    // after the answer itself fitted.
+    if (batch == *a.largest && !a.reached_limit && fitted(run(batch + 1, true))) x.confirmed_batch = batch + 1;
 }
 
 }  // namespace
@@ -271,6 +293,7 @@ void fit_and_search(const ReuseSimRequest& q, const rs::CostModel& costs, ReuseS
     for (const rs::GridPoint& p : points) lanes.push_back({p.options, q.capacity});
     rs::MaxBatchOptions options;
     options.limit = m.limit;
+    options.headroom = m.headroom;
     if (const std::uint64_t oom = smallest_oom(x); oom != 0) {
         x.oom_batch = oom;
         options.limit = std::min(options.limit, oom - 1);
