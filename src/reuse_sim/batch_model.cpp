@@ -385,6 +385,14 @@ Law fit_law(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& points, 
     return law;
 }
 
+// The rule the cautious trace follows for an extra (Impl::size_at), for its mismatch.
+std::string extra_rule(const Law& law) {
+    if (law.fit == Fit::single) return "seen at one batch only: grows in proportion to the batch beyond it";
+    if (law.pair.s1 == law.pair.s2)
+        return "one size at batches " + std::to_string(law.pair.b1) + " and " + std::to_string(law.pair.b2) + ": kept at it, a workspace";
+    return "its size grew with the batch: follows its line";
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------ the model
@@ -483,11 +491,7 @@ BatchModel BatchModel::fit(std::vector<BatchRecording> recordings) {
         ++c.unaligned;
         std::string what = name;
         what += " " + bytes_text(requests[j].size) + " at batch " + std::to_string(impl->largest);
-        what += ", absent at batch " + absent + " (appears as the batch grows";
-        // The rule the cautious trace follows for it (size_at).
-        if (law.fit == Fit::single) what += "; seen at one batch only: grows in proportion to the batch beyond it)";
-        else if (law.pair.s1 == law.pair.s2) what += "; one size at batches " + std::to_string(law.pair.b1) + " and " + std::to_string(law.pair.b2) + ": kept at it, a workspace)";
-        else what += "; its size grew with the batch: follows its line)";
+        what += ", absent at batch " + absent + " (appears as the batch grows; " + extra_rule(law) + ")";
         found.candidates.push_back({requests[j].size, requests[j].size, std::move(what)});
     }
     for (std::size_t k = 0; k + 1 < n; ++k)

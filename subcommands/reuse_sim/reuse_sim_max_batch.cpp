@@ -276,6 +276,7 @@ void fit_and_search(const ReuseSimRequest& q, const rs::CostModel& costs, ReuseS
     }
     r.input_description = "recordings at batch " + [&] {
         std::vector<std::string> batches;
+        batches.reserve(kept.size());
         for (const MaxBatchRecording* rec : kept) batches.push_back(std::to_string(rec->batch));
         return join(batches, ", ");
     }();
