@@ -243,6 +243,8 @@ complete -c gpumem -n $reuse_sim -l confirm -x -d 'With --tune: real runs of the
 complete -c gpumem -n $reuse_sim -l max-batch -d 'The largest batch that fits under --capacity, from recordings at several batches'
 complete -c gpumem -n $reuse_sim -l batch-trace -r -F -d 'B=FILE: --max-batch\'s recording of the program at batch B (repeatable)'
 complete -c gpumem -n $reuse_sim -l record-batches -x -d 'B1,B2,...: the batches --max-batch records the program at'
+complete -c gpumem -n $reuse_sim -l no-refine -d '--max-batch: record only at --record-batches, not again near the first answer'
+complete -c gpumem -n $reuse_sim -l headroom -x -d 'SIZE: --max-batch keeps its modelled peak this far below the cap'
 
 # report
 set -l report "__fish_seen_subcommand_from report"

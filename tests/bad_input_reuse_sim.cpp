@@ -271,6 +271,10 @@ std::vector<BadCase> reuse_sim_cases(const Scratch& s) {
         {{"reuse-sim", "--max-batch", "--capacity", "1GiB", "--batch-trace", "2=" + fifo, "--batch-trace", "4=" + fifo, "--trace", fifo}},
         {{"reuse-sim", "--max-batch", "--capacity", "1GiB", "--batch-trace", "2=/dev/zero", "--batch-trace", "4=/dev/zero"}, {2}, true},
         {{"reuse-sim", "--max-batch", "--capacity", "1GiB", "--", "python3", "train.py", "--bs", "8"}},
+        // --headroom's grammar, and one that leaves nothing of the cap; --no-refine without the program.
+        {{"reuse-sim", "--max-batch", "--capacity", "1GiB", "--headroom", "x", "--batch-trace", "2=" + fifo, "--batch-trace", "4=" + fifo}},
+        {{"reuse-sim", "--max-batch", "--capacity", "1GiB", "--headroom", "2GiB", "--batch-trace", "2=" + fifo, "--batch-trace", "4=" + fifo}},
+        {{"reuse-sim", "--max-batch", "--capacity", "1GiB", "--no-refine", "--batch-trace", "2=" + fifo, "--batch-trace", "4=" + fifo}},
         {{"reuse-sim", "--batch-trace", "2=" + fifo}},
     };
 }

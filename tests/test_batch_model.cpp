@@ -37,6 +37,9 @@ struct Program {
     int steps = 3;
     std::uint64_t workspace_from = 0;  // 0: none
     std::uint64_t workspace = 0;
+    // Below workspace_from, a smaller workspace (0: none): the library's
+    // choice at small batches, another algorithm's.
+    std::uint64_t workspace_small = 0;
     // A size that is not affine: this activation is quadratic in the batch.
     int quadratic = -1;
 
@@ -54,8 +57,9 @@ struct Program {
             const std::uint64_t first = id;
             for (std::size_t i = 0; i < activations.size(); ++i) {
                 out.push_back(A(id++, activation(i, batch)));
-                if (i == activations.size() / 2 && workspace_from != 0 && batch >= workspace_from) {
-                    out.push_back(A(id, workspace));
+                const bool small = workspace_small != 0 && batch < workspace_from;
+                if (i == activations.size() / 2 && workspace_from != 0 && (batch >= workspace_from || small)) {
+                    out.push_back(A(id, small ? workspace_small : workspace));
                     out.push_back(F(id++));
                 }
             }
@@ -96,6 +100,12 @@ std::vector<std::uint64_t> request_sizes(const std::vector<rs::Event>& events) {
     for (const rs::Event& e : events)
         if (e.kind == EventKind::alloc) sizes.push_back(e.size);
     return sizes;
+}
+
+std::uint64_t total_bytes(const std::vector<rs::Event>& events) {
+    std::uint64_t total = 0;
+    for (const std::uint64_t size : request_sizes(events)) total += size;
+    return total;
 }
 
 rs::MaxBatchOptions two_threads() {
@@ -238,7 +248,7 @@ TEST_CASE("batch model: a size that is not affine is caught by a third recording
     CHECK_FALSE(c.checked[0].exact);
     CHECK(c.checked[0].requests_off == 3);
     REQUIRE_FALSE(c.mismatches.empty());
-    CHECK(c.mismatches[0].what.find("(not affine)") != std::string::npos);
+    CHECK(c.mismatches[0].what.find("(not affine; the cautious trace takes the steepest line") != std::string::npos);
     CHECK(c.mismatches[0].what.find("at batch 4") != std::string::npos);
     CHECK(c.mismatches[0].bytes_at_largest == 16 * 16 * 64 * KiB);
     // The cautious trace takes the steepest line through any two recordings.
@@ -425,4 +435,55 @@ TEST_CASE("batch model: an error in a modelled trace names the batch and the eve
     const rs::BatchModel model = rs::BatchModel::fit({{8, "bs8", small}, {16, "bs16", big}});
     CHECK_THROWS_WITH_AS(rs::search_max_batch(model, {{rs::TorchOptions{}, 1 * GiB}}, two_threads()),
                          doctest::Contains("batch 16 (modelled), event 3"), gpumem::UsageError);
+}
+
+TEST_CASE("batch model: a workspace at one size in the two largest recordings keeps it at every batch, not the small batches' slope") {
+    // 2 MiB at batch 4 (another algorithm), 4 MiB from batch 8 on: the line
+    // through batches 4 and 8 would give 50 MiB at batch 100.
+    Program p = mlp();
+    p.workspace_from = 8;
+    p.workspace = 4 * MiB;
+    p.workspace_small = 2 * MiB;
+    const rs::BatchModel model = rs::BatchModel::fit({record(p, 4), record(p, 8), record(p, 16)});
+    const rs::BatchModelChecks& c = model.checks();
+    CHECK(c.not_affine == 3);  // once a step: the third recording tells
+    REQUIRE_FALSE(c.mismatches.empty());
+    bool said = false;
+    for (const rs::ModelMismatch& m : c.mismatches) said = said || m.what.find("kept at 4 MiB: one size at its two largest batches, a workspace") != std::string::npos;
+    CHECK(said);
+    // The cautious trace at batch 100 is the program's own there within the
+    // lines' rounding: the workspace at 4 MiB, not 50.
+    CHECK(total_bytes(model.events_at(100, true)) >= total_bytes(p.events(100)));
+    CHECK(total_bytes(model.events_at(100, true)) < total_bytes(p.events(100)) + 1 * MiB);
+}
+
+TEST_CASE("batch model: an extra seen at one size in two recordings is kept at it; one seen once grows in proportion; the rule is said") {
+    Program p = mlp();
+    p.workspace_from = 12;
+    p.workspace = 64 * MiB;
+    const rs::BatchModel model = rs::BatchModel::fit({record(p, 8), record(p, 16), record(p, 24)});
+    REQUIRE_FALSE(model.checks().mismatches.empty());
+    CHECK(model.checks().mismatches[0].what.find("one size at batches 16 and 24: kept at it, a workspace") != std::string::npos);
+    CHECK(total_bytes(model.events_at(64, true)) >= total_bytes(p.events(64)));
+    CHECK(total_bytes(model.events_at(64, true)) < total_bytes(p.events(64)) + 1 * MiB);  // not 3 x 64 MiB more
+    const rs::BatchModel once = rs::BatchModel::fit({record(p, 8), record(p, 16)});
+    CHECK(once.checks().mismatches[0].what.find("seen at one batch only: grows in proportion to the batch beyond it") != std::string::npos);
+}
+
+TEST_CASE("batch model: the headroom: a batch fits when its modelled peak stays at or below the cap less the headroom") {
+    const Program p = mlp();
+    const rs::TorchLane lane{rs::TorchOptions{}, 300 * MiB};
+    const rs::BatchModel model = rs::BatchModel::fit({record(p, 8), record(p, 16)});
+    const rs::MaxBatchAnswer exact = rs::search_max_batch(model, {lane}, two_threads()).front();
+    REQUIRE(exact.largest);
+    CHECK_FALSE(exact.next_fits_without_headroom);
+    // A headroom one byte more than the answer's room: the answer steps down
+    // one batch, and the batch above it is said to fit without the headroom.
+    rs::MaxBatchOptions options = two_threads();
+    options.headroom = lane.capacity - exact.peak_reserved_at_largest + 1;
+    const rs::MaxBatchAnswer room = rs::search_max_batch(model, {lane}, options).front();
+    REQUIRE(room.largest);
+    CHECK(*room.largest == *exact.largest - 1);
+    CHECK(room.peak_reserved_at_largest <= lane.capacity - options.headroom);
+    CHECK(room.next_fits_without_headroom);
 }

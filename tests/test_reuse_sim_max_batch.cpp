@@ -171,9 +171,10 @@ TEST_CASE("max-batch: end to end, the program recorded at small batches, the ans
     CHECK(has(r.out, "recorded by gpumem at batch 2 " + (s / "run.bs2.pickle")));
     CHECK(has(r.out, "checked on the recording at batch 2: rebuilt exactly"));
     CHECK(has(r.out, "confirmed by real runs: batch 83 ran without an OOM: held; batch 84 ran out of memory: held"));
+    CHECK(has(r.out, "\nconfirmed: 83 (as the model said)\n"));
     for (const char* batch : {"2", "4", "8"}) CHECK(exists(s / ("run.bs" + std::string(batch) + ".pickle")));
     // Which batches ran, on stderr beside the program's own output.
-    CHECK(has(r.err, "recording the program at batch 4: python3 " + kBatchProgram + " --bs 4"));
+    CHECK(has(r.err, "recording the program at batch 4 (first): python3 " + kBatchProgram + " --bs 4"));
     CHECK(has(r.err, "real run at batch 84 (an OOM expected)"));
 
     std::vector<std::string> json_args = args;
@@ -186,9 +187,13 @@ TEST_CASE("max-batch: end to end, the program recorded at small batches, the ans
     CHECK(m["largest_batch"] == 83);
     CHECK(m["model_holds"] == true);
     CHECK(m["capacity_bytes"] == 1ULL << 30);
-    REQUIRE(m["recordings"].size() == 3);
+    REQUIRE(m["recordings"].size() == 5);  // 2, 4, 8, then 42 and 62 near the first answer
     CHECK(m["recordings"][0]["batch"] == 2);
     CHECK(m["recordings"][0]["kept"] == true);
+    CHECK(m["recordings"][0]["why"] == "first");
+    CHECK(m["recordings"][4]["batch"] == 62);
+    CHECK(m["recordings"][4]["why"] == "near the answer");
+    CHECK(m["first_answer"] == 83);
     CHECK(m["checks"]["holds"] == true);
     REQUIRE(m["confirm_runs"].size() == 2);
     CHECK(m["confirm_runs"][0]["batch"] == 83);
@@ -197,6 +202,7 @@ TEST_CASE("max-batch: end to end, the program recorded at small batches, the ans
     CHECK(m["confirm_runs"][1]["expect_oom"] == true);
     CHECK(m["confirm_runs"][1]["real_ooms"] == 1);
     CHECK(m["confirmed"] == true);
+    CHECK(m["confirm"]["confirmed_batch"] == 83);
     REQUIRE(doc["max_batch_settings"].size() == 2);  // the recorded setting, and expandable segments
     CHECK(doc["max_batch_settings"][0]["recorded"] == true);
     const json schema = json::parse(run_gpumem({"--schema", "reuse-sim"}).out);
@@ -206,22 +212,24 @@ TEST_CASE("max-batch: end to end, the program recorded at small batches, the ans
 TEST_CASE("max-batch: recordings given with --batch-trace answer alike; a scratch folder's recordings are said to be removed") {
     const Scratch s;
     REQUIRE(run_gpumem(with_program({"reuse-sim", "--max-batch", "--capacity", "1GiB", "--record", s / "run.pickle"}), standin_env(s)).status == 0);
-    const RunResult r = run_gpumem({"reuse-sim", "--max-batch", "--capacity", "1GiB", "--batch-trace", "4=" + (s / "run.bs4.pickle"),
-                                    "--batch-trace", "2=" + (s / "run.bs2.pickle")});
+    const RunResult r = run_gpumem({"reuse-sim", "--max-batch", "--capacity", "1GiB", "--batch-trace", "8=" + (s / "run.bs8.pickle"),
+                                    "--batch-trace", "4=" + (s / "run.bs4.pickle")});
     REQUIRE(r.status == 0);
     CHECK(r.out.rfind("largest batch that fits in 1 GiB: 83\n", 0) == 0);
-    CHECK(has(r.out, "recordings: batch 2 " + (s / "run.bs2.pickle")));
+    CHECK(has(r.out, "recordings: batch 4 " + (s / "run.bs4.pickle")));
+    CHECK_FALSE(has(r.out, "refined"));  // no program: nothing recorded again
     const RunResult scratch = run_gpumem(with_program({"reuse-sim", "--max-batch", "--capacity", "1GiB"}), standin_env(s));
     REQUIRE(scratch.status == 0);
     CHECK(has(scratch.out, "removed after the answer (--record FILE keeps them)"));
 }
 
-TEST_CASE("max-batch: a program that runs out of memory at a recorded batch is an error that says so, before any answer") {
+TEST_CASE("max-batch: a program that runs out of memory even at batches 1 and 2 is an error that says so, before any answer") {
     const Scratch s;
+    // 20 MiB + 12 MiB a sample: batch 1 needs 32 MiB.
     const RunResult r = run_gpumem(with_program({"reuse-sim", "--max-batch", "--capacity", "30MiB"}), standin_env(s));
     CHECK(r.status == 1);
     CHECK(r.out == "");
-    CHECK(has(r.err, "the run at batch 2 ran out of memory already"));
+    CHECK(has(r.err, "the program ran out of memory under the cap at batch 1, 2, 4, 8 (halved down to 1,2)"));
     // --json: the error document, with no answer claimed.
     const RunResult j = run_gpumem(with_program({"reuse-sim", "--json", "--max-batch", "--capacity", "30MiB"}), standin_env(s));
     CHECK(j.status == 1);
@@ -271,4 +279,114 @@ TEST_CASE("max-batch: where the model does not hold, the answer is a range (caut
     CHECK(doc["max_batch"]["largest_batch_hopeful"] == 61);
     CHECK(doc["max_batch"]["model_holds"] == false);
     CHECK(doc["max_batch"]["checks"]["unaligned"] == 6);
+}
+
+TEST_CASE("max-batch: recorded at 4 and 8 first, then again near the first answer (1/2 and 3/4 of it); --no-refine records only the first") {
+    const Scratch s;
+    const RunResult r = run_gpumem(with_program({"reuse-sim", "--max-batch", "--capacity", "1GiB", "--record", s / "run.pickle"}), standin_env(s));
+    REQUIRE(r.status == 0);
+    CHECK(r.out.rfind("largest batch that fits in 1 GiB: 83\n", 0) == 0);
+    CHECK(has(r.out, "recorded by gpumem at batch 4 " + (s / "run.bs4.pickle") + " (first, 7 requests), batch 8 "));
+    CHECK(has(r.out, "batch 42 " + (s / "run.bs42.pickle") + " (near the answer, 7 requests), batch 62 "));
+    CHECK(has(r.out, "refined: the first recordings answered 83; recorded again near it at batch 42 and 62"));
+    CHECK(has(r.out, "checked on the recording at batch 8: rebuilt exactly"));
+    CHECK(has(r.err, "recording the program at batch 62 (near the answer)"));
+    for (const char* batch : {"4", "8", "42", "62"}) CHECK(exists(s / ("run.bs" + std::string(batch) + ".pickle")));
+
+    const RunResult once = run_gpumem(with_program({"reuse-sim", "--json", "--max-batch", "--capacity", "1GiB", "--no-refine"}), standin_env(s));
+    REQUIRE(once.status == 0);
+    const json m = json::parse(once.out)["max_batch"];
+    CHECK(m["largest_batch"] == 83);
+    REQUIRE(m["recordings"].size() == 2);
+    CHECK(m["recordings"][1]["batch"] == 8);
+    CHECK(m["first_answer"].is_null());
+    // --no-refine belongs to the program's recordings.
+    CHECK(run_gpumem({"reuse-sim", "--max-batch", "--capacity", "1GiB", "--no-refine", "--batch-trace", "4=" + (s / "run.bs4.pickle"),
+                      "--batch-trace", "8=" + (s / "run.bs8.pickle")})
+              .status == 2);
+    CHECK(run_gpumem({"reuse-sim", "--no-refine", "--trace", kSnapshot}).status == 2);
+}
+
+TEST_CASE("max-batch: a recording that runs out of memory is a fact: left out of the model, the batches halved, the answer below it") {
+    const Scratch s;
+    // 62 MiB (2 of headroom): batches 4 and 8 run out of memory (68 and 116 MiB), 2 and 1 fit; the model alone would say 3 or more.
+    const RunResult r = run_gpumem(with_program({"reuse-sim", "--max-batch", "--capacity", "62MiB"}), standin_env(s));
+    REQUIRE(r.status == 0);
+    CHECK(r.out.rfind("largest batch that fits in 62 MiB: 3 (the model fits more, but the recording at batch 4 ran out of memory for real)\n", 0) == 0);
+    CHECK(has(r.out, "(first, ran out of memory: 1 OOMs, left out of the model; the answer is below it)"));
+    CHECK(has(r.err, "the run at batch 8 ran out of memory (1 OOMs under the cap): the answer is below it"));
+    CHECK(has(r.err, "recording at half the batches"));
+    const RunResult j = run_gpumem(with_program({"reuse-sim", "--json", "--max-batch", "--capacity", "62MiB"}), standin_env(s));
+    REQUIRE(j.status == 0);
+    const json m = json::parse(j.out)["max_batch"];
+    CHECK(m["largest_batch"] == 3);
+    CHECK(m["oom_batch"] == 4);
+    REQUIRE(m["recordings"].size() == 4);
+    CHECK(m["recordings"][0]["batch"] == 1);
+    CHECK(m["recordings"][0]["ran_out_of_memory"] == false);
+    CHECK(m["recordings"][2]["batch"] == 4);
+    CHECK(m["recordings"][2]["ran_out_of_memory"] == true);
+    CHECK(m["recordings"][2]["why"] == "first");
+}
+
+TEST_CASE("max-batch: the headroom: the answer keeps its modelled peak this far below the cap, and says when the next batch fits within it") {
+    const Scratch s;
+    REQUIRE(run_gpumem(with_program({"reuse-sim", "--max-batch", "--capacity", "1GiB", "--no-refine", "--record", s / "run.pickle"}), standin_env(s))
+                .status == 0);
+    const std::vector<std::string> traces = {"--batch-trace", "4=" + (s / "run.bs4.pickle"), "--batch-trace", "8=" + (s / "run.bs8.pickle")};
+    // Batch 83's modelled peak is 1020 MiB: within 4 MiB of the cap, not 5.
+    std::vector<std::string> args = {"reuse-sim", "--max-batch", "--capacity", "1GiB", "--headroom", "4MiB"};
+    args.insert(args.end(), traces.begin(), traces.end());
+    RunResult r = run_gpumem(args, standin_env(s));
+    REQUIRE(r.status == 0);
+    CHECK(r.out.rfind("largest batch that fits in 1 GiB: 83\n", 0) == 0);
+    CHECK(has(r.out, "headroom: 4 MiB below the cap (the model's peak is not exact to the byte; --headroom SIZE)\n"));
+    args[5] = "5MiB";
+    r = run_gpumem(args, standin_env(s));
+    REQUIRE(r.status == 0);
+    CHECK(r.out.rfind("largest batch that fits in 1 GiB: 82\n", 0) == 0);
+    CHECK(has(r.out, "; batch 83 fits the model but within the headroom; confirm with --confirm\n"));
+    // The default: 2 MiB per GiB of the cap, at least 2 MiB.
+    args.erase(args.begin() + 4, args.begin() + 6);
+    args.insert(args.begin() + 1, "--json");
+    r = run_gpumem(args, standin_env(s));
+    REQUIRE(r.status == 0);
+    CHECK(json::parse(r.out)["max_batch"]["headroom_bytes"] == 2 << 20);
+    CHECK(json::parse(r.out)["max_batch"]["next_fits_within_headroom"] == false);
+    args[4] = "4GiB";
+    CHECK(json::parse(run_gpumem(args, standin_env(s)).out)["max_batch"]["headroom_bytes"] == 8 << 20);
+    // Usage errors.
+    CHECK(run_gpumem({"reuse-sim", "--headroom", "2MiB", "--trace", kSnapshot}).status == 2);
+    std::vector<std::string> whole = {"reuse-sim", "--max-batch", "--capacity", "1GiB", "--headroom", "1GiB"};
+    whole.insert(whole.end(), traces.begin(), traces.end());
+    const RunResult refused = run_gpumem(whole);
+    CHECK(refused.status == 2);
+    CHECK(has(refused.err, "--headroom 1GiB leaves nothing of the cap"));
+}
+
+TEST_CASE("max-batch --confirm: a real run at the answer that runs out of memory steps down a batch at a time until one fits") {
+    const Scratch s;
+    // From batch 80 on the program holds 40 MiB more, which its recordings
+    // at 4 and 8 never see: the model says 83, real runs at 83, 82 and 81
+    // run out of memory, 80 fits.
+    std::vector<std::string> args = with_program({"reuse-sim", "--json", "--max-batch", "--capacity", "1GiB", "--no-refine", "--confirm"});
+    for (const char* word : {"--spike-from", "80", "--spike-mib", "40"}) args.emplace_back(word);
+    const RunResult j = run_gpumem(args, standin_env(s));
+    REQUIRE(j.status == 0);
+    const json m = json::parse(j.out)["max_batch"];
+    CHECK(m["largest_batch"] == 83);
+    REQUIRE(m["confirm_runs"].size() == 4);
+    CHECK(m["confirm_runs"][3]["batch"] == 80);
+    CHECK(m["confirm_runs"][3]["real_ooms"] == 0);
+    CHECK(m["confirm"]["confirmed_batch"] == 80);
+    CHECK(m["confirm"]["model_batch"] == 83);
+    CHECK(m["confirm"]["text"] == "confirmed: 80 (the model said 83; a real run at 83, 82, 81 ran out of memory)");
+    CHECK(m["confirmed"] == false);
+    args.erase(args.begin() + 1);
+    const RunResult r = run_gpumem(args, standin_env(s));
+    CHECK(has(r.out, "\nconfirmed: 80 (the model said 83; a real run at 83, 82, 81 ran out of memory)\n"));
+    // Three steps at most: with 60 MiB more, batch 80 runs out of memory too, and nothing is confirmed.
+    args.back() = "60";
+    const RunResult none = run_gpumem(args, standin_env(s));
+    CHECK(has(none.out, "\nconfirmed: none (the model said 83; a real run at 83, 82, 81, 80 ran out of memory)\n"));
 }

@@ -379,8 +379,18 @@ Law fit_law(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& points, 
     std::string what = name;
     for (std::size_t p = 0; p < points.size(); ++p)
         what += std::string(p ? ", " : " ") + bytes_text(points[p].second) + " at batch " + std::to_string(points[p].first);
-    found.candidates.push_back({points.back().second, points.back().second, what + " (not affine)"});
+    what += law.pair.s1 == law.pair.s2 ? " (not affine; kept at " + bytes_text(law.pair.s2) + ": one size at its two largest batches, a workspace)"
+                                         : std::string(" (not affine; the cautious trace takes the steepest line through any two)");
+    found.candidates.push_back({points.back().second, points.back().second, what});
     return law;
+}
+
+// The rule the cautious trace follows for an extra (Impl::size_at), for its mismatch.
+std::string extra_rule(const Law& law) {
+    if (law.fit == Fit::single) return "seen at one batch only: grows in proportion to the batch beyond it";
+    if (law.pair.s1 == law.pair.s2)
+        return "one size at batches " + std::to_string(law.pair.b1) + " and " + std::to_string(law.pair.b2) + ": kept at it, a workspace";
+    return "its size grew with the batch: follows its line";
 }
 
 }  // namespace
@@ -408,6 +418,10 @@ struct BatchModel::Impl {
         case Fit::not_affine: break;
         }
         if (!cautious) return law.pair.upper(batch, granule);
+        // One size at its two largest batches: a library's workspace chosen
+        // anew at small batches, kept at that size (the lines through the
+        // small batches' sizes would grow it without end).
+        if (law.pair.s1 == law.pair.s2) return law.pair.s2;
         std::uint64_t size = 0;
         for (std::uint32_t i = 0; i < law.point_count; ++i)
             for (std::uint32_t j = i + 1; j < law.point_count; ++j) {
@@ -477,7 +491,7 @@ BatchModel BatchModel::fit(std::vector<BatchRecording> recordings) {
         ++c.unaligned;
         std::string what = name;
         what += " " + bytes_text(requests[j].size) + " at batch " + std::to_string(impl->largest);
-        what += ", absent at batch " + absent + " (appears as the batch grows)";
+        what += ", absent at batch " + absent + " (appears as the batch grows; " + extra_rule(law) + ")";
         found.candidates.push_back({requests[j].size, requests[j].size, std::move(what)});
     }
     for (std::size_t k = 0; k + 1 < n; ++k)
@@ -536,6 +550,7 @@ struct Search {
     std::uint64_t fits = 0;   // the largest batch known to fit; 0: none yet
     std::uint64_t fails = 0;  // the smallest known not to; 0: none yet
     std::uint64_t peak_at_fits = 0;
+    bool fails_without_oom = false;  // `fails` replayed with no OOM: only the headroom refused it
     bool done = false;
     std::uint64_t replays = 0;
 };
@@ -575,7 +590,8 @@ struct Probe {
     std::uint64_t batch;
     bool capped;
     // Filled by the replay.
-    bool fits = false;
+    bool fits = false;      // no OOM, and the peak reserved within the cap less the headroom
+    bool no_oom = false;    // no OOM under the cap
     std::uint64_t peak_reserved = 0;
 };
 
@@ -677,8 +693,12 @@ void replay_probes(const BatchModel& model, const std::vector<TorchLane>& lanes,
                     probe.fits = false;
                 } else {
                     const LaneReplays r = replay_torch_lanes(trace.trace, {lane}, o);
-                    probe.fits = r.lanes.front().ooms == 0;
+                    probe.no_oom = r.lanes.front().ooms == 0;
                     probe.peak_reserved = r.lanes.front().peak_reserved;
+                    // The model's peak is not exact to the byte: a batch
+                    // counts as fitting only below the cap less the headroom.
+                    const std::uint64_t room = lane.capacity > options.headroom ? lane.capacity - options.headroom : 0;
+                    probe.fits = probe.no_oom && (!probe.capped || options.headroom == 0 || probe.peak_reserved <= room);
                 }
                 done_events += trace.trace.events().size();
             },
@@ -733,7 +753,10 @@ std::vector<MaxBatchAnswer> search_max_batch(const BatchModel& model, const std:
             if (s.fails != 0 && s.fails <= s.fits) s.fails = 0;
         for (std::size_t p = 0; p < probes.size(); ++p) {
             Search& s = searches[owner[p]];
-            if (!probes[p].fits && probes[p].batch > s.fits && (s.fails == 0 || probes[p].batch < s.fails)) s.fails = probes[p].batch;
+            if (!probes[p].fits && probes[p].batch > s.fits && (s.fails == 0 || probes[p].batch < s.fails)) {
+                s.fails = probes[p].batch;
+                s.fails_without_oom = probes[p].no_oom;
+            }
         }
     }
     std::vector<MaxBatchAnswer> answers(lanes.size());
@@ -749,6 +772,7 @@ std::vector<MaxBatchAnswer> search_max_batch(const BatchModel& model, const std:
         if (!checks.holds() && !hopeful_differs) a.largest_hopeful = a.largest;
         a.reached_limit = s.fails == 0 && s.fits >= limit;
         a.peak_reserved_at_largest = s.peak_at_fits;
+        a.next_fits_without_headroom = s.fails == s.fits + 1 && s.fails_without_oom;
         next.push_back({s.lane, false, s.fits + 1, false});
     }
     // What the next batch would need: its trace replayed with no cap.

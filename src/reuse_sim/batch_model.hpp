@@ -102,7 +102,11 @@ public:
     // trace: the answer never counts on their absence): fitted like the
     // others when two recordings have them, else at their recorded size up
     // to the largest batch and growing in proportion to the batch beyond it.
-    // Left out otherwise (the hopeful trace). A not-affine request takes,
+    // An extra seen at one size in its two largest recordings (a library's
+    // workspace) keeps that size at every batch; one whose size grew
+    // follows its line. A not-affine request whose two largest recordings
+    // agree is kept at that size too (a workspace chosen anew at small
+    // batches). Left out otherwise (the hopeful trace). A not-affine request takes,
     // in the cautious trace, the largest size the lines through any two of
     // its recordings give; in the hopeful one, the fit of the two largest.
     // The two answers bound the truth when the model does not hold.
@@ -124,15 +128,23 @@ struct MaxBatchAnswer {
     // trace's answer; `largest` is always the cautious one's. Report the two
     // as a range, not `largest` alone as the answer.
     std::optional<std::uint64_t> largest_hopeful;
+    // largest + 1 replays with no OOM under the cap, refused only because
+    // its peak reserved lies within the headroom (MaxBatchOptions::headroom):
+    // a real run may tell (--confirm).
+    bool next_fits_without_headroom = false;
 };
 
 struct MaxBatchOptions {
     std::uint64_t limit = 1u << 20;  // the largest batch searched
+    // A batch fits when its trace replays with no OOM and its peak reserved
+    // stays at or below the cap less this (the model's peak is not exact to
+    // the byte: a modelled peak a few MB under the cap may be a real OOM).
+    std::uint64_t headroom = 0;
     LaneReplayOptions replay;        // threads, costs, poll, progress
 };
 
 // For every lane (a setting under a capacity), the largest batch whose
-// cautious trace replays with no OOM: exponential steps from the largest
+// cautious trace replays with no OOM and within the headroom: exponential steps from the largest
 // recorded batch (doubling while it fits, else bisecting down to 1), then
 // bisection, all lanes' probes of one round replayed together on
 // options.replay.threads threads, each distinct batch's trace built once.

@@ -95,6 +95,8 @@ struct ReuseSimOptions {
     bool max_batch = false;
     std::vector<std::string> batch_traces;  // --batch-trace B=FILE, repeatable
     std::optional<std::string> record_batches;
+    bool no_refine = false;
+    std::optional<std::string> headroom;
     // The options as registered, so that --record can name every replay
     // option given with it, whatever option a later change adds.
     const CLI::App* registered = nullptr;
@@ -322,8 +324,14 @@ void add_max_batch_options(CLI::App& sub, ReuseSimOptions& o) {
                    "B=FILE: --max-batch's recording of the program at batch B (a PyTorch snapshot or a trace); repeatable, two at least")
         ->type_name("B=FILE");
     sub.add_option("--record-batches", o.record_batches,
-                   "B1,B2[,...]: the batches --max-batch records the program at, two at least; a third checks the model (default 2,4)")
+                   "B1,B2[,...]: the batches --max-batch records the program at first, two at least; a third checks the model (default 4,8)")
         ->type_name("LIST");
+    sub.add_option("--headroom", o.headroom,
+                   "SIZE: --max-batch's answer keeps its modelled peak reserved this far below the cap (default 2MiB per GiB of the "
+                   "cap, at least 2MiB; 0 allowed)")
+        ->type_name("SIZE");
+    sub.add_flag("--no-refine", o.no_refine,
+                 "--max-batch records the program only at --record-batches, not again near the first answer (at 1/2 and 3/4 of it)");
 }
 
 void add_options(CLI::App& sub, ReuseSimOptions& o) {
@@ -675,7 +683,7 @@ std::optional<ConfirmRequest> check_confirm(const ReuseSimOptions& o, const Reus
 // The options --max-batch takes (and help); every other reuse-sim option
 // belongs to the replay of one input and is refused with it.
 constexpr std::string_view kMaxBatchOptions[] = {
-    "--max-batch", "--batch-trace", "--record-batches", "--record", "--capacity", "--memory-fraction", "--device-total",
+    "--max-batch", "--batch-trace", "--record-batches", "--no-refine", "--headroom", "--record", "--capacity", "--memory-fraction", "--device-total",
     "--tune", "--sweep", "--all-settings", "--confirm", "--max-entries", "--costs", "--strategy", "--max-split-size",
     "--max-non-split-rounding", "--roundup-power2-divisions", "--help", "command"};
 
@@ -742,6 +750,7 @@ MaxBatchRequest check_max_batch_input(const ReuseSimOptions& o) {
     if (!m.traces.empty()) {
         if (o.record) throw UsageError("--record keeps the recordings --max-batch makes of the program after --; --batch-trace gives them made");
         if (o.record_batches) throw UsageError("--record-batches chooses the batches --max-batch records the program at: give the program after --");
+        if (o.no_refine) throw UsageError("--no-refine: --max-batch records again only the program after --; --batch-trace gives every recording");
         if (o.confirm_bare) throw UsageError("--confirm runs the program at the answer and the next batch: give the program after -- (with {batch})");
         if (o.max_entries) throw UsageError("--max-entries goes with the program --max-batch records (after --)");
         return m;
@@ -750,7 +759,8 @@ MaxBatchRequest check_max_batch_input(const ReuseSimOptions& o) {
     if (std::none_of(m.program.begin(), m.program.end(), [](const std::string& w) { return w.find(kBatchPlaceholder) != std::string::npos; }))
         throw UsageError("--max-batch: the program after -- has no {batch}: write it where the batch size goes (-- python train.py --bs "
                          "{batch}), gpumem runs it at several batches");
-    m.record_batches = o.record_batches ? record_batches(*o.record_batches) : std::vector<std::uint64_t>{2, 4};
+    m.record_batches = o.record_batches ? record_batches(*o.record_batches) : std::vector<std::uint64_t>{4, 8};
+    m.refine = !o.no_refine;
     m.settings = check_real_run_cap(o);
     m.confirm = o.confirm_bare;
     if (o.record) {
@@ -786,6 +796,11 @@ void check_max_batch(const ReuseSimOptions& o, const Globals& globals, ReuseSimR
     q.capacity = check_capacity(o);
     if (q.capacity == rs::kUnlimited)
         throw UsageError("--max-batch needs the memory the program must fit in: --capacity SIZE, or --memory-fraction F with --device-total SIZE");
+    // The model's peak is not exact to the byte (a modelled peak 14.7 MB
+    // under an 8 GiB cap ran out of memory for real): 2 MiB per GiB.
+    q.max_batch->headroom = o.headroom ? parse_size(*o.headroom, true) : std::max<std::uint64_t>(2ULL << 20, q.capacity / 512);
+    if (q.max_batch->headroom >= q.capacity)
+        throw UsageError("--headroom " + *o.headroom + " leaves nothing of the cap (" + format_bytes(q.capacity) + ")");
     q.costs = checked_path(o.costs, "--costs");
     q.chart = false;
     q.tune = check_tune(o, q);
@@ -805,6 +820,8 @@ ReuseSimRequest check(const ReuseSimOptions& o, const Globals& globals) {
     }
     if (!o.batch_traces.empty()) throw UsageError("--batch-trace gives --max-batch a recording: give --max-batch");
     if (o.record_batches) throw UsageError("--record-batches goes with --max-batch");
+    if (o.no_refine) throw UsageError("--no-refine goes with --max-batch");
+    if (o.headroom) throw UsageError("--headroom goes with --max-batch");
     if (o.record) {
         q.record = check_record(o, globals);
         return q;

@@ -75,13 +75,19 @@ struct MaxBatchRequest {
     // --batch-trace B=FILE, as given: recordings already made.
     std::vector<std::pair<std::uint64_t, std::string>> traces;
     // Or the end-to-end form: the program after --, its words holding
-    // {batch}, recorded by gpumem at each of `record_batches`.
+    // {batch}, recorded by gpumem at each of `record_batches`, then (unless
+    // --no-refine) again near the first answer.
     std::vector<std::string> program;
-    std::vector<std::uint64_t> record_batches;  // --record-batches; default 2,4
+    std::vector<std::uint64_t> record_batches;  // --record-batches; default 4,8
+    bool refine = true;                         // off with --no-refine
     std::optional<std::string> keep;            // --record FILE: the recordings kept as FILE.bsN (else a scratch folder, removed)
     RecordSettings settings;                    // the cap of every real run
     bool confirm = false;                       // --confirm: real runs at the answer and the next batch
     std::uint64_t limit = 1u << 20;             // the largest batch searched
+    // A batch fits when its modelled peak reserved stays at or below the
+    // cap less this (--headroom; default 2 MiB per GiB of the cap, at least
+    // 2 MiB): the model's peak is not exact to the byte.
+    std::uint64_t headroom = 0;
 };
 
 // Everything the options say, checked (check() in reuse_sim.cpp).
@@ -224,6 +230,13 @@ struct MaxBatchRecording {
     bool kept = false;           // the file stays (--batch-trace, or --record FILE)
     double wall_seconds = 0;     // the run that recorded it
     std::uint64_t requests = 0;  // allocations in it
+    // Why gpumem recorded it: "first" (--record-batches, or halved after an
+    // OOM), "near the answer" (the refinement); "given" for --batch-trace.
+    std::string why;
+    // The program ran out of memory there for real: a fact (the answer is
+    // below this batch), left out of the model.
+    std::uint64_t ooms = 0;
+    bool ran_out_of_memory() const { return ooms > 0; }
 };
 
 // --max-batch: the answer for one setting of the grid.
@@ -245,11 +258,20 @@ struct MaxBatchConfirmRun {
 
 struct MaxBatchResults {
     std::vector<MaxBatchRecording> recordings;  // ascending batch
+    // The end-to-end form's first answer (the recorded setting's cautious
+    // one), where gpumem recorded again near it.
+    std::optional<std::uint64_t> first_answer;
+    // The smallest batch whose recording ran out of memory: every answer
+    // is clipped below it.
+    std::optional<std::uint64_t> oom_batch;
     std::optional<reuse_sim::BatchModelChecks> checks;  // once the model is fitted
     std::vector<MaxBatchSetting> settings;      // ranked: the largest batch first; the recorded setting marked
     double search_seconds = 0;
     std::vector<MaxBatchConfirmRun> confirm_runs;  // --confirm, as each ends
     bool confirm_interrupted = false;
+    // --confirm: the largest batch a real run fitted (after stepping down
+    // from an answer that ran out of memory); none where none did.
+    std::optional<std::uint64_t> confirmed_batch;
 
     // The recorded (baseline) setting's row, and the best one.
     const MaxBatchSetting* recorded() const;

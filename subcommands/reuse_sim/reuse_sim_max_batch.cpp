@@ -44,16 +44,19 @@ ChildStyle program_style() {
     return style;
 }
 
-// The end-to-end form: one recording of the program at `batch`.
-MaxBatchRecording record_at(const MaxBatchRequest& m, std::uint64_t batch, const std::string& scratch, Session& session) {
+// The end-to-end form: one recording of the program at `batch`. A run that
+// runs out of memory is no error: it says the answer is below `batch`.
+MaxBatchRecording record_at(const MaxBatchRequest& m, std::uint64_t batch, const std::string& why, const std::string& scratch,
+                            Session& session) {
     MaxBatchRecording rec;
     rec.batch = batch;
+    rec.why = why;
     rec.recorded_here = true;
     rec.kept = m.keep.has_value();
     RecordSettings settings = m.settings;
     settings.file = m.keep ? batch_file_name(*m.keep, batch) : scratch + "/run" + batch_file_name("", batch) + ".pickle";
     const std::vector<std::string> command = program_at_batch(m.program, batch);
-    say(session, "--max-batch: recording the program at batch " + std::to_string(batch) + ": " + join(command, " "));
+    say(session, "--max-batch: recording the program at batch " + std::to_string(batch) + " (" + why + "): " + join(command, " "));
     const ChildRun run = run_recorded(command, settings, program_style());
     rec.wall_seconds = run.wall_seconds;
     if (run.interrupted) throw InterruptedError();
@@ -63,9 +66,12 @@ MaxBatchRecording record_at(const MaxBatchRequest& m, std::uint64_t batch, const
         throw Error(at + " recorded nothing: " + nothing_recorded_reason(run) + ", exit status " + std::to_string(run.exit_status));
     std::string note;
     const std::optional<RunFigures> figures = p->stats ? read_figures(*p->stats, note) : std::nullopt;
-    if (figures && figures->ooms > 0)
-        throw Error(at + " ran out of memory already (" + std::to_string(figures->ooms) +
-                    " OOMs under the cap): record at smaller batches (--record-batches)");
+    if (figures && figures->ooms > 0) {
+        rec.ooms = figures->ooms;
+        rec.file = p->snapshot.value_or("");
+        say(session, at + " ran out of memory (" + std::to_string(figures->ooms) + " OOMs under the cap): the answer is below it");
+        return rec;
+    }
     if (run.exit_status != 0)
         throw Error(at + " failed, exit status " + std::to_string(run.exit_status) +
                     ": the model needs runs that complete (its output is above)");
@@ -77,7 +83,9 @@ MaxBatchRecording record_at(const MaxBatchRequest& m, std::uint64_t batch, const
 rs::BatchRecording read_recording(const MaxBatchRecording& rec, ReuseSimResults& r, bool largest) {
     std::unique_ptr<rs::EventSource> source = rs::open_trace(rec.file, rs::TraceFormat::automatic, false, std::nullopt);
     const rs::LoadedTrace trace(*source, [] { throw_if_interrupted(); });
-    for (std::string& note : source->notes()) r.warnings.push_back(rec.file + ": " + note);
+    // (Read again after the refinement: each note once.)
+    for (std::string& note : source->notes())
+        if (std::find(r.warnings.begin(), r.warnings.end(), rec.file + ": " + note) == r.warnings.end()) r.warnings.push_back(rec.file + ": " + note);
     // The settings the program ran with: the largest recording's, the one
     // the trace at any batch is built from.
     if (largest)
@@ -123,6 +131,9 @@ MaxBatchConfirmRun confirm_at(const MaxBatchRequest& m, std::uint64_t batch, boo
     return run;
 }
 
+// --confirm's runs below an answer that ran out of memory for real.
+constexpr int kConfirmStepsDown = 3;
+
 std::string confirm_run_line(const MaxBatchConfirmRun& run) {
     if (!run.real) return "batch " + std::to_string(run.batch) + ": no figures: " + run.note;
     return "batch " + std::to_string(run.batch) + ": " + std::to_string(run.real->ooms) + " OOMs, peak reserved " +
@@ -134,10 +145,7 @@ void confirm_max_batch(const MaxBatchRequest& m, MaxBatchResults& x, const std::
     const MaxBatchSetting* recorded = x.recorded();
     if (recorded == nullptr) return;
     const rs::MaxBatchAnswer& a = recorded->answer;
-    std::vector<std::pair<std::uint64_t, bool>> plan;  // batch, OOM expected
-    if (a.largest) plan.emplace_back(*a.largest, false);
-    if (!a.reached_limit) plan.emplace_back(a.largest.value_or(0) + 1, true);
-    for (const auto& [batch, expect_oom] : plan) {
+    const auto run = [&](std::uint64_t batch, bool expect_oom) -> const MaxBatchConfirmRun& {
         throw_if_interrupted();
         x.confirm_runs.push_back(confirm_at(m, batch, expect_oom, scratch, session));
         if (x.confirm_runs.back().note == "interrupted") {
@@ -145,7 +153,29 @@ void confirm_max_batch(const MaxBatchRequest& m, MaxBatchResults& x, const std::
             throw InterruptedError();
         }
         say(session, "--confirm: " + confirm_run_line(x.confirm_runs.back()));
+        return x.confirm_runs.back();
+    };
+    const auto fitted = [](const MaxBatchConfirmRun& c) { return c.real && c.real->ooms == 0 && c.exit_status == 0; };
+    const auto ran_out = [](const MaxBatchConfirmRun& c) { return c.real && c.real->ooms > 0; };
+    if (!a.largest) {
+        if (!a.reached_limit) (void)run(1, true);
+        return;
     }
+    // At the answer; where it runs out of memory for real, one batch lower
+    // at a time (3 more runs at most) until a run fits.
+    std::uint64_t batch = *a.largest;
+    for (int steps = 0;; ++steps) {
+        const MaxBatchConfirmRun& c = run(batch, false);
+        if (fitted(c)) {
+            x.confirmed_batch = batch;
+            break;
+        }
+        if (!ran_out(c) || steps == kConfirmStepsDown || batch == 1) return;
+        --batch;
+    }
+    // The next batch, where the model says it runs out of memory: only
+    // after the answer itself fitted.
+    if (batch == *a.largest && !a.reached_limit && fitted(run(batch + 1, true))) x.confirmed_batch = batch + 1;
 }
 
 }  // namespace
@@ -180,29 +210,74 @@ bool MaxBatchResults::confirmed() const {
     return !confirm_runs.empty() && std::all_of(confirm_runs.begin(), confirm_runs.end(), [](const MaxBatchConfirmRun& c) { return c.held; });
 }
 
-void max_batch_reuse_sim(const ReuseSimRequest& q, const rs::CostModel& costs, ReuseSimResults& r, Session& session) {
-    const MaxBatchRequest& m = *q.max_batch;
-    MaxBatchResults& x = r.max_batch.emplace();
-    // The program's files live in a scratch folder unless --record keeps them.
-    const ScratchDirectory scratch("max-batch");
-    if (m.program.empty()) {
-        for (const auto& [batch, file] : m.traces) x.recordings.push_back({batch, file, false, true, 0, 0});
-    } else {
-        for (std::uint64_t batch : m.record_batches) {
+namespace {
+
+std::uint64_t smallest_oom(const MaxBatchResults& x) {
+    std::uint64_t oom = 0;
+    for (const MaxBatchRecording& rec : x.recordings)
+        if (rec.ran_out_of_memory() && (oom == 0 || rec.batch < oom)) oom = rec.batch;
+    return oom;
+}
+
+std::vector<const MaxBatchRecording*> usable(const MaxBatchResults& x) {
+    std::vector<const MaxBatchRecording*> kept;
+    for (const MaxBatchRecording& rec : x.recordings)
+        if (!rec.ran_out_of_memory()) kept.push_back(&rec);
+    return kept;
+}
+
+bool recorded_at(const MaxBatchResults& x, std::uint64_t batch) {
+    return std::any_of(x.recordings.begin(), x.recordings.end(), [&](const MaxBatchRecording& rec) { return rec.batch == batch; });
+}
+
+void sort_recordings(MaxBatchResults& x) {
+    std::stable_sort(x.recordings.begin(), x.recordings.end(), [](const auto& a, const auto& b) { return a.batch < b.batch; });
+}
+
+// The first recordings, at --record-batches: where fewer than two run
+// without an OOM, every batch halved (down to 1,2) and recorded again.
+void record_first(const MaxBatchRequest& m, MaxBatchResults& x, const std::string& scratch, Session& session) {
+    std::vector<std::uint64_t> batches = m.record_batches;
+    for (;;) {
+        for (const std::uint64_t batch : batches) {
             throw_if_interrupted();
-            x.recordings.push_back(record_at(m, batch, scratch.path(), session));
+            if (!recorded_at(x, batch)) x.recordings.push_back(record_at(m, batch, "first", scratch, session));
         }
+        sort_recordings(x);
+        if (usable(x).size() >= 2) return;
+        if (batches.back() <= 2) {
+            std::vector<std::string> oom;
+            for (const MaxBatchRecording& rec : x.recordings)
+                if (rec.ran_out_of_memory()) oom.push_back(std::to_string(rec.batch));
+            throw Error("--max-batch: the program ran out of memory under the cap at batch " + join(oom, ", ") +
+                        " (halved down to 1,2): the model needs runs at two batches that fit");
+        }
+        std::vector<std::uint64_t> halved;
+        for (const std::uint64_t batch : batches)
+            if (halved.empty() || halved.back() != std::max<std::uint64_t>(1, batch / 2)) halved.push_back(std::max<std::uint64_t>(1, batch / 2));
+        if (halved.size() < 2) halved = {1, 2};
+        say(session, "--max-batch: fewer than two recordings ran without an OOM: recording at half the batches");
+        batches = std::move(halved);
     }
-    std::sort(x.recordings.begin(), x.recordings.end(), [](const auto& a, const auto& b) { return a.batch < b.batch; });
+}
+
+// The model fitted on the recordings that ran without an OOM (the two
+// largest; the others check it), searched for every setting, every answer
+// below the smallest batch that ran out of memory for real.
+void fit_and_search(const ReuseSimRequest& q, const rs::CostModel& costs, ReuseSimResults& r, MaxBatchResults& x) {
+    const MaxBatchRequest& m = *q.max_batch;
     std::vector<rs::BatchRecording> recordings;
+    const std::vector<const MaxBatchRecording*> kept = usable(x);
     for (MaxBatchRecording& rec : x.recordings) {
-        recordings.push_back(read_recording(rec, r, &rec == &x.recordings.back()));
+        if (rec.ran_out_of_memory()) continue;
+        recordings.push_back(read_recording(rec, r, &rec == kept.back()));
         rec.requests = static_cast<std::uint64_t>(std::count_if(recordings.back().events.begin(), recordings.back().events.end(),
                                                                 [](const rs::Event& e) { return e.kind == rs::EventKind::alloc; }));
     }
     r.input_description = "recordings at batch " + [&] {
         std::vector<std::string> batches;
-        for (const MaxBatchRecording& rec : x.recordings) batches.push_back(std::to_string(rec.batch));
+        batches.reserve(kept.size());
+        for (const MaxBatchRecording* rec : kept) batches.push_back(std::to_string(rec->batch));
         return join(batches, ", ");
     }();
     r.strategy_options = q.strategy_options;
@@ -219,15 +294,68 @@ void max_batch_reuse_sim(const ReuseSimRequest& q, const rs::CostModel& costs, R
     for (const rs::GridPoint& p : points) lanes.push_back({p.options, q.capacity});
     rs::MaxBatchOptions options;
     options.limit = m.limit;
+    options.headroom = m.headroom;
+    if (const std::uint64_t oom = smallest_oom(x); oom != 0) {
+        x.oom_batch = oom;
+        options.limit = std::min(options.limit, oom - 1);
+    }
     options.replay.base = r.strategy_options;
     options.replay.costs = &costs;
     options.replay.threads = rs::usable_cores();
     options.replay.poll = [] { throw_if_interrupted(); };
     const auto start = std::chrono::steady_clock::now();
     const std::vector<rs::MaxBatchAnswer> answers = rs::search_max_batch(model, lanes, options);
-    x.search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    x.search_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    x.settings.clear();
     for (std::size_t i = 0; i < points.size() && i < answers.size(); ++i) x.settings.push_back({points[i], answers[i]});
     rank_settings(x.settings);
+}
+
+// The batches near the first answer `a1` worth recording: 1/2 and 3/4 of
+// it, above every batch recorded; none where a1 is within twice the
+// largest recorded batch (the extrapolation is short already).
+std::vector<std::uint64_t> refinement_batches(std::uint64_t a1, const MaxBatchResults& x) {
+    std::uint64_t largest = 0;
+    for (const MaxBatchRecording& rec : x.recordings) largest = std::max(largest, rec.batch);
+    std::vector<std::uint64_t> batches;
+    if (a1 <= 2 * largest) return batches;
+    for (const std::uint64_t batch : {(a1 + 1) / 2, (3 * a1 + 2) / 4})
+        if (batch > largest && (batches.empty() || batches.back() != batch)) batches.push_back(batch);
+    return batches;
+}
+
+}  // namespace
+
+void max_batch_reuse_sim(const ReuseSimRequest& q, const rs::CostModel& costs, ReuseSimResults& r, Session& session) {
+    const MaxBatchRequest& m = *q.max_batch;
+    MaxBatchResults& x = r.max_batch.emplace();
+    // The program's files live in a scratch folder unless --record keeps them.
+    const ScratchDirectory scratch("max-batch");
+    if (m.program.empty()) {
+        for (const auto& [batch, file] : m.traces) x.recordings.push_back({batch, file, false, true, 0, 0, "given", 0});
+        sort_recordings(x);
+        fit_and_search(q, costs, r, x);
+    } else {
+        record_first(m, x, scratch.path(), session);
+        fit_and_search(q, costs, r, x);
+        // Refinement: the first recordings are small batches, where
+        // libraries pick other kernels and workspaces, and extrapolating
+        // 50-200x magnifies every error: record again near the answer.
+        const MaxBatchSetting* recorded = x.recorded();
+        if (m.refine && recorded != nullptr && recorded->answer.largest && !recorded->answer.reached_limit) {
+            const std::uint64_t a1 = *recorded->answer.largest;
+            const std::vector<std::uint64_t> batches = refinement_batches(a1, x);
+            if (!batches.empty()) {
+                x.first_answer = a1;
+                for (const std::uint64_t batch : batches) {
+                    throw_if_interrupted();
+                    x.recordings.push_back(record_at(m, batch, "near the answer", scratch.path(), session));
+                }
+                sort_recordings(x);
+                fit_and_search(q, costs, r, x);
+            }
+        }
+    }
     if (m.confirm) confirm_max_batch(m, x, scratch.path(), session);
 }
 

@@ -29,6 +29,9 @@ std::string setting_name(const rs::GridPoint& p) {
 std::string batch_text(const rs::MaxBatchAnswer& a, const MaxBatchResults& x) {
     if (!a.largest) return "none (even batch 1 runs out of memory)";
     std::string text = std::to_string(*a.largest);
+    // Clipped by a recording that ran out of memory for real.
+    if (a.reached_limit && x.oom_batch && *a.largest + 1 == *x.oom_batch)
+        return text + " (the model fits more, but the recording at batch " + std::to_string(*x.oom_batch) + " ran out of memory for real)";
     if (a.reached_limit) return text + " or more (every batch searched fits)";
     if (x.model_holds()) return text;
     if (a.largest_hopeful && *a.largest_hopeful != *a.largest)
@@ -61,16 +64,41 @@ std::string peak_line(const MaxBatchSetting& s, std::uint64_t capacity, Unit uni
     return line + "; its peak reserved with no cap)";
 }
 
+// The headroom the answer keeps below the cap, and the next batch where
+// only the headroom refused it.
+std::string headroom_line(const ReuseSimRequest& q, const MaxBatchResults& x, Unit unit) {
+    std::string line = "headroom: " + format_bytes(q.max_batch->headroom, unit) + " below the cap (the model's peak is not exact to the byte; --headroom SIZE)";
+    const MaxBatchSetting* recorded = x.recorded();
+    if (recorded != nullptr && recorded->answer.largest && recorded->answer.next_fits_without_headroom)
+        line += "; batch " + std::to_string(*recorded->answer.largest + 1) + " fits the model but within the headroom; confirm with --confirm";
+    return line;
+}
+
 std::string recordings_line(const MaxBatchResults& x) {
     std::vector<std::string> parts;
     bool scratch = false;
     for (const MaxBatchRecording& rec : x.recordings) {
-        parts.push_back("batch " + std::to_string(rec.batch) + " " + rec.file + " (" + rs::group_digits(rec.requests) + " requests)");
+        const std::string why = rec.recorded_here ? rec.why + ", " : "";
+        if (rec.ran_out_of_memory())
+            parts.push_back("batch " + std::to_string(rec.batch) + (rec.file.empty() ? "" : " " + rec.file) + " (" + why + "ran out of memory: " +
+                            std::to_string(rec.ooms) + " OOMs, left out of the model; the answer is below it)");
+        else
+            parts.push_back("batch " + std::to_string(rec.batch) + " " + rec.file + " (" + why + rs::group_digits(rec.requests) + " requests)");
         scratch = scratch || !rec.kept;
     }
     const bool recorded_here = !x.recordings.empty() && x.recordings.front().recorded_here;
     return std::string(recorded_here ? "recorded by gpumem at " : "recordings: ") + join(parts, ", ") +
            (recorded_here && scratch ? "; removed after the answer (--record FILE keeps them)" : "");
+}
+
+// The refinement: what the first recordings answered, and where gpumem recorded again.
+std::string refinement_line(const MaxBatchResults& x) {
+    if (!x.first_answer) return "";
+    std::vector<std::string> near;
+    for (const MaxBatchRecording& rec : x.recordings)
+        if (rec.why == "near the answer") near.push_back(std::to_string(rec.batch));
+    return "refined: the first recordings answered " + std::to_string(*x.first_answer) + "; recorded again near it at batch " + join(near, " and ") +
+           ", the model fitted on the two largest that ran without an OOM";
 }
 
 std::vector<std::string> model_lines(const MaxBatchResults& x) {
@@ -110,6 +138,8 @@ constexpr Column<SettingView> kSettingColumns[] = {
     {{"needed_at_next", "next needs", FieldKind::bytes},
      [](const SettingView& v) { return v.s->answer.reached_limit ? Cell() : u64(v.s->answer.peak_reserved_at_next); }},
     {{"replays", "replays", FieldKind::integer}, [](const SettingView& v) { return u64(v.s->answer.replays); }},
+    {{"next_fits_within_headroom", "", FieldKind::boolean},
+     [](const SettingView& v) -> Cell { return v.s->answer.next_fits_without_headroom; }, Shown::machine_only},
 };
 
 std::vector<SettingView> setting_views(const MaxBatchResults& x) {
@@ -125,6 +155,9 @@ constexpr Column<MaxBatchRecording> kRecordingColumns[] = {
     {{"kept", "", FieldKind::boolean}, [](const MaxBatchRecording& r) -> Cell { return r.kept; }},
     {{"requests", "", FieldKind::integer}, [](const MaxBatchRecording& r) { return u64(r.requests); }},
     {{"wall_seconds", "", FieldKind::real}, [](const MaxBatchRecording& r) -> Cell { return r.wall_seconds; }},
+    {{"why", "", FieldKind::text}, [](const MaxBatchRecording& r) -> Cell { return r.why; }},
+    {{"ran_out_of_memory", "", FieldKind::boolean}, [](const MaxBatchRecording& r) -> Cell { return r.ran_out_of_memory(); }},
+    {{"ooms", "", FieldKind::integer}, [](const MaxBatchRecording& r) { return u64(r.ooms); }},
 };
 constexpr auto recording_schema = nested_schema<kRecordingColumns>;
 
@@ -196,11 +229,40 @@ std::string confirm_answer(const MaxBatchResults& x) {
     return std::string(x.confirmed() ? "confirmed by real runs: " : "NOT confirmed by real runs: ") + join(parts, "; ");
 }
 
+// The confirmed answer beside the model's: "confirmed: 131 (the model said
+// 132; a real run at 132 ran out of memory)".
+std::string confirmed_text(const MaxBatchResults& x) {
+    const MaxBatchSetting* recorded = x.recorded();
+    const std::optional<std::uint64_t> model = recorded != nullptr ? recorded->answer.largest : std::nullopt;
+    const std::string said = model ? "the model said " + std::to_string(*model) : std::string("the model found no batch that fits");
+    std::vector<std::string> out;
+    for (const MaxBatchConfirmRun& c : x.confirm_runs)
+        if (c.real && c.real->ooms > 0 && !c.expect_oom) out.push_back(std::to_string(c.batch));
+    const std::string ran_out = out.empty() ? "" : "; a real run at " + join(out, ", ") + " ran out of memory";
+    if (!x.confirmed_batch) return "confirmed: none (" + said + ran_out + ")";
+    if (model && *x.confirmed_batch == *model) return "confirmed: " + std::to_string(*model) + " (as the model said)";
+    if (model && *x.confirmed_batch == *model + 1)
+        return "confirmed: " + std::to_string(*x.confirmed_batch) + " at least (" + said + "; a real run at " + std::to_string(*x.confirmed_batch) +
+               " fitted too)";
+    return "confirmed: " + std::to_string(*x.confirmed_batch) + " (" + said + ran_out + ")";
+}
+
+constexpr Column<Doc> kConfirmSummaryColumns[] = {
+    {{"confirmed_batch", "", FieldKind::integer}, [](const Doc& d) { return optional_u64(d.x().confirmed_batch); }},
+    {{"model_batch", "", FieldKind::integer}, [](const Doc& d) { return recorded_answer(d, &rs::MaxBatchAnswer::largest); }},
+    {{"text", "", FieldKind::text}, [](const Doc& d) -> Cell { return confirmed_text(d.x()); }},
+};
+constexpr auto confirm_summary_schema = nested_schema<kConfirmSummaryColumns>;
+
 constexpr Column<Doc> kMaxBatchColumns[] = {
     // Null until searched (a recording run that failed).
     {{"answer", "", FieldKind::text},
      [](const Doc& d) { return d.x().settings.empty() ? Cell() : Cell(max_batch_answer_text(d.q, d.r, Unit::automatic)); }},
     {{"capacity_bytes", "", FieldKind::bytes}, [](const Doc& d) { return u64(d.q.capacity); }},
+    {{"headroom_bytes", "", FieldKind::bytes}, [](const Doc& d) { return u64(d.q.max_batch->headroom); }},
+    // The recorded setting's next batch fits the model under the cap, refused only by the headroom.
+    {{"next_fits_within_headroom", "", FieldKind::boolean},
+     [](const Doc& d) { return d.recorded() ? Cell(d.recorded()->answer.next_fits_without_headroom) : Cell(); }},
     // Where the model does not hold, the cautious bound (and the hopeful one beside it).
     {{"largest_batch", "", FieldKind::integer}, [](const Doc& d) { return recorded_answer(d, &rs::MaxBatchAnswer::largest); }},
     {{"largest_batch_hopeful", "", FieldKind::integer}, [](const Doc& d) { return recorded_answer(d, &rs::MaxBatchAnswer::largest_hopeful); }},
@@ -211,6 +273,10 @@ constexpr Column<Doc> kMaxBatchColumns[] = {
     {{"recordings", "", FieldKind::records},
      [](const Doc& d) { return records_cell(make_records(Columns<MaxBatchRecording>(kRecordingColumns), d.x().recordings)); }, Shown::always,
      false, recording_schema},
+    // The end-to-end form's first answer, where it recorded again near it.
+    {{"first_answer", "", FieldKind::integer}, [](const Doc& d) { return optional_u64(d.x().first_answer); }},
+    // The smallest batch that ran out of memory when recorded: every answer is below it.
+    {{"oom_batch", "", FieldKind::integer}, [](const Doc& d) { return optional_u64(d.x().oom_batch); }},
     {{"checks", "", FieldKind::record},
      [](const Doc& d) { return d.x().checks ? record_cell(make_record(Columns<rs::BatchModelChecks>(kChecksColumns), *d.x().checks)) : Cell(); },
      Shown::always, false, checks_schema},
@@ -225,6 +291,9 @@ constexpr Column<Doc> kMaxBatchColumns[] = {
      true},
     {{"confirm_answer", "", FieldKind::text}, [](const Doc& d) { return d.q.max_batch->confirm ? Cell(confirm_answer(d.x())) : Cell(); },
      Shown::always, true},
+    {{"confirm", "", FieldKind::record},
+     [](const Doc& d) { return d.q.max_batch->confirm ? record_cell(make_record(Columns<Doc>(kConfirmSummaryColumns), d)) : Cell(); },
+     Shown::always, true, confirm_summary_schema},
 };
 
 }  // namespace
@@ -269,9 +338,11 @@ Report max_batch_report(const ReuseSimRequest& q, const ReuseSimResults& r, cons
     before.push_back(max_batch_answer_text(q, r, unit));
     const MaxBatchSetting* recorded = x.recorded();
     if (recorded != nullptr && recorded->answer.largest) before.push_back(peak_line(*recorded, q.capacity, unit));
+    before.push_back(headroom_line(q, x, unit));
     if (x.best() != recorded && x.best()->answer.largest) before.push_back(peak_line(*x.best(), q.capacity, unit));
     before.emplace_back();
     before.push_back(recordings_line(x));
+    if (x.first_answer) before.push_back(refinement_line(x));
     for (std::string& line : model_lines(x)) before.push_back(std::move(line));
     before.push_back("searched " + std::to_string(x.settings.size()) + " settings in " + format_decimal(x.search_seconds, 3) + " s:");
     // Where the model does not hold, each row's answer is the cautious bound.
@@ -280,6 +351,7 @@ Report max_batch_report(const ReuseSimRequest& q, const ReuseSimResults& r, cons
     report.tables.push_back(make_table("max_batch_confirm", Columns<MaxBatchConfirmRun>(kConfirmColumns), x.confirm_runs, output.format));
     report.text_after.emplace_back();
     report.text_after.push_back(confirm_answer(x));
+    report.text_after.push_back(confirmed_text(x));
     return report;
 }
 
