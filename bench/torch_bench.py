@@ -388,7 +388,8 @@ def cmd_max_batch_table(work):
             if rc not in (None, 0):
                 notes.append("%s exit %s" % (kind, rc))
         doc = load_json(os.path.join(d, "e2e.json")) or {}
-        recordings = doc.get("recordings") if isinstance(doc.get("recordings"), list) else None
+        mb = doc.get("max_batch") if isinstance(doc.get("max_batch"), dict) else doc
+        recordings = mb.get("recordings") if isinstance(mb.get("recordings"), list) else None
         runs_e2e = len(recordings) if recordings else 2  # the end-to-end form records two runs unless it says otherwise
 
         def wall(x):
