@@ -172,7 +172,7 @@ TEST_CASE("max-batch: end to end, the program recorded at small batches, the ans
     CHECK(has(r.out, " more than the cap; its peak reserved with no cap)"));
     CHECK(has(r.out, "recorded by gpumem at batch 2 " + (s / "run.bs2.pickle")));
     CHECK(has(r.out, "checked on the recording at batch 2: rebuilt exactly"));
-    CHECK(has(r.out, "confirmed by real runs: batch 83 ran without an OOM: held; batch 84 ran out of memory: held"));
+    CHECK(has(r.out, "the model's answer confirmed by real runs: batch 83 ran without an OOM, as expected; batch 84 ran out of memory, as expected"));
     CHECK(has(r.out, "\nconfirmed: 83 (as the model said)\n"));
     for (const char* batch : {"2", "4", "8"}) CHECK(exists(s / ("run.bs" + std::string(batch) + ".pickle")));
     // Which batches ran, on stderr beside the program's own output.
@@ -387,6 +387,7 @@ TEST_CASE("max-batch --confirm: a real run at the answer that runs out of memory
     args.erase(args.begin() + 1);
     const RunResult r = run_gpumem(args, standin_env(s));
     CHECK(has(r.out, "\nconfirmed: 80 (the model said 83; a real run at 83, 82, 81 ran out of memory)\n"));
+    CHECK(has(r.out, "the model's answer NOT confirmed by real runs: batch 83 ran out of memory, where none was expected;"));
     // Three steps at most: with 60 MiB more, batch 80 runs out of memory too, and nothing is confirmed.
     args.back() = "60";
     const RunResult none = run_gpumem(args, standin_env(s));

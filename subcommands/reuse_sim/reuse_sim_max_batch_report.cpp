@@ -223,10 +223,17 @@ std::string confirm_answer(const MaxBatchResults& x) {
     if (x.confirm_interrupted) return "--confirm was interrupted";
     if (x.confirm_runs.empty()) return "--confirm ran nothing: no answer to confirm";
     std::vector<std::string> parts;
-    for (const MaxBatchConfirmRun& c : x.confirm_runs)
-        parts.push_back("batch " + std::to_string(c.batch) + (c.expect_oom ? " ran out of memory" : " ran without an OOM") + ": " +
-                        (c.held ? "held" : c.real ? "did NOT hold" : "unknown (" + c.note + ")"));
-    return std::string(x.confirmed() ? "confirmed by real runs: " : "NOT confirmed by real runs: ") + join(parts, "; ");
+    // What happened, then whether it was what the model expected.
+    for (const MaxBatchConfirmRun& c : x.confirm_runs) {
+        if (!c.real) {
+            parts.push_back("batch " + std::to_string(c.batch) + ": unknown (" + c.note + ")");
+            continue;
+        }
+        const bool ran_out = c.held ? c.expect_oom : !c.expect_oom;
+        parts.push_back("batch " + std::to_string(c.batch) + (ran_out ? " ran out of memory" : " ran without an OOM") +
+                        (c.held ? ", as expected" : c.expect_oom ? ", where an OOM was expected" : ", where none was expected"));
+    }
+    return std::string(x.confirmed() ? "the model's answer confirmed by real runs: " : "the model's answer NOT confirmed by real runs: ") + join(parts, "; ");
 }
 
 // The confirmed answer beside the model's: "confirmed: 131 (the model said
