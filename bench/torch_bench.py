@@ -389,7 +389,8 @@ def cmd_max_batch_table(work):
                 notes.append("%s exit %s" % (kind, rc))
         doc = load_json(os.path.join(d, "e2e.json")) or {}
         recordings = doc.get("recordings") if isinstance(doc.get("recordings"), list) else None
-        runs_e2e = len(recordings) if recordings else 2  # the end-to-end form records two runs unless it says otherwise
+        # The end-to-end form records two runs unless its document says otherwise.
+        runs_e2e = len(recordings) if recordings else (2 if doc else "-")
 
         def wall(x):
             return "%.1f" % x if x is not None else "-"
