@@ -208,6 +208,12 @@ while :; do
     sleep 5
 done
 wait 2>/dev/null
+for prog in $PROGRAMS; do  # the programs no worker reached still get a row
+    [ -d "$WORK/$prog" ] && continue
+    mkdir -p "$WORK/$prog"
+    echo "$prog" > "$WORK/$prog/program.txt"
+    echo "not started: the hard limit ($HARD_LIMIT s) came first" > "$WORK/$prog/note.txt"
+done
 
 {
     echo "# --tune --confirm 3 against brute force on programs that change course after an OOM (issue 36)"

@@ -229,6 +229,12 @@ while :; do
     sleep 5
 done
 wait 2>/dev/null
+for prog in $PROGRAMS; do  # the programs no worker reached still get a row
+    [ -d "$WORK/$prog" ] && continue
+    mkdir -p "$WORK/$prog"
+    echo "$prog" > "$WORK/$prog/program.txt"
+    echo "not started: the hard limit ($HARD_LIMIT s) came first" > "$WORK/$prog/note.txt"
+done
 # A program stopped mid-search still gets its search.json from the runs it made.
 for dir in "$WORK"/*/; do
     [ -f "$dir/program.txt" ] && [ ! -f "$dir/search.json" ] && $PY search-result "$dir" "$STEP" "$LIMIT_BS" > "$dir/search.json"

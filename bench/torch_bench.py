@@ -390,7 +390,8 @@ def cmd_max_batch_table(work):
         doc = load_json(os.path.join(d, "e2e.json")) or {}
         mb = doc.get("max_batch") if isinstance(doc.get("max_batch"), dict) else doc
         recordings = mb.get("recordings") if isinstance(mb.get("recordings"), list) else None
-        runs_e2e = len(recordings) if recordings else 2  # the end-to-end form records two runs unless it says otherwise
+        # The end-to-end form records two runs unless its document says otherwise.
+        runs_e2e = len(recordings) if recordings else (2 if doc else "-")
 
         def wall(x):
             return "%.1f" % x if x is not None else "-"

@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+# A stand-in gpumem for a dry run of bench/converge.sh and bench/max-batch.sh on a machine with
+# no torch and no GPU: it runs no program, makes up recordings (a program OOMs when its made-up
+# need passes the cap; expandable_segments needs less) and answers --tune, --confirm and
+# --max-batch with documents of the shapes the scripts read. Checks the scripts, not gpumem:
+#   GPUS="0 1" GPUMEM=bench/dryrun_gpumem.py OUT=/tmp/o WORK=/tmp/w bash bench/converge.sh
+# FAKE_SLEEP (seconds a recorded run takes, default 0.2) tries the timeouts and the hard limit;
+# --max-batch refuses "--confirm 1" as usage (exit 2), so max-batch.sh's bare --confirm is tried.
+import json, os, re, sys, time, random
+MiB = 1 << 20
+a = sys.argv[1:]
+if a[:1] == ["--version"]:
+    print("gpumem 0.0-fake"); sys.exit(0)
+assert a[0] == "reuse-sim", a
+def opt(name):
+    return a[a.index(name) + 1] if name in a else None
+def size(t):
+    m = re.fullmatch(r"(\d+)(MiB|GiB)", t); return int(m.group(1)) << (20 if m.group(2) == "MiB" else 30)
+prog = a[a.index("--") + 1:] if "--" in a else []
+def simulate(cmd, cap, conf):
+    name = os.path.basename(cmd[1])[:-3]
+    bs = int(cmd[cmd.index("--bs") + 1]) if "--bs" in cmd else None
+    if bs is not None:
+        need = 100 * MiB + bs * (3 + len(name)) * MiB
+        return {"num_ooms": 1 if cap and need > cap else 0, "alloc": need, "reserved": need + 50 * MiB, "exit": 1 if cap and need > cap else 0, "caught": None}
+    alloc = (800 + 37 * len(name)) * MiB
+    reserved = alloc * 13 // 10
+    need = alloc + 10 * MiB if "expandable" in conf else reserved
+    ooms = 0 if not cap or need <= cap else 1 + (len(name) % 3)
+    if cap and cap < alloc * 6 // 10 and name == "lstm_cudnn":
+        return {"num_ooms": 1, "alloc": 0, "reserved": 0, "exit": 1, "caught": None}
+    return {"num_ooms": ooms, "alloc": alloc, "reserved": min(reserved, cap or reserved), "exit": 0, "caught": ooms}
+if "--record" in a:
+    f = opt("--record"); cap = size(opt("--capacity")) if opt("--capacity") else None
+    conf = os.environ.get("PYTORCH_ALLOC_CONF", "")
+    r = simulate(prog, cap, conf)
+    time.sleep(float(os.environ.get("FAKE_SLEEP", "0.2")))
+    open(f, "w").write("pickle")
+    stats = {"memory_stats": {"num_ooms": r["num_ooms"], "allocated_bytes.all.peak": r["alloc"], "reserved_bytes.all.peak": r["reserved"]},
+             "program_ooms": None, "allocator": {"PYTORCH_ALLOC_CONF": conf}}
+    json.dump(stats, open(f[:-7] + ".stats.json", "w"))
+    if r["caught"] is not None: print("converge-result: caught_ooms=%d; fake" % r["caught"])
+    print("gpumem: recorded", f, file=sys.stderr)
+    sys.exit(r["exit"])
+if "--max-batch" in a:
+    if "--confirm" in a and opt("--confirm") == "1": print("usage: bad", file=sys.stderr); print('{"error":"x"}'); sys.exit(2)
+    print(json.dumps({"max_batch": {"answer": "largest batch ...", "settings": [{"alloc_conf": "expandable_segments:True", "largest_batch": 99}, {"alloc_conf": "", "recorded": True, "largest_batch": 37}]}}))
+    sys.exit(0)
+if "--tune" in a:
+    confs = ["expandable_segments:True", "max_split_size_mb:128,expandable_segments:True", "garbage_collection_threshold:0.8", "roundup_power2_divisions:4", "", "max_split_size_mb:128"]
+    rows = [{"rank": i + 1, "alloc_conf": c, "ooms": 0 if "expandable" in c else 2, "peak_reserved": 1000 + i, "retries": 0, "upstream_allocs": 1, "upstream_frees": 0, "first_oom_event": None, "granted_recorded_ooms": 1, "recorded": c == ""} for i, c in enumerate(confs)]
+    doc = {"settings": rows, "tune": {"best_alloc_conf": confs[0], "best_fits": True}}
+    if "--confirm" in a:
+        cap = size(opt("--capacity"))
+        runs = []
+        for i, c in enumerate(confs[:int(opt("--confirm"))]):
+            r = simulate(prog, cap, c)
+            runs.append({"rank": i + 1, "setting": c, "predicted_ooms": 0, "real_ooms": r["num_ooms"], "real_peak_reserved": r["reserved"], "exit_status": 0})
+            print("--confirm: real run", i + 1, file=sys.stderr)
+            if r["num_ooms"] == 0: break
+        doc["confirm"] = {"runs": runs, "answer": "fake answer"}
+    print(json.dumps(doc)); sys.exit(0)
+sys.exit("fake: unknown " + " ".join(a))
