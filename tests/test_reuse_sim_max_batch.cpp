@@ -17,6 +17,7 @@
 
 #include "base/text.hpp"
 #include "cli_harness.hpp"
+#include "record_fixtures.hpp"
 #include "reuse_sim/reuse_sim.hpp"
 
 namespace {
@@ -25,31 +26,18 @@ using namespace gpumem;
 using nlohmann::json;
 namespace rs = gpumem::reuse_sim;
 
-std::string tests_dir() {
-    const char* dir = std::getenv("GPUMEM_TESTS_DIR");
-    return dir ? dir : GPUMEM_TESTS_SOURCE_DIR;
-}
-const std::string kDir = tests_dir() + "/fixtures/record";
+using record_fixtures::exists;
+using record_fixtures::has;
+using record_fixtures::tests_dir;
+
+// A scratch folder named for these tests.
+struct Scratch : record_fixtures::Scratch {
+    Scratch() : record_fixtures::Scratch("max-batch") {}
+};
+
+const std::string kDir = record_fixtures::record_dir();
 const std::string kBatchProgram = kDir + "/batch_program.py";
 const std::string kSnapshot = tests_dir() + "/fixtures/torch/fragmentation_oom.pickle";
-
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-bool exists(const std::string& path) {
-    struct stat st {};
-    return ::stat(path.c_str(), &st) == 0;
-}
-
-struct Scratch {
-    std::string path;
-    Scratch() {
-        char pattern[] = "/tmp/gpumem-max-batch-test-XXXXXX";
-        path = ::mkdtemp(pattern);
-    }
-    ~Scratch() { (void)!std::system(("rm -rf '" + path + "'").c_str()); }
-    Scratch(const Scratch&) = delete;
-    Scratch& operator=(const Scratch&) = delete;
-    std::string operator/(const std::string& name) const { return path + "/" + name; }
-};
 
 // The stand-in torch first on PYTHONPATH; its figures from the program's own
 // requests (no $STANDIN_STATS), the allocator's settings PyTorch's defaults.

@@ -27,6 +27,7 @@
 #include "base/text.hpp"
 #include "cli/command.hpp"
 #include "cli_harness.hpp"
+#include "record_fixtures.hpp"
 #include "reuse_sim/reuse_sim.hpp"
 
 namespace {
@@ -35,34 +36,15 @@ using namespace gpumem;
 using nlohmann::json;
 namespace rs = gpumem::reuse_sim;
 
-// The tests' folder: run-tests.sh says where (on the GPU machine it is not where this was built).
-std::string tests_dir() {
-    const char* dir = std::getenv("GPUMEM_TESTS_DIR");
-    return dir ? dir : GPUMEM_TESTS_SOURCE_DIR;
-}
-const std::string kDir = tests_dir() + "/fixtures/record";
+using record_fixtures::exists;
+using record_fixtures::has;
+using record_fixtures::Scratch;
+using record_fixtures::tests_dir;
+
+const std::string kDir = record_fixtures::record_dir();
 const std::string kProgram = kDir + "/program.py";
 const std::string kSpawn = kDir + "/spawn.py";
 const std::string kSnapshot = tests_dir() + "/fixtures/torch/fragmentation_oom.pickle";
-
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-bool exists(const std::string& path) {
-    struct stat st {};
-    return ::stat(path.c_str(), &st) == 0;
-}
-
-// A fresh directory for one case's files, removed at the end.
-struct Scratch {
-    std::string path;
-    Scratch() {
-        char pattern[] = "/tmp/gpumem-record-test-XXXXXX";
-        path = ::mkdtemp(pattern);
-    }
-    ~Scratch() { (void)!std::system(("rm -rf '" + path + "'").c_str()); }
-    Scratch(const Scratch&) = delete;
-    Scratch& operator=(const Scratch&) = delete;
-    std::string operator/(const std::string& name) const { return path + "/" + name; }
-};
 
 // The stand-in torch and the environment's own sitecustomize on PYTHONPATH.
 std::vector<std::string> standin_env(const Scratch& s, bool with_torch = true) {
