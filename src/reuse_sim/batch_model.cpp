@@ -236,13 +236,19 @@ std::uint64_t clamp_size(Wide bytes, std::uint64_t granule) {
 // u(B) = base + slope * B: the line's values at b1 and b2 lie in
 // (s - g, s]. u(B) = u1 (b2 - B) / D + u2 (B - b1) / D, D = b2 - b1, so its
 // largest value at B takes each of u1, u2 at the end of its interval that
-// its coefficient's sign favours, and the smallest the other ends.
+// its coefficient's sign favours, and the smallest the other ends. A granule
+// of 1 is the bytes the program asked for, not a rounding: a tensor's
+// elements times their width, exact at every batch, so the line passes
+// through both sizes (an interval of one byte would add a byte beyond the
+// recordings, and a byte past a whole 2 MiB block costs the allocator the
+// next block: 24 MiB on an MLP at batch 200, its answer one batch low).
 struct PairLaw {
     std::uint64_t b1, s1, b2, s2;
     Wide numerator(std::uint64_t batch, std::uint64_t g, bool largest) const {
         const Wide c1 = static_cast<Wide>(b2) - batch, c2 = static_cast<Wide>(batch) - b1;
-        const Wide u1 = (c1 >= 0) == largest ? static_cast<Wide>(s1) : static_cast<Wide>(s1) - g;
-        const Wide u2 = (c2 >= 0) == largest ? static_cast<Wide>(s2) : static_cast<Wide>(s2) - g;
+        const Wide width = g == 1 ? 0 : static_cast<Wide>(g);
+        const Wide u1 = (c1 >= 0) == largest ? static_cast<Wide>(s1) : static_cast<Wide>(s1) - width;
+        const Wide u2 = (c2 >= 0) == largest ? static_cast<Wide>(s2) : static_cast<Wide>(s2) - width;
         return c1 * u1 + c2 * u2;
     }
     // The largest size any such line gives at `batch` (at least a granule).
@@ -251,10 +257,12 @@ struct PairLaw {
         const Wide unit = static_cast<Wide>(g) * (b2 - b1);
         return clamp_size(ceil_div(numerator(batch, g, true), unit) * g, g);
     }
-    // The smallest: the line's value lies strictly above the bound.
+    // The smallest: the line's value lies strictly above the bound (on it,
+    // for exact bytes).
     std::uint64_t lower(std::uint64_t batch, std::uint64_t g) const {
         if (s1 == s2) return s2;
         const Wide unit = static_cast<Wide>(g) * (b2 - b1);
+        if (g == 1) return clamp_size(floor_div(numerator(batch, g, false), unit), g);
         return clamp_size((floor_div(numerator(batch, g, false), unit) + 1) * g, g);
     }
 };
@@ -417,7 +425,9 @@ struct BatchModel::Impl {
         case Fit::affine: return law.pair.upper(batch, granule);
         case Fit::not_affine: break;
         }
-        if (!cautious) return law.pair.upper(batch, granule);
+        // At or below the largest recorded batch, the two largest recordings
+        // bound it (at the largest, its recorded size: that run fitted).
+        if (!cautious || batch <= law.pair.b2) return law.pair.upper(batch, granule);
         // One size at its two largest batches: a library's workspace chosen
         // anew at small batches, kept at that size (the lines through the
         // small batches' sizes would grow it without end).
@@ -707,6 +717,7 @@ void replay_probes(const BatchModel& model, const std::vector<TorchLane>& lanes,
                     const std::uint64_t room = lane.capacity > options.headroom ? lane.capacity - options.headroom : 0;
                     probe.fits = probe.no_oom && (!probe.capped || options.headroom == 0 || probe.peak_reserved <= room);
                 }
+                if (probe.capped && probe.lane < options.ran.size() && probe.batch <= options.ran[probe.lane]) probe.fits = true;
                 done_events += trace.trace.events().size();
             },
             options.replay.progress ? std::function<void()>([&] { options.replay.progress(done_events.load(), total_events); })

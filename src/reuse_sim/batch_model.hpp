@@ -16,8 +16,10 @@
 // that differs between the two fitted recordings is modelled as every line
 // base + slope * B whose rounding gives both recorded sizes, and the trace
 // at B takes the largest size any of them gives (at the two fitted batches,
-// exactly the recorded sizes). A size equal in both is constant (weights,
-// optimizer state); a third recording checks that too.
+// exactly the recorded sizes). Sizes in bytes as the program asked (a
+// PyTorch snapshot's: a granule of 1) are no rounding: the one line through
+// both. A size equal in both is constant (weights, optimizer state); a
+// third recording checks that too.
 #pragma once
 
 #include <cstdint>
@@ -144,6 +146,11 @@ struct MaxBatchOptions {
     // the byte: a modelled peak a few MB under the cap may be a real OOM).
     std::uint64_t headroom = 0;
     LaneReplayOptions replay;        // threads, costs, poll, progress
+    // Per lane (by index; missing or 0: none), the largest batch a real run
+    // fitted under that lane's setting and cap: a fact, counted as fitting
+    // whatever its modelled trace replays to (the model may miss what the
+    // run did; the run stands).
+    std::vector<std::uint64_t> ran;
 };
 
 // For every lane (a setting under a capacity), the largest batch whose
