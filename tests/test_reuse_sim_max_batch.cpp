@@ -153,7 +153,7 @@ TEST_CASE("max-batch: end to end, the program recorded at small batches, the ans
     const RunResult r = run_gpumem(args, standin_env(s));
     REQUIRE(r.status == 0);
     // The answer first, then the peak at it and what the next batch needs.
-    CHECK(r.out.rfind("largest batch that fits in 1 GiB: 83\n", 0) == 0);
+    CHECK(r.out.rfind("largest batch that fits in 1 GiB: 83 (a real run at 83 ran without an OOM; the model says 84 does not fit)\n", 0) == 0);
     // The model's sizes are the largest its lines allow (each request's
     // rounding leaves the slope a little room): a MiB or two over the real peak.
     CHECK(has(r.out, " at batch 83; batch 84 would need "));
@@ -173,16 +173,19 @@ TEST_CASE("max-batch: end to end, the program recorded at small batches, the ans
     REQUIRE(j.status == 0);
     const json doc = json::parse(j.out);
     const json& m = doc["max_batch"];
-    CHECK(m["answer"] == "largest batch that fits in 1 GiB: 83");
+    CHECK(m["answer"] == "largest batch that fits in 1 GiB: 83 (a real run at 83 ran without an OOM; the model says 84 does not fit)");
+    CHECK(m["answer_ran"] == true);
     CHECK(m["largest_batch"] == 83);
     CHECK(m["model_holds"] == true);
     CHECK(m["capacity_bytes"] == 1ULL << 30);
-    REQUIRE(m["recordings"].size() == 5);  // 2, 4, 8, then 42 and 62 near the first answer
+    REQUIRE(m["recordings"].size() == 6);  // 2, 4, 8, then 42 and 62 near the first answer, then 83 to check it
     CHECK(m["recordings"][0]["batch"] == 2);
     CHECK(m["recordings"][0]["kept"] == true);
     CHECK(m["recordings"][0]["why"] == "first");
     CHECK(m["recordings"][4]["batch"] == 62);
     CHECK(m["recordings"][4]["why"] == "near the answer");
+    CHECK(m["recordings"][5]["batch"] == 83);
+    CHECK(m["recordings"][5]["why"] == "check at the answer");
     CHECK(m["first_answer"] == 83);
     CHECK(m["checks"]["holds"] == true);
     REQUIRE(m["confirm_runs"].size() == 2);
@@ -275,7 +278,8 @@ TEST_CASE("max-batch: recorded at 4 and 8 first, then again near the first answe
     const Scratch s;
     const RunResult r = run_gpumem(with_program({"reuse-sim", "--max-batch", "--capacity", "1GiB", "--record", s / "run.pickle"}), standin_env(s));
     REQUIRE(r.status == 0);
-    CHECK(r.out.rfind("largest batch that fits in 1 GiB: 83\n", 0) == 0);
+    CHECK(r.out.rfind("largest batch that fits in 1 GiB: 83 (a real run at 83 ran without an OOM; the model says 84 does not fit)\n", 0) == 0);
+    CHECK(has(r.out, "checked: real runs at the model's answer, in order, the model refitted after each: 83 ran without an OOM\n"));
     CHECK(has(r.out, "recorded by gpumem at batch 4 " + (s / "run.bs4.pickle") + " (first, 7 requests), batch 8 "));
     CHECK(has(r.out, "batch 42 " + (s / "run.bs42.pickle") + " (near the answer, 7 requests), batch 62 "));
     CHECK(has(r.out, "refined: the first recordings answered 83; recorded again near it at batch 42 and 62"));
@@ -290,6 +294,7 @@ TEST_CASE("max-batch: recorded at 4 and 8 first, then again near the first answe
     REQUIRE(m["recordings"].size() == 2);
     CHECK(m["recordings"][1]["batch"] == 8);
     CHECK(m["first_answer"].is_null());
+    CHECK(m["answer_ran"] == false);  // no check either
     // --no-refine belongs to the program's recordings.
     CHECK(run_gpumem({"reuse-sim", "--max-batch", "--capacity", "1GiB", "--no-refine", "--batch-trace", "4=" + (s / "run.bs4.pickle"),
                       "--batch-trace", "8=" + (s / "run.bs8.pickle")})
@@ -299,8 +304,10 @@ TEST_CASE("max-batch: recorded at 4 and 8 first, then again near the first answe
 
 TEST_CASE("max-batch: a recording that runs out of memory is a fact: left out of the model, the batches halved, the answer below it") {
     const Scratch s;
-    // 62 MiB (2 of headroom): batches 4 and 8 run out of memory (68 and 116 MiB), 2 and 1 fit; the model alone would say 3 or more.
-    const RunResult r = run_gpumem(with_program({"reuse-sim", "--max-batch", "--capacity", "62MiB"}), standin_env(s));
+    // 62 MiB: batches 4 and 8 run out of memory (68 and 116 MiB), 2 and 1
+    // fit; the model alone would say 3 or more. Without a check at 3
+    // (--no-refine), the answer is the model's, clipped.
+    const RunResult r = run_gpumem(with_program({"reuse-sim", "--max-batch", "--capacity", "62MiB", "--no-refine"}), standin_env(s));
     REQUIRE(r.status == 0);
     CHECK(r.out.rfind("largest batch that fits in 62 MiB: 3 (the model fits more, but the recording at batch 4 ran out of memory for real)\n", 0) == 0);
     CHECK(has(r.out, "(first, ran out of memory: 1 OOMs, left out of the model; the answer is below it)"));
@@ -311,12 +318,17 @@ TEST_CASE("max-batch: a recording that runs out of memory is a fact: left out of
     const json m = json::parse(j.out)["max_batch"];
     CHECK(m["largest_batch"] == 3);
     CHECK(m["oom_batch"] == 4);
-    REQUIRE(m["recordings"].size() == 4);
+    // With the check at 3, a real run: the answer is a fact.
+    CHECK(m["answer"] == "largest batch that fits in 62 MiB: 3 (real runs: 3 ran without an OOM, 4 ran out of memory)");
+    CHECK(m["answer_ran"] == true);
+    REQUIRE(m["recordings"].size() == 5);
+    CHECK(m["recordings"][2]["batch"] == 3);
+    CHECK(m["recordings"][2]["why"] == "check at the answer");
     CHECK(m["recordings"][0]["batch"] == 1);
     CHECK(m["recordings"][0]["ran_out_of_memory"] == false);
-    CHECK(m["recordings"][2]["batch"] == 4);
-    CHECK(m["recordings"][2]["ran_out_of_memory"] == true);
-    CHECK(m["recordings"][2]["why"] == "first");
+    CHECK(m["recordings"][3]["batch"] == 4);
+    CHECK(m["recordings"][3]["ran_out_of_memory"] == true);
+    CHECK(m["recordings"][3]["why"] == "first");
 }
 
 TEST_CASE("max-batch: the headroom: the answer keeps its modelled peak this far below the cap, and says when the next batch fits within it") {
@@ -336,15 +348,19 @@ TEST_CASE("max-batch: the headroom: the answer keeps its modelled peak this far 
     REQUIRE(r.status == 0);
     CHECK(r.out.rfind("largest batch that fits in 1 GiB: 82\n", 0) == 0);
     CHECK(has(r.out, "; batch 83 fits the model but within the headroom; confirm with --confirm\n"));
-    // The default: 2 MiB per GiB of the cap, at least 2 MiB.
+    // The default: none (the replay is exact to the byte on real
+    // recordings; the checks at the answer catch what the model misses),
+    // and no headroom line.
     args.erase(args.begin() + 4, args.begin() + 6);
+    r = run_gpumem(args, standin_env(s));
+    REQUIRE(r.status == 0);
+    CHECK(r.out.rfind("largest batch that fits in 1 GiB: 83\n", 0) == 0);
+    CHECK_FALSE(has(r.out, "headroom:"));
     args.insert(args.begin() + 1, "--json");
     r = run_gpumem(args, standin_env(s));
     REQUIRE(r.status == 0);
-    CHECK(json::parse(r.out)["max_batch"]["headroom_bytes"] == 2 << 20);
+    CHECK(json::parse(r.out)["max_batch"]["headroom_bytes"] == 0);
     CHECK(json::parse(r.out)["max_batch"]["next_fits_within_headroom"] == false);
-    args[4] = "4GiB";
-    CHECK(json::parse(run_gpumem(args, standin_env(s)).out)["max_batch"]["headroom_bytes"] == 8 << 20);
     // Usage errors.
     CHECK(run_gpumem({"reuse-sim", "--headroom", "2MiB", "--trace", kSnapshot}).status == 2);
     std::vector<std::string> whole = {"reuse-sim", "--max-batch", "--capacity", "1GiB", "--headroom", "1GiB"};
@@ -380,4 +396,89 @@ TEST_CASE("max-batch --confirm: a real run at the answer that runs out of memory
     args.back() = "60";
     const RunResult none = run_gpumem(args, standin_env(s));
     CHECK(has(none.out, "\nconfirmed: none (the model said 83; a real run at 83, 82, 81, 80 ran out of memory)\n"));
+}
+
+TEST_CASE("max-batch: checks at the answer: a real run there, the model refitted; one that runs out of memory clips the answer, down to a batch that ran") {
+    const Scratch s;
+    // From batch 80 on the program holds 40 MiB more, which no recording
+    // below 80 sees: the model says 83; the checks at 83, 82 and 81 run out
+    // of memory, the one at 80 fits, and 81's OOM bounds it: the answer is
+    // a fact.
+    std::vector<std::string> args = with_program({"reuse-sim", "--max-batch", "--capacity", "1GiB"});
+    for (const char* word : {"--spike-from", "80", "--spike-mib", "40"}) args.emplace_back(word);
+    const RunResult r = run_gpumem(args, standin_env(s));
+    REQUIRE(r.status == 0);
+    CHECK(r.out.rfind("largest batch that fits in 1 GiB: 80 (real runs: 80 ran without an OOM, 81 ran out of memory)\n", 0) == 0);
+    CHECK(has(r.out, "checked: real runs at the model's answer, in order, the model refitted after each: 83 ran out of memory, 82 ran out of "
+                     "memory, 81 ran out of memory, 80 ran without an OOM\n"));
+    CHECK(has(r.err, "recording the program at batch 83 (check at the answer)"));
+    args.insert(args.begin() + 1, "--json");
+    const RunResult j = run_gpumem(args, standin_env(s));
+    REQUIRE(j.status == 0);
+    const json m = json::parse(j.out)["max_batch"];
+    CHECK(m["largest_batch"] == 80);
+    CHECK(m["answer_ran"] == true);
+    CHECK(m["oom_batch"] == 81);
+    CHECK(m["first_answer"] == 83);
+    REQUIRE(m["recordings"].size() == 8);  // 4, 8, 42, 62, then the checks at 80, 81, 82, 83
+    CHECK(m["recordings"][4]["batch"] == 80);
+    CHECK(m["recordings"][4]["why"] == "check at the answer");
+    CHECK(m["recordings"][4]["order"] == 8);  // the last run
+    CHECK(m["recordings"][7]["order"] == 5);  // 83: the first check
+    CHECK(m["recordings"][5]["ran_out_of_memory"] == true);
+    // Four checks at most: with 60 MiB more, 80 runs out of memory too, and
+    // the answer below it, 79, is the model's, no real run's.
+    args.back() = "60";
+    const json none = json::parse(run_gpumem(args, standin_env(s)).out)["max_batch"];
+    CHECK(none["largest_batch"] == 79);
+    CHECK(none["answer_ran"] == false);
+    CHECK(none["oom_batch"] == 80);
+    CHECK(none["recordings"].size() == 8);
+}
+
+TEST_CASE("max-batch: a given recording the allocator refused requests in is an OOM: left out of the model, the answer below it") {
+    const Scratch s;
+    // The stand-in records batch 84 under a 1 GiB cap: it runs out of memory there.
+    for (const char* batch : {"8", "62", "84"}) {
+        std::vector<std::string> args = {"reuse-sim", "--record", s / ("run.bs" + std::string(batch) + ".pickle"), "--capacity", "1GiB", "--"};
+        args.push_back("python3");
+        args.push_back(kBatchProgram);
+        args.push_back("--bs");
+        args.push_back(batch);
+        run_gpumem(args, standin_env(s));
+        REQUIRE(exists(s / ("run.bs" + std::string(batch) + ".pickle")));
+    }
+    const RunResult j = run_gpumem({"reuse-sim", "--json", "--max-batch", "--capacity", "1GiB", "--batch-trace", "8=" + (s / "run.bs8.pickle"),
+                                    "--batch-trace", "62=" + (s / "run.bs62.pickle"), "--batch-trace", "84=" + (s / "run.bs84.pickle")});
+    REQUIRE(j.status == 0);
+    const json m = json::parse(j.out)["max_batch"];
+    CHECK(m["largest_batch"] == 83);
+    CHECK(m["oom_batch"] == 84);
+    REQUIRE(m["recordings"].size() == 3);
+    CHECK(m["recordings"][2]["ran_out_of_memory"] == true);
+    CHECK(m["recordings"][2]["why"] == "given");
+}
+
+TEST_CASE("max-batch: where the answer ran and the model does not hold, a check at the hopeful answer settles the range; one OOM there ends them") {
+    const Scratch s;
+    // From batch 60 on each step also holds 8 MiB: 62 has it, 42 not, so it
+    // is an extra (cautious: kept; hopeful: left out). The checks: 82, the
+    // cautious answer, fits; then the hopeful 83 fits too: the answer.
+    std::vector<std::string> args = with_program({"reuse-sim", "--max-batch", "--capacity", "1GiB"});
+    for (const char* word : {"--spike-from", "60", "--spike-mib", "8"}) args.emplace_back(word);
+    const RunResult r = run_gpumem(args, standin_env(s));
+    REQUIRE(r.status == 0);
+    CHECK(r.out.rfind("largest batch that fits in 1 GiB: 83 (a real run at 83 ran without an OOM; the model says 84 does not fit)\n", 0) == 0);
+    CHECK(has(r.out, "checked: real runs at the model's answer, in order, the model refitted after each: 82 ran without an OOM, 83 (the "
+                     "hopeful answer) ran without an OOM\n"));
+    CHECK(has(r.err, "recording the program at batch 83 (check at the hopeful answer)"));
+    // From 50 on, 30 MiB: 80 fits, the hopeful 83 runs out of memory, and
+    // no further hopeful check follows (each batch below would cost a run).
+    args[args.size() - 3] = "50";
+    args.back() = "30";
+    const RunResult refuted = run_gpumem(args, standin_env(s));
+    REQUIRE(refuted.status == 0);
+    CHECK(refuted.out.rfind("largest batch that fits in 1 GiB: 80 (a real run at 80 ran without an OOM; the model says 81 does not fit)\n", 0) == 0);
+    CHECK(has(refuted.out, "checked: real runs at the model's answer, in order, the model refitted after each: 80 ran without an OOM, 83 (the "
+                           "hopeful answer) ran out of memory\n"));
 }

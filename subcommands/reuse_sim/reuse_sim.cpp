@@ -319,7 +319,7 @@ void add_record_options(CLI::App& sub, ReuseSimOptions& o) {
 void add_max_batch_options(CLI::App& sub, ReuseSimOptions& o) {
     sub.add_flag("--max-batch", o.max_batch,
                  "The largest batch that fits under --capacity: from recordings at two or more batches (--batch-trace), or "
-                 "from the program after --, whose {batch} gpumem fills in and records at small batches");
+                 "from the program after --, whose {batch} gpumem fills in, records at small batches and checks at the answer");
     sub.add_option("--batch-trace", o.batch_traces,
                    "B=FILE: --max-batch's recording of the program at batch B (a PyTorch snapshot or a trace); repeatable, two at least")
         ->type_name("B=FILE");
@@ -327,11 +327,11 @@ void add_max_batch_options(CLI::App& sub, ReuseSimOptions& o) {
                    "B1,B2[,...]: the batches --max-batch records the program at first, two at least; a third checks the model (default 4,8)")
         ->type_name("LIST");
     sub.add_option("--headroom", o.headroom,
-                   "SIZE: --max-batch's answer keeps its modelled peak reserved this far below the cap (default 2MiB per GiB of the "
-                   "cap, at least 2MiB; 0 allowed)")
+                   "SIZE: --max-batch's answer keeps its modelled peak reserved this far below the cap (default 0)")
         ->type_name("SIZE");
     sub.add_flag("--no-refine", o.no_refine,
-                 "--max-batch records the program only at --record-batches, not again near the first answer (at 1/2 and 3/4 of it)");
+                 "--max-batch records the program only at --record-batches: not again near the first answer (at 1/2 and 3/4 of "
+                 "it), nor at the answer to check it");
 }
 
 void add_options(CLI::App& sub, ReuseSimOptions& o) {
@@ -798,7 +798,7 @@ void check_max_batch(const ReuseSimOptions& o, const Globals& globals, ReuseSimR
         throw UsageError("--max-batch needs the memory the program must fit in: --capacity SIZE, or --memory-fraction F with --device-total SIZE");
     // The model's peak is not exact to the byte (a modelled peak 14.7 MB
     // under an 8 GiB cap ran out of memory for real): 2 MiB per GiB.
-    q.max_batch->headroom = o.headroom ? parse_size(*o.headroom, true) : std::max<std::uint64_t>(2ULL << 20, q.capacity / 512);
+    q.max_batch->headroom = o.headroom ? parse_size(*o.headroom, true) : 0;
     if (q.max_batch->headroom >= q.capacity)
         throw UsageError("--headroom " + *o.headroom + " leaves nothing of the cap (" + format_bytes(q.capacity) + ")");
     q.costs = checked_path(o.costs, "--costs");

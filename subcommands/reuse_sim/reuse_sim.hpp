@@ -85,9 +85,13 @@ struct MaxBatchRequest {
     bool confirm = false;                       // --confirm: real runs at the answer and the next batch
     std::uint64_t limit = 1u << 20;             // the largest batch searched
     // A batch fits when its modelled peak reserved stays at or below the
-    // cap less this (--headroom; default 2 MiB per GiB of the cap, at least
-    // 2 MiB): the model's peak is not exact to the byte.
+    // cap less this (--headroom; default 0: the replay of a recording is
+    // exact to the byte, and the checks at the answer, not a margin, catch
+    // what the model misses).
     std::uint64_t headroom = 0;
+    // Real runs at the model's answer after the refinement (checks), each
+    // answer refitted on it: at most this many.
+    unsigned checks = 4;
 };
 
 // Everything the options say, checked (check() in reuse_sim.cpp).
@@ -222,6 +226,16 @@ struct ConfirmResults {
     bool interrupted = false;
 };
 
+// Why a --max-batch recording was made, as the report and the JSON name it.
+struct RecordingWhy {
+    const char* first = "first";                    // --record-batches (halved after an OOM)
+    const char* near_answer = "near the answer";    // the refinement, at 1/2 and 3/4 of the first answer
+    const char* at_answer = "check at the answer";  // a check: a real run at the model's answer
+    const char* at_hopeful = "check at the hopeful answer";  // where the answer ran and the model does not hold
+    const char* given = "given";                    // --batch-trace
+};
+inline constexpr RecordingWhy kRecordingWhy{};
+
 // --max-batch: one recording of the program, at its batch.
 struct MaxBatchRecording {
     std::uint64_t batch = 0;
@@ -230,9 +244,10 @@ struct MaxBatchRecording {
     bool kept = false;           // the file stays (--batch-trace, or --record FILE)
     double wall_seconds = 0;     // the run that recorded it
     std::uint64_t requests = 0;  // allocations in it
-    // Why gpumem recorded it: "first" (--record-batches, or halved after an
-    // OOM), "near the answer" (the refinement); "given" for --batch-trace.
+    // Why it was recorded: one of kRecordingWhy's names.
     std::string why;
+    // The order gpumem ran the program in (1 first; 0 for --batch-trace).
+    unsigned order = 0;
     // The program ran out of memory there for real: a fact (the answer is
     // below this batch), left out of the model.
     std::uint64_t ooms = 0;
@@ -277,6 +292,12 @@ struct MaxBatchResults {
     const MaxBatchSetting* recorded() const;
     const MaxBatchSetting* best() const { return settings.empty() ? nullptr : &settings.front(); }
     bool model_holds() const { return checks && checks->holds(); }
+    // A recording at `batch` ran without an OOM (a real run: a fact).
+    bool ran_without_oom(std::uint64_t batch) const {
+        for (const MaxBatchRecording& rec : recordings)
+            if (rec.batch == batch && !rec.ran_out_of_memory()) return true;
+        return false;
+    }
     // --confirm: every real run said what the model said.
     bool confirmed() const;
 };

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,13 @@ ChildStyle program_style() {
     ChildStyle style;
     style.own_group = true;
     return style;
+}
+
+// A recording the end-to-end form made, numbered in the order it ran (every
+// recording of that form is one of its runs).
+void add_run(MaxBatchResults& x, MaxBatchRecording rec) {
+    rec.order = static_cast<unsigned>(x.recordings.size() + 1);
+    x.recordings.push_back(std::move(rec));
 }
 
 // The end-to-end form: one recording of the program at `batch`. A run that
@@ -241,7 +249,7 @@ void record_first(const MaxBatchRequest& m, MaxBatchResults& x, const std::strin
     for (;;) {
         for (const std::uint64_t batch : batches) {
             throw_if_interrupted();
-            if (!recorded_at(x, batch)) x.recordings.push_back(record_at(m, batch, "first", scratch, session));
+            if (!recorded_at(x, batch)) add_run(x, record_at(m, batch, kRecordingWhy.first, scratch, session));
         }
         sort_recordings(x);
         if (usable(x).size() >= 2) return;
@@ -267,13 +275,23 @@ void record_first(const MaxBatchRequest& m, MaxBatchResults& x, const std::strin
 void fit_and_search(const ReuseSimRequest& q, const rs::CostModel& costs, ReuseSimResults& r, MaxBatchResults& x) {
     const MaxBatchRequest& m = *q.max_batch;
     std::vector<rs::BatchRecording> recordings;
-    const std::vector<const MaxBatchRecording*> kept = usable(x);
     for (MaxBatchRecording& rec : x.recordings) {
         if (rec.ran_out_of_memory()) continue;
-        recordings.push_back(read_recording(rec, r, &rec == kept.back()));
-        rec.requests = static_cast<std::uint64_t>(std::count_if(recordings.back().events.begin(), recordings.back().events.end(),
-                                                                [](const rs::Event& e) { return e.kind == rs::EventKind::alloc; }));
+        const std::vector<const MaxBatchRecording*> kept = usable(x);
+        rs::BatchRecording read = read_recording(rec, r, &rec == kept.back());
+        const auto count = [&](rs::EventKind kind) {
+            return static_cast<std::uint64_t>(
+                std::count_if(read.events.begin(), read.events.end(), [&](const rs::Event& e) { return e.kind == kind; }));
+        };
+        // A given recording the allocator refused requests in (PyTorch's
+        // snapshot records each refusal): the program ran out of memory
+        // there, a fact like the end-to-end form's, not a run to model.
+        if (!rec.recorded_here) rec.ooms = count(rs::EventKind::oom);
+        if (rec.ran_out_of_memory()) continue;
+        rec.requests = count(rs::EventKind::alloc);
+        recordings.push_back(std::move(read));
     }
+    const std::vector<const MaxBatchRecording*> kept = usable(x);
     r.input_description = "recordings at batch " + [&] {
         std::vector<std::string> batches;
         batches.reserve(kept.size());
@@ -299,6 +317,15 @@ void fit_and_search(const ReuseSimRequest& q, const rs::CostModel& costs, ReuseS
         x.oom_batch = oom;
         options.limit = std::min(options.limit, oom - 1);
     }
+    // The end-to-end form's runs ran under the recorded setting and the
+    // cap: the largest that fitted is a fact for that setting's answer. (A
+    // given recording may have run under another cap: no fact.)
+    std::uint64_t ran = 0;
+    for (const MaxBatchRecording& rec : x.recordings)
+        if (rec.recorded_here && !rec.ran_out_of_memory()) ran = std::max(ran, rec.batch);
+    options.ran.assign(points.size(), 0);
+    for (std::size_t i = 0; i < points.size(); ++i)
+        if (points[i].recorded) options.ran[i] = ran;
     options.replay.base = r.strategy_options;
     options.replay.costs = &costs;
     options.replay.threads = rs::usable_cores();
@@ -324,6 +351,59 @@ std::vector<std::uint64_t> refinement_batches(std::uint64_t a1, const MaxBatchRe
     return batches;
 }
 
+// Checks: a real run at the model's answer, the model refitted on it, while
+// the answer is a batch no real run has tried. A run that fits makes the
+// next extrapolation one of a batch or two; one that runs out of memory
+// clips the answer below it (the model missed a library's choice at the
+// edge: cuDNN's workspace that no longer fits, a cached block the
+// allocator must split). Where the answer ran and the model does not hold,
+// a hopeful answer a few batches above it is the model's own doubt: a run
+// there settles it. Each check that fits moves the answer onto a batch that ran: then it
+// is a fact, not the model's.
+std::optional<std::uint64_t> next_check(const MaxBatchResults& x) {
+    const MaxBatchSetting* recorded = x.recorded();
+    if (recorded == nullptr || !recorded->answer.largest) return std::nullopt;
+    const rs::MaxBatchAnswer& a = recorded->answer;
+    const std::uint64_t answer = *a.largest;
+    // Every batch searched fits: no answer to check (but one clipped below
+    // a check that ran out of memory is).
+    if (a.reached_limit && !(x.oom_batch && answer + 1 == *x.oom_batch)) return std::nullopt;
+    // Below a batch that ran (a replay that is not monotone in the batch):
+    // nothing a run there would settle.
+    for (const MaxBatchRecording& rec : x.recordings)
+        if (rec.batch > answer && !rec.ran_out_of_memory()) return std::nullopt;
+    if (!recorded_at(x, answer)) return answer;
+    // A narrow range only (a few batches: doubt about the last requests); a
+    // wide one means the hopeful trace leaves out much of the program (a
+    // detection model's thousands of data-dependent requests: 29 to 267),
+    // no answer a run would bear out. And until a hopeful check runs out of
+    // memory: the hopeful trace is then refuted at the edge, and each batch
+    // below it would cost a run (ViT-S under 5 GiB: 77 ran, 80, 79 and 78
+    // ran out of memory).
+    const bool refuted = std::any_of(x.recordings.begin(), x.recordings.end(), [](const MaxBatchRecording& rec) {
+        return rec.why == kRecordingWhy.at_hopeful && rec.ran_out_of_memory();
+    });
+    if (!x.model_holds() && !refuted && a.largest_hopeful && *a.largest_hopeful > answer && !recorded_at(x, *a.largest_hopeful) &&
+        *a.largest_hopeful - answer <= std::max<std::uint64_t>(2, answer / 16))
+        return *a.largest_hopeful;
+    return std::nullopt;
+}
+
+void check_answer(const ReuseSimRequest& q, const rs::CostModel& costs, ReuseSimResults& r, MaxBatchResults& x, const std::string& scratch,
+                  Session& session) {
+    const MaxBatchRequest& m = *q.max_batch;
+    for (unsigned k = 0; k < m.checks; ++k) {
+        const std::optional<std::uint64_t> batch = next_check(x);
+        if (!batch) return;
+        throw_if_interrupted();
+        const MaxBatchSetting* recorded = x.recorded();
+        const bool hopeful = recorded != nullptr && recorded->answer.largest && *batch != *recorded->answer.largest;
+        add_run(x, record_at(m, *batch, hopeful ? kRecordingWhy.at_hopeful : kRecordingWhy.at_answer, scratch, session));
+        sort_recordings(x);
+        fit_and_search(q, costs, r, x);
+    }
+}
+
 }  // namespace
 
 void max_batch_reuse_sim(const ReuseSimRequest& q, const rs::CostModel& costs, ReuseSimResults& r, Session& session) {
@@ -332,7 +412,7 @@ void max_batch_reuse_sim(const ReuseSimRequest& q, const rs::CostModel& costs, R
     // The program's files live in a scratch folder unless --record keeps them.
     const ScratchDirectory scratch("max-batch");
     if (m.program.empty()) {
-        for (const auto& [batch, file] : m.traces) x.recordings.push_back({batch, file, false, true, 0, 0, "given", 0});
+        for (const auto& [batch, file] : m.traces) x.recordings.push_back({batch, file, false, true, 0, 0, kRecordingWhy.given, 0});
         sort_recordings(x);
         fit_and_search(q, costs, r, x);
     } else {
@@ -349,12 +429,13 @@ void max_batch_reuse_sim(const ReuseSimRequest& q, const rs::CostModel& costs, R
                 x.first_answer = a1;
                 for (const std::uint64_t batch : batches) {
                     throw_if_interrupted();
-                    x.recordings.push_back(record_at(m, batch, "near the answer", scratch.path(), session));
+                    add_run(x, record_at(m, batch, kRecordingWhy.near_answer, scratch.path(), session));
                 }
                 sort_recordings(x);
                 fit_and_search(q, costs, r, x);
             }
         }
+        if (m.refine) check_answer(q, costs, r, x, scratch.path(), session);
     }
     if (m.confirm) confirm_max_batch(m, x, scratch.path(), session);
 }

@@ -26,9 +26,15 @@ std::string setting_name(const rs::GridPoint& p) {
 // One setting's answer: a number where the model holds, else the range
 // between the cautious trace's answer and the hopeful one's, which bound
 // the truth (batch_model.hpp): never one number the data cannot back.
-std::string batch_text(const rs::MaxBatchAnswer& a, const MaxBatchResults& x) {
+std::string batch_text(const rs::MaxBatchAnswer& a, const MaxBatchResults& x, bool recorded_setting) {
     if (!a.largest) return "none (even batch 1 runs out of memory)";
     std::string text = std::to_string(*a.largest);
+    // The real runs bear the recorded setting's answer out: facts, not the model's.
+    if (recorded_setting && x.ran_without_oom(*a.largest)) {
+        if (x.oom_batch && *x.oom_batch == *a.largest + 1)
+            return text + " (real runs: " + text + " ran without an OOM, " + std::to_string(*a.largest + 1) + " ran out of memory)";
+        return text + " (a real run at " + text + " ran without an OOM; the model says " + std::to_string(*a.largest + 1) + " does not fit)";
+    }
     // Clipped by a recording that ran out of memory for real.
     if (a.reached_limit && x.oom_batch && *a.largest + 1 == *x.oom_batch)
         return text + " (the model fits more, but the recording at batch " + std::to_string(*x.oom_batch) + " ran out of memory for real)";
@@ -96,9 +102,23 @@ std::string refinement_line(const MaxBatchResults& x) {
     if (!x.first_answer) return "";
     std::vector<std::string> near;
     for (const MaxBatchRecording& rec : x.recordings)
-        if (rec.why == "near the answer") near.push_back(std::to_string(rec.batch));
+        if (rec.why == kRecordingWhy.near_answer) near.push_back(std::to_string(rec.batch));
     return "refined: the first recordings answered " + std::to_string(*x.first_answer) + "; recorded again near it at batch " + join(near, " and ") +
            ", the model fitted on the two largest that ran without an OOM";
+}
+
+// The checks: the real runs at the model's answers, and what each said.
+std::string checks_line(const MaxBatchResults& x) {
+    std::vector<const MaxBatchRecording*> checks;
+    for (const MaxBatchRecording& rec : x.recordings)
+        if (rec.why == kRecordingWhy.at_answer || rec.why == kRecordingWhy.at_hopeful) checks.push_back(&rec);
+    std::stable_sort(checks.begin(), checks.end(), [](const MaxBatchRecording* a, const MaxBatchRecording* b) { return a->order < b->order; });
+    std::vector<std::string> runs;
+    for (const MaxBatchRecording* rec : checks)
+        runs.push_back(std::to_string(rec->batch) + (rec->why == kRecordingWhy.at_hopeful ? " (the hopeful answer)" : "") +
+                       (rec->ran_out_of_memory() ? " ran out of memory" : " ran without an OOM"));
+    if (runs.empty()) return "";
+    return "checked: real runs at the model's answer, in order, the model refitted after each: " + join(runs, ", ");
 }
 
 std::vector<std::string> model_lines(const MaxBatchResults& x) {
@@ -156,6 +176,7 @@ constexpr Column<MaxBatchRecording> kRecordingColumns[] = {
     {{"requests", "", FieldKind::integer}, [](const MaxBatchRecording& r) { return u64(r.requests); }},
     {{"wall_seconds", "", FieldKind::real}, [](const MaxBatchRecording& r) -> Cell { return r.wall_seconds; }},
     {{"why", "", FieldKind::text}, [](const MaxBatchRecording& r) -> Cell { return r.why; }},
+    {{"order", "", FieldKind::integer}, [](const MaxBatchRecording& r) { return r.order ? u64(r.order) : Cell(); }},
     {{"ran_out_of_memory", "", FieldKind::boolean}, [](const MaxBatchRecording& r) -> Cell { return r.ran_out_of_memory(); }},
     {{"ooms", "", FieldKind::integer}, [](const MaxBatchRecording& r) { return u64(r.ooms); }},
 };
@@ -274,6 +295,11 @@ constexpr Column<Doc> kMaxBatchColumns[] = {
     {{"largest_batch", "", FieldKind::integer}, [](const Doc& d) { return recorded_answer(d, &rs::MaxBatchAnswer::largest); }},
     {{"largest_batch_hopeful", "", FieldKind::integer}, [](const Doc& d) { return recorded_answer(d, &rs::MaxBatchAnswer::largest_hopeful); }},
     {{"model_holds", "", FieldKind::boolean}, [](const Doc& d) -> Cell { return d.x().model_holds(); }},
+    // The recorded setting's answer ran for real without an OOM (a check, or a recording at that batch).
+    {{"answer_ran", "", FieldKind::boolean},
+     [](const Doc& d) -> Cell {
+         return d.recorded() && d.recorded()->answer.largest ? Cell(d.x().ran_without_oom(*d.recorded()->answer.largest)) : Cell();
+     }},
     {{"best_alloc_conf", "", FieldKind::text}, [](const Doc& d) { return d.best() ? Cell(rs::alloc_conf(d.best()->point.options)) : Cell(); }},
     {{"best_largest_batch", "", FieldKind::integer},
      [](const Doc& d) { return d.best() ? optional_u64(d.best()->answer.largest) : Cell(); }},
@@ -311,10 +337,10 @@ std::string max_batch_answer_text(const ReuseSimRequest& q, const ReuseSimResult
     const MaxBatchSetting* best = x.best();
     if (recorded == nullptr) return "no answer: nothing was searched";
     const std::string head = "largest batch that fits in " + format_bytes(q.capacity, unit) + ": ";
-    std::string text = head + batch_text(recorded->answer, x);
+    std::string text = head + batch_text(recorded->answer, x, true);
     if (best != nullptr && best != recorded && best->answer.largest.value_or(0) > recorded->answer.largest.value_or(0))
-        text += "; with " + setting_name(best->point) + ": " + batch_text(best->answer, x);
-    if (!x.model_holds() && x.checks)
+        text += "; with " + setting_name(best->point) + ": " + batch_text(best->answer, x, false);
+    if (!x.model_holds() && x.checks && !(recorded->answer.largest && x.ran_without_oom(*recorded->answer.largest)))
         text += "; the model does not hold (" + checks_summary(*x.checks) + "): record at more batches, or nearer the batch you want";
     return text;
 }
@@ -345,11 +371,12 @@ Report max_batch_report(const ReuseSimRequest& q, const ReuseSimResults& r, cons
     before.push_back(max_batch_answer_text(q, r, unit));
     const MaxBatchSetting* recorded = x.recorded();
     if (recorded != nullptr && recorded->answer.largest) before.push_back(peak_line(*recorded, q.capacity, unit));
-    before.push_back(headroom_line(q, x, unit));
+    if (q.max_batch->headroom > 0) before.push_back(headroom_line(q, x, unit));
     if (x.best() != recorded && x.best()->answer.largest) before.push_back(peak_line(*x.best(), q.capacity, unit));
     before.emplace_back();
     before.push_back(recordings_line(x));
     if (x.first_answer) before.push_back(refinement_line(x));
+    if (std::string line = checks_line(x); !line.empty()) before.push_back(std::move(line));
     for (std::string& line : model_lines(x)) before.push_back(std::move(line));
     before.push_back("searched " + std::to_string(x.settings.size()) + " settings in " + format_decimal(x.search_seconds, 3) + " s:");
     // Where the model does not hold, each row's answer is the cautious bound.
