@@ -4,8 +4,9 @@
 # --bs N and --steps), under a cap well below the GPU (set by gpumem's hook):
 #   1. the end-to-end form, timed:
 #        gpumem reuse-sim --max-batch --capacity CAP --tune --json -- python3 prog.py --bs {batch} --steps S
-#      and the same with --confirm (MB_CONFIRM, default "--confirm 1"; a
-#      bare --confirm is tried when that is refused as usage, exit 2);
+#      and the same with --confirm (MB_CONFIRM, default "--confirm"; a
+#      bare --confirm is tried when that is refused as usage, exit 2;
+#      MB_CONFIRM=none: not run);
 #   2. the fallback that needs no end-to-end form: two recordings at
 #      FALLBACK_BATCHES (default 4 and 8) with --record under the cap, then
 #        gpumem reuse-sim --max-batch --batch-trace 4=a.pickle --batch-trace 8=b.pickle --capacity CAP --json
@@ -49,7 +50,7 @@ START_BS=${START_BS:-8}
 LIMIT_BS=${LIMIT_BS:-4096}
 STEP=${STEP:-1}
 FALLBACK_BATCHES=${FALLBACK_BATCHES-"4 8"}  # empty: no fallback
-MB_CONFIRM=${MB_CONFIRM:-"--confirm 1"}
+MB_CONFIRM=${MB_CONFIRM:-"--confirm"}
 RUN_TIMEOUT=${RUN_TIMEOUT:-90}
 E2E_TIMEOUT=${E2E_TIMEOUT:-300}
 DEADLINE=${DEADLINE:-450}
@@ -129,7 +130,7 @@ max_batch_one() {  # GPU PROGRAM
         gpumem_timed "$gpu" "$dir/e2e" reuse-sim --max-batch --capacity "$cap" --tune --json -- "${cmd[@]}"
         say "end to end: exit $(cat "$dir/e2e.exit") in $(cat "$dir/e2e.wall") s: $($PY max-batch-answer "$dir/e2e.json")"
     fi
-    if ! late "the end-to-end form with --confirm"; then
+    if [ "$MB_CONFIRM" != none ] && ! late "the end-to-end form with --confirm"; then
         # shellcheck disable=SC2086  # MB_CONFIRM is split into words on purpose
         gpumem_timed "$gpu" "$dir/e2e_confirm" reuse-sim --max-batch --capacity "$cap" --tune $MB_CONFIRM --json -- "${cmd[@]}"
         if [ "$(cat "$dir/e2e_confirm.exit")" = 2 ] && [ "$MB_CONFIRM" != "--confirm" ]; then

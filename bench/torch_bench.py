@@ -363,10 +363,20 @@ def cmd_max_batch_table(work):
             v, where = max_batch_answer(load_json(os.path.join(d, kind + ".json")))
             answers[kind] = (v, where, read_float(os.path.join(d, kind + ".wall")), read_int(os.path.join(d, kind + ".exit")))
         g = answers["e2e"][0] if answers["e2e"][0] is not None else answers["fallback"][0]
+        doc = load_json(os.path.join(d, "e2e.json")) or {}
+        mb = doc.get("max_batch") if isinstance(doc.get("max_batch"), dict) else doc
+        recordings = mb.get("recordings") if isinstance(mb.get("recordings"), list) else None
+        # A real run of gpumem's at its answer (a check) that ran without an OOM.
+        answer_ran = answers["e2e"][0] is not None and any(
+            r.get("batch") == g and not r.get("ran_out_of_memory") for r in recordings or [])
         if g is None or truth is None:
             verdict = "-"
         elif g == truth:
             verdict = "exact"
+        elif g > truth and answer_ran:
+            # The search bisects on the first OOM it meets: above it, the
+            # memory a batch needs is not monotone (a larger batch ran).
+            verdict = "above the search's (+%d), but a real run at it fitted: not monotone" % (g - truth)
         elif g > truth:
             verdict = "WRONG-HIGH (+%d)" % (g - truth)
         elif truth - g <= res.get("step", 1):
@@ -387,9 +397,6 @@ def cmd_max_batch_table(work):
         for kind, (v, where, _, rc) in answers.items():
             if rc not in (None, 0):
                 notes.append("%s exit %s" % (kind, rc))
-        doc = load_json(os.path.join(d, "e2e.json")) or {}
-        mb = doc.get("max_batch") if isinstance(doc.get("max_batch"), dict) else doc
-        recordings = mb.get("recordings") if isinstance(mb.get("recordings"), list) else None
         # The end-to-end form records two runs unless its document says otherwise.
         runs_e2e = len(recordings) if recordings else (2 if doc else "-")
 
@@ -405,6 +412,10 @@ def cmd_max_batch_table(work):
         details.append("\n### %s (cap %s)\n" % (name, cap))
         for kind, (v, where, w, rc) in answers.items():
             details.append("- %s: %s (from %s), exit %s, %s s" % (kind, v, where, rc, wall(w)))
+        if recordings:
+            details.append("- gpumem's runs, in order (batch: why, OOMs): " + ", ".join(
+                "%s: %s, %s" % (r.get("batch"), r.get("why"), r.get("ooms"))
+                for r in sorted(recordings, key=lambda r: r.get("order") or 0)))
         confirm = (load_json(os.path.join(d, "e2e_confirm.json")) or {}).get("confirm")
         if isinstance(confirm, dict):
             details.append("- --confirm: " + json.dumps({k: v for k, v in confirm.items() if not isinstance(v, (list, dict))})[:600])
