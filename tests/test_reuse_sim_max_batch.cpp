@@ -55,6 +55,15 @@ std::vector<std::string> with_program(std::vector<std::string> args) {
     return args;
 }
 
+// The same, the program holding `mib` MiB more from batch `from` on (a
+// library's choice that the small batches' recordings never see); the last
+// word is the MiB, the third from last the batch.
+std::vector<std::string> with_spiked_program(std::vector<std::string> args, const char* from, const char* mib) {
+    args = with_program(std::move(args));
+    for (const char* word : {"--spike-from", from, "--spike-mib", mib}) args.emplace_back(word);
+    return args;
+}
+
 // Every key of `doc` (objects and lists of objects, nested) is declared in
 // `schema`, which is closed to others.
 void check_keys(const json& doc, const json& schema, const std::string& where) {
@@ -375,8 +384,8 @@ TEST_CASE("max-batch --confirm: a real run at the answer that runs out of memory
     // From batch 80 on the program holds 40 MiB more, which its recordings
     // at 4 and 8 never see: the model says 83, real runs at 83, 82 and 81
     // run out of memory, 80 fits.
-    std::vector<std::string> args = with_program({"reuse-sim", "--json", "--max-batch", "--capacity", "1GiB", "--no-refine", "--confirm"});
-    for (const char* word : {"--spike-from", "80", "--spike-mib", "40"}) args.emplace_back(word);
+    std::vector<std::string> args =
+        with_spiked_program({"reuse-sim", "--json", "--max-batch", "--capacity", "1GiB", "--no-refine", "--confirm"}, "80", "40");
     const RunResult j = run_gpumem(args, standin_env(s));
     REQUIRE(j.status == 0);
     const json m = json::parse(j.out)["max_batch"];
@@ -404,8 +413,7 @@ TEST_CASE("max-batch: checks at the answer: a real run there, the model refitted
     // below 80 sees: the model says 83; the checks at 83, 82 and 81 run out
     // of memory, the one at 80 fits, and 81's OOM bounds it: the answer is
     // a fact.
-    std::vector<std::string> args = with_program({"reuse-sim", "--max-batch", "--capacity", "1GiB"});
-    for (const char* word : {"--spike-from", "80", "--spike-mib", "40"}) args.emplace_back(word);
+    std::vector<std::string> args = with_spiked_program({"reuse-sim", "--max-batch", "--capacity", "1GiB"}, "80", "40");
     const RunResult r = run_gpumem(args, standin_env(s));
     REQUIRE(r.status == 0);
     CHECK(r.out.rfind("largest batch that fits in 1 GiB: 80 (real runs: 80 ran without an OOM, 81 ran out of memory)\n", 0) == 0);
@@ -464,8 +472,7 @@ TEST_CASE("max-batch: where the answer ran and the model does not hold, a check 
     // From batch 60 on each step also holds 8 MiB: 62 has it, 42 not, so it
     // is an extra (cautious: kept; hopeful: left out). The checks: 82, the
     // cautious answer, fits; then the hopeful 83 fits too: the answer.
-    std::vector<std::string> args = with_program({"reuse-sim", "--max-batch", "--capacity", "1GiB"});
-    for (const char* word : {"--spike-from", "60", "--spike-mib", "8"}) args.emplace_back(word);
+    std::vector<std::string> args = with_spiked_program({"reuse-sim", "--max-batch", "--capacity", "1GiB"}, "60", "8");
     const RunResult r = run_gpumem(args, standin_env(s));
     REQUIRE(r.status == 0);
     CHECK(r.out.rfind("largest batch that fits in 1 GiB: 83 (a real run at 83 ran without an OOM; the model says 84 does not fit)\n", 0) == 0);
