@@ -114,6 +114,7 @@ std::string checks_line(const MaxBatchResults& x) {
         if (rec.why == kRecordingWhy.at_answer || rec.why == kRecordingWhy.at_hopeful) checks.push_back(&rec);
     std::stable_sort(checks.begin(), checks.end(), [](const MaxBatchRecording* a, const MaxBatchRecording* b) { return a->order < b->order; });
     std::vector<std::string> runs;
+    runs.reserve(checks.size());
     for (const MaxBatchRecording* rec : checks)
         runs.push_back(std::to_string(rec->batch) + (rec->why == kRecordingWhy.at_hopeful ? " (the hopeful answer)" : "") +
                        (rec->ran_out_of_memory() ? " ran out of memory" : " ran without an OOM"));
