@@ -275,10 +275,10 @@ void record_first(const MaxBatchRequest& m, MaxBatchResults& x, const std::strin
 void fit_and_search(const ReuseSimRequest& q, const rs::CostModel& costs, ReuseSimResults& r, MaxBatchResults& x) {
     const MaxBatchRequest& m = *q.max_batch;
     std::vector<rs::BatchRecording> recordings;
+    const MaxBatchRecording* largest = usable(x).back();  // its settings are the program's
     for (MaxBatchRecording& rec : x.recordings) {
         if (rec.ran_out_of_memory()) continue;
-        const std::vector<const MaxBatchRecording*> kept = usable(x);
-        rs::BatchRecording read = read_recording(rec, r, &rec == kept.back());
+        rs::BatchRecording read = read_recording(rec, r, &rec == largest);
         const auto count = [&](rs::EventKind kind) {
             return static_cast<std::uint64_t>(
                 std::count_if(read.events.begin(), read.events.end(), [&](const rs::Event& e) { return e.kind == kind; }));
@@ -358,9 +358,14 @@ std::vector<std::uint64_t> refinement_batches(std::uint64_t a1, const MaxBatchRe
 // edge: cuDNN's workspace that no longer fits, a cached block the
 // allocator must split). Where the answer ran and the model does not hold,
 // a hopeful answer a few batches above it is the model's own doubt: a run
-// there settles it. Each check that fits moves the answer onto a batch that ran: then it
-// is a fact, not the model's.
-std::optional<std::uint64_t> next_check(const MaxBatchResults& x) {
+// there settles it. Each check that fits moves the answer onto a batch that
+// ran: then it is a fact, not the model's.
+struct Check {
+    std::uint64_t batch;
+    const char* why;  // kRecordingWhy.at_answer or .at_hopeful
+};
+
+std::optional<Check> next_check(const MaxBatchResults& x) {
     const MaxBatchSetting* recorded = x.recorded();
     if (recorded == nullptr || !recorded->answer.largest) return std::nullopt;
     const rs::MaxBatchAnswer& a = recorded->answer;
@@ -372,7 +377,7 @@ std::optional<std::uint64_t> next_check(const MaxBatchResults& x) {
     // nothing a run there would settle.
     for (const MaxBatchRecording& rec : x.recordings)
         if (rec.batch > answer && !rec.ran_out_of_memory()) return std::nullopt;
-    if (!recorded_at(x, answer)) return answer;
+    if (!recorded_at(x, answer)) return Check{answer, kRecordingWhy.at_answer};
     // A narrow range only (a few batches: doubt about the last requests); a
     // wide one means the hopeful trace leaves out much of the program (a
     // detection model's thousands of data-dependent requests: 29 to 267),
@@ -385,7 +390,7 @@ std::optional<std::uint64_t> next_check(const MaxBatchResults& x) {
     });
     if (!x.model_holds() && !refuted && a.largest_hopeful && *a.largest_hopeful > answer && !recorded_at(x, *a.largest_hopeful) &&
         *a.largest_hopeful - answer <= std::max<std::uint64_t>(2, answer / 16))
-        return *a.largest_hopeful;
+        return Check{*a.largest_hopeful, kRecordingWhy.at_hopeful};
     return std::nullopt;
 }
 
@@ -393,12 +398,10 @@ void check_answer(const ReuseSimRequest& q, const rs::CostModel& costs, ReuseSim
                   Session& session) {
     const MaxBatchRequest& m = *q.max_batch;
     for (unsigned k = 0; k < m.checks; ++k) {
-        const std::optional<std::uint64_t> batch = next_check(x);
-        if (!batch) return;
+        const std::optional<Check> check = next_check(x);
+        if (!check) return;
         throw_if_interrupted();
-        const MaxBatchSetting* recorded = x.recorded();
-        const bool hopeful = recorded != nullptr && recorded->answer.largest && *batch != *recorded->answer.largest;
-        add_run(x, record_at(m, *batch, hopeful ? kRecordingWhy.at_hopeful : kRecordingWhy.at_answer, scratch, session));
+        add_run(x, record_at(m, check->batch, check->why, scratch, session));
         sort_recordings(x);
         fit_and_search(q, costs, r, x);
     }
