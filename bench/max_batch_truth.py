@@ -127,7 +127,7 @@ class Driver:
             f.write(json.dumps(doc) + "\n")
             f.flush()
 
-    def run(self, case, cap, batch, why, cmd, priority=0, allow_ooms=False, tag=None):
+    def run(self, case, cap, batch, why, cmd, priority=0, allow_ooms=False, tag=None, timeout=None):
         """One real run under the cap: its record (verdict fits / oom / failed / timeout / not-run)."""
         need = cap + parse_size(self.a.outside)
         gpu = self.gpus.take(need, priority, self.late)
@@ -152,7 +152,7 @@ class Driver:
                                      env=env, start_new_session=True)
                 self.procs.add(p)
             try:
-                out, _ = p.communicate(timeout=self.a.run_timeout)
+                out, _ = p.communicate(timeout=timeout or self.a.run_timeout)
                 rc = p.returncode
             except subprocess.TimeoutExpired:
                 kill_group(p)
@@ -252,7 +252,7 @@ class Driver:
             return
         path = os.path.join(self.a.programs_dir, "lightning_vit.py")
         cmd = [path, "--find", "--mode", "binsearch", "--steps-per-trial", str(self.a.steps), "--init-bs", str(self.a.lightning_init)]
-        r = self.run(case, cap, 0, "lightning", cmd, allow_ooms=True, tag="find")
+        r = self.run(case, cap, 0, "lightning", cmd, allow_ooms=True, tag="find", timeout=self.a.lightning_timeout)
         doc = {"case": case, "program": "lightning_vit", "cap": cap_text, "cap_bytes": cap, "found": r.get("lightning_found_batch"),
                "wall": r.get("wall"), "verdict": r["verdict"], "exit": r.get("exit"), "num_ooms": r.get("num_ooms"),
                "mode": "binsearch", "steps_per_trial": self.a.steps, "init_bs": self.a.lightning_init}
@@ -321,6 +321,7 @@ def main():
     p.add_argument("--lightning", action="store_true")
     p.add_argument("--lightning-init", type=int, default=2)
     p.add_argument("--run-timeout", type=float, default=90)
+    p.add_argument("--lightning-timeout", type=float, default=240, help="Lightning's whole search, one process")
     p.add_argument("--deadline", type=float, default=380)
     p.add_argument("--hard-limit", type=float, default=440)
     a = p.parse_args()
