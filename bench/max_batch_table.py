@@ -66,8 +66,8 @@ def truth_table(work):
                        statistics.median(c["wall"] for c in done)))
     if lightning:
         out += ["", "Lightning's BatchSizeFinder (Tuner.scale_batch_size, binsearch) on lightning_vit, the whole process:", "",
-                "| cap | Lightning found | process s | exit | true largest batch | Lightning vs truth |",
-                "| --- | ---: | ---: | --- | ---: | --- |"]
+                "| cap | Lightning found | trials | process s | exit | true largest batch | Lightning vs truth |",
+                "| --- | ---: | ---: | ---: | --- | ---: | --- |"]
         for l in sorted(lightning.values(), key=lambda l: cap_key(l.get("cap", ""))):
             truth = (cases.get("lightning_vit@%s" % l.get("cap")) or {}).get("truth")
             found = l.get("found")
@@ -79,7 +79,7 @@ def truth_table(work):
                 verdict = "low by %d" % (truth - found)
             else:
                 verdict = "HIGH by %d" % (found - truth)
-            out.append("| %s | %s | %s | %s | %s | %s |" % (l.get("cap"), fmt(found), fmt(l.get("wall"), "%.1f"),
+            out.append("| %s | %s | %s | %s | %s | %s | %s |" % (l.get("cap"), fmt(found), fmt(l.get("trials")), fmt(l.get("wall"), "%.1f"),
                                                            l.get("verdict", l.get("note")), fmt(truth), verdict))
     return "\n".join(out)
 

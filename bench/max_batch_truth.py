@@ -186,6 +186,9 @@ class Driver:
         found = re.findall(rb"lightning_found_batch=(\d+)", out)
         if found:
             rec["lightning_found_batch"] = int(found[-1])
+        trials = re.findall(rb"lightning_trials=(\d+)", out)
+        if trials:
+            rec["lightning_trials"] = int(trials[-1])
         self.write(self.runs_file, rec)
         return rec
 
@@ -253,7 +256,7 @@ class Driver:
         path = os.path.join(self.a.programs_dir, "lightning_vit.py")
         cmd = [path, "--find", "--mode", "binsearch", "--steps-per-trial", str(self.a.steps), "--init-bs", str(self.a.lightning_init)]
         r = self.run(case, cap, 0, "lightning", cmd, allow_ooms=True, tag="find", timeout=self.a.lightning_timeout)
-        doc = {"case": case, "program": "lightning_vit", "cap": cap_text, "cap_bytes": cap, "found": r.get("lightning_found_batch"),
+        doc = {"case": case, "program": "lightning_vit", "cap": cap_text, "cap_bytes": cap, "found": r.get("lightning_found_batch"), "trials": r.get("lightning_trials"),
                "wall": r.get("wall"), "verdict": r["verdict"], "exit": r.get("exit"), "num_ooms": r.get("num_ooms"),
                "mode": "binsearch", "steps_per_trial": self.a.steps, "init_bs": self.a.lightning_init}
         self.write(self.lightning_file, doc)

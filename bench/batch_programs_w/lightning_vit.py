@@ -8,8 +8,8 @@ checkpoints. Two ways to run it:
     lightning_vit.py --find [--mode binsearch] [--steps-per-trial 3] [--init-bs 2] [--max-trials 25]
         Lightning's own batch-size search (Tuner.scale_batch_size, the
         BatchSizeFinder) from --init-bs, which catches the OOMs of its
-        trials; prints "lightning_found_batch=N" (the batch it settled on)
-        and the trials' time.
+        trials; prints "lightning_found_batch=N lightning_trials=T" (the batch
+        it settled on, and how many batch sizes it tried) and its time.
 
 The images are made on the GPU in training_step from a batch of indices,
 so the data loader moves almost nothing."""
@@ -37,7 +37,6 @@ p.add_argument("--init-bs", type=int, default=2)
 p.add_argument("--max-trials", type=int, default=25)
 a = p.parse_args()
 
-
 class Indices(torch.utils.data.Dataset):
     def __len__(self):
         return 1 << 20
@@ -45,11 +44,11 @@ class Indices(torch.utils.data.Dataset):
     def __getitem__(self, i):
         return i
 
-
 class LitViT(pl.LightningModule):
     def __init__(self, batch_size):
         super().__init__()
         self.batch_size = batch_size  # the attribute BatchSizeFinder scales
+        self.trials, self.last_seen = 0, None
         self.model = timm.create_model("vit_small_patch16_224", pretrained=False, num_classes=100)
 
     def train_dataloader(self):
@@ -57,13 +56,15 @@ class LitViT(pl.LightningModule):
 
     def training_step(self, batch, batch_idx):
         n = batch.shape[0]
+        if n != self.last_seen:  # a new trial of the finder (or the run itself)
+            self.trials += 1
+            self.last_seen = n
         x = torch.randn(n, 3, 224, 224, device=self.device)
         y = torch.randint(0, 100, (n,), device=self.device)
         return F.cross_entropy(self.model(x), y)
 
     def configure_optimizers(self):
         return torch.optim.AdamW(self.parameters(), lr=1e-4)
-
 
 torch.manual_seed(0)
 common = dict(accelerator="gpu", devices=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
@@ -74,7 +75,8 @@ if a.find:
     t0 = time.time()
     found = Tuner(trainer).scale_batch_size(model, mode=a.mode, steps_per_trial=a.steps_per_trial, init_val=a.init_bs,
                                              max_trials=a.max_trials)
-    print("lightning_found_batch=%s mode=%s steps_per_trial=%d search_s=%.2f" % (found, a.mode, a.steps_per_trial, time.time() - t0))
+    print("lightning_found_batch=%s lightning_trials=%d mode=%s steps_per_trial=%d search_s=%.2f" % (
+        found, model.trials, a.mode, a.steps_per_trial, time.time() - t0))
 else:
     model = LitViT(a.bs)
     trainer = pl.Trainer(max_steps=a.steps, **common)
