@@ -34,12 +34,16 @@ def phase(seed):
     return kept
 
 
+# torch.cuda.memory._set_allocator_settings (the C++ call under it where a
+# version has only that).
+set_allocator_settings = getattr(torch.cuda.memory, "_set_allocator_settings", None) or \
+    torch._C._cuda_cudaCachingAllocator_set_allocator_settings
 torch.cuda.init()
 held = []
 for n, conf in enumerate(SETTINGS):
     if conf is not None:
         torch.cuda.empty_cache()
-        torch.cuda.memory._set_allocator_settings(conf)
+        set_allocator_settings(conf)
         print("settings_change: phase %d: _set_allocator_settings(%r)" % (n + 1, conf), flush=True)
     held += phase(n)
     held = held[-6:]  # some memory stays held across the change of settings

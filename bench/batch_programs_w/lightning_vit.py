@@ -14,6 +14,7 @@ checkpoints. Two ways to run it:
 The images are made on the GPU in training_step from a batch of indices,
 so the data loader moves almost nothing."""
 import argparse
+import tempfile
 import time
 
 import timm
@@ -67,7 +68,9 @@ class LitViT(pl.LightningModule):
         return torch.optim.AdamW(self.parameters(), lr=1e-4)
 
 torch.manual_seed(0)
-common = dict(accelerator="gpu", devices=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+# default_root_dir: the finder's checkpoint of the initial weights goes to a
+# scratch folder, not the current one (several finders run at once).
+common = dict(default_root_dir=tempfile.mkdtemp(prefix="lightning_vit."), accelerator="gpu", devices=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
               enable_model_summary=False, num_sanity_val_steps=0)
 if a.find:
     model = LitViT(a.init_bs)
