@@ -18,7 +18,13 @@ OutOfMemoryError reached here, or num_ooms > 0; with --allow-ooms, only an
 OutOfMemoryError that reached here: a program that catches its own OOMs,
 as Lightning's batch-size finder does); 1 any other failure; 2 usage.
 --stats FILE: one JSON object (exit, verdict, num_ooms, peak reserved and
-allocated, the cap in force, wall seconds) written at the end."""
+allocated, the cap in force, wall seconds) written at the end; under a
+launcher (RANK and WORLD_SIZE > 1 set: torchrun's workers) FILE.rankN, one
+a rank:
+
+    torchrun --standalone --nproc-per-node 2 cap_run.py --cap BYTES --stats S -- prog.py ARGS...
+
+caps every rank alike, on its own GPU (LOCAL_RANK)."""
 import json
 import math
 import os
@@ -81,7 +87,15 @@ def main():
     cap, stats_path, allow_ooms, prog = parse(sys.argv[1:])
     import torch
     local = os.environ.get("LOCAL_RANK", "")
-    device = int(local) if local.isdigit() and int(local) < torch.cuda.device_count() else torch.cuda.current_device()
+    if local.isdigit() and int(local) < torch.cuda.device_count():
+        device = int(local)
+        if hasattr(torch.cuda, "set_device"):  # (the CPU tests' stand-in torch has none)
+            torch.cuda.set_device(device)  # no context on GPU 0 for the other ranks
+    else:
+        device = torch.cuda.current_device()
+    rank, world = os.environ.get("RANK", ""), os.environ.get("WORLD_SIZE", "")
+    if stats_path and rank.isdigit() and world.isdigit() and int(world) > 1:
+        stats_path = "%s.rank%s" % (stats_path, rank)  # one file a rank under a launcher
     total = torch.cuda.mem_get_info(device)[1]
     fraction = cap_fraction(cap, total)
     torch.cuda.set_per_process_memory_fraction(fraction, device)
