@@ -5,7 +5,17 @@
         the truth searches of bench/max_batch_truth.py (WORK/cases.jsonl,
         WORK/lightning.jsonl): per (program, cap) the largest batch that
         ran under PyTorch's own cap, the runs and seconds the search took,
-        the batches below it that did not fit (memory not monotone)."""
+        the batches below it that did not fit (memory not monotone).
+    max_batch_table.py compare WORK [TRUTH_WORK]
+        gpumem's answers (WORK/gpumem.jsonl, from max_batch_truth.py
+        --gpumem) against the truth (WORK/cases.jsonl, else TRUTH_WORK's):
+        exact / one low / low by N / above the search at a batch that ran /
+        WRONG-HIGH, whether the answer ran, the best setting's answer and
+        whether it ran, real runs and seconds beside the search's and
+        Lightning's (WORK/lightning.jsonl, else TRUTH_WORK's), medians.
+
+Every gpumem JSON key is read defensively (--max-batch's document was
+being changed when this was written)."""
 import json
 import os
 import statistics
@@ -84,10 +94,168 @@ def truth_table(work):
     return "\n".join(out)
 
 
+def walk_keys(node, pred, path=""):
+    """(path, value) of every key of a JSON document for which pred(key, value)."""
+    found = []
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if pred(k, v):
+                found.append((path + k, v))
+            found += walk_keys(v, pred, path + k + ".")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            found += walk_keys(v, pred, "%s[%d]." % (path.rstrip("."), i))
+    return found
+
+
+def is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def gpumem_runs(mb):
+    """The real runs gpumem made: its recordings (each a run of the program)
+    and --confirm's runs that ran (a run a check already made is not run
+    again where gpumem says so: no wall time, or a note)."""
+    recs = [r for r in (mb.get("recordings") or []) if isinstance(r, dict) and r.get("recorded_by_gpumem", True)]
+    confirm = [c for c in (mb.get("confirm_runs") or []) if isinstance(c, dict)
+               and isinstance(c.get("wall_seconds"), (int, float)) and c.get("wall_seconds") > 0]
+    return recs, confirm
+
+
+def verdict_of(g, truth, ran, truth_runs):
+    if g is None or truth is None:
+        return "-"
+    if g == truth:
+        return "exact"
+    if g == truth - 1:
+        return "one low"
+    if g < truth:
+        return "low by %d" % (truth - g)
+    ours = truth_runs.get(g)
+    if ran and ours == "oom":
+        return "above the search (+%d): gpumem's run at %d fitted, ours ran out of memory" % (g - truth, g)
+    if ran or ours == "fits":
+        return "above the search at a batch that ran (+%d)" % (g - truth)
+    return "**WRONG-HIGH** (+%d)" % (g - truth)
+
+
+def compare_table(work, truth_work=None):
+    cases = latest_by_case(read_jsonl(os.path.join(work, "cases.jsonl")))
+    if truth_work:
+        for k, v in latest_by_case(read_jsonl(os.path.join(truth_work, "cases.jsonl"))).items():
+            cases.setdefault(k, v)
+    lightning = latest_by_case(read_jsonl(os.path.join(work, "lightning.jsonl"))) or (
+        latest_by_case(read_jsonl(os.path.join(truth_work, "lightning.jsonl"))) if truth_work else {})
+    answers = latest_by_case(read_jsonl(os.path.join(work, "gpumem.jsonl")))
+    out = ["| program | cap | gpumem | answer ran | true largest | gpumem vs truth | below the truth, not fitting | "
+           "best setting: answer (ran?) | gpumem runs / s | search runs / s | notes |",
+           "| --- | --- | ---: | --- | ---: | --- | --- | --- | ---: | ---: | --- |"]
+    verdicts, g_runs, g_walls, s_runs, s_walls, details = [], [], [], [], [], []
+    for name in sorted(set(answers) | set(cases), key=lambda n: (n.split("@")[0], cap_key(n.split("@")[-1]))):
+        a = answers.get(name) or {}
+        c = cases.get(name) or {}
+        if not a and name.startswith("lightning_find"):
+            continue
+        mb = a.get("max_batch") if isinstance(a.get("max_batch"), dict) else {}
+        g = mb.get("largest_batch") if is_int(mb.get("largest_batch")) else None
+        recs, confirm = gpumem_runs(mb)
+        ran = mb.get("answer_ran") is True or (g is not None and any(
+            r.get("batch") == g and r.get("ran_out_of_memory") is False for r in recs + confirm))
+        truth = c.get("truth")
+        truth_runs = {}
+        for t in (c.get("trials") or []) + (c.get("below") or []):
+            truth_runs[t.get("batch")] = t.get("verdict")
+        v = verdict_of(g, truth, ran, truth_runs)
+        notes = []
+        if a.get("exit") not in (0, None):
+            notes.append("gpumem exit %s" % a.get("exit"))
+        if a.get("note"):
+            notes.append(a["note"])
+        if g is None and mb.get("answer"):
+            notes.append("gpumem: " + str(mb["answer"])[:200])
+        if g is None and a.get("stderr_tail"):
+            notes.append("gpumem: " + a["stderr_tail"].strip().splitlines()[-1][:200])
+        mono = walk_keys(mb, lambda k, val: "monoton" in k and val not in (None, False, [], ""))
+        if mono:
+            notes.append("gpumem says not monotone: " + "; ".join("%s=%s" % (k, json.dumps(val)[:80]) for k, val in mono))
+        ranks = walk_keys(mb, lambda k, val: "rank" in k and k not in ("rank",) and val not in (None, [], ""))
+        if ranks:
+            notes.append("ranks: " + "; ".join("%s=%s" % (k, json.dumps(val)[:60]) for k, val in ranks[:3]))
+        if c.get("truth_from"):
+            notes.append("truth from an earlier run")
+        if c.get("note"):
+            notes.append("search: " + c["note"])
+        best_conf, best = mb.get("best_alloc_conf"), mb.get("best_largest_batch")
+        best_ran = walk_keys(mb, lambda k, val: k.startswith("best") and "ran" in k and isinstance(val, bool))
+        if best_conf is None or best is None:
+            best_text = "-"
+        else:
+            ran_text = ("ran" if best_ran[0][1] else "ran out of memory") if best_ran else "model only"
+            if best_conf in ("", None) or best == g:
+                ran_text = "the recorded setting's" if best == g else ran_text
+            best_text = "`%s`: %s (%s)" % (best_conf or "defaults", best, ran_text)
+        below_bad = c.get("below_not_fitting") or []
+        below = "**%s** (%d probed)" % (", ".join(map(str, below_bad)), len(c.get("below") or [])) if below_bad else (
+            "none (%d probed)" % len(c.get("below") or []) if c.get("below") else "not probed")
+        nruns = len(recs) + len(confirm)
+        wall = a.get("wall")
+        if a and g is not None:
+            verdicts.append(v)
+            g_runs.append(nruns)
+            if isinstance(wall, (int, float)):
+                g_walls.append(wall)
+        if truth is not None:
+            s_runs.append(c.get("runs"))
+            s_walls.append(c.get("wall"))
+        out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s / %s | %s |" % (
+            c.get("program") or a.get("program") or name.split("@")[0], c.get("cap") or a.get("cap"), fmt(g),
+            {True: "yes", False: "**no**"}[ran] if g is not None else "-", fmt(truth), v, below, best_text,
+            nruns if a else "-", fmt(wall, "%.1f"), c.get("runs", "-"), fmt(c.get("wall"), "%.1f"), "; ".join(notes).replace("|", "/")))
+        if a:
+            details.append("- %s: gpumem's runs (batch: why, OOM?): %s; --confirm: %s" % (
+                name, ", ".join("%s: %s%s" % (r.get("batch"), r.get("why"), ", OOM" if r.get("ran_out_of_memory") else "") for r in
+                                sorted(recs, key=lambda r: r.get("order") or 0)) or "-",
+                ", ".join("%s: %s" % (x.get("batch"), "OOM" if (x.get("real_ooms") or 0) > 0 else "fits") for x in confirm) or "-"))
+    exactish = [v for v in verdicts if v == "exact" or v.startswith("above the search at a batch that ran")]
+    wrong = [v for v in verdicts if "WRONG" in v]
+    out.append("")
+    if verdicts:
+        out.append("%d answers: %d exact, %d one low, %d lower, %d above the search at a batch that ran, %d WRONG-HIGH; "
+                   "exact or above at a batch that ran: %.0f %%." % (
+                       len(verdicts), verdicts.count("exact"), verdicts.count("one low"), len([v for v in verdicts if v.startswith("low by")]),
+                       len([v for v in verdicts if v.startswith("above")]), len(wrong), 100.0 * len(exactish) / len(verdicts)))
+    if g_runs:
+        out.append("Median real runs and seconds an answer: gpumem %s runs, %.1f s; the doubling-and-bisection search %s runs, %.1f s "
+                   "(wall seconds of processes that shared their GPUs with others; see gpu_load_at_start)." % (
+                       statistics.median(g_runs), statistics.median(g_walls) if g_walls else float("nan"),
+                       statistics.median(s_runs) if s_runs else "-", statistics.median(s_walls) if s_walls else float("nan")))
+    if lightning:
+        out += ["", "Beside Lightning's BatchSizeFinder (binsearch) on lightning_vit, the whole process each:", "",
+                "| cap | true largest | Lightning found | vs truth | trials | s | gpumem | vs truth | runs | s |",
+                "| --- | ---: | ---: | --- | ---: | ---: | ---: | --- | ---: | ---: |"]
+        for l in sorted(lightning.values(), key=lambda l: cap_key(l.get("cap", ""))):
+            name = "lightning_vit@%s" % l.get("cap")
+            truth = (cases.get(name) or {}).get("truth")
+            a = answers.get(name) or {}
+            mb = a.get("max_batch") if isinstance(a.get("max_batch"), dict) else {}
+            g = mb.get("largest_batch") if is_int(mb.get("largest_batch")) else None
+            recs, confirm = gpumem_runs(mb)
+            ran = mb.get("answer_ran") is True
+            found = l.get("found")
+            lv = "-" if found is None or truth is None else verdict_of(found, truth, False, {})
+            out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                l.get("cap"), fmt(truth), fmt(found), lv, fmt(l.get("trials")), fmt(l.get("wall"), "%.1f"), fmt(g),
+                verdict_of(g, truth, ran, {}), len(recs) + len(confirm) if a else "-", fmt(a.get("wall"), "%.1f")))
+    return "\n".join(out + ["", "gpumem's runs, case by case:", ""] + details)
+
+
 def main(argv):
-    if len(argv) != 3 or argv[1] not in ("truth",):
+    if len(argv) < 3 or argv[1] not in ("truth", "compare") or (argv[1] == "truth" and len(argv) != 3) or len(argv) > 4:
         sys.exit(__doc__)
-    print(truth_table(argv[2]))
+    if argv[1] == "truth":
+        print(truth_table(argv[2]))
+    else:
+        print(compare_table(argv[2], argv[3] if len(argv) == 4 else None))
 
 
 if __name__ == "__main__":

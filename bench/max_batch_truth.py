@@ -1,34 +1,51 @@
 #!/usr/bin/env python3
-"""The independent truth of issue 47: for each (program, cap), the largest
-batch that runs under PyTorch's own cap (bench/cap_run.py, the same bytes as
-gpumem's --record --capacity), found by real runs -- doubling from
---start-bs until a run runs out of memory, then bisection to one batch --
-with no gpumem involved. Many searches run at once across the GPUs: each
-run is a fresh process on whichever GPU has room for its cap (the caps
-keep them apart), so a GPU holds several. Then, where time is left, the
-batches just below each answer are run too (--below K: truth-1 .. truth-K),
-to see memory that is not monotone in the batch. With --lightning, also
-Lightning's own batch-size finder (Tuner.scale_batch_size, binsearch) on
-batch_programs_w/lightning_vit.py under each cap, the whole process timed.
+"""Issue 47's benchmark of "the largest batch that fits", on a machine of
+several GPUs. Three kinds of work, all at once, each process on whichever
+GPU has room for its cap (the caps keep them apart, so a GPU holds several):
+
+  * the truth: for each (program, cap), the largest batch that runs under
+    PyTorch's own cap (bench/cap_run.py: the same bytes as gpumem's
+    --record --capacity), found by real runs with no gpumem involved --
+    doubling from --start-bs until a run runs out of memory, then bisection
+    to one batch -- and then, where time is left, the --below K batches
+    just below it (memory that is not monotone in the batch);
+  * with --lightning, Lightning's own batch-size finder
+    (Tuner.scale_batch_size, binsearch) on batch_programs_w/lightning_vit.py
+    under each cap, the whole process timed;
+  * with --gpumem BIN, gpumem's answer for each (program, cap):
+    `BIN reuse-sim --max-batch --capacity CAP GPUMEM_ARGS --json -- python3
+    prog.py --bs {batch} --steps S`, timed, its JSON document kept.
+
+Programs under torchrun (--torchrun "prog@CAP ...", from --torchrun-dir,
+--nproc ranks, one GPU a rank) are searched alike: every rank under the
+cap, an OOM on any rank an OOM; gpumem gets `torchrun --standalone
+--nproc-per-node N prog.py --bs {batch} --steps S`.
 
     max_batch_truth.py --work DIR [--programs "a b"] [--caps "6GiB 14GiB"] [--gpus "0 1 2 3"]
-                       [--deadline S] [--hard-limit S] [--below K] [--lightning] ...
+                       [--torchrun "ddp_uneven@4GiB"] [--lightning] [--gpumem BIN [--gpumem-args ARGS]]
+                       [--truth-from DIR0] [--no-truth] [--deadline S] [--hard-limit S] [--below K] ...
 
-Standard library only. A run's verdict is cap_run.py's exit status: 0 fits,
-3 out of memory (an OutOfMemoryError, or num_ooms > 0), else failed (a
-failure is not an OOM: the search stops there and says so); a run past
---run-timeout is a timeout. No run starts after --deadline seconds; at
---hard-limit every run still going is killed (its process group), so the
-results are whole before anything can hang.
+--truth-from DIR0 takes the complete searches of an earlier DIR (its
+cases.jsonl) instead of searching again. Standard library only. A run's
+verdict is cap_run.py's exit status: 0 fits, 3 out of memory (an
+OutOfMemoryError, or num_ooms > 0), else failed (a failure is not an OOM:
+the search stops there and says so); past its timeout, timeout. No run
+starts after --deadline seconds; at --hard-limit every run still going is
+killed (its process group), so the results are whole before anything can
+hang.
 
-DIR gets runs.jsonl (one line a run, as it ends), cases.jsonl (one line a
-search, with its trials, its answer, the probes below it), lightning.jsonl
-(one line a Lightning search), truth.md (the table), and logs/ (the last
-4 KiB of each run's output)."""
+DIR gets runs.jsonl (one line a real run of the searches, as it ends),
+cases.jsonl (one line a search: its trials, its answer, the probes below
+it), lightning.jsonl (one line a Lightning search), gpumem.jsonl (one line
+a gpumem answer; its documents in gpumem/), truth.md (the truth's table;
+with --gpumem, max-batch.md too: gpumem against the truth, by
+max_batch_table.py), and logs/ (the last 4 KiB of each run's output)."""
 import argparse
+import glob
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -48,10 +65,29 @@ def parse_size(text):
     return int(float(m.group(1)) * UNITS[m.group(2) or ""])
 
 
+class Case:
+    """A program under a cap: plain python (nproc 0) or torchrun's ranks."""
+
+    def __init__(self, program, path, cap_text, nproc=0):
+        self.program, self.path, self.cap_text, self.nproc = program, path, cap_text, nproc
+        self.cap = parse_size(cap_text)
+        self.name = "%s@%s" % (program, cap_text)
+
+    def program_argv(self, batch, steps):
+        return [self.path, "--bs", str(batch), "--steps", str(steps)]
+
+
+def torchrun_argv(nproc):
+    launcher = shutil.which("torchrun")
+    head = [launcher] if launcher else [sys.executable, "-m", "torch.distributed.run"]
+    return head + ["--standalone", "--nproc-per-node", str(nproc)]
+
+
 class Gpus:
     """Room on each GPU, in bytes: a run takes its cap plus what it holds
-    outside the allocator (its CUDA context, cuBLAS's and cuDNN's handles)
-    until it ends. Searches' runs go before the probes' (priority 0 < 1)."""
+    outside the allocator (its CUDA context, cuBLAS's and cuDNN's handles,
+    NCCL's buffers) until it ends, on one GPU or on each of several (a
+    torchrun job). Searches' runs go before the probes' (priority 0 < 1)."""
 
     def __init__(self, gpus, budgets):
         self.free = dict(zip(gpus, budgets))
@@ -59,7 +95,7 @@ class Gpus:
         self.cv = threading.Condition()
         self.waiting = [0, 0]
 
-    def take(self, need, priority, stop):
+    def take(self, need, priority, stop, count=1):
         with self.cv:
             self.waiting[priority] += 1
             try:
@@ -67,25 +103,28 @@ class Gpus:
                     if stop():
                         return None
                     if priority == 0 or self.waiting[0] == 0:
-                        fits = [g for g, f in self.free.items() if f >= need]
-                        if fits:
-                            g = max(fits, key=lambda g: (self.free[g], -self.running[g]))
-                            self.free[g] -= need
-                            self.running[g] += 1
-                            return g
+                        fits = sorted((g for g, f in self.free.items() if f >= need),
+                                      key=lambda g: (-self.free[g], self.running[g]))
+                        if len(fits) >= count:
+                            chosen = sorted(fits[:count], key=lambda g: list(self.free).index(g))
+                            for g in chosen:
+                                self.free[g] -= need
+                                self.running[g] += 1
+                            return chosen
                     self.cv.wait(1.0)
             finally:
                 self.waiting[priority] -= 1
 
-    def give(self, gpu, need):
+    def give(self, gpus, need):
         with self.cv:
-            self.free[gpu] += need
-            self.running[gpu] -= 1
+            for g in gpus:
+                self.free[g] += need
+                self.running[g] -= 1
             self.cv.notify_all()
 
-    def load(self, gpu):
+    def load(self, gpus):
         with self.cv:
-            return self.running[gpu]
+            return max(self.running[g] for g in gpus)
 
 
 class Driver:
@@ -95,10 +134,9 @@ class Driver:
         self.lock = threading.Lock()
         self.procs = set()
         self.killed = False
-        os.makedirs(os.path.join(args.work, "logs"), exist_ok=True)
-        self.runs_file = open(os.path.join(args.work, "runs.jsonl"), "a")
-        self.cases_file = open(os.path.join(args.work, "cases.jsonl"), "a")
-        self.lightning_file = open(os.path.join(args.work, "lightning.jsonl"), "a")
+        for sub in ("logs", "gpumem"):
+            os.makedirs(os.path.join(args.work, sub), exist_ok=True)
+        self.files = {k: open(os.path.join(args.work, k + ".jsonl"), "a") for k in ("runs", "cases", "lightning", "gpumem")}
         gpus = args.gpus.split()
         totals = gpu_totals(gpus, args.gpu_memory)
         reserve = {}
@@ -122,93 +160,105 @@ class Driver:
             with open(os.path.join(self.a.work, "progress.log"), "a") as f:
                 f.write(line + "\n")
 
-    def write(self, f, doc):
+    def write(self, kind, doc):
         with self.lock:
-            f.write(json.dumps(doc) + "\n")
-            f.flush()
+            self.files[kind].write(json.dumps(doc) + "\n")
+            self.files[kind].flush()
 
-    def run(self, case, cap, batch, why, cmd, priority=0, allow_ooms=False, tag=None, timeout=None):
-        """One real run under the cap: its record (verdict fits / oom / failed / timeout / not-run)."""
-        need = cap + parse_size(self.a.outside)
-        gpu = self.gpus.take(need, priority, self.late)
-        if gpu is None:
-            return {"case": case, "batch": batch, "why": why, "verdict": "not-run", "note": "deadline"}
-        name = "%s.%s" % (case, tag or "bs%d" % batch)
-        stats = os.path.join(self.a.work, "logs", name + ".stats.json")
-        log = os.path.join(self.a.work, "logs", name + ".log")
-        full = [sys.executable, os.path.join(HERE, "cap_run.py"), "--cap", str(cap), "--stats", stats] + (
-            ["--allow-ooms"] if allow_ooms else []) + ["--"] + cmd
-        env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpu)
+    def need(self, case):
+        return case.cap + parse_size(self.a.outside) + (parse_size(self.a.nccl) if case.nproc else 0)
+
+    def launch(self, argv, gpus, timeout, stdout):
+        """Runs argv in its own process group on the GPUs: (exit status or
+        "timeout" / "killed", its output if stdout is PIPE, wall seconds)."""
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES=",".join(gpus))
         for k in ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"):
             env.pop(k, None)
-        load = self.gpus.load(gpu)
         start = time.time()
         rc, out = None, b""
+        with self.lock:
+            if self.killed:
+                return "killed", b"", 0.0
+            p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=stdout,
+                                 stderr=subprocess.STDOUT if stdout == subprocess.PIPE else None,
+                                 env=env, start_new_session=True)
+            self.procs.add(p)
         try:
-            with self.lock:
-                if self.killed:
-                    raise RuntimeError("hard limit")
-                p = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     env=env, start_new_session=True)
-                self.procs.add(p)
-            try:
-                out, _ = p.communicate(timeout=timeout or self.a.run_timeout)
-                rc = p.returncode
-            except subprocess.TimeoutExpired:
-                kill_group(p)
-                out, _ = p.communicate()
-                rc = "timeout"
-            with self.lock:
-                self.procs.discard(p)
-        except RuntimeError:
-            rc = "killed"
+            out, _ = p.communicate(timeout=timeout)
+            rc = p.returncode
+        except subprocess.TimeoutExpired:
+            kill_group(p)
+            out, _ = p.communicate()
+            rc = "timeout"
+        with self.lock:
+            self.procs.discard(p)
+            if self.killed and rc not in (0, 3):
+                rc = "killed"
+        return rc, out or b"", time.time() - start
+
+    def run(self, case, batch, why, argv_tail=None, priority=0, allow_ooms=False, tag=None, timeout=None):
+        """One real run under the case's cap (every rank's, under torchrun):
+        its record (verdict fits / oom / failed / timeout / killed / not-run)."""
+        need = self.need(case)
+        gpus = self.gpus.take(need, priority, self.late, count=max(1, case.nproc))
+        if gpus is None:
+            return {"case": case.name, "batch": batch, "why": why, "verdict": "not-run", "note": "deadline"}
+        name = "%s.%s" % (case.name, tag or "bs%d" % batch)
+        stats = os.path.join(self.a.work, "logs", name + ".stats.json")
+        launcher = torchrun_argv(case.nproc) if case.nproc else [sys.executable]
+        argv = launcher + [os.path.join(HERE, "cap_run.py"), "--cap", str(case.cap), "--stats", stats] + (
+            ["--allow-ooms"] if allow_ooms else []) + ["--"] + (argv_tail or case.program_argv(batch, self.a.steps))
+        load = self.gpus.load(gpus)
+        start = self.elapsed()
+        try:
+            rc, out, wall = self.launch(argv, gpus, timeout or self.a.run_timeout, subprocess.PIPE)
         finally:
-            self.gpus.give(gpu, need)
-        wall = time.time() - start
-        with open(log, "wb") as f:
+            self.gpus.give(gpus, need)
+        with open(os.path.join(self.a.work, "logs", name + ".log"), "wb") as f:
             f.write(out[-4096:])
-        st = load_json(stats) or {}
-        if rc == "timeout" or (self.killed and rc not in (0, 3)):
-            verdict = "timeout" if rc == "timeout" else "killed"
-        elif rc == 0:
+        if case.nproc:
+            ranks = [load_json(f) or {} for f in sorted(glob.glob(stats + ".rank*"))]
+        else:
+            ranks = [load_json(stats) or {}]
+        if rc in ("timeout", "killed"):
+            verdict = rc
+        elif any(r.get("verdict") == "oom" for r in ranks) or (not case.nproc and rc == 3):
+            verdict = "oom"  # on any rank
+        elif rc == 0 and (not case.nproc or (len(ranks) == case.nproc and all(r.get("verdict") == "fits" for r in ranks))):
             verdict = "fits"
-        elif rc == 3:
-            verdict = "oom"
         else:
             verdict = "failed"
-        rec = {"case": case, "batch": batch, "why": why, "verdict": verdict, "exit": rc, "wall": round(wall, 3),
-               "gpu": gpu, "gpu_load_at_start": load, "start": round(start - self.t0, 2), "num_ooms": st.get("num_ooms"),
-               "retries": st.get("retries"), "peak_reserved": st.get("peak_reserved"), "peak_allocated": st.get("peak_allocated"),
-               "allowed_memory_maximum": st.get("allowed_memory_maximum"), "raised": st.get("raised"),
-               "program_wall": st.get("wall")}
+        first = lambda key: next((r.get(key) for r in ranks if r.get(key) is not None), None)
+        rec = {"case": case.name, "batch": batch, "why": why, "verdict": verdict, "exit": rc, "wall": round(wall, 3),
+               "gpus": gpus, "gpu_load_at_start": load, "start": round(start, 2),
+               "num_ooms": max((r.get("num_ooms") or 0 for r in ranks), default=None) if ranks else None,
+               "peak_reserved": max((r.get("peak_reserved") or 0 for r in ranks), default=None),
+               "allowed_memory_maximum": first("allowed_memory_maximum"), "raised": first("raised"),
+               "program_wall": first("wall")}
+        if case.nproc:
+            rec["ranks"] = [{k: r.get(k) for k in ("rank", "verdict", "num_ooms", "peak_reserved", "raised")} for r in ranks]
         if verdict == "failed":
             rec["tail"] = out[-600:].decode(errors="replace")
-        found = re.findall(rb"lightning_found_batch=(\d+)", out)
-        if found:
-            rec["lightning_found_batch"] = int(found[-1])
-        trials = re.findall(rb"lightning_trials=(\d+)", out)
-        if trials:
-            rec["lightning_trials"] = int(trials[-1])
-        self.write(self.runs_file, rec)
+        for key in ("lightning_found_batch", "lightning_trials"):
+            found = re.findall(key.encode() + rb"=(\d+)", out)
+            if found:
+                rec[key] = int(found[-1])
+        self.write("runs", rec)
         return rec
 
-    def search(self, prog, cap_text):
-        cap = parse_size(cap_text)
-        case = "%s@%s" % (prog, cap_text)
-        path = os.path.join(self.a.programs_dir, prog + ".py")
-        cmd = lambda b: [path, "--bs", str(b), "--steps", str(self.a.steps)]
+    def search(self, case):
         trials, lo, hi, note = [], 0, None, None
         b = self.a.start_bs
         while b:
             if self.late():
                 note = "deadline before the run at %d" % b
                 break
-            r = self.run(case, cap, b, "double" if hi is None else "bisect", cmd(b))
+            r = self.run(case, b, "double" if hi is None else "bisect")
             if r["verdict"] == "not-run":
                 note = "deadline before the run at %d" % b
                 break
             trials.append(r)
-            self.say("%s: batch %d %s in %.1f s" % (case, b, r["verdict"], r.get("wall", 0)))
+            self.say("%s: batch %d %s in %.1f s" % (case.name, b, r["verdict"], r.get("wall", 0)))
             if r["verdict"] == "fits":
                 lo = b
             elif r["verdict"] == "oom":
@@ -226,48 +276,115 @@ class Driver:
                     break
                 b = (lo + hi) // 2
         done = note is None and hi is not None and hi - lo <= 1
-        doc = {"case": case, "program": prog, "cap": cap_text, "cap_bytes": cap, "truth": lo if done else None,
-               "largest_ran": lo, "smallest_oom": hi, "complete": done, "note": note, "runs": len(trials),
-               "wall": round(sum(t.get("wall", 0) for t in trials if t["verdict"] != "not-run"), 2), "trials": trials}
+        doc = {"case": case.name, "program": case.program, "cap": case.cap_text, "cap_bytes": case.cap, "nproc": case.nproc,
+               "truth": lo if done else None, "largest_ran": lo, "smallest_oom": hi, "complete": done, "note": note,
+               "runs": len(trials), "wall": round(sum(t.get("wall", 0) for t in trials), 2), "trials": trials}
         # The batches just below the answer: memory that is not monotone in the batch.
         below = []
         if done and self.a.below > 0:
             for k in range(1, self.a.below + 1):
                 if lo - k < 1 or self.late():
                     break
-                r = self.run(case, cap, lo - k, "below", cmd(lo - k), priority=1)
+                r = self.run(case, lo - k, "below", priority=1)
                 if r["verdict"] == "not-run":
                     break
                 below.append(r)
             bad = [r["batch"] for r in below if r["verdict"] != "fits"]
             if bad:
-                self.say("%s: NOT MONOTONE below %d: %s did not fit" % (case, lo, bad))
+                self.say("%s: NOT MONOTONE below %d: %s did not fit" % (case.name, lo, bad))
         doc["below"] = below
         doc["below_not_fitting"] = [r["batch"] for r in below if r["verdict"] != "fits"]
-        self.write(self.cases_file, doc)
-        self.say("%s: truth %s after %d runs, %.1f s%s" % (case, doc["truth"], doc["runs"], doc["wall"], " (" + note + ")" if note else ""))
+        self.write("cases", doc)
+        self.say("%s: truth %s after %d runs, %.1f s%s" % (case.name, doc["truth"], doc["runs"], doc["wall"], " (" + note + ")" if note else ""))
 
-    def lightning(self, cap_text):
-        cap = parse_size(cap_text)
-        case = "lightning_find@%s" % cap_text
+    def lightning(self, case):
+        name = "lightning_find@%s" % case.cap_text
+        doc = {"case": name, "program": case.program, "cap": case.cap_text, "cap_bytes": case.cap, "mode": "binsearch",
+               "steps_per_trial": self.a.steps, "init_bs": self.a.lightning_init}
         if self.late():
-            self.write(self.lightning_file, {"case": case, "cap": cap_text, "note": "deadline: not run"})
+            doc["note"] = "deadline: not run"
+            self.write("lightning", doc)
             return
-        path = os.path.join(self.a.programs_dir, "lightning_vit.py")
-        cmd = [path, "--find", "--mode", "binsearch", "--steps-per-trial", str(self.a.steps), "--init-bs", str(self.a.lightning_init)]
-        r = self.run(case, cap, 0, "lightning", cmd, allow_ooms=True, tag="find", timeout=self.a.lightning_timeout)
-        doc = {"case": case, "program": "lightning_vit", "cap": cap_text, "cap_bytes": cap, "found": r.get("lightning_found_batch"), "trials": r.get("lightning_trials"),
-               "wall": r.get("wall"), "verdict": r["verdict"], "exit": r.get("exit"), "num_ooms": r.get("num_ooms"),
-               "mode": "binsearch", "steps_per_trial": self.a.steps, "init_bs": self.a.lightning_init}
-        self.write(self.lightning_file, doc)
-        self.say("%s: Lightning found %s in %s s (%s)" % (case, doc["found"], doc["wall"], r["verdict"]))
+        tail = [case.path, "--find", "--mode", "binsearch", "--steps-per-trial", str(self.a.steps), "--init-bs", str(self.a.lightning_init)]
+        r = self.run(case, 0, "lightning", argv_tail=tail, allow_ooms=True, tag="find", timeout=self.a.lightning_timeout)
+        doc.update(found=r.get("lightning_found_batch"), trials=r.get("lightning_trials"), wall=r.get("wall"), verdict=r["verdict"],
+                   exit=r.get("exit"), num_ooms=r.get("num_ooms"), gpu_load_at_start=r.get("gpu_load_at_start"))
+        self.write("lightning", doc)
+        self.say("%s: Lightning found %s in %s s (%s)" % (name, doc["found"], doc["wall"], r["verdict"]))
+
+    def gpumem(self, case):
+        """gpumem's own answer for the case: one --max-batch process, timed."""
+        doc = {"case": case.name, "program": case.program, "cap": case.cap_text, "cap_bytes": case.cap, "nproc": case.nproc}
+        need = self.need(case)
+        gpus = self.gpus.take(need, 0, self.late, count=max(1, case.nproc))
+        if gpus is None:
+            doc["note"] = "deadline: not run"
+            self.write("gpumem", doc)
+            return
+        base = os.path.join(self.a.work, "gpumem", case.name)
+        launcher = torchrun_argv(case.nproc) if case.nproc else ["python3"]
+        argv = [self.a.gpumem, "reuse-sim", "--max-batch", "--capacity", case.cap_text] + self.a.gpumem_args.split() + \
+            ["--json", "--"] + launcher + case.program_argv("{batch}", self.a.steps)
+        load = self.gpus.load(gpus)
+        doc.update(argv=argv, gpus=gpus, gpu_load_at_start=load, start=round(self.elapsed(), 2))
+        try:
+            with open(base + ".json", "wb") as out, open(base + ".err", "wb") as err:
+                rc, wall = self.launch_to(argv, gpus, self.a.gpumem_timeout, out, err)
+        finally:
+            self.gpus.give(gpus, need)
+        doc.update(exit=rc, wall=round(wall, 2))
+        parsed = load_json(base + ".json")
+        doc["document"] = os.path.relpath(base + ".json", self.a.work)
+        doc["max_batch"] = parsed.get("max_batch") if isinstance(parsed, dict) else None
+        doc["max_batch_settings"] = parsed.get("max_batch_settings") if isinstance(parsed, dict) else None
+        if not isinstance(parsed, dict):
+            with open(base + ".err", "rb") as f:
+                doc["stderr_tail"] = f.read()[-600:].decode(errors="replace")
+        self.write("gpumem", doc)
+        mb = doc["max_batch"] or {}
+        self.say("%s: gpumem exit %s in %.1f s: %s" % (case.name, rc, wall, mb.get("answer") if isinstance(mb, dict) else mb))
+
+    def launch_to(self, argv, gpus, timeout, out, err):
+        """launch() with stdout and stderr to files."""
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES=",".join(gpus))
+        for k in ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"):
+            env.pop(k, None)
+        start = time.time()
+        with self.lock:
+            if self.killed:
+                return "killed", 0.0
+            p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env, start_new_session=True)
+            self.procs.add(p)
+        try:
+            rc = p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_group(p)
+            rc = "timeout"
+        with self.lock:
+            self.procs.discard(p)
+            if self.killed and rc != 0:
+                rc = "killed"
+        return rc, time.time() - start
 
     def kill_all(self):
         with self.lock:
             self.killed = True
             procs = list(self.procs)
+        # SIGTERM to all first (gpumem writes what it measured), then SIGKILL what is left.
         for p in procs:
-            kill_group(p, grace=3)
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                pass
+        deadline = time.time() + 8
+        for p in procs:
+            try:
+                p.wait(timeout=max(0.1, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                pass
+        for p in procs:
+            if p.poll() is None:
+                kill_group(p, grace=2)
 
 
 def kill_group(p, grace=5):
@@ -291,6 +408,20 @@ def load_json(path):
         return None
 
 
+def read_jsonl(path):
+    docs = []
+    try:
+        with open(path) as f:
+            for line in f:
+                try:
+                    docs.append(json.loads(line))
+                except ValueError:
+                    pass
+    except OSError:
+        pass
+    return docs
+
+
 def gpu_totals(gpus, override):
     if override:
         return {g: parse_size(override) for g in gpus}
@@ -303,26 +434,35 @@ def gpu_totals(gpus, override):
             totals[idx] = int(mib) << 20
     except (OSError, ValueError, subprocess.TimeoutExpired):
         pass
-    return {g: totals.get(g, 80 * GiB) for g in gpus}
+    return {g: totals.get(g, 80 * GiB) for g in gpus} if gpus else totals
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--work", required=True)
     p.add_argument("--programs-dir", default=os.path.join(HERE, "batch_programs_w"))
-    p.add_argument("--programs", default="")
+    p.add_argument("--programs", default=None, help="names in --programs-dir (default: all; '' none)")
     p.add_argument("--caps", default="6GiB 14GiB")
+    p.add_argument("--torchrun", default="", help="'prog@CAP ...' from --torchrun-dir, under torchrun")
+    p.add_argument("--torchrun-dir", default=os.path.join(HERE, "torchrun_programs"))
+    p.add_argument("--nproc", type=int, default=2)
     p.add_argument("--gpus", default="")
     p.add_argument("--gpu-memory", default="", help="each GPU's memory (default: nvidia-smi's)")
     p.add_argument("--headroom", default="3GiB", help="kept free on each GPU")
     p.add_argument("--reserve", default="", help="'GPU:SIZE ...' kept for other work on a GPU")
     p.add_argument("--outside", default="1536MiB", help="what a run holds beyond its cap (context, handles)")
+    p.add_argument("--nccl", default="1GiB", help="what a torchrun rank holds beyond that (NCCL)")
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--start-bs", type=int, default=8)
     p.add_argument("--limit-bs", type=int, default=8192)
     p.add_argument("--below", type=int, default=8)
     p.add_argument("--lightning", action="store_true")
     p.add_argument("--lightning-init", type=int, default=2)
+    p.add_argument("--gpumem", default="", help="gpumem's binary: its --max-batch answer for each case")
+    p.add_argument("--gpumem-args", default="--tune --confirm")
+    p.add_argument("--gpumem-timeout", type=float, default=300)
+    p.add_argument("--truth-from", default="", help="an earlier --work: its complete searches stand for the truth")
+    p.add_argument("--no-truth", action="store_true", help="no truth searches (only gpumem and Lightning)")
     p.add_argument("--run-timeout", type=float, default=90)
     p.add_argument("--lightning-timeout", type=float, default=240, help="Lightning's whole search, one process")
     p.add_argument("--deadline", type=float, default=380)
@@ -330,35 +470,54 @@ def main():
     a = p.parse_args()
     if not a.gpus:
         cvd = os.environ.get("CUDA_VISIBLE_DEVICES", "")
-        a.gpus = cvd.replace(",", " ") if cvd else " ".join(sorted(gpu_totals([], "") or {}) or ["0"])
-        if not a.gpus.strip():
-            a.gpus = "0"
-    if not a.programs:
+        a.gpus = cvd.replace(",", " ") if cvd else " ".join(sorted(gpu_totals([], ""), key=int)) or "0"
+    if a.programs is None:
         a.programs = " ".join(sorted(f[:-3] for f in os.listdir(a.programs_dir) if f.endswith(".py")))
+    if a.gpumem:
+        a.gpumem = os.path.abspath(a.gpumem)
+        if not os.access(a.gpumem, os.X_OK):
+            sys.exit("max_batch_truth.py: --gpumem %s is not an executable" % a.gpumem)
     try:
         caps = a.caps.split()
-        [parse_size(c) for c in caps]
+        cases = [Case(n, os.path.join(a.programs_dir, n + ".py"), c) for c in caps for n in a.programs.split()]
+        for item in a.torchrun.split():
+            n, _, c = item.partition("@")
+            cases.append(Case(n, os.path.join(a.torchrun_dir, n + ".py"), c or "4GiB", a.nproc))
         for item in a.reserve.split():
             parse_size(item.split(":")[1])
     except (ValueError, IndexError) as e:
         sys.exit("max_batch_truth.py: %s" % e)
-    missing = [n for n in a.programs.split() if not os.path.isfile(os.path.join(a.programs_dir, n + ".py"))]
+    missing = sorted(set(c.path for c in cases if not os.path.isfile(c.path)))
     if missing:
-        sys.exit("max_batch_truth.py: no program %s in %s" % (", ".join(missing), a.programs_dir))
+        sys.exit("max_batch_truth.py: no program %s" % ", ".join(missing))
+    if a.lightning and not os.path.isfile(os.path.join(a.programs_dir, "lightning_vit.py")):
+        sys.exit("max_batch_truth.py: --lightning: no lightning_vit.py in %s" % a.programs_dir)
     d = Driver(a)
     room = max(d.gpus.free.values())
-    too_big = [c for c in caps if parse_size(c) + parse_size(a.outside) > room]
-    if too_big:
-        sys.exit("max_batch_truth.py: no GPU has room for a run under %s (%d bytes a GPU left for runs)" % (" ".join(too_big), room))
+    too_big = [c.name for c in cases if d.need(c) > room]
+    if too_big or (a.nproc > len(d.gpus.free) and a.torchrun):
+        sys.exit("max_batch_truth.py: no room on the GPUs for %s" % " ".join(too_big or ["torchrun's %d ranks" % a.nproc]))
     with open(os.path.join(a.work, "settings.json"), "w") as f:
         json.dump(vars(a), f, indent=1)
+    # The truth of an earlier run stands where its search is complete.
+    known = {}
+    if a.truth_from:
+        for doc in read_jsonl(os.path.join(a.truth_from, "cases.jsonl")):
+            if doc.get("complete"):
+                known[doc["case"]] = dict(doc, truth_from=os.path.abspath(a.truth_from))
+        for doc in known.values():
+            d.write("cases", doc)
+        d.say("truth of %d cases from %s" % (len(known), a.truth_from))
     threads = []
-    # The Lightning searches first: each is one long process.
+    # Long single processes first: Lightning's finder, gpumem's searches.
     if a.lightning:
-        threads += [threading.Thread(target=d.lightning, args=(c,), daemon=True) for c in caps]
-    # Largest caps first: their searches take the most runs.
-    for c in sorted(caps, key=parse_size, reverse=True):
-        threads += [threading.Thread(target=d.search, args=(prog, c), daemon=True) for prog in a.programs.split()]
+        threads += [threading.Thread(target=d.lightning, args=(Case("lightning_vit", os.path.join(a.programs_dir, "lightning_vit.py"), c),),
+                                     daemon=True) for c in caps]
+    by_size = sorted(cases, key=lambda c: -c.cap)
+    if a.gpumem:
+        threads += [threading.Thread(target=d.gpumem, args=(c,), daemon=True) for c in by_size]
+    if not a.no_truth:
+        threads += [threading.Thread(target=d.search, args=(c,), daemon=True) for c in by_size if c.name not in known]
     for t in threads:
         t.start()
     signal.signal(signal.SIGTERM, lambda *_: d.kill_all())
@@ -373,11 +532,15 @@ def main():
         d.kill_all()
     for t in threads:
         t.join(timeout=10)
-    d.say("done: %d searches%s" % (len(threads), ", some cut short" if any(t.is_alive() for t in threads) else ""))
-    for f in (d.runs_file, d.cases_file, d.lightning_file):
+    d.say("done: %d jobs%s" % (len(threads), ", some cut short" if any(t.is_alive() for t in threads) else ""))
+    for f in d.files.values():
         f.flush()
-    subprocess.run([sys.executable, os.path.join(HERE, "max_batch_table.py"), "truth", a.work],
-                   stdout=open(os.path.join(a.work, "truth.md"), "w"))
+    table = [sys.executable, os.path.join(HERE, "max_batch_table.py")]
+    with open(os.path.join(a.work, "truth.md"), "w") as f:
+        subprocess.run(table + ["truth", a.work], stdout=f)
+    if a.gpumem:
+        with open(os.path.join(a.work, "max-batch.md"), "w") as f:
+            subprocess.run(table + ["compare", a.work], stdout=f)
     os._exit(0)
 
 
