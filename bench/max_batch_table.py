@@ -122,6 +122,15 @@ def gpumem_runs(mb):
     return recs, confirm
 
 
+def answer_ran(mb, g, recs, confirm):
+    """gpumem's answer ran for real without an OOM: its answer_ran, or a
+    recording or a --confirm run of its at that batch."""
+    if g is None:
+        return False
+    return mb.get("answer_ran") is True or any(r.get("batch") == g and r.get("ran_out_of_memory") is False for r in recs) or any(
+        c.get("batch") == g and c.get("real_ooms") == 0 and c.get("exit_status", 0) == 0 for c in confirm)
+
+
 def verdict_of(g, truth, ran, truth_runs):
     if g is None or truth is None:
         return "-"
@@ -159,8 +168,7 @@ def compare_table(work, truth_work=None):
         mb = a.get("max_batch") if isinstance(a.get("max_batch"), dict) else {}
         g = mb.get("largest_batch") if is_int(mb.get("largest_batch")) else None
         recs, confirm = gpumem_runs(mb)
-        ran = mb.get("answer_ran") is True or (g is not None and any(
-            r.get("batch") == g and r.get("ran_out_of_memory") is False for r in recs + confirm))
+        ran = answer_ran(mb, g, recs, confirm)
         truth = c.get("truth")
         truth_runs = {}
         for t in (c.get("trials") or []) + (c.get("below") or []):
@@ -174,7 +182,8 @@ def compare_table(work, truth_work=None):
         if g is None and mb.get("answer"):
             notes.append("gpumem: " + str(mb["answer"])[:200])
         if g is None and a.get("stderr_tail"):
-            notes.append("gpumem: " + a["stderr_tail"].strip().splitlines()[-1][:200])
+            line = a["stderr_tail"].strip().splitlines()[-1][:200]
+            notes.append(line if line.startswith("gpumem") else "gpumem: " + line)
         mono = walk_keys(mb, lambda k, val: "monoton" in k and val not in (None, False, [], ""))
         if mono:
             notes.append("gpumem says not monotone: " + "; ".join("%s=%s" % (k, json.dumps(val)[:80]) for k, val in mono))
@@ -240,7 +249,7 @@ def compare_table(work, truth_work=None):
             mb = a.get("max_batch") if isinstance(a.get("max_batch"), dict) else {}
             g = mb.get("largest_batch") if is_int(mb.get("largest_batch")) else None
             recs, confirm = gpumem_runs(mb)
-            ran = mb.get("answer_ran") is True
+            ran = answer_ran(mb, g, recs, confirm)
             found = l.get("found")
             lv = "-" if found is None or truth is None else verdict_of(found, truth, False, {})
             out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
