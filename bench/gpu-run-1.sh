@@ -46,7 +46,6 @@ if [ -z "${GPUS:-}" ]; then
 fi
 [ -n "${GPUS// /}" ] || GPUS=0
 LAST_GPU=${GPUS##* }
-[ -n "$LAST_GPU" ] || LAST_GPU=$(echo $GPUS | awk '{print $NF}')
 {
     echo "gpu-run-1.sh: $(date -u '+%F %T') UTC, GPUs: $GPUS, gpumem: $("$GPUMEM" --version 2>/dev/null | head -1)"
     nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader 2>/dev/null

@@ -70,6 +70,7 @@ if [ -n "${TRUTH_FROM:-}" ]; then
     truth_args=(--truth-from "$TRUTH_FROM")
 fi
 TORCH_NPROC=${NPROC:-2}
+# shellcheck disable=SC2086  # the list is split into words on purpose
 ngpus=$(echo $GPUS | wc -w)
 [ "$ngpus" -ge "$TORCH_NPROC" ] || { echo "gpu-run-2.sh: $ngpus GPU(s): no torchrun cases (they need $TORCH_NPROC)" >&2; TORCHRUN=""; }
 

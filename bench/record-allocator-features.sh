@@ -69,6 +69,7 @@ for prog in $PROGRAMS; do
 done
 wait "${pids[@]}"
 
+# shellcheck disable=SC2086  # the names are split into words on purpose
 python3 - "$WORK" $PROGRAMS > "$WORK/allocator-features.md" <<'PY'
 import glob, json, os, sys
 work, progs = sys.argv[1], sys.argv[2:]
