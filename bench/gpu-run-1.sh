@@ -45,6 +45,8 @@ if [ -z "${GPUS:-}" ]; then
     else GPUS=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | tr -d ' ' | tr '\n' ' '); fi
 fi
 [ -n "${GPUS// /}" ] || GPUS=0
+# shellcheck disable=SC2086,SC2116  # one space between the indices, none at the ends
+GPUS=$(echo $GPUS)
 LAST_GPU=${GPUS##* }
 {
     echo "gpu-run-1.sh: $(date -u '+%F %T') UTC, GPUs: $GPUS, gpumem: $("$GPUMEM" --version 2>/dev/null | head -1)"
