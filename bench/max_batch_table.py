@@ -190,6 +190,9 @@ def compare_table(work, truth_work=None):
         ranks = walk_keys(mb, lambda k, val: "rank" in k and k not in ("rank",) and val not in (None, [], ""))
         if ranks:
             notes.append("ranks: " + "; ".join("%s=%s" % (k, json.dumps(val)[:60]) for k, val in ranks[:3]))
+        confirmed = (mb.get("confirm") or {}).get("confirmed_batch") if isinstance(mb.get("confirm"), dict) else None
+        if is_int(confirmed) and confirmed != g:
+            notes.append("--confirm's answer %d: %s" % (confirmed, verdict_of(confirmed, truth, True, truth_runs)))
         if c.get("truth_from"):
             notes.append("truth from an earlier run")
         if c.get("note"):
