@@ -246,9 +246,16 @@ class Driver:
         self.write("runs", rec)
         return rec
 
-    def search(self, case):
-        trials, lo, hi, note = [], 0, None, None
+    def search(self, case, seed=None):
+        # seed: an earlier run's incomplete search of this case; its runs
+        # stand, and the search goes on from its bracket.
+        trials, lo, hi, note = list(seed["trials"]) if seed else [], seed["largest_ran"] if seed else 0, \
+            seed["smallest_oom"] if seed else None, None
         b = self.a.start_bs
+        if seed and hi is not None:
+            b = (lo + hi) // 2 if hi - lo > 1 else 0
+        elif seed and lo:
+            b = min(lo * 2, self.a.limit_bs)
         while b:
             if self.late():
                 note = "deadline before the run at %d" % b
@@ -500,11 +507,13 @@ def main():
     with open(os.path.join(a.work, "settings.json"), "w") as f:
         json.dump(vars(a), f, indent=1)
     # The truth of an earlier run stands where its search is complete.
-    known = {}
+    known, partial = {}, {}
     if a.truth_from:
         for doc in read_jsonl(os.path.join(a.truth_from, "cases.jsonl")):
             if doc.get("complete"):
                 known[doc["case"]] = dict(doc, truth_from=os.path.abspath(a.truth_from))
+            elif doc.get("largest_ran") or doc.get("smallest_oom"):
+                partial[doc["case"]] = doc  # its search goes on from its bracket
         for doc in known.values():
             d.write("cases", doc)
         d.say("truth of %d cases from %s" % (len(known), a.truth_from))
@@ -517,7 +526,8 @@ def main():
     if a.gpumem:
         threads += [threading.Thread(target=d.gpumem, args=(c,), daemon=True) for c in by_size]
     if not a.no_truth:
-        threads += [threading.Thread(target=d.search, args=(c,), daemon=True) for c in by_size if c.name not in known]
+        threads += [threading.Thread(target=d.search, args=(c, partial.get(c.name)), daemon=True)
+                    for c in by_size if c.name not in known]
     for t in threads:
         t.start()
     signal.signal(signal.SIGTERM, lambda *_: d.kill_all())
