@@ -310,7 +310,8 @@ void add_record_options(CLI::App& sub, ReuseSimOptions& o) {
            },
            "Run the program given after -- for real. With --tune: up to K times, the best setting, then after a run "
            "with an OOM the best untried setting that fits in that run's own recording (kept beside the trace as "
-           "FILE.confirmN.pickle), until one runs without an OOM. With --max-batch (no K): at the answer and at the next batch")
+           "FILE.confirmN.pickle), until one runs without an OOM. With --max-batch (no K): at the answer and at the next batch, of the "
+           "recorded setting and the best one, no run the search made repeated")
         ->type_name("[K]")
         ->expected(0, 1);
     sub.add_option("command", o.program, "The program that --record, --confirm or --max-batch runs, after --: -- CMD [ARGS...]")
@@ -320,7 +321,8 @@ void add_record_options(CLI::App& sub, ReuseSimOptions& o) {
 void add_max_batch_options(CLI::App& sub, ReuseSimOptions& o) {
     sub.add_flag("--max-batch", o.max_batch,
                  "The largest batch that fits under --capacity: from recordings at two or more batches (--batch-trace), or "
-                 "from the program after --, whose {batch} gpumem fills in, records at small batches and checks at the answer");
+                 "from the program after --, whose {batch} gpumem fills in, records at small batches and checks by real runs: the "
+                 "answer is a batch that ran");
     sub.add_option("--batch-trace", o.batch_traces,
                    "B=FILE: --max-batch's recording of the program at batch B (a PyTorch snapshot or a trace); repeatable, two at least")
         ->type_name("B=FILE");

@@ -674,7 +674,9 @@ private:
         });
         if (!x_.model_holds() && !refuted && a.largest_hopeful && *a.largest_hopeful > answer &&
             *a.largest_hopeful - answer <= std::max<std::uint64_t>(2, answer / 16)) {
-            const std::uint64_t hopeful = hi != 0 ? std::min(*a.largest_hopeful, hi - 1) : *a.largest_hopeful;
+            // Below a batch that ran out of memory, no further than the
+            // midpoint: a run there narrows the range whatever it says.
+            const std::uint64_t hopeful = hi != 0 ? std::min(*a.largest_hopeful, lo + (hi - lo) / 2) : *a.largest_hopeful;
             if (hopeful > answer && !recorded_at(x_, hopeful, setting)) return Step{hopeful, kRecordingWhy.at_hopeful};
         }
         return std::nullopt;
