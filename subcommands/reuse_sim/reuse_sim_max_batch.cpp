@@ -474,7 +474,12 @@ private:
         if (found != loaded_.end()) return found->second;
         std::unique_ptr<rs::EventSource> source = rs::open_trace(file, rs::TraceFormat::automatic, false, std::nullopt);
         const rs::LoadedTrace trace(*source, [] { throw_if_interrupted(); });
-        for (std::string& note : source->notes()) r_.warnings.push_back(file + ": " + note);
+        for (const std::string& note : source->notes()) {
+            std::string warning = file;
+            warning += ": ";
+            warning += note;
+            r_.warnings.push_back(std::move(warning));
+        }
         Loaded l;
         if (const rs::RecordedAllocatorSettings* recorded = source->allocator_settings()) l.settings = *recorded;
         l.recording.name = file;
@@ -522,7 +527,13 @@ private:
             apply_recorded_settings(q_, recorded, r_);
         }
 
-        // The ranks: those of the largest recording (none: one process).
+        fit_models(largest, kept);
+        search();
+    }
+
+    // One model per rank (of the largest recording's ranks; one for a
+    // single process), each on that rank's files of the usable runs.
+    void fit_models(const MaxBatchRecording& largest, const std::vector<const MaxBatchRecording*>& kept) {
         std::vector<std::optional<unsigned>> ranks;
         x_.ranks.clear();
         if (largest.ranks.empty()) ranks.emplace_back();
@@ -550,7 +561,11 @@ private:
             models_.push_back({rank, rs::BatchModel::fit(std::move(recordings))});
         }
         refuse_unaligned();
+    }
 
+    // Every setting searched on every rank's model; a setting's answer is
+    // its tightest rank's.
+    void search() {
         points_ = rs::grid_points(r_.strategy_options.torch, q_.tune->axes);
         lanes_.clear();
         lanes_.reserve(points_.size());
