@@ -30,7 +30,7 @@ _gpumem_opts_reuse_sim="--workload --steps --seed --change-rate --batch --layers
     --roundup-power2-divisions --release-threshold --sync-every --capacity --memory-fraction --device-total --costs
     --timeline --timeline-points --save-trace --no-chart --execute --tune --sweep --all-settings
     --record --max-entries --python-stacks --confirm --max-batch --batch-trace --record-batches
-    --no-refine --headroom"
+    --no-refine --max-runs --headroom"
 _gpumem_opts_report="--outlier-fraction --strict --drain-list"
 _gpumem_opts_check="--level --threshold --thresholds --strict --kernel-log --xid-since --expect-gpus --lock-timeout --judge-shared"
 
@@ -45,7 +45,7 @@ _gpumem_value_opts="-d --device --format --units --list
     --trace --trace-format --strategy --ring-buffers --ring-size --pool-initial --pool-max --bins --bin-blocks
     --max-split-size --max-non-split-rounding --roundup-power2-divisions --release-threshold --sync-every --capacity
     --costs --timeline --timeline-points --save-trace --trace-device --memory-fraction --device-total --sweep
-    --record --max-entries --confirm --batch-trace --record-batches --headroom
+    --record --max-entries --confirm --batch-trace --record-batches --headroom --max-runs
     --outlier-fraction
     --level --threshold --thresholds --kernel-log --xid-since --expect-gpus --lock-timeout"
 

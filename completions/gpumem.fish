@@ -244,6 +244,7 @@ complete -c gpumem -n $reuse_sim -l max-batch -d 'The largest batch that fits un
 complete -c gpumem -n $reuse_sim -l batch-trace -r -F -d 'B=FILE: --max-batch\'s recording of the program at batch B (repeatable)'
 complete -c gpumem -n $reuse_sim -l record-batches -x -d 'B1,B2,...: the batches --max-batch records the program at'
 complete -c gpumem -n $reuse_sim -l no-refine -d '--max-batch: record only at --record-batches, not again near the first answer'
+complete -c gpumem -n $reuse_sim -l max-runs -x -d 'N: the most real runs of the program --max-batch makes, recordings included (default 10)'
 complete -c gpumem -n $reuse_sim -l headroom -x -d 'SIZE: --max-batch keeps its modelled peak this far below the cap'
 
 # report

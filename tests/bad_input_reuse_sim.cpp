@@ -276,6 +276,10 @@ std::vector<BadCase> reuse_sim_cases(const Scratch& s) {
         {{"reuse-sim", "--max-batch", "--capacity", "1GiB", "--headroom", "2GiB", "--batch-trace", "2=" + fifo, "--batch-trace", "4=" + fifo}},
         {{"reuse-sim", "--max-batch", "--capacity", "1GiB", "--no-refine", "--batch-trace", "2=" + fifo, "--batch-trace", "4=" + fifo}},
         {{"reuse-sim", "--batch-trace", "2=" + fifo}},
+        // --max-runs: its grammar, its least value, and the program it bounds.
+        {{"reuse-sim", "--max-batch", "--capacity", "1GiB", "--max-runs", "x", "--", "python3", "train.py", "--bs", "{batch}"}},
+        {{"reuse-sim", "--max-batch", "--capacity", "1GiB", "--max-runs", "1", "--", "python3", "train.py", "--bs", "{batch}"}},
+        {{"reuse-sim", "--max-batch", "--capacity", "1GiB", "--max-runs", "5", "--batch-trace", "2=" + fifo, "--batch-trace", "4=" + fifo}},
     };
 }
 

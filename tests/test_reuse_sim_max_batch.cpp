@@ -169,11 +169,11 @@ TEST_CASE("max-batch: end to end, the program recorded at small batches, the ans
     CHECK(has(r.out, " more than the cap; its peak reserved with no cap)"));
     CHECK(has(r.out, "recorded by gpumem at batch 2 " + (s / "run.bs2.pickle")));
     CHECK(has(r.out, "checked on the recording at batch 2: rebuilt exactly"));
-    CHECK(has(r.out, "the model's answer confirmed by real runs: batch 83 ran without an OOM, as expected; batch 84 ran out of memory, as expected"));
+    CHECK(has(r.out, "the model's answer confirmed by real runs: batch 83 (the search's run) ran without an OOM, as expected; batch 84 ran out of memory, as expected"));
     CHECK(has(r.out, "\nconfirmed: 83 (as the model said)\n"));
     for (const char* batch : {"2", "4", "8"}) CHECK(exists(s / ("run.bs" + std::string(batch) + ".pickle")));
     // Which batches ran, on stderr beside the program's own output.
-    CHECK(has(r.err, "recording the program at batch 4 (first): python3 " + kBatchProgram + " --bs 4"));
+    CHECK(has(r.err, "gpumem: --max-batch: run 2 of 10 at most: batch 4 (first): ran without an OOM, "));
     CHECK(has(r.err, "real run at batch 84 (an OOM expected)"));
 
     std::vector<std::string> json_args = args;
@@ -217,7 +217,7 @@ TEST_CASE("max-batch: recordings given with --batch-trace answer alike; a scratc
     const RunResult r = run_gpumem({"reuse-sim", "--max-batch", "--capacity", "1GiB", "--batch-trace", "8=" + (s / "run.bs8.pickle"),
                                     "--batch-trace", "4=" + (s / "run.bs4.pickle")});
     REQUIRE(r.status == 0);
-    CHECK(r.out.rfind("largest batch that fits in 1 GiB: 83\n", 0) == 0);
+    CHECK(r.out.rfind("largest batch that fits in 1 GiB, model only: 83\n", 0) == 0);
     CHECK(has(r.out, "recordings: batch 4 " + (s / "run.bs4.pickle")));
     CHECK_FALSE(has(r.out, "refined"));  // no program: nothing recorded again
     const RunResult scratch = run_gpumem(with_program({"reuse-sim", "--max-batch", "--capacity", "1GiB"}), standin_env(s));
@@ -258,19 +258,19 @@ TEST_CASE("max-batch: where the model does not hold, the answer is a range (caut
     recorded.answer.largest_hopeful = 61;
     x.settings = {recorded};
     CHECK(cli::max_batch_answer_text(q, r, Unit::automatic) ==
-          "largest batch that fits in 80 GiB: between 55 and 61 (cautious to hopeful); the model does not hold (6 requests of the "
+          "largest batch that fits in 80 GiB, model only: between 55 and 61 (cautious to hopeful); the model does not hold (6 requests of the "
           "largest recording missing from another): record at more batches, or nearer the batch you want");
 
     x.checks->unaligned = 0;
     x.checks->not_affine = 12;
     x.settings.front().answer.largest_hopeful = 55;
     const std::string text = cli::max_batch_answer_text(q, r, Unit::automatic);
-    CHECK(text.rfind("largest batch that fits in 80 GiB: 55 (cautious and hopeful agree); the model does not hold (12 request sizes "
+    CHECK(text.rfind("largest batch that fits in 80 GiB, model only: 55 (cautious and hopeful agree); the model does not hold (12 request sizes "
                      "follow no line in the batch)",
                      0) == 0);
     // Where it holds, the number alone.
     x.checks->not_affine = 0;
-    CHECK(cli::max_batch_answer_text(q, r, Unit::automatic) == "largest batch that fits in 80 GiB: 55");
+    CHECK(cli::max_batch_answer_text(q, r, Unit::automatic) == "largest batch that fits in 80 GiB, model only: 55");
 
     x.checks->unaligned = 6;
     x.settings.front().answer.largest_hopeful = 61;
@@ -293,7 +293,7 @@ TEST_CASE("max-batch: recorded at 4 and 8 first, then again near the first answe
     CHECK(has(r.out, "batch 42 " + (s / "run.bs42.pickle") + " (near the answer, 7 requests), batch 62 "));
     CHECK(has(r.out, "refined: the first recordings answered 83; recorded again near it at batch 42 and 62"));
     CHECK(has(r.out, "checked on the recording at batch 8: rebuilt exactly"));
-    CHECK(has(r.err, "recording the program at batch 62 (near the answer)"));
+    CHECK(has(r.err, "batch 62 (near the answer): ran without an OOM, "));
     for (const char* batch : {"4", "8", "42", "62"}) CHECK(exists(s / ("run.bs" + std::string(batch) + ".pickle")));
 
     const RunResult once = run_gpumem(with_program({"reuse-sim", "--json", "--max-batch", "--capacity", "1GiB", "--no-refine"}), standin_env(s));
@@ -318,21 +318,21 @@ TEST_CASE("max-batch: a recording that runs out of memory is a fact: left out of
     // (--no-refine), the answer is the model's, clipped.
     const RunResult r = run_gpumem(with_program({"reuse-sim", "--max-batch", "--capacity", "62MiB", "--no-refine"}), standin_env(s));
     REQUIRE(r.status == 0);
-    CHECK(r.out.rfind("largest batch that fits in 62 MiB: 3 (the model fits more, but the recording at batch 4 ran out of memory for real)\n", 0) == 0);
+    CHECK(r.out.rfind("largest batch that fits in 62 MiB, model only: 3 (the model fits more, but the recording at batch 4 ran out of memory for real)\n", 0) == 0);
     CHECK(has(r.out, "(first, ran out of memory: 1 OOMs, left out of the model; the answer is below it)"));
-    CHECK(has(r.err, "the run at batch 8 ran out of memory (1 OOMs under the cap): the answer is below it"));
+    CHECK(has(r.err, "batch 8 (first): ran out of memory, "));
     CHECK(has(r.err, "recording at half the batches"));
     const RunResult j = run_gpumem(with_program({"reuse-sim", "--json", "--max-batch", "--capacity", "62MiB"}), standin_env(s));
     REQUIRE(j.status == 0);
     const json m = json::parse(j.out)["max_batch"];
     CHECK(m["largest_batch"] == 3);
     CHECK(m["oom_batch"] == 4);
-    // With the check at 3, a real run: the answer is a fact.
+    // With the run at 3, the answer is a fact.
     CHECK(m["answer"] == "largest batch that fits in 62 MiB: 3 (real runs: 3 ran without an OOM, 4 ran out of memory)");
     CHECK(m["answer_ran"] == true);
     REQUIRE(m["recordings"].size() == 5);
     CHECK(m["recordings"][2]["batch"] == 3);
-    CHECK(m["recordings"][2]["why"] == "check at the answer");
+    CHECK(m["recordings"][2]["why"] == "bisection");  // the model, clipped at 3, has no edge of its own: between 2 and 4
     CHECK(m["recordings"][0]["batch"] == 1);
     CHECK(m["recordings"][0]["ran_out_of_memory"] == false);
     CHECK(m["recordings"][3]["batch"] == 4);
@@ -350,12 +350,12 @@ TEST_CASE("max-batch: the headroom: the answer keeps its modelled peak this far 
     args.insert(args.end(), traces.begin(), traces.end());
     RunResult r = run_gpumem(args, standin_env(s));
     REQUIRE(r.status == 0);
-    CHECK(r.out.rfind("largest batch that fits in 1 GiB: 83\n", 0) == 0);
+    CHECK(r.out.rfind("largest batch that fits in 1 GiB, model only: 83\n", 0) == 0);
     CHECK(has(r.out, "headroom: 4 MiB below the cap (the model's peak is not exact to the byte; --headroom SIZE)\n"));
     args[5] = "5MiB";
     r = run_gpumem(args, standin_env(s));
     REQUIRE(r.status == 0);
-    CHECK(r.out.rfind("largest batch that fits in 1 GiB: 82\n", 0) == 0);
+    CHECK(r.out.rfind("largest batch that fits in 1 GiB, model only: 82\n", 0) == 0);
     CHECK(has(r.out, "; batch 83 fits the model but within the headroom; confirm with --confirm\n"));
     // The default: none (the replay is exact to the byte on real
     // recordings; the checks at the answer catch what the model misses),
@@ -363,7 +363,7 @@ TEST_CASE("max-batch: the headroom: the answer keeps its modelled peak this far 
     args.erase(args.begin() + 4, args.begin() + 6);
     r = run_gpumem(args, standin_env(s));
     REQUIRE(r.status == 0);
-    CHECK(r.out.rfind("largest batch that fits in 1 GiB: 83\n", 0) == 0);
+    CHECK(r.out.rfind("largest batch that fits in 1 GiB, model only: 83\n", 0) == 0);
     CHECK_FALSE(has(r.out, "headroom:"));
     args.insert(args.begin() + 1, "--json");
     r = run_gpumem(args, standin_env(s));
@@ -407,19 +407,22 @@ TEST_CASE("max-batch --confirm: a real run at the answer that runs out of memory
     CHECK(has(none.out, "\nconfirmed: none (the model said 83; a real run at 83, 82, 81, 80 ran out of memory)\n"));
 }
 
-TEST_CASE("max-batch: checks at the answer: a real run there, the model refitted; one that runs out of memory clips the answer, down to a batch that ran") {
+TEST_CASE("max-batch: checks at the answer: a real run there, the model refitted; one that runs out of memory starts a bisection, down to a batch that ran") {
     const Scratch s;
     // From batch 80 on the program holds 40 MiB more, which no recording
-    // below 80 sees: the model says 83; the checks at 83, 82 and 81 run out
-    // of memory, the one at 80 fits, and 81's OOM bounds it: the answer is
-    // a fact.
+    // below 80 sees: the model says 83; the check there runs out of memory,
+    // and the model, clipped at 82, has no edge of its own: bisection
+    // between 62, which ran, and 83, to 80, which ran, and 81, which did not.
     std::vector<std::string> args = with_spiked_program({"reuse-sim", "--max-batch", "--capacity", "1GiB"}, "80", "40");
     const RunResult r = run_gpumem(args, standin_env(s));
     REQUIRE(r.status == 0);
-    CHECK(r.out.rfind("largest batch that fits in 1 GiB: 80 (real runs: 80 ran without an OOM, 81 ran out of memory)\n", 0) == 0);
-    CHECK(has(r.out, "checked: real runs at the model's answer, in order, the model refitted after each: 83 ran out of memory, 82 ran out of "
-                     "memory, 81 ran out of memory, 80 ran without an OOM\n"));
-    CHECK(has(r.err, "recording the program at batch 83 (check at the answer)"));
+    CHECK(r.out.rfind("largest batch that fits in 1 GiB: 80 (real runs: 80 ran without an OOM, 81 ran out of memory)", 0) == 0);
+    // (80 holds the 40 MiB: the model, refitted on it, no longer holds, and
+    // its hopeful answer, clipped to the middle of 80..83, is the last run.)
+    CHECK(has(r.out, "checked: real runs at the model's answer, in order, the model refitted after each: 83 ran out of memory, 72 (bisection) ran "
+                     "without an OOM, 77 (bisection) ran without an OOM, 80 (bisection) ran without an OOM, 81 (the hopeful answer) ran out of "
+                     "memory"));
+    CHECK(has(r.err, "batch 83 (check at the answer): ran out of memory, "));
     args.insert(args.begin() + 1, "--json");
     const RunResult j = run_gpumem(args, standin_env(s));
     REQUIRE(j.status == 0);
@@ -428,20 +431,20 @@ TEST_CASE("max-batch: checks at the answer: a real run there, the model refitted
     CHECK(m["answer_ran"] == true);
     CHECK(m["oom_batch"] == 81);
     CHECK(m["first_answer"] == 83);
-    REQUIRE(m["recordings"].size() == 8);  // 4, 8, 42, 62, then the checks at 80, 81, 82, 83
-    CHECK(m["recordings"][4]["batch"] == 80);
-    CHECK(m["recordings"][4]["why"] == "check at the answer");
-    CHECK(m["recordings"][4]["order"] == 8);  // the last run
-    CHECK(m["recordings"][7]["order"] == 5);  // 83: the first check
-    CHECK(m["recordings"][5]["ran_out_of_memory"] == true);
-    // Four checks at most: with 60 MiB more, 80 runs out of memory too, and
-    // the answer below it, 79, is the model's, no real run's.
+    REQUIRE(m["recordings"].size() >= 9);  // 4, 8, 42, 62, 72, 77, 80, 81, 83 (and the best setting's check)
+    CHECK(m["recordings"][6]["batch"] == 80);
+    CHECK(m["recordings"][6]["why"] == "bisection");
+    CHECK(m["recordings"][6]["order"] == 8);
+    CHECK(m["recordings"][8]["batch"] == 83);
+    CHECK(m["recordings"][8]["order"] == 5);  // the first check
+    CHECK(m["recordings"][7]["ran_out_of_memory"] == true);
+    // With 60 MiB more, 80 runs out of memory too: the tenth run, at 79, settles it.
     args.back() = "60";
-    const json none = json::parse(run_gpumem(args, standin_env(s)).out)["max_batch"];
-    CHECK(none["largest_batch"] == 79);
-    CHECK(none["answer_ran"] == false);
-    CHECK(none["oom_batch"] == 80);
-    CHECK(none["recordings"].size() == 8);
+    const json last = json::parse(run_gpumem(args, standin_env(s)).out)["max_batch"];
+    CHECK(last["largest_batch"] == 79);
+    CHECK(last["answer_ran"] == true);
+    CHECK(last["oom_batch"] == 80);
+    CHECK(last["runs"] == 10);
 }
 
 TEST_CASE("max-batch: a given recording the allocator refused requests in is an OOM: left out of the model, the answer below it") {
@@ -478,7 +481,7 @@ TEST_CASE("max-batch: where the answer ran and the model does not hold, a check 
     CHECK(r.out.rfind("largest batch that fits in 1 GiB: 83 (a real run at 83 ran without an OOM; the model says 84 does not fit)\n", 0) == 0);
     CHECK(has(r.out, "checked: real runs at the model's answer, in order, the model refitted after each: 82 ran without an OOM, 83 (the "
                      "hopeful answer) ran without an OOM\n"));
-    CHECK(has(r.err, "recording the program at batch 83 (check at the hopeful answer)"));
+    CHECK(has(r.err, "batch 83 (check at the hopeful answer): ran without an OOM, "));
     // From 50 on, 30 MiB: 80 fits, the hopeful 83 runs out of memory, and
     // no further hopeful check follows (each batch below would cost a run).
     args[args.size() - 3] = "50";
@@ -488,4 +491,216 @@ TEST_CASE("max-batch: where the answer ran and the model does not hold, a check 
     CHECK(refuted.out.rfind("largest batch that fits in 1 GiB: 80 (a real run at 80 ran without an OOM; the model says 81 does not fit)\n", 0) == 0);
     CHECK(has(refuted.out, "checked: real runs at the model's answer, in order, the model refitted after each: 80 ran without an OOM, 83 (the "
                            "hopeful answer) ran out of memory\n"));
+}
+
+TEST_CASE("max-batch: after a check runs out of memory, a bisection between the batch that ran and the one that did not: 69, with 70's OOM") {
+    const Scratch s;
+    // Issue 47's reproduction: from batch 70 on the program holds 200 MiB
+    // more, which no recording below 70 sees: every batch from 70 up runs out
+    // of memory under 1 GiB, 69 fits (848 MiB). The model says 83; its check
+    // there runs out of memory, and the model (clipped at 82) has no edge of
+    // its own: bisection between 62, which ran, and 83.
+    std::vector<std::string> args = with_spiked_program({"reuse-sim", "--max-batch", "--capacity", "1GiB"}, "70", "200");
+    const RunResult r = run_gpumem(args, standin_env(s));
+    REQUIRE(r.status == 0);
+    CHECK(r.out.rfind("largest batch that fits in 1 GiB: 69 (real runs: 69 ran without an OOM, 70 ran out of memory)", 0) == 0);
+    CHECK(has(r.out, "checked: real runs at the model's answer, in order, the model refitted after each: 83 ran out of memory, 72 (bisection) "
+                     "ran out of memory, 67 (bisection) ran without an OOM, 69 (bisection) ran without an OOM, 70 (bisection) ran out of memory"));
+    // One line per real run on stderr: its batch, why, what it did, seconds.
+    CHECK(has(r.err, "gpumem: --max-batch: run 5 of 10 at most: batch 83 (check at the answer): ran out of memory, "));
+    CHECK(has(r.err, "gpumem: --max-batch: run 9 of 10 at most: batch 70 (bisection): ran out of memory, "));
+    args.insert(args.begin() + 1, "--json");
+    const RunResult j = run_gpumem(args, standin_env(s));
+    REQUIRE(j.status == 0);
+    const json m = json::parse(j.out)["max_batch"];
+    CHECK(m["largest_batch"] == 69);
+    CHECK(m["answer_ran"] == true);
+    CHECK(m["answer_status"] == "ran");
+    CHECK(m["largest_batch_ran"] == 69);
+    CHECK(m["oom_batch"] == 70);
+    // The tenth run went to expandable segments' answer (82: an OOM), and
+    // the budget ended there: that row is not confirmed, the answer stands.
+    CHECK(m["runs"] == 10);
+    CHECK(m["budget_spent"] == true);
+    CHECK(m["best_answer_status"] == "not confirmed");
+    std::set<std::pair<int, bool>> ran;  // batch, ran out of memory
+    for (const json& rec : m["recordings"])
+        if (rec["alloc_conf"].is_null()) ran.insert({rec["batch"].get<int>(), rec["ran_out_of_memory"].get<bool>()});
+    CHECK(ran.count({69, false}) == 1);
+    CHECK(ran.count({70, true}) == 1);
+    // --json in a pipe (stderr is no terminal here): no progress lines.
+    CHECK_FALSE(has(j.err, "--max-batch: run "));
+    // -q: none either.
+    args.erase(args.begin() + 1);
+    args.insert(args.begin() + 1, "-q");
+    CHECK_FALSE(has(run_gpumem(args, standin_env(s)).err, "--max-batch: run "));
+}
+
+TEST_CASE("max-batch: a run budget spent before the answer ran says so, with the range, and prints no batch as the answer") {
+    const Scratch s;
+    std::vector<std::string> args = with_spiked_program({"reuse-sim", "--max-batch", "--capacity", "1GiB", "--max-runs", "6"}, "70", "200");
+    const RunResult r = run_gpumem(args, standin_env(s));
+    REQUIRE(r.status == 0);
+    CHECK(r.out.rfind("largest batch that fits in 1 GiB: not confirmed: between 62, which ran, and 72, which ran out of memory (the model says "
+                      "71; the run budget, --max-runs 6, is spent)",
+                      0) == 0);
+    args.insert(args.begin() + 1, "--json");
+    const json m = json::parse(run_gpumem(args, standin_env(s)).out)["max_batch"];
+    CHECK(m["largest_batch"].is_null());
+    CHECK(m["answer_status"] == "not confirmed");
+    CHECK(m["answer_ran"] == false);
+    CHECK(m["largest_batch_ran"] == 62);
+    CHECK(m["oom_batch"] == 72);
+    CHECK(m["budget_spent"] == true);
+    CHECK(m["runs"] == 6);
+    CHECK(m["max_runs"] == 6);
+    // Usage errors: fewer runs than the first recordings, or none to bound.
+    const RunResult few = run_gpumem(with_program({"reuse-sim", "--max-batch", "--capacity", "1GiB", "--record-batches", "2,4,8", "--max-runs", "2"}),
+                                     standin_env(s));
+    CHECK(few.status == 2);
+    CHECK(has(few.err, "--max-runs 2 is fewer than the 3 batches of --record-batches"));
+    CHECK(run_gpumem(with_program({"reuse-sim", "--max-batch", "--capacity", "1GiB", "--max-runs", "1"}), standin_env(s)).status == 2);
+    CHECK(run_gpumem({"reuse-sim", "--max-runs", "5", "--trace", kSnapshot}).status == 2);
+}
+
+TEST_CASE("max-batch: a torchrun-shaped program: every rank modelled, the answer the largest batch that fits on every rank, the tightest named") {
+    const Scratch s;
+    // Rank 1 takes twice the batch: 20 MiB + 24 MiB a sample of the batch
+    // given, 41 fits 1 GiB (1004 MiB), 42 does not; rank 0 alone would say 83.
+    std::vector<std::string> args = {"reuse-sim", "--max-batch", "--capacity", "1GiB", "--record", s / "run.pickle", "--", kDir + "/two_ranks.sh",
+                                     "{batch}"};
+    const RunResult r = run_gpumem(args, standin_env(s));
+    REQUIRE(r.status == 0);
+    CHECK(r.out.rfind("largest batch that fits in 1 GiB on each of 2 ranks: 41 (a real run at 41 ran without an OOM; the model says 42 does not "
+                      "fit); the tightest is rank 1",
+                      0) == 0);
+    CHECK(exists(s / "run.bs4.rank0.pickle"));
+    CHECK(exists(s / "run.bs4.rank1.pickle"));
+    args.insert(args.begin() + 1, "--json");
+    const RunResult j = run_gpumem(args, standin_env(s));
+    REQUIRE(j.status == 0);
+    const json m = json::parse(j.out)["max_batch"];
+    CHECK(m["largest_batch"] == 41);
+    CHECK(m["answer_ran"] == true);
+    CHECK(m["tightest_rank"] == 1);
+    CHECK(m["ranks"] == json::array({0, 1}));
+    REQUIRE(m["recordings"][0]["ranks"].size() == 2);
+    CHECK(m["recordings"][0]["ranks"][1]["rank"] == 1);
+    // A check that runs out of memory on rank 1 alone is an OOM: with 100
+    // MiB more from batch 40 on (rank 1's batch 80), 39 is the answer.
+    std::vector<std::string> spiked = args;
+    for (const char* word : {"--spike-from", "80", "--spike-mib", "100"}) spiked.emplace_back(word);
+    const json k = json::parse(run_gpumem(spiked, standin_env(s)).out)["max_batch"];
+    CHECK(k["largest_batch"] == 39);
+    CHECK(k["answer_ran"] == true);
+    CHECK(k["oom_batch"] == 40);
+    bool rank1_oom = false;
+    for (const json& rec : k["recordings"])
+        if (rec["ran_out_of_memory"] == true) rank1_oom = rank1_oom || (rec["ranks"][1]["ooms"] > 0 && rec["ranks"][0]["ooms"] == 0);
+    CHECK(rank1_oom);
+}
+
+TEST_CASE("max-batch: memory that is not monotone in the batch: batches just below the answer near the cap are run, and said") {
+    const Scratch s;
+    // Under 4 GiB, 339 fits (20 MiB + 12 MiB x 339); 337 and 338 hold 200
+    // MiB more and run out of memory. The model puts 338's peak within 1 %
+    // of the cap: it is run, then 337 below its OOM, then 336, which runs.
+    std::vector<std::string> args = with_program({"reuse-sim", "--max-batch", "--capacity", "4GiB"});
+    for (const char* word : {"--spike-at", "337,338", "--spike-mib", "200"}) args.emplace_back(word);
+    const RunResult r = run_gpumem(args, standin_env(s));
+    REQUIRE(r.status == 0);
+    CHECK(r.out.rfind("largest batch that fits in 4 GiB: 339 (a real run at 339 ran without an OOM; the model says 340 does not fit); 337 and 338 "
+                      "run out of memory (memory is not monotone in the batch here): 336 is the largest batch below which every batch runs",
+                      0) == 0);
+    CHECK(has(r.out, "339 ran without an OOM, 338 (below the answer) ran out of memory, 337 (below the answer) ran out of memory, 336 (below the "
+                     "answer) ran without an OOM"));
+    args.insert(args.begin() + 1, "--json");
+    const json m = json::parse(run_gpumem(args, standin_env(s)).out)["max_batch"];
+    CHECK(m["largest_batch"] == 339);
+    CHECK(m["largest_batch_all_below_run"] == 336);
+    CHECK(m["oom_below"] == json::array({337, 338}));
+    // Far from the cap, nothing below the answer is run (the stand-in at 69: 848 MiB).
+    const json far = json::parse(run_gpumem(with_spiked_program({"reuse-sim", "--json", "--max-batch", "--capacity", "1GiB"}, "70", "200"),
+                                            standin_env(s))
+                                     .out)["max_batch"];
+    for (const json& rec : far["recordings"]) CHECK(rec["why"] != "below the answer");
+    CHECK(far["largest_batch_all_below_run"] == 69);
+}
+
+TEST_CASE("max-batch: the best setting's answer is run under that setting before it is printed; --confirm repeats no run") {
+    const Scratch s;
+    // --fragment: the caching allocator keeps a split block (21 MiB a
+    // sample reserved: 47 under 1 GiB); expandable segments unmap it (17:
+    // about 58). The stand-in runs what is live, so both run for real.
+    std::vector<std::string> args = with_program({"reuse-sim", "--max-batch", "--capacity", "1GiB"});
+    args.emplace_back("--fragment");
+    const RunResult r = run_gpumem(args, standin_env(s));
+    REQUIRE(r.status == 0);
+    CHECK(r.out.rfind("largest batch that fits in 1 GiB: 47 (a real run at 47 ran without an OOM; the model says 48 does not fit); with "
+                      "expandable_segments:True: 58 (a real run under it at 58 ran without an OOM; the model says 59 does not fit)",
+                      0) == 0);
+    CHECK(has(r.out, "58 (under expandable_segments:True) ran without an OOM"));
+    std::vector<std::string> json_args = args;
+    json_args.insert(json_args.begin() + 1, "--json");
+    const json doc = json::parse(run_gpumem(json_args, standin_env(s)).out);
+    CHECK(doc["max_batch"]["best_answer_status"] == "ran");
+    CHECK(doc["max_batch_settings"][0]["alloc_conf"] == "expandable_segments:True");
+    CHECK(doc["max_batch_settings"][0]["answer_status"] == "ran");
+    // With --tune, rows not run say so.
+    json_args.insert(json_args.begin() + 2, "--tune");
+    const json tuned = json::parse(run_gpumem(json_args, standin_env(s)).out);
+    std::set<std::string> statuses;
+    for (const json& row : tuned["max_batch_settings"]) statuses.insert(row["answer_status"].get<std::string>());
+    CHECK(statuses.count("model only") == 1);
+    CHECK(tuned["max_batch_settings"][0]["answer_status"] == "ran");
+    // --confirm: the recorded answer and the best one, and their next
+    // batches; the answers ran in the checks already: not run again.
+    json_args.erase(json_args.begin() + 2);
+    json_args.insert(json_args.begin() + 2, "--confirm");
+    const json c = json::parse(run_gpumem(json_args, standin_env(s)).out)["max_batch"];
+    REQUIRE(c["confirm_runs"].size() == 4);
+    CHECK(c["confirm_runs"][0]["batch"] == 47);
+    CHECK(c["confirm_runs"][0]["reused"] == true);
+    CHECK(c["confirm_runs"][2]["batch"] == 58);
+    CHECK(c["confirm_runs"][2]["alloc_conf"] == "expandable_segments:True");
+    CHECK(c["confirm_runs"][2]["reused"] == true);
+    CHECK(c["confirm_runs"][3]["reused"] == false);
+}
+
+TEST_CASE("max-batch: recordings of two different programs do not align: refused with one line, not a reversed range") {
+    // Two real snapshots of two programs (a CNN's inference, a
+    // transformer's training), given as one program at batches 4 and 8.
+    const std::string dir = tests_dir() + "/fixtures/torch/";
+    const RunResult r = run_gpumem({"reuse-sim", "--max-batch", "--capacity", "1GiB", "--batch-trace", "4=" + dir + "cnn_inference.pickle",
+                                    "--batch-trace", "8=" + dir + "transformer_train.pickle"});
+    CHECK(r.status == 2);
+    CHECK(r.out == "");
+    CHECK(r.stderr_lines() == 1);
+    CHECK(has(r.err, "the recordings do not align"));
+    const RunResult j = run_gpumem({"reuse-sim", "--json", "--max-batch", "--capacity", "1GiB", "--batch-trace", "4=" + dir + "cnn_inference.pickle",
+                                    "--batch-trace", "8=" + dir + "transformer_train.pickle"});
+    CHECK(j.status == 2);
+    CHECK(json::parse(j.out)["error"]["status"] == 2);
+}
+
+TEST_CASE("max-batch: a next batch whose peak fits the cap but which the allocator refuses under it is said so, not shown as a need that fits") {
+    const Scratch s;
+    // Under expandable segments the stand-in program's batch 83 peaks at
+    // 1020 MiB with no cap, but PyTorch counts each request whole against
+    // the cap before it maps pages: under 1 GiB, 83 runs out of memory.
+    const RunResult j = run_gpumem(with_program({"reuse-sim", "--json", "--max-batch", "--capacity", "1GiB", "--no-refine"}), standin_env(s));
+    REQUIRE(j.status == 0);
+    const json doc = json::parse(j.out);
+    const json* expandable = nullptr;
+    for (const json& row : doc["max_batch_settings"])
+        if (row["alloc_conf"] == "expandable_segments:True") expandable = &row;
+    REQUIRE(expandable != nullptr);
+    CHECK((*expandable)["largest_batch"] == 82);
+    CHECK((*expandable)["next_refused_under_cap"] == true);
+    CHECK((*expandable)["needed_at_next"].is_null());
+    CHECK((*expandable)["next_peak_no_cap"].get<std::uint64_t>() <= (1ULL << 30));
+    CHECK((*expandable)["answer_status"] == "model only");
+    // The recorded setting's next batch needs more than the cap: shown.
+    CHECK(doc["max_batch_settings"][0]["next_refused_under_cap"] == false);
+    CHECK(doc["max_batch_settings"][0]["needed_at_next"].get<std::uint64_t>() > (1ULL << 30));
 }

@@ -610,6 +610,7 @@ struct Probe {
     bool fits = false;      // no OOM, and the peak reserved within the cap less the headroom
     bool no_oom = false;    // no OOM under the cap
     std::uint64_t peak_reserved = 0;
+    std::uint64_t retries = 0;
 };
 
 // A modelled trace and the source that names its events.
@@ -712,12 +713,16 @@ void replay_probes(const BatchModel& model, const std::vector<TorchLane>& lanes,
                     const LaneReplays r = replay_torch_lanes(trace.trace, {lane}, o);
                     probe.no_oom = r.lanes.front().ooms == 0;
                     probe.peak_reserved = r.lanes.front().peak_reserved;
+                    probe.retries = r.lanes.front().retries;
                     // The model's peak is not exact to the byte: a batch
                     // counts as fitting only below the cap less the headroom.
                     const std::uint64_t room = lane.capacity > options.headroom ? lane.capacity - options.headroom : 0;
                     probe.fits = probe.no_oom && (!probe.capped || options.headroom == 0 || probe.peak_reserved <= room);
                 }
                 if (probe.capped && probe.lane < options.ran.size() && probe.batch <= options.ran[probe.lane]) probe.fits = true;
+                if (probe.capped && probe.lane < options.ran_out.size() && options.ran_out[probe.lane] != 0 &&
+                    probe.batch >= options.ran_out[probe.lane] && !(probe.lane < options.ran.size() && probe.batch <= options.ran[probe.lane]))
+                    probe.fits = false;
                 done_events += trace.trace.events().size();
             },
             options.replay.progress ? std::function<void()>([&] { options.replay.progress(done_events.load(), total_events); })
@@ -739,6 +744,13 @@ std::vector<MaxBatchAnswer> search_max_batch(const BatchModel& model, const std:
         searches.push_back({i, false});
         if (hopeful_differs) searches.push_back({i, true});
     }
+    // Each lane's limit: below the smallest batch a real run under its
+    // setting ran out of memory at (above the largest that ran).
+    const auto limit_of = [&](std::size_t lane) {
+        const std::uint64_t ran = lane < options.ran.size() ? options.ran[lane] : 0;
+        const std::uint64_t out = lane < options.ran_out.size() ? options.ran_out[lane] : 0;
+        return out > ran && out != 0 ? std::max<std::uint64_t>(1, std::min(limit, out - 1)) : limit;
+    };
     const std::size_t threads = std::max(1U, options.replay.threads);
     for (;;) {
         std::vector<Probe> probes;
@@ -747,7 +759,7 @@ std::vector<MaxBatchAnswer> search_max_batch(const BatchModel& model, const std:
         const std::size_t each = std::max<std::size_t>(1, active == 0 ? 1 : threads / active);
         for (std::size_t s = 0; s < searches.size(); ++s) {
             if (searches[s].done) continue;
-            const std::vector<std::uint64_t> batches = next_probes(searches[s], first, limit, each);
+            const std::vector<std::uint64_t> batches = next_probes(searches[s], first, limit_of(searches[s].lane), each);
             if (batches.empty()) searches[s].done = true;
             for (const std::uint64_t batch : batches) {
                 probes.push_back({searches[s].lane, searches[s].hopeful, batch, true});
@@ -788,7 +800,7 @@ std::vector<MaxBatchAnswer> search_max_batch(const BatchModel& model, const std:
         }
         if (s.fits != 0) a.largest = s.fits;
         if (!checks.holds() && !hopeful_differs) a.largest_hopeful = a.largest;
-        a.reached_limit = s.fails == 0 && s.fits >= limit;
+        a.reached_limit = s.fails == 0 && s.fits >= limit_of(s.lane);
         a.peak_reserved_at_largest = s.peak_at_fits;
         a.next_fits_without_headroom = s.fails == s.fits + 1 && s.fails_without_oom;
         next.push_back({s.lane, false, s.fits + 1, false});
@@ -800,6 +812,22 @@ std::vector<MaxBatchAnswer> search_max_batch(const BatchModel& model, const std:
         ++answers[p.lane].replays;
     }
     return answers;
+}
+
+std::vector<BatchReplay> replay_batches(const BatchModel& model, const TorchLane& lane, const std::vector<std::uint64_t>& batches, bool hopeful,
+                                        const MaxBatchOptions& options) {
+    std::vector<Probe> probes;
+    probes.reserve(batches.size());
+    for (const std::uint64_t batch : batches) probes.push_back({0, hopeful, std::max<std::uint64_t>(1, batch), true});
+    MaxBatchOptions plain = options;
+    plain.ran.clear();
+    plain.ran_out.clear();
+    plain.headroom = 0;
+    replay_probes(model, {lane}, probes, plain);
+    std::vector<BatchReplay> out;
+    out.reserve(probes.size());
+    for (const Probe& p : probes) out.push_back({p.batch, p.no_oom, p.peak_reserved, p.retries});
+    return out;
 }
 
 }  // namespace gpumem::reuse_sim

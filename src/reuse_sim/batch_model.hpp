@@ -151,6 +151,10 @@ struct MaxBatchOptions {
     // whatever its modelled trace replays to (the model may miss what the
     // run did; the run stands).
     std::vector<std::uint64_t> ran;
+    // Per lane (by index; missing or 0: none), the smallest batch above
+    // `ran` that a real run under that lane's setting ran out of memory at:
+    // a fact too, and the lane's search stops below it (its limit).
+    std::vector<std::uint64_t> ran_out;
 };
 
 // For every lane (a setting under a capacity), the largest batch whose
@@ -164,5 +168,19 @@ struct MaxBatchOptions {
 // Each lane reads a snapshot's ambiguous releases for itself
 // (options.replay.base.release_readings is ignored: they belong to one trace).
 std::vector<MaxBatchAnswer> search_max_batch(const BatchModel& model, const std::vector<TorchLane>& lanes, const MaxBatchOptions& options);
+
+// One batch's modelled trace replayed under one lane (its cap): what a
+// real run there may meet, for choosing which batches to run.
+struct BatchReplay {
+    std::uint64_t batch = 0;
+    bool no_oom = false;              // no OOM under the cap
+    std::uint64_t peak_reserved = 0;  // up to the first OOM, if any
+    std::uint64_t retries = 0;        // the allocator freed its cache to fit a request
+};
+// The cautious trace (`hopeful`: the hopeful one) at each of `batches`,
+// replayed under `lane`; in the order given. options.ran, ran_out and
+// headroom are not applied: these are the model's replays alone.
+std::vector<BatchReplay> replay_batches(const BatchModel& model, const TorchLane& lane, const std::vector<std::uint64_t>& batches, bool hopeful,
+                                        const MaxBatchOptions& options);
 
 }  // namespace gpumem::reuse_sim

@@ -97,6 +97,7 @@ struct ReuseSimOptions {
     std::optional<std::string> record_batches;
     bool no_refine = false;
     std::optional<std::string> headroom;
+    std::optional<std::uint64_t> max_runs;
     // The options as registered, so that --record can name every replay
     // option given with it, whatever option a later change adds.
     const CLI::App* registered = nullptr;
@@ -309,7 +310,8 @@ void add_record_options(CLI::App& sub, ReuseSimOptions& o) {
            },
            "Run the program given after -- for real. With --tune: up to K times, the best setting, then after a run "
            "with an OOM the best untried setting that fits in that run's own recording (kept beside the trace as "
-           "FILE.confirmN.pickle), until one runs without an OOM. With --max-batch (no K): at the answer and at the next batch")
+           "FILE.confirmN.pickle), until one runs without an OOM. With --max-batch (no K): at the answer and at the next batch, of the "
+           "recorded setting and the best one, no run the search made repeated")
         ->type_name("[K]")
         ->expected(0, 1);
     sub.add_option("command", o.program, "The program that --record, --confirm or --max-batch runs, after --: -- CMD [ARGS...]")
@@ -319,7 +321,8 @@ void add_record_options(CLI::App& sub, ReuseSimOptions& o) {
 void add_max_batch_options(CLI::App& sub, ReuseSimOptions& o) {
     sub.add_flag("--max-batch", o.max_batch,
                  "The largest batch that fits under --capacity: from recordings at two or more batches (--batch-trace), or "
-                 "from the program after --, whose {batch} gpumem fills in, records at small batches and checks at the answer");
+                 "from the program after --, whose {batch} gpumem fills in, records at small batches and checks by real runs: the "
+                 "answer is a batch that ran");
     sub.add_option("--batch-trace", o.batch_traces,
                    "B=FILE: --max-batch's recording of the program at batch B (a PyTorch snapshot or a trace); repeatable, two at least")
         ->type_name("B=FILE");
@@ -329,6 +332,12 @@ void add_max_batch_options(CLI::App& sub, ReuseSimOptions& o) {
     sub.add_option("--headroom", o.headroom,
                    "SIZE: --max-batch's answer keeps its modelled peak reserved this far below the cap (default 0)")
         ->type_name("SIZE");
+    add_unsigned_option(sub, "--max-runs", o.max_runs,
+                        "N: the most real runs of the program --max-batch makes, its recordings included (default " +
+                            std::to_string(MaxBatchRequest::kDefaultMaxRuns) +
+                            ": 2 first recordings, 2 near the first answer, and 6 checks, which bisect a range of 64 batches); "
+                            "the answer is only ever a batch that ran",
+                        2, 1000);
     sub.add_flag("--no-refine", o.no_refine,
                  "--max-batch records the program only at --record-batches: not again near the first answer (at 1/2 and 3/4 of "
                  "it), nor at the answer to check it");
@@ -683,7 +692,7 @@ std::optional<ConfirmRequest> check_confirm(const ReuseSimOptions& o, const Reus
 // The options --max-batch takes (and help); every other reuse-sim option
 // belongs to the replay of one input and is refused with it.
 constexpr std::string_view kMaxBatchOptions[] = {
-    "--max-batch", "--batch-trace", "--record-batches", "--no-refine", "--headroom", "--record", "--capacity", "--memory-fraction", "--device-total",
+    "--max-batch", "--batch-trace", "--record-batches", "--no-refine", "--max-runs", "--headroom", "--record", "--capacity", "--memory-fraction", "--device-total",
     "--tune", "--sweep", "--all-settings", "--confirm", "--max-entries", "--costs", "--strategy", "--max-split-size",
     "--max-non-split-rounding", "--roundup-power2-divisions", "--help", "command"};
 
@@ -753,6 +762,7 @@ MaxBatchRequest check_max_batch_input(const ReuseSimOptions& o) {
         if (o.no_refine) throw UsageError("--no-refine: --max-batch records again only the program after --; --batch-trace gives every recording");
         if (o.confirm_bare) throw UsageError("--confirm runs the program at the answer and the next batch: give the program after -- (with {batch})");
         if (o.max_entries) throw UsageError("--max-entries goes with the program --max-batch records (after --)");
+        if (o.max_runs) throw UsageError("--max-runs bounds the runs of the program after --; --batch-trace gives every recording");
         return m;
     }
     m.program = o.program;
@@ -761,6 +771,10 @@ MaxBatchRequest check_max_batch_input(const ReuseSimOptions& o) {
                          "{batch}), gpumem runs it at several batches");
     m.record_batches = o.record_batches ? record_batches(*o.record_batches) : std::vector<std::uint64_t>{4, 8};
     m.refine = !o.no_refine;
+    if (o.max_runs) m.max_runs = static_cast<unsigned>(*o.max_runs);
+    if (m.max_runs < m.record_batches.size())
+        throw UsageError("--max-runs " + std::to_string(m.max_runs) + " is fewer than the " + std::to_string(m.record_batches.size()) +
+                         " batches of --record-batches: the first recordings alone need that many runs");
     m.settings = check_real_run_cap(o);
     m.confirm = o.confirm_bare;
     if (o.record) {
@@ -822,6 +836,7 @@ ReuseSimRequest check(const ReuseSimOptions& o, const Globals& globals) {
     if (o.record_batches) throw UsageError("--record-batches goes with --max-batch");
     if (o.no_refine) throw UsageError("--no-refine goes with --max-batch");
     if (o.headroom) throw UsageError("--headroom goes with --max-batch");
+    if (o.max_runs) throw UsageError("--max-runs goes with --max-batch");
     if (o.record) {
         q.record = check_record(o, globals);
         return q;

@@ -89,9 +89,11 @@ struct MaxBatchRequest {
     // exact to the byte, and the checks at the answer, not a margin, catch
     // what the model misses).
     std::uint64_t headroom = 0;
-    // Real runs at the model's answer after the refinement (checks), each
-    // answer refitted on it: at most this many.
-    unsigned checks = 4;
+    // The most real runs of the program, every recording included (the
+    // first ones, the refinement's, the checks, the bisection, the runs
+    // below the answer, the best setting's); --confirm's runs come on top.
+    unsigned max_runs = kDefaultMaxRuns;
+    static constexpr unsigned kDefaultMaxRuns = 10;
 };
 
 // Everything the options say, checked (check() in reuse_sim.cpp).
@@ -233,6 +235,12 @@ struct RecordingWhy {
     const char* at_answer = "check at the answer";  // a check: a real run at the model's answer
     const char* at_hopeful = "check at the hopeful answer";  // where the answer ran and the model does not hold
     const char* given = "given";                    // --batch-trace
+    // Between the largest batch that ran and the smallest above it that ran
+    // out of memory, where the model's answer there is no guess of its own.
+    const char* bisection = "bisection";
+    // Just below an answer whose modelled peak is near the cap: memory that
+    // is not monotone in the batch (a batch below the answer that runs out).
+    const char* below_answer = "below the answer";
 };
 inline constexpr RecordingWhy kRecordingWhy{};
 
@@ -243,6 +251,8 @@ struct MaxBatchRecording {
     bool recorded_here = false;  // the end-to-end form: gpumem ran the program
     bool kept = false;           // the file stays (--batch-trace, or --record FILE)
     double wall_seconds = 0;     // the run that recorded it
+    int exit_status = 0;         // the program's (the run that recorded it)
+    std::uint64_t peak_reserved = 0;  // its memory_stats()' peak reserved (the largest of its ranks)
     std::uint64_t requests = 0;  // allocations in it
     // Why it was recorded: one of kRecordingWhy's names.
     std::string why;
@@ -252,17 +262,50 @@ struct MaxBatchRecording {
     // below this batch), left out of the model.
     std::uint64_t ooms = 0;
     bool ran_out_of_memory() const { return ooms > 0; }
+    // The allocator setting gpumem gave the run (PYTORCH_CUDA_ALLOC_CONF,
+    // a setting of the grid other than the recorded one: its answer's
+    // check); empty: the program's own, the recorded setting. Only runs of
+    // the recorded setting are modelled; the others are facts for theirs.
+    std::string setting;
+    // A program of several ranks (torchrun): each rank's file, and the
+    // ranks that ran out of memory. Empty for one process (`file`).
+    struct Rank {
+        unsigned rank = 0;
+        std::string file;
+        std::uint64_t ooms = 0;
+        std::uint64_t requests = 0;
+    };
+    std::vector<Rank> ranks;
 };
 
 // --max-batch: the answer for one setting of the grid.
 struct MaxBatchSetting {
     reuse_sim::GridPoint point;
     reuse_sim::MaxBatchAnswer answer;
+    // Several ranks: the rank whose model gives the smallest answer (every
+    // rank must fit; `answer` is that rank's).
+    std::optional<unsigned> tightest_rank;
+};
+
+// What the real runs of one setting say, beside its model's answer.
+struct MaxBatchFacts {
+    std::uint64_t ran = 0;          // the largest batch that ran without an OOM; 0: none
+    std::uint64_t ran_out = 0;      // the smallest batch above `ran` that ran out of memory; 0: none
+    bool any_run = false;           // a real run under this setting was made
+    // The answer is a batch that ran: the model's answer is `ran`.
+    bool answer_ran = false;
+    // Below the answer: batches that ran out of memory (memory not
+    // monotone in the batch), ascending; and the largest batch at or below
+    // which no real run ran out of memory.
+    std::vector<std::uint64_t> oom_below;
+    std::uint64_t all_below_ran = 0;
 };
 
 // --max-batch --confirm: one real run, at the answer or at the next batch.
 struct MaxBatchConfirmRun {
     std::uint64_t batch = 0;
+    std::string setting;      // as MaxBatchRecording::setting: empty, the recorded one
+    bool reused = false;      // the search ran this batch under this setting already: its run, not a new one
     bool expect_oom = false;  // the next batch: the model says it runs out of memory
     int exit_status = 0;
     double wall_seconds = 0;
@@ -287,15 +330,28 @@ struct MaxBatchResults {
     // --confirm: the largest batch a real run fitted (after stepping down
     // from an answer that ran out of memory); none where none did.
     std::optional<std::uint64_t> confirmed_batch;
+    // The run budget (--max-runs) ended the search before the answer was a
+    // batch that ran (or before the runs below it were made).
+    bool budget_spent = false;
+    // The end-to-end form chose no checks (--no-refine).
+    bool checks_off = false;
+    // The ranks modelled (several: torchrun); empty for one process.
+    std::vector<unsigned> ranks;
+
+    // The real runs of a setting ("" for the recorded one), as facts.
+    MaxBatchFacts facts(const std::string& setting, std::optional<std::uint64_t> model_answer) const;
+    MaxBatchFacts facts_of(const MaxBatchSetting& s) const;
+    // The real runs gpumem made for the search (--confirm's not counted).
+    unsigned runs() const;
 
     // The recorded (baseline) setting's row, and the best one.
     const MaxBatchSetting* recorded() const;
     const MaxBatchSetting* best() const { return settings.empty() ? nullptr : &settings.front(); }
     bool model_holds() const { return checks && checks->holds(); }
-    // A recording at `batch` ran without an OOM (a real run: a fact).
-    bool ran_without_oom(std::uint64_t batch) const {
+    // A recording at `batch` under `setting` ran without an OOM (a real run: a fact).
+    bool ran_without_oom(std::uint64_t batch, const std::string& setting = "") const {
         for (const MaxBatchRecording& rec : recordings)
-            if (rec.batch == batch && !rec.ran_out_of_memory()) return true;
+            if (rec.batch == batch && rec.setting == setting && !rec.ran_out_of_memory()) return true;
         return false;
     }
     // --confirm: every real run said what the model said.
@@ -339,6 +395,9 @@ void confirm_reuse_sim(const ReuseSimRequest& q, ReuseSimResults& r, Session& se
 TuneResults tune_recording(const ReuseSimRequest& q, const std::string& trace, std::uint64_t capacity);
 // The answer of --confirm, a few lines (record_plan's confirm_answer).
 std::vector<std::string> confirm_answer_lines(const ReuseSimResults& r);
+// The tuner's knobs: their keys in PYTORCH_CUDA_ALLOC_CONF are the grid's
+// to set; the user's other keys are kept (reuse_sim_confirm.cpp).
+std::vector<std::string_view> alloc_conf_grid_keys();
 // --max-batch (reuse_sim_max_batch.cpp): records the program where asked,
 // fits the model, searches every setting, and with --confirm runs the
 // program at the answer and the next batch.

@@ -81,12 +81,7 @@ std::string absolute_path(const std::string& path) {
     return std::string(cwd.c_str()) + "/" + path;
 }
 
-// The tuner's knobs: their keys in PYTORCH_CUDA_ALLOC_CONF are the grid's to set.
-std::vector<std::string_view> grid_keys() {
-    std::vector<std::string_view> keys;
-    for (const Named<rs::KnobSpec>& knob : rs::kKnobs) keys.push_back(knob.value.conf_key);
-    return keys;
-}
+std::vector<std::string_view> grid_keys() { return alloc_conf_grid_keys(); }
 
 // The process of a real run whose figures answer for the trace: with
 // several ranks, the one the trace was recorded from (`traced`, from its
@@ -349,5 +344,11 @@ std::vector<std::string> confirm_answer_lines(const ReuseSimResults& r) {
 }
 
 std::string confirm_answer_text(const ReuseSimResults& r) { return join(confirm_answer_lines(r), "\n"); }
+
+std::vector<std::string_view> alloc_conf_grid_keys() {
+    std::vector<std::string_view> keys;
+    for (const Named<rs::KnobSpec>& knob : rs::kKnobs) keys.push_back(knob.value.conf_key);
+    return keys;
+}
 
 }  // namespace gpumem::cli

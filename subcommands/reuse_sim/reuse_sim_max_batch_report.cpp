@@ -3,6 +3,7 @@
 // recordings and the model's checks (which requests it could not follow),
 // the table of settings, and --confirm's real runs; the document's
 // "max_batch" and its schema from the same column tables.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -23,25 +24,97 @@ std::string setting_name(const rs::GridPoint& p) {
     return conf.empty() ? std::string("(PyTorch's defaults)") : conf;
 }
 
-// One setting's answer: a number where the model holds, else the range
+std::string setting_key(const MaxBatchSetting& s) { return s.point.recorded ? std::string() : rs::alloc_conf(s.point.options); }
+
+// What backs a setting's answer: a real run at it, the model alone (no run
+// tried it: --batch-trace, --no-refine, a row of the grid not run), or
+// nothing yet (runs were made, the budget ended before one ran there).
+enum class Backing : std::uint8_t { ran, model_only, not_confirmed };
+
+Backing backing_of(const MaxBatchSetting& s, const MaxBatchResults& x) {
+    const MaxBatchFacts f = x.facts_of(s);
+    if (f.answer_ran) return Backing::ran;
+    // The recorded setting of the end-to-end form always has runs (its
+    // recordings): with its checks off (--no-refine), its answer is the
+    // model's; else the checks were cut short.
+    if (s.point.recorded && (x.checks_off || !f.any_run)) return Backing::model_only;
+    if (!s.point.recorded && !f.any_run) return Backing::model_only;
+    return Backing::not_confirmed;
+}
+
+const char* backing_name(Backing b) {
+    switch (b) {
+    case Backing::ran: return "ran";
+    case Backing::model_only: return "model only";
+    case Backing::not_confirmed: return "not confirmed";
+    }
+    return "";
+}
+
+std::string join_batches(const std::vector<std::uint64_t>& batches) {
+    std::vector<std::string> words;
+    words.reserve(batches.size());
+    for (const std::uint64_t b : batches) words.push_back(std::to_string(b));
+    if (words.size() <= 1) return join(words, "");
+    const std::string last = words.back();
+    words.pop_back();
+    return join(words, ", ") + " and " + last;
+}
+
+// One setting's answer. A batch that ran, with what is known of the next
+// (a run that ran out of memory, or the model's word) and of the batches
+// just below (memory not monotone in the batch); the model's alone, said
+// so; or, where runs were made but none at the answer, the range between
+// the largest batch that ran and the smallest above it that did not, never
+// one number. Where the model does not hold, a model's answer is the range
 // between the cautious trace's answer and the hopeful one's, which bound
-// the truth (batch_model.hpp): never one number the data cannot back.
-std::string batch_text(const rs::MaxBatchAnswer& a, const MaxBatchResults& x, bool recorded_setting) {
+// the truth (batch_model.hpp).
+std::string batch_text(const MaxBatchSetting& s, const MaxBatchResults& x, unsigned max_runs) {
+    const rs::MaxBatchAnswer& a = s.answer;
+    const MaxBatchFacts f = x.facts_of(s);
+    const std::string under = s.point.recorded ? "" : " under it";
+    switch (backing_of(s, x)) {
+    case Backing::ran: {
+        const std::string n = std::to_string(f.ran), next = std::to_string(f.ran + 1);
+        std::string text;
+        if (f.ran_out == f.ran + 1)
+            text = n + " (real runs" + under + ": " + n + " ran without an OOM, " + next + " ran out of memory)";
+        else if (a.reached_limit)
+            text = n + " or more (a real run" + under + " at " + n + " ran without an OOM; every batch searched fits)";
+        else
+            text = n + " (a real run" + under + " at " + n + " ran without an OOM; the model says " + next + " does not fit)";
+        if (!f.oom_below.empty())
+            text += "; " + join_batches(f.oom_below) + (f.oom_below.size() > 1 ? " run" : " runs") +
+                    " out of memory (memory is not monotone in the batch here): " + std::to_string(f.all_below_ran) +
+                    " is the largest batch below which every batch runs";
+        return text;
+    }
+    case Backing::not_confirmed: {
+        const std::string model = a.largest ? "the model says " + std::to_string(*a.largest) : std::string("the model finds no batch that fits");
+        const std::string why = x.budget_spent ? "the run budget, --max-runs " + std::to_string(max_runs) + ", is spent"
+                                               : std::string("no check was made");
+        if (f.ran == 0)
+            return "not confirmed: " + (f.ran_out ? std::to_string(f.ran_out) + " ran out of memory" + under + "; " : std::string()) + model +
+                   " (" + why + ")";
+        if (f.ran_out != 0)
+            return "not confirmed: between " + std::to_string(f.ran) + ", which ran" + under + ", and " + std::to_string(f.ran_out) +
+                   ", which ran out of memory (" + model + "; " + why + ")";
+        return "not confirmed: " + std::to_string(f.ran) + " ran" + under + " without an OOM (" + model + "; " + why + ")";
+    }
+    case Backing::model_only: break;
+    }
     if (!a.largest) return "none (even batch 1 runs out of memory)";
     std::string text = std::to_string(*a.largest);
-    // The real runs bear the recorded setting's answer out: facts, not the model's.
-    if (recorded_setting && x.ran_without_oom(*a.largest)) {
-        if (x.oom_batch && *x.oom_batch == *a.largest + 1)
-            return text + " (real runs: " + text + " ran without an OOM, " + std::to_string(*a.largest + 1) + " ran out of memory)";
-        return text + " (a real run at " + text + " ran without an OOM; the model says " + std::to_string(*a.largest + 1) + " does not fit)";
-    }
     // Clipped by a recording that ran out of memory for real.
-    if (a.reached_limit && x.oom_batch && *a.largest + 1 == *x.oom_batch)
-        return text + " (the model fits more, but the recording at batch " + std::to_string(*x.oom_batch) + " ran out of memory for real)";
+    if (a.reached_limit && f.ran_out && *a.largest + 1 == f.ran_out)
+        return text + " (the model fits more, but the recording at batch " + std::to_string(f.ran_out) + " ran out of memory for real)";
     if (a.reached_limit) return text + " or more (every batch searched fits)";
     if (x.model_holds()) return text;
-    if (a.largest_hopeful && *a.largest_hopeful != *a.largest)
-        return "between " + text + " and " + std::to_string(*a.largest_hopeful) + " (cautious to hopeful)";
+    if (a.largest_hopeful && *a.largest_hopeful != *a.largest) {
+        const std::uint64_t low = std::min(*a.largest, *a.largest_hopeful), high = std::max(*a.largest, *a.largest_hopeful);
+        return "between " + std::to_string(low) + " and " + std::to_string(high) +
+               (*a.largest < *a.largest_hopeful ? " (cautious to hopeful)" : " (the hopeful trace fits less than the cautious one: the allocator's layout)");
+    }
     return text + " (cautious and hopeful agree)";
 }
 
@@ -58,14 +131,32 @@ std::string checks_summary(const rs::BatchModelChecks& c) {
 // The peak at the answer, and what the next batch would need: its peak
 // reserved with no cap, in bytes too (1028 MiB reads "1 GiB" rounded), and
 // by how much it exceeds the cap.
+// The next batch's peak reserved with no cap fits the cap, yet its replay
+// under the cap runs out of memory: the allocator refuses a request before
+// the peak reaches the cap (PyTorch checks what it has reserved plus the
+// request's whole size against the cap; with expandable segments, not only
+// the pages the request would map). Not a need that fits.
+bool refused_under_cap(const MaxBatchSetting& s, std::uint64_t capacity) {
+    const rs::MaxBatchAnswer& a = s.answer;
+    return a.largest && !a.reached_limit && !a.next_fits_without_headroom && a.peak_reserved_at_next <= capacity;
+}
+
 std::string peak_line(const MaxBatchSetting& s, std::uint64_t capacity, Unit unit) {
     const rs::MaxBatchAnswer& a = s.answer;
     if (!a.largest) return "";
     std::string line = setting_name(s.point) + ": peak reserved " + format_bytes(a.peak_reserved_at_largest, unit) + " at batch " +
-                       std::to_string(*a.largest);
+                       std::to_string(*a.largest) + (s.tightest_rank ? " (rank " + std::to_string(*s.tightest_rank) + ")" : "");
     if (a.reached_limit) return line;
     const std::uint64_t next = a.peak_reserved_at_next;
-    line += "; batch " + std::to_string(*a.largest + 1) + " would need " + format_bytes(next, unit) + " (" + rs::group_digits(next) + " B";
+    const std::string batch = std::to_string(*a.largest + 1);
+    // A peak within the cap that still does not fit: the allocator could
+    // not place a request under the cap (a segment it could not grow or
+    // split), not a lack of bytes: said as such, not as a need that fits.
+    if (refused_under_cap(s, capacity))
+        return line + "; batch " + batch + " runs out of memory under the cap in the model, though its peak reserved with no cap, " +
+               format_bytes(next, unit) + " (" + rs::group_digits(next) +
+               " B), is within it: the allocator counts a request's whole size against the cap before it reserves";
+    line += "; batch " + batch + " would need " + format_bytes(next, unit) + " (" + rs::group_digits(next) + " B";
     if (next > capacity) line += ", " + format_bytes(next - capacity, unit) + " more than the cap";
     return line + "; its peak reserved with no cap)";
 }
@@ -84,12 +175,15 @@ std::string recordings_line(const MaxBatchResults& x) {
     std::vector<std::string> parts;
     bool scratch = false;
     for (const MaxBatchRecording& rec : x.recordings) {
-        const std::string why = rec.recorded_here ? rec.why + ", " : "";
+        const std::string why = rec.recorded_here ? rec.why + (rec.setting.empty() ? "" : " under " + rec.setting) + ", " : "";
         if (rec.ran_out_of_memory())
             parts.push_back("batch " + std::to_string(rec.batch) + (rec.file.empty() ? "" : " " + rec.file) + " (" + why + "ran out of memory: " +
                             std::to_string(rec.ooms) + " OOMs, left out of the model; the answer is below it)");
+        else if (!rec.setting.empty())
+            parts.push_back("batch " + std::to_string(rec.batch) + " (" + why + "ran without an OOM; a fact for that setting, not modelled)");
         else
-            parts.push_back("batch " + std::to_string(rec.batch) + " " + rec.file + " (" + why + rs::group_digits(rec.requests) + " requests)");
+            parts.push_back("batch " + std::to_string(rec.batch) + " " + rec.file + (rec.ranks.size() > 1 ? " (and each rank's)" : "") + " (" + why +
+                            rs::group_digits(rec.requests) + " requests)");
         scratch = scratch || !rec.kept;
     }
     const bool recorded_here = !x.recordings.empty() && x.recordings.front().recorded_here;
@@ -107,17 +201,33 @@ std::string refinement_line(const MaxBatchResults& x) {
            ", the model fitted on the two largest that ran without an OOM";
 }
 
-// The checks: the real runs at the model's answers, and what each said.
+// The runs after the refinement (checks, bisection, below the answer,
+// other settings), in the order they ran, and what each said.
 std::string checks_line(const MaxBatchResults& x) {
     std::vector<const MaxBatchRecording*> checks;
     for (const MaxBatchRecording& rec : x.recordings)
-        if (rec.why == kRecordingWhy.at_answer || rec.why == kRecordingWhy.at_hopeful) checks.push_back(&rec);
+        if (rec.why == kRecordingWhy.at_answer || rec.why == kRecordingWhy.at_hopeful || rec.why == kRecordingWhy.bisection ||
+            rec.why == kRecordingWhy.below_answer)
+            checks.push_back(&rec);
     std::stable_sort(checks.begin(), checks.end(), [](const MaxBatchRecording* a, const MaxBatchRecording* b) { return a->order < b->order; });
     std::vector<std::string> runs;
     runs.reserve(checks.size());
-    for (const MaxBatchRecording* rec : checks)
-        runs.push_back(std::to_string(rec->batch) + (rec->why == kRecordingWhy.at_hopeful ? " (the hopeful answer)" : "") +
-                       (rec->ran_out_of_memory() ? " ran out of memory" : " ran without an OOM"));
+    for (const MaxBatchRecording* rec : checks) {
+        std::vector<std::string> notes;
+        if (rec->why == kRecordingWhy.at_hopeful) notes.emplace_back("the hopeful answer");
+        if (rec->why == kRecordingWhy.bisection) notes.emplace_back("bisection");
+        if (rec->why == kRecordingWhy.below_answer) notes.emplace_back("below the answer");
+        if (!rec->setting.empty()) notes.push_back("under " + rec->setting);
+        std::string oom_ranks;
+        if (rec->ran_out_of_memory() && rec->ranks.size() > 1) {
+            std::vector<std::string> out;
+            for (const MaxBatchRecording::Rank& k : rec->ranks)
+                if (k.ooms > 0) out.push_back(std::to_string(k.rank));
+            oom_ranks = " on rank " + join(out, ", ");
+        }
+        runs.push_back(std::to_string(rec->batch) + (notes.empty() ? "" : " (" + join(notes, ", ") + ")") +
+                       (rec->ran_out_of_memory() ? " ran out of memory" + oom_ranks : " ran without an OOM"));
+    }
     if (runs.empty()) return "";
     return "checked: real runs at the model's answer, in order, the model refitted after each: " + join(runs, ", ");
 }
@@ -126,7 +236,10 @@ std::vector<std::string> model_lines(const MaxBatchResults& x) {
     std::vector<std::string> lines;
     if (!x.checks) return lines;
     const rs::BatchModelChecks& c = *x.checks;
-    lines.push_back("model: " + rs::group_digits(c.requests) + " requests, " + rs::group_digits(c.aligned) + " aligned in every recording: " +
+    const MaxBatchSetting* recorded = x.recorded();
+    const std::string rank =
+        recorded != nullptr && recorded->tightest_rank ? " (rank " + std::to_string(*recorded->tightest_rank) + "'s, the tightest)" : std::string();
+    lines.push_back("model" + rank + ": " + rs::group_digits(c.requests) + " requests, " + rs::group_digits(c.aligned) + " aligned in every recording: " +
                     rs::group_digits(c.constant) + " constant, " + rs::group_digits(c.affine) + " affine in the batch" +
                     (c.holds() ? "; it holds" : "; it does NOT hold: " + checks_summary(c)));
     for (const rs::BatchModelChecks::Held& h : c.checked)
@@ -141,6 +254,8 @@ std::vector<std::string> model_lines(const MaxBatchResults& x) {
 struct SettingView {
     const MaxBatchSetting* s;
     std::uint64_t rank;
+    const MaxBatchResults* x;
+    std::uint64_t cap;
 };
 
 Cell optional_u64(const std::optional<std::uint64_t>& v) { return v ? Cell(*v) : Cell(); }
@@ -153,21 +268,49 @@ constexpr Column<SettingView> kSettingColumns[] = {
     {{"recorded", "", FieldKind::boolean}, [](const SettingView& v) -> Cell { return v.s->point.recorded; }, Shown::machine_only},
     {{"largest_batch", "largest batch", FieldKind::integer}, [](const SettingView& v) { return optional_u64(v.s->answer.largest); }},
     {{"largest_batch_hopeful", "hopeful", FieldKind::integer}, [](const SettingView& v) { return optional_u64(v.s->answer.largest_hopeful); }},
+    // What backs the row's answer: "ran" (a real run under its setting at
+    // that batch), "model only" (no run under it), "not confirmed".
+    {{"answer_status", "answer", FieldKind::text}, [](const SettingView& v) -> Cell { return backing_name(backing_of(*v.s, *v.x)); }},
+    {{"largest_batch_ran", "", FieldKind::integer},
+     [](const SettingView& v) {
+         const MaxBatchFacts f = v.x->facts_of(*v.s);
+         return f.ran ? u64(f.ran) : Cell();
+     },
+     Shown::machine_only},
+    {{"tightest_rank", "", FieldKind::integer},
+     [](const SettingView& v) { return v.s->tightest_rank ? u64(*v.s->tightest_rank) : Cell(); }, Shown::machine_only},
     {{"reached_limit", "", FieldKind::boolean}, [](const SettingView& v) -> Cell { return v.s->answer.reached_limit; }, Shown::machine_only},
     {{"peak_reserved_at_largest", "peak there", FieldKind::bytes},
      [](const SettingView& v) { return v.s->answer.largest ? u64(v.s->answer.peak_reserved_at_largest) : Cell(); }},
+    // What the next batch needs: its peak reserved with no cap, where that
+    // exceeds the cap; null where its peak fits the cap yet the allocator
+    // refuses a request under it (next_refused_under_cap), or at the limit.
     {{"needed_at_next", "next needs", FieldKind::bytes},
-     [](const SettingView& v) { return v.s->answer.reached_limit ? Cell() : u64(v.s->answer.peak_reserved_at_next); }},
+     [](const SettingView& v) {
+         return v.s->answer.reached_limit || refused_under_cap(*v.s, v.cap) ? Cell() : u64(v.s->answer.peak_reserved_at_next);
+     }},
+    {{"next_peak_no_cap", "", FieldKind::bytes},
+     [](const SettingView& v) { return v.s->answer.reached_limit ? Cell() : u64(v.s->answer.peak_reserved_at_next); }, Shown::machine_only},
+    {{"next_refused_under_cap", "", FieldKind::boolean}, [](const SettingView& v) -> Cell { return refused_under_cap(*v.s, v.cap); },
+     Shown::machine_only},
     {{"replays", "replays", FieldKind::integer}, [](const SettingView& v) { return u64(v.s->answer.replays); }},
     {{"next_fits_within_headroom", "", FieldKind::boolean},
      [](const SettingView& v) -> Cell { return v.s->answer.next_fits_without_headroom; }, Shown::machine_only},
 };
 
-std::vector<SettingView> setting_views(const MaxBatchResults& x) {
+std::vector<SettingView> setting_views(const MaxBatchResults& x, std::uint64_t cap) {
     std::vector<SettingView> views;
-    for (std::size_t i = 0; i < x.settings.size(); ++i) views.push_back({&x.settings[i], i + 1});
+    for (std::size_t i = 0; i < x.settings.size(); ++i) views.push_back({&x.settings[i], i + 1, &x, cap});
     return views;
 }
+
+constexpr Column<MaxBatchRecording::Rank> kRankColumns[] = {
+    {{"rank", "", FieldKind::integer}, [](const MaxBatchRecording::Rank& k) { return u64(k.rank); }},
+    {{"file", "", FieldKind::text}, [](const MaxBatchRecording::Rank& k) -> Cell { return k.file; }},
+    {{"ooms", "", FieldKind::integer}, [](const MaxBatchRecording::Rank& k) { return u64(k.ooms); }},
+    {{"requests", "", FieldKind::integer}, [](const MaxBatchRecording::Rank& k) { return u64(k.requests); }},
+};
+constexpr auto rank_schema = nested_schema<kRankColumns>;
 
 constexpr Column<MaxBatchRecording> kRecordingColumns[] = {
     {{"batch", "", FieldKind::integer}, [](const MaxBatchRecording& r) { return u64(r.batch); }},
@@ -180,6 +323,12 @@ constexpr Column<MaxBatchRecording> kRecordingColumns[] = {
     {{"order", "", FieldKind::integer}, [](const MaxBatchRecording& r) { return r.order ? u64(r.order) : Cell(); }},
     {{"ran_out_of_memory", "", FieldKind::boolean}, [](const MaxBatchRecording& r) -> Cell { return r.ran_out_of_memory(); }},
     {{"ooms", "", FieldKind::integer}, [](const MaxBatchRecording& r) { return u64(r.ooms); }},
+    // The setting gpumem gave the run (another row of the grid); null: the recorded one.
+    {{"alloc_conf", "", FieldKind::text}, [](const MaxBatchRecording& r) { return r.setting.empty() ? Cell() : Cell(r.setting); }},
+    // Several ranks: each rank's file and OOMs.
+    {{"ranks", "", FieldKind::records},
+     [](const MaxBatchRecording& r) { return r.ranks.empty() ? Cell() : records_cell(make_records(Columns<MaxBatchRecording::Rank>(kRankColumns), r.ranks)); },
+     Shown::always, true, rank_schema},
 };
 constexpr auto recording_schema = nested_schema<kRecordingColumns>;
 
@@ -225,6 +374,9 @@ constexpr Column<MaxBatchConfirmRun> kConfirmColumns[] = {
     {{"exit_status", "exit", FieldKind::integer}, [](const MaxBatchConfirmRun& c) -> Cell { return std::int64_t{c.exit_status}; }},
     {{"wall_seconds", "wall s", FieldKind::real, 1}, [](const MaxBatchConfirmRun& c) -> Cell { return c.wall_seconds; }},
     {{"held", "held", FieldKind::boolean}, [](const MaxBatchConfirmRun& c) -> Cell { return c.held; }},
+    {{"alloc_conf", "setting", FieldKind::text}, [](const MaxBatchConfirmRun& c) { return c.setting.empty() ? Cell() : Cell(c.setting); }},
+    // The search ran this batch under this setting already: its run, not a new one.
+    {{"reused", "", FieldKind::boolean}, [](const MaxBatchConfirmRun& c) -> Cell { return c.reused; }, Shown::machine_only},
     {{"note", "", FieldKind::text}, [](const MaxBatchConfirmRun& c) { return c.note.empty() ? Cell() : Cell(c.note); }, Shown::machine_only},
 };
 constexpr auto confirm_run_schema = nested_schema<kConfirmColumns>;
@@ -252,7 +404,8 @@ std::string confirm_answer(const MaxBatchResults& x) {
             continue;
         }
         const bool ran_out = c.held ? c.expect_oom : !c.expect_oom;
-        parts.push_back("batch " + std::to_string(c.batch) + (ran_out ? " ran out of memory" : " ran without an OOM") +
+        parts.push_back("batch " + std::to_string(c.batch) + (c.setting.empty() ? "" : " under " + c.setting) +
+                        (c.reused ? " (the search's run)" : "") + (ran_out ? " ran out of memory" : " ran without an OOM") +
                         (c.held ? ", as expected" : c.expect_oom ? ", where an OOM was expected" : ", where none was expected"));
     }
     return std::string(x.confirmed() ? "the model's answer confirmed by real runs: " : "the model's answer NOT confirmed by real runs: ") + join(parts, "; ");
@@ -266,7 +419,7 @@ std::string confirmed_text(const MaxBatchResults& x) {
     const std::string said = model ? "the model said " + std::to_string(*model) : std::string("the model found no batch that fits");
     std::vector<std::string> out;
     for (const MaxBatchConfirmRun& c : x.confirm_runs)
-        if (c.real && c.real->ooms > 0 && !c.expect_oom) out.push_back(std::to_string(c.batch));
+        if (c.setting.empty() && c.real && c.real->ooms > 0 && !c.expect_oom) out.push_back(std::to_string(c.batch));
     const std::string ran_out = out.empty() ? "" : "; a real run at " + join(out, ", ") + " ran out of memory";
     if (!x.confirmed_batch) return "confirmed: none (" + said + ran_out + ")";
     if (model && *x.confirmed_batch == *model) return "confirmed: " + std::to_string(*model) + " (as the model said)";
@@ -292,18 +445,57 @@ constexpr Column<Doc> kMaxBatchColumns[] = {
     // The recorded setting's next batch fits the model under the cap, refused only by the headroom.
     {{"next_fits_within_headroom", "", FieldKind::boolean},
      [](const Doc& d) { return d.recorded() ? Cell(d.recorded()->answer.next_fits_without_headroom) : Cell(); }},
-    // Where the model does not hold, the cautious bound (and the hopeful one beside it).
-    {{"largest_batch", "", FieldKind::integer}, [](const Doc& d) { return recorded_answer(d, &rs::MaxBatchAnswer::largest); }},
+    // The answer: a batch that ran ("ran"), the model's alone ("model
+    // only"), or null where runs were made but none at the answer ("not
+    // confirmed": the range is largest_batch_ran to oom_batch).
+    {{"answer_status", "", FieldKind::text},
+     [](const Doc& d) { return d.recorded() ? Cell(backing_name(backing_of(*d.recorded(), d.x()))) : Cell(); }},
+    {{"largest_batch", "", FieldKind::integer},
+     [](const Doc& d) {
+         if (!d.recorded()) return Cell();
+         const Backing b = backing_of(*d.recorded(), d.x());
+         return b == Backing::not_confirmed ? Cell() : recorded_answer(d, &rs::MaxBatchAnswer::largest);
+     }},
+    // The model's answer whatever the runs say; where it does not hold, the
+    // cautious bound (and the hopeful one beside it).
+    {{"largest_batch_model", "", FieldKind::integer}, [](const Doc& d) { return recorded_answer(d, &rs::MaxBatchAnswer::largest); }},
+    // The largest batch that ran without an OOM under the recorded setting.
+    {{"largest_batch_ran", "", FieldKind::integer},
+     [](const Doc& d) {
+         const MaxBatchFacts f = d.x().facts("", std::nullopt);
+         return f.ran ? u64(f.ran) : Cell();
+     }},
+    // Memory not monotone in the batch: batches below the answer that ran
+    // out of memory, and the largest batch at or below which none did.
+    {{"oom_below", "", FieldKind::list},
+     [](const Doc& d) { return d.recorded() ? Cell(d.x().facts_of(*d.recorded()).oom_below) : Cell(); }},
+    {{"largest_batch_all_below_run", "", FieldKind::integer},
+     [](const Doc& d) {
+         if (!d.recorded()) return Cell();
+         const MaxBatchFacts f = d.x().facts_of(*d.recorded());
+         return f.answer_ran ? u64(f.all_below_ran) : Cell();
+     }},
+    {{"runs", "", FieldKind::integer}, [](const Doc& d) { return u64(d.x().runs()); }},
+    {{"max_runs", "", FieldKind::integer}, [](const Doc& d) { return d.q.max_batch->program.empty() ? Cell() : u64(d.q.max_batch->max_runs); }},
+    {{"budget_spent", "", FieldKind::boolean}, [](const Doc& d) -> Cell { return d.x().budget_spent; }},
+    // A program of several ranks: the ranks modelled, and the one that answers.
+    {{"ranks", "", FieldKind::list},
+     [](const Doc& d) {
+         std::vector<std::uint64_t> ranks(d.x().ranks.begin(), d.x().ranks.end());
+         return ranks.empty() ? Cell() : Cell(ranks);
+     }},
+    {{"tightest_rank", "", FieldKind::integer},
+     [](const Doc& d) { return d.recorded() && d.recorded()->tightest_rank ? u64(*d.recorded()->tightest_rank) : Cell(); }},
     {{"largest_batch_hopeful", "", FieldKind::integer}, [](const Doc& d) { return recorded_answer(d, &rs::MaxBatchAnswer::largest_hopeful); }},
     {{"model_holds", "", FieldKind::boolean}, [](const Doc& d) -> Cell { return d.x().model_holds(); }},
     // The recorded setting's answer ran for real without an OOM (a check, or a recording at that batch).
     {{"answer_ran", "", FieldKind::boolean},
-     [](const Doc& d) -> Cell {
-         return d.recorded() && d.recorded()->answer.largest ? Cell(d.x().ran_without_oom(*d.recorded()->answer.largest)) : Cell();
-     }},
+     [](const Doc& d) -> Cell { return d.recorded() && d.recorded()->answer.largest ? Cell(d.x().facts_of(*d.recorded()).answer_ran) : Cell(); }},
     {{"best_alloc_conf", "", FieldKind::text}, [](const Doc& d) { return d.best() ? Cell(rs::alloc_conf(d.best()->point.options)) : Cell(); }},
     {{"best_largest_batch", "", FieldKind::integer},
      [](const Doc& d) { return d.best() ? optional_u64(d.best()->answer.largest) : Cell(); }},
+    {{"best_answer_status", "", FieldKind::text},
+     [](const Doc& d) { return d.best() ? Cell(backing_name(backing_of(*d.best(), d.x()))) : Cell(); }},
     {{"recordings", "", FieldKind::records},
      [](const Doc& d) { return records_cell(make_records(Columns<MaxBatchRecording>(kRecordingColumns), d.x().recordings)); }, Shown::always,
      false, recording_schema},
@@ -337,11 +529,16 @@ std::string max_batch_answer_text(const ReuseSimRequest& q, const ReuseSimResult
     const MaxBatchSetting* recorded = x.recorded();
     const MaxBatchSetting* best = x.best();
     if (recorded == nullptr) return "no answer: nothing was searched";
-    const std::string head = "largest batch that fits in " + format_bytes(q.capacity, unit) + ": ";
-    std::string text = head + batch_text(recorded->answer, x, true);
+    const unsigned max_runs = q.max_batch->max_runs;
+    const Backing backing = backing_of(*recorded, x);
+    const std::string ranks = x.ranks.size() > 1 ? " on each of " + std::to_string(x.ranks.size()) + " ranks" : std::string();
+    std::string text = "largest batch that fits in " + format_bytes(q.capacity, unit) + ranks +
+                       (backing == Backing::model_only ? ", model only: " : ": ") + batch_text(*recorded, x, max_runs);
+    if (recorded->tightest_rank) text += "; the tightest is rank " + std::to_string(*recorded->tightest_rank);
     if (best != nullptr && best != recorded && best->answer.largest.value_or(0) > recorded->answer.largest.value_or(0))
-        text += "; with " + setting_name(best->point) + ": " + batch_text(best->answer, x, false);
-    if (!x.model_holds() && x.checks && !(recorded->answer.largest && x.ran_without_oom(*recorded->answer.largest)))
+        text += "; with " + setting_name(best->point) + (backing_of(*best, x) == Backing::model_only ? ", model only: " : ": ") +
+                batch_text(*best, x, max_runs);
+    if (!x.model_holds() && x.checks && backing != Backing::ran)
         text += "; the model does not hold (" + checks_summary(*x.checks) + "): record at more batches, or nearer the batch you want";
     return text;
 }
@@ -360,7 +557,7 @@ Report max_batch_report(const ReuseSimRequest& q, const ReuseSimResults& r, cons
     Record fields;
     fields.add(Field{"max_batch", "", FieldKind::record}, max_batch_cell(q, r));
     report.fields = std::move(fields);
-    report.tables.push_back(make_table("max_batch_settings", Columns<SettingView>(kSettingColumns), setting_views(x), output.format));
+    report.tables.push_back(make_table("max_batch_settings", Columns<SettingView>(kSettingColumns), setting_views(x, q.capacity), output.format));
     if (output.format != Format::table) return report;
     const Unit unit = output.unit;
     std::vector<std::string>& before = report.text_before;
