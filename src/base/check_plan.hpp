@@ -97,6 +97,10 @@ struct CheckKind {
 extern const NameTable<CheckKind> kChecks;
 // The row of a check id ("copy.h2d", "p2p.0-1"); UsageError when unknown.
 const Named<CheckKind>& check_row(std::string_view id);
+// The same without throwing: null for an id no row has (a document of
+// another gpumem version may name one). It costs what a known id's lookup
+// does: no message, no suggestion (report reads a row per check per GPU).
+const Named<CheckKind>* find_check_row(std::string_view id) noexcept;
 // The id of the p2p check from `source` to `destination`: "p2p.0-1".
 std::string p2p_check_id(int source, int destination);
 // Whether a check runs at `level`.
