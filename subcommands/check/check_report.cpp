@@ -93,7 +93,11 @@ struct CheckDocument {
     const CheckResults& results;
 };
 
+// The run's verdict: its devices' worst. A run that judged no device (no
+// driver, no GPU, stopped before the first) is unknown, not n/a: a fleet
+// tool must not read "not applicable" as nothing to worry about.
 Verdict run_verdict(const CheckResults& r) {
+    if (r.devices.empty()) return Verdict::unknown;
     Verdict worst = Verdict::na;
     for (const CheckDeviceResult& d : r.devices) worst = worse(worst, count_verdicts(d.checks).worst);
     return worst;
