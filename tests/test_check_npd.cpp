@@ -60,8 +60,8 @@ CheckRequest request(CheckLevel level) {
 
 Report::PluginOutput npd(const CheckResults& results, CheckLevel level = CheckLevel::standard) {
     const Report report = check_report(request(level), results, OutputOptions{Format::npd});
-    REQUIRE(report.npd);
-    return *report.npd;
+    REQUIRE(report.plugin);
+    return *report.plugin;
 }
 
 // What NPD makes of the line: one line, whole within max_output_length.

@@ -224,7 +224,7 @@ std::string perf_datum(const DeviceIdentity& d, const CheckOutcome& c) {
     return "'" + label + "'=" + value + uom + ";" + warn + ";" + crit + ";0;";
 }
 
-Report::Nagios check_nagios(const CheckRequest& q, const CheckResults& results) {
+Report::PluginOutput check_nagios(const CheckRequest& q, const CheckResults& results) {
     std::size_t checks = 0;
     std::vector<std::string> worst_lines, perf;
     Verdict worst = Verdict::na;
@@ -345,8 +345,8 @@ Report check_report(const CheckRequest& q, const CheckResults& results, const Ou
         r.metrics = check_metrics(lines);
         for (MetricFamily& f : device_metrics(results.devices)) r.metrics.push_back(std::move(f));
     }
-    if (output.format == Format::nagios) r.nagios = check_nagios(q, results);
-    if (output.format == Format::npd) r.npd = check_npd(q, results);
+    if (output.format == Format::nagios) r.plugin = check_nagios(q, results);
+    if (output.format == Format::npd) r.plugin = check_npd(q, results);
     return r;
 }
 

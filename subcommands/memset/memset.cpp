@@ -242,8 +242,6 @@ DocumentSchema document_schema() {
 constexpr CommandDefinition kMemsetCommand{
     [] { return make_command(CommandFunctions<MemsetOptions, MemsetRequest, MemsetResults>{add_options, check, execute, report}); },
     document_schema,
-    /*prometheus=*/false,
-    /*nagios=*/false,
     kMemsetLists};
 
 }  // namespace gpumem::cli
