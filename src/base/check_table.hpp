@@ -213,10 +213,6 @@ inline CheckOutcome recovery_action(const std::string& id, const CheckReadings& 
     return o;
 }
 
-inline std::string nvlink_version_name(unsigned version) {
-    static const char* const names[] = {"?", "1.0", "2.0", "2.2", "3.0", "3.1", "4.0", "5.0"};
-    return version < 8 ? names[version] : std::to_string(version);
-}
 
 // Why the links of a device that has NVLink figures cannot be judged.
 inline std::optional<CheckOutcome> links_unknown(const std::string& id, const NvmlNvLink& l) {

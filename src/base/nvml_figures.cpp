@@ -71,6 +71,11 @@ const std::string* NvmlHealth::error_of(std::string_view function) const noexcep
     return nullptr;
 }
 
+std::string nvlink_version_name(unsigned version) {
+    static const char* const names[] = {"?", "1.0", "2.0", "2.2", "3.0", "3.1", "4.0", "5.0"};
+    return version < 8 ? names[version] : std::to_string(version);
+}
+
 std::string process_text(const NvmlProcess& p) {
     std::string text = "pid " + std::to_string(p.pid) + (p.name.empty() ? "" : " " + p.name);
     if (p.used_memory) text += " (" + format_bytes(*p.used_memory) + ")";

@@ -122,6 +122,9 @@ std::uint64_t clock_event_reasons_of(std::uint64_t reasons, ClockReasonClass whi
 // operation: the warning and fault reasons.
 std::uint64_t clock_event_reasons_bad(std::uint64_t reasons) noexcept;
 
+// An nvmlNvlinkVersion_t as NVLink's own version: 6 is "4.0".
+std::string nvlink_version_name(unsigned version);
+
 // "pid 12 python (1 GiB)"; at most three processes, then "... (N in all)".
 std::string process_text(const NvmlProcess& process);
 std::string processes_text(const std::vector<NvmlProcess>& processes);
