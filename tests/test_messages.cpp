@@ -162,16 +162,21 @@ TEST_CASE("messages: a check that judged no device says unknown, not n/a") {
 }
 
 TEST_CASE("messages: alloc-test hold's usage line shows TOTAL as required, as its help says") {
+    // The "Usage:" line of a help page.
+    auto usage_of = [](const std::string& page) {
+        const std::size_t at = page.find("Usage:");
+        return at == std::string::npos ? std::string() : page.substr(at, page.find('\n', at) - at);
+    };
     const RunResult r = run_gpumem({"alloc-test", "hold", "--help"});
     REQUIRE(r.status == 0);
-    const std::string usage = r.out.substr(0, r.out.find('\n'));
+    const std::string usage = usage_of(r.out);
     CAPTURE(usage);
     CHECK(!has(usage, "[total]"));
     CHECK(has(usage, " total"));
     CHECK(has(r.out, "(required)"));
     // fill's TOTAL has a default: optional, in brackets.
     const RunResult fill = run_gpumem({"alloc-test", "fill", "--help"});
-    CHECK(has(fill.out.substr(0, fill.out.find('\n')), "[total]"));
+    CHECK(has(usage_of(fill.out), "[total]"));
 }
 
 TEST_CASE("messages: reuse-sim --growth takes what alloc-test churn --growth takes") {
@@ -182,8 +187,8 @@ TEST_CASE("messages: reuse-sim --growth takes what alloc-test churn --growth tak
         CHECK(r.status == 0);
     }
     const RunResult x3 = run_gpumem({"reuse-sim", "--strategy", "grow-only", "--growth", "x3", "--steps", "20", "--json"});
-    CHECK(nlohmann::json::parse(x3.out)["strategy_options"]["growth"] == "x3");
+    CHECK(nlohmann::json::parse(x3.out)["options"]["growth"] == "x3");
     const RunResult named = run_gpumem({"reuse-sim", "--strategy", "grow-only", "--growth", "512B", "--steps", "20", "--json"});
-    CHECK(nlohmann::json::parse(named.out)["strategy_options"]["growth"] == "512B");
+    CHECK(nlohmann::json::parse(named.out)["options"]["growth"] == "512B");
     CHECK(run_gpumem({"reuse-sim", "--growth", "x17"}).status == 2);
 }

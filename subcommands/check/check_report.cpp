@@ -312,6 +312,8 @@ Report::PluginOutput check_npd(const CheckRequest& q, const CheckResults& result
         devices += here;
     }
     const std::string word = worst == Verdict::fail ? "FAIL" : worst == Verdict::warn ? "WARN" : "UNKNOWN";
+    // No device judged (no driver, a run stopped before the first): unknown, with nothing to name.
+    if (shown == nullptr) return {npd_status(worst), npd_line(word + " no GPU was checked (level " + level + ")")};
     std::string line = word + " " + shown->id + " on GPU " + to_string(shown_device->device.cuda_index.value());
     if (devices > 1) line += " [" + std::to_string(checks) + " checks on " + std::to_string(devices) + " of " + gpus_text(gpus) + "]";
     else if (checks > 1) line += " [" + std::to_string(checks) + " checks]";

@@ -458,7 +458,7 @@ std::optional<std::string> repeated_option_text(const CLI::ParseError& e, const 
     const std::string times = what.substr(at + kMarker.size());
     std::string text = name + " given " + times + " times: give it once";
     const CLI::Option* option = invoked_app(app, invoked)->get_option_no_throw(name);
-    if (option != nullptr && option->get_type_name() == "LIST") text += " (a list is one value: " + name + " A,B)";
+    if (option != nullptr && option->get_type_name().rfind("LIST", 0) == 0) text += " (a list is one value: " + name + " A,B)";
     return text;
 }
 
