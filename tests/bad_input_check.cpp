@@ -167,9 +167,13 @@ std::vector<BadCase> check_cases(const Scratch& s) {
         {{"--format=nagios", "check", "--threshold", "copy.h2d=-1"}, {3}},
         {{"--format", "nagios", "check", "--threshold", "alloc.max=3.5B"}, {3}},
         {{"--format", "nagios", "check", "--bogus"}, {3}},
-        {{"--format", "nagios", "info"}, {3}},   // offered by check only
-        {{"--format", "nagios", "report"}, {3}},
-        {{"--format", "nagios", "--list", "checks"}, {3}},
+        // Offered by check only: elsewhere a usage error like any format a
+        // command does not offer (2), not a plugin's UNKNOWN (issue 48).
+        {{"--format", "nagios", "info"}, {2}},
+        {{"--format", "nagios", "memset"}, {2}},
+        {{"--format", "nagios", "report"}, {2}},
+        {{"--format", "nagios", "--list", "checks"}, {2}},
+        {{"--format", "npd", "memset"}, {2}},
         {{"--format", "nagios", "--json", "check"}},  // contradicting formats: a plain usage error
     };
     for (BadCase& c : threshold_level_cases()) cases.push_back(std::move(c));

@@ -89,7 +89,8 @@ std::vector<BadCase> reuse_sim_cases(const Scratch& s) {
         {{"reuse-sim", "--capacity", "0"}},
         {{"reuse-sim", "--capacity", "-1GiB"}},
         {{"reuse-sim", "--capacity", "0.1KiB"}},
-        {{"reuse-sim", "--growth", "x3"}},
+        {{"reuse-sim", "--growth", "x17"}},  // beyond x16 (x3 is a rule now, as churn takes it: issue 48)
+        {{"reuse-sim", "--growth", "x0.5"}},
         {{"reuse-sim", "--ring-buffers", "0"}},
         {{"reuse-sim", "--bins", "banana"}},
         {{"reuse-sim", "--bins", ""}},

@@ -66,7 +66,10 @@ bool nagios_alone(const Args& args) {
         if (a == "--json" || a == "--csv" || a.rfind("--format", 0) == 0) ++formats;
         if (a == "--format=nagios" || (a == "--format" && i + 1 < args.size() && args[i + 1] == "nagios")) nagios = true;
     }
-    return nagios && formats == 1;
+    // Only check is a Nagios plugin: elsewhere --format nagios is a plain
+    // usage error, with nothing on stdout (issue 48).
+    const bool check = std::find(args.begin(), args.end(), "check") != args.end();
+    return nagios && formats == 1 && check;
 }
 
 // A failure's exposition: its last sample is gpumem_run_exit_status, `status`.

@@ -702,9 +702,9 @@ TEST_CASE("check report: Prometheus metrics pass promtool") {
 
 TEST_CASE("check report: --format nagios, one status line with performance data and the plugin's status") {
     const CheckRequest q = standard_request();
-    auto nagios = [&](const CheckResults& r) { return *check_report(q, r, OutputOptions{Format::nagios}).nagios; };
+    auto nagios = [&](const CheckResults& r) { return *check_report(q, r, OutputOptions{Format::nagios}).plugin; };
     // CRITICAL: GPU 1 failed two checks, named with their remediation.
-    const Report::Nagios critical = nagios(two_devices());
+    const Report::PluginOutput critical = nagios(two_devices());
     CHECK(critical.status == 2);
     CHECK(critical.text.rfind("GPUMEM CRITICAL - 2 fail: GPU 1 fill.verify: 2 > 0 (default); first bad word at 0x7f0000001000 "
                               "[service]; GPU 1 copy.h2d: 31.2 GB/s < 47.3 GB/s (75% of PCIe Gen5 x16's 63 GB/s) [drain] "
@@ -724,7 +724,7 @@ TEST_CASE("check report: --format nagios, one status line with performance data 
     // OK, WARNING and UNKNOWN.
     CheckResults good = two_devices();
     good.devices.pop_back();
-    const Report::Nagios ok = nagios(good);
+    const Report::PluginOutput ok = nagios(good);
     CHECK(ok.status == 0);
     CHECK(ok.text.rfind("GPUMEM OK - " + std::to_string(good.devices[0].checks.size()) + " checks on 1 GPU(s): none warned or failed", 0) == 0);
     CheckResults warned = good;

@@ -60,8 +60,8 @@ CheckRequest request(CheckLevel level) {
 
 Report::PluginOutput npd(const CheckResults& results, CheckLevel level = CheckLevel::standard) {
     const Report report = check_report(request(level), results, OutputOptions{Format::npd});
-    REQUIRE(report.npd);
-    return *report.npd;
+    REQUIRE(report.plugin);
+    return *report.plugin;
 }
 
 // What NPD makes of the line: one line, whole within max_output_length.
@@ -235,9 +235,7 @@ TEST_CASE("gpumem --format npd: a bad command line is unknown (2) with its line;
     for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
              {"--format", "npd", "check", "--level", "fast"},
              {"--format", "npd", "check", "--threshold", "copy.h2d=-1"},
-             {"--format", "npd", "check", "--bogus"},
-             {"--format", "npd", "info"},
-             {"--format", "npd", "--list", "checks"}}) {
+             {"--format", "npd", "check", "--bogus"}}) {
         const RunResult r = run_gpumem(args);
         CAPTURE(args);
         CAPTURE(r.out);
@@ -247,8 +245,18 @@ TEST_CASE("gpumem --format npd: a bad command line is unknown (2) with its line;
         check_line(r.out.substr(0, r.out.size() - 1));
         CHECK(r.stderr_lines() == 1);
     }
+    // A command that is no plugin refuses it as any format it does not offer
+    // (issue 48): exit 2, the message on stderr, no plugin line.
+    for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+             {"--format", "npd", "info"}, {"--format", "npd", "--list", "checks"}}) {
+        const RunResult r = run_gpumem(args);
+        CAPTURE(args);
+        CHECK(r.status == 2);
+        CHECK(r.out.empty());
+        CHECK(r.stderr_lines() == 1);
+    }
     const RunResult info = run_gpumem({"--format", "npd", "info"});
-    CHECK(info.out.find("offered by check only") != std::string::npos);
+    CHECK(info.err.find("offered by check only") != std::string::npos);
     // Formats that contradict each other: the plain usage error, nothing on stdout.
     const RunResult both = run_gpumem({"--format", "npd", "--json", "check"});
     CHECK(both.status == 2);
@@ -324,4 +332,10 @@ TEST_CASE("deploy/kubernetes/gpumem-monitor.json: NPD's custom plugin monitor co
         REQUIRE(!r.out.empty());
         check_line(r.out.substr(0, r.out.size() - 1));
     }
+}
+
+TEST_CASE("check --format npd: a run that judged no device is UNKNOWN (2), not a crash") {
+    const Report::PluginOutput none = npd(CheckResults{});
+    CHECK(none.status == 2);
+    CHECK(none.text == "UNKNOWN no GPU was checked (level standard)");
 }

@@ -5,10 +5,12 @@
 // added or renamed without its documentation.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -127,4 +129,114 @@ TEST_CASE("docs: the man page renders without a troff warning at 80, 100 and 120
         CHECK(r.status == 0);
         CHECK(r.err == "");
     }
+}
+
+namespace {
+
+// The lines of `text`, each without trailing blanks.
+std::vector<std::string> trimmed_lines(const std::string& text) {
+    std::vector<std::string> lines;
+    std::size_t at = 0;
+    while (at <= text.size()) {
+        const std::size_t end = std::min(text.find('\n', at), text.size());
+        std::string line = text.substr(at, end - at);
+        while (!line.empty() && (line.back() == ' ' || line.back() == '\t')) line.pop_back();
+        lines.push_back(std::move(line));
+        at = end + 1;
+    }
+    return lines;
+}
+
+// A code block of the scd source, as its reader must see it rendered:
+// scdoc reads `\\` as one backslash and a lone `\` as an escape of the
+// next character (the backslash then never reaches the page).
+struct CodeBlock {
+    std::size_t line = 0;            // of the scd source, where it opens
+    std::vector<std::string> lines;  // as the page must show them
+    std::vector<std::string> lone_backslashes;
+};
+
+std::vector<CodeBlock> code_blocks(const std::string& page) {
+    std::vector<CodeBlock> blocks;
+    const std::vector<std::string> lines = trimmed_lines(page);
+    bool inside = false;
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+        const std::string& l = lines[i];
+        const std::size_t first = l.find_first_not_of(" \t");
+        if (first != std::string::npos && l.compare(first, 3, "```") == 0) {
+            inside = !inside;
+            if (inside) blocks.push_back({i + 1, {}, {}});
+            continue;
+        }
+        if (!inside) continue;
+        std::string shown;
+        for (std::size_t c = 0; c < l.size(); ++c) {
+            if (l[c] != '\\') {
+                shown += l[c];
+            } else if (c + 1 < l.size() && l[c + 1] == '\\') {
+                shown += '\\';
+                ++c;
+            } else {
+                blocks.back().lone_backslashes.push_back(l);
+                shown += '\\';  // what the source means; the page will lack it
+            }
+        }
+        blocks.back().lines.push_back(shown);
+    }
+    return blocks;
+}
+
+// Whether `rendered` holds `block` line for line at one indentation.
+bool rendered_whole(const std::vector<std::string>& rendered, const CodeBlock& block) {
+    std::size_t lead = 0;
+    while (lead < block.lines.size() && block.lines[lead].empty()) ++lead;
+    if (lead == block.lines.size()) return true;
+    const std::string& first = block.lines[lead];
+    for (std::size_t r = 0; r < rendered.size(); ++r) {
+        const std::string& line = rendered[r];
+        if (line.size() < first.size() || line.compare(line.size() - first.size(), first.size(), first) != 0) continue;
+        const std::string indent = line.substr(0, line.size() - first.size());
+        if (indent.find_first_not_of(' ') != std::string::npos || r < lead) continue;
+        bool all = true;
+        for (std::size_t k = lead; k < block.lines.size() && all; ++k) {
+            const std::size_t at = r - lead + k;
+            const std::string want = block.lines[k].empty() ? "" : indent + block.lines[k];
+            all = at < rendered.size() && rendered[at] == want;
+        }
+        if (all) return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+// A pasted example must run: every code block renders byte for byte as its
+// source means it (issue 48: `IFS=$'\t'` rendered as `IFS=$'t'`, and the `\`
+// that continues a line was dropped, with no word from groff).
+TEST_CASE("docs: every code block of the man page renders as its source, backslashes included") {
+    const RunResult tools = run_program("/bin/sh", {"-c", "command -v scdoc && command -v groff"});
+    if (tools.status != 0) {
+        MESSAGE("scdoc or groff not installed: the man page is not rendered");
+        return;
+    }
+    const char* dir = std::getenv("GPUMEM_TESTS_DIR");
+    const std::string page = std::string(dir ? dir : GPUMEM_TESTS_SOURCE_DIR) + "/../man/gpumem.1.scd";
+    // Wide enough that no line of a block is cut; no bold or underline.
+    const RunResult r =
+        run_program("/bin/sh", {"-c", "scdoc < \"$1\" | groff -t -man -Tutf8 -rLL=300n -P-cbou", "sh", page});
+    REQUIRE(r.status == 0);
+    const std::vector<std::string> rendered = trimmed_lines(r.out);
+    const std::vector<CodeBlock> blocks = code_blocks(man_page());
+    CHECK(blocks.size() >= 10);
+    std::size_t with_backslash = 0;
+    for (const CodeBlock& block : blocks) {
+        CAPTURE(block.line);
+        for (const std::string& line : block.lone_backslashes) {
+            INFO("a lone backslash (write \\\\ in the scd): " << line);
+            CHECK(false);
+        }
+        for (const std::string& line : block.lines) with_backslash += line.find('\\') != std::string::npos;
+        CHECK(rendered_whole(rendered, block));
+    }
+    CHECK(with_backslash >= 3);  // the drain loop's $'\t', the prolog's $'\n' and its continued line
 }

@@ -84,10 +84,10 @@ std::vector<std::string> split(const std::string& line, char sep) {
 }  // namespace
 
 TEST_CASE("output: --format names") {
-    CHECK(kFormats.parse("table") == Format::table);
-    CHECK(kFormats.parse("json") == Format::json);
-    CHECK(kFormats.parse("csv") == Format::csv);
-    CHECK(kFormats.parse("value") == Format::value);
+    CHECK(kFormats.parse("table").format == Format::table);
+    CHECK(kFormats.parse("json").format == Format::json);
+    CHECK(kFormats.parse("csv").format == Format::csv);
+    CHECK(kFormats.parse("value").format == Format::value);
     for (const char* bad : {"", "JSON", "xml", "yaml", "tsv"}) {
         CAPTURE(bad);
         CHECK_THROWS_AS(kFormats.parse(bad), UsageError);

@@ -82,3 +82,49 @@ TEST_CASE("readme: stays an overview of at most 300 lines") {
     INFO("README.md has ", lines, " lines; move the detail into docs/");
     CHECK(lines <= 300);
 }
+
+namespace {
+
+// The names `gpumem --list NAME` prints, one a line (its first column).
+std::vector<std::string> listed(const std::string& list) {
+    const RunResult r = run_gpumem({"--list", list, "--format", "value"});
+    REQUIRE(r.status == 0);
+    std::vector<std::string> names;
+    for (std::size_t at = 0; at < r.out.size();) {
+        const std::size_t end = r.out.find('\n', at);
+        const std::string line = r.out.substr(at, end - at);
+        names.push_back(line.substr(0, line.find('\t')));
+        at = end == std::string::npos ? r.out.size() : end + 1;
+    }
+    return names;
+}
+
+}  // namespace
+
+TEST_CASE("readme: names every unit and copy direction, one form of heading, a package path apt takes as written") {
+    const std::string text = slurp(repository_root() + "/README.md");
+    const std::size_t units = text.find("`--units ");
+    REQUIRE(units != std::string::npos);
+    const std::string units_line = text.substr(units, text.find('`', units + 1) - units) + "|";
+    for (const std::string& unit : listed("units")) {
+        CAPTURE(unit);
+        CHECK(units_line.find(unit == "auto" ? " auto|" : "|" + unit + "|") != std::string::npos);
+    }
+    const std::size_t directions = text.find("Directions: ");
+    REQUIRE(directions != std::string::npos);
+    const std::string directions_text = text.substr(directions, text.find("\n\n", directions) - directions);
+    for (const std::string& direction : listed("directions")) {
+        CAPTURE(direction);
+        CHECK(directions_text.find("`" + direction + "`") != std::string::npos);
+    }
+    // Every command's heading under Subcommands reads "### gpumem NAME".
+    const std::size_t subcommands = text.find("\n## Subcommands\n");
+    REQUIRE(subcommands != std::string::npos);
+    const std::size_t next = text.find("\n## ", subcommands + 1);
+    for (std::size_t at = text.find("\n### ", subcommands); at != std::string::npos && at < next; at = text.find("\n### ", at + 1)) {
+        const std::string heading = text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+        CAPTURE(heading);
+        CHECK(heading.rfind("### gpumem ", 0) == 0);
+    }
+    CHECK(text.find("./../") == std::string::npos);
+}

@@ -641,3 +641,116 @@ TEST_CASE("report input: a FIFO in a folder is skipped with a note; a FIFO or an
     (void)fed.wait();
     (void)run_program("/bin/rm", {"-rf", dir});
 }
+
+// ---------------------------------------------------------------------------
+// Issue 48: no false pass, unknown check ids named once.
+
+namespace {
+
+// A folder of `files` (name, text), removed with the object.
+struct DocumentFolder {
+    std::string path;
+    explicit DocumentFolder(const std::vector<std::pair<std::string, std::string>>& files) {
+        char tmpl[] = "/tmp/gpumem-report-docs.XXXXXX";
+        REQUIRE(mkdtemp(tmpl));
+        path = tmpl;
+        for (const auto& [name, text] : files) std::ofstream(path + "/" + name) << text;
+    }
+    ~DocumentFolder() { (void)run_program("/bin/rm", {"-rf", path}); }
+    DocumentFolder(const DocumentFolder&) = delete;
+    DocumentFolder& operator=(const DocumentFolder&) = delete;
+    std::string file(const std::string& name) const { return path + "/" + name; }
+};
+
+json reuse_sim_doc() {
+    json d = envelope("reuse-sim", "n1");
+    d["results"] = json::array({{{"strategy", "caching"}, {"peak_reserved", 1024}}});
+    return d;
+}
+
+}  // namespace
+
+TEST_CASE("report: documents that give no GPU row are no pass: exit 2, 'no GPU rows in N documents', a warning each") {
+    json empty_check = check_doc("n2", {});
+    const DocumentFolder folder({{"sim.json", reuse_sim_doc().dump(2) + "\n"}, {"check.json", empty_check.dump() + "\n"}});
+    const RunResult r = run_gpumem({"report", folder.file("sim.json"), folder.file("check.json")});
+    CAPTURE(r.err);
+    CHECK(r.status == 2);
+    CHECK(r.out.find("verdict: pass") == std::string::npos);
+    CHECK(r.err.find("no GPU rows in 2 documents") != std::string::npos);
+    // One warning line per document, saying what it is.
+    CHECK(r.err.find(folder.file("sim.json") + ":1: skipped: a reuse-sim document names no GPU") != std::string::npos);
+    CHECK(r.err.find(folder.file("check.json") + ":1: skipped: a check document that names no GPU") != std::string::npos);
+    CHECK(r.stderr_lines() == 3);
+    // --json: the error document, with the warnings.
+    const RunResult j = run_gpumem({"report", "--json", folder.file("sim.json")});
+    CHECK(j.status == 2);
+    const json doc = json::parse(j.out);
+    CHECK(doc["ok"] == false);
+    CHECK(doc["error"]["code"] == "usage_error");
+    CHECK(doc["error"]["message"].get<std::string>().find("no GPU rows in 1 document:") == 0);
+    CHECK(doc["warnings"].size() == 1);
+    // --drain-list must not print an empty list and exit 0 either.
+    CHECK(run_gpumem({"report", "--drain-list", folder.file("sim.json")}).status == 2);
+    // Beside a fleet, a skipped document is a warning only.
+    const RunResult mixed = run_gpumem({"report", folder.file("sim.json"), fixture("check-node1.json")});
+    CHECK(mixed.status == 0);
+    CHECK(mixed.stderr_lines() == 1);
+    CHECK(mixed.err.find("skipped: a reuse-sim document") != std::string::npos);
+}
+
+TEST_CASE("report: an unknown check id counts as written, is named once with a suggestion, and costs no message per row") {
+    json a = check_doc("n1", {{"GPU-a", "H", 50}});
+    json b = check_doc("n2", {{"GPU-b", "H", 50}});
+    for (json* d : {&a, &b}) {
+        json renamed = (*d)["checks"][0];
+        renamed["check"] = "nvml.ecc_mode";
+        renamed["verdict"] = "fail";
+        (*d)["checks"].push_back(renamed);
+        json odd = renamed;
+        odd["check"] = "pcie.width";
+        odd["verdict"] = "pass";
+        (*d)["checks"].push_back(odd);
+        (*d)["checks"].push_back(odd);  // twice in one document: still one document
+    }
+    const Fleet f = fleet_of({a, b});
+    REQUIRE(f.notes.size() == 2);
+    CHECK(f.notes[0] ==
+          "t:1: check 'nvml.ecc_mode' is not one this gpumem knows (in 2 documents: a renamed check, or a newer gpumem's): its "
+          "verdicts count as written, with the document's remediation or none; did you mean 'nvml.ecc.mode'?");
+    CHECK(f.notes[1].find("check 'pcie.width' is not one this gpumem knows (in 2 documents") != std::string::npos);
+    CHECK(f.notes[1].find("(gpumem --list checks names today's)") != std::string::npos);
+    // Counted as written: the failure fails the fleet, with no remediation of its own.
+    REQUIRE(row_of(f, "GPU-a"));
+    CHECK(row_of(f, "GPU-a")->failed_checks == std::vector<std::string>{"nvml.ecc_mode"});
+    CHECK(f.failed());
+    // Known ids, p2p pairs included, are known; malformed pairs are not.
+    CHECK(gpumem::find_check_row("copy.h2d") != nullptr);
+    CHECK(gpumem::find_check_row("p2p.0-1") != nullptr);
+    CHECK(gpumem::find_check_row("p2p.1-01") == nullptr);
+    CHECK(gpumem::find_check_row("p2p.x-1") == nullptr);
+    CHECK(gpumem::find_check_row("p2p.0") == nullptr);
+    CHECK(gpumem::find_check_row("nvml.ecc_mode") == nullptr);
+    // Through the binary: one stderr line per id, beside the failure's.
+    const DocumentFolder folder({{"a.jsonl", lines({a, b})}});
+    const RunResult r = run_gpumem({"report", folder.file("a.jsonl")});
+    CHECK(r.status == 7);
+    CHECK(r.stderr_lines() == 3);
+    CHECK(r.err.find("did you mean 'nvml.ecc.mode'?") != std::string::npos);
+}
+
+TEST_CASE("report fixtures: every check id is one this gpumem knows (make-fixtures.py writes today's)") {
+    for (const char* name : {"check-node1.json", "check-node2.json", "check-node4.json"}) {
+        CAPTURE(name);
+        const std::vector<Document> docs = read_text(name, slurp(fixture(name)), 1);
+        REQUIRE(!docs.empty());
+        for (const Document& d : docs)
+            for (const GpuFacts& g : d.gpus)
+                for (const CheckResult& c : g.checks) {
+                    CAPTURE(c.check);
+                    CHECK(c.known);
+                }
+    }
+    const RunResult r = run_gpumem({"report", fixture("check-node1.json"), fixture("check-node2.json")});
+    CHECK(r.err.find("is not one this gpumem knows") == std::string::npos);
+}

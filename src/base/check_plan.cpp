@@ -109,6 +109,30 @@ const Named<CheckKind>& check_row(std::string_view id) {
     return kChecks.row(id);
 }
 
+const Named<CheckKind>* find_check_row(std::string_view id) noexcept {
+    if (id.substr(0, kP2pPrefix.size()) == kP2pPrefix) {
+        const std::string_view pair = id.substr(kP2pPrefix.size());
+        const std::size_t dash = pair.find('-');
+        auto index_text = [](std::string_view digits) {
+            return !digits.empty() && digits.size() <= 4 &&
+                   std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+        };
+        if (dash == std::string_view::npos || !index_text(pair.substr(0, dash)) || !index_text(pair.substr(dash + 1)))
+            return nullptr;
+        // "p2p.1-01" is the same device twice.
+        auto number = [](std::string_view digits) {
+            int n = 0;
+            for (char c : digits) n = n * 10 + (c - '0');
+            return n;
+        };
+        if (number(pair.substr(0, dash)) == number(pair.substr(dash + 1))) return nullptr;
+        for (const Named<CheckKind>& row : kChecks)
+            if (row.value.per_pair) return &row;
+        return nullptr;
+    }
+    return kChecks.find(id);
+}
+
 std::string p2p_check_id(int source, int destination) {
     return std::string(kP2pPrefix) + std::to_string(source) + "-" + std::to_string(destination);
 }

@@ -66,6 +66,24 @@ enum class ThresholdRule {
     maximum,          // the GPU's own maximum of the figure (link width, memory clock)
 };
 
+struct CheckOutcome;
+struct CheckReadings;  // base/check_readings.hpp
+
+// What a quick-level check's judge reads, so the run knows when it cannot
+// judge and whose reading time it shares; device_work for the checks the
+// device work runs (src/bench) and p2p.
+enum class CheckReading {
+    device_work,
+    health,      // the device's NVML health figures: unknown without them; shares their reading time
+    nvlink,      // the device's NVLink figures: n/a without NVML, unknown for a GPU lost meanwhile
+    node,        // the node's GPUs: judged once, on the run's first GPU
+    kernel_log,  // the kernel log's Xid events: shares the log's reading time
+};
+
+// A quick-level check's judge: a pure function of the figures read before
+// any device work, given the check's id.
+using CheckJudge = CheckOutcome (*)(const std::string& id, const CheckReadings& readings);
+
 // A row of kChecks.
 struct CheckKind {
     std::string_view unit;  // "GB/s", "bytes", "count", "MHz", "s", "lanes", "bool"
@@ -85,18 +103,26 @@ struct CheckKind {
     // Where the figure comes from: "NVML nvmlDeviceGetTotalEccErrors",
     // "kernel log (Xid)", "cudaMalloc": for --list checks and the man page.
     std::string_view source;
+    // A quick-level check's judge and what it reads, beside the row itself
+    // (base/check_table.hpp); null for the others, which src/bench runs.
+    CheckReading reading = CheckReading::device_work;
+    CheckJudge judge = nullptr;
 };
 
 // Every check, in the order they run and are reported (gpumem --list checks):
-// the rows of base/check_table.hpp. The table drives the run: src/bench binds
-// each row at compile time to a judge of the figures read before any work
-// (kJudges, bench/check_health.cpp) at quick level, a device step
-// (kDeviceSteps, bench/check_engine.cpp) at standard and long, or the pair
-// runner (p2p), and a static_assert there fails the build for a row with
-// none. base knows no NVML or CUDA, so the runners live there.
+// the rows of base/check_table.hpp. The table drives the run: a quick-level
+// row holds its judge, a pure function of the figures read before any work
+// (a static_assert there holds every quick row, and no other, to one); a
+// standard or long row is bound at compile time to its device step
+// (kDeviceSteps, bench/check_engine.cpp, which needs CUDA), or is the pair
+// runner's (p2p).
 extern const NameTable<CheckKind> kChecks;
 // The row of a check id ("copy.h2d", "p2p.0-1"); UsageError when unknown.
 const Named<CheckKind>& check_row(std::string_view id);
+// The same without throwing: null for an id no row has (a document of
+// another gpumem version may name one). It costs what a known id's lookup
+// does: no message, no suggestion (report reads a row per check per GPU).
+const Named<CheckKind>* find_check_row(std::string_view id) noexcept;
 // The id of the p2p check from `source` to `destination`: "p2p.0-1".
 std::string p2p_check_id(int source, int destination);
 // Whether a check runs at `level`.

@@ -51,6 +51,9 @@ struct CheckResult {
     // The document's, or for a document without one (gpumem before
     // remediations) the check's default for its verdict.
     Remediation remediation = Remediation::none;
+    // Whether this gpumem has a row for the id (a renamed or newer check has
+    // none: counted as written, and named once in the fleet's notes).
+    bool known = true;
 };
 
 // What one document says about one GPU.
@@ -89,6 +92,10 @@ inline constexpr int kMaxDocumentDepth = 64;
 // gpumem document, a report's own document, a schema_version newer than
 // `max_schema_version`, a key of the wrong type.
 Document parse_document(std::string_view text, std::size_t line, int max_schema_version);
+// Whether report reads GPUs from a document of `command` (check, info,
+// copy, memset), and those commands in words: "check, info, copy and memset".
+bool reads_gpus_of(std::string_view command) noexcept;
+std::string gpu_commands_text();
 
 // A fault in the input at a line of its source; the reader adds the source.
 class LineError : public UsageError {
@@ -175,7 +182,10 @@ struct Fleet {
     std::vector<DocumentRow> documents;
     std::vector<NodeRow> nodes;  // by host, in the rows' order
     std::vector<std::string> problems;  // one line each; none: the fleet passed
-    std::vector<std::string> notes;     // inputs skipped (a FIFO in a folder), one line each
+    // Warnings for stderr (and the JSON "warnings"), one line each: inputs
+    // skipped (a FIFO in a folder), documents that name no GPU (a reuse-sim
+    // document), check ids this gpumem does not know (once per id).
+    std::vector<std::string> notes;
     bool failed() const noexcept { return !problems.empty(); }
 };
 

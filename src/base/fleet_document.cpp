@@ -5,7 +5,10 @@
 // report must not quietly drop what it cannot read.
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
+#include <string_view>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -181,19 +184,15 @@ Verdict worse(std::optional<Verdict> a, Verdict b) { return a ? gpumem::worse(*a
 
 // A check's remediation: the document's, or where it has none (gpumem
 // before remediations) the check's default for its verdict; none for a
-// check this build does not know.
-Remediation remediation_at(const Value& row, const std::string& id, Verdict verdict, const std::string& where) {
+// check this build does not know (`row` null).
+Remediation remediation_at(const Value& row, const Named<CheckKind>* check, Verdict verdict, const std::string& where) {
     if (const std::optional<std::string> r = text_at(row, "remediation", where)) {
         const Named<Remediation>* found = kRemediations.find(*r);
         if (!found)
             throw UsageError(where + "remediation: '" + *r + "' is not a remediation (expected " + kRemediations.names() + ")");
         return found->value;
     }
-    try {
-        return remediation_for(check_row(id).value, verdict);
-    } catch (const UsageError&) {
-        return Remediation::none;
-    }
+    return check ? remediation_for(check->value, verdict) : Remediation::none;
 }
 
 void read_check(const Value& doc, Document& d) {
@@ -214,7 +213,10 @@ void read_check(const Value& doc, Document& d) {
         const std::optional<std::string> id = text_at(row, "check", where);
         if (!id || id->empty()) wrong(where + "check", "a check's name");
         const Verdict verdict = verdict_at(row, where);
-        g.checks.push_back({*id, verdict, remediation_at(row, *id, verdict, where)});
+        // Looked up without throwing: an unknown id is named once per fleet,
+        // not a message built and dropped per row.
+        const Named<CheckKind>* known = find_check_row(*id);
+        g.checks.push_back({*id, verdict, remediation_at(row, known, verdict, where), known != nullptr});
         g.verdict = worse(g.verdict, verdict);
         const auto value = number_at(row, "value", where);
         const auto comparison = text_at(row, "comparison", where);
@@ -317,7 +319,24 @@ LineError parse_fault(std::string_view text, std::size_t line, const fastjson::F
     return LineError(error_line(text, line, end + 1), "malformed JSON: " + what);
 }
 
+// The commands whose documents name GPUs, and their readers; any other
+// command's document counts for its error only.
+using Reader = void (*)(const Value&, Document&);
+constexpr std::pair<std::string_view, Reader> kReaders[] = {
+    {"check", read_check}, {"info", read_info}, {"copy", read_copy}, {"memset", read_memset}};
+
 }  // namespace
+
+bool reads_gpus_of(std::string_view command) noexcept {
+    return std::any_of(std::begin(kReaders), std::end(kReaders), [command](const auto& r) { return r.first == command; });
+}
+
+std::string gpu_commands_text() {
+    std::string text;
+    constexpr std::size_t n = std::size(kReaders);
+    for (std::size_t i = 0; i < n; ++i) text += (i == 0 ? "" : i + 1 == n ? " and " : ", ") + std::string(kReaders[i].first);
+    return text;
+}
 
 Document parse_document(std::string_view text, std::size_t line, int max_schema_version) {
     // One reader per thread, reused: its arrays keep their capacity.
@@ -328,10 +347,8 @@ Document parse_document(std::string_view text, std::size_t line, int max_schema_
     try {
         const Value& doc = json.root();
         Document d = read_envelope(doc, max_schema_version);
-        if (d.command == "check") read_check(doc, d);
-        if (d.command == "info") read_info(doc, d);
-        if (d.command == "copy") read_copy(doc, d);
-        if (d.command == "memset") read_memset(doc, d);
+        for (const auto& [command, read] : kReaders)
+            if (d.command == command) read(doc, d);
         return d;
     } catch (const LineError&) {
         throw;

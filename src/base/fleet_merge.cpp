@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <unordered_map>
@@ -61,10 +62,56 @@ public:
         deferred_.clear();
     }
 
+    // Warnings: the documents that named no GPU, then each check id this
+    // gpumem does not know, once.
+    std::vector<std::string> notes() const {
+        std::vector<std::string> lines;
+        for (const DocumentRow& d : documents_)
+            if (d.ok && d.gpus == 0) lines.push_back(skipped_note(d));
+        for (const UnknownId& u : unknown_ids_) lines.push_back(unknown_id_note(u));
+        return lines;
+    }
+
     std::vector<GpuRow> rows_;
     std::vector<DocumentRow> documents_;
 
 private:
+    // A check id no row of this gpumem's table has, as the documents name it.
+    struct UnknownId {
+        std::string id, first_source;
+        std::size_t documents = 0;
+        std::size_t last_slot = SIZE_MAX;  // the document that counted last, so each counts once
+    };
+
+    void note_unknown_ids(const Document& d, std::size_t slot) {
+        for (const GpuFacts& g : d.gpus)
+            for (const CheckResult& c : g.checks) {
+                if (c.known) continue;
+                const auto [it, added] = unknown_index_.emplace(c.check, unknown_ids_.size());
+                if (added) unknown_ids_.push_back({c.check, d.source, 0, SIZE_MAX});
+                UnknownId& u = unknown_ids_[it->second];
+                if (u.last_slot != slot) ++u.documents;
+                u.last_slot = slot;
+            }
+    }
+
+    static std::string skipped_note(const DocumentRow& d) {
+        const std::string what = d.command.empty() ? "gpumem" : d.command;
+        const std::string a = std::string_view("aeiou").find(what.front()) == std::string_view::npos ? "a " : "an ";
+        if (reads_gpus_of(d.command)) return d.source + ": skipped: " + a + what + " document that names no GPU";
+        return d.source + ": skipped: " + a + what + " document names no GPU (report reads the GPUs of " + gpu_commands_text() +
+               " documents, and every error document)";
+    }
+
+    static std::string unknown_id_note(const UnknownId& u) {
+        std::string suggestion = did_you_mean(u.id, kChecks.name_list());
+        if (suggestion.empty()) suggestion = " (gpumem --list checks names today's)";
+        return u.first_source + ": check '" + u.id + "' is not one this gpumem knows (in " + std::to_string(u.documents) +
+               (u.documents == 1 ? " document" : " documents") +
+               ": a renamed check, or a newer gpumem's): its verdicts count as written, with the document's remediation or "
+               "none" + suggestion;
+    }
+
     void learn(const Document& d) {
         for (const GpuFacts& g : d.gpus)
             if (g.index && g.uuid) ids_[context_key(d.origin) + '\n' + std::to_string(*g.index)] = {*g.uuid, g.name};
@@ -90,6 +137,7 @@ private:
             failed_check |= merge_gpu(rows_[row], g, d.strict);
             touch(row, d, touched);
         }
+        note_unknown_ids(d, slot);
         DocumentRow& doc = documents_[slot];
         if (d.error) {
             doc.error_code = d.error->code;
@@ -183,6 +231,8 @@ private:
 
     Identities ids_;
     std::unordered_map<std::string, std::size_t> keys_;
+    std::vector<UnknownId> unknown_ids_;
+    std::unordered_map<std::string, std::size_t> unknown_index_;
     std::vector<std::pair<std::size_t, Document>> deferred_;
 };
 
@@ -410,6 +460,7 @@ void FleetMerger::add(Document&& d) { state_->add(std::move(d)); }
 Fleet FleetMerger::finish(const ReportOptions& options) {
     state_->finish();
     Fleet fleet;
+    fleet.notes = state_->notes();
     fleet.documents = std::move(state_->documents_);
     fleet.rows = std::move(state_->rows_);
     std::stable_sort(fleet.rows.begin(), fleet.rows.end(), row_less);

@@ -169,12 +169,18 @@ std::string exact_size_text(std::uint64_t bytes) {
     return std::to_string(bytes);
 }
 
+std::string size_in_words(std::uint64_t bytes) {
+    constexpr std::uint64_t kMiB = 1ULL << 20;
+    if (bytes != 0 && bytes % kMiB == 0) return exact_size_text(bytes);
+    return format_bytes(bytes) + " (" + std::to_string(bytes) + " bytes)";
+}
+
 std::string fewer_ooms_message(std::uint64_t recorded_ooms, std::uint64_t replay_ooms, std::optional<std::uint64_t> replay_capacity,
                                std::optional<std::uint64_t> recorded_cap, std::uint64_t recorded_peak_reserved) {
     std::string line = "the recording had " + std::to_string(recorded_ooms) + (recorded_ooms == 1 ? " OOM" : " OOMs") +
                        ", the replay of its settings " + std::to_string(replay_ooms) + ": ";
     if (recorded_cap && replay_capacity != recorded_cap)
-        return line + "the recording ran under a cap of " + exact_size_text(*recorded_cap) +
+        return line + "the recording ran under a cap of " + size_in_words(*recorded_cap) +
                " (its statistics file says so), not this replay's; pass --capacity " + exact_size_text(*recorded_cap);
     line += replay_capacity ? "the program had less memory than this replay's cap"
                             : "the program had less memory than this uncapped replay";

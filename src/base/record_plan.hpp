@@ -78,6 +78,9 @@ std::optional<CapInForce> cap_in_force(const std::vector<MemoryFractionCall>& ca
 
 // A size as an option takes it back exactly: "1GiB", "300MiB", else bytes.
 std::string exact_size_text(std::uint64_t bytes);
+// A size in a sentence, in the units the rest of a report uses, exact where
+// it is not a whole number of MiB: "64GiB", "69.9 GiB (75054940160 bytes)".
+std::string size_in_words(std::uint64_t bytes);
 // The one line for a replay of the recorded settings with fewer OOMs than
 // the recording had: its likely causes and what to pass. `replay_capacity`
 // none: no cap; `recorded_cap`: the cap the recording's statistics name.

@@ -44,6 +44,30 @@ std::string one_line(std::string text) {
     return text;
 }
 
+std::string printable(std::string_view text, std::size_t limit) {
+    static constexpr char kDigits[] = "0123456789abcdef";
+    std::string out;
+    for (std::size_t i = 0; i < text.size() && i < limit; ++i) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        if (c >= 0x20 && c < 0x7f) {
+            out += static_cast<char>(c);
+        } else {
+            out += "\\x";
+            out += kDigits[c >> 4];
+            out += kDigits[c & 15];
+        }
+    }
+    if (text.size() > limit) out += "...";
+    return out;
+}
+
+bool looks_binary(std::string_view text) noexcept {
+    return std::any_of(text.begin(), text.end(), [](char ch) {
+        const auto c = static_cast<unsigned char>(ch);
+        return (c < 0x20 && c != '\t' && c != '\r' && c != '\n') || c == 0x7f;
+    });
+}
+
 std::string lower(std::string_view s) {
     std::string out(s);
     std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });

@@ -29,5 +29,12 @@ std::string lower(std::string_view s);
 std::string wrap_words(std::string_view text, std::size_t width, std::size_t indent = 0);
 // Newlines and carriage returns become spaces: errors are one line on stderr.
 std::string one_line(std::string text);
+// `text` safe to quote in a message: a byte outside printable ASCII (a
+// control byte, a NUL, a binary file's bytes) as \xNN, so a file's bytes never
+// reach the terminal raw; at most `limit` bytes of it, then "...".
+std::string printable(std::string_view text, std::size_t limit = 60);
+// Whether `text` holds a byte no text line has (NUL or another control byte
+// but tab, CR and LF): a binary file's.
+bool looks_binary(std::string_view text) noexcept;
 
 }  // namespace gpumem

@@ -23,19 +23,6 @@ std::vector<NvmlProcess> others_of(const std::vector<NvmlProcess>& processes) {
     return others;
 }
 
-std::string process_text(const NvmlProcess& p) {
-    std::string text = "pid " + std::to_string(p.pid) + (p.name.empty() ? "" : " " + p.name);
-    if (p.used_memory) text += " (" + format_bytes(*p.used_memory) + ")";
-    return text;
-}
-
-std::string processes_text(const std::vector<NvmlProcess>& processes) {
-    std::vector<std::string> shown;
-    for (std::size_t i = 0; i < processes.size() && i < 3; ++i) shown.push_back(process_text(processes[i]));
-    if (processes.size() > shown.size()) shown.push_back("... (" + std::to_string(processes.size()) + " in all)");
-    return join(shown);
-}
-
 DeviceContention read_contention(const DeviceIdentity& device) {
     DeviceContention c;
     if (!device.nvml_index) return c;

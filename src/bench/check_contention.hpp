@@ -20,9 +20,6 @@
 
 namespace gpumem {
 
-// "pid 12 python (1 GiB)"; at most three processes, then "... (N in all)".
-std::string process_text(const NvmlProcess& process);
-std::string processes_text(const std::vector<NvmlProcess>& processes);
 // The processes that are not this one.
 std::vector<NvmlProcess> others_of(const std::vector<NvmlProcess>& processes);
 

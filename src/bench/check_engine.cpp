@@ -324,8 +324,8 @@ constexpr DeviceStep kDeviceSteps[] = {
 
 // Whether kDeviceSteps has, in kChecks' order, one step for every row of
 // kChecks that runs above quick level on one GPU (not per pair: the pair
-// runner, run_p2p_checks, takes those) and nothing else. The quick rows are
-// kJudges' (check_health.cpp); no row is quick and per pair.
+// runner, run_p2p_checks, takes those) and nothing else. The quick rows
+// hold their judges (base/check_table.hpp); no row is quick and per pair.
 constexpr bool steps_every_device_row() {
     std::size_t next = 0;
     for (const Named<CheckKind>& r : kCheckRows) {

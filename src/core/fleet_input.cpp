@@ -610,7 +610,7 @@ Fleet read_fleet(const std::vector<std::string>& inputs, int max_schema_version,
     const std::vector<Source> sources = expand(inputs, notes);
     Pipeline pipeline(sources, max_schema_version, threads);
     Fleet fleet = pipeline.finish(options);
-    fleet.notes = std::move(notes);
+    fleet.notes.insert(fleet.notes.begin(), notes.begin(), notes.end());
     return fleet;
 }
 

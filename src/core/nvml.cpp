@@ -526,70 +526,11 @@ NvmlNvLink Nvml::nvlink(unsigned index) const {
 
 namespace {
 
-// nvml.h's nvmlClocksEventReason* bits, named as nvidia-smi -q names them,
-// and what each says (see ClockReasonClass).
-struct ClockReason {
-    std::uint64_t bit;
-    const char* name;
-    ClockReasonClass kind;
-};
-constexpr ClockReason kClockReasons[] = {
-    {0x1, "gpu_idle", ClockReasonClass::normal},
-    {0x2, "applications_clocks_setting", ClockReasonClass::normal},
-    {0x4, "sw_power_cap", ClockReasonClass::normal},
-    {0x8, "hw_slowdown", ClockReasonClass::fault},
-    {0x10, "sync_boost", ClockReasonClass::normal},
-    {0x20, "sw_thermal_slowdown", ClockReasonClass::warning},
-    {0x40, "hw_thermal_slowdown", ClockReasonClass::fault},
-    {0x80, "hw_power_brake_slowdown", ClockReasonClass::fault},
-    {0x100, "display_clock_setting", ClockReasonClass::normal},
-};
-
 // NVML_MEMORY_ERROR_TYPE_* and NVML_*_ECC counter types, page retirement causes.
 constexpr int kCorrected = 0, kUncorrected = 1, kVolatile = 0, kAggregate = 1;
 constexpr int kRetiredSbe = 0, kRetiredDbe = 1;
 
 }  // namespace
-
-std::vector<std::string> clock_event_reason_names(std::uint64_t reasons) {
-    std::vector<std::string> names;
-    std::uint64_t known = 0;
-    for (const ClockReason& r : kClockReasons) {
-        known |= r.bit;
-        if (reasons & r.bit) names.emplace_back(r.name);
-    }
-    if (const std::uint64_t rest = reasons & ~known) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(rest));
-        names.emplace_back(buf);
-    }
-    return names;
-}
-
-ClockReasonClass clock_reason_class(std::uint64_t bit) noexcept {
-    for (const ClockReason& r : kClockReasons)
-        if (r.bit == bit) return r.kind;
-    return ClockReasonClass::warning;  // a reason this build does not know
-}
-
-std::uint64_t clock_event_reasons_of(std::uint64_t reasons, ClockReasonClass which) noexcept {
-    std::uint64_t mask = 0;
-    for (int b = 0; b < 64; ++b) {
-        const std::uint64_t bit = std::uint64_t{1} << b;
-        if ((reasons & bit) && clock_reason_class(bit) == which) mask |= bit;
-    }
-    return mask;
-}
-
-std::uint64_t clock_event_reasons_bad(std::uint64_t reasons) noexcept {
-    return clock_event_reasons_of(reasons, ClockReasonClass::warning) | clock_event_reasons_of(reasons, ClockReasonClass::fault);
-}
-
-const std::string* NvmlHealth::error_of(std::string_view function) const noexcept {
-    for (const auto& [name, message] : errors)
-        if (name == function) return &message;
-    return nullptr;
-}
 
 NvmlHealth Nvml::health(unsigned index) const {
     const Api& a = *api_;

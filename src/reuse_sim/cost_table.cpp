@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/errors.hpp"
+#include "base/text.hpp"
 
 namespace gpumem::reuse_sim {
 
@@ -98,6 +99,25 @@ std::string cost_table_to_json(const CostTable& table) {
     return doc.dump(2) + "\n";
 }
 
+namespace {
+
+// nlohmann's message in words: "[json.exception.parse_error.101] parse error
+// at line 1, column 2: syntax error while parsing object key - unexpected end
+// of input; expected string literal" reads "at line 1, column 2: unexpected
+// end of input; expected string literal"; what it quotes of the file, bytes
+// of a binary file included, stays off the terminal.
+std::string json_fault(std::string what) {
+    if (const std::size_t bracket = what.find("] "); what.rfind("[json.exception.", 0) == 0 && bracket != std::string::npos)
+        what.erase(0, bracket + 2);
+    if (what.rfind("parse error ", 0) == 0) what.erase(0, 12);
+    if (const std::size_t syntax = what.find("syntax error while parsing "); syntax != std::string::npos)
+        if (const std::size_t dash = what.find(" - ", syntax); dash != std::string::npos) what.erase(syntax, dash + 3 - syntax);
+    if (what.rfind("at ", 0) != 0) what = "(" + what + ")";
+    return printable(what, 200);
+}
+
+}  // namespace
+
 CostTable parse_cost_table(const std::string& text, const std::string& name, std::vector<std::string>* missing) {
     auto bad = [&name](const std::string& what) { return UsageError(name + ": not a gpumem cost table: " + what); };
     Json doc;
@@ -106,7 +126,8 @@ CostTable parse_cost_table(const std::string& text, const std::string& name, std
     } catch (const nlohmann::json::exception& e) {
         // Not only parse_error: a number too large for a double (1e400) is
         // out_of_range while parsing, and just as much the file's fault.
-        throw UsageError(name + ": invalid JSON: " + e.what());
+        throw UsageError(name + ": invalid JSON " + json_fault(e.what()) +
+                         " (a cost table is the JSON that gpumem alloc-test latency --save-costs FILE writes)");
     }
     if (!doc.is_object()) throw bad("the document is not an object");
     if (!doc.contains("kind") || doc["kind"] != kCostTableKind) throw bad("\"kind\" is not \"gpumem-cost-table\"");

@@ -133,7 +133,7 @@ public:
             }
             if (!scalar(op) && !text(op) && !container(op) && !memo(op)) refuse(op);
         }
-        fail(pos_, "truncated: the pickle ends without its STOP opcode");
+        fail(pos_, "the file is cut short: the pickle ends without its STOP opcode; copy or record the snapshot again");
     }
 
 private:
@@ -141,12 +141,16 @@ private:
         throw UsageError(name_ + ": offset " + std::to_string(at) + ": " + why);
     }
     [[noreturn]] void fail(const std::string& why) const { fail(opcode_at_, why); }
+    // A length past the end: the file is cut short (a copy or a write that
+    // stopped), which is what the user has to know and mend.
+    [[noreturn]] void cut_short(const char* what, std::uint64_t n) const {
+        fail("the file is cut short: its " + std::string(what) + " of " + std::to_string(n) + " bytes runs past the end (" +
+             std::to_string(data_.size() - pos_) + " bytes left); copy or record the snapshot again");
+    }
 
     // `n` bytes of the input, checked against what is left.
     std::string_view take(std::uint64_t n, const char* what) {
-        if (n > data_.size() - pos_)
-            fail(std::string(what) + " of " + std::to_string(n) + " bytes runs past the end of the input (" +
-                 std::to_string(data_.size() - pos_) + " bytes left)");
+        if (n > data_.size() - pos_) cut_short(what, n);
         const std::string_view s = data_.substr(pos_, n);
         pos_ += n;
         return s;
@@ -241,7 +245,7 @@ bool Unpickler::scalar(unsigned char op) {
         }
         case 0x95: {  // FRAME: only a hint for buffering, but its length must be there
             const std::uint64_t n = little_endian(8, "FRAME");
-            if (n > data_.size() - pos_) fail("FRAME of " + std::to_string(n) + " bytes runs past the end of the input");
+            if (n > data_.size() - pos_) cut_short("FRAME", n);
             return true;
         }
         case 'N': push(Value{Kind::none, 0}); return true;

@@ -13,6 +13,7 @@
 
 #include "base/errors.hpp"
 #include "base/interrupt.hpp"
+#include "base/text.hpp"
 #include "reuse_sim/pickle_reader.hpp"
 #include "reuse_sim/snapshot_reader.hpp"
 
@@ -387,12 +388,8 @@ bool parse_hex(std::string_view s, std::uint64_t& out) {
     return true;
 }
 
-std::string quoted(std::string_view s) {
-    std::string out = "'";
-    out.append(s.substr(0, 60));
-    if (s.size() > 60) out += "...";
-    return out + "'";
-}
+// A field or line in a message: a binary file's bytes as \xNN, never raw.
+std::string quoted(std::string_view s) { return "'" + printable(s, 60) + "'"; }
 
 class CsvTraceSource : public EventSource {
 public:
@@ -586,6 +583,10 @@ TraceFormat read_format_header(LineReader& reader) {
         const std::string_view t = trim(line);
         if (t == kGpumemHeader) return TraceFormat::gpumem;
         if (t == kRmmHeader) return TraceFormat::rmm;
+        if (looks_binary(line))
+            throw UsageError(reader.path() + ": binary data, not a trace (expected a CSV trace whose first line is '" +
+                             std::string(kGpumemHeader) + "' or '" + std::string(kRmmHeader) +
+                             "', or a PyTorch snapshot pickle): give --trace a trace file");
         throw UsageError(reader.path() + ":" + std::to_string(reader.line_number()) +
                          ": unrecognised trace header " + quoted(t) + " (expected '" + std::string(kGpumemHeader) +
                          "' or '" + std::string(kRmmHeader) + "', or a PyTorch snapshot pickle)");

@@ -176,6 +176,6 @@ constexpr ListEntry kChurnLists[] = {
 
 constexpr CommandDefinition kAllocChurnCommand{
     [] { return make_command(CommandFunctions<ChurnOptionsText, ChurnRequest, ChurnResults>{add_options, check, execute, churn_report}); },
-    [] { return kLayout.schema(); }, /*prometheus=*/false, /*nagios=*/false, kChurnLists};
+    [] { return kLayout.schema(); }, kChurnLists};
 
 }  // namespace gpumem::cli

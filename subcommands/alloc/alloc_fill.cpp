@@ -225,6 +225,6 @@ constexpr ListEntry kFillLists[] = {{"patterns", "alloc-test fill --pattern", []
 
 constexpr CommandDefinition kAllocFillCommand{
     [] { return make_command(CommandFunctions<FillOptionsText, FillRequest, FillResults>{add_options, check, execute, fill_report}); },
-    [] { return kLayout.schema(); }, /*prometheus=*/false, /*nagios=*/false, kFillLists};
+    [] { return kLayout.schema(); }, kFillLists};
 
 }  // namespace gpumem::cli

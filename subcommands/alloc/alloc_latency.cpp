@@ -200,6 +200,6 @@ constexpr ListEntry kLatencyLists[] = {{"apis", "alloc-test latency, churn --api
 
 constexpr CommandDefinition kAllocLatencyCommand{
     [] { return make_command(CommandFunctions<LatencyOptionsText, LatencyRequest, LatencyResults>{add_options, check, execute, latency_report}); },
-    [] { return kLayout.schema(); }, /*prometheus=*/false, /*nagios=*/false, kLatencyLists};
+    [] { return kLayout.schema(); }, kLatencyLists};
 
 }  // namespace gpumem::cli

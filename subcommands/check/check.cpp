@@ -139,6 +139,6 @@ constexpr ListEntry kCheckLists[] = {
 
 constexpr CommandDefinition kCheckCommand{
     [] { return make_command(CommandFunctions<CheckOptions, CheckRequest, CheckResults>{add_options, check, execute, check_report}); },
-    check_schema, /*prometheus=*/true, /*nagios=*/true, kCheckLists, /*npd=*/true};
+    check_schema, kCheckLists, Formats{Format::prometheus, Format::nagios, Format::npd}};
 
 }  // namespace gpumem::cli

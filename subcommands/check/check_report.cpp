@@ -93,7 +93,11 @@ struct CheckDocument {
     const CheckResults& results;
 };
 
+// The run's verdict: its devices' worst. A run that judged no device (no
+// driver, no GPU, stopped before the first) is unknown, not n/a: a fleet
+// tool must not read "not applicable" as nothing to worry about.
 Verdict run_verdict(const CheckResults& r) {
+    if (r.devices.empty()) return Verdict::unknown;
     Verdict worst = Verdict::na;
     for (const CheckDeviceResult& d : r.devices) worst = worse(worst, count_verdicts(d.checks).worst);
     return worst;
@@ -220,7 +224,7 @@ std::string perf_datum(const DeviceIdentity& d, const CheckOutcome& c) {
     return "'" + label + "'=" + value + uom + ";" + warn + ";" + crit + ";0;";
 }
 
-Report::Nagios check_nagios(const CheckRequest& q, const CheckResults& results) {
+Report::PluginOutput check_nagios(const CheckRequest& q, const CheckResults& results) {
     std::size_t checks = 0;
     std::vector<std::string> worst_lines, perf;
     Verdict worst = Verdict::na;
@@ -308,6 +312,8 @@ Report::PluginOutput check_npd(const CheckRequest& q, const CheckResults& result
         devices += here;
     }
     const std::string word = worst == Verdict::fail ? "FAIL" : worst == Verdict::warn ? "WARN" : "UNKNOWN";
+    // No device judged (no driver, a run stopped before the first): unknown, with nothing to name.
+    if (shown == nullptr) return {npd_status(worst), npd_line(word + " no GPU was checked (level " + level + ")")};
     std::string line = word + " " + shown->id + " on GPU " + to_string(shown_device->device.cuda_index.value());
     if (devices > 1) line += " [" + std::to_string(checks) + " checks on " + std::to_string(devices) + " of " + gpus_text(gpus) + "]";
     else if (checks > 1) line += " [" + std::to_string(checks) + " checks]";
@@ -341,8 +347,8 @@ Report check_report(const CheckRequest& q, const CheckResults& results, const Ou
         r.metrics = check_metrics(lines);
         for (MetricFamily& f : device_metrics(results.devices)) r.metrics.push_back(std::move(f));
     }
-    if (output.format == Format::nagios) r.nagios = check_nagios(q, results);
-    if (output.format == Format::npd) r.npd = check_npd(q, results);
+    if (output.format == Format::nagios) r.plugin = check_nagios(q, results);
+    if (output.format == Format::npd) r.plugin = check_npd(q, results);
     return r;
 }
 

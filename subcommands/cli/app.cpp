@@ -88,39 +88,31 @@ bool is_group(const CommandEntry& e) {
 // Options of gpumem itself that take a value, so that a scan of argv skips it.
 bool takes_value(const std::string& a) { return a == "-d" || a == "--device" || a == "--format" || a == "--units"; }
 
-// Whether the command line asks for `wanted` and no other format
-// (--json, --csv, --format F, --format=F), read from argv directly: errors
-// found while parsing, before CLI11 has set anything, are written in it too.
-// Formats that contradict each other (--json --csv) request none: their
-// usage error's message alone is printed. A format that does not exist
-// requests nothing (its own error says so).
-bool only_format_requested(int argc, char** argv, std::string_view wanted) {
-    bool found = false, other = false;
+// The one format the command line asks for (--json, --csv, --format F,
+// --format=F), read from argv directly: errors found while parsing, before
+// CLI11 has set anything, are written in it too. Formats that contradict
+// each other (--json --csv) request none: their usage error's message alone
+// is printed. A format that does not exist requests nothing (its own error
+// says so).
+std::optional<Format> requested_format(int argc, char** argv) {
+    std::optional<Format> found;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        std::optional<std::string> format;
-        if (a == "--json") format = "json";
-        if (a == "--csv") format = "csv";
-        if (a.rfind("--format=", 0) == 0) format = a.substr(9);
-        if (a == "--format" && i + 1 < argc) format = argv[i + 1];
-        if (!format || kFormats.find(*format) == nullptr) continue;
-        (*format == wanted ? found : other) = true;
+        std::optional<std::string> name;
+        if (a == "--json") name = "json";
+        if (a == "--csv") name = "csv";
+        if (a.rfind("--format=", 0) == 0) name = a.substr(9);
+        if (a == "--format" && i + 1 < argc) name = argv[i + 1];
+        const Named<FormatSpec>* row = name ? kFormats.find(*name) : nullptr;
+        if (row == nullptr) continue;
+        if (found && *found != row->value.format) return std::nullopt;
+        found = row->value.format;
     }
-    return found && !other;
+    return found;
 }
 
 // --json: one document, also for a usage error.
-bool json_requested(int argc, char** argv) { return only_format_requested(argc, argv, "json"); }
-
-// --format nagios: a Nagios plugin reports a bad command line as UNKNOWN
-// (exit 3, a status line on stdout), not as the CRITICAL that exit 2 would
-// mean to Nagios.
-bool nagios_requested(int argc, char** argv) { return only_format_requested(argc, argv, "nagios"); }
-
-// --format npd: node-problem-detector reads any status but 0 and 1 as
-// "unknown", so a bad command line's exit 2 already means that; it gets the
-// plugin's one line on stdout too, which NPD shows as the condition's message.
-bool npd_requested(int argc, char** argv) { return only_format_requested(argc, argv, "npd"); }
+bool json_requested(int argc, char** argv) { return requested_format(argc, argv) == Format::json; }
 
 // The command row named on the command line (a mode when it has modes),
 // found before CLI11 parses so that only its options need registering:
@@ -238,28 +230,28 @@ void add_own_options(CLI::App& app, Parsed& p) {
         ->expected(0, 1);
 }
 
-// A monitoring plugin's answer to a failure (--format nagios, --format
-// npd): a failed check is the report's own line and status; anything else
-// (a usage error, no GPU, an interruption) leaves no verdict, the format's
-// `unknown` status.
-int fail_as_plugin(const Error& error, const Report& report, std::optional<Report::PluginOutput> Report::*part,
-                   std::string (*render_error)(const Report&, const Error&), int unknown) {
-    const bool check_failed = error.status() == ExitStatus::check_failed && report.*part;
+// A monitoring plugin's answer to a failure (a plugin format): a failed
+// check is the report's own line and status; anything else (a usage error,
+// no GPU, an interruption) leaves no verdict, the format's unknown status.
+// A Nagios plugin reports a bad command line as UNKNOWN (exit 3), not as the
+// CRITICAL that exit 2 would mean to Nagios; node-problem-detector reads any
+// status but 0 and 1 as unknown, and shows the line as the condition's message.
+int fail_as_plugin(const Error& error, const Report& report, Format format) {
+    const bool check_failed = error.status() == ExitStatus::check_failed && report.plugin;
     Report plain = report;
-    if (!check_failed) (plain.*part).reset();
+    if (!check_failed) plain.plugin.reset();
     if (dynamic_cast<const OutputError*>(&error) == nullptr) {
         try {
-            write_stdout(render_error(plain, error));
+            write_stdout(render_plugin_error(plain, error, format));
         } catch (const OutputError&) {
         }
     }
-    return check_failed ? (plain.*part)->status : unknown;
+    return check_failed ? plain.plugin->status : format_spec(format).plugin_unknown;
 }
 
 int fail(const Error& error, const Report& report, const OutputOptions& output, bool json) {
     std::fprintf(stderr, "gpumem: error: %s\n", one_line(error.what()).c_str());
-    if (!json && output.format == Format::nagios) return fail_as_plugin(error, report, &Report::nagios, render_nagios_error, 3);
-    if (!json && output.format == Format::npd) return fail_as_plugin(error, report, &Report::npd, render_npd_error, 2);
+    if (!json && format_spec(output.format).plugin()) return fail_as_plugin(error, report, output.format);
     // stdout itself failed: no document can follow.
     const bool prometheus = !json && output.format == Format::prometheus;
     if ((json || prometheus) && dynamic_cast<const OutputError*>(&error) == nullptr) {
@@ -297,8 +289,7 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
         // Prometheus text is one exposition, and a Nagios or NPD plugin one
         // status line, written by fail() with the exit status: the partial results
         // written here too would repeat them.
-        const Format format = session.output().format;
-        const bool one_document = json_out || format == Format::prometheus || format == Format::nagios || format == Format::npd;
+        const bool one_document = json_out || format_spec(session.output().format).one_document;
         if (!one_document && !session.final_written() && partial.has_rows() && dynamic_cast<const OutputError*>(&e) == nullptr)
             write_stdout(render(partial, session.output()));
         return fail(e, partial, session.output(), json_out);
@@ -307,10 +298,9 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
     stamp(report, globals.origin);
     for (const auto& w : report.warnings) spdlog::warn("{}", w);
     if (!session.final_written()) render_to(report, session.output(), write_stdout);
-    // A Nagios plugin's exit status is its verdict: 1 WARNING, 3 UNKNOWN.
-    if (session.output().format == Format::nagios && report.nagios) return report.nagios->status;
-    // An NPD plugin's too: 2 when a check could not run and none failed.
-    if (session.output().format == Format::npd && report.npd) return report.npd->status;
+    // A plugin's exit status is its verdict (Nagios: 1 WARNING, 3 UNKNOWN;
+    // NPD: 2 when a check could not run and none failed).
+    if (format_spec(session.output().format).plugin() && report.plugin) return report.plugin->status;
     return session.exit_status();
 }
 
@@ -455,9 +445,27 @@ std::string extras_text(const CLI::ExtrasError& e, const CLI::App& app, const Co
     return "unknown command '" + word + "'" + did_you_mean(word, names);
 }
 
+// CLI11's "--strategy: At Most 1 required but received 2" (an option of one
+// value given twice) in words: which option, and that it takes one; a list
+// option's values go in that one, separated by commas.
+std::optional<std::string> repeated_option_text(const CLI::ParseError& e, const CLI::App& app, const CommandEntry* invoked) {
+    if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) == nullptr) return std::nullopt;
+    const std::string what = e.what();
+    constexpr std::string_view kMarker = ": At Most 1 required but received ";
+    const std::size_t at = what.find(kMarker);
+    if (at == std::string::npos) return std::nullopt;
+    const std::string name = what.substr(0, at);
+    const std::string times = what.substr(at + kMarker.size());
+    std::string text = name + " given " + times + " times: give it once";
+    const CLI::Option* option = invoked_app(app, invoked)->get_option_no_throw(name);
+    if (option != nullptr && option->get_type_name().rfind("LIST", 0) == 0) text += " (a list is one value: " + name + " A,B)";
+    return text;
+}
+
 std::string parse_failure_text(const CLI::ParseError& e, const CLI::App& app, const CommandEntry* invoked,
                                const std::vector<std::string>& args) {
     if (const auto* extras = dynamic_cast<const CLI::ExtrasError*>(&e)) return extras_text(*extras, app, invoked, args) + help_pointer(invoked);
+    if (const std::optional<std::string> repeated = repeated_option_text(e, app, invoked)) return *repeated + help_pointer(invoked);
     return parse_error_text(e.what()) + help_pointer(invoked);
 }
 
@@ -481,19 +489,19 @@ std::vector<std::string> joined_values(int argc, char** argv) {
 
 // After parsing: the global options, then --version, --list, --schema or
 // the command. `error_output` gets the format error documents use.
-// --format prometheus, nagios and npd exist only for the commands whose
-// report() fills their part (CommandDefinition::prometheus, ::nagios, ::npd).
-void check_format_offered(const Parsed& parsed, const CommandEntry* invoked, const Globals& globals, Format format,
-                          bool CommandDefinition::*offers) {
-    if (globals.output.format != format) return;
-    const std::string asked = "--format " + std::string(kFormats.name_of(format));
+// A format not every command takes exists only for the commands whose
+// definition names it (CommandDefinition::formats).
+void check_format_offered(const Parsed& parsed, const CommandEntry* invoked, const Globals& globals) {
+    const Format format = globals.output.format;
+    if (format_spec(format).every_command) return;
+    const std::string asked = "--format " + std::string(format_name(format));
     // --schema and --list are no command's report: their own forms only.
     if (parsed.schema) throw UsageError("--schema prints JSON Schema, as JSON only: it takes no " + asked);
     if (parsed.list) throw UsageError("--list prints names as a table, CSV or JSON: it takes no " + asked);
-    if (invoked && invoked->definition && invoked->definition->*offers) return;
+    if (invoked && invoked->definition && invoked->definition->formats.has(format)) return;
     std::string names;
     for (const CommandEntry& e : kCommands)
-        if (e.definition && e.definition->*offers) names += (names.empty() ? "" : ", ") + std::string(e.name);
+        if (e.definition && e.definition->formats.has(format)) names += (names.empty() ? "" : ", ") + std::string(e.name);
     throw UsageError(asked + " is offered by " + names + " only");
 }
 
@@ -507,9 +515,7 @@ int dispatch(const Parsed& parsed, const CommandEntry* invoked, Command* command
     // stamped with a wrong rank would mislead a fleet's report.
     if (placement.error) throw UsageError(*placement.error);
     const Globals globals = check_globals(parsed.raw, placement.launcher, placement.host);
-    check_format_offered(parsed, invoked, globals, Format::prometheus, &CommandDefinition::prometheus);
-    check_format_offered(parsed, invoked, globals, Format::nagios, &CommandDefinition::nagios);
-    check_format_offered(parsed, invoked, globals, Format::npd, &CommandDefinition::npd);
+    check_format_offered(parsed, invoked, globals);
     error_output = globals.output;
     setup_logging(globals);
     if (parsed.list) {
@@ -554,14 +560,24 @@ SplitArgs split_at_dashes(int argc, char** argv) {
 
 // The program after `--` goes to the command that runs one; words after
 // `--` for any other command are a usage error, never gpumem's options.
+// Words after `--` for a command that runs no program: refused before
+// CLI11 parses, whose complaint would be about what they left out
+// ("direction is required" for `copy -- h2d`).
+void refuse_words_after_dashes(const SplitArgs& split, Command* command, const CommandEntry* invoked) {
+    if (!split.dashes || split.program.empty() || (command && command->program())) return;
+    const std::string who = invoked ? "gpumem " + std::string(invoked->name) : std::string("gpumem");
+    std::string words;
+    for (const std::string& w : split.program) words += " " + w;
+    throw UsageError("unexpected argument '" + split.program.front() + "' after --: " + who +
+                     " runs no program; leave out the -- (" + who + " ..." + words + ")");
+}
+
 void hand_over_program(const SplitArgs& split, Command* command, const CommandEntry* invoked) {
     std::vector<std::string>* program = command ? command->program() : nullptr;
     if (program && !program->empty())  // CLI11 gave the positional words before any `--`
         throw UsageError("put the program after --: gpumem " + std::string(invoked->name) + " ... -- " + program->front() + " ...");
     if (!split.dashes || split.program.empty()) return;
-    if (!program)
-        throw UsageError("unexpected argument '" + split.program.front() + "' after --: " +
-                         (invoked ? "gpumem " + std::string(invoked->name) : std::string("gpumem")) + " runs no program");
+    refuse_words_after_dashes(split, command, invoked);
     *program = split.program;
 }
 
@@ -601,9 +617,14 @@ int run_command_line(int original_argc, char** original_argv, RunMode mode) {
     stamp(empty, make_origin(placement.host, placement.launcher));
     OutputOptions error_output;
     if (json) error_output.format = Format::json;
-    if (nagios_requested(argc, argv)) error_output.format = Format::nagios;
-    if (npd_requested(argc, argv)) error_output.format = Format::npd;
+    // A plugin's UNKNOWN line is for the commands that are plugins: --format
+    // nagios on memset is a usage error like any format it does not offer.
+    const std::optional<Format> requested = requested_format(argc, argv);
+    if (requested && format_spec(*requested).plugin() && invoked && invoked->definition &&
+        invoked->definition->formats.has(*requested))
+        error_output.format = *requested;
     try {
+        refuse_words_after_dashes(split, command.get(), invoked);
         app.parse(argc, argv);
         hand_over_program(split, command.get(), invoked);
     } catch (const CLI::CallForHelp&) {

@@ -128,15 +128,13 @@ std::unique_ptr<Command> make_command(const CommandFunctions<Options, Request, R
 struct CommandDefinition {
     std::unique_ptr<Command> (*make)();
     DocumentSchema (*schema)();  // the JSON document's keys, for --schema
-    // report() fills Report::metrics: the command takes --format prometheus.
-    bool prometheus = false;
-    // report() fills Report::nagios: the command takes --format nagios.
-    bool nagios = false;
     // The lists of names its options take (gpumem --list NAME), in the order
     // --list shows them; a list two commands take is the first one's.
     ListRows lists{};
-    // report() fills Report::npd: the command takes --format npd.
-    bool npd = false;
+    // The formats it offers beyond those every command takes (FormatSpec::
+    // every_command), whose part of the Report its report() fills:
+    // Report::metrics for prometheus, Report::plugin for a plugin's format.
+    Formats formats{};
 };
 
 struct CommandEntry {

@@ -126,6 +126,15 @@ std::string HelpFormatter::make_option_opts(const CLI::Option* opt) const {
     return out;
 }
 
+std::string HelpFormatter::make_option_usage(const CLI::Option* opt) const {
+    std::string usage = CLI::Formatter::make_option_usage(opt);
+    const std::string& help = opt->get_description();
+    const bool required = help.size() >= kRequiredPositional.size() &&
+                          help.compare(help.size() - kRequiredPositional.size(), kRequiredPositional.size(), kRequiredPositional) == 0;
+    if (required && usage.size() >= 2 && usage.front() == '[' && usage.back() == ']') usage = usage.substr(1, usage.size() - 2);
+    return usage;
+}
+
 std::string HelpFormatter::make_subcommand(const CLI::App* sub) const {
     return two_columns(sub->get_display_name(true), sub->get_description(), get_column_width(), help_columns());
 }

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 
@@ -24,12 +25,18 @@ std::size_t help_columns();
 // `room` columns: up to the first "; " or ". " (pure; help shows one line).
 std::string short_description(const std::string& description, std::size_t room);
 
+// The end of the help of a positional that must be given though CLI11 may
+// not require it (another spelling gives it too: alloc-test hold's TOTAL, or
+// --total): the usage line shows it without the brackets of an optional one.
+inline constexpr std::string_view kRequiredPositional = " (required)";
+
 class HelpFormatter final : public CLI::Formatter {
 public:
     HelpFormatter() { column_width(30); }
     std::string make_help(const CLI::App* app, std::string name, CLI::AppFormatMode mode) const override;
     std::string make_option(const CLI::Option* opt, bool is_positional) const override;
     std::string make_option_opts(const CLI::Option* opt) const override;
+    std::string make_option_usage(const CLI::Option* opt) const override;
     std::string make_subcommand(const CLI::App* sub) const override;
     std::string make_description(const CLI::App* app) const override;
     std::string make_footer(const CLI::App* app) const override;

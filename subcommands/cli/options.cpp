@@ -47,7 +47,7 @@ Globals check_globals(const GlobalOptions& options, const LauncherInfo& launcher
     if (g.format && g.json && *g.format != "json") throw UsageError("--json and --format " + *g.format + " cannot be combined");
     if (g.format && g.csv && *g.format != "csv") throw UsageError("--csv and --format " + *g.format + " cannot be combined");
     if (g.quiet && g.verbosity > 0) throw UsageError("--quiet and --verbose cannot be combined");
-    out.output.format = g.format ? kFormats.parse(*g.format) : Format::table;
+    out.output.format = g.format ? kFormats.parse(*g.format).format : Format::table;
     if (g.json) out.output.format = Format::json;
     if (g.csv) out.output.format = Format::csv;
     out.output.unit = parse_unit(g.units);
@@ -87,7 +87,11 @@ std::uint64_t unsigned_in(const std::string& text, const std::string& option, st
     try {
         v = parse_unsigned(text, std::numeric_limits<std::uint64_t>::max());
     } catch (const UsageError& e) {
-        throw UsageError(option + ": " + e.what());
+        // A negative count is below the least value: say which that is.
+        if (trim(text).rfind('-', 0) == 0)
+            throw UsageError(option + " " + text + " is below the least value, " + std::to_string(min) + " (it takes " +
+                             std::to_string(min) + " to " + std::to_string(max) + ")");
+        throw UsageError(option + ": " + e.what() + "; it takes " + std::to_string(min) + " to " + std::to_string(max));
     }
     if (v < min || v > max)
         throw UsageError(option + " " + text + " is out of range (" + std::to_string(min) + " to " + std::to_string(max) + ")");

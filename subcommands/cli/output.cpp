@@ -113,18 +113,41 @@ bool is_nested(const Cell& cell) noexcept { return cell.index() >= 6; }
 
 }  // namespace
 
-constexpr Named<Format> kFormatRows[] = {
-    {"table", Format::table, "an aligned table for people (the default)"},
-    {"json", Format::json, "one JSON document (JSON Lines when repeating)"},
-    {"csv", Format::csv, "CSV with a header line, units in the headers"},
-    {"value", Format::value, "bare tab-separated values of the first table, for shell variables"},
-    {"prometheus", Format::prometheus, "Prometheus text exposition, for node_exporter's textfile collector (info, check)"},
-    {"nagios", Format::nagios,
+namespace {
+
+std::string usage_prefix(const Error& error) { return error.status() == ExitStatus::usage_error ? "usage error: " : ""; }
+std::string nagios_unknown(const Error& error) { return "GPUMEM UNKNOWN - " + usage_prefix(error) + one_line(error.what()) + "\n"; }
+std::string npd_unknown(const Error& error) { return npd_line("UNKNOWN " + usage_prefix(error) + error.what()) + "\n"; }
+
+// Every format: name, what it is to the runner, help.
+constexpr Named<FormatSpec> kFormatRows[] = {
+    {"table", {Format::table}, "an aligned table for people (the default)"},
+    {"json", {Format::json, true, true}, "one JSON document (JSON Lines when repeating)"},
+    {"csv", {Format::csv}, "CSV with a header line, units in the headers"},
+    {"value", {Format::value}, "bare tab-separated values of the first table, for shell variables"},
+    {"prometheus", {Format::prometheus, false, true},
+     "Prometheus text exposition, for node_exporter's textfile collector (info, check)"},
+    {"nagios", {Format::nagios, false, true, nagios_unknown, 3},
      "a Nagios plugin's status line with performance data, exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (check)"},
-    {"npd", Format::npd,
+    {"npd", {Format::npd, false, true, npd_unknown, 2},
      "a node-problem-detector custom plugin's line of at most 80 bytes, exit 0 OK, 1 a problem, 2 unknown (check)"},
 };
-const NameTable<Format> kFormats{"format", kFormatRows};
+
+}  // namespace
+
+const NameTable<FormatSpec> kFormats{"format", kFormatRows};
+
+const FormatSpec& format_spec(Format format) noexcept {
+    for (const Named<FormatSpec>& row : kFormats)
+        if (row.value.format == format) return row.value;
+    return kFormatRows[0].value;
+}
+
+std::string_view format_name(Format format) noexcept {
+    for (const Named<FormatSpec>& row : kFormats)
+        if (row.value.format == format) return row.name;
+    return "?";
+}
 
 std::string cell_text(const Cell& cell, const Field& field, Unit unit) {
     if (std::holds_alternative<std::monostate>(cell)) return "-";
@@ -459,14 +482,14 @@ namespace {
 
 // A Nagios plugin's output: its status line, ended by a newline.
 std::string nagios_text(const Report& report) {
-    if (!report.nagios) return "";
-    const std::string& text = report.nagios->text;
+    if (!report.plugin) return "";
+    const std::string& text = report.plugin->text;
     return text.empty() || text.back() != '\n' ? text + "\n" : text;
 }
 
 // A node-problem-detector plugin's output: its one line, ended by a newline
 // (NPD trims it before cutting at max_output_length).
-std::string npd_text(const Report& report) { return report.npd ? npd_line(report.npd->text) + "\n" : ""; }
+std::string npd_text(const Report& report) { return report.plugin ? npd_line(report.plugin->text) + "\n" : ""; }
 
 }  // namespace
 
@@ -598,10 +621,10 @@ std::string render(const Report& report, const OutputOptions& options) {
 }
 
 
-std::string render_nagios_error(const Report& report, const Error& error) {
-    if (report.nagios) return render(report, OutputOptions{Format::nagios});
-    const std::string what = error.status() == ExitStatus::usage_error ? "usage error: " : "";
-    return "GPUMEM UNKNOWN - " + what + one_line(error.what()) + "\n";
+std::string render_plugin_error(const Report& report, const Error& error, Format format) {
+    if (report.plugin) return render(report, OutputOptions{format});
+    const FormatSpec& spec = format_spec(format);
+    return spec.plugin() ? spec.plugin_error(error) : "";
 }
 
 std::string npd_line(std::string_view text) {
@@ -615,12 +638,6 @@ std::string npd_line(std::string_view text) {
     while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0U) == 0x80U) --cut;
     line.resize(cut);
     return line + "...";
-}
-
-std::string render_npd_error(const Report& report, const Error& error) {
-    if (report.npd) return render(report, OutputOptions{Format::npd});
-    const std::string what = error.status() == ExitStatus::usage_error ? "usage error: " : "";
-    return npd_line("UNKNOWN " + what + error.what()) + "\n";
 }
 
 void render_json_error_to(const Report& report, const Error& error, const OutputOptions& options, const TextSink& sink) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <functional>
+#include <initializer_list>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -31,7 +32,42 @@ namespace gpumem::cli {
 using Json = nlohmann::ordered_json;
 
 enum class Format { table, json, csv, value, prometheus, nagios, npd };
-extern const NameTable<Format> kFormats;
+
+// A set of formats: those a command offers beyond the ones every command
+// takes (CommandDefinition::formats).
+class Formats {
+public:
+    constexpr Formats() noexcept = default;
+    constexpr Formats(std::initializer_list<Format> formats) noexcept {
+        for (Format f : formats) bits_ |= bit(f);
+    }
+    constexpr bool has(Format format) const noexcept { return (bits_ & bit(format)) != 0; }
+
+private:
+    static constexpr unsigned bit(Format format) noexcept { return 1U << static_cast<unsigned>(format); }
+    unsigned bits_ = 0;
+};
+
+// What a format is, beside its name and help: a row each in kFormats
+// (output.cpp), so that a new format is its row and its case in render().
+struct FormatSpec {
+    Format format = Format::table;
+    // Offered by every command; else only by a command whose definition
+    // names it (CommandDefinition::formats), a usage error elsewhere.
+    bool every_command = true;
+    // All of stdout is one document, written once (JSON, an exposition, a
+    // plugin's line): a failure writes no partial results before its own.
+    bool one_document = false;
+    // A monitoring plugin's format: report() fills Report::plugin, one line
+    // and its own exit status. A run that reached no verdict (a usage error,
+    // no GPU) writes plugin_error's line instead and exits plugin_unknown.
+    std::string (*plugin_error)(const Error& error) = nullptr;
+    int plugin_unknown = 0;
+    constexpr bool plugin() const noexcept { return plugin_error != nullptr; }
+};
+extern const NameTable<FormatSpec> kFormats;
+const FormatSpec& format_spec(Format format) noexcept;
+std::string_view format_name(Format format) noexcept;
 
 struct OutputOptions {
     Format format = Format::table;
@@ -138,14 +174,12 @@ struct Report {
         int status = 3;
         std::string text;
     };
-    using Nagios = PluginOutput;
-    // --format nagios (commands that offer it only): one status line with
-    // performance data; 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
-    std::optional<PluginOutput> nagios;
-    // --format npd (commands that offer it only): node-problem-detector's
-    // custom plugin contract, one line of at most kNpdLineBytes; 0 OK,
-    // 1 a problem, 2 unknown.
-    std::optional<PluginOutput> npd;
+    // A plugin format's (FormatSpec::plugin; the commands that offer it
+    // fill it for that format only): --format nagios, one status line with
+    // performance data, 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN; --format
+    // npd, node-problem-detector's custom plugin contract, one line of at
+    // most kNpdLineBytes, 0 OK, 1 a problem, 2 unknown.
+    std::optional<PluginOutput> plugin;
 
     bool has_rows() const noexcept;
 };
@@ -292,21 +326,17 @@ std::string render(const Report& report, const OutputOptions& options);
 // The text is byte for byte render()'s.
 using TextSink = std::function<void(std::string_view)>;
 void render_to(const Report& report, const OutputOptions& options, const TextSink& sink);
-// --format nagios for an error: "GPUMEM UNKNOWN - message" (a Nagios
-// plugin that could not do its work: usage errors included, as the plugin
-// guidelines ask), or the report's own status where it has one (a check
-// that failed is CRITICAL).
-std::string render_nagios_error(const Report& report, const Error& error);
+// A plugin format's answer to an error: the report's own line where it has
+// one (a check that failed is CRITICAL), else the format's line for a run
+// with no verdict: --format nagios "GPUMEM UNKNOWN - message" (usage errors
+// included, as the plugin guidelines ask), --format npd "UNKNOWN message".
+std::string render_plugin_error(const Report& report, const Error& error, Format format);
 // node-problem-detector cuts a plugin's stdout at max_output_length bytes,
 // 80 by default: --format npd's line fits in it whole.
 inline constexpr std::size_t kNpdLineBytes = 80;
 // `text` on one line and within kNpdLineBytes: cut at a UTF-8 character's
 // start, ended by "..." when cut.
 std::string npd_line(std::string_view text);
-// --format npd for an error: "UNKNOWN message" (no verdict: exit 2, usage
-// errors included), or the report's own line where it has one (a check
-// that failed).
-std::string render_npd_error(const Report& report, const Error& error);
 // The report's metrics in the text exposition format, with gpumem_run_success
 // (1, or 0 on failure) and gpumem_run_exit_status, so that a textfile
 // collector's file says that the run failed as well as what it measured.

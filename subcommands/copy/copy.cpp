@@ -366,6 +366,6 @@ constexpr ListEntry kCopyLists[] = {
 
 constexpr CommandDefinition kCopyCommand{
     [] { return make_command(CommandFunctions<CopyOptions, CopyRequest, CopyResults>{add_options, check, execute, report}); },
-    copy_document_schema, /*prometheus=*/false, /*nagios=*/false, kCopyLists};
+    copy_document_schema, kCopyLists};
 
 }  // namespace gpumem::cli

@@ -165,6 +165,6 @@ constexpr ListEntry kInfoLists[] = {{"fields", "info --query", info_fields_view}
 
 constexpr CommandDefinition kInfoCommand{
     [] { return make_command(CommandFunctions<InfoOptions, InfoRequest, InfoResults>{add_options, check, execute, info_report}); },
-    info_schema, /*prometheus=*/true, /*nagios=*/false, kInfoLists};
+    info_schema, kInfoLists, Formats{Format::prometheus}};
 
 }  // namespace gpumem::cli

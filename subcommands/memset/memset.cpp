@@ -96,8 +96,17 @@ MemsetRequest check(const MemsetOptions& o, const Globals& globals) {
     q.lock_timeout = o.lock_timeout;
     MemsetPlan& plan = q.plan;
     plan.width = kWidths.parse(o.width) / 8;
-    plan.value = static_cast<std::uint32_t>(parse_unsigned(o.value, 0xFFFFFFFFULL));
-    plan.offset = parse_size(o.offset, true);
+    // The parsers' messages name the value, not the option: add it.
+    auto named = [](const char* option, const std::string& text, auto parse) {
+        try {
+            return parse(text);
+        } catch (const UsageError& e) {
+            throw UsageError(std::string(option) + " " + text + ": " + e.what());
+        }
+    };
+    plan.value = static_cast<std::uint32_t>(
+        named("--value", o.value, [](const std::string& t) { return parse_unsigned(t, 0xFFFFFFFFULL); }));
+    plan.offset = named("--offset", o.offset, [](const std::string& t) { return parse_size(t, true); });
     plan.host_target = kTargets.parse(o.target) == MemsetTarget::host;
     plan.host_kind = parse_host_memory_kind(o.host_memory);
     plan.timing = TimingPlan{o.warmup, o.iterations, o.samples};
@@ -233,8 +242,6 @@ DocumentSchema document_schema() {
 constexpr CommandDefinition kMemsetCommand{
     [] { return make_command(CommandFunctions<MemsetOptions, MemsetRequest, MemsetResults>{add_options, check, execute, report}); },
     document_schema,
-    /*prometheus=*/false,
-    /*nagios=*/false,
     kMemsetLists};
 
 }  // namespace gpumem::cli

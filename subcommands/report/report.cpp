@@ -52,6 +52,15 @@ void execute(const ReportRequest& q, ReportResults& results, Session& session) {
     results.options = q.options;
     results.fleet = fleet::read_fleet(q.inputs, kSchemaVersion, q.options);
     results.merged = true;
+    // Nothing read is nothing passed: a script that globbed the wrong folder
+    // (reuse-sim documents, say) must not be told the fleet is fine. The
+    // notes (stderr) say what each document was.
+    if (results.fleet.rows.empty()) {
+        const std::size_t n = results.fleet.documents.size();
+        throw UsageError("no GPU rows in " + std::to_string(n) + (n == 1 ? " document" : " documents") +
+                         ": report reads the GPUs of " + fleet::gpu_commands_text() +
+                         " documents, and every error document; name the files or folders gpumem check wrote");
+    }
     const Format format = session.output().format;
     if (q.drain_list && (format == Format::table || format == Format::value)) {
         session.write(drain_list_text(results.fleet));

@@ -315,7 +315,10 @@ ChildRun run_recorded(const std::vector<std::string>& command, const RecordSetti
     if (style.own_group) ::setpgid(pid, pid);  // also here: no window before the child's own call
     ::close(exec_pipe[1]);
     if (const int error = exec_error(exec_pipe[0]); error != 0)
-        run.start_error = "cannot run " + command.front() + ": " + std::strerror(error);
+        run.start_error = "cannot run " + command.front() + ": " + std::strerror(error) +
+                          (error == ENOENT   ? " (name a program in PATH, or give its path)"
+                           : error == EACCES ? " (not executable: chmod +x it, or name its interpreter first)"
+                                             : "");
     ::close(exec_pipe[0]);
     const int status = wait_child(pid, style.own_group, run.interrupted);
     run.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

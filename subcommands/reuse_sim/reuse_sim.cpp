@@ -197,9 +197,12 @@ void add_strategy_options(CLI::App& sub, ReuseSimOptions& o) {
         ->type_name("LIST")
         ->check(non_empty("strategies"))
         ->check(names_validator(rs::kStrategies, true));
-    sub.add_option("--growth", o.growth, for_strategies("--growth", "growth when a request exceeds the buffer (default exact)"))
+    // The rules alloc-test churn --growth takes: a named one, any SIZE or xF.
+    sub.add_option("--growth", o.growth,
+                   for_strategies("--growth", "growth when a request exceeds the buffer: " + kGrowthRules.names(", ") +
+                                                  ", or any SIZE granularity or xF factor (default exact)"))
         ->type_name("RULE")
-        ->check(names_validator(kGrowthRules));
+        ->check(parsing_validator([](const std::string& value) { parse_growth_policy(value); }, ""));
     sub.add_flag("--zero-fill", o.zero_fill,
                  for_strategies("--zero-fill", "cudaMemset every new buffer, as MixMemory does (counted as a device stall)"));
     add_unsigned_option(sub, "--ring-buffers", o.ring_buffers, for_strategies("--ring-buffers", "number of buffers (default 4)"), 1,
@@ -432,7 +435,7 @@ std::uint64_t torch_size(const std::string& text, const char* option) {
 
 rs::StrategyOptions check_strategy_options(const ReuseSimOptions& o) {
     rs::StrategyOptions s;
-    if (o.growth) s.growth = kGrowthRules.parse(*o.growth);
+    if (o.growth) s.growth = parse_growth_policy(*o.growth);
     s.zero_fill = o.zero_fill;
     if (o.ring_buffers) s.ring_buffers = static_cast<std::uint32_t>(*o.ring_buffers);
     if (o.ring_size) s.ring_size = parse_size(*o.ring_size);
@@ -523,13 +526,14 @@ std::vector<std::string> check_recording(const ReuseSimOptions& o, ReuseSimReque
         q.capacity = recorded;
         q.capacity_from_recording = true;
     } else if (q.capacity != recorded) {
-        warnings.push_back("the replay's capacity " + exact_size_text(q.capacity) + " is not the cap the recording ran under, " +
-                             exact_size_text(recorded) + " (" + q.recording->path + ")");
+        warnings.push_back("the replay's capacity " + size_in_words(q.capacity) + " is not the cap the recording ran under, " +
+                           size_in_words(recorded) + " (" + q.recording->path + "); leave out --capacity and --memory-fraction " +
+                           "to replay under the recording's");
     }
     if (q.recording->cap->program_changes > 0)
         warnings.push_back("the program changed its own cap " + std::to_string(q.recording->cap->program_changes) +
                              " time(s) during the run (set_per_process_memory_fraction); the replay uses the last one, " +
-                             exact_size_text(recorded) + ", for the whole run");
+                             size_in_words(recorded) + ", for the whole run");
     return warnings;
 }
 
@@ -883,6 +887,6 @@ constexpr CommandDefinition kReuseSimCommand{
         return make_command(
             CommandFunctions<ReuseSimOptions, ReuseSimRequest, ReuseSimResults>{add_options, check, execute_reuse_sim, reuse_sim_report});
     },
-    reuse_sim_document_schema, /*prometheus=*/false, /*nagios=*/false, kReuseSimLists};
+    reuse_sim_document_schema, kReuseSimLists};
 
 }  // namespace gpumem::cli

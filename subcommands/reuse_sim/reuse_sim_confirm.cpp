@@ -207,7 +207,8 @@ void record_reuse_sim(const ReuseSimRequest& q, ReuseSimResults& r, Session& ses
     // Nothing recorded: the program's own failure keeps its status; a
     // program that succeeded without recording anything is gpumem's failure.
     if (run.exit_status != 0) {
-        say(session, nothing_recorded_reason(run));
+        // A program that never started is gpumem's error to say, as one.
+        say(session, (run.start_error ? "error: " : "") + nothing_recorded_reason(run));
         return;
     }
     throw Error(nothing_recorded_reason(run));

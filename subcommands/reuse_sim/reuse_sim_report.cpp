@@ -24,7 +24,6 @@ namespace {
 namespace rs = gpumem::reuse_sim;
 
 std::vector<std::string_view> strategy_names() { return rs::kStrategies.name_list(); }
-std::vector<std::string_view> growth_names() { return kGrowthRules.name_list(); }
 std::vector<std::string_view> input_kinds() { return {"workload", "trace"}; }
 std::vector<std::string_view> input_formats() {
     std::vector<std::string_view> names = {"generated"};
@@ -269,8 +268,11 @@ Cell unless(std::uint64_t value, std::uint64_t none) { return value == none ? Ce
 
 // The strategies' options as the run used them (ring's size from the first pass).
 constexpr Column<rs::StrategyOptions> kOptionColumns[] = {
-    {{"growth", "", FieldKind::text}, [](const rs::StrategyOptions& o) -> Cell { return std::string(kGrowthRules.name_of(o.growth)); },
-     Shown::always, false, nullptr, growth_names},
+    // A named rule or any SIZE or xF (as alloc-test churn's): no enum.
+    {{"growth", "", FieldKind::text}, [](const rs::StrategyOptions& o) -> Cell {
+         const Named<GrowthPolicy>* named = kGrowthRules.find_value(o.growth);
+         return named ? std::string(named->name) : o.growth.name();
+     }},
     {{"zero_fill", "", FieldKind::boolean}, [](const rs::StrategyOptions& o) -> Cell { return o.zero_fill; }},
     {{"ring_buffers", "", FieldKind::integer}, [](const rs::StrategyOptions& o) { return u64(o.ring_buffers); }},
     {{"ring_size", "", FieldKind::bytes}, [](const rs::StrategyOptions& o) { return u64(o.ring_buffer_size()); }},
