@@ -299,6 +299,15 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
         // written here too would repeat them.
         const Format format = session.output().format;
         const bool one_document = json_out || format == Format::prometheus || format == Format::nagios || format == Format::npd;
+        if (partial.plot) {
+            // What was measured before the failure, drawn; a failure to
+            // write it is said, but the run's own error is the one reported.
+            try {
+                write_file_atomically(partial.plot->option, partial.plot->path, partial.plot->svg);
+            } catch (const Error& plot_error) {
+                spdlog::warn("{}", plot_error.what());
+            }
+        }
         if (!one_document && !session.final_written() && partial.has_rows() && dynamic_cast<const OutputError*>(&e) == nullptr)
             write_stdout(render(partial, session.output()));
         return fail(e, partial, session.output(), json_out);
@@ -306,6 +315,13 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
     Report report = command.report(session.output());
     stamp(report, globals.origin);
     for (const auto& w : report.warnings) spdlog::warn("{}", w);
+    if (report.plot) {
+        try {
+            write_file_atomically(report.plot->option, report.plot->path, report.plot->svg);
+        } catch (const Error& e) {
+            return fail(e, report, session.output(), json || session.output().format == Format::json);
+        }
+    }
     if (!session.final_written()) render_to(report, session.output(), write_stdout);
     // A Nagios plugin's exit status is its verdict: 1 WARNING, 3 UNKNOWN.
     if (session.output().format == Format::nagios && report.nagios) return report.nagios->status;

@@ -306,6 +306,7 @@ void fit_and_search(const ReuseSimRequest& q, const rs::CostModel& costs, ReuseS
 
     const rs::BatchModel model = rs::BatchModel::fit(std::move(recordings));
     x.checks = model.checks();
+    x.model = model;
     const std::vector<rs::GridPoint> points = rs::grid_points(r.strategy_options.torch, q.tune->axes);
     std::vector<rs::TorchLane> lanes;
     lanes.reserve(points.size());
