@@ -7,9 +7,10 @@
 #                      bandwidth dashed
 #   memset.svg         memset --sizes 4KiB..4GiB, the peak memory bandwidth dashed
 #   replay.svg         reuse-sim over a real PyTorch recording (the
-#                      transformer fixture, recorded on an H200), every
-#                      strategy, under a cap some of them run out of memory in
-#   tune.svg           the same recording, --tune under that cap
+#                      transformer fixture, recorded on an H200), five
+#                      strategies under a cap two of them run out of memory in
+#                      (no GPU needed: docs/plots/ has it already)
+#   tune.svg           the same recording, --tune under that cap (no GPU needed)
 #   max-batch.svg      reuse-sim --max-batch end to end on a real program
 #                      (bench/batch_programs/transformer_encoder.py, real torch),
 #                      --confirm's real runs marked
@@ -23,7 +24,8 @@ OUT=${OUT:-docs/plots}
 [ -x "$GPUMEM" ] || { echo "plots.sh: no gpumem binary at $GPUMEM (set GPUMEM)" >&2; exit 2; }
 mkdir -p "$OUT"
 trace=tests/fixtures/torch/transformer_train.pickle
-replay_cap=${REPLAY_CAP:-160MiB}
+replay_cap=${REPLAY_CAP:-300MiB}
+replay_strategies=${REPLAY_STRATEGIES:-torch-caching,async-pool,pool,grow-only,binning}
 mb_program=${MB_PROGRAM:-bench/batch_programs/transformer_encoder.py}
 mb_cap=${MB_CAP:-8GiB}
 
@@ -40,7 +42,7 @@ for direction in h2d d2h d2d bidir; do
     run "copy-$direction" copy "$direction" --sizes 4KiB..1GiB --plot "$OUT/copy-$direction.svg"
 done
 run memset memset --sizes 4KiB..4GiB --plot "$OUT/memset.svg"
-run replay reuse-sim --trace "$trace" --capacity "$replay_cap" --plot "$OUT/replay.svg"
+run replay reuse-sim --trace "$trace" --strategy "$replay_strategies" --capacity "$replay_cap" --plot "$OUT/replay.svg"
 run tune reuse-sim --trace "$trace" --capacity "$replay_cap" --tune --plot "$OUT/tune.svg"
 if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
     run max-batch reuse-sim --max-batch --capacity "$mb_cap" --confirm --plot "$OUT/max-batch.svg" \

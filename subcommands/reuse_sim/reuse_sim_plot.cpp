@@ -173,7 +173,7 @@ Plot max_batch_plot(const ReuseSimRequest& q, const ReuseSimResults& r) {
         const std::string name = setting_name(s.point.options);
         series.label = (&s == best ? "best: " : "") + std::string(s.point.recorded ? "as recorded (" + name + ")" : name) +
                        ", modelled, no cap";
-        series.colour = &s == best ? 1 : 0;
+        series.colour = s.point.recorded ? 0 : 4;
         for (const auto& [batch, peak] : c.peaks) {
             series.x.push_back(static_cast<double>(batch));
             series.y.push_back(static_cast<double>(peak));
@@ -184,13 +184,15 @@ Plot max_batch_plot(const ReuseSimRequest& q, const ReuseSimResults& r) {
     if (q.max_batch && q.max_batch->headroom > 0 && q.capacity > q.max_batch->headroom)
         plot.rules.push_back({false, static_cast<double>(q.capacity - q.max_batch->headroom),
                               "cap less the headroom (" + format_bytes(q.max_batch->headroom) + ")", 3});
-    // The real runs: where each sits on the recorded setting's curve (a
-    // recording's own peak is the model's there), or its own peak.
+    // The real runs, each on the recorded setting's line at its batch (what
+    // the batch needs: a run that ran out of memory stopped short of it; a
+    // recording's own peak is the model's there), else at its own peak.
     const MaxBatchResults::Curve* recorded_curve = nullptr;
     for (const MaxBatchResults::Curve& c : x.curves)
         if (&x.settings[c.setting] == recorded) recorded_curve = &c;
     auto run_mark = [&](std::uint64_t batch, bool oom, std::optional<double> y) {
-        if (!y && recorded_curve) y = peak_at(*recorded_curve, batch);
+        if (recorded_curve)
+            if (const std::optional<double> modelled = peak_at(*recorded_curve, batch)) y = modelled;
         if (!y) return;
         plot.markers.push_back({static_cast<double>(batch), *y, oom ? MarkerShape::cross : MarkerShape::ring, oom ? kOomColour : kRanColour,
                                 oom ? "real run: out of memory" : "real run: ran", ""});
@@ -218,7 +220,8 @@ Plot max_batch_plot(const ReuseSimRequest& q, const ReuseSimResults& r) {
     if (best && best->answer.largest_hopeful)
         plot.notes.push_back("the model does not hold: the answer is a range, " + std::to_string(*best->answer.largest) + " to " +
                              std::to_string(*best->answer.largest_hopeful));
-    plot.notes.push_back("lines: the peak reserved the model gives each batch with no cap; marks: the program's real runs");
+    plot.notes.push_back("lines: the peak reserved the model gives each batch with no cap; marks: the program's real runs, on the recorded "
+                         "setting's line at their batch");
     return plot;
 }
 
