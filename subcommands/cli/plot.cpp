@@ -178,8 +178,8 @@ std::vector<double> nice_ticks(double lo, double hi, std::size_t target) {
     const double step = (norm < 1.5 ? 1 : norm < 3 ? 2 : norm < 7 ? 5 : 10) * magnitude;
     const double first = std::floor(lo / step + 1e-9) * step, last = std::ceil(hi / step - 1e-9) * step;
     std::vector<double> ticks;
-    for (double k = 0;; ++k) {
-        double v = first + k * step;
+    for (std::size_t k = 0;; ++k) {
+        double v = first + static_cast<double>(k) * step;
         if (std::fabs(v) < step * 1e-9) v = 0;  // no "-0" from rounding
         ticks.push_back(v);
         if (v >= last - step * 1e-9 || ticks.size() > 4 * target + 4) break;
@@ -192,7 +192,7 @@ std::vector<double> log2_ticks(double lo, double hi, std::size_t most) {
     const int a = static_cast<int>(std::floor(std::log2(lo) + 1e-9)), b = static_cast<int>(std::ceil(std::log2(hi) - 1e-9));
     most = std::max<std::size_t>(most, 2);
     int every = 1;
-    while (static_cast<std::size_t>((b - a) / every + 1) > most) every *= 2;
+    while (static_cast<std::size_t>((b - a) / every) + 1 > most) every *= 2;
     std::vector<double> ticks;
     // Aligned to multiples of `every` (4 KiB, 64 KiB, 1 MiB rather than 8 KiB, 128 KiB...).
     int start = a;
@@ -231,7 +231,7 @@ AxisLayout layout_axis(const PlotAxis& axis, double lo, double hi, std::size_t t
         const double step = ticks.size() > 1 ? ticks[1] - ticks[0] : 1;
         if (step < 1) {
             ticks.clear();
-            for (double v = std::floor(lo); v <= std::ceil(hi); ++v) ticks.push_back(v);
+            for (long v = std::lround(std::floor(lo)); v <= std::lround(std::ceil(hi)); ++v) ticks.push_back(static_cast<double>(v));
         }
     }
     const double step = ticks.size() > 1 ? ticks[1] - ticks[0] : 1;
@@ -242,9 +242,126 @@ AxisLayout layout_axis(const PlotAxis& axis, double lo, double hi, std::size_t t
     return layout;
 }
 
-std::string render_svg(const Plot& plot) {
+namespace {
+
+// Where the data is drawn: its scales and the plot area's pixels.
+struct Frame {
+    Scale sx, sy;
+    double left, width, height;  // of the plot area, whose top is kTop
+};
+
+void draw_axes(SvgWriter& svg, const Frame& f, const AxisLayout& xa, const AxisLayout& ya) {
+    const double bottom = kTop + f.height, right = f.left + f.width;
+    svg.open("g", {{"id", "x-axis"}});
+    for (const PlotTick& t : xa.ticks) {
+        const double x = f.sx(t.value);
+        svg.empty("line", {{"x1", svg_number(x)}, {"x2", svg_number(x)}, {"y1", svg_number(kTop)}, {"y2", svg_number(bottom)}, {"stroke", kGrid}});
+        svg.text("text", {{"class", "tick"}, {"x", svg_number(x)}, {"y", svg_number(bottom + 16)}, {"text-anchor", "middle"}}, t.label);
+    }
+    svg.empty("line", {{"x1", svg_number(f.left)}, {"x2", svg_number(right)}, {"y1", svg_number(bottom)}, {"y2", svg_number(bottom)}, {"stroke", kInk}});
+    svg.text("text", {{"class", "axis-title"}, {"x", svg_number(f.left + f.width / 2)}, {"y", svg_number(bottom + 38)}, {"text-anchor", "middle"}},
+             xa.title);
+    svg.close();
+    svg.open("g", {{"id", "y-axis"}});
+    for (const PlotTick& t : ya.ticks) {
+        const double y = f.sy(t.value);
+        svg.empty("line", {{"x1", svg_number(f.left)}, {"x2", svg_number(right)}, {"y1", svg_number(y)}, {"y2", svg_number(y)}, {"stroke", kGrid}});
+        svg.text("text", {{"class", "tick"}, {"x", svg_number(f.left - 6)}, {"y", svg_number(y + 4)}, {"text-anchor", "end"}}, t.label);
+    }
+    svg.empty("line", {{"x1", svg_number(f.left)}, {"x2", svg_number(f.left)}, {"y1", svg_number(kTop)}, {"y2", svg_number(bottom)}, {"stroke", kInk}});
+    svg.text("text", {{"class", "axis-title"}, {"x", "0"}, {"y", "0"}, {"text-anchor", "middle"},
+                      {"transform", "translate(16 " + svg_number(kTop + f.height / 2) + ") rotate(-90)"}},
+             ya.title);
+    svg.close();
+}
+
+void draw_series(SvgWriter& svg, const Frame& f, const Plot& plot) {
+    svg.open("g", {{"id", "plot-area"}, {"clip-path", "url(#plot-clip)"}});
+    for (std::size_t i = 0; i < plot.series.size(); ++i) {
+        const PlotSeries& s = plot.series[i];
+        const char* colour = plot_colour(s.colour >= 0 ? s.colour : static_cast<int>(i));
+        svg.open("g", {{"class", "series"}});
+        if (s.y_low.size() == s.y.size() && !s.y_low.empty() && !s.points) {
+            // The band: along the maxima, back along the minima.
+            std::string points = polyline_points(s.x, s.y, f.sx, f.sy);
+            const std::vector<double> rx(s.x.rbegin(), s.x.rend()), rlow(s.y_low.rbegin(), s.y_low.rend());
+            const std::string bottom = polyline_points(rx, rlow, f.sx, f.sy);
+            if (!points.empty() && !bottom.empty()) {
+                points += ' ';
+                points += bottom;
+                svg.empty("polygon", {{"points", points}, {"fill", colour}, {"fill-opacity", "0.15"}, {"stroke", "none"}});
+            }
+        }
+        if (s.points) {
+            for (std::size_t k = 0; k < s.x.size() && k < s.y.size(); ++k)
+                if (std::isfinite(s.x[k]) && std::isfinite(s.y[k])) draw_marker(svg, MarkerShape::dot, f.sx(s.x[k]), f.sy(s.y[k]), colour, 3.5);
+        } else if (const std::string points = polyline_points(s.x, s.y, f.sx, f.sy); !points.empty()) {
+            SvgAttributes a = {{"points", points}, {"fill", "none"}, {"stroke", colour}, {"stroke-width", "2"}, {"stroke-linejoin", "round"}};
+            if (s.dashed) a.emplace_back("stroke-dasharray", "7 4");
+            svg.empty("polyline", a);
+        }
+        svg.close();
+    }
+    svg.close();
+}
+
+void draw_rules_and_markers(SvgWriter& svg, const Frame& f, const Plot& plot) {
+    const double bottom = kTop + f.height, right = f.left + f.width;
+    svg.open("g", {{"id", "rules"}});
+    for (const PlotRule& r : plot.rules) {
+        const char* colour = rule_colour(r.colour);
+        if (r.vertical) {
+            const double x = f.sx(r.value);
+            svg.empty("line", {{"x1", svg_number(x)}, {"x2", svg_number(x)}, {"y1", svg_number(kTop)}, {"y2", svg_number(bottom)},
+                               {"stroke", colour}, {"stroke-width", "1.5"}, {"stroke-dasharray", "5 4"}});
+            const bool right_half = x > f.left + f.width * 0.7;
+            svg.text("text", {{"x", svg_number(right_half ? x - 4 : x + 4)}, {"y", svg_number(kTop + 12)}, {"fill", colour},
+                              {"text-anchor", right_half ? "end" : "start"}},
+                     r.label);
+        } else {
+            const double y = f.sy(r.value);
+            svg.empty("line", {{"x1", svg_number(f.left)}, {"x2", svg_number(right)}, {"y1", svg_number(y)}, {"y2", svg_number(y)},
+                               {"stroke", colour}, {"stroke-width", "1.5"}, {"stroke-dasharray", "5 4"}});
+            svg.text("text", {{"x", svg_number(right - 4)}, {"y", svg_number(y - 4)}, {"fill", colour}, {"text-anchor", "end"}}, r.label);
+        }
+    }
+    svg.close();
+    svg.open("g", {{"id", "markers"}});
+    for (const PlotMarker& m : plot.markers) {
+        if (!std::isfinite(m.x) || !std::isfinite(m.y) || (f.sx.log && !(m.x > 0)) || (f.sy.log && !(m.y > 0))) continue;
+        const double x = f.sx(m.x), y = f.sy(m.y);
+        draw_marker(svg, m.shape, x, y, plot_colour(m.colour));
+        if (!m.label.empty()) svg.text("text", {{"x", svg_number(x + 8)}, {"y", svg_number(y - 8)}, {"fill", plot_colour(m.colour)}}, m.label);
+    }
+    svg.close();
+}
+
+void draw_legend(SvgWriter& svg, const std::vector<std::vector<const LegendEntry*>>& rows, double top) {
+    svg.open("g", {{"id", "legend"}});
+    for (std::size_t row = 0; row < rows.size(); ++row) {
+        double x = 16;
+        const double y = top + static_cast<double>(row) * kLegendRow + 10;
+        for (const LegendEntry* e : rows[row]) {
+            svg.open("g", {{"class", "legend-entry"}});
+            if (e->kind == LegendEntry::marker) {
+                draw_marker(svg, e->shape, x + kSwatch / 2, y, e->colour);
+            } else {
+                SvgAttributes a = {{"x1", svg_number(x)}, {"x2", svg_number(x + kSwatch)}, {"y1", svg_number(y)}, {"y2", svg_number(y)},
+                                   {"stroke", e->colour}, {"stroke-width", e->kind == LegendEntry::rule ? "1.5" : "2.5"}};
+                if (e->kind != LegendEntry::line) a.emplace_back("stroke-dasharray", e->kind == LegendEntry::rule ? "5 4" : "7 4");
+                svg.empty("line", a);
+            }
+            svg.text("text", {{"x", svg_number(x + kSwatch + 6)}, {"y", svg_number(y + 4)}}, e->text);
+            svg.close();
+            x += kSwatch + 6 + text_width(e->text) + kEntryGap;
+        }
+    }
+    svg.close();
+}
+
+// The data's ranges along x and y (rules included), and whether there is any.
+bool data_ranges(const Plot& plot, Range& xr, Range& yr) {
     const bool xlog = plot.x.scale == AxisScale::log2, ylog = plot.y.scale == AxisScale::log2;
-    Range xr, yr;
     for (const PlotSeries& s : plot.series) {
         for (double v : s.x) xr.add(v, xlog);
         for (double v : s.y) yr.add(v, ylog);
@@ -255,156 +372,50 @@ std::string render_svg(const Plot& plot) {
         yr.add(m.y, ylog);
     }
     for (const PlotRule& r : plot.rules) (r.vertical ? xr : yr).add(r.value, r.vertical ? xlog : ylog);
-    const bool no_data = xr.empty() || yr.empty();
+    const bool any = !xr.empty() && !yr.empty();
     if (xr.empty()) xr.lo = xlog ? 1 : 0, xr.hi = xlog ? 2 : 1;
     if (yr.empty()) yr.lo = ylog ? 1 : 0, yr.hi = ylog ? 2 : 1;
     // A little room above the highest value, so that a line at the top stays visible.
     if (!ylog && yr.hi > 0) yr.hi *= 1.04;
-    const AxisLayout xa = layout_axis(plot.x, xr.lo, xr.hi, 8), ya = layout_axis(plot.y, yr.lo, yr.hi, 6);
+    return any;
+}
 
+}  // namespace
+
+std::string render_svg(const Plot& plot) {
+    Range xr, yr;
+    const bool has_data = data_ranges(plot, xr, yr);
+    const AxisLayout xa = layout_axis(plot.x, xr.lo, xr.hi, 8), ya = layout_axis(plot.y, yr.lo, yr.hi, 6);
     double widest_y_label = 0;
     for (const PlotTick& t : ya.ticks) widest_y_label = std::max(widest_y_label, text_width(t.label));
-    const double left = 28 + widest_y_label + 12;
-    const double width = plot.width, plot_w = width - left - kRight, plot_h = plot.plot_height;
+    const double left = 28 + widest_y_label + 12, width = plot.width;
+    const Frame frame{{xa.lo, xa.hi, left, width - kRight, plot.x.scale == AxisScale::log2},
+                      {ya.lo, ya.hi, kTop + plot.plot_height, kTop, plot.y.scale == AxisScale::log2},
+                      left, width - left - kRight, plot.plot_height};
     const std::vector<LegendEntry> entries = legend_entries(plot);
     const auto rows = legend_rows(entries, width - 2 * 16);
-    const double legend_top = kTop + plot_h + kBottomAxis;
+    const double legend_top = kTop + frame.height + kBottomAxis;
     const double notes_top = legend_top + static_cast<double>(rows.size()) * kLegendRow + 6;
     const double height = notes_top + static_cast<double>(plot.notes.size()) * kNoteRow + 10;
-    const Scale sx{xa.lo, xa.hi, left, left + plot_w, xlog};
-    const Scale sy{ya.lo, ya.hi, kTop + plot_h, kTop, ylog};
 
     SvgWriter svg(width, height);
     svg.text("title", {}, plot.title);
-    svg.empty("rect", {{"id", "background"}, {"x", "0"}, {"y", "0"}, {"width", svg_number(width)}, {"height", svg_number(height)},
-                       {"fill", kBackground}});
+    svg.empty("rect", {{"id", "background"}, {"x", "0"}, {"y", "0"}, {"width", svg_number(width)}, {"height", svg_number(height)}, {"fill", kBackground}});
     svg.open("g", {{"font-family", kFont}, {"font-size", svg_number(kFontSize)}, {"fill", kInk}});
-    svg.text("text", {{"id", "plot-title"}, {"x", "16"}, {"y", "24"}, {"font-size", svg_number(kTitleSize)}, {"font-weight", "bold"}},
-             plot.title);
+    svg.text("text", {{"id", "plot-title"}, {"x", "16"}, {"y", "24"}, {"font-size", svg_number(kTitleSize)}, {"font-weight", "bold"}}, plot.title);
     if (!plot.subtitle.empty()) svg.text("text", {{"id", "plot-subtitle"}, {"x", "16"}, {"y", "43"}}, plot.subtitle);
-
     svg.open("defs");
     svg.open("clipPath", {{"id", "plot-clip"}});
-    svg.empty("rect", {{"x", svg_number(left)}, {"y", svg_number(kTop - 4)}, {"width", svg_number(plot_w)}, {"height", svg_number(plot_h + 8)}});
+    svg.empty("rect", {{"x", svg_number(left)}, {"y", svg_number(kTop - 4)}, {"width", svg_number(frame.width)}, {"height", svg_number(frame.height + 8)}});
     svg.close();
     svg.close();
-
-    // Grid lines and ticks.
-    svg.open("g", {{"id", "x-axis"}});
-    for (const PlotTick& t : xa.ticks) {
-        const double x = sx(t.value);
-        svg.empty("line", {{"x1", svg_number(x)}, {"x2", svg_number(x)}, {"y1", svg_number(kTop)}, {"y2", svg_number(kTop + plot_h)},
-                           {"stroke", kGrid}});
-        svg.text("text", {{"class", "tick"}, {"x", svg_number(x)}, {"y", svg_number(kTop + plot_h + 16)}, {"text-anchor", "middle"}}, t.label);
-    }
-    svg.empty("line", {{"x1", svg_number(left)}, {"x2", svg_number(left + plot_w)}, {"y1", svg_number(kTop + plot_h)},
-                       {"y2", svg_number(kTop + plot_h)}, {"stroke", kInk}});
-    svg.text("text", {{"class", "axis-title"}, {"x", svg_number(left + plot_w / 2)}, {"y", svg_number(kTop + plot_h + 38)},
-                      {"text-anchor", "middle"}},
-             xa.title);
-    svg.close();
-    svg.open("g", {{"id", "y-axis"}});
-    for (const PlotTick& t : ya.ticks) {
-        const double y = sy(t.value);
-        svg.empty("line", {{"x1", svg_number(left)}, {"x2", svg_number(left + plot_w)}, {"y1", svg_number(y)}, {"y2", svg_number(y)},
-                           {"stroke", kGrid}});
-        svg.text("text", {{"class", "tick"}, {"x", svg_number(left - 6)}, {"y", svg_number(y + 4)}, {"text-anchor", "end"}}, t.label);
-    }
-    svg.empty("line", {{"x1", svg_number(left)}, {"x2", svg_number(left)}, {"y1", svg_number(kTop)}, {"y2", svg_number(kTop + plot_h)},
-                       {"stroke", kInk}});
-    svg.text("text", {{"class", "axis-title"}, {"x", "0"}, {"y", "0"}, {"text-anchor", "middle"},
-                      {"transform", "translate(16 " + svg_number(kTop + plot_h / 2) + ") rotate(-90)"}},
-             ya.title);
-    svg.close();
-
-    svg.open("g", {{"id", "plot-area"}, {"clip-path", "url(#plot-clip)"}});
-    for (std::size_t i = 0; i < plot.series.size(); ++i) {
-        const PlotSeries& s = plot.series[i];
-        const char* colour = plot_colour(s.colour >= 0 ? s.colour : static_cast<int>(i));
-        svg.open("g", {{"class", "series"}});
-        if (s.y_low.size() == s.y.size() && !s.y_low.empty() && !s.points) {
-            // The band: along the maxima, back along the minima.
-            std::string top = polyline_points(s.x, s.y, sx, sy);
-            std::vector<double> rx(s.x.rbegin(), s.x.rend()), rlow(s.y_low.rbegin(), s.y_low.rend());
-            const std::string bottom = polyline_points(rx, rlow, sx, sy);
-            if (!top.empty() && !bottom.empty())
-                svg.empty("polygon", {{"points", top + " " + bottom}, {"fill", colour}, {"fill-opacity", "0.15"}, {"stroke", "none"}});
-        }
-        if (s.points) {
-            for (std::size_t k = 0; k < s.x.size() && k < s.y.size(); ++k)
-                if (std::isfinite(s.x[k]) && std::isfinite(s.y[k])) draw_marker(svg, MarkerShape::dot, sx(s.x[k]), sy(s.y[k]), colour, 3.5);
-        } else {
-            const std::string points = polyline_points(s.x, s.y, sx, sy);
-            if (!points.empty()) {
-                SvgAttributes a = {{"points", points}, {"fill", "none"}, {"stroke", colour}, {"stroke-width", "2"}, {"stroke-linejoin", "round"}};
-                if (s.dashed) a.emplace_back("stroke-dasharray", "7 4");
-                svg.empty("polyline", a);
-            }
-        }
-        svg.close();
-    }
-    svg.close();
-
-    svg.open("g", {{"id", "rules"}});
-    for (const PlotRule& r : plot.rules) {
-        const char* colour = rule_colour(r.colour);
-        if (r.vertical) {
-            const double x = sx(r.value);
-            svg.empty("line", {{"x1", svg_number(x)}, {"x2", svg_number(x)}, {"y1", svg_number(kTop)}, {"y2", svg_number(kTop + plot_h)},
-                               {"stroke", colour}, {"stroke-width", "1.5"}, {"stroke-dasharray", "5 4"}});
-            const bool right_half = x > left + plot_w * 0.7;
-            svg.text("text", {{"x", svg_number(right_half ? x - 4 : x + 4)}, {"y", svg_number(kTop + 12)}, {"fill", colour},
-                              {"text-anchor", right_half ? "end" : "start"}},
-                     r.label);
-        } else {
-            const double y = sy(r.value);
-            svg.empty("line", {{"x1", svg_number(left)}, {"x2", svg_number(left + plot_w)}, {"y1", svg_number(y)}, {"y2", svg_number(y)},
-                               {"stroke", colour}, {"stroke-width", "1.5"}, {"stroke-dasharray", "5 4"}});
-            svg.text("text", {{"x", svg_number(left + plot_w - 4)}, {"y", svg_number(y - 4)}, {"fill", colour}, {"text-anchor", "end"}},
-                     r.label);
-        }
-    }
-    svg.close();
-
-    svg.open("g", {{"id", "markers"}});
-    for (const PlotMarker& m : plot.markers) {
-        if (!std::isfinite(m.x) || !std::isfinite(m.y) || (xlog && !(m.x > 0)) || (ylog && !(m.y > 0))) continue;
-        const double x = sx(m.x), y = sy(m.y);
-        draw_marker(svg, m.shape, x, y, plot_colour(m.colour));
-        if (!m.label.empty())
-            svg.text("text", {{"x", svg_number(x + 8)}, {"y", svg_number(y - 8)}, {"fill", plot_colour(m.colour)}}, m.label);
-    }
-    svg.close();
-
-    if (no_data)
-        svg.text("text", {{"id", "no-data"}, {"x", svg_number(left + plot_w / 2)}, {"y", svg_number(kTop + plot_h / 2)},
-                          {"text-anchor", "middle"}},
+    draw_axes(svg, frame, xa, ya);
+    draw_series(svg, frame, plot);
+    draw_rules_and_markers(svg, frame, plot);
+    if (!has_data)
+        svg.text("text", {{"id", "no-data"}, {"x", svg_number(left + frame.width / 2)}, {"y", svg_number(kTop + frame.height / 2)}, {"text-anchor", "middle"}},
                  "nothing was measured");
-
-    svg.open("g", {{"id", "legend"}});
-    for (std::size_t row = 0; row < rows.size(); ++row) {
-        double x = 16;
-        const double y = legend_top + static_cast<double>(row) * kLegendRow + 10;
-        for (const LegendEntry* e : rows[row]) {
-            svg.open("g", {{"class", "legend-entry"}});
-            switch (e->kind) {
-                case LegendEntry::marker: draw_marker(svg, e->shape, x + kSwatch / 2, y, e->colour); break;
-                case LegendEntry::line:
-                case LegendEntry::dashed_line:
-                case LegendEntry::rule: {
-                    SvgAttributes a = {{"x1", svg_number(x)}, {"x2", svg_number(x + kSwatch)}, {"y1", svg_number(y)}, {"y2", svg_number(y)},
-                                       {"stroke", e->colour}, {"stroke-width", e->kind == LegendEntry::rule ? "1.5" : "2.5"}};
-                    if (e->kind != LegendEntry::line) a.emplace_back("stroke-dasharray", e->kind == LegendEntry::rule ? "5 4" : "7 4");
-                    svg.empty("line", a);
-                    break;
-                }
-            }
-            svg.text("text", {{"x", svg_number(x + kSwatch + 6)}, {"y", svg_number(y + 4)}}, e->text);
-            svg.close();
-            x += kSwatch + 6 + text_width(e->text) + kEntryGap;
-        }
-    }
-    svg.close();
+    draw_legend(svg, rows, legend_top);
     if (!plot.notes.empty()) {
         svg.open("g", {{"id", "notes"}, {"fill", kGrey}});
         for (std::size_t i = 0; i < plot.notes.size(); ++i)

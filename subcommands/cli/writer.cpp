@@ -69,7 +69,13 @@ void check_output_file(const std::string& option, const std::string& path, const
             throw UsageError(shown + ": " + kind_of(st.st_mode) + "; " + option + " writes a new file or replaces a regular one");
         if (same_file(st, "/proc/self/exe")) throw UsageError(shown + ": is gpumem's own program; it would be replaced");
         for (const std::string& input : inputs)
-            if (same_file(st, input)) throw UsageError(shown + ": is '" + input + "', which this run reads; it would be replaced");
+            if (same_file(st, input)) {
+                std::string refusal = shown;
+                refusal += ": is '";
+                refusal += input;
+                refusal += "', which this run reads; it would be replaced";
+                throw UsageError(refusal);
+            }
     }
     const std::string folder = folder_of(path);
     struct stat dir {};

@@ -288,6 +288,7 @@ void max_batch_plot_curves(const rs::CostModel& costs, ReuseSimResults& r) {
     batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
 
     std::vector<rs::TorchLane> lanes;
+    lanes.reserve(drawn.size());
     for (std::size_t i : drawn) lanes.push_back({x.settings[i].point.options, rs::kUnlimited});
     rs::LaneReplayOptions options;
     options.base = r.strategy_options;
