@@ -24,7 +24,8 @@ void Timeline::record(std::uint64_t event_index, const std::vector<Lane*>& lanes
         const std::uint64_t reserved = lanes[i]->upstream->counters().reserved_bytes;
         bucket_[i + 1] = std::max(bucket_[i + 1], reserved);
         bucket_min_[i + 1] = std::min(bucket_min_[i + 1], reserved);
-        bucket_refusals_[i] = lanes[i]->strategy->counters().refusals;
+        // A lane without a strategy (a test's bare upstream) refuses nothing.
+        bucket_refusals_[i] = lanes[i]->strategy ? lanes[i]->strategy->counters().refusals : 0;
     }
     if (++in_bucket_ == width_) push_bucket();
 }
