@@ -15,9 +15,9 @@
 
 _gpumem_global_opts="-d --device --format --json --csv --no-header --units -v --verbose -q --quiet -V --version --list --schema -h --help"
 _gpumem_opts_info="--query --processes --pick --min-free -l --loop --count"
-_gpumem_opts_memset="-s --size --value --width --offset --target --host-memory -n --iterations --warmup --samples --verify --lock-timeout"
+_gpumem_opts_memset="-s --size --sizes --plot --value --width --offset --target --host-memory -n --iterations --warmup --samples --verify --lock-timeout"
 _gpumem_opts_copy="-s --size --sizes --host-memory --engine -n --iterations --samples --warmup --sample-time --verify
-    --peer --no-affinity --no-chart --expect-min --lock-timeout"
+    --peer --no-affinity --no-chart --plot --expect-min --lock-timeout"
 _gpumem_args_copy=directions
 _gpumem_opts_alloc_test_latency="--api --sizes --iterations --warmup --no-sync-probe --save-costs --lock-timeout"
 _gpumem_opts_alloc_test_max="--granularity --chunk --lock-timeout"
@@ -28,7 +28,7 @@ _gpumem_opts_reuse_sim="--workload --steps --seed --change-rate --batch --layers
     --prompt --tokens --streams --trace --trace-format --trace-device --strategy --growth --zero-fill --ring-buffers --ring-size
     --pool-initial --pool-max --bins --bin-blocks --max-split-size --max-non-split-rounding
     --roundup-power2-divisions --release-threshold --sync-every --capacity --memory-fraction --device-total --costs
-    --timeline --timeline-points --save-trace --no-chart --execute --tune --sweep --all-settings
+    --timeline --timeline-points --save-trace --plot --no-chart --execute --tune --sweep --all-settings
     --record --max-entries --python-stacks --confirm --max-batch --batch-trace --record-batches
     --no-refine --max-runs --headroom"
 _gpumem_opts_report="--outlier-fraction --strict --drain-list"
@@ -44,7 +44,7 @@ _gpumem_value_opts="-d --device --format --units --list
     --workload --steps --change-rate --batch --layers --sample-bytes --max-detections --prompt --tokens --streams
     --trace --trace-format --strategy --ring-buffers --ring-size --pool-initial --pool-max --bins --bin-blocks
     --max-split-size --max-non-split-rounding --roundup-power2-divisions --release-threshold --sync-every --capacity
-    --costs --timeline --timeline-points --save-trace --trace-device --memory-fraction --device-total --sweep
+    --costs --timeline --timeline-points --save-trace --plot --trace-device --memory-fraction --device-total --sweep
     --record --max-entries --confirm --batch-trace --record-batches --headroom --max-runs
     --outlier-fraction
     --level --threshold --thresholds --kernel-log --xid-since --expect-gpus --lock-timeout"
@@ -55,7 +55,7 @@ _gpumem_list_opts="info:--query alloc_test_latency:--api alloc_test_fill:--patte
 _gpumem_all_opts="alloc_test_latency:--api alloc_test_fill:--pattern reuse_sim:--strategy"
 
 # Values that are file names.
-_gpumem_file_opts="--trace --costs --timeline --save-trace --save-costs --thresholds --kernel-log"
+_gpumem_file_opts="--trace --costs --timeline --save-trace --plot --save-costs --thresholds --kernel-log"
 
 _gpumem_takes_value() {
     [[ -n $1 && " $_gpumem_value_opts " == *[[:space:]]"$1"[[:space:]]* ]]

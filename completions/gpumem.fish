@@ -123,6 +123,8 @@ complete -c gpumem -n $info -l count -x -d 'With --loop: stop after N samples'
 # memset
 set -l memset "__fish_seen_subcommand_from memset"
 complete -c gpumem -n $memset -s s -l size -x -d 'Buffer size (SIZE, or PCT% of free device memory)'
+complete -c gpumem -n $memset -l sizes -x -d 'Sweep: sizes A,B,C or a range A..B, A..B:xF, A..B:+S'
+complete -c gpumem -n $memset -l plot -r -F -d 'With --sizes: draw bandwidth against size as SVG'
 complete -c gpumem -n $memset -l value -x -d 'Word value, decimal or 0x hexadecimal'
 complete -c gpumem -n $memset -l width -x -a '(__gpumem_names widths)' -d 'Word width in bits'
 complete -c gpumem -n $memset -l offset -x -d 'First byte set'
@@ -149,6 +151,7 @@ complete -c gpumem -n $copy -l verify -d 'Check every destination byte; exit 4 o
 complete -c gpumem -n $copy -l peer -x -a '(__gpumem_devices)' -d 'p2p: destination device(s), a -d style spec'
 complete -c gpumem -n $copy -l no-affinity -d 'Do not pin host threads to the CPUs next to the GPU'
 complete -c gpumem -n $copy -l no-chart -d 'No bar chart after a sweep'
+complete -c gpumem -n $copy -l plot -r -F -d 'With --sizes: draw bandwidth against size as SVG'
 complete -c gpumem -n $copy -l expect-min -x -d 'Exit 6 when a median bandwidth is below GBPS'
 complete -c gpumem -n $copy -l lock-timeout -x -d 'Seconds to wait for another gpumem measuring the GPU'
 
@@ -232,6 +235,7 @@ complete -c gpumem -n $reuse_sim -l timeline -r -F -d 'Write reserved bytes per 
 complete -c gpumem -n $reuse_sim -l timeline-points -x -d 'Points kept for --timeline'
 complete -c gpumem -n $reuse_sim -l save-trace -r -F -d 'Also write the input\'s events as a gpumem trace (CSV)'
 complete -c gpumem -n $reuse_sim -l no-chart -d 'Table mode: no chart of reserved bytes'
+complete -c gpumem -n $reuse_sim -l plot -r -F -d 'Draw the run as an SVG picture'
 complete -c gpumem -n $reuse_sim -l execute -d 'Also replay each strategy for real on the GPU (-d)'
 complete -c gpumem -n $reuse_sim -l tune -d 'What-if tuner: torch-caching under a grid of PYTORCH_CUDA_ALLOC_CONF settings'
 complete -c gpumem -n $reuse_sim -l sweep -x -a '(__gpumem_names knobs | string replace -r \t \=\t)' -d 'KNOB=V1,V2,...: torch-caching with each value of a knob'

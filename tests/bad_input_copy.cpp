@@ -1,11 +1,24 @@
 // Bad invocations of gpumem copy: see bad_input.hpp.
+#include <sys/stat.h>
+
 #include "bad_input.hpp"
 
 namespace bad_input {
 
 std::vector<BadCase> copy_cases(const Scratch& s) {
-    (void)s;
+    const std::string fifo = s.path("plot.fifo");
+    mkfifo(fifo.c_str(), 0600);
     return {
+        // --plot: a sweep's picture, its file checked before any driver call.
+        {{"copy", "h2d", "--plot", s.path("p.svg")}, {2}, true},
+        {{"copy", "h2d", "--sizes", "1MiB..4MiB", "--plot", ""}, {2}, true},
+        {{"copy", "h2d", "--sizes", "1MiB..4MiB", "--plot", s.dir}, {2}, true},
+        {{"copy", "h2d", "--sizes", "1MiB..4MiB", "--plot", s.dir + "/"}},
+        {{"copy", "h2d", "--sizes", "1MiB..4MiB", "--plot", fifo}, {2}, true},
+        {{"copy", "h2d", "--sizes", "1MiB..4MiB", "--plot", "/dev/null"}},
+        {{"copy", "h2d", "--sizes", "1MiB..4MiB", "--plot", s.path("no/such/folder.svg")}},
+        {{"copy", "h2d", "--sizes", "1MiB..4MiB", "--plot", "/proc/gpumem-plot.svg"}},
+        {{"copy", "h2d", "--sizes", "1MiB..4MiB", "--plot", "/proc/self/exe"}},
         {{"copy"}},
         {{"copy", "sideways"}, {2}, true},
         {{"copy", "h2x"}, {2}, true},

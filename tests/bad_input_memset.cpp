@@ -4,7 +4,6 @@
 namespace bad_input {
 
 std::vector<BadCase> memset_cases(const Scratch& s) {
-    (void)s;
     return {
         {{"memset", "-s", "0"}, {2}, true},
         {{"memset", "-s", "-1"}},
@@ -34,6 +33,14 @@ std::vector<BadCase> memset_cases(const Scratch& s) {
         {{"memset", "--samples", "0"}},
         {{"memset", "--warmup", "x"}},
         {{"memset", "-s", "1MiB", "--offset", "2MiB"}},
+        // --sizes, a sweep, and --plot, its picture.
+        {{"memset", "-s", "1MiB", "--sizes", "1MiB..4MiB"}, {2}, true},
+        {{"memset", "--sizes", "4MiB..1MiB"}},
+        {{"memset", "--sizes", "0,1MiB"}},
+        {{"memset", "--sizes", "1MiB..4MiB", "--offset", "2MiB"}},
+        {{"memset", "--plot", s.path("p.svg")}, {2}, true},
+        {{"memset", "--sizes", "1MiB..4MiB", "--plot", s.dir}, {2}, true},
+        {{"memset", "--sizes", "1MiB..4MiB", "--plot", "/proc/gpumem-plot.svg"}},
     };
 }
 

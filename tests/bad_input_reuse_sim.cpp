@@ -18,6 +18,7 @@ std::vector<BadCase> reuse_sim_cases(const Scratch& s) {
     // (which would wait for a writer).
     const std::string fifo = s.path("trace.fifo");
     mkfifo(fifo.c_str(), 0600);
+    s.write("x.py", "raise SystemExit(1)\n");  // a program --plot must not replace
     // PyTorch snapshots (pickles) that must be refused: truncated, code
     // (os.system would run), memo bombs, wrong protocols, not snapshots.
     s.write("pk_truncated.pickle", std::string("\x80\x04\x95\x10\x00\x00\x00\x00\x00\x00\x00\x7d\x94\x28\x8c", 15));
@@ -156,6 +157,19 @@ std::vector<BadCase> reuse_sim_cases(const Scratch& s) {
         {{"reuse-sim", "--trace", fifo, "--trace-format", "parquet"}},
         {{"reuse-sim", "--trace", fifo, "--sync-every", "0"}},
         {{"reuse-sim", "--trace", s.path("good.csv"), "--save-trace", s.path("good.csv")}},
+        // --plot: never a directory, a FIFO, an input of the run or the program's own file.
+        {{"reuse-sim", "--plot", ""}, {2}, true},
+        {{"reuse-sim", "--plot", s.dir}, {2}, true},
+        {{"reuse-sim", "--plot", fifo}, {2}, true},
+        {{"reuse-sim", "--trace", fifo, "--plot", fifo}},
+        {{"reuse-sim", "--trace", s.path("good.csv"), "--plot", s.path("good.csv")}, {2}, true},
+        {{"reuse-sim", "--costs", s.path("costs_bad.json"), "--plot", s.path("costs_bad.json")}},
+        {{"reuse-sim", "--plot", "/proc/gpumem-plot.svg"}},
+        {{"reuse-sim", "--plot", s.path("missing/p.svg")}},
+        {{"reuse-sim", "--record", s.path("r.pickle"), "--plot", s.path("p.svg"), "--", "python3", "x.py"}},
+        {{"reuse-sim", "--max-batch", "--capacity", "1GiB", "--batch-trace", "2=" + s.path("good.csv"), "--batch-trace",
+          "4=" + s.path("good.csv"), "--plot", s.path("good.csv")}},
+        {{"reuse-sim", "--max-batch", "--capacity", "1GiB", "--plot", s.path("x.py"), "--", "python3", s.path("x.py"), "{batch}"}},
         // --execute and -d: one device, named before any driver call.
         {{"reuse-sim", "--execute", "--trace", ""}},
         {{"-d", "all", "reuse-sim", "--execute"}, {2}, true},

@@ -727,3 +727,35 @@ TEST_CASE("copy cli: help names every option and the exit status of --expect-min
     CHECK(r.out.find("--debug-corrupt-offset") == std::string::npos);  // hidden
     CHECK(r.out.find("Exit 6") != std::string::npos);
 }
+
+TEST_CASE("copy --plot: a line per direction over the sizes, the reference each has where NVML gives it, the GPU in the title") {
+    std::vector<CopyResult> rows;
+    for (std::uint64_t bytes : {1ULL << 20, 1ULL << 24})
+        for (const char* flow : {"bidir-h2d", "bidir-d2h"}) rows.push_back(fake(flow, "bidir", bytes, {static_cast<double>(bytes) / 50e9}));
+    CopyResults results = results_of(rows);
+    results.devices.push_back({DeviceId(0), "NVIDIA H200", 4.8e12, 5u, 16u});
+    const Plot plot = copy_sweep_plot(results);
+    CHECK(plot.title == "gpumem copy bidir: bandwidth by size on device 0 (NVIDIA H200)");
+    REQUIRE(plot.series.size() == 2);
+    CHECK(plot.series[0].label == "bidir-h2d, pinned");
+    CHECK(plot.series[1].label == "bidir-d2h, pinned");
+    CHECK(plot.series[0].x == std::vector<double>{1048576, 16777216});
+    CHECK(plot.series[0].y[0] == doctest::Approx(50.0));
+    CHECK(plot.x.scale == AxisScale::log2);
+    REQUIRE(plot.rules.size() == 1);  // one link, named once
+    CHECK(plot.rules[0].value == doctest::Approx(63.015).epsilon(0.001));
+    CHECK(plot.rules[0].label == "device 0 PCIe Gen5 x16's 63 GB/s per direction");
+
+    CopyResults d2d = results_of({fake("d2d", "d2d", 1 << 20, {1e-4}), fake("d2d", "d2d", 1 << 22, {2e-4})});
+    d2d.devices.push_back({DeviceId(0), "NVIDIA H200", 4.8e12, std::nullopt, std::nullopt});
+    const Plot d2d_plot = copy_sweep_plot(d2d);
+    REQUIRE(d2d_plot.rules.size() == 1);
+    CHECK(d2d_plot.rules[0].value == doctest::Approx(2400));  // half the peak: each byte read and written
+    // Without NVML's figures: no reference, and a sweep of one size is marks, not a line.
+    CopyResults single = results_of({fake("h2d", "h2d", 1 << 20, {1e-4})});
+    const Plot single_plot = copy_sweep_plot(single);
+    CHECK(single_plot.rules.empty());
+    REQUIRE(single_plot.series.size() == 1);
+    CHECK(single_plot.series[0].points);
+    CHECK(single_plot.title == "gpumem copy h2d: bandwidth by size on device 0");
+}

@@ -390,3 +390,17 @@ TEST_CASE("copy p2p-bidir: both ways at once, a row for each, with and without p
     CHECK(all["results"].size() == static_cast<std::size_t>(n * (n - 1) * 2));
     check_matrices(all, "p2p-bidir", n, can);
 }
+
+TEST_CASE("copy --sizes --plot: the sweep's picture names the GPU and has a line per direction") {
+    char dir[] = "/tmp/gpumem-copy-plot-XXXXXX";
+    REQUIRE(mkdtemp(dir) != nullptr);
+    const std::string svg = std::string(dir) + "/bidir.svg";
+    const json doc = run_json({"copy", "bidir", "--sizes", "1MiB..4MiB", "--samples", "2", "--plot", svg});
+    CHECK(doc["results"].size() == 6);  // 3 sizes, both ways
+    const std::string picture = slurp(svg);
+    CHECK(picture.rfind("<?xml", 0) == 0);
+    CHECK(picture.find("gpumem copy bidir: bandwidth by size on device 0 (") != std::string::npos);
+    CHECK(picture.find(">bidir-h2d, pinned<") != std::string::npos);
+    CHECK(picture.find(">bidir-d2h, pinned<") != std::string::npos);
+    (void)std::system((std::string("rm -rf ") + dir).c_str());
+}

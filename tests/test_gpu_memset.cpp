@@ -1,6 +1,11 @@
 // GPU suite for `gpumem memset` through the binary.
 #include <doctest/doctest.h>
 
+#include <stdlib.h>
+
+#include <cstdlib>
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 #include "cli_harness.hpp"
@@ -59,4 +64,23 @@ TEST_CASE("memset -d all gives one row per device; 90% of free works") {
     CHECK(doc["results"].size() >= 1);
     r = run_gpumem({"memset", "--size", "90%", "--iterations", "2", "--samples", "2", "--verify", "--json"});
     CHECK(r.status == 0);
+}
+
+TEST_CASE("memset --sizes: one row per size; --plot writes the sweep's picture, naming the GPU and its peak") {
+    char dir[] = "/tmp/gpumem-memset-plot-XXXXXX";
+    REQUIRE(mkdtemp(dir) != nullptr);
+    const std::string svg = std::string(dir) + "/memset.svg";
+    const auto r = run_gpumem({"memset", "--sizes", "1MiB..8MiB", "--samples", "2", "--json", "--plot", svg});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    const auto doc = nlohmann::json::parse(r.out);
+    REQUIRE(doc["results"].size() == 4);
+    CHECK(doc["results"][0]["bytes"] == 1048576);
+    CHECK(doc["results"][3]["bytes"] == 8388608);
+    const std::string picture = slurp(svg);
+    CHECK(picture.rfind("<?xml", 0) == 0);
+    CHECK(picture.find("gpumem memset: bandwidth by size on device 0 (") != std::string::npos);
+    CHECK(picture.find("peak memory bandwidth (NVML)") != std::string::npos);
+    CHECK(picture.find("</svg>") != std::string::npos);
+    (void)std::system((std::string("rm -rf ") + dir).c_str());
 }

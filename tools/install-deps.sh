@@ -22,9 +22,11 @@ build=(meson ninja-build pkg-config cmake g++ libcli11-dev libspdlog-dev libfmt-
 # both, the Go parser Prometheus runs and an independent one), debhelper,
 # lintian, man-db and bash-completion (tests/package-test.sh builds, lints
 # and installs the Debian package, then asks man and each shell where its
-# files are), systemd (systemd-analyze verify of the units).
+# files are), systemd (systemd-analyze verify of the units), chromium
+# (test_plots_browser renders every kind of --plot picture headless and
+# checks it by its DOM).
 ci=(clang libclang-rt-14-dev clang-tidy cppcheck python3 zsh fish slurm-wlm munge prometheus python3-prometheus-client
-    debhelper lintian man-db bash-completion systemd)
+    debhelper lintian man-db bash-completion systemd chromium)
 
 packages=("${build[@]}")
 case "${1:-}" in

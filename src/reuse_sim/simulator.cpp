@@ -10,31 +10,50 @@ namespace gpumem::reuse_sim {
 // ------------------------------------------------------------------ Timeline
 
 Timeline::Timeline(std::size_t lanes, std::size_t max_points)
-    : lanes_(lanes), max_points_(max_points < 2 ? 2 : max_points), bucket_(lanes + 1, 0) {}
+    : lanes_(lanes),
+      max_points_(max_points < 2 ? 2 : max_points),
+      bucket_(lanes + 1, 0),
+      bucket_min_(lanes + 1, ~std::uint64_t{0}),
+      bucket_refusals_(lanes, 0) {}
 
 void Timeline::record(std::uint64_t event_index, const std::vector<Lane*>& lanes, std::uint64_t live_bytes) {
     if (in_bucket_ == 0) bucket_first_ = event_index;
     bucket_[0] = std::max(bucket_[0], live_bytes);
-    for (std::size_t i = 0; i < lanes_; ++i)
-        bucket_[i + 1] = std::max(bucket_[i + 1], lanes[i]->upstream->counters().reserved_bytes);
+    bucket_min_[0] = std::min(bucket_min_[0], live_bytes);
+    for (std::size_t i = 0; i < lanes_; ++i) {
+        const std::uint64_t reserved = lanes[i]->upstream->counters().reserved_bytes;
+        bucket_[i + 1] = std::max(bucket_[i + 1], reserved);
+        bucket_min_[i + 1] = std::min(bucket_min_[i + 1], reserved);
+        // A lane without a strategy (a test's bare upstream) refuses nothing.
+        bucket_refusals_[i] = lanes[i]->strategy ? lanes[i]->strategy->counters().refusals : 0;
+    }
     if (++in_bucket_ == width_) push_bucket();
 }
 
 void Timeline::push_bucket() {
     first_event_.push_back(bucket_first_);
     values_.insert(values_.end(), bucket_.begin(), bucket_.end());
+    minima_.insert(minima_.end(), bucket_min_.begin(), bucket_min_.end());
+    refusals_.insert(refusals_.end(), bucket_refusals_.begin(), bucket_refusals_.end());
     std::fill(bucket_.begin(), bucket_.end(), 0);
+    std::fill(bucket_min_.begin(), bucket_min_.end(), ~std::uint64_t{0});
     in_bucket_ = 0;
     if (first_event_.size() >= max_points_ * 2) {
-        // Halve the resolution: merge neighbours, keeping the maxima.
+        // Halve the resolution: merge neighbours, keeping the maxima, the
+        // minima and the later count of refusals.
         const std::size_t n = first_event_.size() / 2, stride = lanes_ + 1;
         for (std::size_t p = 0; p < n; ++p) {
             first_event_[p] = first_event_[2 * p];
-            for (std::size_t k = 0; k < stride; ++k)
+            for (std::size_t k = 0; k < stride; ++k) {
                 values_[p * stride + k] = std::max(values_[2 * p * stride + k], values_[(2 * p + 1) * stride + k]);
+                minima_[p * stride + k] = std::min(minima_[2 * p * stride + k], minima_[(2 * p + 1) * stride + k]);
+            }
+            for (std::size_t k = 0; k < lanes_; ++k) refusals_[p * lanes_ + k] = refusals_[(2 * p + 1) * lanes_ + k];
         }
         first_event_.resize(n);
         values_.resize(n * stride);
+        minima_.resize(n * stride);
+        refusals_.resize(n * lanes_);
         width_ *= 2;
     }
 }

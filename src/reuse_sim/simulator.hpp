@@ -38,8 +38,11 @@ struct Lane {
 };
 
 // Reserved bytes per lane (and live bytes) over the run, kept to a fixed
-// number of points: when full, neighbouring points merge (keeping maxima) and
-// each point covers twice as many events.
+// number of points: when full, neighbouring points merge and each point
+// covers twice as many events. A point keeps the maximum and the minimum of
+// its events (a plot draws the band between them, so a spike between two
+// points is not lost), and each lane's refused requests so far (where its
+// OOMs fall).
 class Timeline {
 public:
     Timeline(std::size_t lanes, std::size_t max_points);
@@ -47,17 +50,24 @@ public:
     void finish();
     std::size_t points() const noexcept { return first_event_.size(); }
     std::size_t lanes() const noexcept { return lanes_; }
+    // Events [first_event(p), first_event(p + 1)) are point p's.
     std::uint64_t first_event(std::size_t point) const { return first_event_[point]; }
     std::uint64_t live(std::size_t point) const { return values_[point * (lanes_ + 1)]; }
     std::uint64_t reserved(std::size_t point, std::size_t lane) const { return values_[point * (lanes_ + 1) + 1 + lane]; }
+    std::uint64_t live_min(std::size_t point) const { return minima_[point * (lanes_ + 1)]; }
+    std::uint64_t reserved_min(std::size_t point, std::size_t lane) const { return minima_[point * (lanes_ + 1) + 1 + lane]; }
+    // The lane's requests refused from the first event to point p's last.
+    std::uint64_t refusals(std::size_t point, std::size_t lane) const { return refusals_[point * lanes_ + lane]; }
 
 private:
     void push_bucket();
     std::size_t lanes_, max_points_;
     std::uint64_t width_ = 1, in_bucket_ = 0, bucket_first_ = 0;
-    std::vector<std::uint64_t> bucket_;  // lanes_ + 1 maxima of the open bucket
+    std::vector<std::uint64_t> bucket_, bucket_min_;  // lanes_ + 1 maxima and minima of the open bucket
+    std::vector<std::uint64_t> bucket_refusals_;      // each lane's refusals at the bucket's latest event
     std::vector<std::uint64_t> first_event_;
-    std::vector<std::uint64_t> values_;  // per point: live, then each lane's reserved
+    std::vector<std::uint64_t> values_, minima_;  // per point: live, then each lane's reserved
+    std::vector<std::uint64_t> refusals_;         // per point: each lane's
 };
 
 struct ReplayOptions {

@@ -290,6 +290,15 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
         // status line, written by fail() with the exit status: the partial results
         // written here too would repeat them.
         const bool one_document = json_out || format_spec(session.output().format).one_document;
+        if (partial.plot) {
+            // What was measured before the failure, drawn; a failure to
+            // write it is said, but the run's own error is the one reported.
+            try {
+                write_file_atomically(partial.plot->option, partial.plot->path, partial.plot->svg);
+            } catch (const Error& plot_error) {
+                spdlog::warn("{}", plot_error.what());
+            }
+        }
         if (!one_document && !session.final_written() && partial.has_rows() && dynamic_cast<const OutputError*>(&e) == nullptr)
             write_stdout(render(partial, session.output()));
         return fail(e, partial, session.output(), json_out);
@@ -297,6 +306,13 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
     Report report = command.report(session.output());
     stamp(report, globals.origin);
     for (const auto& w : report.warnings) spdlog::warn("{}", w);
+    if (report.plot) {
+        try {
+            write_file_atomically(report.plot->option, report.plot->path, report.plot->svg);
+        } catch (const Error& e) {
+            return fail(e, report, session.output(), json || session.output().format == Format::json);
+        }
+    }
     if (!session.final_written()) render_to(report, session.output(), write_stdout);
     // A plugin's exit status is its verdict (Nagios: 1 WARNING, 3 UNKNOWN;
     // NPD: 2 when a check could not run and none failed).

@@ -184,6 +184,10 @@ CLI::Validator range_validator() {
     return parsing_validator([](const std::string& value) { parse_size_range(value); }, "RANGE");
 }
 
+CLI::Option* add_plot_option(CLI::App& app, std::optional<std::string>& target, const std::string& help) {
+    return app.add_option("--plot", target, help)->type_name("FILE.svg");
+}
+
 bool progress_enabled(const Globals& g) { return !g.quiet && isatty(STDERR_FILENO) == 1; }
 
 }  // namespace gpumem::cli

@@ -128,6 +128,10 @@ CLI::Validator names_validator(const NameTable<T>& table, bool list = false) {
         choices);
 }
 
+// --plot FILE.svg: `help` says what the picture shows; the file itself is
+// checked by check() (check_output_file, writer.hpp).
+CLI::Option* add_plot_option(CLI::App& app, std::optional<std::string>& target, const std::string& help);
+
 // True when stderr is a terminal and progress may be drawn (not with -q).
 bool progress_enabled(const Globals& globals);
 

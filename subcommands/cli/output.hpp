@@ -180,6 +180,15 @@ struct Report {
     // npd, node-problem-detector's custom plugin contract, one line of at
     // most kNpdLineBytes, 0 OK, 1 a problem, 2 unknown.
     std::optional<PluginOutput> plugin;
+    // --plot FILE.svg (commands that offer it): the picture and where it
+    // goes. The runner writes it before the document, so that a failure to
+    // write it is the run's error (one JSON document, also then).
+    struct PlotFile {
+        std::string option;  // "--plot", for its errors
+        std::string path;
+        std::string svg;
+    };
+    std::optional<PlotFile> plot;
 
     bool has_rows() const noexcept;
 };

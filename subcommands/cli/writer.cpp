@@ -1,6 +1,8 @@
 #include "cli/writer.hpp"
 
 #include <stdio_ext.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
@@ -20,6 +22,100 @@ void write_stdout(std::string_view text) {
     std::clearerr(stdout);
     if (error == EPIPE) throw StdoutClosed();
     throw OutputError(std::string("writing output: ") + std::strerror(error));
+}
+
+namespace {
+
+const char* kind_of(mode_t mode) {
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "not a regular file";
+}
+
+std::string folder_of(const std::string& path) {
+    const std::size_t slash = path.rfind('/');
+    if (slash == std::string::npos) return ".";
+    return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::string base_of(const std::string& path) {
+    const std::size_t slash = path.rfind('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// A new, empty temporary file beside `path` (its name hidden), open for writing.
+int temporary_beside(const std::string& path, std::string& name) {
+    name = folder_of(path) + "/." + base_of(path) + ".XXXXXX";
+    return ::mkstemp(name.data());
+}
+
+bool same_file(const struct stat& a, const std::string& other) {
+    struct stat b {};
+    return !other.empty() && ::stat(other.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+}  // namespace
+
+void check_output_file(const std::string& option, const std::string& path, const std::vector<std::string>& inputs) {
+    const std::string shown = option + " '" + path + "'";
+    if (path.empty()) throw UsageError(option + " needs a file name");
+    if (path.back() == '/') throw UsageError(shown + ": names a directory; " + option + " writes a file");
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0) {
+        if (!S_ISREG(st.st_mode))
+            throw UsageError(shown + ": " + kind_of(st.st_mode) + "; " + option + " writes a new file or replaces a regular one");
+        if (same_file(st, "/proc/self/exe")) throw UsageError(shown + ": is gpumem's own program; it would be replaced");
+        for (const std::string& input : inputs)
+            if (same_file(st, input)) {
+                std::string refusal = shown;
+                refusal += ": is '";
+                refusal += input;
+                refusal += "', which this run reads; it would be replaced";
+                throw UsageError(refusal);
+            }
+    }
+    const std::string folder = folder_of(path);
+    struct stat dir {};
+    if (::stat(folder.c_str(), &dir) != 0) throw UsageError(shown + ": folder '" + folder + "': " + std::strerror(errno));
+    if (!S_ISDIR(dir.st_mode)) throw UsageError(shown + ": '" + folder + "' is not a directory");
+    std::string probe;
+    const int fd = temporary_beside(path, probe);
+    if (fd < 0) throw UsageError(shown + ": cannot write in '" + folder + "': " + std::strerror(errno));
+    ::close(fd);
+    ::unlink(probe.c_str());
+}
+
+void write_file_atomically(const std::string& option, const std::string& path, std::string_view text) {
+    const std::string shown = option + " '" + path + "'";
+    std::string name;
+    const int fd = temporary_beside(path, name);
+    if (fd < 0) throw Error(shown + ": " + std::strerror(errno));
+    auto fail = [&](int error) {
+        ::close(fd);
+        ::unlink(name.c_str());
+        throw Error(shown + ": " + std::strerror(error));
+    };
+    for (std::size_t done = 0; done < text.size();) {
+        const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) fail(n < 0 ? errno : EIO);
+        done += static_cast<std::size_t>(n);
+    }
+    // mkstemp's 0600 would hide a picture from the other users of a shared folder.
+    if (::fchmod(fd, 0644) != 0 || ::fsync(fd) != 0) fail(errno);
+    if (::close(fd) != 0) {
+        const int error = errno;
+        ::unlink(name.c_str());
+        throw Error(shown + ": " + std::strerror(error));
+    }
+    if (::rename(name.c_str(), path.c_str()) != 0) {
+        const int error = errno;
+        ::unlink(name.c_str());
+        throw Error(shown + ": " + std::strerror(error));
+    }
 }
 
 void ignore_sigpipe() noexcept { std::signal(SIGPIPE, SIG_IGN); }

@@ -8,6 +8,7 @@
 #include <exception>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/errors.hpp"
 
@@ -28,6 +29,21 @@ public:
 // Writes all of `text` and flushes. Throws StdoutClosed on EPIPE,
 // OutputError ("writing output: ...") on any other failure.
 void write_stdout(std::string_view text);
+
+// A file gpumem writes besides stdout (--plot FILE.svg), checked before any
+// work: `option` names it in errors. Refused as usage errors: an empty
+// name, a directory, anything but a regular file (a FIFO, a device), a
+// folder that does not exist or takes no new file (checked by creating
+// one: access() says yes to root everywhere), gpumem's own executable, and
+// any of `inputs` (the run's own input files, the program it runs): the
+// write would replace them.
+void check_output_file(const std::string& option, const std::string& path, const std::vector<std::string>& inputs = {});
+
+// Writes `text` to `path` whole or not at all: a temporary file in the same
+// folder, renamed over `path` once written and flushed, so that a reader
+// never sees half a file and a failure leaves the old one. Throws Error
+// ("OPTION 'path': reason").
+void write_file_atomically(const std::string& option, const std::string& path, std::string_view text);
 
 // Makes writes to a closed pipe fail with EPIPE instead of killing the
 // process, so that what it holds is freed by unwinding first.

@@ -59,6 +59,7 @@ struct CopyOptions {
     std::optional<std::string> peer;
     bool no_affinity = false;
     bool no_chart = false;
+    std::optional<std::string> plot;
     std::optional<double> expect_min;
     std::optional<std::string> corrupt_offset;  // hidden test hook
 };
@@ -110,6 +111,7 @@ void add_options(CLI::App& sub, CopyOptions& o) {
         ->type_name("SPEC");
     sub.add_flag("--no-affinity", o.no_affinity, "Do not pin host threads to the CPUs next to the GPU (NVML)");
     sub.add_flag("--no-chart", o.no_chart, "No bar chart after a sweep");
+    add_plot_option(sub, o.plot, "With --sizes: draw bandwidth against size as an SVG picture in FILE.svg");
     add_value_option(sub, "--expect-min", o.expect_min, "Exit 6 when any median bandwidth is below RATE; results still print",
                      ValueKind::rate_gbps, 0, kMaxExpectMinGbps);
     sub.add_option("--debug-corrupt-offset", o.corrupt_offset, "Test hook: flip this destination byte before verifying")->group("");
@@ -177,6 +179,11 @@ CopyRequest check(const CopyOptions& o, const Globals& globals) {
     if (o.expect_min && !(*o.expect_min > 0)) throw UsageError("--expect-min must be a positive bandwidth in GB/s, such as 50");
     q.style.expect_min_gbps = o.expect_min;
     q.style.chart = !o.no_chart;
+    if (o.plot) {
+        if (!o.sizes) throw UsageError("--plot draws bandwidth against size: give --sizes (a sweep)");
+        check_output_file("--plot", *o.plot);
+        q.style.plot = o.plot;
+    }
     // The terminal the report will be printed on (no driver involved).
     q.style.chart_style = ChartStyle{stdout_is_utf8_terminal(), terminal_columns()};
     return q;
@@ -325,6 +332,20 @@ void check_outcome(const CopyRequest& q, const std::vector<CopyResult>& rows) {
     throw ExpectationError(message);
 }
 
+// --plot: each device's name and the figures of its reference lines.
+std::vector<CopyDevice> plotted_devices(const std::vector<DeviceIdentity>& devices) {
+    std::vector<CopyDevice> plotted;
+    for (const DeviceIdentity& d : devices) {
+        const DeviceId id = d.cuda_index.value();
+        if (std::any_of(plotted.begin(), plotted.end(), [id](const CopyDevice& p) { return p.id == id; })) continue;
+        const NvmlDeviceFigures figures = nvml_figures_for(d.pci);
+        CopyDevice p{id, d.name.empty() ? figures.name : d.name, figures.peak_memory_bandwidth, std::nullopt, std::nullopt};
+        if (figures.pcie) p.pcie_generation = figures.pcie->max_generation, p.pcie_width = figures.pcie->max_width;
+        plotted.push_back(std::move(p));
+    }
+    return plotted;
+}
+
 void execute(const CopyRequest& q, CopyResults& results, Session& session) {
     const std::vector<CopyUnit> units = copy_units(q, select_cuda_devices(q.devices));
     std::vector<DeviceIdentity> measured_devices;  // every device and peer: no other gpumem measuring them meanwhile
@@ -332,6 +353,7 @@ void execute(const CopyRequest& q, CopyResults& results, Session& session) {
         measured_devices.push_back(u.device);
         if (u.peer) measured_devices.push_back(*u.peer);
     }
+    if (q.style.plot) results.devices = plotted_devices(measured_devices);
     lock_for_measuring(measured_devices, q.lock_timeout, session);
     const CopyPlan& plan = q.plan;
     const std::uint64_t plans_per_unit = plan.direction.uses_peer() && plan.engine == CopyEngine::ce ? 2 : 1;

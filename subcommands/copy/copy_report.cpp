@@ -5,6 +5,8 @@
 #include <map>
 #include <tuple>
 
+#include "base/check_plan.hpp"
+
 namespace gpumem::cli {
 namespace {
 
@@ -316,6 +318,7 @@ Report build_copy_report(const CopyResults& results, const CopyReportStyle& styl
                                        [peers](const Field& f) { return peers || (f.key != "peer" && f.key != "peer_access"); }));
     const CopyDocument document{results, style, copy_notes(results.rows), p2p_matrices(results.rows)};
     report.fields = make_record(Columns<CopyDocument>(kDocumentColumns), document);
+    if (style.plot) report.plot = Report::PlotFile{"--plot", *style.plot, render_svg(copy_sweep_plot(results))};
     if (output.format != Format::table) return report;
 
     if (style.chart) report.text_after = sweep_charts(results.rows, style, output.unit);
@@ -327,6 +330,91 @@ Report build_copy_report(const CopyResults& results, const CopyReportStyle& styl
     if (!document.notes.empty()) report.text_after.emplace_back();
     for (const std::string& n : document.notes) report.text_after.push_back("note: " + n);
     return report;
+}
+
+namespace {
+
+const CopyDevice* find_device(const CopyResults& results, DeviceId id) {
+    for (const CopyDevice& d : results.devices)
+        if (d.id == id) return &d;
+    return nullptr;
+}
+
+// A series' name in the legend: what differs between the run's series.
+std::string sweep_series_label(const CopyResult& r, bool several_devices) {
+    std::string label = r.flow;
+    if (r.direction.uses_peer()) label += " " + to_string(r.device) + "->" + to_string(r.peer.value()) + ", peer access " + peer_access_text(r);
+    else if (several_devices) label += ", device " + to_string(r.device);
+    if (r.host_kind) label += ", " + host_label(r);
+    if (r.engine != CopyEngine::ce) label += ", " + copy_engine_name(r.engine);
+    return label;
+}
+
+// The reference a direction's copies are held to, where it has one: the
+// PCIe link for copies between host and device, half the peak memory
+// bandwidth for a device's copy to itself (each byte read and written).
+std::optional<PlotRule> reference_rule(const CopyResult& r, const CopyDevice* d) {
+    if (d == nullptr) return std::nullopt;
+    const bool over_pcie = r.direction.uses_host_memory() && !(r.direction.source == BufferKind::host && r.direction.destination == BufferKind::host);
+    if (over_pcie && d->pcie_generation && d->pcie_width)
+        if (const auto ref = pcie_reference(d->pcie_generation, d->pcie_width))
+            return PlotRule{false, ref->value, "device " + to_string(d->id) + " " + ref->name + " per direction", -2};
+    if (!r.direction.uses_host_memory() && !r.direction.uses_peer() && d->peak_memory_bps)
+        if (const auto ref = peak_reference(d->peak_memory_bps, ThresholdRule::copy_fraction))
+            return PlotRule{false, ref->value, "device " + to_string(d->id) + ": half its peak memory bandwidth, " + format_decimal(ref->value, 1) + " GB/s", -2};
+    return std::nullopt;
+}
+
+}  // namespace
+
+Plot copy_sweep_plot(const CopyResults& results) {
+    Plot plot;
+    plot.x = {"copy size", AxisScale::log2, AxisValues::bytes, false};
+    plot.y = {"median bandwidth (GB/s)", AxisScale::linear, AxisValues::number, true};
+    std::vector<DeviceId> devices;
+    for (const CopyResult& r : results.rows)
+        if (std::find(devices.begin(), devices.end(), r.device) == devices.end()) devices.push_back(r.device);
+    std::vector<std::string> order;
+    std::map<std::string, std::size_t> index;
+    for (const CopyResult& r : results.rows) {
+        const std::string key = series_key(r);
+        if (!index.count(key)) {
+            index[key] = plot.series.size();
+            order.push_back(key);
+            PlotSeries s;
+            s.label = sweep_series_label(r, devices.size() > 1);
+            plot.series.push_back(std::move(s));
+            if (std::optional<PlotRule> rule = reference_rule(r, find_device(results, r.device)))
+                if (std::none_of(plot.rules.begin(), plot.rules.end(), [&](const PlotRule& p) { return p.label == rule->label; }))
+                    plot.rules.push_back(std::move(*rule));
+        }
+        if (!r.measured()) continue;
+        PlotSeries& s = plot.series[index[key]];
+        s.x.push_back(static_cast<double>(r.bytes));
+        s.y.push_back(copy_figures(r).median_bps / 1e9);
+    }
+    // Where the sweep has one size per series, the lines are single points: marks.
+    for (PlotSeries& s : plot.series) s.points = s.x.size() < 2;
+    std::string directions, names;
+    for (const CopyResult& r : results.rows) {
+        const std::string name = copy_direction_name(r.direction);
+        if (directions.find(name) == std::string::npos) directions += (directions.empty() ? "" : ", ") + name;
+    }
+    for (DeviceId id : devices) {
+        const CopyDevice* d = find_device(results, id);
+        const std::string name = "device " + to_string(id) + (d && !d->name.empty() ? " (" + d->name + ")" : "");
+        names += (names.empty() ? "" : ", ") + name;
+    }
+    plot.title = "gpumem copy " + directions + ": bandwidth by size on " + (names.empty() ? std::string("no device") : names);
+    std::size_t samples = 0;
+    for (const CopyResult& r : results.rows) samples = std::max(samples, r.seconds.size());
+    plot.subtitle = "median of " + std::to_string(samples) + " timed samples per size; GB/s = 1e9 bytes/s";
+    for (const CopyResult& r : results.rows)
+        if (!r.skipped.empty()) {
+            plot.notes.push_back(describe_copy(r) + ": not measured: " + r.skipped);
+            break;
+        }
+    return plot;
 }
 
 DocumentSchema copy_document_schema() {

@@ -11,6 +11,7 @@
 #include "base/copy_plan.hpp"
 #include "cli/chart.hpp"
 #include "cli/output.hpp"
+#include "cli/plot.hpp"
 
 namespace gpumem::cli {
 
@@ -20,11 +21,21 @@ struct PinnedCpus {
     std::string cpus;  // "0-15,32-47"
 };
 
+// A device of the run as the plot names it, with the figures its peak
+// lines come from (NVML's; each empty where NVML does not say).
+struct CopyDevice {
+    DeviceId id;
+    std::string name;                        // "NVIDIA H200"
+    std::optional<double> peak_memory_bps;   // NVML's peak memory bandwidth
+    std::optional<unsigned> pcie_generation, pcie_width;  // the link's maximum
+};
+
 // What `gpumem copy` measured, appended to as each copy is measured, so a
 // failure part way still reports the earlier rows.
 struct CopyResults {
     std::vector<CopyResult> rows;
     std::vector<PinnedCpus> cpu_affinity;
+    std::vector<CopyDevice> devices;  // --plot only: the devices measured, peers included
 };
 
 // What the report shows beyond the output options.
@@ -32,10 +43,16 @@ struct CopyReportStyle {
     bool chart = true;  // bar chart of bandwidth by size, for sweeps in table format
     ChartStyle chart_style;
     std::optional<double> expect_min_gbps;  // --expect-min, echoed in JSON
+    std::optional<std::string> plot;        // --plot FILE.svg
 };
 
 // The document, from whatever `results` holds.
 Report build_copy_report(const CopyResults& results, const CopyReportStyle& style, const OutputOptions& output);
+// --plot's picture: median bandwidth against size (log scale), a line per
+// direction (and device, peer, host memory, engine), and the reference each
+// direction has where NVML gives it: the PCIe link's rate for copies over
+// PCIe, half the peak memory bandwidth for a device's copy to itself.
+Plot copy_sweep_plot(const CopyResults& results);
 // Its keys, from the same column tables (kCopyCommand.schema).
 DocumentSchema copy_document_schema();
 

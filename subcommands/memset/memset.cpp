@@ -1,5 +1,6 @@
 // gpumem memset: fill device (or host) memory with 8/16/32-bit words, time it
 // against the memory's peak bandwidth, and optionally verify every word.
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,6 +16,8 @@
 #include "bench/memset_bench.hpp"
 #include "cli/commands.hpp"
 #include "cli/lock_wait.hpp"
+#include "cli/plot.hpp"
+#include "cli/progress.hpp"
 #include "core/cuda_devices.hpp"
 #include "core/device_inventory.hpp"
 
@@ -25,6 +28,8 @@ namespace {
 struct MemsetOptions {
     double lock_timeout = kDefaultLockTimeout;  // --lock-timeout
     std::string size = "256MiB";
+    std::optional<std::string> sizes;  // a sweep
+    std::optional<std::string> plot;   // --plot FILE.svg
     std::string value = "0";
     std::string width = "8";
     std::string offset = "0";
@@ -56,6 +61,8 @@ const NameTable<int> kWidths{"word width", kWidthRows};
 struct MemsetRequest {
     DeviceSpec devices;
     SizeSpec size;
+    std::vector<std::uint64_t> sweep;  // --sizes, in order; empty: --size alone
+    std::optional<std::string> plot;   // --plot FILE.svg
     MemsetPlan plan;  // device and (for %) size set per device
     double lock_timeout = kDefaultLockTimeout;
 };
@@ -74,7 +81,12 @@ struct MemsetResults {
 
 void add_options(CLI::App& sub, MemsetOptions& o) {
     add_lock_timeout_option(sub, o.lock_timeout);
-    sub.add_option("-s,--size", o.size, "Buffer size (SIZE, or PCT% of free device memory)")->capture_default_str()->check(size_validator(true));
+    CLI::Option* size =
+        sub.add_option("-s,--size", o.size, "Buffer size (SIZE, or PCT% of free device memory)")->capture_default_str()->check(size_validator(true));
+    CLI::Option* sizes = sub.add_option("--sizes", o.sizes,
+                                        "Sweep: sizes A,B,C or a range A..B (doubling), A..B:xF or A..B:+S; one row per size and device")
+                             ->check(range_validator());
+    size->excludes(sizes);
     sub.add_option("--value", o.value, "Word value, decimal or 0x hexadecimal")->capture_default_str()->type_name("V");
     sub.add_option("--width", o.width, "Word width in bits (cuMemsetD8/D16/D32)")->capture_default_str()->check(names_validator(kWidths));
     sub.add_option("--offset", o.offset, "First byte set; bytes [offset, size) are set")->capture_default_str()->type_name("SIZE");
@@ -87,6 +99,7 @@ void add_options(CLI::App& sub, MemsetOptions& o) {
     sub.add_option("--warmup", o.warmup, "Untimed memsets first")->capture_default_str()->check(CLI::Range(0, 1000));
     sub.add_option("--samples", o.samples, "Timed samples (the median is reported)")->capture_default_str()->check(CLI::Range(1, 1000));
     sub.add_flag("--verify", o.verify, "Check every word afterwards (and that bytes before --offset are untouched); exit 4 on mismatch");
+    add_plot_option(sub, o.plot, "With --sizes: draw bandwidth against size as an SVG picture in FILE.svg");
     sub.add_option("--debug-corrupt-offset", o.corrupt_offset, "Test hook: corrupt this byte of the region before verifying")->group("");
 }
 
@@ -115,6 +128,20 @@ MemsetRequest check(const MemsetOptions& o, const Globals& globals) {
         plan.corrupt_offset = parse_size(*o.corrupt_offset, true);
         plan.verify = true;
     }
+    if (o.sizes) {
+        q.sweep = parse_size_range(*o.sizes);
+        for (std::uint64_t bytes : q.sweep) {
+            check_buffer_size(bytes, "--sizes");
+            plan.size = bytes;
+            validate_memset_plan(plan);
+        }
+    }
+    if (o.plot) {
+        if (!o.sizes) throw UsageError("--plot draws bandwidth against size: give --sizes (a sweep)");
+        check_output_file("--plot", *o.plot);
+        q.plot = o.plot;
+    }
+    if (o.sizes) return q;
     q.size = parse_size_spec(o.size, {false, true});
     if (q.size.is_percent && plan.host_target)
         throw UsageError("--size as a percentage needs --target device (it means % of free device memory)");
@@ -131,10 +158,15 @@ void execute(const MemsetRequest& q, MemsetResults& results, Session& session) {
     std::string first_failure;
     const std::vector<DeviceIdentity> devices = select_cuda_devices(q.devices);
     lock_for_measuring(devices, q.lock_timeout, session);  // no other gpumem measuring these GPUs meanwhile
-    for (const DeviceIdentity& device : devices) {
+    // A sweep's sizes, or the one --size (0: a percentage, resolved per device).
+    const std::vector<std::uint64_t> sizes = q.sweep.empty() ? std::vector<std::uint64_t>{q.plan.size} : q.sweep;
+    Progress progress(session.progress() && sizes.size() > 1, "memset", devices.size() * sizes.size());
+    for (const DeviceIdentity& device : devices)
+    for (std::uint64_t size : sizes) {
         throw_if_interrupted();
         MemsetRow row{device, q.plan, {}, std::nullopt};
         row.plan.device = device.cuda_index.value();
+        row.plan.size = size;
         if (q.size.is_percent) {
             // Whole words, so that any percentage gives a valid plan.
             row.plan.size = q.size.resolve(device_memory_info(row.plan.device).free) / row.plan.width * row.plan.width;
@@ -148,7 +180,9 @@ void execute(const MemsetRequest& q, MemsetResults& results, Session& session) {
                             std::to_string(*row.result.first_bad_offset);
         total_mismatches += row.result.mismatches;
         results.rows.push_back(std::move(row));
+        progress.update(results.rows.size(), "device " + to_string(results.rows.back().plan.device) + " " + format_bytes(size));
     }
+    progress.finish();
     if (total_mismatches)
         throw VerificationError("verification failed: " + std::to_string(total_mismatches) + " mismatching words (" + first_failure + ")");
 }
@@ -214,11 +248,49 @@ constexpr Column<MemsetResults> kDocumentColumns[] = {
     {{"bandwidth_note", "", FieldKind::text}, [](const MemsetResults&) -> Cell { return std::string(kBandwidthNote); }},
 };
 
-Report report(const MemsetRequest&, const MemsetResults& results, const OutputOptions& output) {
+// --plot's picture: median bandwidth against size (log scale), a line per
+// device, and each device's peak memory bandwidth (NVML) where known.
+Plot memset_sweep_plot(const MemsetResults& results) {
+    Plot plot;
+    plot.x = {"memset size", AxisScale::log2, AxisValues::bytes, false};
+    plot.y = {"median bandwidth (GB/s)", AxisScale::linear, AxisValues::number, true};
+    std::vector<DeviceId> devices;
+    std::string names, target;
+    for (const MemsetRow& r : results.rows) {
+        const DeviceId id = r.plan.device;
+        auto found = std::find(devices.begin(), devices.end(), id);
+        if (found == devices.end()) {
+            devices.push_back(id);
+            names += (names.empty() ? "" : ", ") + std::string("device ") + to_string(id) + (r.device.name.empty() ? "" : " (" + r.device.name + ")");
+            PlotSeries s;
+            s.label = "device " + to_string(id);
+            plot.series.push_back(std::move(s));
+            if (r.peak_bps)
+                plot.rules.push_back({false, *r.peak_bps / 1e9,
+                                      "device " + to_string(id) + ": peak memory bandwidth (NVML), " + format_decimal(*r.peak_bps / 1e9, 1) + " GB/s",
+                                      -2});
+            target = r.plan.host_target ? std::string("host memory (") + host_memory_kind_name(r.plan.host_kind) + ")" : "device memory";
+        }
+        PlotSeries& s = plot.series[static_cast<std::size_t>(std::find(devices.begin(), devices.end(), id) - devices.begin())];
+        s.x.push_back(static_cast<double>(r.result.bytes_set));
+        s.y.push_back(median_bps(r) / 1e9);
+    }
+    for (PlotSeries& s : plot.series) s.points = s.x.size() < 2;
+    const MemsetPlan* plan = results.rows.empty() ? nullptr : &results.rows.front().plan;
+    plot.title = "gpumem memset: bandwidth by size on " + (names.empty() ? std::string("no device") : names);
+    plot.subtitle = target + (plan ? ", " + std::to_string(plan->width * 8) + "-bit words, median of " + std::to_string(plan->timing.samples) +
+                                         " samples of " + std::to_string(plan->timing.iterations) + " memsets"
+                                   : std::string()) +
+                    "; GB/s = 1e9 bytes set per second";
+    return plot;
+}
+
+Report report(const MemsetRequest& q, const MemsetResults& results, const OutputOptions& output) {
     Report r;
     r.command = "memset";
     r.tables.push_back(make_table("results", Columns<MemsetRow>(kResultColumns), results.rows, output.format));
     r.fields = make_record(Columns<MemsetResults>(kDocumentColumns), results);
+    if (q.plot) r.plot = Report::PlotFile{"--plot", *q.plot, render_svg(memset_sweep_plot(results))};
     return r;
 }
 

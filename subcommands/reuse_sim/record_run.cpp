@@ -281,6 +281,15 @@ std::optional<RecordingStats> read_recording_stats(const std::string& path) {
     return stats;
 }
 
+std::optional<std::string> recorded_device_name(const std::string& stats_path) {
+    std::ifstream in(stats_path);
+    if (!in) return std::nullopt;
+    const nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+    if (!doc.is_object() || doc.value("kind", std::string()).rfind("gpumem-torch-", 0) != 0) return std::nullopt;
+    if (!doc.contains("device_name") || !doc["device_name"].is_string()) return std::nullopt;
+    return doc["device_name"].get<std::string>();
+}
+
 std::vector<const RecordedProcess*> ChildRun::recorded() const {
     std::vector<const RecordedProcess*> out;
     for (const RecordedProcess& p : processes)

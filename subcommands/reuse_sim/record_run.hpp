@@ -80,6 +80,10 @@ struct RecordingStats {
     std::optional<CapInForce> cap;
 };
 std::optional<RecordingStats> read_recording_stats(const std::string& path);
+// The GPU a recording ran on ("NVIDIA H200"), as its statistics file (a
+// --record recording's or a tests/fixtures/torch fixture's) names it; none
+// where the file is missing or does not say.
+std::optional<std::string> recorded_device_name(const std::string& stats_path);
 std::vector<MemoryFractionCall> fraction_calls_of(const nlohmann::json& list);
 
 // A real run's figures from the statistics file the hook wrote; none (and

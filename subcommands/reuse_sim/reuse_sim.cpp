@@ -78,6 +78,7 @@ struct ReuseSimOptions {
     std::optional<std::string> timeline;
     std::uint64_t timeline_points = 1000;
     std::optional<std::string> save_trace;
+    std::optional<std::string> plot;
     bool no_chart = false;
     bool execute = false;
     // the what-if tuner
@@ -256,6 +257,9 @@ void add_output_options(CLI::App& sub, ReuseSimOptions& o) {
     add_unsigned_option(sub, "--timeline-points", o.timeline_points, "Points kept for --timeline (default 1000)", 2, std::uint64_t{1} << 24);
     sub.add_option("--save-trace", o.save_trace, "Also write the input's events as a gpumem trace (CSV) to FILE")->type_name("FILE");
     sub.add_flag("--no-chart", o.no_chart, "Table mode: no chart of reserved bytes");
+    add_plot_option(sub, o.plot,
+                    "Draw the run as an SVG picture in FILE.svg: reserved and live memory over the replay per strategy or setting, "
+                    "the OOMs and the cap; with --max-batch, peak reserved against the batch");
     sub.add_flag("--execute", o.execute,
                  "Also replay each strategy for real on the GPU (-d), report the measured time and check that the real CUDA "
                  "call counts equal the simulated ones (exit 4 if not)");
@@ -698,7 +702,7 @@ std::optional<ConfirmRequest> check_confirm(const ReuseSimOptions& o, const Reus
 constexpr std::string_view kMaxBatchOptions[] = {
     "--max-batch", "--batch-trace", "--record-batches", "--no-refine", "--max-runs", "--headroom", "--record", "--capacity", "--memory-fraction", "--device-total",
     "--tune", "--sweep", "--all-settings", "--confirm", "--max-entries", "--costs", "--strategy", "--max-split-size",
-    "--max-non-split-rounding", "--roundup-power2-divisions", "--help", "command"};
+    "--max-non-split-rounding", "--roundup-power2-divisions", "--plot", "--help", "command"};
 
 // --batch-trace B=FILE: the batch, a positive integer, and a file that exists.
 std::pair<std::uint64_t, std::string> batch_trace(const std::string& text) {
@@ -830,10 +834,26 @@ void check_max_batch(const ReuseSimOptions& o, const Globals& globals, ReuseSimR
     }
 }
 
+// --plot FILE.svg, checked before anything is read or run: a file the run
+// may write, and none it reads (the input, the cost table, the recordings)
+// nor the program's own.
+std::optional<std::string> check_plot(const ReuseSimOptions& o, ReuseSimRequest& q) {
+    if (!o.plot) return std::nullopt;
+    std::vector<std::string> inputs = named_paths(o.program);
+    for (const std::optional<std::string>& file : {o.trace, o.costs})
+        if (file) inputs.push_back(*file);
+    if (q.max_batch)
+        for (const auto& trace : q.max_batch->traces) inputs.push_back(trace.second);
+    check_output_file("--plot", *o.plot, inputs);
+    if (o.trace && *o.trace != "-") q.recorded_device = recorded_device_name(stats_file_name(*o.trace));
+    return o.plot;
+}
+
 ReuseSimRequest check(const ReuseSimOptions& o, const Globals& globals) {
     ReuseSimRequest q;
     if (o.max_batch) {
         check_max_batch(o, globals, q);
+        q.plot = check_plot(o, q);
         return q;
     }
     if (!o.batch_traces.empty()) throw UsageError("--batch-trace gives --max-batch a recording: give --max-batch");
@@ -862,6 +882,7 @@ ReuseSimRequest check(const ReuseSimOptions& o, const Globals& globals) {
         q.chart = false;
     }
     q.confirm = check_confirm(o, q);
+    q.plot = check_plot(o, q);
     q.warnings.insert(q.warnings.end(), recording_warnings.begin(), recording_warnings.end());
     return q;
 }
@@ -869,7 +890,7 @@ ReuseSimRequest check(const ReuseSimOptions& o, const Globals& globals) {
 }  // namespace
 
 std::size_t ReuseSimRequest::replay_timeline_points() const {
-    if (!chart && !timeline) return 0;
+    if (!chart && !timeline && !plot) return 0;
     return std::max<std::size_t>(timeline_points, chart_style.width);
 }
 

@@ -15,12 +15,14 @@
 #include "base/record_plan.hpp"
 #include "cli/chart.hpp"
 #include "cli/command.hpp"
+#include "cli/plot.hpp"
 #include "reuse_sim/batch_model.hpp"
 #include "reuse_sim/cost_table.hpp"
 #include "reuse_sim/record_run.hpp"
 #include "reuse_sim/simulator.hpp"
 #include "reuse_sim/strategy.hpp"
 #include "reuse_sim/trace_reader.hpp"
+#include "reuse_sim/tune_replays.hpp"
 #include "reuse_sim/tuner.hpp"
 #include "reuse_sim/upstream.hpp"
 #include "reuse_sim/workloads.hpp"
@@ -116,6 +118,8 @@ struct ReuseSimRequest {
     std::optional<DeviceSpec> execute_on;       // --execute: one device
     std::vector<std::string> warnings;          // options that tune no selected strategy
     std::optional<TuneRequest> tune;            // --tune, --sweep: the what-if tuner instead of the comparison
+    std::optional<std::string> plot;            // --plot FILE.svg: checked writable, never an input
+    std::optional<std::string> recorded_device;  // --plot: the GPU --trace was recorded on (its statistics)
     std::optional<RecordRequest> record;        // --record: run a program and record it, nothing else
     std::optional<ConfirmRequest> confirm;      // --confirm: real runs after --tune
     std::optional<MaxBatchRequest> max_batch;   // --max-batch: the largest batch instead of a replay
@@ -185,8 +189,15 @@ struct TuneResults {
     // kFitCapacitySettings) would need, so "would it fit in 40 GB?" has a
     // number. The first is the best setting's `search`.
     std::vector<FitCapacity> fit_capacities;
+    // --plot: the settings drawn (indices into `rows`: the best of distinct
+    // outcomes and the recorded one), replayed again with a timeline whose
+    // lanes are theirs, in that order.
+    std::vector<std::size_t> plotted_rows;
+    std::optional<reuse_sim::Timeline> plotted;
 };
 inline constexpr std::size_t kFitCapacitySettings = 3;
+// The most settings --plot draws of --tune or --sweep.
+inline constexpr std::size_t kPlottedSettings = 5;
 
 // One real run of --confirm.
 struct ConfirmRun {
@@ -343,6 +354,16 @@ struct MaxBatchResults {
     MaxBatchFacts facts_of(const MaxBatchSetting& s) const;
     // The real runs gpumem made for the search (--confirm's not counted).
     unsigned runs() const;
+    // The model last fitted (--plot draws its peaks against the batch).
+    std::optional<reuse_sim::BatchModel> model;
+    // --plot: the modelled peak reserved with no cap at some batches, for
+    // the recorded setting and the best (reuse_sim_plot.cpp).
+    struct Curve {
+        std::size_t setting = 0;  // index into `settings`
+        std::vector<std::pair<std::uint64_t, std::uint64_t>> peaks;  // batch, peak reserved; ascending batch
+    };
+    std::vector<Curve> curves;
+    std::optional<std::string> device_name;  // --plot: the GPU the recordings ran on (their statistics)
 
     // The recorded (baseline) setting's row, and the best one.
     const MaxBatchSetting* recorded() const;
@@ -414,6 +435,17 @@ const FieldSchemaSet& max_batch_document_schema();
 FieldSchemaSet max_batch_table_schema();
 std::string confirm_answer_text(const ReuseSimResults& r);
 Report reuse_sim_report(const ReuseSimRequest& q, const ReuseSimResults& r, const OutputOptions& output);
+
+// --plot (reuse_sim_plot.cpp): with --max-batch, the modelled peak reserved
+// of the recorded and the best setting at batches around the answer, from
+// the model kept in the results; with --tune or --sweep, the best settings
+// replayed again with a timeline.
+void max_batch_plot_curves(const reuse_sim::CostModel& costs, ReuseSimResults& r);
+void tune_plot_timeline(const ReuseSimRequest& q, const reuse_sim::LoadedTrace& trace, const reuse_sim::LaneReplayOptions& options,
+                        const reuse_sim::CostModel& costs, TuneResults& tune);
+// The picture of a replay, a tuning or --max-batch's answer; none before
+// anything was replayed.
+std::optional<Plot> reuse_sim_plot(const ReuseSimRequest& q, const ReuseSimResults& r);
 
 // The document's keys (kReuseSimCommand.schema).
 DocumentSchema reuse_sim_document_schema();

@@ -615,6 +615,7 @@ private:
         for (std::size_t k = 0; k < models_.size(); ++k)
             if (recorded != nullptr && recorded->tightest_rank == models_[k].first) tight = k;
         x_.checks = models_[tight].second.checks();
+        x_.model = models_[tight].second;  // --plot draws the tightest rank's peaks
     }
 
     // Recordings of two different programs (or of one whose requests change

@@ -964,7 +964,9 @@ Report tune_report(const ReuseSimRequest& q, const ReuseSimResults& r, const Out
 
 }  // namespace
 
-Report reuse_sim_report(const ReuseSimRequest& q, const ReuseSimResults& r, const OutputOptions& output) {
+namespace {
+
+Report reuse_sim_document(const ReuseSimRequest& q, const ReuseSimResults& r, const OutputOptions& output) {
     Report report;
     report.command = "reuse-sim";
     report.warnings = q.warnings;
@@ -984,6 +986,15 @@ Report reuse_sim_report(const ReuseSimRequest& q, const ReuseSimResults& r, cons
     report.text_before.push_back(head_line(q, r, output.unit));
     for (std::string& line : recorded_lines(r, output.unit)) report.text_before.push_back(std::move(line));
     report.text_after = text_after(q, r, output.unit);
+    return report;
+}
+
+}  // namespace
+
+Report reuse_sim_report(const ReuseSimRequest& q, const ReuseSimResults& r, const OutputOptions& output) {
+    Report report = reuse_sim_document(q, r, output);
+    if (q.plot)
+        if (std::optional<Plot> plot = reuse_sim_plot(q, r)) report.plot = Report::PlotFile{"--plot", *q.plot, render_svg(*plot)};
     return report;
 }
 

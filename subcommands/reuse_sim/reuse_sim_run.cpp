@@ -253,6 +253,7 @@ void execute_reuse_sim(const ReuseSimRequest& q, ReuseSimResults& r, Session& se
     const rs::CostModel costs(table);
     if (q.max_batch) {
         max_batch_reuse_sim(q, costs, r, session);  // its own inputs: recordings at several batches
+        if (q.plot) max_batch_plot_curves(costs, r);
         r.complete = true;
         return;
     }

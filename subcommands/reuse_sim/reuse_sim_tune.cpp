@@ -223,6 +223,7 @@ void tune_reuse_sim(const ReuseSimRequest& q, rs::EventSource& source, const rs:
                               static_cast<double>(std::max<std::size_t>(1, std::min<std::size_t>(run.options.threads, lanes.size())));
     const double lane_seconds = lanes.empty() ? decided->replay.summary.seconds : grid.summary.seconds / per_thread;
     r.tune->search = search_capacity(run, r, r.tune->rows.front(), lane_seconds);
+    if (q.plot) tune_plot_timeline(q, trace, run.options, costs, *r.tune);
     // A recording without an OOM: the cap each of the top settings would
     // need ("would it fit in 40 GB?"), one search per distinct outcome
     // (settings that replay alike need the same).
