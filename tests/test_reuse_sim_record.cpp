@@ -1054,3 +1054,22 @@ TEST_CASE("record: a snapshot and its statistics are written together or not at 
     const std::string listing = run_program("/bin/ls", {"-a", s.path}).out;
     CHECK_FALSE(has(listing, ".tmp-"));
 }
+
+TEST_CASE("record: the program's _set_allocator_settings is recorded at its place in the history, and replayed from there") {
+    const Scratch s;
+    const RunResult r = record(s, {"settings", "expandable_segments:True"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(has(slurp(s / "log"), "set_allocator_settings expandable_segments:True"));  // done as the program asked
+    const json stats = read_json(s / "run.stats.json");
+    CHECK(stats["schema_version"] == 3);
+    REQUIRE(stats["allocator"]["allocator_calls"].size() == 1);
+    const json& call = stats["allocator"]["allocator_calls"][0];
+    CHECK(call["call"] == "set_allocator_settings");
+    CHECK(call["settings"] == "expandable_segments:True");
+    CHECK(call["position"] == 2);  // after the first tensor's alloc and free
+    const json replay = replay_json(s / "run.pickle");
+    REQUIRE(replay["allocator_settings"]["changes"].size() == 1);
+    CHECK(replay["allocator_settings"]["changes"][0]["event"] == 3);
+    CHECK(replay["allocator_settings"]["expandable_segments"] == false);  // as the process started
+}

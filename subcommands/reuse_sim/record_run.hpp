@@ -16,6 +16,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "base/record_plan.hpp"
+#include "reuse_sim/snapshot_reader.hpp"
 
 namespace gpumem::cli {
 
@@ -78,6 +79,11 @@ struct RecordingStats {
     std::string path;
     std::optional<std::string> torch_version;
     std::optional<CapInForce> cap;
+    // The settings the process started with (the variable its torch read),
+    // and the calls that change how the allocator serves requests, each at
+    // its place in the history (recorded: a hook of schema 3 or later).
+    std::optional<std::string> start_conf;
+    reuse_sim::RecordedCalls calls;
 };
 std::optional<RecordingStats> read_recording_stats(const std::string& path);
 std::vector<MemoryFractionCall> fraction_calls_of(const nlohmann::json& list);
