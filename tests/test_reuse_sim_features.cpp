@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -147,9 +148,39 @@ TEST_CASE("allocator features: the reader places requests by the hook's contexts
     REQUIRE(src->allocator_facts());
     CHECK(src->allocator_facts()->mem_pools == 1);
     // Without the calls, the pool's segment is gone from the snapshot: its request reads as the default pool's,
-    // and ~MemPool's release as the program's empty_cache.
+    // and nothing says the pool was given up.
     auto bare = rs::open_trace(features_dir() + "/synthetic_mempool_release.pickle", rs::TraceFormat::automatic);
-    empty_caches = 0;
-    while (bare->next(e)) empty_caches += e.kind == rs::EventKind::empty_cache;
-    CHECK(empty_caches == 1);
+    pools.clear();
+    releases = 0;
+    while (bare->next(e)) {
+        if (e.kind == rs::EventKind::alloc) pools.push_back(e.pool);
+        releases += e.kind == rs::EventKind::pool_release;
+    }
+    CHECK(pools == std::vector<std::uint32_t>{0, 0, 0});
+    CHECK(releases == 0);
+}
+
+TEST_CASE("allocator features: settings and pool_release events round-trip through a gpumem trace") {
+    TempFile in("action,id,size,stream,tag\nalloc,1,4096,0,\nsettings,,,,expandable_segments:True;max_split_size_mb:64\n"
+                "pool_release,2,,,\nfree,1,,,\n");
+    auto src = rs::open_trace(in.path, rs::TraceFormat::gpumem);
+    const std::vector<rs::Event> events = read_all(*src);
+    REQUIRE(events.size() == 4);
+    CHECK(events[1].kind == rs::EventKind::settings);
+    CHECK(src->tag_name(events[1].tag) == "expandable_segments:True,max_split_size_mb:64");
+    CHECK(events[2].kind == rs::EventKind::pool_release);
+    CHECK(events[2].id == 2);
+    TempFile out("");
+    {
+        rs::GpumemTraceWriter w(out.path);
+        for (const rs::Event& e : events) w.write(e, src->tag_name(e.tag));
+        w.close();
+    }
+    std::ifstream back(out.path);
+    const std::string text((std::istreambuf_iterator<char>(back)), std::istreambuf_iterator<char>());
+    CHECK(text.find("settings,,,,expandable_segments:True;max_split_size_mb:64\n") != std::string::npos);
+    CHECK(text.find("pool_release,2,,,\n") != std::string::npos);
+    // A settings line needs its text.
+    TempFile bad("action,id,size,stream,tag\nsettings,,,,\n");
+    CHECK_THROWS_AS(read_all(*rs::open_trace(bad.path, rs::TraceFormat::gpumem)), gpumem::UsageError);
 }
