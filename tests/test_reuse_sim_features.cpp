@@ -162,7 +162,7 @@ TEST_CASE("allocator features: the reader places requests by the hook's contexts
 
 TEST_CASE("allocator features: settings and pool_release events round-trip through a gpumem trace") {
     TempFile in("action,id,size,stream,tag\nalloc,1,4096,0,\nsettings,,,,expandable_segments:True;max_split_size_mb:64\n"
-                "pool_release,2,,,\nfree,1,,,\n");
+                "pool_release,2,1,,\nfree,1,,,\n");
     auto src = rs::open_trace(in.path, rs::TraceFormat::gpumem);
     const std::vector<rs::Event> events = read_all(*src);
     REQUIRE(events.size() == 4);
@@ -170,6 +170,7 @@ TEST_CASE("allocator features: settings and pool_release events round-trip throu
     CHECK(src->tag_name(events[1].tag) == "expandable_segments:True,max_split_size_mb:64");
     CHECK(events[2].kind == rs::EventKind::pool_release);
     CHECK(events[2].id == 2);
+    CHECK(events[2].size == 1);
     TempFile out("");
     {
         rs::GpumemTraceWriter w(out.path);
@@ -179,7 +180,7 @@ TEST_CASE("allocator features: settings and pool_release events round-trip throu
     std::ifstream back(out.path);
     const std::string text((std::istreambuf_iterator<char>(back)), std::istreambuf_iterator<char>());
     CHECK(text.find("settings,,,,expandable_segments:True;max_split_size_mb:64\n") != std::string::npos);
-    CHECK(text.find("pool_release,2,,,\n") != std::string::npos);
+    CHECK(text.find("pool_release,2,1,,\n") != std::string::npos);
     // A settings line needs its text.
     TempFile bad("action,id,size,stream,tag\nsettings,,,,\n");
     CHECK_THROWS_AS(read_all(*rs::open_trace(bad.path, rs::TraceFormat::gpumem)), gpumem::UsageError);

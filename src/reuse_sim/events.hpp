@@ -22,10 +22,11 @@ enum class EventKind : std::uint8_t {
     // (torch.cuda.memory._set_allocator_settings): the text of its call is
     // the source's tag_name(tag), PYTORCH_ALLOC_CONF's syntax.
     settings,
-    // The program gave a private memory pool up (a torch.cuda.MemPool
-    // deleted): `id` is the pool (Event::pool). PyTorch frees its cached
-    // segments at once (emptyCache of that pool) and, from then on, in every
-    // release of cached blocks.
+    // The program gave a private memory pool up (the last graph captured
+    // into it, or its torch.cuda.MemPool, deleted): `id` is the pool
+    // (Event::pool). From then on every release of cached blocks frees its
+    // unsplit blocks too; `size` 1: PyTorch also emptied its cache at once
+    // (~MemPool's emptyCache of that pool).
     pool_release,
     // What the recorded allocator itself did (a PyTorch snapshot's segment
     // events): not replayed, counted as the recording's own figures. `id` is

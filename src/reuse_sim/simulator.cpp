@@ -253,7 +253,7 @@ void Replay::replay_other(const EventSource& source, const Event& e, ReplaySumma
             break;
         }
         case EventKind::pool_release:
-            for (Lane* lane : lanes_) lane->strategy->pool_released(static_cast<std::uint32_t>(e.id));
+            for (Lane* lane : lanes_) lane->strategy->pool_released(static_cast<std::uint32_t>(e.id), e.size != 0);
             break;
         case EventKind::segment_alloc:
             for (Lane* lane : lanes_) lane->strategy->recorded_segment(e.id, e.size);

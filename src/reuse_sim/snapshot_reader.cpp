@@ -401,10 +401,13 @@ bool SnapshotSource::apply_calls_due(bool at_end) {
                     }
                 break;
             }
-            case AllocatorCall::Kind::pool_release:
-                queue_.push_back(Event{EventKind::pool_release, pool_index(c.pool), 0, 0, kNoTag, line});
-                state_.pool_release_pending = true;
+            case AllocatorCall::Kind::pool_release: {
+                // A MemPool's (id (0, N)) destructor empties its cache; a graph's pool waits for a release.
+                const bool mem_pool = c.pool.first == 0;
+                queue_.push_back(Event{EventKind::pool_release, pool_index(c.pool), mem_pool ? 1U : 0U, 0, kNoTag, line});
+                state_.pool_release_pending = mem_pool;
                 break;
+            }
         }
     }
     return any;

@@ -138,13 +138,14 @@ void TorchCaching::settings_changed(std::string_view conf) {
     apply_alloc_conf(conf, o_);
 }
 
-// ~MemPool: releasePool, then emptyCache of that pool alone (the frees
+// releasePool; ~MemPool then empties that pool's cache alone (the frees
 // before it in the snapshot had completed).
-void TorchCaching::pool_released(std::uint32_t pool) {
+void TorchCaching::pool_released(std::uint32_t pool, bool emptied) {
     flush_pending_empty_cache();
     complete_deferred_frees();
     PrivatePool& own = private_pool(pool);
     own.freeable = true;
+    if (!emptied) return;
     release_blocks(own.small);
     release_blocks(own.large);
 }

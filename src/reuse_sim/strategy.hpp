@@ -182,8 +182,12 @@ public:
     // The program changed PyTorch's allocator settings (Event settings):
     // `conf` in PYTORCH_ALLOC_CONF's syntax. Only torch-caching has them.
     virtual void settings_changed(std::string_view conf) { (void)conf; }
-    // The program gave the private pool `pool` up (Event pool_release).
-    virtual void pool_released(std::uint32_t pool) { (void)pool; }
+    // The program gave the private pool `pool` up (Event pool_release);
+    // `emptied`: its cache was emptied at once.
+    virtual void pool_released(std::uint32_t pool, bool emptied) {
+        (void)pool;
+        (void)emptied;
+    }
     // Strategy-specific figures for the JSON report (PyTorch's own stats...).
     virtual std::vector<std::pair<std::string, std::uint64_t>> details() const { return {}; }
 

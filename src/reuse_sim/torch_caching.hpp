@@ -178,7 +178,7 @@ public:
     void recorded_mapping(std::uint64_t /*size*/) override { recorded_mapping_ = true; }
     void empty_cache() override;
     void settings_changed(std::string_view conf) override;
-    void pool_released(std::uint32_t pool) override;
+    void pool_released(std::uint32_t pool, bool emptied) override;
     std::vector<std::pair<std::string, std::uint64_t>> details() const override;
 
 private:

@@ -455,7 +455,7 @@ constexpr ActionRow kActions[] = {
     {"oom", EventKind::oom, Field::none, Field::required, Field::optional, Field::optional},
     // The settings' text in the tag, its commas written as ';' (a CSV field).
     {"settings", EventKind::settings, Field::none, Field::none, Field::none, Field::required},
-    {"pool_release", EventKind::pool_release, Field::required, Field::none, Field::none, Field::none},
+    {"pool_release", EventKind::pool_release, Field::required, Field::optional, Field::none, Field::none},
     {"segment_alloc", EventKind::segment_alloc, Field::optional, Field::required, Field::optional, Field::none},
     {"segment_free", EventKind::segment_free, Field::optional, Field::required, Field::optional, Field::none},
     {"segment_map", EventKind::segment_map, Field::optional, Field::required, Field::optional, Field::none},
@@ -648,7 +648,7 @@ void GpumemTraceWriter::write(const Event& e, std::string_view tag) {
     // Each field as the action takes it; a free names its id alone.
     if (row.id != Field::none) number(e.id);
     append(",", 1);
-    if (row.size == Field::required) number(e.size);
+    if (row.size == Field::required || (e.kind == EventKind::pool_release && e.size != 0)) number(e.size);
     append(",", 1);
     if (row.stream != Field::none && e.kind != EventKind::free) number(e.stream);
     append(",", 1);

@@ -330,6 +330,25 @@ def _watch_allocator_calls(torch):
             except Exception:
                 pass
         mem_pool.__init__ = __init__
+    # A graph's pool becomes freeable when the last graph captured into it
+    # is reset or deleted (releasePool: its use count reaches 0).
+    users = {}
+
+    def graph_released(pool_id):
+        users[pool_id] = users.get(pool_id, 1) - 1
+        if users[pool_id] == 0:
+            _note_call(torch, "pool_release", pool=list(pool_id))
+
+    def graph_captures(graph_obj, pool_id):
+        if getattr(graph_obj, "_gpumem_pool", None) is not None:
+            return
+        users[pool_id] = users.get(pool_id, 0) + 1
+        graph_obj._gpumem_pool = pool_id
+        try:
+            weakref.finalize(graph_obj, graph_released, pool_id).atexit = False
+            graph_obj._gpumem_finalizer = True
+        except Exception:
+            pass
     graph = getattr(torch.cuda, "CUDAGraph", None)
     if isinstance(graph, type) and hasattr(graph, "capture_begin") and hasattr(graph, "capture_end"):
         begin, end = graph.capture_begin, graph.capture_end
@@ -338,7 +357,9 @@ def _watch_allocator_calls(torch):
         def capture_begin(self, *args, **kwargs):
             result = begin(self, *args, **kwargs)
             try:
-                _note_call(torch, "capture_begin", pool=_pool_id(self.pool()), stream=int(torch.cuda.current_stream().cuda_stream))
+                pool_id = tuple(_pool_id(self.pool()))
+                graph_captures(self, pool_id)
+                _note_call(torch, "capture_begin", pool=list(pool_id), stream=int(torch.cuda.current_stream().cuda_stream))
             except Exception:
                 pass
             return result
