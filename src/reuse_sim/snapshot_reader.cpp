@@ -611,7 +611,7 @@ void SnapshotSource::on_release_run() {
     bool small_freed = false, private_freed = false;
     const bool pools_own = state_.pool_release_pending;  // a MemPool's emptyCache: not the program's empty_cache
     state_.pool_release_pending = false;
-    while (index_ < count_ && !(run.size() > 0 && call_due())) {
+    while (index_ < count_ && (run.empty() || !call_due())) {
         const std::string_view action = action_of(index_);
         const bool unmap = action == "segment_unmap";
         if (!unmap && action != "segment_free") break;

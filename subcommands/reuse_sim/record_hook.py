@@ -167,8 +167,12 @@ def _dump(torch, doc):
                          device_total=last["device_total"], capped_device=last["device"], cap_set_by=last["set_by"])
     allocator["memory_fraction_calls"] = _State.fraction_calls
     allocator["allocator_calls"] = [c for c in _State.allocator_calls if c["device"] in (None, device)]
+    try:
+        device_total = int(torch.cuda.mem_get_info(device)[1])
+    except Exception:
+        device_total = None
     record = {"kind": "gpumem-torch-recording", "schema_version": 3, "torch_version": torch.__version__,
-              "device": device, "device_name": torch.cuda.get_device_name(device), "exit": _State.why,
+              "device": device, "device_name": torch.cuda.get_device_name(device), "device_total": device_total, "exit": _State.why,
               "pid": os.getpid(), "process": _State.order, "allocator": allocator, "memory_stats": stats,
               "program_ooms": _State.program_ooms, "python_version": "%d.%d.%d" % sys.version_info[:3]}
     data = json.dumps(record, indent=1, default=str).encode()

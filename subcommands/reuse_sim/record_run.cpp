@@ -303,6 +303,12 @@ std::optional<RecordingStats> read_recording_stats(const std::string& path) {
     stats.path = path;
     if (doc.contains("torch_version") && doc["torch_version"].is_string()) stats.torch_version = doc["torch_version"].get<std::string>();
     const std::uint32_t device = doc.contains("device") && doc["device"].is_number_unsigned() ? doc["device"].get<std::uint32_t>() : 0;
+    if (doc.contains("device_total") && doc["device_total"].is_number_unsigned() && doc["device_total"].get<std::uint64_t>() > 0)
+        stats.device_total = doc["device_total"].get<std::uint64_t>();
+    if (doc.contains("memory_stats") && doc["memory_stats"].is_object()) {
+        const nlohmann::json& m = doc["memory_stats"];
+        stats.ran_out_of_memory = m.contains("num_ooms") && m["num_ooms"].is_number_unsigned() && m["num_ooms"].get<std::uint64_t>() > 0;
+    }
     if (doc.contains("allocator") && doc["allocator"].is_object()) {
         const nlohmann::json& a = doc["allocator"];
         std::vector<MemoryFractionCall> calls = fraction_calls_of(a.contains("memory_fraction_calls") ? a["memory_fraction_calls"] : nlohmann::json());

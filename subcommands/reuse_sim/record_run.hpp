@@ -84,6 +84,8 @@ struct RecordingStats {
     // its place in the history (recorded: a hook of schema 3 or later).
     std::optional<std::string> start_conf;
     reuse_sim::RecordedCalls calls;
+    std::optional<std::uint64_t> device_total;  // the device's memory (schema 3)
+    bool ran_out_of_memory = false;             // memory_stats' num_ooms above 0
 };
 std::optional<RecordingStats> read_recording_stats(const std::string& path);
 std::vector<MemoryFractionCall> fraction_calls_of(const nlohmann::json& list);
