@@ -230,6 +230,9 @@ private:
         std::size_t next_call = 0;
         std::vector<Window> windows;
         bool pool_release_pending = false;  // the next release run is that pool's emptyCache
+        std::uint32_t released_pool = 0;    // ... of this pool
+        // With the calls: the segments taken by a private pool's requests (address -> pool).
+        std::unordered_map<std::uint64_t, std::uint32_t> pool_segments;
         std::uint32_t last_alloc_pool = 0;  // without the calls: the pool of the latest request
         std::uint64_t ooms_placed_by_guess = 0;
     };
@@ -404,8 +407,10 @@ bool SnapshotSource::apply_calls_due(bool at_end) {
             case AllocatorCall::Kind::pool_release: {
                 // A MemPool's (id (0, N)) destructor empties its cache; a graph's pool waits for a release.
                 const bool mem_pool = c.pool.first == 0;
-                queue_.push_back(Event{EventKind::pool_release, pool_index(c.pool), mem_pool ? 1U : 0U, 0, kNoTag, line});
+                const std::uint32_t pool = pool_index(c.pool);
+                queue_.push_back(Event{EventKind::pool_release, pool, mem_pool ? 1U : 0U, 0, kNoTag, line});
                 state_.pool_release_pending = mem_pool;
+                state_.released_pool = pool;
                 break;
             }
         }
@@ -524,6 +529,7 @@ void SnapshotSource::read_entry() {
         // release of everything empties (on_release_run).
         Event request{EventKind::alloc, 0, 0, e.stream, kNoTag, line};
         route(index, e.id, request, true);
+        if (request.pool != 0 && facts_.calls_recorded) state_.pool_segments[e.id] = request.pool;
         if (request.pool == 0) {
             auto [it, added] = state_.segments.emplace(e.id, Segment{e.size, 0});
             if (added) ++state_.free_segments;
@@ -615,6 +621,12 @@ void SnapshotSource::on_release_run() {
         const std::string_view action = action_of(index_);
         const bool unmap = action == "segment_unmap";
         if (!unmap && action != "segment_free") break;
+        if (pools_own && !unmap) {
+            // The pool's emptyCache frees its segments only; a release right after it is another.
+            const auto own = state_.pool_segments.find(field(index_, "addr", true));
+            if (own == state_.pool_segments.end() || own->second != state_.released_pool) break;
+            state_.pool_segments.erase(own);
+        }
         ++state_.counted;
         const Event e = segment_event(index_++, unmap ? EventKind::segment_unmap : EventKind::segment_free);
         if (!unmap) {
