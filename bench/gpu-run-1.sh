@@ -63,8 +63,8 @@ snapshot() {
 # 2. Issue 44's recordings, on the last GPU.
 feature_pid=
 if [ -x "$GPUMEM" ]; then
-    GPUMEM=$GPUMEM OUT=$OUT GPU=$LAST_GPU WORK=$WORK/allocator-features DEADLINE=$FEATURES_DEADLINE \
-        bash "$HERE/record-allocator-features.sh" > "$WORK/features.stdout" &
+    CUDA_VISIBLE_DEVICES=$LAST_GPU timeout -k 10 "$FEATURES_DEADLINE" \
+        bash "$HERE/record-allocator-features.sh" "$GPUMEM" "$WORK/allocator-features" > "$WORK/features.stdout" &
     feature_pid=$!
 else
     echo "gpu-run-1.sh: no gpumem binary at $GPUMEM: issue 44's recordings not made" >&2
@@ -96,8 +96,9 @@ if [ -n "$feature_pid" ]; then
         echo "gpu-run-1.sh: the allocator-feature recordings outlived the budget: stopped" >&2
         pkill -TERM -P "$feature_pid" 2>/dev/null
         kill -TERM "$feature_pid" 2>/dev/null
-        tar czf "$OUT/allocator-features.tgz" -C "$WORK" allocator-features 2>/dev/null
     fi
+    cp "$WORK/allocator-features/summary.md" "$OUT/allocator-features.md" 2>/dev/null
+    tar czf "$OUT/allocator-features.tgz" -C "$WORK" allocator-features 2>/dev/null
 fi
 echo "gpu-run-1.sh: done in $((SECONDS - START)) s" >&2
 cat "$OUT/truth.md"

@@ -880,7 +880,7 @@ TEST_CASE("confirm: the user's PYTORCH_ALLOC_CONF is read as torch reads it, and
     CHECK(c.r.confirm->runs[0].outcome.held);
     // An older torch (known from the recording's statistics) reads the old name only.
     c.r.confirm.reset();
-    c.q.recording = cli::RecordingStats{"run.stats.json", std::string("2.8.0"), std::nullopt};
+    c.q.recording = cli::RecordingStats{"run.stats.json", std::string("2.8.0"), std::nullopt, std::nullopt, {}};
     ::setenv("PYTORCH_ALLOC_CONF", "expandable_segments:False", 1);
     c.run(R"({"*": {"num_ooms": 0}})", "backend:native", "PYTORCH_CUDA_ALLOC_CONF");
     CHECK(c.r.confirm->user_alloc_conf == "backend:native");
@@ -1053,4 +1053,23 @@ TEST_CASE("record: a snapshot and its statistics are written together or not at 
     CHECK_FALSE(exists(s / "run.pickle"));  // the message is true: nothing was written
     const std::string listing = run_program("/bin/ls", {"-a", s.path}).out;
     CHECK_FALSE(has(listing, ".tmp-"));
+}
+
+TEST_CASE("record: the program's _set_allocator_settings is recorded at its place in the history, and replayed from there") {
+    const Scratch s;
+    const RunResult r = record(s, {"settings", "expandable_segments:True"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(has(slurp(s / "log"), "set_allocator_settings expandable_segments:True"));  // done as the program asked
+    const json stats = read_json(s / "run.stats.json");
+    CHECK(stats["schema_version"] == 3);
+    REQUIRE(stats["allocator"]["allocator_calls"].size() == 1);
+    const json& call = stats["allocator"]["allocator_calls"][0];
+    CHECK(call["call"] == "set_allocator_settings");
+    CHECK(call["settings"] == "expandable_segments:True");
+    CHECK(call["position"] == 2);  // after the first tensor's alloc and free
+    const json replay = replay_json(s / "run.pickle");
+    REQUIRE(replay["allocator_settings"]["changes"].size() == 1);
+    CHECK(replay["allocator_settings"]["changes"][0]["event"] == 3);
+    CHECK(replay["allocator_settings"]["expandable_segments"] == false);  // as the process started
 }

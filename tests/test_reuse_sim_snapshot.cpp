@@ -25,7 +25,8 @@ std::string snapshots_dir() {
 
 // A text of the events, one per line: "alloc 0 3145728 0".
 std::string describe(const std::vector<rs::Event>& events) {
-    static const char* names[] = {"alloc", "free", "sync", "empty_cache", "oom", "segment_alloc", "segment_free", "segment_map", "segment_unmap"};
+    static const char* names[] = {"alloc",        "free",          "sync",         "empty_cache",  "oom",          "settings",
+                                  "pool_release", "segment_alloc", "segment_free", "segment_map", "segment_unmap"};
     std::string out;
     for (const rs::Event& e : events)
         out += std::string(names[static_cast<int>(e.kind)]) + " " + std::to_string(e.id) + " " + std::to_string(e.size) + " " +
@@ -255,7 +256,7 @@ TEST_CASE("gpumem CSV: sync, empty_cache, oom and segment lines, and the old '# 
         {"oom,3,100,0,", ":2: oom takes no id"},
         {"segment_alloc,,,0,", ":2: segment_alloc needs a size"},
         {"segment_free,1,10,0,t", ":2: segment_free takes no tag"},
-        {"emptycache,,,,", ":2: unknown action 'emptycache' (expected alloc, free, sync, empty_cache, oom, segment_alloc"},
+        {"emptycache,,,,", ":2: unknown action 'emptycache' (expected alloc, free, sync, empty_cache, oom, settings, pool_release, segment_alloc"},
     };
     for (const auto& [line, expected] : bad) {
         const std::string text = "action,id,size,stream,tag\n" + line + "\n", want = expected;

@@ -5,7 +5,11 @@ after empty_cache(): PyTorch's defaults, then max_split_size_mb:64, then
 max_split_size_mb:64 with roundup_power2_divisions:4 and
 garbage_collection_threshold:0.7. About 3 GiB at the peak uncapped. Every
 allocation that runs out of memory is caught and skipped; the count is
-printed as caught_ooms=N, and each settings call as it is made."""
+printed as caught_ooms=N, and each settings call as it is made. Nothing is
+held across a change of settings: under a cap, blocks split under one
+max_split_size and merged under another tripped PyTorch 2.11's own assert
+(try_merge_blocks, "dst->is_split() && src->is_split()") or a CUDA error, so
+every tensor is freed before empty_cache() and the change."""
 import random
 
 import torch
@@ -42,11 +46,12 @@ torch.cuda.init()
 held = []
 for n, conf in enumerate(SETTINGS):
     if conf is not None:
+        held.clear()  # nothing held across the change (see above)
         torch.cuda.empty_cache()
         set_allocator_settings(conf)
         print("settings_change: phase %d: _set_allocator_settings(%r)" % (n + 1, conf), flush=True)
     held += phase(n)
-    held = held[-6:]  # some memory stays held across the change of settings
+    held = held[-6:]  # some memory stays held to the end of the phase
 held.clear()
 torch.cuda.synchronize()
 s = torch.cuda.memory_stats()

@@ -176,12 +176,23 @@ std::string size_in_words(std::uint64_t bytes) {
 }
 
 std::string fewer_ooms_message(std::uint64_t recorded_ooms, std::uint64_t replay_ooms, std::optional<std::uint64_t> replay_capacity,
-                               std::optional<std::uint64_t> recorded_cap, std::uint64_t recorded_peak_reserved) {
+                               std::optional<std::uint64_t> recorded_cap, std::uint64_t recorded_peak_reserved,
+                               const std::vector<std::string>& causes) {
     std::string line = "the recording had " + std::to_string(recorded_ooms) + (recorded_ooms == 1 ? " OOM" : " OOMs") +
                        ", the replay of its settings " + std::to_string(replay_ooms) + ": ";
     if (recorded_cap && replay_capacity != recorded_cap)
         return line + "the recording ran under a cap of " + size_in_words(*recorded_cap) +
                " (its statistics file says so), not this replay's; pass --capacity " + exact_size_text(*recorded_cap);
+    std::string named;
+    for (const std::string& cause : causes) named += (named.empty() ? "" : "; ") + cause;
+    if (!named.empty()) line += "the replay serves the program otherwise than PyTorch did: " + named;
+    if (recorded_cap) {
+        // Its statistics name the cap in force: the rest is memory PyTorch's allocator does not see.
+        if (!named.empty()) return line;
+        return line + "the program had less memory than the cap it ran under (another process using the GPU, or memory "
+                      "taken outside PyTorch's caching allocator)";
+    }
+    if (!named.empty()) line += "; or ";
     line += replay_capacity ? "the program had less memory than this replay's cap"
                             : "the program had less memory than this uncapped replay";
     return line + " (likely a cap the recording did not capture, such as its own set_per_process_memory_fraction, or another "

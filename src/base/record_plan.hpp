@@ -83,9 +83,14 @@ std::string exact_size_text(std::uint64_t bytes);
 std::string size_in_words(std::uint64_t bytes);
 // The one line for a replay of the recorded settings with fewer OOMs than
 // the recording had: its likely causes and what to pass. `replay_capacity`
-// none: no cap; `recorded_cap`: the cap the recording's statistics name.
+// none: no cap; `recorded_cap`: the cap the recording's statistics name;
+// `causes`: what the input itself says the replay places otherwise than
+// the program did (private pools, settings changed as it ran), named first.
+// A cap the recording did not capture is offered only where its statistics
+// name none.
 std::string fewer_ooms_message(std::uint64_t recorded_ooms, std::uint64_t replay_ooms, std::optional<std::uint64_t> replay_capacity,
-                               std::optional<std::uint64_t> recorded_cap, std::uint64_t recorded_peak_reserved);
+                               std::optional<std::uint64_t> recorded_cap, std::uint64_t recorded_peak_reserved,
+                               const std::vector<std::string>& causes = {});
 
 // PYTORCH_CUDA_ALLOC_CONF's "key:value" items, split at the commas outside
 // brackets (roundup_power2_divisions' list form has commas of its own).

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gpumem::reuse_sim {
@@ -17,6 +18,16 @@ enum class EventKind : std::uint8_t {
     sync,         // a device synchronization point (stream-ordered pools release memory here)
     empty_cache,  // the program asked the allocator to release its cached blocks (torch.cuda.empty_cache())
     oom,          // a request for `size` bytes that the recorded allocator refused (the program went on)
+    // The program changed the allocator's settings from here on
+    // (torch.cuda.memory._set_allocator_settings): the text of its call is
+    // the source's tag_name(tag), PYTORCH_ALLOC_CONF's syntax.
+    settings,
+    // The program gave a private memory pool up (the last graph captured
+    // into it, or its torch.cuda.MemPool, deleted): `id` is the pool
+    // (Event::pool). From then on every release of cached blocks frees its
+    // unsplit blocks too; `size` 1: PyTorch also emptied its cache at once
+    // (~MemPool's emptyCache of that pool).
+    pool_release,
     // What the recorded allocator itself did (a PyTorch snapshot's segment
     // events): not replayed, counted as the recording's own figures. `id` is
     // the segment's address when known.
@@ -50,9 +61,14 @@ struct Event {
     // at the start of a later request (process_events) or in a release's
     // synchronize_and_free_events, which a snapshot shows alike.
     bool deferred = false;
-    // alloc: the PyTorch private memory pool that served it (a CUDA graph's,
-    // during capture), as a small index; 0: the default pools.
+    // alloc, oom: the PyTorch private memory pool that served it (a CUDA
+    // graph's during capture, a torch.cuda.MemPool's in use_mem_pool), as a
+    // small index; 0: the default pools.
     std::uint32_t pool = 0;
+    // alloc, oom: made while a capture or a use_mem_pool context was under way
+    // (PyTorch's captures_underway), in a default pool: as a private pool's
+    // request, it may not release cached blocks to retry.
+    bool capturing = false;
 };
 
 // The CUDACachingAllocator settings a PyTorch snapshot records
@@ -64,6 +80,20 @@ struct RecordedAllocatorSettings {
     std::optional<double> garbage_collection_threshold;
     std::optional<bool> expandable_segments;
     static constexpr std::uint64_t kUnlimitedSplit = ~0ULL;
+};
+
+// What a PyTorch snapshot (with the statistics gpumem's --record wrote beside
+// it) says of the program's use of private pools and of settings changed
+// while it ran, for the report's warnings; filled as the input is read.
+struct AllocatorFacts {
+    bool calls_recorded = false;     // the recording hook recorded the program's allocator calls
+    std::uint32_t mem_pools = 0;     // torch.cuda.MemPool pools seen (ids (0, N))
+    std::uint32_t graph_pools = 0;   // CUDA graphs' private pools seen (ids (N, 0))
+    std::uint64_t unexplained_pool_releases = 0;  // releases of a pool the input does not name
+    std::uint64_t ooms_placed_by_guess = 0;       // refused requests given the pool of the request before them
+    // Each settings change: the ordinal (from 1) of its settings event, and its text.
+    std::vector<std::pair<std::uint64_t, std::string>> settings_changes;
+    std::optional<std::string> final_conf;  // the snapshot's PYTORCH_CUDA_ALLOC_CONF (as last set)
 };
 
 // A stream of events read one at a time, so that memory stays proportional
@@ -91,8 +121,11 @@ public:
     virtual std::string skipped_what() const { return "events"; }
     // Remarks on the input for the report's warnings, once it was read.
     virtual std::vector<std::string> notes() const { return {}; }
-    // The allocator settings the input recorded (a PyTorch snapshot), or null.
+    // The allocator settings the input recorded (a PyTorch snapshot), or null;
+    // where the program changed them as it ran, those it started with.
     virtual const RecordedAllocatorSettings* allocator_settings() const { return nullptr; }
+    // Private pools and settings changes of a PyTorch snapshot, or null.
+    virtual const AllocatorFacts* allocator_facts() const { return nullptr; }
     // The text of a tag index, for writing the events back out.
     virtual std::string tag_name(std::uint32_t tag) const { return tag == kNoTag ? std::string() : "t" + std::to_string(tag); }
 };

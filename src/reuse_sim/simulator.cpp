@@ -160,6 +160,7 @@ inline void Replay::replay_alloc(const EventSource& source, const Event& e, Repl
     r.stream_value = e.stream;
     r.slot = e.tag == kNoTag ? ((std::uint64_t{1} << 63) | e.id) : e.tag;
     r.pool = e.pool;
+    r.capturing = e.capturing;
     at_grow(live_, handle) = Live{e.size, r.stream};
     live_bytes += e.size;
     s.peak_live_bytes = std::max(s.peak_live_bytes, live_bytes);
@@ -216,6 +217,8 @@ void Replay::replay_oom(const EventSource& source, const Event& e, ReplaySummary
     // One requester for every untagged refusal: grow-only keeps one buffer for them, not one each.
     r.slot = e.tag == kNoTag ? (std::uint64_t{3} << 62) : e.tag;
     r.recorded_oom = true;
+    r.pool = e.pool;
+    r.capturing = e.capturing;
     bool granted = false;
     for (Lane* lane : lanes_) {
         if (lane->metrics.live_bytes > ~0ULL - e.size)
@@ -263,6 +266,14 @@ void Replay::replay_other(const EventSource& source, const Event& e, ReplaySumma
             for (Lane* lane : lanes_) lane->strategy->empty_cache();
             break;
         case EventKind::oom: replay_oom(source, e, s); break;
+        case EventKind::settings: {
+            const std::string conf = source.tag_name(e.tag);
+            for (Lane* lane : lanes_) lane->strategy->settings_changed(conf);
+            break;
+        }
+        case EventKind::pool_release:
+            for (Lane* lane : lanes_) lane->strategy->pool_released(static_cast<std::uint32_t>(e.id), e.size != 0);
+            break;
         case EventKind::segment_alloc:
             for (Lane* lane : lanes_) lane->strategy->recorded_segment(e.id, e.size);
             [[fallthrough]];

@@ -11,6 +11,8 @@
 
 #include "base/errors.hpp"
 #include "reuse_sim/pickle_reader.hpp"
+#include "reuse_sim/strategy.hpp"
+#include "reuse_sim/tuner.hpp"
 
 namespace gpumem::reuse_sim {
 
@@ -124,27 +126,41 @@ private:
 
 class SnapshotSource final : public EventSource {
 public:
-    SnapshotSource(std::string name, Document doc, std::optional<std::uint32_t> device)
+    SnapshotSource(std::string name, Document doc, std::optional<std::uint32_t> device, const RecordedCalls* calls)
         : name_(std::move(name)), doc_(std::move(doc)) {
         const Value& root = doc_.root();
         if (root.kind != Kind::dict)
             throw UsageError(name_ + ": not a memory snapshot: the pickle holds a " + Document::kind_name(root.kind) +
                              ", not a dict with 'device_traces'");
         select_device(root, device);
+        if (calls && calls->recorded) {
+            calls_ = calls->calls;
+            // Stable: calls at one place stay in the order made.
+            std::stable_sort(calls_.begin(), calls_.end(),
+                             [](const AllocatorCall& a, const AllocatorCall& b) { return a.position < b.position; });
+            facts_.calls_recorded = true;
+        }
         read_private_segments(root);
         if (const Value* s = doc_.get(root, "allocator_settings"); s && s->kind != Kind::none) {
             settings_ = SettingsReader(doc_, name_).read(*s);
             has_settings_ = true;
+            facts_.final_conf = settings_.alloc_conf;
         }
+        read_settings_calls(calls);
     }
 
     bool next(Event& e) override {
         while (queue_.empty()) {
-            if (index_ == count_) return false;
+            if (index_ == count_) {
+                if (!apply_calls_due(true)) return false;
+                continue;
+            }
             read_entry();
         }
         e = queue_.front();
         queue_.pop_front();
+        ++state_.emitted;
+        if (e.kind == EventKind::settings) facts_.settings_changes[e.tag].first = state_.emitted;
         return true;
     }
     std::string location(std::uint64_t line) const override {
@@ -159,6 +175,12 @@ public:
         state_ = State{};
         queue_.clear();
         return true;
+    }
+    std::string tag_name(std::uint32_t tag) const override {
+        return tag < facts_.settings_changes.size() ? facts_.settings_changes[tag].second : EventSource::tag_name(tag);
+    }
+    const AllocatorFacts* allocator_facts() const override {
+        return facts_.calls_recorded || facts_.mem_pools || facts_.graph_pools || facts_.final_conf ? &facts_ : nullptr;
     }
     std::uint64_t skipped() const override { return state_.unknown_frees; }
     std::string skipped_what() const override { return "frees of blocks allocated before the recording began"; }
@@ -182,6 +204,11 @@ private:
         std::uint32_t pool = 0;  // Event::pool
         std::size_t since = 0;   // the first history entry that may be its
     };
+    // A capture or use_mem_pool context under way (PyTorch's captures_underway).
+    struct Window {
+        std::uint32_t pool = 0;
+        std::optional<std::uint64_t> stream;  // a capture's stream; none: every request (use_mem_pool's thread)
+    };
     // What the history has said so far: a rewind starts it again.
     struct State {
         std::unordered_map<std::uint64_t, LiveBlock> live;  // by address
@@ -196,10 +223,27 @@ private:
         std::size_t last_free_requested = ~std::size_t{0};  // the entry of the latest free_requested
         std::uint64_t last_free_requested_address = 0;
         std::uint64_t private_pool_releases = 0;  // runs that gave a private pool's segments back
+        // The recording hook's calls: the entries counted as memory_stats
+        // counts them (their position), the next call, the captures and
+        // use_mem_pool contexts under way (innermost last).
+        std::uint64_t counted = 0, emitted = 0;
+        std::size_t next_call = 0;
+        std::vector<Window> windows;
+        bool pool_release_pending = false;  // the next release run is that pool's emptyCache
+        std::uint32_t released_pool = 0;    // ... of this pool
+        // With the calls: the segments taken by a private pool's requests (address -> pool).
+        std::unordered_map<std::uint64_t, std::uint32_t> pool_segments;
+        std::uint32_t last_alloc_pool = 0;  // without the calls: the pool of the latest request
+        std::uint64_t ooms_placed_by_guess = 0;
     };
 
     void select_device(const Value& root, std::optional<std::uint32_t> device);
     void read_private_segments(const Value& root);
+    void read_settings_calls(const RecordedCalls* calls);
+    std::uint32_t pool_index(std::pair<std::int64_t, std::int64_t> id);
+    bool apply_calls_due(bool at_end);
+    bool call_due() const { return state_.next_call < calls_.size() && calls_[state_.next_call].position <= state_.counted; }
+    void route(std::size_t index, std::uint64_t address, Event& e, bool segment = false);
     std::uint32_t private_pool_of(std::size_t index, std::uint64_t address) const;
     [[noreturn]] void fail(std::size_t index, const std::string& why) const {
         throw UsageError(location(index + 1) + ": " + why);
@@ -225,6 +269,10 @@ private:
     State state_;
     std::deque<Event> queue_;  // events read ahead of the caller
     std::map<std::uint64_t, PrivateSegment> private_segments_;  // by address
+    std::map<std::pair<std::int64_t, std::int64_t>, std::uint32_t> pools_;  // MempoolId_t -> Event::pool
+    std::vector<AllocatorCall> calls_;  // the recording hook's, by position
+    std::vector<std::uint32_t> settings_tags_;  // per call: its settings event's tag (settings calls)
+    AllocatorFacts facts_;
 };
 
 void SnapshotSource::select_device(const Value& root, std::optional<std::uint32_t> device) {
@@ -265,7 +313,6 @@ void SnapshotSource::read_private_segments(const Value& root) {
     const Value* items = nullptr;
     std::size_t n = 0;
     if (!segments || segments->kind != Kind::list || !doc_.items(*segments, items, n)) return;
-    std::map<std::pair<std::int64_t, std::int64_t>, std::uint32_t> pools;
     for (std::size_t i = 0; i < n; ++i) {
         const Value& segment = items[i];
         if (segment.kind != Kind::dict) continue;
@@ -281,8 +328,7 @@ void SnapshotSource::read_private_segments(const Value& root) {
         if (!doc_.items(*id, pair, two) || two != 2 || !doc_.as_i64(pair[0], key.first) || !doc_.as_i64(pair[1], key.second))
             continue;
         if (device != device_ || (key.first == 0 && key.second == 0) || size == 0 || address > ~0ULL - size) continue;
-        auto [it, added] = pools.emplace(key, static_cast<std::uint32_t>(pools.size() + 1));
-        private_segments_[address] = PrivateSegment{address + size, it->second, 0};
+        private_segments_[address] = PrivateSegment{address + size, pool_index(key), 0};
     }
     if (private_segments_.empty()) return;
     // A release of any part of the range ends what the history says of it.
@@ -293,6 +339,113 @@ void SnapshotSource::read_private_segments(const Value& root) {
         auto it = private_segments_.upper_bound(address);
         if (it != private_segments_.begin() && std::prev(it)->second.end > address) --it;
         for (; it != private_segments_.end() && it->first < address + size; ++it) it->second.since = index + 1;
+    }
+}
+
+std::uint32_t SnapshotSource::pool_index(std::pair<std::int64_t, std::int64_t> id) {
+    const auto [it, added] = pools_.emplace(id, static_cast<std::uint32_t>(pools_.size() + 1));
+    if (added) {
+        // MemPool ids are (0, N), graph pools' (N, 0) (MemPool's constructor).
+        if (id.first == 0) ++facts_.mem_pools;
+        else ++facts_.graph_pools;
+    }
+    return it->second;
+}
+
+// With settings changed as the program ran, the replay starts under those it
+// started with (its PYTORCH_ALLOC_CONF), not the snapshot's last.
+void SnapshotSource::read_settings_calls(const RecordedCalls* calls) {
+    settings_tags_.assign(calls_.size(), 0);
+    for (std::size_t i = 0; i < calls_.size(); ++i) {
+        if (calls_[i].kind != AllocatorCall::Kind::settings) continue;
+        settings_tags_[i] = static_cast<std::uint32_t>(facts_.settings_changes.size());
+        facts_.settings_changes.emplace_back(0, calls_[i].settings);
+    }
+    if (facts_.settings_changes.empty()) return;
+    TorchOptions start;
+    const std::string conf = calls && calls->initial_conf ? *calls->initial_conf : std::string();
+    try {
+        apply_alloc_conf(conf, start);
+    } catch (const UsageError& e) {
+        throw UsageError(name_ + ": the settings it started with, '" + conf + "': " + e.what());
+    }
+    RecordedAllocatorSettings s;
+    s.alloc_conf = conf;
+    s.max_split_size = start.max_split_size == TorchOptions::kNoLimit ? RecordedAllocatorSettings::kUnlimitedSplit : start.max_split_size;
+    s.roundup_power2_divisions = start.roundup_power2_divisions;
+    s.garbage_collection_threshold = start.garbage_collection_threshold;
+    s.expandable_segments = start.expandable_segments;
+    settings_ = s;
+    has_settings_ = true;
+}
+
+// The calls due at this point of the history, as events and contexts; at the
+// end, those left. Returns whether any was due.
+bool SnapshotSource::apply_calls_due(bool at_end) {
+    bool any = false;
+    while (state_.next_call < calls_.size() && (at_end || calls_[state_.next_call].position <= state_.counted)) {
+        const std::size_t i = state_.next_call++;
+        const AllocatorCall& c = calls_[i];
+        any = true;
+        const std::uint64_t line = std::min<std::uint64_t>(index_, count_) + 1;
+        switch (c.kind) {
+            case AllocatorCall::Kind::settings:
+                queue_.push_back(Event{EventKind::settings, 0, 0, 0, settings_tags_[i], line});
+                break;
+            case AllocatorCall::Kind::mem_pool_begin: state_.windows.push_back(Window{pool_index(c.pool), std::nullopt}); break;
+            case AllocatorCall::Kind::capture_begin: state_.windows.push_back(Window{pool_index(c.pool), c.stream}); break;
+            case AllocatorCall::Kind::mem_pool_end:
+            case AllocatorCall::Kind::capture_end: {
+                const std::uint32_t pool = pool_index(c.pool);
+                for (auto w = state_.windows.rbegin(); w != state_.windows.rend(); ++w)
+                    if (w->pool == pool) {
+                        state_.windows.erase(std::next(w).base());
+                        break;
+                    }
+                break;
+            }
+            case AllocatorCall::Kind::pool_release: {
+                // A MemPool's (id (0, N)) destructor empties its cache; a graph's pool waits for a release.
+                const bool mem_pool = c.pool.first == 0;
+                const std::uint32_t pool = pool_index(c.pool);
+                queue_.push_back(Event{EventKind::pool_release, pool, mem_pool ? 1U : 0U, 0, kNoTag, line});
+                state_.pool_release_pending = mem_pool;
+                state_.released_pool = pool;
+                break;
+            }
+        }
+    }
+    return any;
+}
+
+// Which pool served a request (alloc or oom) at `address` (0: unknown, an
+// oom): the innermost capture or use_mem_pool context that takes its stream,
+// as PyTorch's get_pool; without the hook's calls, the private segment that
+// held it at the end of the snapshot, and for an oom the pool of the
+// request before it (a refused request has no address). `segment`: the
+// segment_alloc at `address` that a request is about to take.
+void SnapshotSource::route(std::size_t index, std::uint64_t address, Event& e, bool segment) {
+    if (facts_.calls_recorded) {
+        if (state_.windows.empty()) return;
+        for (auto w = state_.windows.rbegin(); w != state_.windows.rend(); ++w) {
+            if (w->stream && *w->stream != e.stream) continue;
+            e.pool = w->pool;
+            return;
+        }
+        // A capture's other streams: the pool its segments show, else a default pool, still under capture.
+        if (e.kind == EventKind::alloc && !private_segments_.empty()) e.pool = private_pool_of(index, address);
+        e.capturing = e.pool == 0;
+        return;
+    }
+    if (private_segments_.empty()) return;
+    if (segment) {
+        e.pool = private_pool_of(index, address);
+    } else if (e.kind == EventKind::alloc) {
+        e.pool = private_pool_of(index, address);
+        state_.last_alloc_pool = e.pool;
+    } else if (state_.last_alloc_pool != 0) {
+        e.pool = state_.last_alloc_pool;
+        facts_.ooms_placed_by_guess = ++state_.ooms_placed_by_guess;
     }
 }
 
@@ -351,9 +504,17 @@ SnapshotSource::Segment* SnapshotSource::segment_holding(std::uint64_t address) 
 }
 
 void SnapshotSource::read_entry() {
+    if (call_due()) {
+        apply_calls_due(false);
+        return;  // the events before the entry, then the entry
+    }
     const std::size_t index = index_++;
     const std::string_view action = action_of(index);
     const std::uint64_t line = index + 1;
+    const bool counted = action == "alloc" || action == "free_requested" || action == "free_completed" || action == "oom" ||
+                         action == "segment_alloc" || action == "segment_map";
+    if (counted) ++state_.counted;
+    if (action != "segment_free" && action != "segment_unmap") state_.pool_release_pending = false;
     if (action == "alloc") on_alloc(index);
     else if (action == "free_completed") on_free(index);
     else if (action == "free_requested") {
@@ -366,7 +527,10 @@ void SnapshotSource::read_entry() {
         const Event e = segment_event(index, EventKind::segment_alloc);
         // A private pool's segment is not the default pools' cache, which a
         // release of everything empties (on_release_run).
-        if (private_pool_of(index, e.id) == 0) {
+        Event request{EventKind::alloc, 0, 0, e.stream, kNoTag, line};
+        route(index, e.id, request, true);
+        if (request.pool != 0 && facts_.calls_recorded) state_.pool_segments[e.id] = request.pool;
+        if (request.pool == 0) {
             auto [it, added] = state_.segments.emplace(e.id, Segment{e.size, 0});
             if (added) ++state_.free_segments;
         }
@@ -378,7 +542,9 @@ void SnapshotSource::read_entry() {
     } else if (action == "oom") {
         const std::uint64_t size = field(index, "size", true);
         if (size == 0) fail(index, "oom of 0 bytes");
-        queue_.push_back(Event{EventKind::oom, 0, size, stream_of(index), kNoTag, line});
+        Event e{EventKind::oom, 0, size, stream_of(index), kNoTag, line};
+        route(index, 0, e);
+        queue_.push_back(e);
     } else if (action == "snapshot") ++state_.markers;
     else ++state_.unknown_actions;
 }
@@ -404,7 +570,7 @@ void SnapshotSource::on_alloc(std::size_t index) {
     }
     state_.live.emplace(address, block);
     Event e{EventKind::alloc, id, size, stream_of(index), kNoTag, index + 1};
-    if (!private_segments_.empty()) e.pool = private_pool_of(index, address);
+    route(index, address, e);
     queue_.push_back(e);
 }
 
@@ -449,10 +615,19 @@ void SnapshotSource::on_release_run() {
     // are gone, each pool's small ones before its large ones (>= 10 MiB): a
     // large segment after a small one is a private pool's.
     bool small_freed = false, private_freed = false;
-    while (index_ < count_) {
+    const bool pools_own = state_.pool_release_pending;  // a MemPool's emptyCache: not the program's empty_cache
+    state_.pool_release_pending = false;
+    while (index_ < count_ && (run.empty() || !call_due())) {
         const std::string_view action = action_of(index_);
         const bool unmap = action == "segment_unmap";
         if (!unmap && action != "segment_free") break;
+        if (pools_own && !unmap) {
+            // The pool's emptyCache frees its segments only; a release right after it is another.
+            const auto own = state_.pool_segments.find(field(index_, "addr", true));
+            if (own == state_.pool_segments.end() || own->second != state_.released_pool) break;
+            state_.pool_segments.erase(own);
+        }
+        ++state_.counted;
         const Event e = segment_event(index_++, unmap ? EventKind::segment_unmap : EventKind::segment_free);
         if (!unmap) {
             whole_segments = true;
@@ -465,10 +640,10 @@ void SnapshotSource::on_release_run() {
         }
         run.push_back(e);
     }
-    if (private_freed) ++state_.private_pool_releases;
+    if (private_freed && !pools_own && !facts_.calls_recorded) facts_.unexplained_pool_releases = ++state_.private_pool_releases;
     const bool before_oom = index_ < count_ && action_of(index_) == "oom";
     const bool partial = whole_segments && state_.free_segments > 0;
-    if (!before_oom && !partial) {
+    if (!before_oom && !partial && !pools_own) {
         queue_.push_back(Event{EventKind::empty_cache, 0, 0, 0, kNoTag, run.front().line});
         const std::string_view next = index_ < count_ ? action_of(index_) : std::string_view();
         if (next == "segment_alloc" || next == "segment_map") ++state_.ambiguous_empty_caches;
@@ -504,10 +679,11 @@ std::string release_note(const std::string& input, std::uint64_t read_as_own) {
            "looks alike in a snapshot)";
 }
 
-std::unique_ptr<EventSource> open_snapshot(const std::string& name, std::string bytes, std::optional<std::uint32_t> device) {
+std::unique_ptr<EventSource> open_snapshot(const std::string& name, std::string bytes, std::optional<std::uint32_t> device,
+                                           const RecordedCalls* calls) {
     pickle::Document doc = pickle::unpickle(bytes, name);
     bytes = std::string();  // the document holds what it needs
-    return std::make_unique<SnapshotSource>(name, std::move(doc), device);
+    return std::make_unique<SnapshotSource>(name, std::move(doc), device, calls);
 }
 
 }  // namespace gpumem::reuse_sim

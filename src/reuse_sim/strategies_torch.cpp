@@ -38,18 +38,29 @@
 //    One the next request completed looks immediate in a snapshot; without
 //    max_split_size and garbage collection the last free before a request
 //    is held alike (the same end for an immediate one), with them cached;
-//  - CUDA graph private pools (Request::pool, from the snapshot's segments
-//    that a private pool held at its end): requests made during a capture
-//    take and cache blocks in their pool only (get_pool), make no
-//    release_cached_blocks (no retry: out of memory), and no release gives
-//    those pools' blocks back (PyTorch does once the graph is destroyed,
-//    but a pool the snapshot still held was never released).
+//  - private pools (Request::pool: a CUDA graph's during its capture, a
+//    torch.cuda.MemPool's inside use_mem_pool): their requests take and
+//    cache blocks in their pool only (get_pool). While a capture or a
+//    use_mem_pool context is under way (captures_underway: a pool's
+//    requests, and Request::capturing) a request makes no
+//    release_cached_blocks (no retry: out of memory at once), as PyTorch
+//    2.11 does for both; release_available_cached_blocks (max_split_size)
+//    still frees oversize blocks of its pool. No release gives a pool's
+//    blocks back while it is in use; once the program gave it up
+//    (pool_released: a MemPool deleted) its cached blocks are freed at once
+//    (emptyCache of that pool) and by every later release_cached_blocks;
+//  - settings changed while the program runs (settings_changed:
+//    torch.cuda.memory._set_allocator_settings) apply from that point, as
+//    parseArgs applies them (apply_alloc_conf); with expandable segments
+//    switched off, cached blocks of expandable segments serve no request
+//    (get_free_block), and releases still unmap their pages.
 // Memory goes back to the device only through those releases.
 #include <algorithm>
 #include <memory>
 
 #include "reuse_sim/strategies_impl.hpp"
 #include "reuse_sim/torch_caching.hpp"
+#include "reuse_sim/tuner.hpp"
 
 namespace gpumem::reuse_sim::detail {
 namespace torch {
@@ -97,18 +108,46 @@ Params TorchCaching::params_for(const Request& r) {
     Params p;
     p.size = round_size(r.size);
     if (r.pool != 0) {
-        // get_pool during a capture: the capture's private pool.
-        std::unique_ptr<PrivatePool>& own = private_pools_[r.pool];
-        if (!own) own = std::make_unique<PrivatePool>();
-        p.pool = p.size <= kSmallSize ? &own->small : &own->large;
+        // get_pool during a capture or use_mem_pool: that private pool.
+        PrivatePool& own = private_pool(r.pool);
+        p.pool = p.size <= kSmallSize ? &own.small : &own.large;
         p.capturing = true;
     } else {
         p.pool = p.size <= kSmallSize ? &small_ : &large_;
+        p.capturing = r.capturing;
     }
     p.alloc_size = get_allocation_size(p.size);
     p.stream = r.stream_value;
     p.stream_index = r.stream;
     return p;
+}
+
+PrivatePool& TorchCaching::private_pool(std::uint32_t index) {
+    std::unique_ptr<PrivatePool>& own = private_pools_[index];
+    if (!own) own = std::make_unique<PrivatePool>();
+    return *own;
+}
+
+// _set_allocator_settings runs between requests: a release waiting to be
+// read was the program's (PyTorch's own happen inside a request).
+// The frees before it in the snapshot had completed: they are cached under
+// the settings they were made with.
+void TorchCaching::settings_changed(std::string_view conf) {
+    flush_pending_empty_cache();
+    complete_deferred_frees();
+    apply_alloc_conf(conf, o_);
+}
+
+// releasePool; ~MemPool then empties that pool's cache alone (the frees
+// before it in the snapshot had completed).
+void TorchCaching::pool_released(std::uint32_t pool, bool emptied) {
+    flush_pending_empty_cache();
+    complete_deferred_frees();
+    PrivatePool& own = private_pool(pool);
+    own.freeable = true;
+    if (!emptied) return;
+    release_blocks(own.small);
+    release_blocks(own.large);
 }
 
 bool TorchCaching::do_allocate(const Request& r) {
@@ -296,7 +335,7 @@ std::set<Cached, BySize>::const_iterator TorchCaching::find_free_block(const Par
     const auto& blocks = p.pool->blocks;
     auto it = blocks.lower_bound(Cached::of(&key));
     if (it == blocks.end() || (*it)->stream != p.stream) return blocks.end();
-    if ((*it)->segment) {
+    if ((*it)->segment && o_.expandable_segments) {
         // A block that can grow into the unmapped pages after it counts with
         // them: look further for an expandable block that is smaller so.
         auto expandable_size = [](const Block* b) { return b->size + (b->next && !b->next->mapped ? b->next->size : 0); };
@@ -304,6 +343,12 @@ std::set<Cached, BySize>::const_iterator TorchCaching::find_free_block(const Par
         while ((*it)->segment && next != blocks.end() && (*next)->stream == p.stream &&
                expandable_size(*next) < expandable_size(*it))
             it = next++;
+    } else if ((*it)->segment) {
+        // Expandable segments switched off after some were made: only other blocks serve.
+        do {
+            ++it;
+        } while (it != blocks.end() && (*it)->segment && (*it)->stream == p.stream);
+        if (it == blocks.end() || (*it)->stream != p.stream) return blocks.end();
     }
     // Do not return an oversized block for a large request.
     if (p.size < o_.max_split_size && (*it)->size >= o_.max_split_size) return blocks.end();
@@ -458,13 +503,19 @@ std::uint64_t TorchCaching::segment_address(std::uint64_t size) {
 }
 
 // Frees every unsplit cached segment and unmaps every free page (large
-// pool, then small), after completing the frees that wait on other streams
-// (synchronize_and_free_events).
+// pool, then small, then the freeable private pools'), after completing the
+// frees that wait on other streams (synchronize_and_free_events).
 void TorchCaching::release_cached_blocks() {
     ++num_sync_all_streams_;
     complete_deferred_frees();
     release_blocks(large_);
     release_blocks(small_);
+    // Then the pools the program gave up (graph_pools_freeable).
+    for (auto& [index, pool] : private_pools_) {
+        if (!pool->freeable) continue;
+        release_blocks(pool->small);
+        release_blocks(pool->large);
+    }
 }
 
 void TorchCaching::release_blocks(BlockPool& pool) {

@@ -28,7 +28,8 @@ struct Request {
     std::uint64_t stream_value = 0;  // the stream as the trace names it (PyTorch orders by it)
     std::uint64_t slot = 0;          // requester key: tag index, or (1<<63 | id) without a tag
     bool recorded_oom = false;       // the recorded allocator refused it (a trace's oom event)
-    std::uint32_t pool = 0;          // Event::pool: a private pool (CUDA graph capture), 0: the default pools
+    std::uint32_t pool = 0;          // Event::pool: a private pool (CUDA graph capture, MemPool), 0: the default pools
+    bool capturing = false;          // Event::capturing: a capture or use_mem_pool context was under way
 };
 
 // PyTorch's CUDACachingAllocator settings (PYTORCH_CUDA_ALLOC_CONF).
@@ -178,6 +179,15 @@ public:
     }
     // Likewise: pages mapped into an expandable segment (segment_map).
     virtual void recorded_mapping(std::uint64_t size) { (void)size; }
+    // The program changed PyTorch's allocator settings (Event settings):
+    // `conf` in PYTORCH_ALLOC_CONF's syntax. Only torch-caching has them.
+    virtual void settings_changed(std::string_view conf) { (void)conf; }
+    // The program gave the private pool `pool` up (Event pool_release);
+    // `emptied`: its cache was emptied at once.
+    virtual void pool_released(std::uint32_t pool, bool emptied) {
+        (void)pool;
+        (void)emptied;
+    }
     // Strategy-specific figures for the JSON report (PyTorch's own stats...).
     virtual std::vector<std::pair<std::string, std::uint64_t>> details() const { return {}; }
 

@@ -10,6 +10,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -151,11 +152,15 @@ struct Params {
     bool capturing = false;  // for a private pool: made during a CUDA graph capture
 };
 
-// A CUDA graph's private memory pool (PrivatePool): blocks that only
-// requests to that pool reuse, and that no release gives back while the
-// graph lives (the model knows only pools the snapshot still held: never).
+// A private memory pool (PrivatePool: a CUDA graph's, or a
+// torch.cuda.MemPool's): blocks that only requests routed to that pool
+// reuse, and that no release gives back while the pool is in use (PyTorch's
+// use_count above 0). Once the program gives it up (pool_released), every
+// release of cached blocks frees its unsplit blocks too
+// (graph_pools_freeable).
 struct PrivatePool {
     BlockPool large{false}, small{true};
+    bool freeable = false;
 };
 
 class TorchCaching final : public Strategy {
@@ -172,6 +177,8 @@ public:
     void recorded_segment(std::uint64_t address, std::uint64_t size) override { recorded_.emplace_back(address, size); }
     void recorded_mapping(std::uint64_t /*size*/) override { recorded_mapping_ = true; }
     void empty_cache() override;
+    void settings_changed(std::string_view conf) override;
+    void pool_released(std::uint32_t pool, bool emptied) override;
     std::vector<std::pair<std::string, std::uint64_t>> details() const override;
 
 private:
@@ -183,6 +190,7 @@ private:
 
     // strategies_torch.cpp
     Params params_for(const Request& r);
+    PrivatePool& private_pool(std::uint32_t index);
     bool is_own_release(const Params& p) const;
     bool exceeds_fraction(const Params& p) const;
     bool read_as_own_release(const Params& p);

@@ -450,6 +450,9 @@ constexpr ActionRow kActions[] = {
     {"sync", EventKind::sync, Field::none, Field::none, Field::none, Field::none},
     {"empty_cache", EventKind::empty_cache, Field::none, Field::none, Field::none, Field::none},
     {"oom", EventKind::oom, Field::none, Field::required, Field::optional, Field::optional},
+    // The settings' text in the tag, its commas written as ';' (a CSV field).
+    {"settings", EventKind::settings, Field::none, Field::none, Field::none, Field::required},
+    {"pool_release", EventKind::pool_release, Field::required, Field::optional, Field::none, Field::none},
     {"segment_alloc", EventKind::segment_alloc, Field::optional, Field::required, Field::optional, Field::none},
     {"segment_free", EventKind::segment_free, Field::optional, Field::required, Field::optional, Field::none},
     {"segment_map", EventKind::segment_map, Field::optional, Field::required, Field::optional, Field::none},
@@ -520,6 +523,13 @@ private:
         if (row.size == Field::required && e.size == 0) fail(std::string(row.name) + " needs a size of at least 1 byte");
         e.stream = number(f[3], row.stream, row, "stream", "an unsigned integer");
         if (row.tag == Field::none && !f[4].empty()) fail(std::string(row.name) + " takes no tag, found " + quoted(f[4]));
+        if (row.tag == Field::required && trim(f[4]).empty()) fail(std::string(row.name) + " needs its text in the tag field");
+        if (e.kind == EventKind::settings) {
+            std::string text(trim(f[4]));
+            std::replace(text.begin(), text.end(), ';', ',');
+            e.tag = tags_.intern(text);
+            return;
+        }
         e.tag = f[4].empty() || row.tag == Field::none ? kNoTag : tags_.intern(f[4]);
     }
 
@@ -639,11 +649,17 @@ void GpumemTraceWriter::write(const Event& e, std::string_view tag) {
     // Each field as the action takes it; a free names its id alone.
     if (row.id != Field::none) number(e.id);
     append(",", 1);
-    if (row.size == Field::required) number(e.size);
+    if (row.size == Field::required || (e.kind == EventKind::pool_release && e.size != 0)) number(e.size);
     append(",", 1);
     if (row.stream != Field::none && e.kind != EventKind::free) number(e.stream);
     append(",", 1);
-    if (row.tag != Field::none && e.kind != EventKind::free) append(tag.data(), tag.size());
+    if (e.kind == EventKind::settings) {
+        std::string text(tag);
+        std::replace(text.begin(), text.end(), ',', ';');
+        append(text.data(), text.size());
+    } else if (row.tag != Field::none && e.kind != EventKind::free) {
+        append(tag.data(), tag.size());
+    }
     append("\n", 1);
 }
 
@@ -655,7 +671,7 @@ void GpumemTraceWriter::close() {
 }
 
 std::unique_ptr<EventSource> open_trace(const std::string& path, TraceFormat format, bool rereadable,
-                                        std::optional<std::uint32_t> snapshot_device) {
+                                        std::optional<std::uint32_t> snapshot_device, const RecordedCalls* calls) {
     LineReader reader(path, rereadable);
     const bool detected = format == TraceFormat::automatic;
     if (detected) format = read_format_header(reader);
@@ -666,7 +682,7 @@ std::unique_ptr<EventSource> open_trace(const std::string& path, TraceFormat for
         const std::string_view start = reader.peek(2);
         if (start.size() < 2 || static_cast<unsigned char>(start[0]) != 0x80 || start[1] < 2 || start[1] > 5)
             throw UsageError(reader.path() + ": not a PyTorch snapshot: a pickle of protocol 2 to 5 starts with bytes 0x80 0x02..0x05");
-        return open_snapshot(reader.path(), reader.read_rest(kMaxSnapshotBytes), snapshot_device);
+        return open_snapshot(reader.path(), reader.read_rest(kMaxSnapshotBytes), snapshot_device, calls);
     }
     if (format == TraceFormat::rmm) return std::make_unique<RmmCsvSource>(std::move(reader), detected);
     return std::make_unique<GpumemCsvSource>(std::move(reader), detected);

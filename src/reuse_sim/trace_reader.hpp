@@ -16,6 +16,7 @@
 
 #include "base/name_table.hpp"
 #include "reuse_sim/events.hpp"
+#include "reuse_sim/snapshot_reader.hpp"
 
 namespace gpumem::reuse_sim {
 
@@ -120,10 +121,12 @@ private:
 // the first byte (a pickle: a PyTorch snapshot) and else the header line.
 // `rereadable`: the source can rewind even when the input cannot seek
 // (LineReader). `snapshot_device`: which device of a snapshot (none: the
-// only one with events). Throws UsageError for unreadable files and unknown
-// headers.
+// only one with events). `calls`: the recording hook's calls beside a
+// snapshot (open_snapshot). Throws UsageError for unreadable files and
+// unknown headers.
 std::unique_ptr<EventSource> open_trace(const std::string& path, TraceFormat format, bool rereadable = false,
-                                        std::optional<std::uint32_t> snapshot_device = std::nullopt);
+                                        std::optional<std::uint32_t> snapshot_device = std::nullopt,
+                                        const RecordedCalls* calls = nullptr);
 
 // The format `path` holds, judged by its first byte and its first line
 // that is not a comment.

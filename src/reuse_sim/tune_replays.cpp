@@ -43,6 +43,7 @@ public:
     std::string skipped_what() const override { return trace_.source().skipped_what(); }
     std::vector<std::string> notes() const override { return trace_.source().notes(); }
     const RecordedAllocatorSettings* allocator_settings() const override { return trace_.source().allocator_settings(); }
+    const AllocatorFacts* allocator_facts() const override { return trace_.source().allocator_facts(); }
     std::string tag_name(std::uint32_t tag) const override { return trace_.source().tag_name(tag); }
 
 private:

@@ -162,6 +162,32 @@ const Named<KnobSpec>* find_knob(std::string_view name) {
     return nullptr;
 }
 
+void apply_alloc_conf(std::string_view conf, TorchOptions& options) {
+    // parseArgs: these three return to their defaults at every call;
+    // expandable_segments and max_non_split_rounding keep their value.
+    options.max_split_size = TorchOptions::kNoLimit;
+    options.roundup_power2_divisions.fill(0);
+    options.garbage_collection_threshold = 0.0;
+    for (const std::string_view item : split_values(conf)) {
+        const std::size_t colon = item.find(':');
+        if (item.empty() || colon == std::string_view::npos) continue;
+        const std::string_view key = trimmed(item.substr(0, colon)), value = trimmed(item.substr(colon + 1));
+        if (key == "max_non_split_rounding_mb") {
+            std::uint64_t mib = 0;
+            try {
+                mib = parse_unsigned(value, 2147483647);
+            } catch (const UsageError&) {
+                throw UsageError("max_non_split_rounding_mb '" + std::string(value) + "': expected MiB");
+            }
+            options.max_non_split_rounding = mib * kMiB;
+            continue;
+        }
+        // Keys the model has no use for (pinned memory's, release_lock_on_cudamalloc...) change nothing it replays.
+        for (const Named<KnobSpec>& knob : kKnobs)
+            if (knob.value.conf_key == key) knob.value.parse(value, options);
+    }
+}
+
 SweepAxis parse_sweep(std::string_view text) {
     const std::size_t equals = text.find('=');
     if (equals == std::string_view::npos)

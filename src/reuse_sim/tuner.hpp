@@ -43,6 +43,15 @@ extern const NameTable<KnobSpec> kKnobs;
 // A knob by its name or its PYTORCH_CUDA_ALLOC_CONF key (max_split_size_mb); null if neither.
 const Named<KnobSpec>* find_knob(std::string_view name);
 
+// A PYTORCH_ALLOC_CONF text applied to `options` as PyTorch 2.11 applies
+// one at start and at each torch.cuda.memory._set_allocator_settings
+// (AcceleratorAllocatorConfig::parseArgs): max_split_size,
+// roundup_power2_divisions and garbage_collection_threshold return to their
+// defaults unless the text sets them; expandable_segments and
+// max_non_split_rounding_mb keep their value unless it does. Keys the model
+// has no use for are passed over. Throws UsageError for a bad value.
+void apply_alloc_conf(std::string_view conf, TorchOptions& options);
+
 // The most grid points one run replays (each is a lane of the replay).
 inline constexpr std::uint64_t kMaxGridPoints = 128;
 

@@ -14,6 +14,11 @@
 # last one for a device is the cap in force), and both names of the
 # allocator settings' variable with torch's version: which one torch read
 # is gpumem's to say (base/record_plan's read_alloc_conf, the one place).
+# The program's calls that change how the allocator serves requests are
+# recorded with their place in the history (the number of its entries so
+# far, as torch.cuda.memory_stats counts them, which is cheap):
+# torch.cuda.memory._set_allocator_settings, use_mem_pool's contexts, CUDA
+# graph captures and the deletion of a MemPool.
 # The OutOfMemoryError exceptions that reach the program's Python code are
 # counted (Python 3.12 and later, sys.monitoring): torch.cuda.memory_stats'
 # num_ooms also counts requests PyTorch refused and retried smaller itself
@@ -51,6 +56,9 @@ class _State:
     # counted once; None: not countable here (Python before 3.12).
     program_ooms = None
     oom_class = None
+    # The program's calls that change how the allocator serves requests,
+    # in the order made, each with its place in the history (_note_call).
+    allocator_calls = []
 
 
 def _first_int(names):
@@ -158,8 +166,13 @@ def _dump(torch, doc):
         allocator.update(memory_fraction=last["fraction"], allowed_memory_maximum=last["allowed_memory_maximum"],
                          device_total=last["device_total"], capped_device=last["device"], cap_set_by=last["set_by"])
     allocator["memory_fraction_calls"] = _State.fraction_calls
-    record = {"kind": "gpumem-torch-recording", "schema_version": 2, "torch_version": torch.__version__,
-              "device": device, "device_name": torch.cuda.get_device_name(device), "exit": _State.why,
+    allocator["allocator_calls"] = [c for c in _State.allocator_calls if c["device"] in (None, device)]
+    try:
+        device_total = int(torch.cuda.mem_get_info(device)[1])
+    except Exception:
+        device_total = None
+    record = {"kind": "gpumem-torch-recording", "schema_version": 3, "torch_version": torch.__version__,
+              "device": device, "device_name": torch.cuda.get_device_name(device), "device_total": device_total, "exit": _State.why,
               "pid": os.getpid(), "process": _State.order, "allocator": allocator, "memory_stats": stats,
               "program_ooms": _State.program_ooms, "python_version": "%d.%d.%d" % sys.version_info[:3]}
     data = json.dumps(record, indent=1, default=str).encode()
@@ -252,6 +265,119 @@ def _watch_fraction(torch):
     return original
 
 
+def _history_position(torch):
+    """(device, entries of its allocation history so far): alloc, free_requested,
+    free_completed, segment and oom entries, as memory_stats counts them
+    (each counter moves with one entry). Before CUDA is initialized:
+    (None, 0), every device's start."""
+    if not torch.cuda.is_initialized():
+        return None, 0
+    device = torch.cuda.current_device()
+    s = torch.cuda.memory_stats(device)
+    keys = ("allocation.all.allocated", "allocation.all.freed", "active.all.freed", "num_device_alloc", "num_device_free", "num_ooms")
+    return device, sum(int(s.get(k, 0)) for k in keys)
+
+
+def _note_call(torch, call, **fields):
+    try:
+        device, position = _history_position(torch)
+        fields.update(call=call, device=device, position=position)
+        _State.allocator_calls.append(fields)
+    except Exception:  # the program's call goes on unrecorded rather than fail
+        pass
+
+
+def _pool_id(pool):
+    return [int(v) for v in pool]
+
+
+def _watch_allocator_calls(torch):
+    """Wraps the calls that change how the allocator serves requests: each is
+    recorded, then done as the program asked (its result and errors pass)."""
+    import contextlib
+    import functools
+    import weakref
+    memory = getattr(torch.cuda, "memory", None)
+    settings = getattr(memory, "_set_allocator_settings", None)
+    if settings is not None:
+        @functools.wraps(settings)
+        def _set_allocator_settings(env, *args, **kwargs):
+            _note_call(torch, "set_allocator_settings", settings=str(env))
+            return settings(env, *args, **kwargs)
+        memory._set_allocator_settings = _set_allocator_settings
+    use_mem_pool = getattr(torch.cuda, "use_mem_pool", None)
+    if use_mem_pool is not None:
+        @functools.wraps(use_mem_pool)
+        @contextlib.contextmanager
+        def _use_mem_pool(pool, *args, **kwargs):
+            pool_id = _pool_id(pool.id)
+            with use_mem_pool(pool, *args, **kwargs):
+                _note_call(torch, "use_mem_pool_begin", pool=pool_id)
+                try:
+                    yield
+                finally:
+                    _note_call(torch, "use_mem_pool_end", pool=pool_id)
+        torch.cuda.use_mem_pool = _use_mem_pool
+        if getattr(memory, "use_mem_pool", None) is use_mem_pool:
+            memory.use_mem_pool = _use_mem_pool
+    mem_pool = getattr(torch.cuda, "MemPool", None)
+    if isinstance(mem_pool, type):
+        init = mem_pool.__init__
+
+        @functools.wraps(init)
+        def __init__(self, *args, **kwargs):
+            init(self, *args, **kwargs)
+            try:
+                # Runs just before PyTorch's ~MemPool (releasePool, then
+                # emptyCache of the pool); not at exit, after the snapshot.
+                weakref.finalize(self, _note_call, torch, "pool_release", pool=_pool_id(self.id)).atexit = False
+            except Exception:
+                pass
+        mem_pool.__init__ = __init__
+    # A graph's pool becomes freeable when the last graph captured into it
+    # is reset or deleted (releasePool: its use count reaches 0).
+    users = {}
+
+    def graph_released(pool_id):
+        users[pool_id] = users.get(pool_id, 1) - 1
+        if users[pool_id] == 0:
+            _note_call(torch, "pool_release", pool=list(pool_id))
+
+    def graph_captures(graph_obj, pool_id):
+        if getattr(graph_obj, "_gpumem_pool", None) is not None:
+            return
+        users[pool_id] = users.get(pool_id, 0) + 1
+        graph_obj._gpumem_pool = pool_id
+        try:
+            weakref.finalize(graph_obj, graph_released, pool_id).atexit = False
+            graph_obj._gpumem_finalizer = True
+        except Exception:
+            pass
+    graph = getattr(torch.cuda, "CUDAGraph", None)
+    if isinstance(graph, type) and hasattr(graph, "capture_begin") and hasattr(graph, "capture_end"):
+        begin, end = graph.capture_begin, graph.capture_end
+
+        @functools.wraps(begin)
+        def capture_begin(self, *args, **kwargs):
+            result = begin(self, *args, **kwargs)
+            try:
+                pool_id = tuple(_pool_id(self.pool()))
+                graph_captures(self, pool_id)
+                _note_call(torch, "capture_begin", pool=list(pool_id), stream=int(torch.cuda.current_stream().cuda_stream))
+            except Exception:
+                pass
+            return result
+
+        @functools.wraps(end)
+        def capture_end(self, *args, **kwargs):
+            try:
+                _note_call(torch, "capture_end", pool=_pool_id(self.pool()))
+            except Exception:
+                pass
+            return end(self, *args, **kwargs)
+        graph.capture_begin, graph.capture_end = capture_begin, capture_end
+
+
 def _apply_cap(torch, original):
     # Runs when the program first initializes CUDA (torch.cuda._lazy_call):
     # set_per_process_memory_fraction as the program could have called it.
@@ -331,6 +457,10 @@ def _start(torch):
         except Exception:  # the count stays unknown (null); the recording goes on
             _State.program_ooms = None
         original = _watch_fraction(torch)
+        try:
+            _watch_allocator_calls(torch)
+        except Exception:  # recorded without them; the replay then says so
+            pass
         # The process's file names are claimed when it first initializes
         # CUDA, so the first to use the GPU gets FILE itself.
         torch.cuda._lazy_call(_claim_order)

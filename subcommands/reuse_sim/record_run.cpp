@@ -254,6 +254,46 @@ std::vector<MemoryFractionCall> fraction_calls_of(const nlohmann::json& list) {
     return calls;
 }
 
+namespace {
+
+// The hook's "allocator_calls" (record_hook.py's _note_call); entries it
+// cannot read are passed over (a hook newer than this gpumem).
+reuse_sim::RecordedCalls allocator_calls_of(const nlohmann::json& list) {
+    using Kind = reuse_sim::AllocatorCall::Kind;
+    static const std::pair<const char*, Kind> kNames[] = {
+        {"set_allocator_settings", Kind::settings}, {"use_mem_pool_begin", Kind::mem_pool_begin},
+        {"use_mem_pool_end", Kind::mem_pool_end},   {"capture_begin", Kind::capture_begin},
+        {"capture_end", Kind::capture_end},         {"pool_release", Kind::pool_release},
+    };
+    reuse_sim::RecordedCalls calls;
+    calls.recorded = list.is_array();
+    if (!calls.recorded) return calls;
+    for (const nlohmann::json& c : list) {
+        if (!c.is_object() || !c.contains("position") || !c["position"].is_number_unsigned() || !c.contains("call") ||
+            !c["call"].is_string())
+            continue;
+        const std::string name = c["call"].get<std::string>();
+        const auto* row = std::find_if(std::begin(kNames), std::end(kNames), [&](const auto& n) { return name == n.first; });
+        if (row == std::end(kNames)) continue;
+        reuse_sim::AllocatorCall call;
+        call.kind = row->second;
+        call.position = c["position"].get<std::uint64_t>();
+        if (c.contains("settings") && c["settings"].is_string()) call.settings = c["settings"].get<std::string>();
+        if (call.kind == Kind::settings && !c.contains("settings")) continue;
+        if (c.contains("pool") && c["pool"].is_array() && c["pool"].size() == 2 && c["pool"][0].is_number_integer() &&
+            c["pool"][1].is_number_integer())
+            call.pool = {c["pool"][0].get<std::int64_t>(), c["pool"][1].get<std::int64_t>()};
+        else if (call.kind != Kind::settings)
+            continue;
+        if (c.contains("stream") && c["stream"].is_number_integer())
+            call.stream = static_cast<std::uint64_t>(c["stream"].get<std::int64_t>());
+        calls.calls.push_back(std::move(call));
+    }
+    return calls;
+}
+
+}  // namespace
+
 std::optional<RecordingStats> read_recording_stats(const std::string& path) {
     std::ifstream in(path);
     if (!in) return std::nullopt;
@@ -263,6 +303,12 @@ std::optional<RecordingStats> read_recording_stats(const std::string& path) {
     stats.path = path;
     if (doc.contains("torch_version") && doc["torch_version"].is_string()) stats.torch_version = doc["torch_version"].get<std::string>();
     const std::uint32_t device = doc.contains("device") && doc["device"].is_number_unsigned() ? doc["device"].get<std::uint32_t>() : 0;
+    if (doc.contains("device_total") && doc["device_total"].is_number_unsigned() && doc["device_total"].get<std::uint64_t>() > 0)
+        stats.device_total = doc["device_total"].get<std::uint64_t>();
+    if (doc.contains("memory_stats") && doc["memory_stats"].is_object()) {
+        const nlohmann::json& m = doc["memory_stats"];
+        stats.ran_out_of_memory = m.contains("num_ooms") && m["num_ooms"].is_number_unsigned() && m["num_ooms"].get<std::uint64_t>() > 0;
+    }
     if (doc.contains("allocator") && doc["allocator"].is_object()) {
         const nlohmann::json& a = doc["allocator"];
         std::vector<MemoryFractionCall> calls = fraction_calls_of(a.contains("memory_fraction_calls") ? a["memory_fraction_calls"] : nlohmann::json());
@@ -277,6 +323,12 @@ std::optional<RecordingStats> read_recording_stats(const std::string& path) {
             calls.push_back(call);
         }
         stats.cap = cap_in_force(calls, device);
+        auto text = [&a](const char* key) {
+            return a.contains(key) && a[key].is_string() ? std::optional<std::string>(a[key].get<std::string>()) : std::nullopt;
+        };
+        stats.start_conf = read_alloc_conf(text("PYTORCH_ALLOC_CONF"), text("PYTORCH_CUDA_ALLOC_CONF"), stats.torch_version).value;
+        if (a.contains("allocator_calls")) stats.calls = allocator_calls_of(a["allocator_calls"]);
+        stats.calls.initial_conf = stats.start_conf;
     }
     return stats;
 }

@@ -16,6 +16,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "base/record_plan.hpp"
+#include "reuse_sim/snapshot_reader.hpp"
 
 namespace gpumem::cli {
 
@@ -78,6 +79,13 @@ struct RecordingStats {
     std::string path;
     std::optional<std::string> torch_version;
     std::optional<CapInForce> cap;
+    // The settings the process started with (the variable its torch read),
+    // and the calls that change how the allocator serves requests, each at
+    // its place in the history (recorded: a hook of schema 3 or later).
+    std::optional<std::string> start_conf;
+    reuse_sim::RecordedCalls calls;
+    std::optional<std::uint64_t> device_total;  // the device's memory (schema 3)
+    bool ran_out_of_memory = false;             // memory_stats' num_ooms above 0
 };
 std::optional<RecordingStats> read_recording_stats(const std::string& path);
 // The GPU a recording ran on ("NVIDIA H200"), as its statistics file (a

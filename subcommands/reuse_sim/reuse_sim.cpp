@@ -524,6 +524,13 @@ std::vector<std::string> check_recording(const ReuseSimOptions& o, ReuseSimReque
     struct stat st {};
     if (::stat(q.input.trace->c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return warnings;
     q.recording = read_recording_stats(stats_file_name(*q.input.trace));
+    if (q.recording && !q.recording->cap && q.recording->device_total && q.recording->ran_out_of_memory && !o.capacity &&
+        !o.memory_fraction) {
+        // Uncapped, it ran out of the device's own memory: an unlimited replay would grant what the device refused.
+        q.capacity = *q.recording->device_total;
+        warnings.push_back("the recording ran without a cap and ran out of the device's memory: replayed under the device's total, " +
+                           exact_size_text(q.capacity) + " (" + q.recording->path + "; the program had somewhat less: pass --capacity)");
+    }
     if (!q.recording || !q.recording->cap) return warnings;
     const std::uint64_t recorded = q.recording->cap->call.allowed_memory_maximum;
     if (!o.capacity && !o.memory_fraction) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/device_id.hpp"
@@ -389,6 +390,14 @@ struct ReuseSimResults {
     // the names of those a flag overrode.
     std::optional<reuse_sim::RecordedAllocatorSettings> allocator_settings;
     std::vector<std::string> overridden_settings;
+    // The settings the program changed as it ran (the recording hook's
+    // _set_allocator_settings calls): the ordinal of each change's event and
+    // its text, replayed from there on.
+    std::vector<std::pair<std::uint64_t, std::string>> settings_changes;
+    // What the input says the replay serves otherwise than PyTorch did
+    // (private pools placed without the hook's record of their contexts,
+    // settings changed at places it does not know), for the warnings.
+    std::vector<std::string> replay_causes;
     std::optional<reuse_sim::ReplaySummary> summary;  // once the simulation has run
     std::vector<reuse_sim::LaneResult> lanes;         // one per strategy, in the request's order
     std::optional<reuse_sim::Timeline> timeline;
@@ -423,6 +432,10 @@ std::vector<std::string_view> alloc_conf_grid_keys();
 // fits the model, searches every setting, and with --confirm runs the
 // program at the answer and the next batch.
 void max_batch_reuse_sim(const ReuseSimRequest& q, const reuse_sim::CostModel& costs, ReuseSimResults& r, Session& session);
+// What a snapshot's private pools and settings changes mean for the replay
+// (reuse_sim_run.cpp): r's settings_changes, replay_causes and warnings,
+// once `source` was read.
+void note_allocator_facts(const ReuseSimRequest& q, const reuse_sim::EventSource& source, ReuseSimResults& r);
 // A snapshot's allocator settings become torch-caching's, except where a
 // flag set one (reuse_sim_run.cpp).
 void apply_recorded_settings(const ReuseSimRequest& q, const reuse_sim::RecordedAllocatorSettings& recorded, ReuseSimResults& r);

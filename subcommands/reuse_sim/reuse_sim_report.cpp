@@ -320,7 +320,16 @@ Cell recorded_cell(const Document& d) {
     return record_cell(make_record(Columns<Document>(kRecordedColumns), d));
 }
 
-// A snapshot's allocator_settings; each null when the snapshot lacks it.
+// A settings change of the program as it ran: the event it was replayed at, its text.
+using SettingsChange = std::pair<std::uint64_t, std::string>;
+constexpr Column<SettingsChange> kSettingsChangeColumns[] = {
+    {{"event", "", FieldKind::integer}, [](const SettingsChange& c) { return u64(c.first); }},
+    {{"alloc_conf", "", FieldKind::text}, [](const SettingsChange& c) -> Cell { return c.second; }},
+};
+constexpr auto settings_change_schema = nested_schema<kSettingsChangeColumns>;
+
+// A snapshot's allocator_settings (those it started with, where the program
+// changed them as it ran: then `changes`); each null when the snapshot lacks it.
 constexpr Column<ReuseSimResults> kSettingsColumns[] = {
     {{"alloc_conf", "", FieldKind::text}, [](const ReuseSimResults& r) { return optional_cell(r.allocator_settings->alloc_conf); }},
     {{"max_split_size", "", FieldKind::bytes},
@@ -338,6 +347,9 @@ constexpr Column<ReuseSimResults> kSettingsColumns[] = {
     {{"expandable_segments", "", FieldKind::boolean},
      [](const ReuseSimResults& r) { return optional_cell(r.allocator_settings->expandable_segments); }},
     {{"overridden", "", FieldKind::list}, [](const ReuseSimResults& r) -> Cell { return r.overridden_settings; }},
+    {{"changes", "", FieldKind::records},
+     [](const ReuseSimResults& r) { return records_cell(make_records(Columns<SettingsChange>(kSettingsChangeColumns), r.settings_changes)); },
+     Shown::always, false, settings_change_schema},
 };
 constexpr auto settings_schema = nested_schema<kSettingsColumns>;
 
@@ -739,7 +751,8 @@ std::optional<std::string> fewer_ooms_text(const ReuseSimRequest& q, const Reuse
     const std::optional<std::uint64_t> capacity = q.capacity == rs::kUnlimited ? std::nullopt : std::optional<std::uint64_t>(q.capacity);
     std::optional<std::uint64_t> recorded_cap;
     if (q.recording && q.recording->cap) recorded_cap = q.recording->cap->call.allowed_memory_maximum;
-    return fewer_ooms_message(r.summary->oom_events, *replay, capacity, recorded_cap, r.summary->recorded.peak_reserved_bytes);
+    return fewer_ooms_message(r.summary->oom_events, *replay, capacity, recorded_cap, r.summary->recorded.peak_reserved_bytes,
+                              r.replay_causes);
 }
 
 constexpr Column<Document> kDocumentColumns[] = {
@@ -824,7 +837,7 @@ std::vector<std::string> recorded_lines(const ReuseSimResults& r, Unit unit) {
     std::vector<std::string> lines;
     if (r.allocator_settings) {
         const rs::RecordedAllocatorSettings& a = *r.allocator_settings;
-        std::string line = "allocator settings of the snapshot:";
+        std::string line = r.settings_changes.empty() ? "allocator settings of the snapshot:" : "allocator settings it started with:";
         if (a.max_split_size)
             line += " max_split_size " + (*a.max_split_size == rs::RecordedAllocatorSettings::kUnlimitedSplit ? std::string("unlimited")
                                                                                                             : format_bytes(*a.max_split_size, unit)) + ",";

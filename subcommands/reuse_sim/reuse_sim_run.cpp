@@ -45,6 +45,7 @@ public:
     std::string skipped_what() const override { return inner_.skipped_what(); }
     std::vector<std::string> notes() const override { return inner_.notes(); }
     const rs::RecordedAllocatorSettings* allocator_settings() const override { return inner_.allocator_settings(); }
+    const rs::AllocatorFacts* allocator_facts() const override { return inner_.allocator_facts(); }
     std::string tag_name(std::uint32_t tag) const override { return inner_.tag_name(tag); }
 
 private:
@@ -102,7 +103,9 @@ bool needs_largest_request(const ReuseSimRequest& q) {
 std::unique_ptr<rs::EventSource> open_input(const ReuseSimRequest& q) {
     if (!q.input.trace) return rs::make_workload(q.input.workload);
     const bool rereadable = needs_largest_request(q) || q.execute_on || q.tune;
-    return rs::open_trace(*q.input.trace, q.input.trace_format, rereadable, q.input.trace_device);
+    // The hook's record of the program's pools and settings, beside a snapshot it wrote.
+    const rs::RecordedCalls* calls = q.recording ? &q.recording->calls : nullptr;
+    return rs::open_trace(*q.input.trace, q.input.trace_format, rereadable, q.input.trace_device, calls);
 }
 
 // Every strategy on the simulated device, in one replay of the input.
@@ -210,6 +213,7 @@ TuneResults tune_recording(const ReuseSimRequest& q, const std::string& trace, s
     rq.input.trace_format = rs::TraceFormat::automatic;
     rq.capacity = capacity;
     rq.confirm.reset();
+    rq.recording = read_recording_stats(stats_file_name(trace));
     ReuseSimResults r;
     const rs::CostTable table = load_costs(rq, r);
     const rs::CostModel costs(table);
@@ -218,6 +222,57 @@ TuneResults tune_recording(const ReuseSimRequest& q, const std::string& trace, s
     if (const rs::RecordedAllocatorSettings* recorded = source->allocator_settings()) apply_recorded_settings(rq, *recorded, r);
     tune_reuse_sim(rq, *source, costs, r, false);
     return std::move(*r.tune);
+}
+
+namespace {
+
+std::string quoted_conf(const std::optional<std::string>& conf) {
+    return conf && !conf->empty() ? "'" + *conf + "'" : std::string("PyTorch's defaults");
+}
+
+}  // namespace
+
+void note_allocator_facts(const ReuseSimRequest& q, const rs::EventSource& source, ReuseSimResults& r) {
+    const rs::AllocatorFacts* facts = source.allocator_facts();
+    if (!facts) return;
+    r.settings_changes = facts->settings_changes;
+    if (!r.settings_changes.empty()) {
+        std::string line = "the program changed its allocator settings " + std::to_string(r.settings_changes.size()) +
+                           (r.settings_changes.size() == 1 ? " time" : " times") +
+                           " as it ran (torch.cuda.memory._set_allocator_settings); each phase is replayed under its own: from the start " +
+                           quoted_conf(r.allocator_settings ? r.allocator_settings->alloc_conf : std::nullopt);
+        for (const auto& [event, conf] : r.settings_changes) line += ", from event " + std::to_string(event) + " " + quoted_conf(conf);
+        if (q.tune)
+            line += ". A suggested setting replaces only the first phase (events 1 to " + std::to_string(r.settings_changes.front().first - 1) +
+                    "); each call of the program's own then applies as in a real run (expandable_segments stays as suggested "
+                    "unless a call sets it)";
+        r.warnings.push_back(line);
+    }
+    // Settings changed where this recording does not say: its hook predates the record of the calls.
+    if (!facts->calls_recorded && q.recording && q.recording->start_conf.value_or("") != facts->final_conf.value_or("") &&
+        facts->final_conf) {
+        const std::string cause = "the program changed its allocator settings as it ran (it started with " +
+                                  quoted_conf(q.recording->start_conf) + ", the snapshot ends with " + quoted_conf(facts->final_conf) +
+                                  ") at places this recording does not say, and the replay applies the last to the whole run";
+        r.replay_causes.push_back(cause);
+        r.warnings.push_back(cause + ": record it again with this gpumem, which records each _set_allocator_settings call");
+    }
+    if (!facts->calls_recorded && (facts->mem_pools > 0 || facts->ooms_placed_by_guess > 0)) {
+        std::string cause;
+        if (facts->mem_pools > 0)
+            cause = "the program used " + std::to_string(facts->mem_pools) + " torch.cuda.MemPool pool" + (facts->mem_pools == 1 ? "" : "s") +
+                    ", whose requests are placed by the segments each still held at the end";
+        if (facts->ooms_placed_by_guess > 0)
+            cause += (cause.empty() ? "" : ", and ") + std::to_string(facts->ooms_placed_by_guess) +
+                     " refused request(s) in the private pool of the request before them (a snapshot does not say where a "
+                     "refused request was to go)";
+        r.replay_causes.push_back(cause);
+        r.warnings.push_back(cause + ": record it again with this gpumem, which records each use_mem_pool context and "
+                                     "CUDA graph capture, for an exact replay");
+    }
+    if (facts->unexplained_pool_releases > 0)
+        r.replay_causes.push_back(std::to_string(facts->unexplained_pool_releases) +
+                                  " release(s) of a private pool the snapshot no longer lists, whose requests replay as the default pools'");
 }
 
 void apply_recorded_settings(const ReuseSimRequest& q, const rs::RecordedAllocatorSettings& recorded, ReuseSimResults& r) {
@@ -269,12 +324,14 @@ void execute_reuse_sim(const ReuseSimRequest& q, ReuseSimResults& r, Session& se
     if (const rs::RecordedAllocatorSettings* recorded = source->allocator_settings()) apply_recorded_settings(q, *recorded, r);
     if (q.tune) {
         tune_reuse_sim(q, *source, costs, r, session.progress());
+        note_allocator_facts(q, *source, r);
         if (q.confirm) confirm_reuse_sim(q, r, session);
         r.complete = true;
         return;
     }
     if (needs_largest_request(q)) r.strategy_options.largest_request = rs::largest_request(*source);
     simulate(q, *source, costs, files, r);
+    note_allocator_facts(q, *source, r);
     if (device) execute_on_gpu(q, *device, *source, costs, session.output().unit, r);
     r.complete = true;
 }
