@@ -202,7 +202,9 @@ def compare_table(work, truth_work=None):
         if best_conf is None or best is None:
             best_text = "-"
         else:
-            ran_text = ("ran" if best_ran[0][1] else "ran out of memory") if best_ran else "model only"
+            status = mb.get("best_answer_status")  # gpumem's own word: "ran", "model only" or "not confirmed"
+            ran_text = status if isinstance(status, str) else (
+                ("ran" if best_ran[0][1] else "ran out of memory") if best_ran else "model only")
             if best_conf in ("", None) or best == g:
                 ran_text = "the recorded setting's" if best == g else ran_text
             best_text = "`%s`: %s (%s)" % (best_conf or "defaults", best, ran_text)
