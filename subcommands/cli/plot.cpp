@@ -308,6 +308,7 @@ void draw_series(SvgWriter& svg, const Frame& f, const Plot& plot) {
 void draw_rules_and_markers(SvgWriter& svg, const Frame& f, const Plot& plot) {
     const double bottom = kTop + f.height, right = f.left + f.width;
     svg.open("g", {{"id", "rules"}});
+    int vertical_labels = 0;  // each vertical rule's label a line lower: near answers' labels would overlap
     for (const PlotRule& r : plot.rules) {
         const char* colour = rule_colour(r.colour);
         if (r.vertical) {
@@ -315,7 +316,7 @@ void draw_rules_and_markers(SvgWriter& svg, const Frame& f, const Plot& plot) {
             svg.empty("line", {{"x1", svg_number(x)}, {"x2", svg_number(x)}, {"y1", svg_number(kTop)}, {"y2", svg_number(bottom)},
                                {"stroke", colour}, {"stroke-width", "1.5"}, {"stroke-dasharray", "5 4"}});
             const bool right_half = x > f.left + f.width * 0.7;
-            svg.text("text", {{"x", svg_number(right_half ? x - 4 : x + 4)}, {"y", svg_number(kTop + 12)}, {"fill", colour},
+            svg.text("text", {{"x", svg_number(right_half ? x - 4 : x + 4)}, {"y", svg_number(kTop + 12 + 14 * vertical_labels++)}, {"fill", colour},
                               {"text-anchor", right_half ? "end" : "start"}},
                      r.label);
         } else {

@@ -404,6 +404,9 @@ private:
         throw_if_interrupted();
         add_run(x_, record_at(m_, x_, batch, why, setting, scratch_, session_));
         const MaxBatchRecording& rec = x_.recordings.back();
+        // The GPU the program ran on, for --plot's title: read now, while
+        // the scratch folder still holds the run's statistics.
+        if (!x_.device_name && !rec.file.empty()) x_.device_name = recorded_device_name(stats_file_name(rec.file));
         say_run(session_, x_, m_, rec);
         const unsigned order = rec.order;
         sort_recordings(x_);

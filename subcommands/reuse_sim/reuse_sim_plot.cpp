@@ -217,7 +217,7 @@ Plot max_batch_plot(const ReuseSimRequest& q, const ReuseSimResults& r) {
     plot.title = "gpumem reuse-sim --max-batch: peak reserved against the batch" + on;
     plot.subtitle = r.input_description + "; " + cap_text(q.capacity);
     if (best && !best->answer.largest) plot.notes.push_back("no batch fits: even batch 1 runs out of memory in the model");
-    if (best && best->answer.largest_hopeful)
+    if (best && best->answer.largest && best->answer.largest_hopeful && *best->answer.largest_hopeful != *best->answer.largest)
         plot.notes.push_back("the model does not hold: the answer is a range, " + std::to_string(*best->answer.largest) + " to " +
                              std::to_string(*best->answer.largest_hopeful));
     plot.notes.push_back("lines: the peak reserved the model gives each batch with no cap; marks: the program's real runs, on the recorded "
