@@ -84,7 +84,10 @@ TEST_CASE("allocator features: every recording replays PyTorch's five counters e
             {"num_device_alloc", "upstream_allocs"}, {"num_device_free", "upstream_frees"},
             {"reserved_bytes.all.peak", "peak_reserved"}, {"num_alloc_retries", "retries"}, {"num_ooms", "ooms"},
         };
-        for (const auto& [torch_key, model_key] : counters) {
+        for (const auto& counter : counters) {
+            // No structured binding: clang 14 refuses one inside CAPTURE's lambda.
+            const char* const torch_key = counter.first;
+            const char* const model_key = counter.second;
             CAPTURE(torch_key);
             const std::uint64_t torch = stats.at(torch_key).get<std::uint64_t>();
             const std::uint64_t model = lane.at(model_key).get<std::uint64_t>();
