@@ -62,8 +62,7 @@ std::string svg_number(double value) {
     return s;
 }
 
-SvgWriter::SvgWriter(double width, double height) {
-    out_ = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+SvgWriter::SvgWriter(double width, double height) : out_("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n") {
     open("svg", {{"xmlns", "http://www.w3.org/2000/svg"},
                  {"width", svg_number(width)},
                  {"height", svg_number(height)},
