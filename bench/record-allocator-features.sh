@@ -46,6 +46,9 @@ calls = {}
 for c in stats["allocator"].get("allocator_calls", []):
     calls[c["call"]] = calls.get(c["call"], 0) + 1
 calls_text = ", ".join("%s %d" % kv for kv in sorted(calls.items())) or "none"
+errors = stats["allocator"].get("hook_errors") or []
+if errors:
+    calls_text += "; hook errors: " + " / ".join(errors)
 cap = stats["allocator"].get("allowed_memory_maximum")
 print("| %s | %s | %d | %d | %d | %d | %d | %s | %s |" % (name, cap or "-", *want, calls_text,
                                                       "exact" if not diffs else "replay: " + ", ".join(diffs)))

@@ -59,6 +59,23 @@ class _State:
     # The program's calls that change how the allocator serves requests,
     # in the order made, each with its place in the history (_note_call).
     allocator_calls = []
+    # What the hook could not follow (a wrapper that could not be put in
+    # place, a call it could not note), at most _MAX_HOOK_ERRORS distinct
+    # lines: written into the recording so that gpumem names the cause of
+    # a replay that differs, instead of the hook failing silently.
+    hook_errors = []
+    # Graph captures begun without a pool: PyTorch numbers their pools
+    # (N, 0) from 1, in this order.
+    graph_pools_made = 0
+
+
+_MAX_HOOK_ERRORS = 20
+
+
+def _hook_error(where, e):
+    line = "%s: %s: %s" % (where, type(e).__name__, str(e).splitlines()[0] if str(e) else "")
+    if line not in _State.hook_errors and len(_State.hook_errors) < _MAX_HOOK_ERRORS:
+        _State.hook_errors.append(line)
 
 
 def _first_int(names):
@@ -167,6 +184,7 @@ def _dump(torch, doc):
                          device_total=last["device_total"], capped_device=last["device"], cap_set_by=last["set_by"])
     allocator["memory_fraction_calls"] = _State.fraction_calls
     allocator["allocator_calls"] = [c for c in _State.allocator_calls if c["device"] in (None, device)]
+    allocator["hook_errors"] = _State.hook_errors
     try:
         device_total = int(torch.cuda.mem_get_info(device)[1])
     except Exception:
@@ -283,12 +301,24 @@ def _note_call(torch, call, **fields):
         device, position = _history_position(torch)
         fields.update(call=call, device=device, position=position)
         _State.allocator_calls.append(fields)
-    except Exception:  # the program's call goes on unrecorded rather than fail
-        pass
+    except Exception as e:  # the program's call goes on unrecorded rather than fail
+        _hook_error(call, e)
 
 
 def _pool_id(pool):
-    return [int(v) for v in pool]
+    """A pool's id as two ints, from what PyTorch hands out: a MemPool's
+    .id (a tuple), a graph's pool() (a tuple, or in some versions a
+    _POOL_HANDLE object holding one)."""
+    for candidate in (pool, getattr(pool, "id", None), getattr(pool, "value", None), getattr(pool, "handle", None)):
+        if candidate is None:
+            continue
+        try:
+            values = [int(v) for v in candidate]
+        except (TypeError, ValueError):
+            continue
+        if len(values) == 2:
+            return values
+    raise TypeError("a pool id of type %s" % type(pool).__name__)
 
 
 def _watch_allocator_calls(torch):
@@ -331,8 +361,8 @@ def _watch_allocator_calls(torch):
                 # Runs just before PyTorch's ~MemPool (releasePool, then
                 # emptyCache of the pool); not at exit, after the snapshot.
                 weakref.finalize(self, _note_call, torch, "pool_release", pool=_pool_id(self.id)).atexit = False
-            except Exception:
-                pass
+            except Exception as e:
+                _hook_error("MemPool: its release", e)
         mem_pool.__init__ = __init__
     # A graph's pool becomes freeable when the last graph captured into it
     # is reset or deleted (releasePool: its use count reaches 0).
@@ -343,39 +373,80 @@ def _watch_allocator_calls(torch):
         if users[pool_id] == 0:
             _note_call(torch, "pool_release", pool=list(pool_id))
 
+    # Graphs already counted, by id() while alive: a graph object need not
+    # take attributes.
+    counted = set()
+
     def graph_captures(graph_obj, pool_id):
-        if getattr(graph_obj, "_gpumem_pool", None) is not None:
+        if id(graph_obj) in counted:
             return
         users[pool_id] = users.get(pool_id, 0) + 1
-        graph_obj._gpumem_pool = pool_id
-        try:
-            weakref.finalize(graph_obj, graph_released, pool_id).atexit = False
-            graph_obj._gpumem_finalizer = True
-        except Exception:
-            pass
+        counted.add(id(graph_obj))
+        key = id(graph_obj)
+
+        def released():
+            counted.discard(key)
+            graph_released(pool_id)
+        weakref.finalize(graph_obj, released).atexit = False
     graph = getattr(torch.cuda, "CUDAGraph", None)
     if isinstance(graph, type) and hasattr(graph, "capture_begin") and hasattr(graph, "capture_end"):
         begin, end = graph.capture_begin, graph.capture_end
 
+        # The graph's pool id. CUDAGraph.pool() answers only after a
+        # successful capture (torch 2.11 raises before), so the id is
+        # worked out as PyTorch makes it: the pool given to capture_begin
+        # (a graph's id, a graph_pool_handle(), a MemPool), else a new one,
+        # (N, 0) with N counting such captures in this process from 1
+        # (c10's MemPool::graph_pool_handle(false), which only a capture
+        # without a pool calls). A successful capture checks the count.
+        pool_of = {}
+
+        def given_pool(args, kwargs):
+            pool = kwargs.get("pool", args[0] if args else None)
+            if pool is None:
+                return None
+            ids = tuple(_pool_id(pool))
+            return None if ids == (0, 0) else ids
+
         @functools.wraps(begin)
         def capture_begin(self, *args, **kwargs):
-            result = begin(self, *args, **kwargs)
             try:
-                pool_id = tuple(_pool_id(self.pool()))
-                graph_captures(self, pool_id)
-                _note_call(torch, "capture_begin", pool=list(pool_id), stream=int(torch.cuda.current_stream().cuda_stream))
-            except Exception:
-                pass
+                given = given_pool(args, kwargs)
+            except Exception as e:
+                _hook_error("capture_begin: the pool given", e)
+                given = False
+            result = begin(self, *args, **kwargs)
+            if given is False:
+                return result
+            if given is None:
+                _State.graph_pools_made += 1
+                given = (_State.graph_pools_made, 0)
+            pool_of[id(self)] = given
+            _note_call(torch, "capture_begin", pool=list(given), stream=int(torch.cuda.current_stream().cuda_stream))
+            try:
+                graph_captures(self, given)
+            except Exception as e:
+                _hook_error("capture_begin: the graph's release", e)
             return result
 
         @functools.wraps(end)
         def capture_end(self, *args, **kwargs):
-            try:
-                _note_call(torch, "capture_end", pool=_pool_id(self.pool()))
-            except Exception:
-                pass
-            return end(self, *args, **kwargs)
-        graph.capture_begin, graph.capture_end = capture_begin, capture_end
+            pool_id = pool_of.pop(id(self), None)
+            if pool_id is not None:
+                _note_call(torch, "capture_end", pool=list(pool_id))
+            result = end(self, *args, **kwargs)
+            if pool_id is not None:
+                try:
+                    actual = tuple(_pool_id(self.pool()))
+                    if actual != pool_id:
+                        _hook_error("capture_end", RuntimeError("the graph's pool is %s, not %s as counted" % (list(actual), list(pool_id))))
+                except Exception as e:
+                    _hook_error("capture_end: the graph's pool", e)
+            return result
+        try:
+            graph.capture_begin, graph.capture_end = capture_begin, capture_end
+        except Exception as e:
+            _hook_error("torch.cuda.CUDAGraph's capture_begin/capture_end", e)
 
 
 def _apply_cap(torch, original):
@@ -459,8 +530,8 @@ def _start(torch):
         original = _watch_fraction(torch)
         try:
             _watch_allocator_calls(torch)
-        except Exception:  # recorded without them; the replay then says so
-            pass
+        except Exception as e:  # recorded without them; the replay then says so
+            _hook_error("watching the allocator calls", e)
         # The process's file names are claimed when it first initializes
         # CUDA, so the first to use the GPU gets FILE itself.
         torch.cuda._lazy_call(_claim_order)

@@ -328,6 +328,9 @@ std::optional<RecordingStats> read_recording_stats(const std::string& path) {
         };
         stats.start_conf = read_alloc_conf(text("PYTORCH_ALLOC_CONF"), text("PYTORCH_CUDA_ALLOC_CONF"), stats.torch_version).value;
         if (a.contains("allocator_calls")) stats.calls = allocator_calls_of(a["allocator_calls"]);
+        if (a.contains("hook_errors") && a["hook_errors"].is_array())
+            for (const nlohmann::json& e : a["hook_errors"])
+                if (e.is_string()) stats.hook_errors.push_back(e.get<std::string>());
         stats.calls.initial_conf = stats.start_conf;
     }
     return stats;

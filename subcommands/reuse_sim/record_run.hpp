@@ -86,6 +86,9 @@ struct RecordingStats {
     reuse_sim::RecordedCalls calls;
     std::optional<std::uint64_t> device_total;  // the device's memory (schema 3)
     bool ran_out_of_memory = false;             // memory_stats' num_ooms above 0
+    // What the hook could not follow (its "hook_errors": a wrapper it could
+    // not put in place, a call it could not note), one line each.
+    std::vector<std::string> hook_errors;
 };
 std::optional<RecordingStats> read_recording_stats(const std::string& path);
 // The GPU a recording ran on ("NVIDIA H200"), as its statistics file (a

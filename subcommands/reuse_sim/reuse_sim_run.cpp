@@ -270,6 +270,25 @@ void note_allocator_facts(const ReuseSimRequest& q, const rs::EventSource& sourc
         r.warnings.push_back(cause + ": record it again with this gpumem, which records each use_mem_pool context and "
                                      "CUDA graph capture, for an exact replay");
     }
+    // The hook said what it could not follow: that, not a guess, is the cause.
+    if (q.recording && !q.recording->hook_errors.empty()) {
+        const auto& errors = q.recording->hook_errors;
+        std::string cause = "the recording hook could not follow some of the program's allocator calls (" + errors.front() +
+                            (errors.size() > 1 ? "; " + std::to_string(errors.size() - 1) + " more in the recording's hook_errors" : "") +
+                            "), so the replay does not know where they fall";
+        r.replay_causes.push_back(cause);
+        r.warnings.push_back(std::move(cause));
+    }
+    if (q.recording && facts->calls_recorded && facts->graph_pools > 0 &&
+        std::none_of(q.recording->calls.calls.begin(), q.recording->calls.calls.end(),
+                     [](const rs::AllocatorCall& c) { return c.kind == rs::AllocatorCall::Kind::capture_begin; })) {
+        std::string cause = "the snapshot holds " + std::to_string(facts->graph_pools) + " CUDA graph pool" +
+                            (facts->graph_pools == 1 ? "" : "s") +
+                            " but the recording no capture of them: while a capture is under way PyTorch neither frees its "
+                            "cache nor retries, which the replay cannot know here";
+        r.replay_causes.push_back(cause);
+        r.warnings.push_back(std::move(cause));
+    }
     if (facts->unexplained_pool_releases > 0)
         r.replay_causes.push_back(std::to_string(facts->unexplained_pool_releases) +
                                   " release(s) of a private pool the snapshot no longer lists, whose requests replay as the default pools'");
