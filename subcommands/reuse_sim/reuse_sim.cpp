@@ -342,7 +342,7 @@ void add_max_batch_options(CLI::App& sub, ReuseSimOptions& o) {
     add_unsigned_option(sub, "--max-runs", o.max_runs,
                         "N: the most real runs of the program --max-batch makes, its recordings included (default " +
                             std::to_string(MaxBatchRequest::kDefaultMaxRuns) +
-                            ": 2 first recordings, 2 near the first answer, and 6 checks, which bisect a range of 64 batches); "
+                            ": 2 first recordings, 2 near the first answer, 6 checks, which bisect a range of 64 batches, and 2 below the answer); "
                             "the answer is only ever a batch that ran",
                         2, 1000);
     sub.add_flag("--no-refine", o.no_refine,

@@ -96,7 +96,7 @@ struct MaxBatchRequest {
     // first ones, the refinement's, the checks, the bisection, the runs
     // below the answer, the best setting's); --confirm's runs come on top.
     unsigned max_runs = kDefaultMaxRuns;
-    static constexpr unsigned kDefaultMaxRuns = 10;
+    static constexpr unsigned kDefaultMaxRuns = 12;
 };
 
 // Everything the options say, checked (check() in reuse_sim.cpp).
@@ -307,10 +307,12 @@ struct MaxBatchFacts {
     // The answer is a batch that ran: the model's answer is `ran`.
     bool answer_ran = false;
     // Below the answer: batches that ran out of memory (memory not
-    // monotone in the batch), ascending; and the largest batch at or below
-    // which no real run ran out of memory.
+    // monotone in the batch), ascending; the largest batch at or below
+    // which no real run ran out of memory (not every batch there was run);
+    // and the largest batch below them all that ran (0: none).
     std::vector<std::uint64_t> oom_below;
     std::uint64_t all_below_ran = 0;
+    std::uint64_t ran_below_oom = 0;
 };
 
 // --max-batch --confirm: one real run, at the answer or at the next batch.
@@ -345,6 +347,9 @@ struct MaxBatchResults {
     // The run budget (--max-runs) ended the search before the answer was a
     // batch that ran (or before the runs below it were made).
     bool budget_spent = false;
+    // The budget ended the runs below the answer before they were done:
+    // memory below it is not known to be monotone.
+    bool below_cut = false;
     // The end-to-end form chose no checks (--no-refine).
     bool checks_off = false;
     // The ranks modelled (several: torchrun); empty for one process.

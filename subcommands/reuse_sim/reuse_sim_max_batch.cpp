@@ -333,6 +333,10 @@ MaxBatchFacts MaxBatchResults::facts(const std::string& setting, std::optional<s
     std::sort(f.oom_below.begin(), f.oom_below.end());
     f.answer_ran = f.ran != 0 && model_answer && *model_answer == f.ran;
     f.all_below_ran = f.oom_below.empty() ? f.ran : f.oom_below.front() - 1;
+    if (!f.oom_below.empty())
+        for (const MaxBatchRecording& rec : recordings)
+            if (rec.setting == setting && rec.recorded_here && !rec.ran_out_of_memory() && rec.batch < f.oom_below.front())
+                f.ran_below_oom = std::max(f.ran_below_oom, rec.batch);
     return f;
 }
 
@@ -716,11 +720,16 @@ private:
     }
 
     // Memory that is not monotone in the batch: a batch below one that ran
-    // may run out (a cached block split otherwise, a workspace chosen by the
-    // batch). Run a few batches just below the answer, only where the model
-    // says they are near the cap: an OOM or a retry in the modelled replay,
-    // a peak within kNearCap of the cap, or the cautious and hopeful traces
-    // disagreeing. Stops at the first that runs.
+    // may run out (a cached block split otherwise, a kernel or workspace
+    // chosen by the batch: a Llama prefill ran at 150, 153 and 154 but not
+    // at 148 or 152). Run the batches 1, 2 and 4 below the answer
+    // (kBelowOffsets: spread out, so that an OOM a few batches down is
+    // found for the same runs as the next ones), each only where the model
+    // says it is near the cap -- an OOM or a retry in the modelled replay,
+    // a peak within 1/kNearCapDivisor of the cap, or the cautious and
+    // hopeful traces disagreeing -- or once one below the answer ran out of
+    // memory. A batch well inside the cap ends them: those below it are
+    // further inside.
     void below_answer() {
         const MaxBatchSetting* recorded = x_.recorded();
         if (recorded == nullptr || !recorded->answer.largest) return;
@@ -731,13 +740,10 @@ private:
             if (points_[i].recorded) lane = &lanes_[i];
         if (lane == nullptr) return;
         const std::uint64_t margin = q_.capacity / kNearCapDivisor;
-        std::uint64_t batch = answer;
-        for (unsigned k = 0; k < kBelowRuns && batch > 1; ++k) {
-            --batch;
-            if (recorded_at(x_, batch)) {
-                if (x_.ran_without_oom(batch)) return;
-                continue;
-            }
+        for (const std::uint64_t offset : kBelowOffsets) {
+            if (offset >= answer) return;
+            const std::uint64_t batch = answer - offset;
+            if (recorded_at(x_, batch)) continue;
             bool near = false;
             for (const auto& [rank, model] : models_) {
                 const std::vector<rs::BatchReplay> cautious = rs::replay_batches(model, *lane, {batch}, false, options_);
@@ -745,16 +751,13 @@ private:
                 near = near || !c.no_oom || c.retries > 0 || c.peak_reserved + margin >= q_.capacity;
                 if (!model.checks().holds()) near = near || !rs::replay_batches(model, *lane, {batch}, true, options_).front().no_oom;
             }
-            // The model says this batch is well inside the cap, and those
-            // below it more so: nothing to run, unless the batch above it
-            // ran out of memory (an OOM below a batch that ran: keep looking).
-            const bool below_oom = k > 0 && recorded_at(x_, batch + 1) && !x_.ran_without_oom(batch + 1);
-            if (!near && !below_oom) return;
+            if (!near && x_.facts_of(*recorded).oom_below.empty()) return;
             if (!can_run()) {
                 x_.budget_spent = true;
+                x_.below_cut = true;
                 return;
             }
-            if (!run(batch, kRecordingWhy.below_answer).ran_out_of_memory()) return;
+            (void)run(batch, kRecordingWhy.below_answer);
         }
     }
 
@@ -775,7 +778,7 @@ private:
         }
     }
 
-    static constexpr unsigned kBelowRuns = 3;
+    static constexpr std::uint64_t kBelowOffsets[] = {1, 2, 4};
     static constexpr std::uint64_t kNearCapDivisor = 100;  // 1 % of the cap
 
     const ReuseSimRequest& q_;

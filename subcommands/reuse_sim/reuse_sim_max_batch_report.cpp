@@ -24,8 +24,6 @@ std::string setting_name(const rs::GridPoint& p) {
     return conf.empty() ? std::string("(PyTorch's defaults)") : conf;
 }
 
-std::string setting_key(const MaxBatchSetting& s) { return s.point.recorded ? std::string() : rs::alloc_conf(s.point.options); }
-
 // What backs a setting's answer: a real run at it, the model alone (no run
 // tried it: --batch-trace, --no-refine, a row of the grid not run), or
 // nothing yet (runs were made, the budget ended before one ran there).
@@ -83,10 +81,17 @@ std::string batch_text(const MaxBatchSetting& s, const MaxBatchResults& x, unsig
             text = n + " or more (a real run" + under + " at " + n + " ran without an OOM; every batch searched fits)";
         else
             text = n + " (a real run" + under + " at " + n + " ran without an OOM; the model says " + next + " does not fit)";
+        // Only the batches run are known: a smaller batch that ran is the
+        // one to name, and that the others below were not all run.
         if (!f.oom_below.empty())
             text += "; " + join_batches(f.oom_below) + (f.oom_below.size() > 1 ? " run" : " runs") +
-                    " out of memory (memory is not monotone in the batch here): " + std::to_string(f.all_below_ran) +
-                    " is the largest batch below which every batch runs";
+                    " out of memory (memory is not monotone in the batch here, and not every batch below was run)" +
+                    (f.ran_below_oom ? std::string(": the largest batch below ") + (f.oom_below.size() > 1 ? "them" : "it") +
+                                           " that ran is " + std::to_string(f.ran_below_oom)
+                                     : std::string());
+        if (x.below_cut && s.point.recorded)
+            text += "; the run budget (--max-runs " + std::to_string(max_runs) +
+                    ") ended the runs below it first: batches below it may run out of memory";
         return text;
     }
     case Backing::not_confirmed: {
@@ -475,9 +480,16 @@ constexpr Column<Doc> kMaxBatchColumns[] = {
          const MaxBatchFacts f = d.x().facts_of(*d.recorded());
          return f.answer_ran ? u64(f.all_below_ran) : Cell();
      }},
+    {{"largest_batch_ran_below_oom", "", FieldKind::integer},
+     [](const Doc& d) {
+         if (!d.recorded()) return Cell();
+         const MaxBatchFacts f = d.x().facts_of(*d.recorded());
+         return f.answer_ran && f.ran_below_oom ? u64(f.ran_below_oom) : Cell();
+     }},
     {{"runs", "", FieldKind::integer}, [](const Doc& d) { return u64(d.x().runs()); }},
     {{"max_runs", "", FieldKind::integer}, [](const Doc& d) { return d.q.max_batch->program.empty() ? Cell() : u64(d.q.max_batch->max_runs); }},
     {{"budget_spent", "", FieldKind::boolean}, [](const Doc& d) -> Cell { return d.x().budget_spent; }},
+    {{"below_answer_cut", "", FieldKind::boolean}, [](const Doc& d) -> Cell { return d.x().below_cut; }},
     // A program of several ranks: the ranks modelled, and the one that answers.
     {{"ranks", "", FieldKind::list},
      [](const Doc& d) {
