@@ -1,4 +1,4 @@
-// reuse-sim --tune's fast path (reuse_sim/tune_replays.hpp): lanes on
+// reuse-sim tune's fast path (reuse_sim/tune_replays.hpp): lanes on
 // several threads, settings that provably replay alike replayed once, the
 // bisection's probes. Each row must be what one thread replaying every
 // setting gives, on the PyTorch recordings (tests/fixtures/torch, with

@@ -188,7 +188,7 @@ std::string recordings_line(const MaxBatchResults& x) {
     }
     const bool recorded_here = !x.recordings.empty() && x.recordings.front().recorded_here;
     return std::string(recorded_here ? "recorded by gpumem at " : "recordings: ") + join(parts, ", ") +
-           (recorded_here && scratch ? "; removed after the answer (--record FILE keeps them)" : "");
+           (recorded_here && scratch ? "; removed after the answer (-o FILE keeps them)" : "");
 }
 
 // The refinement: what the first recordings answered, and where gpumem recorded again.

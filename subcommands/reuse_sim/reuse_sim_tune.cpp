@@ -51,7 +51,7 @@ struct TuneRun {
     rs::LaneReplays replay(const std::vector<rs::TorchLane>& lanes, const std::string& label, bool stop_at_first_oom = false) const {
         rs::LaneReplayOptions o = options;
         o.stop_at_first_oom = stop_at_first_oom;
-        Progress progress(show_progress, "reuse-sim --tune: " + label, 100);
+        Progress progress(show_progress, "reuse-sim tune: " + label, 100);
         if (show_progress)
             o.progress = [&progress](std::uint64_t done, std::uint64_t total) { progress.update(total ? done * 100 / total : 0); };
         return rs::replay_torch_lanes(trace, lanes, o);
