@@ -225,7 +225,7 @@ TEST_CASE("plots: a replay, a tuning, --max-batch and a bandwidth sweep render i
                                            standin_env(s));
     INFO(max_batch.err);
     REQUIRE(max_batch.status == 0);
-    pictures.push_back({"max_batch", s / "max-batch.svg", {"--max-batch", "peak reserved"}, "batch", "peak reserved (", 4, 3});
+    pictures.push_back({"max_batch", s / "max-batch.svg", {"max-batch", "peak reserved"}, "batch", "peak reserved (", 4, 3});
 
     // A sweep: the GPU's own where there is one, else the command's builder over synthetic rows.
     const RunResult copy = run_gpumem({"copy", "h2d", "--sizes", "64KiB..16MiB", "--plot", s / "copy.svg"});

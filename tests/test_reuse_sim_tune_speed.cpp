@@ -220,7 +220,7 @@ TEST_CASE("tune: an input that never ends is refused at the limit of what --tune
         message = e.what();
     }
     CHECK(message.find("endless: more than 1000 events") != std::string::npos);
-    CHECK(message.find("the limit of what --tune and --sweep hold in memory") != std::string::npos);
+    CHECK(message.find("the limit of what reuse-sim tune holds in memory") != std::string::npos);
     CHECK(endless.count_ == 1001);  // read one past the limit, no further
     CHECK(rs::LoadedTrace::kMaxLoadedEvents == 100'000'000);
 }

@@ -33,10 +33,10 @@ struct ChildExit {
     std::optional<std::string> start_error;
 };
 
-// Runs `argv` (argv[0] searched on PATH) and waits for it. Throws
+// Runs `command` (its first word searched on PATH) and waits for it. Throws
 // gpumem::Error when it cannot be started at all (no pipe, no fork) or
 // waiting fails; a failed exec is reported, not thrown.
-ChildExit run_child(const std::vector<std::string>& argv, const ChildOptions& options);
+ChildExit run_child(const std::vector<std::string>& command, const ChildOptions& options);
 
 // Where execvp would look for `program`: each directory of PATH with the
 // name appended, for a name without '/'; nothing otherwise.
