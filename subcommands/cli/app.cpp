@@ -473,7 +473,7 @@ std::string extras_text(const CLI::ExtrasError& e, const CLI::App& app, const Co
             return unknown_mode_text(invoked->name, mode);
     if (!word.empty() && word[0] == '-') {
         const std::string name = word.substr(0, word.find('='));
-        // A program given without -- before it (reuse-sim --record F python3
+        // A program given without -- before it (reuse-sim record -o F python3
         // -c ...): its options are not gpumem's, and no near name helps.
         const std::string program = invoked != nullptr ? positional_value(*invoked_app(app, invoked), "command") : "";
         if (!program.empty() && index_of(args, program, 1) < index_of(args, word, 1))
@@ -583,7 +583,7 @@ int dispatch(const Parsed& parsed, const CommandEntry* invoked, Command* command
 }
 
 // argv cut at its first `--`: gpumem's own words before it, and the program
-// after it (reuse-sim --record's), which neither CLI11 nor any scan of
+// after it (reuse-sim record's), which neither CLI11 nor any scan of
 // gpumem's options (--json, the command's name) may read.
 struct SplitArgs {
     int argc = 0;                      // the words before `--`

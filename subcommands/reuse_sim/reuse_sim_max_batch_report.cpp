@@ -1,4 +1,4 @@
-// The report of gpumem reuse-sim --max-batch, from its request and results
+// The report of gpumem reuse-sim max-batch, from its request and results
 // alone: the answer first, the peaks at the answer and the next batch, the
 // recordings and the model's checks (which requests it could not follow),
 // the table of settings, and --confirm's real runs; the document's

@@ -1,4 +1,4 @@
-// gpumem reuse-sim --tune / --sweep: the input is read once into memory;
+// gpumem reuse-sim tune (and max-batch's grid): the input is read once into memory;
 // every setting of the grid is a torch-caching lane replayed alone, the
 // lanes spread over every core (reuse_sim/tune_replays.hpp), and settings
 // that provably replay alike replayed once. Then, for the best setting, a
