@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Issue 37's data: each program of bench/batch_programs/ recorded at many
-# batches under its cap, the recordings kept, so that the --max-batch model
+# batches under its cap, the recordings kept, so that the max-batch model
 # can be measured against the real runs on a machine with no GPU
 # (bench/max-batch-offline.sh). Each recording is one real run:
-#   gpumem reuse-sim --record DIR/PROG/bsB.pickle --capacity CAP -- python3 PROG.py --bs B --steps S
+#   gpumem reuse-sim record -o DIR/PROG/bsB.pickle --capacity CAP -- python3 PROG.py --bs B --steps S
 # and its .stats.json says whether the run ran out of memory (num_ooms,
 # program_ooms), its .exit the program's exit status.
 #
@@ -65,7 +65,7 @@ done <<< "$BATCHES"
 
 one() {  # GPU PROGRAM CAP BATCH
     local base=$WORK/$2/bs$4 t0=$EPOCHREALTIME
-    timeout -k 10 "$RUN_TIMEOUT" env CUDA_VISIBLE_DEVICES="$1" "$GPUMEM" reuse-sim --record "$base.pickle" --capacity "$3" \
+    timeout -k 10 "$RUN_TIMEOUT" env CUDA_VISIBLE_DEVICES="$1" "$GPUMEM" reuse-sim record -o "$base.pickle" --capacity "$3" \
         -- python3 "$HERE/batch_programs/$2.py" --bs "$4" --steps "$STEPS" < /dev/null > "$base.out" 2> "$base.err"
     echo $? > "$base.exit"
     awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f\n", b - a }' > "$base.wall"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# --tune --confirm on the capped CUDA-graph, side-stream and own-cap programs
+# tune --confirm on the capped CUDA-graph, side-stream and own-cap programs
 # (issue 35): each recorded under --capacity CAP, tuned from its recording,
 # and the best settings run for real (up to 3) under the same cap; the
 # agreement table of each, predicted beside real.
@@ -13,9 +13,9 @@ mkdir -p "$OUT"
 SUMMARY=$OUT/summary.md
 : > "$SUMMARY"
 for prog in side_stream_prefetch graph_release; do
-  "$GPUMEM" reuse-sim --record "$OUT/$prog.pickle" --capacity "$CAP" -- python3 "$HERE/torch_programs/$prog.py" \
+  "$GPUMEM" reuse-sim record -o "$OUT/$prog.pickle" --capacity "$CAP" -- python3 "$HERE/torch_programs/$prog.py" \
     > "$OUT/$prog.record.out" 2> "$OUT/$prog.record.err"
-  "$GPUMEM" reuse-sim --trace "$OUT/$prog.pickle" --tune --capacity "$CAP" --confirm 3 --json \
+  "$GPUMEM" reuse-sim tune --trace "$OUT/$prog.pickle" --capacity "$CAP" --confirm 3 --json \
     -- python3 "$HERE/torch_programs/$prog.py" > "$OUT/$prog.confirm.json" 2> "$OUT/$prog.confirm.err"
   echo "exit $?" >> "$OUT/$prog.confirm.err"
   python3 - "$prog" "$OUT/$prog.confirm.json" >> "$SUMMARY" <<'PY'

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 36 on a GPU machine: does `--tune --confirm 3` end on a setting that
+# Issue 36 on a GPU machine: does `tune --confirm 3` end on a setting that
 # really runs without an OOM, for programs that change course after one?
 # For each program of bench/converge_programs/ (real PyTorch, run unmodified,
 # the cap set by gpumem's hook on the default device):
@@ -10,7 +10,7 @@
 #   2. tune that recording (capacity from the recording) and pick the
 #      settings to run: the MAX_SETTINGS best, one of each predicted outcome
 #      first, plus PyTorch's defaults;
-#   3. `--trace F --capacity CAP --tune --confirm 3 --json -- python3 prog.py`
+#   3. `reuse-sim tune --trace F --capacity CAP --confirm 3 --json -- python3 prog.py`
 #      (the JSON kept: confirm.runs[], confirm.converged);
 #   4. brute force: the program run once under each of those settings
 #      (PYTORCH_ALLOC_CONF and PYTORCH_CUDA_ALLOC_CONF), under the cap, each
@@ -89,7 +89,7 @@ record() {  # GPU PROGRAM BASE CAP SETTING ("" for PyTorch's defaults; CAP "" fo
     [ -n "$setting" ] && env_args+=(PYTORCH_ALLOC_CONF="$setting" PYTORCH_CUDA_ALLOC_CONF="$setting")
     local t0=$EPOCHREALTIME
     limited "$RUN_TIMEOUT" "$base.out" "$base.err" env "${env_args[@]}" \
-        "$GPUMEM" reuse-sim --record "$base.pickle" "${cap_args[@]}" -- python3 "$PROGS/$prog.py"
+        "$GPUMEM" reuse-sim record -o "$base.pickle" "${cap_args[@]}" -- python3 "$PROGS/$prog.py"
     echo $? > "$base.exit"
     seconds_since "$t0" > "$base.wall"
 }
@@ -135,7 +135,7 @@ converge_one() {  # GPU PROGRAM
     rm -f "$dir"/cap[0-9]*.pickle  # the caps not chosen: their figures stay in capN.stats.json
 
     # 2. The grid's settings to run, from the recording's own cap.
-    "$GPUMEM" reuse-sim --trace "$dir/recorded.pickle" --tune --json > "$dir/tune.json" 2> "$dir/tune.err"
+    "$GPUMEM" reuse-sim tune --trace "$dir/recorded.pickle" --json > "$dir/tune.json" 2> "$dir/tune.err"
     $PY candidates "$dir/tune.json" "$MAX_SETTINGS" > "$dir/candidates.txt"
     say "tuned: $(wc -l < "$dir/candidates.txt") settings to run; best: $(python3 -c 'import json,sys; t=json.load(open(sys.argv[1])).get("tune") or {}; print(t.get("best_alloc_conf"), "fits" if t.get("best_fits") else "does not fit")' "$dir/tune.json" 2>&1 | tail -1)"
 
@@ -143,7 +143,7 @@ converge_one() {  # GPU PROGRAM
     if ! late "--confirm"; then
         local t0=$EPOCHREALTIME
         limited "$CONFIRM_TIMEOUT" "$dir/confirm.json" "$dir/confirm.err" env CUDA_VISIBLE_DEVICES="$gpu" \
-            "$GPUMEM" reuse-sim --trace "$dir/recorded.pickle" --capacity "$chosen" --tune --confirm 3 --json \
+            "$GPUMEM" reuse-sim tune --trace "$dir/recorded.pickle" --capacity "$chosen" --confirm 3 --json \
             -- python3 "$PROGS/$prog.py"
         echo $? > "$dir/confirm.exit"
         seconds_since "$t0" > "$dir/confirm.wall"
@@ -216,10 +216,10 @@ for prog in $PROGRAMS; do  # the programs no worker reached still get a row
 done
 
 {
-    echo "# --tune --confirm 3 against brute force on programs that change course after an OOM (issue 36)"
+    echo "# tune --confirm 3 against brute force on programs that change course after an OOM (issue 36)"
     echo
     sed 's/^/- /' "$WORK/machine.txt"
-    echo "- settings run by brute force: the $MAX_SETTINGS best of --tune's grid (one of each predicted outcome first) and PyTorch's defaults; 'ran without an OOM': exit 0 and no OOM the program saw; $(elapsed) s in all"
+    echo "- settings run by brute force: the $MAX_SETTINGS best of tune's grid (one of each predicted outcome first) and PyTorch's defaults; 'ran without an OOM': exit 0 and no OOM the program saw; $(elapsed) s in all"
     echo
     $PY converge-table "$WORK"
 } > "$WORK/converge.md" 2> "$WORK/table.err"

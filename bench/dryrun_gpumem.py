@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
 # A stand-in gpumem for a dry run of bench/converge.sh and bench/max-batch.sh on a machine with
 # no torch and no GPU: it runs no program, makes up recordings (a program OOMs when its made-up
-# need passes the cap; expandable_segments needs less) and answers --tune, --confirm and
-# --max-batch with documents of the shapes the scripts read. Checks the scripts, not gpumem:
+# need passes the cap; expandable_segments needs less) and answers reuse-sim tune (--confirm)
+# and max-batch with documents of the shapes the scripts read. Checks the scripts, not gpumem:
 #   GPUS="0 1" GPUMEM=bench/dryrun_gpumem.py OUT=/tmp/o WORK=/tmp/w bash bench/converge.sh
 # FAKE_SLEEP (seconds a recorded run takes, default 0.2) tries the timeouts and the hard limit;
-# --max-batch refuses "--confirm 1" as usage (exit 2), so max-batch.sh's bare --confirm is tried.
+# max-batch refuses "--confirm 1" as usage (exit 2), so max-batch.sh's bare --confirm is tried.
 import json, os, re, sys, time, random
 MiB = 1 << 20
 a = sys.argv[1:]
 if a[:1] == ["--version"]:
     print("gpumem 0.0-fake"); sys.exit(0)
-assert a[0] == "reuse-sim", a
+assert a[0] == "reuse-sim" and a[1] in ("record", "tune", "max-batch"), a
+job = a[1]
 def opt(name):
     return a[a.index(name) + 1] if name in a else None
 def size(t):
@@ -30,8 +31,8 @@ def simulate(cmd, cap, conf):
     if cap and cap < alloc * 6 // 10 and name == "lstm_cudnn":
         return {"num_ooms": 1, "alloc": 0, "reserved": 0, "exit": 1, "caught": None}
     return {"num_ooms": ooms, "alloc": alloc, "reserved": min(reserved, cap or reserved), "exit": 0, "caught": ooms}
-if "--record" in a:
-    f = opt("--record"); cap = size(opt("--capacity")) if opt("--capacity") else None
+if job == "record":
+    f = opt("-o"); cap = size(opt("--capacity")) if opt("--capacity") else None
     conf = os.environ.get("PYTORCH_ALLOC_CONF", "")
     r = simulate(prog, cap, conf)
     time.sleep(float(os.environ.get("FAKE_SLEEP", "0.2")))
@@ -42,11 +43,11 @@ if "--record" in a:
     if r["caught"] is not None: print("converge-result: caught_ooms=%d; fake" % r["caught"])
     print("gpumem: recorded", f, file=sys.stderr)
     sys.exit(r["exit"])
-if "--max-batch" in a:
+if job == "max-batch":
     if "--confirm" in a and opt("--confirm") == "1": print("usage: bad", file=sys.stderr); print('{"error":"x"}'); sys.exit(2)
     print(json.dumps({"max_batch": {"answer": "largest batch ...", "settings": [{"alloc_conf": "expandable_segments:True", "largest_batch": 99}, {"alloc_conf": "", "recorded": True, "largest_batch": 37}]}}))
     sys.exit(0)
-if "--tune" in a:
+if job == "tune":
     confs = ["expandable_segments:True", "max_split_size_mb:128,expandable_segments:True", "garbage_collection_threshold:0.8", "roundup_power2_divisions:4", "", "max_split_size_mb:128"]
     rows = [{"rank": i + 1, "alloc_conf": c, "ooms": 0 if "expandable" in c else 2, "peak_reserved": 1000 + i, "retries": 0, "upstream_allocs": 1, "upstream_frees": 0, "first_oom_event": None, "granted_recorded_ooms": 1, "recorded": c == ""} for i, c in enumerate(confs)]
     doc = {"settings": rows, "tune": {"best_alloc_conf": confs[0], "best_fits": True}}

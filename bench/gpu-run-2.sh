@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The second GPU run of issue 47, in one call of at most 9 minutes on a
 # machine of several GPUs (built for 4 H100s or H200s): gpumem's
-#   reuse-sim --max-batch --capacity CAP --tune --confirm [--max-runs N] --json -- python3 prog.py --bs {batch} --steps 3
+#   reuse-sim max-batch --capacity CAP --full-grid --confirm [--max-runs N] --json -- python3 prog.py --bs {batch} --steps 3
 # for every program of bench/batch_programs_w/ under caps of 6 and 14 GiB,
 # and under torchrun (2 ranks, rank 1 twice the batch:
 # bench/torchrun_programs/ddp_uneven.py under 4 GiB, fsdp_uneven.py under
@@ -19,7 +19,7 @@
 # the folder in it); without it every truth search runs here too, which
 # needs more than 9 minutes of a 4-GPU machine to finish for every case.
 # Environment: MAX_RUNS (8: passed as --max-runs where gpumem has it),
-# GPUMEM_ARGS (default "--tune --confirm" and that), CAPS, TORCHRUN, GPUS,
+# GPUMEM_ARGS (default "--full-grid --confirm" and that), CAPS, TORCHRUN, GPUS,
 # DEADLINE (360 s: nothing starts after it), HARD_LIMIT (440 s: everything
 # still going is stopped), GPUMEM_TIMEOUT (330 s a gpumem answer), BELOW (4).
 # $OUT gets gpu-run-2.log, max-batch.md (the table), max-batch.tgz (every
@@ -41,8 +41,8 @@ DEADLINE=${DEADLINE:-360}
 HARD_LIMIT=${HARD_LIMIT:-440}
 CAPS=${CAPS:-"6GiB 14GiB"}
 TORCHRUN=${TORCHRUN-"ddp_uneven@4GiB fsdp_uneven@6GiB"}
-GPUMEM_ARGS=${GPUMEM_ARGS:-"--tune --confirm"}
-if "$GPUMEM" reuse-sim --help 2>&1 | grep -q -- '--max-runs'; then
+GPUMEM_ARGS=${GPUMEM_ARGS:-"--full-grid --confirm"}
+if "$GPUMEM" reuse-sim max-batch --help 2>&1 | grep -q -- '--max-runs'; then
     GPUMEM_ARGS="$GPUMEM_ARGS --max-runs ${MAX_RUNS:-8}"
 else
     echo "gpu-run-2.sh: this gpumem has no --max-runs: its own limits apply" >&2
@@ -99,7 +99,7 @@ if [ ! -s "$WORK/run/max-batch.md" ]; then
     python3 "$HERE/max_batch_table.py" compare "$WORK/run" > "$WORK/run/max-batch.md"
 fi
 {
-    echo "# The largest batch that fits: gpumem reuse-sim --max-batch against a doubling-and-bisection search under PyTorch's own cap (issue 47)"
+    echo "# The largest batch that fits: gpumem reuse-sim max-batch against a doubling-and-bisection search under PyTorch's own cap (issue 47)"
     echo
     sed 's/^/- /' "$WORK/machine.txt"
     echo "- gpumem $GPUMEM_ARGS; 3 steps a run; the truth: doubling from 8, bisection to 1 batch, cap_run.py (set_per_process_memory_fraction to gpumem's bytes), an OOM: an OutOfMemoryError or num_ooms > 0 (on any rank); ${TRUTH_FROM:+truth from $TRUTH_FROM; }$((SECONDS - START)) s in all"

@@ -31,7 +31,7 @@ exec 2> >(tee -a "$OUT/gpu-run-3.log" >&2)
       --start-bs 64 --below 8 --deadline 330 --hard-limit 400 > "$WORK/llama.log" 2>&1
   tar czf "$OUT/llama.tgz" -C "$WORK" llama llama.log ) &
 ( python3 "$HERE/max_batch_truth.py" --work "$WORK/ddp" --programs '' --torchrun ddp_uneven@4GiB --gpus "0 1" --no-truth \
-      --gpumem "$GPUMEM" --gpumem-args "--tune --confirm --max-runs 10" --gpumem-timeout 500 \
+      --gpumem "$GPUMEM" --gpumem-args "--full-grid --confirm --max-runs 10" --gpumem-timeout 500 \
       --deadline 60 --hard-limit 540 > "$WORK/ddp.log" 2>&1
   tar czf "$OUT/ddp.tgz" -C "$WORK" ddp ddp.log ) &
 ( CUDA_VISIBLE_DEVICES=1 bash "$HERE/record-allocator-features.sh" "$GPUMEM" "$WORK/features" > "$WORK/features.log" 2>&1

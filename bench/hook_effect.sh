@@ -7,7 +7,7 @@
 #            hook turns it on (enabled=all, stacks=python), nothing else
 #   lazycap  the cap set when the program first initializes CUDA (as the hook
 #            does), not before it runs, and no history
-#   gpumem   gpumem reuse-sim --record (the hook itself)
+#   gpumem   gpumem reuse-sim record (the hook itself)
 # and prints each one's verdict, OOM count and peak reserved.
 #
 #   GPUMEM=.device/gpumem bash bench/hook_effect.sh OUTDIR CAP BATCH -- prog.py ARGS ({batch} is replaced)
@@ -22,7 +22,7 @@ tag=b$BATCH
 python3 "$HERE/cap_run.py" --cap "$CAP" --stats "$OUT/$tag.truth.json" -- "${prog[@]}" > "$OUT/$tag.truth.log" 2>&1 &
 HOOK_EFFECT=history python3 "$HERE/hook_effect_run.py" "$CAP" "$OUT/$tag.history.json" "${prog[@]}" > "$OUT/$tag.history.log" 2>&1 &
 HOOK_EFFECT=lazycap python3 "$HERE/hook_effect_run.py" "$CAP" "$OUT/$tag.lazycap.json" "${prog[@]}" > "$OUT/$tag.lazycap.log" 2>&1 &
-"$GPUMEM" reuse-sim --record "$OUT/$tag.gpumem.pickle" --capacity "$CAP" -- python3 "${prog[@]}" > "$OUT/$tag.gpumem.log" 2>&1 &
+"$GPUMEM" reuse-sim record -o "$OUT/$tag.gpumem.pickle" --capacity "$CAP" -- python3 "${prog[@]}" > "$OUT/$tag.gpumem.log" 2>&1 &
 wait
 for way in truth history lazycap; do
     python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sys.argv[2], sys.argv[3], d.get("verdict"), "ooms", d.get("num_ooms"), "peak_reserved", d.get("peak_reserved"), "retries", d.get("retries"))' \

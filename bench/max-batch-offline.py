@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""reuse-sim --max-batch measured on a GPU's recordings, on a machine with no GPU.
+"""reuse-sim max-batch measured on a GPU's recordings, on a machine with no GPU.
 
 Reads the folder bench/batch-recordings.sh makes (one folder a program:
 bsB.pickle, bsB.stats.json, bsB.exit at many batches around its edge, and
 cap.txt) and prints, for each program:
   - replay: each recording replayed through torch-caching under its cap
-    (gpumem reuse-sim --trace), its OOM count and peak reserved against
+    (gpumem reuse-sim replay --trace), its OOM count and peak reserved against
     torch's own (the recording's statistics): the simulator's exactness;
   - truth: the largest batch recorded with every smaller one fitting (an
     OOM: exit status not 0, or num_ooms > 0), and whether the next ran
@@ -58,7 +58,7 @@ def main(argv):
         bs = batches(folder)
         misses = []
         for b in bs:
-            doc = gpumem_json(gpumem, ["reuse-sim", "--trace", os.path.join(folder, "bs%d.pickle" % b), "--strategy", "torch-caching",
+            doc = gpumem_json(gpumem, ["reuse-sim", "replay", "--trace", os.path.join(folder, "bs%d.pickle" % b), "--strategy", "torch-caching",
                                        "--capacity", cap, "--json"])
             s, rec = doc["strategies"][0], doc["recorded"]
             replayed += 1
@@ -85,7 +85,7 @@ def main(argv):
             subset = sorted(set(b for b in subset if b in bs))
             if len(subset) < 2:
                 continue
-            args = ["reuse-sim", "--max-batch", "--capacity", cap, "--json"] + extra
+            args = ["reuse-sim", "max-batch", "--capacity", cap, "--json"] + extra
             for b in subset:
                 args += ["--batch-trace", "%d=%s" % (b, os.path.join(folder, "bs%d.pickle" % b))]
             m = gpumem_json(gpumem, args)["max_batch"]

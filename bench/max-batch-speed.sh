@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Benchmark of reuse-sim --max-batch's core (issue 37): the answer for a
+# Benchmark of reuse-sim max-batch's core (issue 37): the answer for a
 # 1 M-event pair of recordings (the stand-in training program of
 # bench/max-batch-gen.py at batch 8 and 16, 1 M events each, gpumem CSV)
 # under a 16 GiB cap, on THREADS threads (default 2), timed by phase by
 # build/bench/max_batch_speed (it calls src/reuse_sim/batch_model.hpp
 # directly, until the command lands): PyTorch's default setting alone, and
-# --tune's grid. Two pairs: one that the model aligns completely, one with a
+# tune's grid. Two pairs: one that the model aligns completely, one with a
 # 64 MiB workspace from batch 12 on (extras: the answer is a range). Each
 # answer is then confirmed by generating the program at the answer and the
 # next batch and replaying them with gpumem reuse-sim (the truth the model
@@ -26,12 +26,12 @@ cap=$((16 << 30)) events=1000000
 # fits B WORKSPACE_FROM: "ooms peak_reserved" of the program's own trace at batch B.
 fits() {
   python3 bench/max-batch-gen.py "$1" $events "$work/truth.csv" 1 "$2"
-  "$build/gpumem" reuse-sim --trace "$work/truth.csv" --strategy torch-caching --capacity $cap --json |
+  "$build/gpumem" reuse-sim replay --trace "$work/truth.csv" --strategy torch-caching --capacity $cap --json |
     python3 -c 'import json, sys; s = json.load(sys.stdin)["strategies"][0]; print(s["ooms"], s["peak_reserved"])'
 }
 
 {
-  echo "# reuse-sim --max-batch's core on a 1 M-event pair ($(date +%F))"
+  echo "# reuse-sim max-batch's core on a 1 M-event pair ($(date +%F))"
   echo
   echo "Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), no GPU; threads: $threads; runs: $runs (medians)."
   echo "Command: \`bench/max-batch-speed.sh $build\` (build/bench/max_batch_speed CAPACITY THREADS default|tune 8=bs8.csv 16=bs16.csv)."

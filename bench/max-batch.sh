@@ -3,14 +3,14 @@
 # truth. For each program of bench/batch_programs/ (real PyTorch, taking
 # --bs N and --steps), under a cap well below the GPU (set by gpumem's hook):
 #   1. the end-to-end form, timed:
-#        gpumem reuse-sim --max-batch --capacity CAP --tune --json -- python3 prog.py --bs {batch} --steps S
+#        gpumem reuse-sim max-batch --capacity CAP --full-grid --json -- python3 prog.py --bs {batch} --steps S
 #      and the same with --confirm (MB_CONFIRM, default "--confirm"; a
 #      bare --confirm is tried when that is refused as usage, exit 2;
 #      MB_CONFIRM=none: not run);
 #   2. the fallback that needs no end-to-end form: two recordings at
-#      FALLBACK_BATCHES (default 4 and 8) with --record under the cap, then
-#        gpumem reuse-sim --max-batch --batch-trace 4=a.pickle --batch-trace 8=b.pickle --capacity CAP --json
-#   3. the truth: real runs under the cap, each `gpumem reuse-sim --record X
+#      FALLBACK_BATCHES (default 4 and 8) with reuse-sim record under the cap, then
+#        gpumem reuse-sim max-batch --batch-trace 4=a.pickle --batch-trace 8=b.pickle --capacity CAP --json
+#   3. the truth: real runs under the cap, each `gpumem reuse-sim record -o X
 #      --capacity CAP -- python3 prog.py --bs B` (an OOM: exit status not 0,
 #      or num_ooms > 0 in X.stats.json), the batch doubled from START_BS until
 #      one runs out of memory (or LIMIT_BS), then bisected to STEP, the real
@@ -24,7 +24,7 @@
 # program's cap; defaults below), GPUS (indices; default
 # CUDA_VISIBLE_DEVICES, else every GPU nvidia-smi lists): one program at a
 # time per GPU; STEPS (3), START_BS (8), LIMIT_BS (4096), STEP (1),
-# RUN_TIMEOUT (90 s a real run), E2E_TIMEOUT (300 s a gpumem --max-batch),
+# RUN_TIMEOUT (90 s a real run), E2E_TIMEOUT (300 s a gpumem reuse-sim max-batch),
 # TRUTH_FROM (an earlier run's WORK: its search's runs stand for the truth,
 # none run again), DEADLINE (450 s: no run starts after it), HARD_LIMIT (530 s: every run
 # still going is stopped), WORK (/tmp/max-batch-work).
@@ -100,7 +100,7 @@ record_at() {  # GPU PROGRAM BASE CAP BATCH
     local gpu=$1 prog=$2 base=$3 cap=$4 batch=$5
     local t0=$EPOCHREALTIME
     limited "$RUN_TIMEOUT" "$base.out" "$base.err" env CUDA_VISIBLE_DEVICES="$gpu" \
-        "$GPUMEM" reuse-sim --record "$base.pickle" --capacity "$cap" -- python3 "$PROGS/$prog.py" --bs "$batch" --steps "$STEPS"
+        "$GPUMEM" reuse-sim record -o "$base.pickle" --capacity "$cap" -- python3 "$PROGS/$prog.py" --bs "$batch" --steps "$STEPS"
     echo $? > "$base.exit"
     seconds_since "$t0" > "$base.wall"
 }
@@ -127,16 +127,16 @@ max_batch_one() {  # GPU PROGRAM
 
     # 1. The end-to-end form, then with --confirm.
     if ! late "the end-to-end form"; then
-        gpumem_timed "$gpu" "$dir/e2e" reuse-sim --max-batch --capacity "$cap" --tune --json -- "${cmd[@]}"
+        gpumem_timed "$gpu" "$dir/e2e" reuse-sim max-batch --capacity "$cap" --full-grid --json -- "${cmd[@]}"
         say "end to end: exit $(cat "$dir/e2e.exit") in $(cat "$dir/e2e.wall") s: $($PY max-batch-answer "$dir/e2e.json")"
     fi
     if [ "$MB_CONFIRM" != none ] && ! late "the end-to-end form with --confirm"; then
         # shellcheck disable=SC2086  # MB_CONFIRM is split into words on purpose
-        gpumem_timed "$gpu" "$dir/e2e_confirm" reuse-sim --max-batch --capacity "$cap" --tune $MB_CONFIRM --json -- "${cmd[@]}"
+        gpumem_timed "$gpu" "$dir/e2e_confirm" reuse-sim max-batch --capacity "$cap" --full-grid $MB_CONFIRM --json -- "${cmd[@]}"
         if [ "$(cat "$dir/e2e_confirm.exit")" = 2 ] && [ "$MB_CONFIRM" != "--confirm" ]; then
             say "'$MB_CONFIRM' refused ($(head -1 "$dir/e2e_confirm.err")): trying a bare --confirm"
             mv "$dir/e2e_confirm.err" "$dir/e2e_confirm.first.err"
-            gpumem_timed "$gpu" "$dir/e2e_confirm" reuse-sim --max-batch --capacity "$cap" --tune --confirm --json -- "${cmd[@]}"
+            gpumem_timed "$gpu" "$dir/e2e_confirm" reuse-sim max-batch --capacity "$cap" --full-grid --confirm --json -- "${cmd[@]}"
         fi
         say "end to end, --confirm: exit $(cat "$dir/e2e_confirm.exit") in $(cat "$dir/e2e_confirm.wall") s: $($PY max-batch-answer "$dir/e2e_confirm.json")"
     fi
@@ -150,7 +150,7 @@ max_batch_one() {  # GPU PROGRAM
         traces+=(--batch-trace "$b=$dir/fallback-bs$b.pickle")
     done
     if [ ${#traces[@]} -ge 4 ]; then
-        gpumem_timed "$gpu" "$dir/fallback" reuse-sim --max-batch "${traces[@]}" --capacity "$cap" --json
+        gpumem_timed "$gpu" "$dir/fallback" reuse-sim max-batch "${traces[@]}" --capacity "$cap" --json
         seconds_since "$t0" > "$dir/fallback.wall"  # the two recordings included
         say "fallback: exit $(cat "$dir/fallback.exit"): $($PY max-batch-answer "$dir/fallback.json")"
     fi
@@ -242,7 +242,7 @@ for dir in "$WORK"/*/; do
 done
 
 {
-    echo "# Largest batch that fits: gpumem reuse-sim --max-batch against a real doubling-and-bisection search (issue 37)"
+    echo "# Largest batch that fits: gpumem reuse-sim max-batch against a real doubling-and-bisection search (issue 37)"
     echo
     sed 's/^/- /' "$WORK/machine.txt"
     echo "- $STEPS steps a run; search from batch $START_BS, doubling up to $LIMIT_BS, bisection to $STEP; an OOM: exit status not 0 or num_ooms > 0; 'gpumem vs truth' judges the end-to-end answer (else the fallback's) under PyTorch's defaults; $(elapsed) s in all"

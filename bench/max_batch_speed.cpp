@@ -1,4 +1,4 @@
-// reuse-sim --max-batch's core on a pair (or more) of recordings, timed by
+// reuse-sim max-batch's core on a pair (or more) of recordings, timed by
 // phase: reading, fitting (alignment and size laws), the search (all lanes'
 // probes replayed together), wall and CPU seconds. Calls
 // src/reuse_sim/batch_model.hpp directly, until the command lands.

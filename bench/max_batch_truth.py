@@ -13,7 +13,7 @@ GPU has room for its cap (the caps keep them apart, so a GPU holds several):
     (Tuner.scale_batch_size, binsearch) on batch_programs_w/lightning_vit.py
     under each cap, the whole process timed;
   * with --gpumem BIN, gpumem's answer for each (program, cap):
-    `BIN reuse-sim --max-batch --capacity CAP GPUMEM_ARGS --json -- python3
+    `BIN reuse-sim max-batch --capacity CAP GPUMEM_ARGS --json -- python3
     prog.py --bs {batch} --steps S`, timed, its JSON document kept.
 
 Programs under torchrun (--torchrun "prog@CAP ...", from --torchrun-dir,
@@ -330,7 +330,7 @@ class Driver:
             return
         base = os.path.join(self.a.work, "gpumem", case.name)
         launcher = torchrun_argv(case.nproc) if case.nproc else ["python3"]
-        argv = [self.a.gpumem, "reuse-sim", "--max-batch", "--capacity", case.cap_text] + self.a.gpumem_args.split() + \
+        argv = [self.a.gpumem, "reuse-sim", "max-batch", "--capacity", case.cap_text] + self.a.gpumem_args.split() + \
             ["--json", "--"] + launcher + case.program_argv("{batch}", self.a.steps)
         load = self.gpus.load(gpus)
         doc.update(argv=argv, gpus=gpus, gpu_load_at_start=load, start=round(self.elapsed(), 2))
@@ -466,7 +466,7 @@ def main():
     p.add_argument("--lightning", action="store_true")
     p.add_argument("--lightning-init", type=int, default=2)
     p.add_argument("--gpumem", default="", help="gpumem's binary: its --max-batch answer for each case")
-    p.add_argument("--gpumem-args", default="--tune --confirm")
+    p.add_argument("--gpumem-args", default="--full-grid --confirm")
     p.add_argument("--gpumem-timeout", type=float, default=300)
     p.add_argument("--truth-from", default="", help="an earlier --work: its complete searches stand for the truth")
     p.add_argument("--no-truth", action="store_true", help="no truth searches (only gpumem and Lightning)")

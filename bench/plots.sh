@@ -10,8 +10,8 @@
 #                      transformer fixture, recorded on an H200), five
 #                      strategies under a cap two of them run out of memory in
 #                      (no GPU needed: docs/plots/ has it already)
-#   tune.svg           the same recording, --tune under that cap (no GPU needed)
-#   max-batch.svg      reuse-sim --max-batch end to end on a real program
+#   tune.svg           the same recording, tune under that cap (no GPU needed)
+#   max-batch.svg      reuse-sim max-batch end to end on a real program
 #                      (bench/batch_programs/transformer_encoder.py, real torch),
 #                      --confirm's real runs marked
 # Needs a GPU (copy, memset) and real torch for max-batch (skipped, with a
@@ -42,10 +42,10 @@ for direction in h2d d2h d2d bidir; do
     run "copy-$direction" copy "$direction" --sizes 4KiB..1GiB --plot "$OUT/copy-$direction.svg"
 done
 run memset memset --sizes 4KiB..4GiB --plot "$OUT/memset.svg"
-run replay reuse-sim --trace "$trace" --strategy "$replay_strategies" --capacity "$replay_cap" --plot "$OUT/replay.svg"
-run tune reuse-sim --trace "$trace" --capacity "$replay_cap" --tune --plot "$OUT/tune.svg"
+run replay reuse-sim replay --trace "$trace" --strategy "$replay_strategies" --capacity "$replay_cap" --plot "$OUT/replay.svg"
+run tune reuse-sim tune --trace "$trace" --capacity "$replay_cap" --plot "$OUT/tune.svg"
 if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-    run max-batch reuse-sim --max-batch --capacity "$mb_cap" --confirm --plot "$OUT/max-batch.svg" \
+    run max-batch reuse-sim max-batch --capacity "$mb_cap" --confirm --plot "$OUT/max-batch.svg" \
         -- python3 "$mb_program" --bs '{batch}' --steps 3
 else
     echo "plots.sh: no torch with CUDA here: max-batch.svg not made" >&2

@@ -3,7 +3,7 @@
 # machine with python3 and torch: each program of PROGDIR (default
 # bench/allocator_features/: a torch.cuda.MemPool, settings changed with
 # torch.cuda.memory._set_allocator_settings, an OOM inside a CUDA graph
-# capture...) recorded unmodified with `gpumem reuse-sim --record` uncapped
+# capture...) recorded unmodified with `gpumem reuse-sim record` uncapped
 # (NAME), then under caps of 50 % and 80 % of its uncapped peak reserved
 # (NAME_cap50, NAME_cap80), each snapshot replayed with --strategy
 # torch-caching (under the cap the real run had, read from its statistics,
@@ -26,7 +26,7 @@ SUMMARY=$OUT/summary.md
 : > "$SUMMARY"
 
 compare() {  # SNAPSHOT STATS: the replay under the recording's own cap (its statistics name it)
-    "$GPUMEM" reuse-sim --trace "$1" --strategy torch-caching --json > "$1.replay.json" 2> "$1.replay.err"
+    "$GPUMEM" reuse-sim replay --trace "$1" --strategy torch-caching --json > "$1.replay.json" 2> "$1.replay.err"
     python3 - "$1.replay.json" "$2" <<'PY'
 import json, sys
 name = sys.argv[1].split("/")[-1].replace(".pickle.replay.json", "")
@@ -58,7 +58,7 @@ PY
 peak_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["memory_stats"].get("reserved_bytes.all.peak", 0))' "$1"; }
 
 {
-    echo "## reuse-sim --record on programs with MemPools, settings changed as they run, OOMs in a capture"
+    echo "## reuse-sim record on programs with MemPools, settings changed as they run, OOMs in a capture"
     echo
     echo "$("$GPUMEM" --version 2>&1 | head -1); $(python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.get_device_name(0))' 2>&1)"
     echo
@@ -71,7 +71,7 @@ peak_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["mem
 for prog in "$PROGS"/*.py; do
     [ -f "$prog" ] || continue
     p=$(basename "$prog" .py)
-    "$GPUMEM" reuse-sim --record "$OUT/$p.pickle" -- python3 "$prog" > "$OUT/$p.out" 2> "$OUT/$p.err"
+    "$GPUMEM" reuse-sim record -o "$OUT/$p.pickle" -- python3 "$prog" > "$OUT/$p.out" 2> "$OUT/$p.err"
     echo "$p: exit $?" >> "$OUT/exits.txt"
     if [ ! -f "$OUT/$p.stats.json" ]; then echo "| $p | - | recording failed (see $p.err) |" >> "$SUMMARY"; continue; fi
     compare "$OUT/$p.pickle" "$OUT/$p.stats.json" >> "$SUMMARY"
@@ -80,7 +80,7 @@ for prog in "$PROGS"/*.py; do
         cap=$(( peak * pct / 100 / 1048576 * 1048576 ))
         [ "$cap" -gt 0 ] || continue
         name=${p}_cap$pct
-        "$GPUMEM" reuse-sim --record "$OUT/$name.pickle" --capacity "$cap" -- python3 "$prog" > "$OUT/$name.out" 2> "$OUT/$name.err"
+        "$GPUMEM" reuse-sim record -o "$OUT/$name.pickle" --capacity "$cap" -- python3 "$prog" > "$OUT/$name.out" 2> "$OUT/$name.err"
         echo "$name: exit $?" >> "$OUT/exits.txt"
         if [ ! -f "$OUT/$name.stats.json" ]; then echo "| $name | $cap | recording failed (see $name.err) |" >> "$SUMMARY"; continue; fi
         compare "$OUT/$name.pickle" "$OUT/$name.stats.json" >> "$SUMMARY"

@@ -2,10 +2,10 @@
 # reuse-sim's record / tune / confirm workflow on real PyTorch programs
 # (bench/torch_programs/, run unmodified), on a GPU machine with python3 and
 # torch:
-#   1. each program recorded with `gpumem reuse-sim --record` (under a 1 GiB
+#   1. each program recorded with `gpumem reuse-sim record` (under a 1 GiB
 #      cap applied to the real run) and its snapshot replayed: the replay's
 #      five counters must equal torch.cuda.memory_stats() of the recording;
-#   2. `--tune --confirm 3` on the programs whose recording had OOMs: real
+#   2. `tune --confirm 3` on the programs whose recording had OOMs: real
 #      reruns under the best settings, predicted beside real, per run;
 #   3. with --two-gpus: torchrun with 2 ranks recorded, one file per rank,
 #      each replayed exact.
@@ -31,7 +31,7 @@ compare() {  # SNAPSHOT STATS: replayed under the cap the real run had (allowed_
     local allowed
     allowed=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["allocator"].get("allowed_memory_maximum") or "")' "$2")
     [ -n "$allowed" ] && cap_args=(--capacity "$allowed")
-    "$GPUMEM" reuse-sim --trace "$1" --strategy torch-caching "${cap_args[@]}" --json > "$1.replay.json" 2> "$1.replay.err"
+    "$GPUMEM" reuse-sim replay --trace "$1" --strategy torch-caching "${cap_args[@]}" --json > "$1.replay.json" 2> "$1.replay.err"
     python3 - "$1.replay.json" "$2" <<'PY'
 import json, sys
 replay, stats = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))["memory_stats"]
@@ -43,22 +43,22 @@ PY
 }
 
 {
-    echo "## 1. Recorded with --record (cap $CAP on the real run), replayed"
+    echo "## 1. Recorded with reuse-sim record (cap $CAP on the real run), replayed"
     echo
     echo "| snapshot | device allocs | device frees | peak reserved | retries | OOMs | replay |"
     echo "| --- | ---: | ---: | ---: | ---: | ---: | --- |"
 } >> "$SUMMARY"
 for p in train_cnn frag_skip halve_batch kv_cache skip_batch; do
     start=$(date +%s.%N)
-    "$GPUMEM" reuse-sim --record "$OUT/$p.pickle" --capacity "$CAP" -- python3 "$PROGS/$p.py" > "$OUT/$p.record.out" 2> "$OUT/$p.record.err"
-    echo "$p: --record exit $? in $(python3 -c "import time;print(round(time.time()-$start,1))") s" >&2
+    "$GPUMEM" reuse-sim record -o "$OUT/$p.pickle" --capacity "$CAP" -- python3 "$PROGS/$p.py" > "$OUT/$p.record.out" 2> "$OUT/$p.record.err"
+    echo "$p: record exit $? in $(python3 -c "import time;print(round(time.time()-$start,1))") s" >&2
     if [ -f "$OUT/$p.pickle" ]; then compare "$OUT/$p.pickle" "$OUT/$p.stats.json" >> "$SUMMARY"
     else echo "| $p | no snapshot: $(tail -1 "$OUT/$p.record.err") |" >> "$SUMMARY"; fi
 done
 
 {
     echo
-    echo "## 2. --tune --confirm 3 on the recordings with OOMs (cap $CAP)"
+    echo "## 2. tune --confirm 3 on the recordings with OOMs (cap $CAP)"
     echo
     echo "| program | run | PYTORCH_CUDA_ALLOC_CONF | OOMs predicted | real | peak predicted | real | retries predicted | real | wall s | exit | held |"
     echo "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
@@ -66,7 +66,7 @@ done
 ANSWERS=""
 for p in train_cnn frag_skip halve_batch kv_cache skip_batch; do
     [ -f "$OUT/$p.pickle" ] || continue
-    "$GPUMEM" reuse-sim --trace "$OUT/$p.pickle" --capacity "$CAP" --tune --confirm 3 --json -- python3 "$PROGS/$p.py" \
+    "$GPUMEM" reuse-sim tune --trace "$OUT/$p.pickle" --capacity "$CAP" --confirm 3 --json -- python3 "$PROGS/$p.py" \
         > "$OUT/$p.confirm.json" 2> "$OUT/$p.confirm.err"
     echo "$p: --confirm exit $?" >&2
     ANSWERS+=$(python3 - "$OUT/$p.confirm.json" "$p" 3>&1 >> "$SUMMARY" <<'PY'
@@ -93,9 +93,9 @@ if [ "$TWO" = "--two-gpus" ]; then
         echo "| snapshot | device allocs | device frees | peak reserved | retries | OOMs | replay |"
         echo "| --- | ---: | ---: | ---: | ---: | ---: | --- |"
     } >> "$SUMMARY"
-    "$GPUMEM" reuse-sim --record "$OUT/ddp.pickle" -- torchrun --standalone --nproc-per-node 2 "$PROGS/ddp_train.py" \
+    "$GPUMEM" reuse-sim record -o "$OUT/ddp.pickle" -- torchrun --standalone --nproc-per-node 2 "$PROGS/ddp_train.py" \
         > "$OUT/ddp.record.out" 2> "$OUT/ddp.record.err"
-    echo "torchrun: --record exit $?" >&2
+    echo "torchrun: record exit $?" >&2
     for r in 0 1; do
         if [ -f "$OUT/ddp.rank$r.pickle" ]; then compare "$OUT/ddp.rank$r.pickle" "$OUT/ddp.rank$r.stats.json" >> "$SUMMARY"
         else echo "| ddp.rank$r.pickle | missing |" >> "$SUMMARY"; fi

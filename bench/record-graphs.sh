@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # reuse-sim on programs that use CUDA graphs and side streams (issue 35,
 # points 1 and 2), on a GPU machine with python3 and torch: each program of
-# bench/torch_programs/ below recorded with `gpumem reuse-sim --record`
+# bench/torch_programs/ below recorded with `gpumem reuse-sim record -o`
 # uncapped (NAME) and under --capacity 1GiB (NAME_cap), each snapshot replayed
 # with --strategy torch-caching (under the cap the real run had), and the five
 # counters of torch.cuda.memory_stats() printed beside the replay's.
@@ -27,7 +27,7 @@ compare() {  # SNAPSHOT STATS
     local allowed
     allowed=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["allocator"].get("allowed_memory_maximum") or "")' "$2")
     [ -n "$allowed" ] && cap_args=(--capacity "$allowed")
-    "$GPUMEM" reuse-sim --trace "$1" --strategy torch-caching "${cap_args[@]}" --json > "$1.replay.json" 2> "$1.replay.err"
+    "$GPUMEM" reuse-sim replay --trace "$1" --strategy torch-caching "${cap_args[@]}" --json > "$1.replay.json" 2> "$1.replay.err"
     python3 - "$1.replay.json" "$2" <<'PY'
 import json, sys
 name = sys.argv[1].split("/")[-1].replace(".pickle.replay.json", "")
@@ -47,7 +47,7 @@ PY
 }
 
 {
-    echo "## reuse-sim --record on CUDA graph and side-stream programs, replayed with torch-caching"
+    echo "## reuse-sim record -o on CUDA graph and side-stream programs, replayed with torch-caching"
     echo
     echo "Recorded counters (torch.cuda.memory_stats()); the last column gives the replay's difference (replayed - recorded)."
     echo
@@ -59,9 +59,9 @@ for p in graph_capture graphed_callables compile_reduce_overhead side_stream_pre
         name=$p cap_args=()
         if [ $variant = cap ]; then name=${p}_cap cap_args=(--capacity "$CAP"); fi
         start=$(date +%s.%N)
-        "$GPUMEM" reuse-sim --record "$OUT/$name.pickle" "${cap_args[@]}" -- python3 "$PROGS/$p.py" \
+        "$GPUMEM" reuse-sim record -o "$OUT/$name.pickle" "${cap_args[@]}" -- python3 "$PROGS/$p.py" \
             > "$OUT/$name.record.out" 2> "$OUT/$name.record.err"
-        echo "$name: --record exit $? in $(python3 -c "import time;print(round(time.time()-$start,1))") s: $(tail -1 "$OUT/$name.record.out")" >&2
+        echo "$name: record exit $? in $(python3 -c "import time;print(round(time.time()-$start,1))") s: $(tail -1 "$OUT/$name.record.out")" >&2
         if [ -f "$OUT/$name.pickle" ]; then compare "$OUT/$name.pickle" "$OUT/$name.stats.json" >> "$SUMMARY"
         else echo "| $name | no snapshot: $(tail -1 "$OUT/$name.record.err") |" >> "$SUMMARY"; fi
     done

@@ -75,27 +75,27 @@ median3() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
 
 echo "generating traces..." >&2
 for n in 10m:$steps_10m 1m:$steps_1m small:$steps_small large:$steps_large; do
-  "$bin" reuse-sim --workload training --steps "${n#*:}" --strategy naive --no-chart --json \
+  "$bin" reuse-sim replay --workload training --steps "${n#*:}" --strategy naive --no-chart --json \
     --save-trace "$work/${n%%:*}.csv" >/dev/null
 done
 for n in 10m:$random_10m 1m:$random_1m small:$random_small large:$random_large; do
   random_trace "${n#*:}" 4 "$work/random-${n%%:*}.csv"
 done
 random_trace $many_streams_events $many_streams "$work/many-streams.csv"
-events_10m=$("$bin" reuse-sim --trace "$work/10m.csv" --strategy naive --json | field events)
-events_small=$("$bin" reuse-sim --trace "$work/small.csv" --strategy naive --json | field events)
-events_large=$("$bin" reuse-sim --trace "$work/large.csv" --strategy naive --json | field events)
+events_10m=$("$bin" reuse-sim replay --trace "$work/10m.csv" --strategy naive --json | field events)
+events_small=$("$bin" reuse-sim replay --trace "$work/small.csv" --strategy naive --json | field events)
+events_large=$("$bin" reuse-sim replay --trace "$work/large.csv" --strategy naive --json | field events)
 
 rows="" random_rows=""
 for s in $strategies; do
   echo "strategy $s..." >&2
   file_rates=() gen_rates=()
   for i in 1 2 3; do
-    file_rates+=("$("$bin" reuse-sim --trace "$work/10m.csv" --strategy "$s" --json | field events_per_second)")
-    gen_rates+=("$("$bin" reuse-sim --workload training --steps $steps_10m --strategy "$s" --json | field events_per_second)")
+    file_rates+=("$("$bin" reuse-sim replay --trace "$work/10m.csv" --strategy "$s" --json | field events_per_second)")
+    gen_rates+=("$("$bin" reuse-sim replay --workload training --steps $steps_10m --strategy "$s" --json | field events_per_second)")
   done
-  rss_10m=$( { /usr/bin/time -f '%M' "$bin" reuse-sim --trace "$work/10m.csv" --strategy "$s" --json >/dev/null; } 2>&1 | tail -n 1)
-  rss_1m=$( { /usr/bin/time -f '%M' "$bin" reuse-sim --trace "$work/1m.csv" --strategy "$s" --json >/dev/null; } 2>&1 | tail -n 1)
+  rss_10m=$( { /usr/bin/time -f '%M' "$bin" reuse-sim replay --trace "$work/10m.csv" --strategy "$s" --json >/dev/null; } 2>&1 | tail -n 1)
+  rss_1m=$( { /usr/bin/time -f '%M' "$bin" reuse-sim replay --trace "$work/1m.csv" --strategy "$s" --json >/dev/null; } 2>&1 | tail -n 1)
   ir() {
     valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" reuse-sim "$@" --strategy "$s" --json 2>&1 >/dev/null |
       sed -n 's/.*Collected : *\([0-9]*\).*/\1/p' | tail -n 1
@@ -115,12 +115,12 @@ for s in $strategies; do
   # The random trace with 4 streams, and the one with 10^6 streams.
   random_rates=()
   for i in 1 2 3; do
-    random_rates+=("$("$bin" reuse-sim --trace "$work/random-10m.csv" --strategy "$s" --json | field events_per_second)")
+    random_rates+=("$("$bin" reuse-sim replay --trace "$work/random-10m.csv" --strategy "$s" --json | field events_per_second)")
   done
-  random_rss_10m=$( { /usr/bin/time -f '%M' "$bin" reuse-sim --trace "$work/random-10m.csv" --strategy "$s" --json >/dev/null; } 2>&1 | tail -n 1)
-  random_rss_1m=$( { /usr/bin/time -f '%M' "$bin" reuse-sim --trace "$work/random-1m.csv" --strategy "$s" --json >/dev/null; } 2>&1 | tail -n 1)
+  random_rss_10m=$( { /usr/bin/time -f '%M' "$bin" reuse-sim replay --trace "$work/random-10m.csv" --strategy "$s" --json >/dev/null; } 2>&1 | tail -n 1)
+  random_rss_1m=$( { /usr/bin/time -f '%M' "$bin" reuse-sim replay --trace "$work/random-1m.csv" --strategy "$s" --json >/dev/null; } 2>&1 | tail -n 1)
   random_ir=$(python3 -c "print(round(($(ir --trace "$work/random-large.csv") - $(ir --trace "$work/random-small.csv")) / ($random_large - $random_small)))")
-  many=$( { /usr/bin/time -f '%e %M' "$bin" reuse-sim --trace "$work/many-streams.csv" --strategy "$s" --json >/dev/null; } 2>&1 | tail -n 1)
+  many=$( { /usr/bin/time -f '%e %M' "$bin" reuse-sim replay --trace "$work/many-streams.csv" --strategy "$s" --json >/dev/null; } 2>&1 | tail -n 1)
   random_rows+=$(printf '| %s | %.2f | %d | %d | %s | %s | %d |' "$s" "$(python3 -c "print($(median3 "${random_rates[@]}")/1e6)")" \
     "$((random_rss_1m / 1024))" "$((random_rss_10m / 1024))" "$random_ir" "${many% *}" "$((${many#* } / 1024))")$'\n'
 done

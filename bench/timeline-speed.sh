@@ -20,7 +20,7 @@ trap 'rm -rf "$work"' EXIT
 rate() {  # BIN ARGS...: median events per second of RUNS replays
     local bin=$1; shift
     for _ in $(seq "$runs"); do
-        "$bin" reuse-sim --workload training --steps "$steps" --json "$@" |
+        "$bin" reuse-sim replay --workload training --steps "$steps" --json "$@" |
             python3 -c 'import json, sys; print(json.load(sys.stdin)["events_per_second"])'
     done | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
 }

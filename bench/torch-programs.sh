@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# reuse-sim --record on three kinds of real PyTorch programs of issue 35
+# reuse-sim record -o on three kinds of real PyTorch programs of issue 35
 # (bench/torch_programs/, run unmodified), on a GPU machine with python3 and
 # torch:
 #   own_fraction      caps itself (set_per_process_memory_fraction, 1 GiB)
@@ -7,7 +7,7 @@
 #                     uncapped and under gpumem's --capacity 2GiB (which the
 #                     program's own call replaces), each replayed with no
 #                     --capacity (the recording's cap in force is the
-#                     replay's); then --tune --confirm 1 on it;
+#                     replay's); then tune --confirm 1 on it;
 #   spawn_child       a parent and a child (multiprocessing, spawn), both on
 #                     CUDA: two files (FILE, FILE.proc2), each replayed;
 #   alloc_conf_train  recorded with PYTORCH_ALLOC_CONF=expandable_segments:True
@@ -31,7 +31,7 @@ echo >> "$SUMMARY"
 # cap in force that its statistics record), beside the recording's counters.
 compare() {  # NAME SNAPSHOT
     local stats=${2%.pickle}.stats.json
-    "$GPUMEM" reuse-sim --trace "$2" --strategy torch-caching --json > "$2.replay.json" 2> "$2.replay.err"
+    "$GPUMEM" reuse-sim replay --trace "$2" --strategy torch-caching --json > "$2.replay.json" 2> "$2.replay.err"
     python3 - "$1" "$2.replay.json" "$stats" <<'PY'
 import json, sys
 name, replay, recording = sys.argv[1], json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
@@ -58,8 +58,8 @@ record() {  # NAME PROGRAM [GPUMEM OPTIONS...] -- env assignments come from the 
     local name=$1 program=$2
     shift 2
     rm -f "$OUT/$name".*pickle "$OUT/$name".*stats.json
-    "$GPUMEM" reuse-sim --record "$OUT/$name.pickle" "$@" -- python3 "$PROGS/$program.py" > "$OUT/$name.record.out" 2> "$OUT/$name.record.err"
-    echo "$name: --record exit $?" >&2
+    "$GPUMEM" reuse-sim record -o "$OUT/$name.pickle" "$@" -- python3 "$PROGS/$program.py" > "$OUT/$name.record.out" 2> "$OUT/$name.record.err"
+    echo "$name: record exit $?" >&2
     LINES+="$name:"$'\n'"$(grep '^gpumem:' "$OUT/$name.record.err")"$'\n'
     local found=0
     for f in "$OUT/$name.pickle" "$OUT/$name".proc*.pickle; do
@@ -76,15 +76,15 @@ PYTORCH_ALLOC_CONF=expandable_segments:True PYTORCH_CUDA_ALLOC_CONF=max_split_si
 PYTORCH_ALLOC_CONF=expandable_segments:True record alloc_conf_new_name alloc_conf_train
 { echo; echo "gpumem's lines of each --record:"; echo; echo '```'; echo "$LINES"; echo '```'; } >> "$SUMMARY"
 
-# --tune --confirm 1 on the program that caps itself: the replay's cap is
+# tune --confirm 1 on the program that caps itself: the replay's cap is
 # the recording's (no --capacity), and the real rerun caps itself again.
 if [ -f "$OUT/own_fraction.pickle" ]; then
-    "$GPUMEM" reuse-sim --trace "$OUT/own_fraction.pickle" --tune --confirm 1 --json -- python3 "$PROGS/own_fraction.py" \
+    "$GPUMEM" reuse-sim tune --trace "$OUT/own_fraction.pickle" --confirm 1 --json -- python3 "$PROGS/own_fraction.py" \
         > "$OUT/own_fraction.confirm.json" 2> "$OUT/own_fraction.confirm.err"
     echo "own_fraction: --confirm exit $?" >&2
     {
         echo
-        echo "## --tune --confirm 1 on own_fraction"
+        echo "## tune --confirm 1 on own_fraction"
         echo
         echo "| run | setting | OOMs predicted | real | peak predicted | real | retries predicted | real | allocs predicted | real | held |"
         echo "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"

@@ -5,7 +5,7 @@ settings to try, and the markdown tables. Standard library only (the GPU
 machine's python3); every gpumem JSON key read here is read defensively,
 since --confirm's loop and --max-batch were being written when this was.
 
-A run is the files one `gpumem reuse-sim --record BASE.pickle ...` left:
+A run is the files one `gpumem reuse-sim record -o BASE.pickle ...` left:
 BASE.stats.json (the hook's), BASE.out and BASE.err (the program's
 streams), BASE.exit (its exit status) and BASE.wall (seconds), the last two
 written by the scripts.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of `gpumem reuse-sim --tune` on a large trace (issue 23, item 2):
+# Benchmark of `gpumem reuse-sim tune` on a large trace (issue 23, item 2):
 # the random 4-stream trace of bench/reuse-sim.sh (its random_trace, seed 1)
 # with 1 M events, under --capacity 8GiB. Each run times one torch-caching
 # replay of the trace and then --tune, back to back, and takes their ratio;
@@ -38,8 +38,8 @@ measure() {
   : >"$work/$name.one"; : >"$work/$name.tune"
   for i in $(seq "$n"); do
     echo "$name: run $i of $n..." >&2
-    timed "$work/$name.one" "$b" reuse-sim --trace "$work/trace.csv" --strategy torch-caching --capacity $capacity --json
-    timed "$work/$name.tune" "$b" reuse-sim --trace "$work/trace.csv" --tune --capacity $capacity --json
+    timed "$work/$name.one" "$b" reuse-sim replay --trace "$work/trace.csv" --strategy torch-caching --capacity $capacity --json
+    timed "$work/$name.tune" "$b" reuse-sim tune --trace "$work/trace.csv" --capacity $capacity --json
     cp "$work/stdout" "$work/$name.json"
   done
 }
@@ -65,13 +65,13 @@ PY
 }
 
 {
-  echo "# reuse-sim --tune speed, $(date +%F)"
+  echo "# reuse-sim tune speed, $(date +%F)"
   echo
   echo "- machine: $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) cores visible, $(uname -sr); load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "- binaries: after: $bin; before: ${before:-(none)}"
   echo "- command: bench/tune-speed.sh $build ${before} (RUNS=$runs RUNS_BEFORE=$runs_before)"
   echo "- trace: random_trace of bench/reuse-sim.sh, 1000000 events, 4 streams, sizes 1 KiB..64 MiB; --capacity $capacity"
-  echo "- one replay: \`reuse-sim --trace T --strategy torch-caching --capacity $capacity --json\`; tune: \`reuse-sim --trace T --tune --capacity $capacity --json\`"
+  echo "- one replay: \`reuse-sim replay --trace T --strategy torch-caching --capacity $capacity --json\`; tune: \`reuse-sim tune --trace T --capacity $capacity --json\`"
   echo "- ratio: --tune / one replay, per run (the two back to back), median over the runs; CPU: user + system seconds"
   echo
   echo "| binary | runs | one replay (s) | --tune (s) | ratio (wall) | one replay (CPU s) | --tune (CPU s) | ratio (CPU) | settings | capacity search replays |"

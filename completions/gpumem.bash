@@ -24,13 +24,20 @@ _gpumem_opts_alloc_test_max="--granularity --chunk --lock-timeout"
 _gpumem_opts_alloc_test_fill="--chunk --verify --pattern --passes --seed --lock-timeout"
 _gpumem_opts_alloc_test_churn="--sizes --ops --duration --seed --via --api --slots --growth --max-live --lock-timeout"
 _gpumem_opts_alloc_test_hold="--duration --chunk"
-_gpumem_opts_reuse_sim="--workload --steps --seed --change-rate --batch --layers --sample-bytes --max-detections
-    --prompt --tokens --streams --trace --trace-format --trace-device --strategy --growth --zero-fill --ring-buffers --ring-size
+_gpumem_opts_reuse_sim=""
+_gpumem_opts_reuse_sim_replay="--workload --steps --seed --change-rate --batch --layers --sample-bytes --max-detections --prompt --tokens
+    --streams --trace --trace-format --trace-device --strategy --growth --zero-fill --ring-buffers --ring-size
     --pool-initial --pool-max --bins --bin-blocks --max-split-size --max-non-split-rounding
-    --roundup-power2-divisions --release-threshold --sync-every --capacity --memory-fraction --device-total --costs
-    --timeline --timeline-points --save-trace --plot --no-chart --execute --tune --sweep --all-settings
-    --record --max-entries --python-stacks --confirm --max-batch --batch-trace --record-batches
-    --no-refine --max-runs --headroom"
+    --roundup-power2-divisions --release-threshold --capacity --memory-fraction --device-total --sync-every
+    --costs --timeline --timeline-points --save-trace --no-chart --plot --execute"
+_gpumem_opts_reuse_sim_tune="--workload --steps --seed --change-rate --batch --layers --sample-bytes --max-detections --prompt --tokens
+    --streams --trace --trace-format --trace-device --max-split-size --max-non-split-rounding
+    --roundup-power2-divisions --capacity --memory-fraction --device-total --sync-every --costs --plot --sweep
+    --full-grid --all-settings --confirm --max-entries"
+_gpumem_opts_reuse_sim_record="--capacity --memory-fraction -o --output --max-entries --python-stacks"
+_gpumem_opts_reuse_sim_max_batch="--max-split-size --max-non-split-rounding --roundup-power2-divisions --capacity --memory-fraction
+    --device-total --costs --plot --sweep --full-grid --all-settings --confirm -o --output --max-entries
+    --batch-trace --record-batches --no-refine --max-runs --headroom"
 _gpumem_opts_report="--outlier-fraction --strict --drain-list"
 _gpumem_opts_check="--level --threshold --thresholds --strict --kernel-log --xid-since --expect-gpus --lock-timeout --judge-shared"
 
@@ -45,17 +52,17 @@ _gpumem_value_opts="-d --device --format --units --list
     --trace --trace-format --strategy --ring-buffers --ring-size --pool-initial --pool-max --bins --bin-blocks
     --max-split-size --max-non-split-rounding --roundup-power2-divisions --release-threshold --sync-every --capacity
     --costs --timeline --timeline-points --save-trace --plot --trace-device --memory-fraction --device-total --sweep
-    --record --max-entries --confirm --batch-trace --record-batches --headroom --max-runs
+    -o --output --max-entries --confirm --batch-trace --record-batches --headroom --max-runs
     --outlier-fraction
     --level --threshold --thresholds --kernel-log --xid-since --expect-gpus --lock-timeout"
 
 # Values that are comma lists, as CONTEXT:OPTION; `all` is offered where the
 # option takes it.
-_gpumem_list_opts="info:--query alloc_test_latency:--api alloc_test_fill:--pattern reuse_sim:--strategy"
-_gpumem_all_opts="alloc_test_latency:--api alloc_test_fill:--pattern reuse_sim:--strategy"
+_gpumem_list_opts="info:--query alloc_test_latency:--api alloc_test_fill:--pattern reuse_sim_replay:--strategy"
+_gpumem_all_opts="alloc_test_latency:--api alloc_test_fill:--pattern reuse_sim_replay:--strategy"
 
 # Values that are file names.
-_gpumem_file_opts="--trace --costs --timeline --save-trace --plot --save-costs --thresholds --kernel-log"
+_gpumem_file_opts="-o --output --batch-trace --trace --costs --timeline --save-trace --plot --save-costs --thresholds --kernel-log"
 
 _gpumem_takes_value() {
     [[ -n $1 && " $_gpumem_value_opts " == *[[:space:]]"$1"[[:space:]]* ]]

@@ -143,7 +143,7 @@ extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t siz
     const std::string out = captured_stdout.read_all();
     const std::string err = captured_stderr.read_all();
 
-    // Words after the first `--` are the program's (reuse-sim --record), never gpumem's own options.
+    // Words after the first `--` are the program's (reuse-sim record's), never gpumem's own options.
     const std::vector<std::string> own(args.begin(), std::find(args.begin(), args.end(), "--"));
     if (status != 0 && status != 2) finding("exit status other than 0 or 2", args, status, out, err);
     if (status == 2) {

@@ -57,7 +57,7 @@ std::vector<BadCase> global_cases(const Scratch& s) {
         {{"info"}, {2}, false, no_launcher({"LOCAL_RANK=99999999999"})},
         {{"info"}, {2}, false, no_launcher({"SLURM_LOCALID=2", "SLURM_STEP_TASKS_PER_NODE=2", "SLURM_NODEID=0"})},
         {{"info"}, {2}, false, no_launcher({"SLURM_LOCALID=0", "SLURM_STEP_TASKS_PER_NODE=2(x"})},
-        {{"reuse-sim"}, {2}, false, no_launcher({"PMI_RANK=r1"})},
+        {{"reuse-sim", "replay"}, {2}, false, no_launcher({"PMI_RANK=r1"})},
     };
 }
 

@@ -108,8 +108,8 @@ invocations() {  # NAME EXPECTED COMMAND...
     "churn-mixmemory|0|$g alloc-test churn --via mixmemory --growth x1.5 --ops 300 --sizes 4KiB..8MiB"
     "hold|0|$g alloc-test hold 256MiB --duration 1s"
     "max|0|$g alloc-test max --chunk 4GiB"
-    "reuse-sim-execute|0|$g reuse-sim --execute --steps 10 --strategy all"
-    "reuse-sim-trace|0|$g reuse-sim --execute --trace $trace --strategy all"
+    "reuse-sim-execute|0|$g reuse-sim replay --execute --steps 10 --strategy all"
+    "reuse-sim-trace|0|$g reuse-sim replay --execute --trace $trace --strategy all"
   )
   local c name expected cmd
   for c in "${cases[@]}"; do

@@ -1,4 +1,4 @@
-// What the tests of reuse-sim --record, --confirm and --max-batch share:
+// What the tests of reuse-sim record, tune --confirm and max-batch share:
 // where the fixtures are (the stand-in torch, its programs), a scratch
 // folder per case, and two small predicates.
 #pragma once

@@ -6,7 +6,7 @@
 #     document stamped with its rank (origin), and the status this machine
 #     gives outside Slurm (3 without a driver; 0 with GPUs, each rank on its
 #     own GPU where there are two);
-#   - srun -n 2 gpumem reuse-sim --json: a successful document per rank;
+#   - srun -n 2 gpumem reuse-sim replay --json: a successful document per rank;
 #   - srun -n 2 gpumem check --json -d local, the same (skipped, saying so,
 #     where this gpumem has no check command yet);
 #   - gpumem report over the ranks' documents: every rank listed, exit 7
@@ -367,8 +367,8 @@ else
 fi
 
 # 4-5: a command that succeeds without a GPU: success documents are stamped too.
-srun_ranks "$out/srun_sim" reuse-sim --json --steps 2
-check_ranks "srun -n 2 gpumem reuse-sim --json" "$out/srun_sim" 0 any
+srun_ranks "$out/srun_sim" reuse-sim replay --json --steps 2
+check_ranks "srun -n 2 gpumem reuse-sim replay --json" "$out/srun_sim" 0 any
 
 # 6-7: srun, check on each rank's GPU: the same stamped documents.
 if [ "$has_check" = 1 ]; then

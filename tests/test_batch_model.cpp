@@ -1,4 +1,4 @@
-// reuse-sim --max-batch's model (reuse_sim/batch_model.hpp): recordings of
+// reuse-sim max-batch's model (reuse_sim/batch_model.hpp): recordings of
 // one program at two or more batches aligned request by request, sizes as
 // constant or affine laws after PyTorch's 512-byte rounding, the trace at
 // any batch, and the largest batch that fits per setting. Stand-in programs

@@ -181,8 +181,8 @@ TEST_CASE("cli: usage errors with --json print one JSON document with ok:false")
 
 TEST_CASE("cli: formats that contradict each other are a usage error with no document in any format") {
     // The user asked for two formats; neither is honoured, stdout stays empty.
-    for (const Args& args : {Args{"--json", "--csv", "info"}, Args{"info", "--csv", "--json"}, Args{"--json", "--csv", "reuse-sim"},
-                             Args{"--json", "--format", "csv", "reuse-sim"}, Args{"--format=table", "--json", "memset"}}) {
+    for (const Args& args : {Args{"--json", "--csv", "info"}, Args{"info", "--csv", "--json"}, Args{"--json", "--csv", "reuse-sim", "replay"},
+                             Args{"--json", "--format", "csv", "reuse-sim", "replay"}, Args{"--format=table", "--json", "memset"}}) {
         CAPTURE(joined(args));
         const auto r = run_gpumem(args);
         CHECK(r.status == 2);

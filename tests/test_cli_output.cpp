@@ -19,8 +19,8 @@ const std::vector<Args>& printing_commands() {
     static const std::vector<Args> commands = {
         {"--help"},         {"info", "--help"},         {"alloc-test", "fill", "--help"},
         {"--list"},         {"--list", "units", "--json"}, {"--schema"},
-        {"reuse-sim"},      {"reuse-sim", "--json"},     {"reuse-sim", "--csv", "--strategy", "naive"},
-        {"reuse-sim", "--format", "value"},
+        {"reuse-sim", "replay"},      {"reuse-sim", "replay", "--json"},     {"reuse-sim", "replay", "--csv", "--strategy", "naive"},
+        {"reuse-sim", "replay", "--format", "value"},
     };
     return commands;
 }
@@ -55,7 +55,7 @@ TEST_CASE("output: a closed pipe ends the run quietly, by SIGPIPE") {
 
 TEST_CASE("output: a usage error's JSON document to a full disk: the usage error still decides the status") {
     // The error line is printed first; the document then cannot be written.
-    const RunResult r = run_gpumem_to(StdoutTo::to("/dev/full"), {"reuse-sim", "--strategy", "nope", "--json"});
+    const RunResult r = run_gpumem_to(StdoutTo::to("/dev/full"), {"reuse-sim", "replay", "--strategy", "nope", "--json"});
     CHECK(r.status == 2);
     CHECK(r.err.rfind("gpumem: error: --strategy: unknown strategy", 0) == 0);
 }

@@ -407,13 +407,13 @@ TEST_CASE("completions: every fixed choice is offered, from the list gpumem pars
 }
 
 TEST_CASE("completions: comma lists offer all first, then the rest of the names") {
-    CHECK(bash_complete({"reuse-sim", "--strategy"}).count("all") == 1);
-    const std::set<std::string> after = bash_complete({"reuse-sim", "--strategy", "naive,"});
+    CHECK(bash_complete({"reuse-sim", "replay", "--strategy"}).count("all") == 1);
+    const std::set<std::string> after = bash_complete({"reuse-sim", "replay", "--strategy", "naive,"});
     CHECK(after.count("naive,pool") == 1);
     CHECK(after.count("naive,naive") == 0);
     CHECK(after.count("naive,all") == 0);
     CHECK(bash_complete({"info", "--query", "used,"}).count("used,free") == 1);
-    if (have_fish()) CHECK(fish_complete({"reuse-sim", "--strategy", "naive,"}).count("naive,pool") == 1);
+    if (have_fish()) CHECK(fish_complete({"reuse-sim", "replay", "--strategy", "naive,"}).count("naive,pool") == 1);
 }
 
 TEST_CASE("completions: a name's description is the list's second column only, in zsh and fish") {

@@ -37,7 +37,10 @@ const std::vector<Named>& every_command() {
         {{"alloc-test", "churn"}, &kAllocChurnCommand},
         {{"alloc-test", "hold"}, &kAllocHoldCommand},
         {{"check"}, &kCheckCommand},
-        {{"reuse-sim"}, &kReuseSimCommand},
+        {{"reuse-sim", "replay"}, &kReuseSimReplayCommand},
+        {{"reuse-sim", "tune"}, &kReuseSimTuneCommand},
+        {{"reuse-sim", "record"}, &kReuseSimRecordCommand},
+        {{"reuse-sim", "max-batch"}, &kReuseSimMaxBatchCommand},
         {{"report"}, &kReportCommand},
     };
     return commands;
@@ -95,7 +98,7 @@ TEST_CASE("--: the documented forms run the program's words as its own") {
     // --sweep, then the program with options of its own: reuse-sim reaches
     // its own checks (--sweep needs --trace), never "unknown option '-c'".
     const RunResult sweep =
-        run_gpumem({"reuse-sim", "--sweep", "expandable_segments=True,False", "--", "python3", "-c", "pass"}, {"CUDA_VISIBLE_DEVICES="});
+        run_gpumem({"reuse-sim", "tune", "--sweep", "expandable_segments=True,False", "--", "python3", "-c", "pass"}, {"CUDA_VISIBLE_DEVICES="});
     CHECK(sweep.status == 2);
     CHECK_FALSE(has(sweep.err, "unknown option"));
     CHECK(sweep.out.empty());
@@ -115,8 +118,8 @@ TEST_CASE("--: the documented forms run the program's words as its own") {
 
 TEST_CASE("--: a program given without -- is told where it goes") {
     for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-             {"reuse-sim", "--record", "/tmp/gpumem-dashes.pickle", "python3", "-c", "pass"},
-             {"reuse-sim", "--record", "/tmp/gpumem-dashes.pickle", "python3", "prog.py"},
+             {"reuse-sim", "record", "-o", "/tmp/gpumem-dashes.pickle", "python3", "-c", "pass"},
+             {"reuse-sim", "record", "-o", "/tmp/gpumem-dashes.pickle", "python3", "prog.py"},
          }) {
         CAPTURE(args);
         const RunResult r = run_gpumem(args, {"CUDA_VISIBLE_DEVICES="});

@@ -94,7 +94,7 @@ TEST_CASE("gpu faults: out of memory part way through every subcommand exits 5 a
         {"alloc-test", "fill", "8GiB", "--chunk", "1GiB"},
         {"alloc-test", "hold", "8GiB", "--chunk", "1GiB", "--duration", "1s"},
         {"alloc-test", "latency", "--sizes", "1GiB,2GiB,8GiB", "--iterations", "2", "--warmup", "0"},
-        {"reuse-sim", "--execute", "--trace", trace_path, "--strategy", "naive"},
+        {"reuse-sim", "replay", "--execute", "--trace", trace_path, "--strategy", "naive"},
     };
     const NvmlUsed& used = nvml_used();
     {
@@ -207,7 +207,7 @@ TEST_CASE("gpu faults: no visible GPU gives 3, a SPEC naming no GPU gives 2, in 
         {"copy", "h2d", "-s", "1MiB"},
         {"alloc-test", "latency", "--sizes", "4KiB"},
         {"alloc-test", "fill", "1MiB"},
-        {"reuse-sim", "--execute", "--steps", "2"},
+        {"reuse-sim", "replay", "--execute", "--steps", "2"},
     };
     for (const auto& args : commands) {
         for (const char* visible : {"CUDA_VISIBLE_DEVICES=", "CUDA_VISIBLE_DEVICES=99", "CUDA_VISIBLE_DEVICES=GPU-ffffffff"}) {

@@ -1,4 +1,4 @@
-// GPU suite for `reuse-sim --execute`: replaying for real gives the same
+// GPU suite for `reuse-sim replay --execute`: replaying for real gives the same
 // upstream call counts as the simulation, and every byte goes back, also when
 // the replay is interrupted.
 #include <doctest/doctest.h>
@@ -28,8 +28,8 @@ std::int64_t difference(std::uint64_t a, std::uint64_t b) { return static_cast<s
 
 }  // namespace
 
-TEST_CASE("gpu reuse-sim --execute: real CUDA call counts equal the simulated ones") {
-    const auto r = run_gpumem({"reuse-sim", "--execute", "--strategy", "naive,pool,async-pool,torch-caching,grow-only",
+TEST_CASE("gpu reuse-sim replay --execute: real CUDA call counts equal the simulated ones") {
+    const auto r = run_gpumem({"reuse-sim", "replay", "--execute", "--strategy", "naive,pool,async-pool,torch-caching,grow-only",
                                "--zero-fill", "--workload", "dynamic", "--steps", "40", "--json"});
     INFO(r.err);
     REQUIRE(r.status == 0);

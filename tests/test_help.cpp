@@ -24,6 +24,7 @@ std::vector<std::vector<std::string>> every_page() {
     std::vector<std::vector<std::string>> pages = {{}};
     for (const char* c : {"info", "memset", "copy", "alloc-test", "check", "reuse-sim", "report"}) pages.push_back({c});
     for (const char* m : {"latency", "max", "fill", "churn", "hold"}) pages.push_back({"alloc-test", m});
+    for (const char* m : {"replay", "tune", "record", "max-batch"}) pages.push_back({"reuse-sim", m});
     return pages;
 }
 
@@ -210,9 +211,9 @@ TEST_CASE("help: a mistyped command, option, mode or list name gets the nearest 
         {{"copy", "h2d", "--host-memory", "pinnd"}, "did you mean 'pinned'?"},
         {{"check", "--threshold", "copy.h2x=40"}, "did you mean 'copy.h2d'?"},
         {{"check", "--thresholds", "copy.h2d=45GB/s"}, "--thresholds 'copy.h2d=45GB/s': No such file or directory; did you mean --threshold"},
-        {{"reuse-sim", "--strategy", "torch-cachng"}, "did you mean 'torch-caching'?"},
-        {{"reuse-sim", "--workload", "llm-decod"}, "did you mean 'llm-decode'?"},
-        {{"reuse-sim", "--sweep", "max_splt_size=128"}, "did you mean 'max_split_size'?"},
+        {{"reuse-sim", "replay", "--strategy", "torch-cachng"}, "did you mean 'torch-caching'?"},
+        {{"reuse-sim", "replay", "--workload", "llm-decod"}, "did you mean 'llm-decode'?"},
+        {{"reuse-sim", "tune", "--sweep", "max_splt_size=128"}, "did you mean 'max_split_size'?"},
         {{"info", "--query", "fre"}, "did you mean 'free'?"},
         {{"--units", "gbi", "info"}, "--units"},
         {{"--format", "jsn", "info"}, "did you mean 'json'?"},
@@ -224,8 +225,8 @@ TEST_CASE("help: a mistyped command, option, mode or list name gets the nearest 
         {{"info", "--query", "memory.fre"}, "did you mean 'memory.free'?"},
         {{"info", "--query", "name,memory.totl"}, "did you mean 'memory.total'?"},
         // A program given without -- before it: its options are not gpumem's.
-        {{"reuse-sim", "--record", "f.pickle", "python3", "-c", "pass"}, "unknown option '-c' after the program 'python3': put the program after --"},
-        {{"reuse-sim", "--record", "f.pickle", "./train.py", "--epochs", "3"}, "put the program after --"},
+        {{"reuse-sim", "record", "-o", "f.pickle", "python3", "-c", "pass"}, "unknown option '-c' after the program 'python3': put the program after --"},
+        {{"reuse-sim", "record", "-o", "f.pickle", "./train.py", "--epochs", "3"}, "put the program after --"},
     };
     for (const Case& c : cases) {
         const RunResult r = run_gpumem(c.args);
@@ -249,8 +250,8 @@ TEST_CASE("help: no suggestion where none is near enough to mean anything") {
     CHECK(gpumem::closest_name("-x", std::vector<std::string_view>{"-h", "-d", "-q"}).empty());
     CHECK(gpumem::closest_name("se", std::vector<std::string_view>{"ce", "sm"}).empty());
     // An option before the program is still gpumem's own, with its suggestion.
-    const RunResult before = run_gpumem({"reuse-sim", "--recrd", "f.pickle", "--", "python3"});
-    CHECK(before.err.find("did you mean '--record'?") != std::string::npos);
+    const RunResult before = run_gpumem({"reuse-sim", "max-batch", "--ouput", "f.pickle", "--", "python3"});
+    CHECK(before.err.find("did you mean '--output'?") != std::string::npos);
 }
 
 TEST_CASE("help: --list takes a list's name in the singular or the plural, one rule for every list") {

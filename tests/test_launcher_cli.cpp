@@ -71,7 +71,7 @@ void check_srun_origin(const RunResult& r) {
 
 TEST_CASE("launcher cli: documents carry the origin under srun, on success and failure") {
     SUBCASE("reuse-sim, which succeeds without a GPU") {
-        const RunResult r = run_gpumem({"reuse-sim", "--json", "--steps", "2"}, srun_task1());
+        const RunResult r = run_gpumem({"reuse-sim", "replay", "--json", "--steps", "2"}, srun_task1());
         CHECK(r.status == 0);
         check_srun_origin(r);
     }
@@ -93,13 +93,13 @@ TEST_CASE("launcher cli: documents carry the origin under srun, on success and f
 }
 
 TEST_CASE("launcher cli: without a launcher the origin is the host alone") {
-    const RunResult r = run_gpumem({"reuse-sim", "--json", "--steps", "2"}, env_with());
+    const RunResult r = run_gpumem({"reuse-sim", "replay", "--json", "--steps", "2"}, env_with());
     CHECK(r.status == 0);
     const json doc = document(r);
     REQUIRE(doc.contains("origin"));
     CHECK(doc.at("origin") == json{{"host", host()}});
     // A batch system's job without a launcher is still stamped.
-    const json pbs = document(run_gpumem({"reuse-sim", "--json", "--steps", "2"}, env_with({"PBS_JOBID=17.pbs"})));
+    const json pbs = document(run_gpumem({"reuse-sim", "replay", "--json", "--steps", "2"}, env_with({"PBS_JOBID=17.pbs"})));
     CHECK(pbs.at("origin") == json{{"host", host()}, {"job_id", "17.pbs"}});
 }
 
@@ -108,7 +108,7 @@ TEST_CASE("launcher cli: torchrun inside srun is stamped as torchrun") {
     for (const char* v : {"LOCAL_RANK=3", "RANK=7", "LOCAL_WORLD_SIZE=4", "WORLD_SIZE=8", "SLURM_LOCALID=0",
                           "SLURM_STEP_TASKS_PER_NODE=1"})
         env.emplace_back(v);
-    const json doc = document(run_gpumem({"reuse-sim", "--json", "--steps", "2"}, env));
+    const json doc = document(run_gpumem({"reuse-sim", "replay", "--json", "--steps", "2"}, env));
     const json& o = doc.at("origin");
     CHECK(o.at("launcher") == "torchrun");
     CHECK(o.at("local_rank") == 3);
@@ -118,7 +118,7 @@ TEST_CASE("launcher cli: torchrun inside srun is stamped as torchrun") {
 }
 
 TEST_CASE("launcher cli: text and CSV output carry no origin") {
-    const RunResult r = run_gpumem({"reuse-sim", "--csv", "--steps", "2"}, srun_task1());
+    const RunResult r = run_gpumem({"reuse-sim", "replay", "--csv", "--steps", "2"}, srun_task1());
     CHECK(r.status == 0);
     CHECK(r.out.find("slurm") == std::string::npos);
 }
@@ -134,7 +134,7 @@ TEST_CASE("launcher cli: -d local without a launcher is a usage error that lists
 }
 
 TEST_CASE("launcher cli: a malformed launcher variable is a usage error naming it, for every command") {
-    for (const Args& args : {Args{"info"}, Args{"reuse-sim", "--steps", "2"}, Args{"memset"}}) {
+    for (const Args& args : {Args{"info"}, Args{"reuse-sim", "replay", "--steps", "2"}, Args{"memset"}}) {
         const RunResult r = run_gpumem(args, env_with({"SLURM_LOCALID=first", "SLURM_PROCID=0"}));
         CAPTURE(r.err);
         CHECK(r.status == 2);

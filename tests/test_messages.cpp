@@ -46,7 +46,7 @@ bool printable_text(const std::string& text) {
 
 TEST_CASE("messages: a binary --trace is named as such, its bytes never echoed raw") {
     ScratchFile binary(std::string("\x7f" "ELF\x02\x01\x01\x00\x00\x00\x1b[31m\xff\xfe\n\x00\x01", 18), ".bin");
-    const RunResult r = run_gpumem({"reuse-sim", "--trace", binary.path});
+    const RunResult r = run_gpumem({"reuse-sim", "replay", "--trace", binary.path});
     CAPTURE(r.err);
     CHECK(r.status == 2);
     CHECK(r.stderr_lines() == 1);
@@ -55,7 +55,7 @@ TEST_CASE("messages: a binary --trace is named as such, its bytes never echoed r
     CHECK(has(r.err, "give --trace a trace file"));
     // A text line that is no header is quoted, bytes beyond ASCII as \xNN.
     ScratchFile text("caf\xc3\xa9,menu\n", ".csv");
-    const RunResult t = run_gpumem({"reuse-sim", "--trace", text.path});
+    const RunResult t = run_gpumem({"reuse-sim", "replay", "--trace", text.path});
     CAPTURE(t.err);
     CHECK(t.status == 2);
     CHECK(printable_text(t.err));
@@ -73,7 +73,7 @@ TEST_CASE("messages: memset --value and --offset name the option") {
 }
 
 TEST_CASE("messages: an option of one value given twice says so, not CLI11's 'At Most 1 required'") {
-    const RunResult r = run_gpumem({"reuse-sim", "--strategy", "pool", "--strategy", "binning"});
+    const RunResult r = run_gpumem({"reuse-sim", "replay", "--strategy", "pool", "--strategy", "binning"});
     CAPTURE(r.err);
     CHECK(r.status == 2);
     CHECK(!has(r.err, "At Most"));
@@ -86,7 +86,7 @@ TEST_CASE("messages: an option of one value given twice says so, not CLI11's 'At
 
 TEST_CASE("messages: a malformed --costs file, in words and with what makes one") {
     ScratchFile costs("{\"schema_version\": 1, \"kind\": \"gpumem-cost-table\"", ".json");
-    const RunResult r = run_gpumem({"reuse-sim", "--costs", costs.path});
+    const RunResult r = run_gpumem({"reuse-sim", "replay", "--costs", costs.path});
     CAPTURE(r.err);
     CHECK(r.status == 2);
     CHECK(!has(r.err, "[json.exception"));
@@ -123,7 +123,7 @@ TEST_CASE("messages: a replay's capacity beside the recording's cap, in the unit
     const std::string stats = trace.path.substr(0, trace.path.size() - 4) + ".stats.json";
     std::ofstream(stats) << R"({"kind": "gpumem-torch-recording", "device": 0,
         "allocator": {"allowed_memory_maximum": 75054940160, "memory_fraction": 0.5, "device_total": 150109880320}})";
-    const RunResult r = run_gpumem({"reuse-sim", "--trace", trace.path, "--capacity", "64GiB"});
+    const RunResult r = run_gpumem({"reuse-sim", "replay", "--trace", trace.path, "--capacity", "64GiB"});
     std::remove(stats.c_str());
     CAPTURE(r.err);
     CHECK(r.status == 0);
@@ -132,18 +132,18 @@ TEST_CASE("messages: a replay's capacity beside the recording's cap, in the unit
 }
 
 TEST_CASE("messages: a count below its least value says the least value") {
-    const RunResult r = run_gpumem({"reuse-sim", "--steps=-5"});
+    const RunResult r = run_gpumem({"reuse-sim", "replay", "--steps=-5"});
     CAPTURE(r.err);
     CHECK(r.status == 2);
     CHECK(has(r.err, "--steps -5 is below the least value, 1 (it takes 1 to "));
-    const RunResult word = run_gpumem({"reuse-sim", "--steps", "many"});
+    const RunResult word = run_gpumem({"reuse-sim", "replay", "--steps", "many"});
     CHECK(word.status == 2);
     CHECK(has(word.err, "; it takes 1 to "));
 }
 
 TEST_CASE("messages: a program --record cannot start is gpumem's error, with what to do") {
     ScratchFile out("", ".pickle");
-    const RunResult r = run_gpumem({"reuse-sim", "--record", out.path, "--", "/nonexistent/gpumem-no-such-program"});
+    const RunResult r = run_gpumem({"reuse-sim", "record", "-o", out.path, "--", "/nonexistent/gpumem-no-such-program"});
     CAPTURE(r.err);
     CHECK(r.status != 0);
     CHECK(has(r.err, "gpumem: error: cannot run /nonexistent/gpumem-no-such-program: No such file or directory "
@@ -179,16 +179,16 @@ TEST_CASE("messages: alloc-test hold's usage line shows TOTAL as required, as it
     CHECK(has(usage_of(fill.out), "[total]"));
 }
 
-TEST_CASE("messages: reuse-sim --growth takes what alloc-test churn --growth takes") {
+TEST_CASE("messages: reuse-sim replay --growth takes what alloc-test churn --growth takes") {
     for (const char* growth : {"x3", "64KiB", "x1.5", "2MiB"}) {
         CAPTURE(growth);
-        const RunResult r = run_gpumem({"reuse-sim", "--strategy", "grow-only", "--growth", growth, "--steps", "20", "--json"});
+        const RunResult r = run_gpumem({"reuse-sim", "replay", "--strategy", "grow-only", "--growth", growth, "--steps", "20", "--json"});
         CAPTURE(r.err);
         CHECK(r.status == 0);
     }
-    const RunResult x3 = run_gpumem({"reuse-sim", "--strategy", "grow-only", "--growth", "x3", "--steps", "20", "--json"});
+    const RunResult x3 = run_gpumem({"reuse-sim", "replay", "--strategy", "grow-only", "--growth", "x3", "--steps", "20", "--json"});
     CHECK(nlohmann::json::parse(x3.out)["options"]["growth"] == "x3");
-    const RunResult named = run_gpumem({"reuse-sim", "--strategy", "grow-only", "--growth", "512B", "--steps", "20", "--json"});
+    const RunResult named = run_gpumem({"reuse-sim", "replay", "--strategy", "grow-only", "--growth", "512B", "--steps", "20", "--json"});
     CHECK(nlohmann::json::parse(named.out)["options"]["growth"] == "512B");
-    CHECK(run_gpumem({"reuse-sim", "--growth", "x17"}).status == 2);
+    CHECK(run_gpumem({"reuse-sim", "replay", "--growth", "x17"}).status == 2);
 }

@@ -207,25 +207,25 @@ TEST_CASE("plots: a replay, a tuning, --max-batch and a bandwidth sweep render i
     std::vector<Picture> pictures;
 
     // A replay of a real PyTorch recording, every strategy, under a cap that some run out of memory in.
-    const RunResult replay = run_gpumem({"reuse-sim", "--trace", trace, "--capacity", "40MiB", "--plot", s / "replay.svg"});
+    const RunResult replay = run_gpumem({"reuse-sim", "replay", "--trace", trace, "--capacity", "40MiB", "--plot", s / "replay.svg"});
     INFO(replay.err);
     REQUIRE(replay.status == 0);
     pictures.push_back({"replay", s / "replay.svg", {"gpumem reuse-sim", "fragmentation_oom.pickle"}, "event", "memory (", 4, 1});
 
     const RunResult tune =
-        run_gpumem({"reuse-sim", "--trace", trace, "--capacity", "40MiB", "--sweep", "expandable_segments=false,true", "--plot", s / "tune.svg"});
+        run_gpumem({"reuse-sim", "tune", "--trace", trace, "--capacity", "40MiB", "--sweep", "expandable_segments=false,true", "--plot", s / "tune.svg"});
     INFO(tune.err);
     REQUIRE(tune.status == 0);
     pictures.push_back({"tune", s / "tune.svg", {"torch-caching", "settings"}, "event", "memory (", 3, 0});
 
     // --max-batch end to end: the stand-in torch's program recorded at two batches, its answer confirmed by real runs.
     const std::string program = record_fixtures::record_dir() + "/batch_program.py";
-    const RunResult max_batch = run_gpumem({"reuse-sim", "--max-batch", "--capacity", "1GiB", "--record-batches", "2,4", "--confirm",
+    const RunResult max_batch = run_gpumem({"reuse-sim", "max-batch", "--capacity", "1GiB", "--record-batches", "2,4", "--confirm",
                                             "--plot", s / "max-batch.svg", "--", "python3", program, "--bs", "{batch}"},
                                            standin_env(s));
     INFO(max_batch.err);
     REQUIRE(max_batch.status == 0);
-    pictures.push_back({"max_batch", s / "max-batch.svg", {"--max-batch", "peak reserved"}, "batch", "peak reserved (", 4, 3});
+    pictures.push_back({"max_batch", s / "max-batch.svg", {"max-batch", "peak reserved"}, "batch", "peak reserved (", 4, 3});
 
     // A sweep: the GPU's own where there is one, else the command's builder over synthetic rows.
     const RunResult copy = run_gpumem({"copy", "h2d", "--sizes", "64KiB..16MiB", "--plot", s / "copy.svg"});

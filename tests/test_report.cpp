@@ -587,7 +587,7 @@ TEST_CASE("examples: the Slurm scripts parse (tests/slurm-test.sh runs the prolo
 // A FIFO or an idle pipe: report waited for ever, and SIGTERM and SIGINT did
 // not end it (only SIGKILL did): the signal reached a thread that was not
 // reading, and open(2) of a FIFO blocks until a writer comes.
-TEST_CASE("report input: a FIFO in a folder is skipped with a note; a FIFO or an idle pipe (report, reuse-sim --trace) ends at once on SIGINT or SIGTERM") {
+TEST_CASE("report input: a FIFO in a folder is skipped with a note; a FIFO or an idle pipe (report, reuse-sim replay --trace) ends at once on SIGINT or SIGTERM") {
     char tmpl[] = "/tmp/gpumem-report-fifo.XXXXXX";
     REQUIRE(mkdtemp(tmpl));
     const std::string dir = tmpl;
@@ -621,13 +621,13 @@ TEST_CASE("report input: a FIFO in a folder is skipped with a note; a FIFO or an
     // reuse-sim's --trace: a FIFO with no writer, and - on an idle pipe.
     for (const int sig : {SIGTERM, SIGINT}) {
         CAPTURE(sig);
-        Started trace = start_gpumem({"reuse-sim", "--trace", dir + "/b.json"});
+        Started trace = start_gpumem({"reuse-sim", "replay", "--trace", dir + "/b.json"});
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
         trace.signal(sig);
         CHECK(trace.wait_within(5) == 130);
         const int writer = ::open((dir + "/b.json").c_str(), O_RDWR | O_CLOEXEC);
         REQUIRE(writer >= 0);
-        Started piped = start_program("/bin/sh", {"-c", "exec \"$0\" reuse-sim --trace - < \"$1\"", gpumem_binary(), dir + "/b.json"});
+        Started piped = start_program("/bin/sh", {"-c", "exec \"$0\" reuse-sim replay --trace - < \"$1\"", gpumem_binary(), dir + "/b.json"});
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
         piped.signal(sig);
         CHECK(piped.wait_within(5) == 130);

@@ -107,7 +107,7 @@ private:
 
 TEST_CASE("cli reuse-sim: no arguments compares every strategy, without a GPU") {
     // No device is visible: plain reuse-sim must not need one.
-    const auto r = run_gpumem({"reuse-sim"}, {"CUDA_VISIBLE_DEVICES="});
+    const auto r = run_gpumem({"reuse-sim", "replay"}, {"CUDA_VISIBLE_DEVICES="});
     CHECK(r.status == 0);
     CHECK(r.err.empty());
     for (const char* name : {"naive", "grow-only", "shape-persistent", "ring", "pool", "binning", "torch-caching", "async-pool"})
@@ -117,10 +117,10 @@ TEST_CASE("cli reuse-sim: no arguments compares every strategy, without a GPU") 
 }
 
 TEST_CASE("cli reuse-sim: --json is one document with numbers as numbers") {
-    const auto r = run_gpumem({"reuse-sim", "--json", "--workload", "training", "--steps", "5", "--no-chart"});
+    const auto r = run_gpumem({"reuse-sim", "replay", "--json", "--workload", "training", "--steps", "5", "--no-chart"});
     REQUIRE(r.status == 0);
     const auto doc = nlohmann::json::parse(r.out);
-    CHECK(doc["command"] == "reuse-sim");
+    CHECK(doc["command"] == "reuse-sim replay");
     CHECK(doc["ok"] == true);
     REQUIRE(doc["strategies"].size() == 8);
     for (const auto& row : doc["strategies"]) {
@@ -135,7 +135,7 @@ TEST_CASE("cli reuse-sim: --json is one document with numbers as numbers") {
 TEST_CASE("cli reuse-sim: a trace file, --csv and --timeline") {
     TraceFile trace("action,id,size,stream,tag\nalloc,1,4096,0,a\nalloc,2,8192,0,b\nfree,1,,,\nfree,2,,,\nalloc,3,4096,0,a\nfree,3,,,\n");
     TraceFile timeline("", ".timeline.csv");
-    const auto r = run_gpumem({"reuse-sim", "--trace", trace.path, "--strategy", "naive,grow-only", "--csv", "--timeline", timeline.path});
+    const auto r = run_gpumem({"reuse-sim", "replay", "--trace", trace.path, "--strategy", "naive,grow-only", "--csv", "--timeline", timeline.path});
     REQUIRE(r.status == 0);
     CHECK(r.out.rfind("strategy,requests,upstream_allocs,", 0) == 0);
     CHECK(has(r.out, "\nnaive,3,3,3,"));
@@ -148,12 +148,12 @@ TEST_CASE("cli reuse-sim: a trace file, --csv and --timeline") {
 
 TEST_CASE("cli reuse-sim: a malformed trace exits 2 with one line on stderr naming file and line") {
     TraceFile trace("action,id,size,stream,tag\nalloc,1,4096,0,\nalloc,2,lots,0,\n");
-    const auto r = run_gpumem({"reuse-sim", "--trace", trace.path});
+    const auto r = run_gpumem({"reuse-sim", "replay", "--trace", trace.path});
     CHECK(r.status == 2);
     CHECK(r.stderr_lines() == 1);
     CHECK(has(r.err, trace.path + ":3: size"));
     CHECK(r.out.empty());
-    const auto j = run_gpumem({"reuse-sim", "--trace", trace.path, "--json"});
+    const auto j = run_gpumem({"reuse-sim", "replay", "--trace", trace.path, "--json"});
     CHECK(j.status == 2);
     const auto doc = nlohmann::json::parse(j.out);
     CHECK(doc["ok"] == false);
@@ -161,22 +161,22 @@ TEST_CASE("cli reuse-sim: a malformed trace exits 2 with one line on stderr nami
 }
 
 TEST_CASE("cli reuse-sim: usage errors") {
-    CHECK(run_gpumem({"reuse-sim", "--strategy", "nope"}).status == 2);
-    CHECK(run_gpumem({"reuse-sim", "--trace", "/nonexistent.csv"}).status == 2);
-    CHECK(run_gpumem({"reuse-sim", "--trace", "x.csv", "--workload", "training"}).status == 2);
-    CHECK(run_gpumem({"reuse-sim", "--capacity", "lots"}).status == 2);
-    CHECK(run_gpumem({"reuse-sim", "--max-split-size", "1MiB"}).status == 2);  // PyTorch needs >= 20 MiB
-    const auto d = run_gpumem({"reuse-sim", "-d", "0"});
+    CHECK(run_gpumem({"reuse-sim", "replay", "--strategy", "nope"}).status == 2);
+    CHECK(run_gpumem({"reuse-sim", "replay", "--trace", "/nonexistent.csv"}).status == 2);
+    CHECK(run_gpumem({"reuse-sim", "replay", "--trace", "x.csv", "--workload", "training"}).status == 2);
+    CHECK(run_gpumem({"reuse-sim", "replay", "--capacity", "lots"}).status == 2);
+    CHECK(run_gpumem({"reuse-sim", "replay", "--max-split-size", "1MiB"}).status == 2);  // PyTorch needs >= 20 MiB
+    const auto d = run_gpumem({"reuse-sim", "replay", "-d", "0"});
     CHECK(d.status == 2);  // -d only means something with --execute
     CHECK(d.stderr_lines() == 1);
     TraceFile costs("{\"kind\": \"gpumem-cost-table\"}", ".json");
-    const auto c = run_gpumem({"reuse-sim", "--costs", costs.path});
+    const auto c = run_gpumem({"reuse-sim", "replay", "--costs", costs.path});
     CHECK(c.status == 2);
     CHECK(has(c.err, costs.path));
 }
 
 TEST_CASE("cli reuse-sim: --capacity makes strategies run out of memory, not the command") {
-    const auto r = run_gpumem({"reuse-sim", "--json", "--capacity", "64MiB", "--workload", "training", "--steps", "3", "--no-chart"});
+    const auto r = run_gpumem({"reuse-sim", "replay", "--json", "--capacity", "64MiB", "--workload", "training", "--steps", "3", "--no-chart"});
     REQUIRE(r.status == 0);
     const auto doc = nlohmann::json::parse(r.out);
     std::uint64_t ooms = 0;
@@ -185,7 +185,7 @@ TEST_CASE("cli reuse-sim: --capacity makes strategies run out of memory, not the
 }
 
 TEST_CASE("cli reuse-sim: --execute without a usable GPU exits 3") {
-    const auto r = run_gpumem({"reuse-sim", "--execute", "--strategy", "naive", "--steps", "2"}, {"CUDA_VISIBLE_DEVICES="});
+    const auto r = run_gpumem({"reuse-sim", "replay", "--execute", "--strategy", "naive", "--steps", "2"}, {"CUDA_VISIBLE_DEVICES="});
     CHECK(r.status == 3);
     CHECK(r.stderr_lines() == 1);
 }
@@ -193,7 +193,7 @@ TEST_CASE("cli reuse-sim: --execute without a usable GPU exits 3") {
 TEST_CASE("cli reuse-sim: a FIFO fed late is read once, with every strategy (ring's first pass included)") {
     Fifo fifo;
     LateWriter writer(fifo.path, kTrace, 0.3);
-    Started run = start_gpumem({"reuse-sim", "--trace", fifo.path, "--json"});
+    Started run = start_gpumem({"reuse-sim", "replay", "--trace", fifo.path, "--json"});
     const int status = run.wait_within(20);
     CHECK(writer.written());
     CHECK(status == 0);
@@ -210,7 +210,7 @@ TEST_CASE("cli reuse-sim: a FIFO with --save-trace and a strategy that needs no 
     Fifo fifo;
     TraceFile saved("", ".saved.csv");
     LateWriter writer(fifo.path, kTrace, 0.2);
-    Started run = start_gpumem({"reuse-sim", "--trace", fifo.path, "--strategy", "naive,pool", "--save-trace", saved.path, "--csv"});
+    Started run = start_gpumem({"reuse-sim", "replay", "--trace", fifo.path, "--strategy", "naive,pool", "--save-trace", saved.path, "--csv"});
     CHECK(run.wait_within(20) == 0);
     CHECK(writer.written());
     std::ifstream in(saved.path);
@@ -220,7 +220,7 @@ TEST_CASE("cli reuse-sim: a FIFO with --save-trace and a strategy that needs no 
 
 TEST_CASE("cli reuse-sim: standard input fed late, the format found by its header") {
     TraceFile trace(kTrace);
-    const RunResult r = run_program("/bin/sh", {"-c", "(sleep 0.3; cat '" + trace.path + "') | \"$0\" reuse-sim --trace - --json", gpumem_binary()});
+    const RunResult r = run_program("/bin/sh", {"-c", "(sleep 0.3; cat '" + trace.path + "') | \"$0\" reuse-sim replay --trace - --json", gpumem_binary()});
     INFO(r.err);
     REQUIRE(r.status == 0);
     const auto doc = nlohmann::json::parse(r.out);
@@ -231,7 +231,7 @@ TEST_CASE("cli reuse-sim: standard input fed late, the format found by its heade
 
 TEST_CASE("cli reuse-sim: Ctrl-C while waiting for a FIFO's writer exits 130") {
     Fifo fifo;
-    Started run = start_gpumem({"reuse-sim", "--trace", fifo.path});
+    Started run = start_gpumem({"reuse-sim", "replay", "--trace", fifo.path});
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     REQUIRE(run.running());  // blocked in open(), waiting for a writer
     run.signal(SIGINT);
@@ -244,7 +244,7 @@ TEST_CASE("cli reuse-sim: Ctrl-C while waiting for a FIFO's writer exits 130") {
 
 TEST_CASE("cli reuse-sim: Ctrl-C while a FIFO's writer has not finished exits 130") {
     Fifo fifo;
-    Started run = start_gpumem({"reuse-sim", "--trace", fifo.path, "--strategy", "naive"});
+    Started run = start_gpumem({"reuse-sim", "replay", "--trace", fifo.path, "--strategy", "naive"});
     const int fd = open(fifo.path.c_str(), O_WRONLY);  // gpumem has opened it: the header, then nothing more
     REQUIRE(fd >= 0);
     CHECK(write(fd, "action,id,size,stream,tag\n", 26) == 26);
@@ -260,7 +260,7 @@ TEST_CASE("cli reuse-sim: Ctrl-C stops --tune's replays on every thread and exit
     // lanes on every core. Interrupted early, it holds well under 1 GB.
     for (const int after_ms : {200, 1500}) {
         CAPTURE(after_ms);
-        Started run = start_gpumem({"reuse-sim", "--workload", "dynamic", "--steps", "1000000", "--tune", "--capacity", "1GiB"});
+        Started run = start_gpumem({"reuse-sim", "tune", "--workload", "dynamic", "--steps", "1000000", "--capacity", "1GiB"});
         std::this_thread::sleep_for(std::chrono::milliseconds(after_ms));
         REQUIRE(run.running());
         run.signal(SIGINT);
@@ -276,7 +276,7 @@ TEST_CASE("cli reuse-sim: output files are checked before the simulation starts"
     // A simulation of hours: the bad path must end the run at once.
     for (const char* option : {"--timeline", "--save-trace"}) {
         CAPTURE(option);
-        Started run = start_gpumem({"reuse-sim", "--steps", "100000000", option, "/nonexistent/dir/t.csv"});
+        Started run = start_gpumem({"reuse-sim", "replay", "--steps", "100000000", option, "/nonexistent/dir/t.csv"});
         CHECK(run.wait_within(10) == 2);
         const RunResult r = run.wait();
         CHECK(r.stderr_lines() == 1);
@@ -299,8 +299,8 @@ TEST_CASE("reuse-sim: a snapshot that would run code is refused, not run") {
     binary += std::string{static_cast<char>(n & 0xff), static_cast<char>(n >> 8), '\0', '\0'} + command + "q\x01\x85q\x02Rq\x03.";
     const TraceFile hostile(binary, ".pickle");
     const TraceFile text("cposix\nsystem\np0\n(V" + command + "\np1\ntp2\nRp3\n.", ".pickle");
-    for (const auto& args : {std::vector<std::string>{"reuse-sim", "--trace", hostile.path},
-                             std::vector<std::string>{"reuse-sim", "--trace", text.path, "--trace-format", "snapshot"}}) {
+    for (const auto& args : {std::vector<std::string>{"reuse-sim", "replay", "--trace", hostile.path},
+                             std::vector<std::string>{"reuse-sim", "replay", "--trace", text.path, "--trace-format", "snapshot"}}) {
         const RunResult r = run_gpumem(args);
         CAPTURE(r.err);
         CHECK(r.status == 2);
@@ -316,7 +316,7 @@ TEST_CASE("reuse-sim: a snapshot that would run code is refused, not run") {
 TEST_CASE("reuse-sim: a snapshot's allocator settings apply, flags override them, --memory-fraction sets the capacity") {
     const char* tests_dir = std::getenv("GPUMEM_TESTS_DIR");
     const std::string snapshot = std::string(tests_dir ? tests_dir : GPUMEM_TESTS_SOURCE_DIR) + "/fixtures/snapshots/small_p4.pickle";
-    const RunResult r = run_gpumem({"reuse-sim", "--trace", snapshot, "--strategy", "torch-caching", "--json"});
+    const RunResult r = run_gpumem({"reuse-sim", "replay", "--trace", snapshot, "--strategy", "torch-caching", "--json"});
     REQUIRE(r.status == 0);
     const nlohmann::json d = nlohmann::json::parse(r.out);
     CHECK(d["input"]["format"] == "snapshot");
@@ -329,7 +329,7 @@ TEST_CASE("reuse-sim: a snapshot's allocator settings apply, flags override them
     CHECK(d["recorded"]["ooms"] == 1);
     CHECK(d["empty_cache_points"] == 1);
     CHECK(d["oom_events"] == 1);
-    const RunResult o = run_gpumem({"reuse-sim", "--trace", snapshot, "--strategy", "torch-caching", "--json", "--max-split-size", "128MiB",
+    const RunResult o = run_gpumem({"reuse-sim", "replay", "--trace", snapshot, "--strategy", "torch-caching", "--json", "--max-split-size", "128MiB",
                                     "--memory-fraction", "0.5", "--device-total", "1GiB"});
     REQUIRE(o.status == 0);
     const nlohmann::json od = nlohmann::json::parse(o.out);
@@ -338,11 +338,11 @@ TEST_CASE("reuse-sim: a snapshot's allocator settings apply, flags override them
     CHECK(od["allocator_settings"]["overridden"] == nlohmann::json::array({"max_split_size"}));
     CHECK(od["capacity_bytes"] == 512ULL << 20);
     // Text mode prints the settings under the head line.
-    const RunResult t = run_gpumem({"reuse-sim", "--trace", snapshot, "--strategy", "naive", "--no-chart"});
+    const RunResult t = run_gpumem({"reuse-sim", "replay", "--trace", snapshot, "--strategy", "naive", "--no-chart"});
     CHECK(has(t.out, "allocator settings of the snapshot: max_split_size 64 MiB"));
     // A CSV trace has neither.
     const TraceFile csv(kTrace);
-    const nlohmann::json c = nlohmann::json::parse(run_gpumem({"reuse-sim", "--trace", csv.path, "--json"}).out);
+    const nlohmann::json c = nlohmann::json::parse(run_gpumem({"reuse-sim", "replay", "--trace", csv.path, "--json"}).out);
     CHECK(c["allocator_settings"].is_null());
     CHECK(c["recorded"].is_null());
 }
@@ -356,9 +356,9 @@ std::string fixture(const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("cli reuse-sim --tune: a recorded workload under a cap that bites, ranked, answered, the smallest capacity searched") {
+TEST_CASE("cli reuse-sim tune: a recorded workload under a cap that bites, ranked, answered, the smallest capacity searched") {
     const RunResult r =
-        run_gpumem({"reuse-sim", "--trace", fixture("torch/memory_fraction.pickle"), "--tune", "--capacity", "600MiB", "--json"});
+        run_gpumem({"reuse-sim", "tune", "--trace", fixture("torch/memory_fraction.pickle"), "--capacity", "600MiB", "--json"});
     REQUIRE(r.status == 0);
     const nlohmann::json d = nlohmann::json::parse(r.out);
     CHECK_FALSE(d.contains("strategies"));
@@ -375,7 +375,7 @@ TEST_CASE("cli reuse-sim --tune: a recorded workload under a cap that bites, ran
     CHECK(recorded == 1);
     // The recorded setting's lane is the comparison's torch-caching row, figure for figure.
     const RunResult plain = run_gpumem(
-        {"reuse-sim", "--trace", fixture("torch/memory_fraction.pickle"), "--strategy", "torch-caching", "--capacity", "600MiB", "--json"});
+        {"reuse-sim", "replay", "--trace", fixture("torch/memory_fraction.pickle"), "--strategy", "torch-caching", "--capacity", "600MiB", "--json"});
     REQUIRE(plain.status == 0);
     const nlohmann::json torch = nlohmann::json::parse(plain.out)["strategies"][0];
     for (const nlohmann::json& row : rows) {
@@ -389,25 +389,25 @@ TEST_CASE("cli reuse-sim --tune: a recorded workload under a cap that bites, ran
     CHECK(t["smallest_capacity_bytes"] >= d["peak_live_bytes"]);
     CHECK(t["capacity_search_replays"] > 0);
     CHECK(has(t["answer"].get<std::string>(), "as recorded it fails at event " + t["recorded_first_oom_event"].dump()));
-    const RunResult text = run_gpumem({"reuse-sim", "--trace", fixture("torch/memory_fraction.pickle"), "--tune", "--capacity", "600MiB"});
+    const RunResult text = run_gpumem({"reuse-sim", "tune", "--trace", fixture("torch/memory_fraction.pickle"), "--capacity", "600MiB"});
     REQUIRE(text.status == 0);
     CHECK(has(text.out, "PYTORCH_CUDA_ALLOC_CONF"));
     CHECK(has(text.out, "recorded: (PyTorch's defaults)"));
     CHECK(has(flat(text.out), "the smallest capacity the best setting fits in is about"));
     // --memory-fraction is a cap too: the GC threshold joins the grid; without a cap it does not.
-    const RunResult fraction = run_gpumem({"reuse-sim", "--trace", fixture("torch/memory_fraction.pickle"), "--tune", "--memory-fraction",
+    const RunResult fraction = run_gpumem({"reuse-sim", "tune", "--trace", fixture("torch/memory_fraction.pickle"), "--memory-fraction",
                                            "0.5", "--device-total", "1300MiB", "--json"});
     REQUIRE(fraction.status == 0);
     const nlohmann::json fd = nlohmann::json::parse(fraction.out);
     CHECK(fd["capacity_bytes"] == 650ULL << 20);
     CHECK(fd["tune"]["grid_points"] == 36);
-    const RunResult uncapped = run_gpumem({"reuse-sim", "--trace", fixture("torch/memory_fraction.pickle"), "--tune", "--json"});
+    const RunResult uncapped = run_gpumem({"reuse-sim", "tune", "--trace", fixture("torch/memory_fraction.pickle"), "--json"});
     REQUIRE(uncapped.status == 0);
     CHECK(nlohmann::json::parse(uncapped.out)["tune"]["grid_points"] == 18);
 }
 
-TEST_CASE("cli reuse-sim --tune: a recording without an OOM says the cap each of the top 3 settings needs; one with OOMs does not") {
-    const RunResult r = run_gpumem({"reuse-sim", "--trace", fixture("torch/cnn_inference.pickle"), "--tune", "--json"});
+TEST_CASE("cli reuse-sim tune: a recording without an OOM says the cap each of the top 3 settings needs; one with OOMs does not") {
+    const RunResult r = run_gpumem({"reuse-sim", "tune", "--trace", fixture("torch/cnn_inference.pickle"), "--json"});
     REQUIRE(r.status == 0);
     const nlohmann::json d = nlohmann::json::parse(r.out);
     const nlohmann::json& fits = d["tune"]["fit_capacities"];
@@ -422,15 +422,15 @@ TEST_CASE("cli reuse-sim --tune: a recording without an OOM says the cap each of
         CHECK(row["alloc_conf"] == fits[i]["alloc_conf"]);
         if (i > 0) CHECK(row["peak_reserved"] != d["settings"][fits[i - 1]["rank"].get<std::size_t>() - 1]["peak_reserved"]);
     }
-    const RunResult text = run_gpumem({"reuse-sim", "--trace", fixture("torch/cnn_inference.pickle"), "--tune"});
+    const RunResult text = run_gpumem({"reuse-sim", "tune", "--trace", fixture("torch/cnn_inference.pickle")});
     CHECK(has(flat(text.out), "The recording has no OOM; the smallest cap each of the top settings runs in without one: "));
-    const RunResult ooms = run_gpumem({"reuse-sim", "--trace", fixture("torch/fragmentation_oom.pickle"), "--tune", "--json"});
+    const RunResult ooms = run_gpumem({"reuse-sim", "tune", "--trace", fixture("torch/fragmentation_oom.pickle"), "--json"});
     REQUIRE(ooms.status == 0);
     CHECK(nlohmann::json::parse(ooms.out)["tune"]["fit_capacities"].empty());
 }
 
-TEST_CASE("cli reuse-sim --sweep: a snapshot's own setting is the recorded row; a FIFO is read once and spooled for the search") {
-    const RunResult r = run_gpumem({"reuse-sim", "--trace", fixture("snapshots/small_p4.pickle"), "--sweep", "max_split_size=none,64",
+TEST_CASE("cli reuse-sim tune --sweep: a snapshot's own setting is the recorded row; a FIFO is read once and spooled for the search") {
+    const RunResult r = run_gpumem({"reuse-sim", "tune", "--trace", fixture("snapshots/small_p4.pickle"), "--sweep", "max_split_size=none,64",
                                     "--sweep", "roundup_power2_divisions=none,4", "--json"});
     REQUIRE(r.status == 0);
     const nlohmann::json d = nlohmann::json::parse(r.out);
@@ -443,11 +443,11 @@ TEST_CASE("cli reuse-sim --sweep: a snapshot's own setting is the recorded row; 
             CHECK(row["alloc_conf"] == "max_split_size_mb:64,roundup_power2_divisions:[1:4,2:0,>:0]");
         }
     CHECK(recorded == 1);
-    const RunResult text = run_gpumem({"reuse-sim", "--trace", fixture("snapshots/small_p4.pickle"), "--sweep", "expandable_segments=true"});
+    const RunResult text = run_gpumem({"reuse-sim", "tune", "--trace", fixture("snapshots/small_p4.pickle"), "--sweep", "expandable_segments=true"});
     CHECK(has(text.out, "recorded: max_split_size_mb:64"));
     const Fifo fifo;
     LateWriter writer(fifo.path, kTrace, 0.2);
-    const RunResult f = run_gpumem({"reuse-sim", "--trace", fifo.path, "--sweep", "max_split_size=none,64", "--capacity", "1GiB", "--json"});
+    const RunResult f = run_gpumem({"reuse-sim", "tune", "--trace", fifo.path, "--sweep", "max_split_size=none,64", "--capacity", "1GiB", "--json"});
     CHECK(writer.written());
     REQUIRE(f.status == 0);
     const nlohmann::json fd = nlohmann::json::parse(f.out);
@@ -459,10 +459,10 @@ TEST_CASE("cli reuse-sim --sweep: a snapshot's own setting is the recorded row; 
 // H100 under a memory fraction), tuned under the cap they ran with: the
 // answer says how many recorded OOMs the best setting turns into successes,
 // and that the program's course after them is not in the recording.
-TEST_CASE("cli reuse-sim --tune on recorded OOMs: the requests each setting grants, and what the answer covers") {
+TEST_CASE("cli reuse-sim tune on recorded OOMs: the requests each setting grants, and what the answer covers") {
     SUBCASE("oom_skip_batch: the best setting grants the one recorded OOM (the real rerun then failed later in the step)") {
         const RunResult r = run_gpumem(
-            {"reuse-sim", "--trace", fixture("torch/oom_skip_batch.pickle"), "--tune", "--capacity", "962592768", "--json"});
+            {"reuse-sim", "tune", "--trace", fixture("torch/oom_skip_batch.pickle"), "--capacity", "962592768", "--json"});
         REQUIRE(r.status == 0);
         const nlohmann::json d = nlohmann::json::parse(r.out);
         CHECK(d["oom_events"] == 1);
@@ -482,12 +482,12 @@ TEST_CASE("cli reuse-sim --tune on recorded OOMs: the requests each setting gran
         const std::string answer = t["answer"];
         CHECK(has(answer, "; the best setting grants the request that ran out of memory as recorded, after which the program "
                           "may ask for memory the recording never saw"));
-        const RunResult text = run_gpumem({"reuse-sim", "--trace", fixture("torch/oom_skip_batch.pickle"), "--tune", "--capacity", "962592768"});
+        const RunResult text = run_gpumem({"reuse-sim", "tune", "--trace", fixture("torch/oom_skip_batch.pickle"), "--capacity", "962592768"});
         CHECK(has(flat(text.out), "the recording never saw"));
     }
     SUBCASE("oom_halve_batch: 10 OOMs as recorded; the best grants some of them and fails the others") {
         const RunResult r = run_gpumem(
-            {"reuse-sim", "--trace", fixture("torch/oom_halve_batch.pickle"), "--tune", "--capacity", "1356857344", "--json"});
+            {"reuse-sim", "tune", "--trace", fixture("torch/oom_halve_batch.pickle"), "--capacity", "1356857344", "--json"});
         REQUIRE(r.status == 0);
         const nlohmann::json d = nlohmann::json::parse(r.out);
         const nlohmann::json& t = d["tune"];
@@ -501,7 +501,7 @@ TEST_CASE("cli reuse-sim --tune on recorded OOMs: the requests each setting gran
     }
     SUBCASE("no recorded OOM: nothing granted, nothing said") {
         const RunResult r =
-            run_gpumem({"reuse-sim", "--trace", fixture("torch/memory_fraction.pickle"), "--tune", "--capacity", "600MiB", "--json"});
+            run_gpumem({"reuse-sim", "tune", "--trace", fixture("torch/memory_fraction.pickle"), "--capacity", "600MiB", "--json"});
         REQUIRE(r.status == 0);
         const nlohmann::json t = nlohmann::json::parse(r.out)["tune"];
         CHECK(t["recorded_oom_events"] == 0);
@@ -603,8 +603,8 @@ std::size_t outcomes_of(const nlohmann::json& settings) {
 
 // issue 34 §10: on a 100-column terminal the table was 120 columns wide,
 // its header line 225, 36 rows many of them alike, and the answer came last.
-TEST_CASE("cli reuse-sim --tune on a terminal: the answer first, a row per outcome, the best 10, every line within the width") {
-    const std::vector<std::string> tune = {"reuse-sim", "--trace", fixture("torch/memory_fraction.pickle"), "--tune", "--capacity", "600MiB"};
+TEST_CASE("cli reuse-sim tune on a terminal: the answer first, a row per outcome, the best 10, every line within the width") {
+    const std::vector<std::string> tune = {"reuse-sim", "tune", "--trace", fixture("torch/memory_fraction.pickle"), "--capacity", "600MiB"};
     std::vector<std::string> json_args = tune;
     json_args.push_back("--json");
     const RunResult j = run_gpumem(json_args);

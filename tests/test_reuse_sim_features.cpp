@@ -59,7 +59,7 @@ json read_stats(const std::string& name) {
 }
 
 json replay(const std::string& name, const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> args = {"reuse-sim", "--trace", features_dir() + "/" + name + ".pickle", "--strategy", "torch-caching",
+    std::vector<std::string> args = {"reuse-sim", "replay", "--trace", features_dir() + "/" + name + ".pickle", "--strategy", "torch-caching",
                                      "--json"};
     args.insert(args.end(), extra.begin(), extra.end());
     const RunResult r = run_gpumem(args);
@@ -109,7 +109,7 @@ TEST_CASE("allocator features: settings changed as the program ran are replayed 
     CHECK(doc["allocator_settings"]["changes"][0]["event"] == 6);
     CHECK(doc["warnings"].dump().find("changed its allocator settings 1 time as it ran") != std::string::npos);
     // --tune says which phase a suggested setting replaces.
-    const RunResult tune = run_gpumem({"reuse-sim", "--trace", features_dir() + "/synthetic_settings_change.pickle", "--tune"});
+    const RunResult tune = run_gpumem({"reuse-sim", "tune", "--trace", features_dir() + "/synthetic_settings_change.pickle"});
     CHECK(tune.status == 0);
     CHECK(tune.err.find("A suggested setting replaces only the first phase (events 1 to 5)") != std::string::npos);
 }

@@ -1,6 +1,6 @@
 // Fidelity of the torch-caching model: on snapshots recorded from real
 // PyTorch 2.11 workloads (tools/record_torch_workloads.py, or `gpumem
-// reuse-sim --record` by bench/record-graphs.sh; fixtures in
+// reuse-sim record` by bench/record-graphs.sh; fixtures in
 // tests/fixtures/torch/: NAME.pickle and NAME.stats.json), replaying the
 // snapshot under the allocator settings it recorded and the memory cap it ran
 // under (allowed_memory_maximum) must give exactly the num_device_alloc,
@@ -78,7 +78,7 @@ rs::TorchOptions recorded_options(const rs::RecordedAllocatorSettings* s) {
 }
 
 Outcome replay_fixture(const std::string& name, const nlohmann::json& doc) {
-    // `gpumem reuse-sim --record` writes no allowed_memory_maximum when no cap was set.
+    // `gpumem reuse-sim record` writes no allowed_memory_maximum when no cap was set.
     const nlohmann::json& allocator = doc.at("allocator");
     const auto cap = allocator.find("allowed_memory_maximum");
     const std::uint64_t capacity = cap == allocator.end() || cap->is_null() ? rs::kUnlimited : cap->get<std::uint64_t>();

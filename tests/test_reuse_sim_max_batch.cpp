@@ -1,4 +1,4 @@
-// reuse-sim --max-batch on the CPU: its grammar and usage errors (exit 2
+// reuse-sim max-batch on the CPU: its grammar and usage errors (exit 2
 // before any file is read or anything runs), the answer's honesty where the
 // model does not hold, and the end-to-end form on a real python3 running
 // tests/fixtures/record/batch_program.py against the stand-in torch, whose
@@ -92,42 +92,43 @@ TEST_CASE("max-batch: the grammar's usage errors exit 2 with one line, before an
         const char* says;
     };
     const std::vector<Case> cases = {
-        {{"--max-batch", "--capacity", "1GiB", "--batch-trace", "8=" + kSnapshot}, "two batches at least"},
-        {{"--max-batch", "--capacity", "1GiB", "--batch-trace", kSnapshot, "--batch-trace", "8=" + kSnapshot}, "expected B=FILE"},
-        {{"--max-batch", "--capacity", "1GiB", "--batch-trace", "x8=" + kSnapshot, "--batch-trace", "8=" + kSnapshot}, "expected B=FILE"},
-        {{"--max-batch", "--capacity", "1GiB", "--batch-trace", "0=" + kSnapshot, "--batch-trace", "8=" + kSnapshot}, "at least 1"},
-        {{"--max-batch", "--capacity", "1GiB", "--batch-trace", "8=", "--batch-trace", "16=" + kSnapshot}, "empty file name"},
+        {{"max-batch", "--capacity", "1GiB", "--batch-trace", "8=" + kSnapshot}, "two batches at least"},
+        {{"max-batch", "--capacity", "1GiB", "--batch-trace", kSnapshot, "--batch-trace", "8=" + kSnapshot}, "expected B=FILE"},
+        {{"max-batch", "--capacity", "1GiB", "--batch-trace", "x8=" + kSnapshot, "--batch-trace", "8=" + kSnapshot}, "expected B=FILE"},
+        {{"max-batch", "--capacity", "1GiB", "--batch-trace", "0=" + kSnapshot, "--batch-trace", "8=" + kSnapshot}, "at least 1"},
+        {{"max-batch", "--capacity", "1GiB", "--batch-trace", "8=", "--batch-trace", "16=" + kSnapshot}, "empty file name"},
         // Batches checked before any file: the files named here do not exist.
-        {{"--max-batch", "--capacity", "1GiB", "--batch-trace", "8=" + missing, "--batch-trace", "8=" + missing}, "batch 8 given twice"},
-        {{"--max-batch", "--capacity", "1GiB", "--batch-trace", "8=" + missing, "--batch-trace", "16=" + kSnapshot}, "cannot open"},
-        {{"--max-batch", "--capacity", "1GiB", "--batch-trace", "8=-", "--batch-trace", "16=" + kSnapshot}, "not standard input"},
-        {{"--max-batch", "--batch-trace", "8=" + kSnapshot, "--batch-trace", "16=" + kSnapshot}, "--capacity SIZE"},
-        {{"--max-batch", "--capacity", "1GiB"}, "--batch-trace B=FILE, twice"},
-        {{"--batch-trace", "8=" + kSnapshot, "--batch-trace", "16=" + kSnapshot}, "give --max-batch"},
-        {{"--record-batches", "2,4", "--trace", kSnapshot}, "--record-batches goes with --max-batch"},
-        {{"--max-batch", "--capacity", "1GiB", "--trace", kSnapshot}, "not one --trace"},
-        {{"--max-batch", "--capacity", "1GiB", "--execute", "--batch-trace", "8=" + kSnapshot, "--batch-trace", "16=" + kSnapshot}, "--execute"},
-        {{"--max-batch", "--capacity", "1GiB", "--timeline", s / "t.csv", "--batch-trace", "8=" + kSnapshot, "--batch-trace", "16=" + kSnapshot},
-         "cannot be combined with --timeline"},
-        {{"--max-batch", "--capacity", "1GiB", "--workload", "training", "--batch-trace", "8=" + kSnapshot, "--batch-trace", "16=" + kSnapshot},
-         "cannot be combined with --workload"},
-        {{"--max-batch", "--capacity", "1GiB", "--strategy", "naive", "--batch-trace", "8=" + kSnapshot, "--batch-trace", "16=" + kSnapshot},
-         "torch-caching alone"},
-        {{"--max-batch", "--capacity", "1GiB", "--confirm", "--batch-trace", "8=" + kSnapshot, "--batch-trace", "16=" + kSnapshot},
+        {{"max-batch", "--capacity", "1GiB", "--batch-trace", "8=" + missing, "--batch-trace", "8=" + missing}, "batch 8 given twice"},
+        {{"max-batch", "--capacity", "1GiB", "--batch-trace", "8=" + missing, "--batch-trace", "16=" + kSnapshot}, "cannot open"},
+        {{"max-batch", "--capacity", "1GiB", "--batch-trace", "8=-", "--batch-trace", "16=" + kSnapshot}, "not standard input"},
+        {{"max-batch", "--batch-trace", "8=" + kSnapshot, "--batch-trace", "16=" + kSnapshot}, "--capacity SIZE"},
+        {{"max-batch", "--capacity", "1GiB"}, "--batch-trace B=FILE, twice"},
+        // An option of max-batch given to another job: CLI11 does not know it there.
+        {{"replay", "--batch-trace", "8=" + kSnapshot, "--batch-trace", "16=" + kSnapshot}, "it is an option of reuse-sim max-batch"},
+        {{"replay", "--record-batches", "2,4", "--trace", kSnapshot}, "unknown option '--record-batches' for reuse-sim replay"},
+        {{"max-batch", "--capacity", "1GiB", "--trace", kSnapshot}, "unknown option '--trace' for reuse-sim max-batch: it is an option of reuse-sim replay, reuse-sim tune"},
+        {{"max-batch", "--capacity", "1GiB", "--execute", "--batch-trace", "8=" + kSnapshot, "--batch-trace", "16=" + kSnapshot}, "unknown option '--execute'"},
+        {{"max-batch", "--capacity", "1GiB", "--timeline", s / "t.csv", "--batch-trace", "8=" + kSnapshot, "--batch-trace", "16=" + kSnapshot},
+         "unknown option '--timeline'"},
+        {{"max-batch", "--capacity", "1GiB", "--workload", "training", "--batch-trace", "8=" + kSnapshot, "--batch-trace", "16=" + kSnapshot},
+         "unknown option '--workload'"},
+        {{"max-batch", "--capacity", "1GiB", "--strategy", "naive", "--batch-trace", "8=" + kSnapshot, "--batch-trace", "16=" + kSnapshot},
+         "unknown option '--strategy'"},
+        {{"max-batch", "--capacity", "1GiB", "--confirm", "--batch-trace", "8=" + kSnapshot, "--batch-trace", "16=" + kSnapshot},
          "give the program after --"},
-        {{"--max-batch", "--capacity", "1GiB", "--record", s / "run.pickle", "--batch-trace", "8=" + kSnapshot, "--batch-trace",
+        {{"max-batch", "--capacity", "1GiB", "-o", s / "run.pickle", "--batch-trace", "8=" + kSnapshot, "--batch-trace",
           "16=" + kSnapshot},
          "--batch-trace gives them made"},
-        {{"--max-batch", "--capacity", "1GiB", "--batch-trace", "8=" + kSnapshot, "--", "python3", "x.py", "{batch}"}, "not both"},
-        {{"--max-batch", "--capacity", "1GiB", "--", "python3", "train.py", "--bs", "8"}, "has no {batch}"},
-        {with_program({"--max-batch", "--capacity", "1GiB", "--confirm", "2"}), "takes no K"},
-        {with_program({"--max-batch", "--capacity", "1GiB", "--record-batches", "4"}), "two batches at least"},
-        {with_program({"--max-batch", "--capacity", "1GiB", "--record-batches", "4,2,4"}), "batch 4 given twice"},
-        {with_program({"--max-batch", "--capacity", "1GiB", "--record-batches", "0,4"}), "at least 1"},
-        {with_program({"--max-batch", "--capacity", "1GiB", "--record-batches", "2,x"}), "positive integers"},
-        {with_program({"--max-batch", "--capacity", "1GiB", "-d", "0"}), "the program chooses its GPU"},
-        {with_program({"--max-batch", "--memory-fraction", "0.5"}), "--device-total"},
-        {{"--trace", kSnapshot, "--tune", "--confirm", "--", "true"}, "give K"},
+        {{"max-batch", "--capacity", "1GiB", "--batch-trace", "8=" + kSnapshot, "--", "python3", "x.py", "{batch}"}, "not both"},
+        {{"max-batch", "--capacity", "1GiB", "--", "python3", "train.py", "--bs", "8"}, "has no {batch}"},
+        {with_program({"max-batch", "--capacity", "1GiB", "--confirm", "2"}), "put the program after --"},
+        {with_program({"max-batch", "--capacity", "1GiB", "--record-batches", "4"}), "two batches at least"},
+        {with_program({"max-batch", "--capacity", "1GiB", "--record-batches", "4,2,4"}), "batch 4 given twice"},
+        {with_program({"max-batch", "--capacity", "1GiB", "--record-batches", "0,4"}), "at least 1"},
+        {with_program({"max-batch", "--capacity", "1GiB", "--record-batches", "2,x"}), "positive integers"},
+        {with_program({"max-batch", "--capacity", "1GiB", "-d", "0"}), "the program chooses its GPU"},
+        {with_program({"max-batch", "--memory-fraction", "0.5"}), "--device-total"},
+        {{"tune", "--trace", kSnapshot, "--confirm", "--", "true"}, "--confirm"},
     };
     for (const Case& c : cases) {
         std::vector<std::string> args = {"reuse-sim"};
@@ -141,7 +142,7 @@ TEST_CASE("max-batch: the grammar's usage errors exit 2 with one line, before an
         CHECK_FALSE(exists(s / "log"));  // the program never ran
     }
     // --json: one document, also on a usage error.
-    const RunResult r = run_gpumem({"reuse-sim", "--max-batch", "--json", "--capacity", "1GiB", "--batch-trace", "8=" + kSnapshot});
+    const RunResult r = run_gpumem({"reuse-sim", "max-batch", "--json", "--capacity", "1GiB", "--batch-trace", "8=" + kSnapshot});
     CHECK(r.status == 2);
     CHECK(json::parse(r.out)["error"]["status"] == 2);
 }
@@ -158,7 +159,7 @@ TEST_CASE("max-batch: {batch} is filled in every word it appears in; kept files 
 TEST_CASE("max-batch: end to end, the program recorded at small batches, the answer first, --confirm's real runs hold; JSON and schema") {
     const Scratch s;
     const std::vector<std::string> args =
-        with_program({"reuse-sim", "--max-batch", "--capacity", "1GiB", "--record", s / "run.pickle", "--record-batches", "2,4,8", "--confirm"});
+        with_program({"reuse-sim", "max-batch", "--capacity", "1GiB", "-o", s / "run.pickle", "--record-batches", "2,4,8", "--confirm"});
     const RunResult r = run_gpumem(args, standin_env(s));
     REQUIRE(r.status == 0);
     // The answer first, then the peak at it and what the next batch needs.
@@ -208,32 +209,33 @@ TEST_CASE("max-batch: end to end, the program recorded at small batches, the ans
     REQUIRE(doc["max_batch_settings"].size() == 2);  // the recorded setting, and expandable segments
     CHECK(doc["max_batch_settings"][0]["recorded"] == true);
     const json schema = json::parse(run_gpumem({"--schema", "reuse-sim"}).out);
-    check_keys(doc, schema.contains("reuse-sim") ? schema["reuse-sim"] : schema, "document");
+    REQUIRE(schema.contains("reuse-sim max-batch"));
+    check_keys(doc, schema["reuse-sim max-batch"], "document");
 }
 
 TEST_CASE("max-batch: recordings given with --batch-trace answer alike; a scratch folder's recordings are said to be removed") {
     const Scratch s;
-    REQUIRE(run_gpumem(with_program({"reuse-sim", "--max-batch", "--capacity", "1GiB", "--record", s / "run.pickle"}), standin_env(s)).status == 0);
-    const RunResult r = run_gpumem({"reuse-sim", "--max-batch", "--capacity", "1GiB", "--batch-trace", "8=" + (s / "run.bs8.pickle"),
+    REQUIRE(run_gpumem(with_program({"reuse-sim", "max-batch", "--capacity", "1GiB", "-o", s / "run.pickle"}), standin_env(s)).status == 0);
+    const RunResult r = run_gpumem({"reuse-sim", "max-batch", "--capacity", "1GiB", "--batch-trace", "8=" + (s / "run.bs8.pickle"),
                                     "--batch-trace", "4=" + (s / "run.bs4.pickle")});
     REQUIRE(r.status == 0);
     CHECK(r.out.rfind("largest batch that fits in 1 GiB, model only: 83\n", 0) == 0);
     CHECK(has(r.out, "recordings: batch 4 " + (s / "run.bs4.pickle")));
     CHECK_FALSE(has(r.out, "refined"));  // no program: nothing recorded again
-    const RunResult scratch = run_gpumem(with_program({"reuse-sim", "--max-batch", "--capacity", "1GiB"}), standin_env(s));
+    const RunResult scratch = run_gpumem(with_program({"reuse-sim", "max-batch", "--capacity", "1GiB"}), standin_env(s));
     REQUIRE(scratch.status == 0);
-    CHECK(has(scratch.out, "removed after the answer (--record FILE keeps them)"));
+    CHECK(has(scratch.out, "removed after the answer (-o FILE keeps them)"));
 }
 
 TEST_CASE("max-batch: a program that runs out of memory even at batches 1 and 2 is an error that says so, before any answer") {
     const Scratch s;
     // 20 MiB + 12 MiB a sample: batch 1 needs 32 MiB.
-    const RunResult r = run_gpumem(with_program({"reuse-sim", "--max-batch", "--capacity", "30MiB"}), standin_env(s));
+    const RunResult r = run_gpumem(with_program({"reuse-sim", "max-batch", "--capacity", "30MiB"}), standin_env(s));
     CHECK(r.status == 1);
     CHECK(r.out == "");
     CHECK(has(r.err, "the program ran out of memory under the cap at batch 1, 2, 4, 8 (halved down to 1,2)"));
     // --json: the error document, with no answer claimed.
-    const RunResult j = run_gpumem(with_program({"reuse-sim", "--json", "--max-batch", "--capacity", "30MiB"}), standin_env(s));
+    const RunResult j = run_gpumem(with_program({"reuse-sim", "max-batch", "--json", "--capacity", "30MiB"}), standin_env(s));
     CHECK(j.status == 1);
     const json doc = json::parse(j.out);
     CHECK(doc["error"]["status"] == 1);
@@ -285,7 +287,7 @@ TEST_CASE("max-batch: where the model does not hold, the answer is a range (caut
 
 TEST_CASE("max-batch: recorded at 4 and 8 first, then again near the first answer (1/2 and 3/4 of it); --no-refine records only the first") {
     const Scratch s;
-    const RunResult r = run_gpumem(with_program({"reuse-sim", "--max-batch", "--capacity", "1GiB", "--record", s / "run.pickle"}), standin_env(s));
+    const RunResult r = run_gpumem(with_program({"reuse-sim", "max-batch", "--capacity", "1GiB", "-o", s / "run.pickle"}), standin_env(s));
     REQUIRE(r.status == 0);
     CHECK(r.out.rfind("largest batch that fits in 1 GiB: 83 (a real run at 83 ran without an OOM; the model says 84 does not fit)\n", 0) == 0);
     CHECK(has(r.out, "checked: real runs at the model's answer, in order, the model refitted after each: 83 ran without an OOM\n"));
@@ -296,7 +298,7 @@ TEST_CASE("max-batch: recorded at 4 and 8 first, then again near the first answe
     CHECK(has(r.err, "batch 62 (near the answer): ran without an OOM, "));
     for (const char* batch : {"4", "8", "42", "62"}) CHECK(exists(s / ("run.bs" + std::string(batch) + ".pickle")));
 
-    const RunResult once = run_gpumem(with_program({"reuse-sim", "--json", "--max-batch", "--capacity", "1GiB", "--no-refine"}), standin_env(s));
+    const RunResult once = run_gpumem(with_program({"reuse-sim", "max-batch", "--json", "--capacity", "1GiB", "--no-refine"}), standin_env(s));
     REQUIRE(once.status == 0);
     const json m = json::parse(once.out)["max_batch"];
     CHECK(m["largest_batch"] == 83);
@@ -305,10 +307,10 @@ TEST_CASE("max-batch: recorded at 4 and 8 first, then again near the first answe
     CHECK(m["first_answer"].is_null());
     CHECK(m["answer_ran"] == false);  // no check either
     // --no-refine belongs to the program's recordings.
-    CHECK(run_gpumem({"reuse-sim", "--max-batch", "--capacity", "1GiB", "--no-refine", "--batch-trace", "4=" + (s / "run.bs4.pickle"),
+    CHECK(run_gpumem({"reuse-sim", "max-batch", "--capacity", "1GiB", "--no-refine", "--batch-trace", "4=" + (s / "run.bs4.pickle"),
                       "--batch-trace", "8=" + (s / "run.bs8.pickle")})
               .status == 2);
-    CHECK(run_gpumem({"reuse-sim", "--no-refine", "--trace", kSnapshot}).status == 2);
+    CHECK(run_gpumem({"reuse-sim", "replay", "--no-refine", "--trace", kSnapshot}).status == 2);
 }
 
 TEST_CASE("max-batch: a recording that runs out of memory is a fact: left out of the model, the batches halved, the answer below it") {
@@ -316,13 +318,13 @@ TEST_CASE("max-batch: a recording that runs out of memory is a fact: left out of
     // 62 MiB: batches 4 and 8 run out of memory (68 and 116 MiB), 2 and 1
     // fit; the model alone would say 3 or more. Without a check at 3
     // (--no-refine), the answer is the model's, clipped.
-    const RunResult r = run_gpumem(with_program({"reuse-sim", "--max-batch", "--capacity", "62MiB", "--no-refine"}), standin_env(s));
+    const RunResult r = run_gpumem(with_program({"reuse-sim", "max-batch", "--capacity", "62MiB", "--no-refine"}), standin_env(s));
     REQUIRE(r.status == 0);
     CHECK(r.out.rfind("largest batch that fits in 62 MiB, model only: 3 (the model fits more, but the recording at batch 4 ran out of memory for real)\n", 0) == 0);
     CHECK(has(r.out, "(first, ran out of memory: 1 OOMs, left out of the model; the answer is below it)"));
     CHECK(has(r.err, "batch 8 (first): ran out of memory, "));
     CHECK(has(r.err, "recording at half the batches"));
-    const RunResult j = run_gpumem(with_program({"reuse-sim", "--json", "--max-batch", "--capacity", "62MiB"}), standin_env(s));
+    const RunResult j = run_gpumem(with_program({"reuse-sim", "max-batch", "--json", "--capacity", "62MiB"}), standin_env(s));
     REQUIRE(j.status == 0);
     const json m = json::parse(j.out)["max_batch"];
     CHECK(m["largest_batch"] == 3);
@@ -342,11 +344,11 @@ TEST_CASE("max-batch: a recording that runs out of memory is a fact: left out of
 
 TEST_CASE("max-batch: the headroom: the answer keeps its modelled peak this far below the cap, and says when the next batch fits within it") {
     const Scratch s;
-    REQUIRE(run_gpumem(with_program({"reuse-sim", "--max-batch", "--capacity", "1GiB", "--no-refine", "--record", s / "run.pickle"}), standin_env(s))
+    REQUIRE(run_gpumem(with_program({"reuse-sim", "max-batch", "--capacity", "1GiB", "--no-refine", "-o", s / "run.pickle"}), standin_env(s))
                 .status == 0);
     const std::vector<std::string> traces = {"--batch-trace", "4=" + (s / "run.bs4.pickle"), "--batch-trace", "8=" + (s / "run.bs8.pickle")};
     // Batch 83's modelled peak is 1020 MiB: within 4 MiB of the cap, not 5.
-    std::vector<std::string> args = {"reuse-sim", "--max-batch", "--capacity", "1GiB", "--headroom", "4MiB"};
+    std::vector<std::string> args = {"reuse-sim", "max-batch", "--capacity", "1GiB", "--headroom", "4MiB"};
     args.insert(args.end(), traces.begin(), traces.end());
     RunResult r = run_gpumem(args, standin_env(s));
     REQUIRE(r.status == 0);
@@ -371,8 +373,8 @@ TEST_CASE("max-batch: the headroom: the answer keeps its modelled peak this far 
     CHECK(json::parse(r.out)["max_batch"]["headroom_bytes"] == 0);
     CHECK(json::parse(r.out)["max_batch"]["next_fits_within_headroom"] == false);
     // Usage errors.
-    CHECK(run_gpumem({"reuse-sim", "--headroom", "2MiB", "--trace", kSnapshot}).status == 2);
-    std::vector<std::string> whole = {"reuse-sim", "--max-batch", "--capacity", "1GiB", "--headroom", "1GiB"};
+    CHECK(run_gpumem({"reuse-sim", "replay", "--headroom", "2MiB", "--trace", kSnapshot}).status == 2);
+    std::vector<std::string> whole = {"reuse-sim", "max-batch", "--capacity", "1GiB", "--headroom", "1GiB"};
     whole.insert(whole.end(), traces.begin(), traces.end());
     const RunResult refused = run_gpumem(whole);
     CHECK(refused.status == 2);
@@ -385,7 +387,7 @@ TEST_CASE("max-batch --confirm: a real run at the answer that runs out of memory
     // at 4 and 8 never see: the model says 83, real runs at 83, 82 and 81
     // run out of memory, 80 fits.
     std::vector<std::string> args =
-        with_spiked_program({"reuse-sim", "--json", "--max-batch", "--capacity", "1GiB", "--no-refine", "--confirm"}, "80", "40");
+        with_spiked_program({"reuse-sim", "max-batch", "--json", "--capacity", "1GiB", "--no-refine", "--confirm"}, "80", "40");
     const RunResult j = run_gpumem(args, standin_env(s));
     REQUIRE(j.status == 0);
     const json m = json::parse(j.out)["max_batch"];
@@ -397,7 +399,7 @@ TEST_CASE("max-batch --confirm: a real run at the answer that runs out of memory
     CHECK(m["confirm"]["model_batch"] == 83);
     CHECK(m["confirm"]["text"] == "confirmed: 80 (the model said 83; a real run at 83, 82, 81 ran out of memory)");
     CHECK(m["confirmed"] == false);
-    args.erase(args.begin() + 1);
+    args.erase(args.begin() + 2);  // --json
     const RunResult r = run_gpumem(args, standin_env(s));
     CHECK(has(r.out, "\nconfirmed: 80 (the model said 83; a real run at 83, 82, 81 ran out of memory)\n"));
     CHECK(has(r.out, "the model's answer NOT confirmed by real runs: batch 83 ran out of memory, where none was expected;"));
@@ -414,7 +416,7 @@ TEST_CASE("max-batch: checks at the answer: a real run there, the model refitted
     // and the model, clipped at 82, has no edge of its own: bisection
     // between 62, which ran, and 83, to 80, which ran, and 81, which did not.
     // The budget of 10 runs the figures below were written for (the default is 12).
-    std::vector<std::string> args = with_spiked_program({"reuse-sim", "--max-batch", "--capacity", "1GiB", "--max-runs", "10"}, "80", "40");
+    std::vector<std::string> args = with_spiked_program({"reuse-sim", "max-batch", "--capacity", "1GiB", "--max-runs", "10"}, "80", "40");
     const RunResult r = run_gpumem(args, standin_env(s));
     REQUIRE(r.status == 0);
     CHECK(r.out.rfind("largest batch that fits in 1 GiB: 80 (real runs: 80 ran without an OOM, 81 ran out of memory)", 0) == 0);
@@ -452,7 +454,7 @@ TEST_CASE("max-batch: a given recording the allocator refused requests in is an 
     const Scratch s;
     // The stand-in records batch 84 under a 1 GiB cap: it runs out of memory there.
     for (const char* batch : {"8", "62", "84"}) {
-        std::vector<std::string> args = {"reuse-sim", "--record", s / ("run.bs" + std::string(batch) + ".pickle"), "--capacity", "1GiB", "--"};
+        std::vector<std::string> args = {"reuse-sim", "record", "-o", s / ("run.bs" + std::string(batch) + ".pickle"), "--capacity", "1GiB", "--"};
         args.push_back("python3");
         args.push_back(kBatchProgram);
         args.push_back("--bs");
@@ -460,7 +462,7 @@ TEST_CASE("max-batch: a given recording the allocator refused requests in is an 
         run_gpumem(args, standin_env(s));
         REQUIRE(exists(s / ("run.bs" + std::string(batch) + ".pickle")));
     }
-    const RunResult j = run_gpumem({"reuse-sim", "--json", "--max-batch", "--capacity", "1GiB", "--batch-trace", "8=" + (s / "run.bs8.pickle"),
+    const RunResult j = run_gpumem({"reuse-sim", "max-batch", "--json", "--capacity", "1GiB", "--batch-trace", "8=" + (s / "run.bs8.pickle"),
                                     "--batch-trace", "62=" + (s / "run.bs62.pickle"), "--batch-trace", "84=" + (s / "run.bs84.pickle")});
     REQUIRE(j.status == 0);
     const json m = json::parse(j.out)["max_batch"];
@@ -476,7 +478,7 @@ TEST_CASE("max-batch: where the answer ran and the model does not hold, a check 
     // From batch 60 on each step also holds 8 MiB: 62 has it, 42 not, so it
     // is an extra (cautious: kept; hopeful: left out). The checks: 82, the
     // cautious answer, fits; then the hopeful 83 fits too: the answer.
-    std::vector<std::string> args = with_spiked_program({"reuse-sim", "--max-batch", "--capacity", "1GiB"}, "60", "8");
+    std::vector<std::string> args = with_spiked_program({"reuse-sim", "max-batch", "--capacity", "1GiB"}, "60", "8");
     const RunResult r = run_gpumem(args, standin_env(s));
     REQUIRE(r.status == 0);
     CHECK(r.out.rfind("largest batch that fits in 1 GiB: 83 (a real run at 83 ran without an OOM; the model says 84 does not fit)\n", 0) == 0);
@@ -503,7 +505,7 @@ TEST_CASE("max-batch: after a check runs out of memory, a bisection between the 
     // there runs out of memory, and the model (clipped at 82) has no edge of
     // its own: bisection between 62, which ran, and 83.
     std::vector<std::string> args =
-        with_spiked_program({"reuse-sim", "--max-batch", "--capacity", "1GiB", "--max-runs", "10"}, "70", "200");
+        with_spiked_program({"reuse-sim", "max-batch", "--capacity", "1GiB", "--max-runs", "10"}, "70", "200");
     const RunResult r = run_gpumem(args, standin_env(s));
     REQUIRE(r.status == 0);
     CHECK(r.out.rfind("largest batch that fits in 1 GiB: 69 (real runs: 69 ran without an OOM, 70 ran out of memory)", 0) == 0);
@@ -541,7 +543,7 @@ TEST_CASE("max-batch: after a check runs out of memory, a bisection between the 
 
 TEST_CASE("max-batch: a run budget spent before the answer ran says so, with the range, and prints no batch as the answer") {
     const Scratch s;
-    std::vector<std::string> args = with_spiked_program({"reuse-sim", "--max-batch", "--capacity", "1GiB", "--max-runs", "6"}, "70", "200");
+    std::vector<std::string> args = with_spiked_program({"reuse-sim", "max-batch", "--capacity", "1GiB", "--max-runs", "6"}, "70", "200");
     const RunResult r = run_gpumem(args, standin_env(s));
     REQUIRE(r.status == 0);
     CHECK(r.out.rfind("largest batch that fits in 1 GiB: not confirmed: between 62, which ran, and 72, which ran out of memory (the model says "
@@ -558,19 +560,19 @@ TEST_CASE("max-batch: a run budget spent before the answer ran says so, with the
     CHECK(m["runs"] == 6);
     CHECK(m["max_runs"] == 6);
     // Usage errors: fewer runs than the first recordings, or none to bound.
-    const RunResult few = run_gpumem(with_program({"reuse-sim", "--max-batch", "--capacity", "1GiB", "--record-batches", "2,4,8", "--max-runs", "2"}),
+    const RunResult few = run_gpumem(with_program({"reuse-sim", "max-batch", "--capacity", "1GiB", "--record-batches", "2,4,8", "--max-runs", "2"}),
                                      standin_env(s));
     CHECK(few.status == 2);
     CHECK(has(few.err, "--max-runs 2 is fewer than the 3 batches of --record-batches"));
-    CHECK(run_gpumem(with_program({"reuse-sim", "--max-batch", "--capacity", "1GiB", "--max-runs", "1"}), standin_env(s)).status == 2);
-    CHECK(run_gpumem({"reuse-sim", "--max-runs", "5", "--trace", kSnapshot}).status == 2);
+    CHECK(run_gpumem(with_program({"reuse-sim", "max-batch", "--capacity", "1GiB", "--max-runs", "1"}), standin_env(s)).status == 2);
+    CHECK(run_gpumem({"reuse-sim", "replay", "--max-runs", "5", "--trace", kSnapshot}).status == 2);
 }
 
 TEST_CASE("max-batch: a torchrun-shaped program: every rank modelled, the answer the largest batch that fits on every rank, the tightest named") {
     const Scratch s;
     // Rank 1 takes twice the batch: 20 MiB + 24 MiB a sample of the batch
     // given, 41 fits 1 GiB (1004 MiB), 42 does not; rank 0 alone would say 83.
-    std::vector<std::string> args = {"reuse-sim", "--max-batch", "--capacity", "1GiB", "--record", s / "run.pickle", "--", kDir + "/two_ranks.sh",
+    std::vector<std::string> args = {"reuse-sim", "max-batch", "--capacity", "1GiB", "-o", s / "run.pickle", "--", kDir + "/two_ranks.sh",
                                      "{batch}"};
     const RunResult r = run_gpumem(args, standin_env(s));
     REQUIRE(r.status == 0);
@@ -609,7 +611,7 @@ TEST_CASE("max-batch: memory that is not monotone in the batch: batches just bel
     // MiB more and run out of memory. The model puts 338's peak within 1 %
     // of the cap: it is run (1 below), then 337 (2 below) and 335 (4 below)
     // since an OOM was found below the answer; 335 runs, 336 was not run.
-    std::vector<std::string> args = with_program({"reuse-sim", "--max-batch", "--capacity", "4GiB"});
+    std::vector<std::string> args = with_program({"reuse-sim", "max-batch", "--capacity", "4GiB"});
     for (const char* word : {"--spike-at", "337,338", "--spike-mib", "200"}) args.emplace_back(word);
     const RunResult r = run_gpumem(args, standin_env(s));
     REQUIRE(r.status == 0);
@@ -626,7 +628,7 @@ TEST_CASE("max-batch: memory that is not monotone in the batch: batches just bel
     CHECK(m["largest_batch_ran_below_oom"] == 335);
     CHECK(m["oom_below"] == json::array({337, 338}));
     // Far from the cap, nothing below the answer is run (the stand-in at 69: 848 MiB).
-    const json far = json::parse(run_gpumem(with_spiked_program({"reuse-sim", "--json", "--max-batch", "--capacity", "1GiB"}, "70", "200"),
+    const json far = json::parse(run_gpumem(with_spiked_program({"reuse-sim", "max-batch", "--json", "--capacity", "1GiB"}, "70", "200"),
                                             standin_env(s))
                                      .out)["max_batch"];
     for (const json& rec : far["recordings"]) CHECK(rec["why"] != "below the answer");
@@ -639,7 +641,7 @@ TEST_CASE("max-batch: an OOM two batches below the answer is found though the ba
     // 152 ran out of memory. Here 339 and 338 fit and 337 alone holds 200
     // MiB more: the runs below the answer go on past 338, which ran.
     const Scratch s;
-    std::vector<std::string> args = with_program({"reuse-sim", "--json", "--max-batch", "--capacity", "4GiB"});
+    std::vector<std::string> args = with_program({"reuse-sim", "max-batch", "--json", "--capacity", "4GiB"});
     for (const char* word : {"--spike-at", "337", "--spike-mib", "200"}) args.emplace_back(word);
     const RunResult r = run_gpumem(args, standin_env(s));
     REQUIRE(r.status == 0);
@@ -656,7 +658,7 @@ TEST_CASE("max-batch: the best setting's answer is run under that setting before
     // --fragment: the caching allocator keeps a split block (21 MiB a
     // sample reserved: 47 under 1 GiB); expandable segments unmap it (17:
     // about 58). The stand-in runs what is live, so both run for real.
-    std::vector<std::string> args = with_program({"reuse-sim", "--max-batch", "--capacity", "1GiB"});
+    std::vector<std::string> args = with_program({"reuse-sim", "max-batch", "--capacity", "1GiB"});
     args.emplace_back("--fragment");
     const RunResult r = run_gpumem(args, standin_env(s));
     REQUIRE(r.status == 0);
@@ -670,8 +672,8 @@ TEST_CASE("max-batch: the best setting's answer is run under that setting before
     CHECK(doc["max_batch"]["best_answer_status"] == "ran");
     CHECK(doc["max_batch_settings"][0]["alloc_conf"] == "expandable_segments:True");
     CHECK(doc["max_batch_settings"][0]["answer_status"] == "ran");
-    // With --tune, rows not run say so.
-    json_args.insert(json_args.begin() + 2, "--tune");
+    // With --full-grid, rows not run say so.
+    json_args.insert(json_args.begin() + 3, "--full-grid");
     const json tuned = json::parse(run_gpumem(json_args, standin_env(s)).out);
     std::set<std::string> statuses;
     for (const json& row : tuned["max_batch_settings"]) statuses.insert(row["answer_status"].get<std::string>());
@@ -679,8 +681,8 @@ TEST_CASE("max-batch: the best setting's answer is run under that setting before
     CHECK(tuned["max_batch_settings"][0]["answer_status"] == "ran");
     // --confirm: the recorded answer and the best one, and their next
     // batches; the answers ran in the checks already: not run again.
-    json_args.erase(json_args.begin() + 2);
-    json_args.insert(json_args.begin() + 2, "--confirm");
+    json_args.erase(json_args.begin() + 3);
+    json_args.insert(json_args.begin() + 3, "--confirm");
     const json c = json::parse(run_gpumem(json_args, standin_env(s)).out)["max_batch"];
     REQUIRE(c["confirm_runs"].size() == 4);
     CHECK(c["confirm_runs"][0]["batch"] == 47);
@@ -695,13 +697,13 @@ TEST_CASE("max-batch: recordings of two different programs do not align: refused
     // Two real snapshots of two programs (a CNN's inference, a
     // transformer's training), given as one program at batches 4 and 8.
     const std::string dir = tests_dir() + "/fixtures/torch/";
-    const RunResult r = run_gpumem({"reuse-sim", "--max-batch", "--capacity", "1GiB", "--batch-trace", "4=" + dir + "cnn_inference.pickle",
+    const RunResult r = run_gpumem({"reuse-sim", "max-batch", "--capacity", "1GiB", "--batch-trace", "4=" + dir + "cnn_inference.pickle",
                                     "--batch-trace", "8=" + dir + "transformer_train.pickle"});
     CHECK(r.status == 2);
     CHECK(r.out == "");
     CHECK(r.stderr_lines() == 1);
     CHECK(has(r.err, "the recordings do not align"));
-    const RunResult j = run_gpumem({"reuse-sim", "--json", "--max-batch", "--capacity", "1GiB", "--batch-trace", "4=" + dir + "cnn_inference.pickle",
+    const RunResult j = run_gpumem({"reuse-sim", "max-batch", "--json", "--capacity", "1GiB", "--batch-trace", "4=" + dir + "cnn_inference.pickle",
                                     "--batch-trace", "8=" + dir + "transformer_train.pickle"});
     CHECK(j.status == 2);
     CHECK(json::parse(j.out)["error"]["status"] == 2);
@@ -712,7 +714,7 @@ TEST_CASE("max-batch: a next batch whose peak fits the cap but which the allocat
     // Under expandable segments the stand-in program's batch 83 peaks at
     // 1020 MiB with no cap, but PyTorch counts each request whole against
     // the cap before it maps pages: under 1 GiB, 83 runs out of memory.
-    const RunResult j = run_gpumem(with_program({"reuse-sim", "--json", "--max-batch", "--capacity", "1GiB", "--no-refine"}), standin_env(s));
+    const RunResult j = run_gpumem(with_program({"reuse-sim", "max-batch", "--json", "--capacity", "1GiB", "--no-refine"}), standin_env(s));
     REQUIRE(j.status == 0);
     const json doc = json::parse(j.out);
     const json* expandable = nullptr;

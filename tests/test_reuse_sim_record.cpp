@@ -1,4 +1,4 @@
-// reuse-sim --record and --confirm on the CPU: a real python3 runs the
+// reuse-sim record and tune --confirm on the CPU: a real python3 runs the
 // test programs of tests/fixtures/record/ against a stand-in torch package
 // (tests/fixtures/record/standin/torch), so that the hook's injection, the
 // chained sitecustomize, rank naming, signals, the exit status, the no-torch
@@ -55,7 +55,7 @@ std::vector<std::string> standin_env(const Scratch& s, bool with_torch = true) {
 
 RunResult record(const Scratch& s, const std::vector<std::string>& program, const std::vector<std::string>& extra_env = {},
                  const std::vector<std::string>& options = {}) {
-    std::vector<std::string> args = {"reuse-sim", "--record", s / "run.pickle"};
+    std::vector<std::string> args = {"reuse-sim", "record", "-o", s / "run.pickle"};
     args.insert(args.end(), options.begin(), options.end());
     args.emplace_back("--");
     args.emplace_back("python3");
@@ -274,7 +274,7 @@ TEST_CASE("record: an unmodified program recorded through the hook; the chained 
     CHECK(stats["allocator"]["allowed_memory_maximum"] == 1ULL << 30);
     CHECK(stats["memory_stats"].contains("num_ooms"));
     // What was written is a snapshot gpumem replays.
-    const RunResult replay = run_gpumem({"reuse-sim", "--trace", s / "run.pickle", "--strategy", "torch-caching", "--json"});
+    const RunResult replay = run_gpumem({"reuse-sim", "replay", "--trace", s / "run.pickle", "--strategy", "torch-caching", "--json"});
     CHECK(replay.status == 0);
     // No temporary file left beside it, and the hook's directory is gone.
     const RunResult listing = run_program("/bin/sh", {"-c", "ls '" + s.path + "'"});
@@ -322,7 +322,7 @@ TEST_CASE("record: SIGTERM and SIGINT sent to gpumem reach the program, which wr
     for (const int sig : {SIGTERM, SIGINT}) {
         CAPTURE(sig);
         const Scratch s;
-        Started run = start_gpumem({"reuse-sim", "--record", s / "run.pickle", "--", "python3", kProgram, "sleep"}, standin_env(s), true);
+        Started run = start_gpumem({"reuse-sim", "record", "-o", s / "run.pickle", "--", "python3", kProgram, "sleep"}, standin_env(s), true);
         CHECK(run.read_line(20) == "ready");
         run.signal(sig);
         CHECK(run.wait_within(20) == 128 + sig);
@@ -348,13 +348,13 @@ TEST_CASE("record: no torch, no CUDA: one clear line, and no file claiming to be
     // that part cannot be run).
     std::vector<std::string> env = standin_env(s, false);
     if (run_program("/usr/bin/env", {"python3", "-c", "import torch"}, {"PYTHONPATH"}).status == 0) return;
-    const RunResult missing = run_gpumem({"reuse-sim", "--record", s / "run.pickle", "--", "python3", kProgram, "alloc"}, env);
+    const RunResult missing = run_gpumem({"reuse-sim", "record", "-o", s / "run.pickle", "--", "python3", kProgram, "alloc"}, env);
     CHECK(missing.status == 1);
     CHECK(has(missing.err, "ModuleNotFoundError"));
     CHECK(has(missing.err, "gpumem: no snapshot written: the program's python has no torch"));
     CHECK_FALSE(exists(s / "run.pickle"));
     CHECK_FALSE(exists(s / "run.stats.json"));
-    const RunResult absent = run_gpumem({"reuse-sim", "--record", s / "run.pickle", "--", "/nonexistent/program"}, env);
+    const RunResult absent = run_gpumem({"reuse-sim", "record", "-o", s / "run.pickle", "--", "/nonexistent/program"}, env);
     CHECK(absent.status == 127);
 }
 
@@ -367,7 +367,7 @@ json read_json(const std::string& path) {
 
 // A replay of what --record wrote, torch-caching alone, as JSON.
 json replay_json(const std::string& trace, const std::vector<std::string>& options = {}) {
-    std::vector<std::string> args = {"reuse-sim", "--trace", trace, "--strategy", "torch-caching", "--json"};
+    std::vector<std::string> args = {"reuse-sim", "replay", "--trace", trace, "--strategy", "torch-caching", "--json"};
     args.insert(args.end(), options.begin(), options.end());
     const RunResult r = run_gpumem(args);
     INFO(r.err);
@@ -439,13 +439,13 @@ TEST_CASE("replay: fewer OOMs than the recording had is said in one line, with t
     // its statistics): the uncapped replay has none; table mode says so on stderr.
     const Scratch t;
     REQUIRE(record(t, {"alloc"}).status == 0);
-    const RunResult table = run_gpumem({"reuse-sim", "--trace", t / "run.pickle", "--strategy", "torch-caching"});
+    const RunResult table = run_gpumem({"reuse-sim", "replay", "--trace", t / "run.pickle", "--strategy", "torch-caching"});
     CHECK(table.status == 0);
     CHECK(has(table.err, "the recording had 3 OOMs, the replay of its settings 0"));
     CHECK(has(table.err, "a cap the recording did not capture"));
     CHECK(has(table.err, "--capacity SIZE"));
     // --tune: judged by the recorded setting's row.
-    const RunResult tune = run_gpumem({"reuse-sim", "--trace", t / "run.pickle", "--tune", "--json"});
+    const RunResult tune = run_gpumem({"reuse-sim", "tune", "--trace", t / "run.pickle", "--json"});
     CHECK(tune.status == 0);
     CHECK(json::parse(tune.out)["fewer_ooms_than_recorded"].is_string());
     // Replayed under the cap it ran under: nothing to say.
@@ -456,7 +456,7 @@ TEST_CASE("replay: fewer OOMs than the recording had is said in one line, with t
 TEST_CASE("record: a parent and the child it spawns (multiprocessing, no launcher) write two files, both listed") {
     const Scratch s;
     std::vector<std::string> env = standin_env(s);
-    const RunResult r = run_gpumem({"reuse-sim", "--record", s / "run.pickle", "--", "python3", kSpawn}, env);
+    const RunResult r = run_gpumem({"reuse-sim", "record", "-o", s / "run.pickle", "--", "python3", kSpawn}, env);
     INFO(r.err);
     CHECK(r.status == 0);
     // The parent used CUDA first: FILE; the child: FILE.proc2.
@@ -495,18 +495,18 @@ TEST_CASE("record and confirm: usage errors exit 2 before anything runs") {
     const Scratch s;
     const std::string f = s / "run.pickle";
     for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-             {"reuse-sim", "--record", f},
-             {"reuse-sim", "--record", f, "--json", "--", "true"},
-             {"reuse-sim", "--record", f, "--trace", kSnapshot, "--", "true"},
-             {"reuse-sim", "--record", f, "--tune", "--", "true"},
-             {"reuse-sim", "--record", s.path, "--", "true"},
-             {"reuse-sim", "--record", "/nonexistent/dir/run.pickle", "--", "true"},
-             {"reuse-sim", "--", "python3", "x.py"},
-             {"reuse-sim", "--python-stacks", "--trace", kSnapshot},
-             {"reuse-sim", "--trace", kSnapshot, "--confirm", "2", "--", "true"},
-             {"reuse-sim", "--trace", kSnapshot, "--tune", "--confirm", "2"},
-             {"reuse-sim", "--tune", "--confirm", "1", "--", "true"},
-             {"reuse-sim", "--trace", kSnapshot, "--tune", "--confirm", "0", "--", "true"},
+             {"reuse-sim", "record", "-o", f},
+             {"reuse-sim", "record", "-o", f, "--json", "--", "true"},
+             {"reuse-sim", "record", "-o", f, "--trace", kSnapshot, "--", "true"},
+             {"reuse-sim", "record", "-o", f, "--tune", "--", "true"},
+             {"reuse-sim", "record", "-o", s.path, "--", "true"},
+             {"reuse-sim", "record", "-o", "/nonexistent/dir/run.pickle", "--", "true"},
+             {"reuse-sim", "replay", "--", "python3", "x.py"},
+             {"reuse-sim", "replay", "--python-stacks", "--trace", kSnapshot},
+             {"reuse-sim", "replay", "--trace", kSnapshot, "--confirm", "2", "--", "true"},
+             {"reuse-sim", "tune", "--trace", kSnapshot, "--confirm", "2"},
+             {"reuse-sim", "tune", "--confirm", "1", "--", "true"},
+             {"reuse-sim", "tune", "--trace", kSnapshot, "--confirm", "0", "--", "true"},
          }) {
         CAPTURE(args);
         const RunResult r = run_gpumem(args, {"CUDA_VISIBLE_DEVICES="});
@@ -525,7 +525,7 @@ TEST_CASE("confirm: no GPU exits 3 before the program runs") {
     // The trace in a folder of its own: the runs' recordings would go beside it.
     const std::string trace = s / "run.pickle";
     REQUIRE(std::system(("cp '" + kSnapshot + "' '" + trace + "'").c_str()) == 0);
-    const RunResult r = run_gpumem({"reuse-sim", "--trace", trace, "--capacity", "1GiB", "--tune", "--confirm", "2", "--json", "--",
+    const RunResult r = run_gpumem({"reuse-sim", "tune", "--trace", trace, "--capacity", "1GiB", "--confirm", "2", "--json", "--",
                                     "python3", kProgram, "alloc"},
                                    env);
     CHECK(r.status == 3);
@@ -937,29 +937,29 @@ TEST_CASE("record: FILE and its statistics are new or regular files, never a dev
         REQUIRE(::geteuid() != 0);
         device = "/dev/null";
     }
-    refused({"reuse-sim", "--record", device, "--", "python3", kProgram, "alloc"}, device + ": a character device");
+    refused({"reuse-sim", "record", "-o", device, "--", "python3", kProgram, "alloc"}, device + ": a character device");
     struct stat device_st {};
     REQUIRE(::stat(device.c_str(), &device_st) == 0);
     CHECK(S_ISCHR(device_st.st_mode));
     REQUIRE(::mkfifo((s / "fifo.pickle").c_str(), 0600) == 0);
-    refused({"reuse-sim", "--record", s / "fifo.pickle", "--", "python3", kProgram, "alloc"}, "a FIFO");
+    refused({"reuse-sim", "record", "-o", s / "fifo.pickle", "--", "python3", kProgram, "alloc"}, "a FIFO");
     // The statistics' name a folder: refused before the run, not "no snapshot written" after it.
     REQUIRE(::mkdir((s / "run.stats.json").c_str(), 0700) == 0);
-    refused({"reuse-sim", "--record", s / "run.pickle", "--", "python3", kProgram, "alloc"}, "run.stats.json: a directory");
+    refused({"reuse-sim", "record", "-o", s / "run.pickle", "--", "python3", kProgram, "alloc"}, "run.stats.json: a directory");
     // The program's own script, or a file given to it, is never replaced.
     const std::string script = s / "prog.py";
     REQUIRE(std::system(("cp '" + kProgram + "' '" + script + "'").c_str()) == 0);
-    refused({"reuse-sim", "--record", script, "--", "python3", script, "alloc"}, "the program's own file");
+    refused({"reuse-sim", "record", "-o", script, "--", "python3", script, "alloc"}, "the program's own file");
     CHECK(slurp(script) == slurp(kProgram));
     std::ofstream(s / "data.bin") << "data";
-    refused({"reuse-sim", "--record", s / "data.bin", "--", "python3", kProgram, "alloc", "--input=" + (s / "data.bin")},
+    refused({"reuse-sim", "record", "-o", s / "data.bin", "--", "python3", kProgram, "alloc", "--input=" + (s / "data.bin")},
             "the program's own file");
     CHECK(slurp(s / "data.bin") == "data");
     // /proc takes no new file: refused before the program runs, not after.
-    refused({"reuse-sim", "--record", "/proc/gpumem-record.pickle", "--", "python3", kProgram, "alloc"}, "/proc");
+    refused({"reuse-sim", "record", "-o", "/proc/gpumem-record.pickle", "--", "python3", kProgram, "alloc"}, "/proc");
     // A regular file is replaced, as before.
     std::ofstream(s / "old.pickle") << "old";
-    const RunResult ok = run_gpumem({"reuse-sim", "--record", s / "old.pickle", "--", "python3", kProgram, "alloc"}, env);
+    const RunResult ok = run_gpumem({"reuse-sim", "record", "-o", s / "old.pickle", "--", "python3", kProgram, "alloc"}, env);
     CHECK(ok.status == 0);
     CHECK(slurp(s / "old.pickle") != "old");
 }
@@ -970,7 +970,7 @@ TEST_CASE("confirm: each run's recording is new or replaces a regular file, besi
     REQUIRE(std::system(("cp '" + kSnapshot + "' '" + trace + "'").c_str()) == 0);
     const std::vector<std::string> env = standin_env(s);
     const auto confirm = [&](const std::string& input) {
-        return run_gpumem({"reuse-sim", "--trace", input, "--capacity", "1GiB", "--tune", "--confirm", "3", "--json", "--", "python3",
+        return run_gpumem({"reuse-sim", "tune", "--trace", input, "--capacity", "1GiB", "--confirm", "3", "--json", "--", "python3",
                            kProgram, "alloc"},
                           env);
     };
@@ -990,45 +990,45 @@ TEST_CASE("confirm: each run's recording is new or replaces a regular file, besi
     std::ofstream(s / "run.confirm1.pickle") << "old";
     std::vector<std::string> no_gpu = env;
     no_gpu.emplace_back("CUDA_VISIBLE_DEVICES=");
-    CHECK(run_gpumem({"reuse-sim", "--trace", trace, "--capacity", "1GiB", "--tune", "--confirm", "3", "--", "python3", kProgram, "alloc"},
+    CHECK(run_gpumem({"reuse-sim", "tune", "--trace", trace, "--capacity", "1GiB", "--confirm", "3", "--", "python3", kProgram, "alloc"},
                      no_gpu)
               .status == 3);
     // Standard input's runs go in the current directory, as reuse-sim.confirmN.pickle.
     const std::string here = run_program("/bin/pwd", {}).out;
     REQUIRE(::chdir(s.path.c_str()) == 0);
     REQUIRE(::mkdir("reuse-sim.confirm1.pickle", 0700) == 0);
-    const RunResult stdin_run = run_program("/bin/sh", {"-c", "'" + gpumem_binary() + "' reuse-sim --trace - --capacity 1GiB --tune --confirm 1 -- python3 '" +
+    const RunResult stdin_run = run_program("/bin/sh", {"-c", "'" + gpumem_binary() + "' reuse-sim tune --trace - --capacity 1GiB --confirm 1 -- python3 '" +
                                                                  kProgram + "' alloc < '" + trace + "'"});
     REQUIRE(::chdir(here.substr(0, here.find('\n')).c_str()) == 0);
     CHECK(stdin_run.status == 2);
     CHECK(has(stdin_run.err, "--confirm reuse-sim.confirm1.pickle: a directory"));
 }
 
-TEST_CASE("record: the replay's options are refused with --record, each named") {
+TEST_CASE("record: the replay's options are unknown to reuse-sim record, each named with the jobs that take it") {
     const Scratch s;
     for (const std::vector<std::string>& given : std::vector<std::vector<std::string>>{
              {"--steps", "10"}, {"--seed", "3"}, {"--trace-format", "rmm"}, {"--trace-device", "0"},
              {"--timeline-points", "50"}, {"--strategy", "pool"}, {"--max-split-size", "1MiB"}}) {
-        std::vector<std::string> args = {"reuse-sim", "--record", s / "run.pickle"};
+        std::vector<std::string> args = {"reuse-sim", "record", "-o", s / "run.pickle"};
         args.insert(args.end(), given.begin(), given.end());
         args.insert(args.end(), {"--", "python3", kProgram, "alloc"});
         CAPTURE(args);
         const RunResult r = run_gpumem(args, standin_env(s));
         CHECK(r.status == 2);
         CHECK(r.stderr_lines() == 1);
-        CHECK(has(r.err, given.front() + " belongs to the replay"));
+        CHECK(has(r.err, "unknown option '" + given.front() + "' for reuse-sim record: it is an option of reuse-sim replay"));
         CHECK_FALSE(exists(s / "run.pickle"));
     }
 }
 
 TEST_CASE("record: one line with the true reason: a program that cannot start, one killed by SIGKILL") {
     const Scratch s;
-    const RunResult absent = run_gpumem({"reuse-sim", "--record", s / "run.pickle", "--", "/nonexistent/program"}, standin_env(s));
+    const RunResult absent = run_gpumem({"reuse-sim", "record", "-o", s / "run.pickle", "--", "/nonexistent/program"}, standin_env(s));
     CHECK(absent.status == 127);
     CHECK(absent.stderr_lines() == 1);
     CHECK(has(absent.err, "cannot run /nonexistent/program: No such file or directory"));
     // A Python program killed by SIGKILL is not "not Python".
-    Started run = start_gpumem({"reuse-sim", "--record", s / "run.pickle", "--", "python3", kProgram, "sleep"}, standin_env(s), true);
+    Started run = start_gpumem({"reuse-sim", "record", "-o", s / "run.pickle", "--", "python3", kProgram, "sleep"}, standin_env(s), true);
     REQUIRE(run.read_line(20) == "ready");
     CHECK(std::system(("pkill -KILL -P " + std::to_string(run.pid())).c_str()) == 0);
     CHECK(run.wait_within(20) == 128 + SIGKILL);
@@ -1042,7 +1042,7 @@ TEST_CASE("record: a snapshot and its statistics are written together or not at 
     const Scratch s;
     // The statistics cannot be written (their name becomes a folder while the program runs).
     const std::string stats = s / "run.stats.json";
-    Started run = start_gpumem({"reuse-sim", "--record", s / "run.pickle", "--", "python3", kProgram, "sleep"}, standin_env(s), true);
+    Started run = start_gpumem({"reuse-sim", "record", "-o", s / "run.pickle", "--", "python3", kProgram, "sleep"}, standin_env(s), true);
     REQUIRE(run.read_line(20) == "ready");
     REQUIRE(::mkdir(stats.c_str(), 0700) == 0);
     run.signal(SIGTERM);
@@ -1079,7 +1079,7 @@ TEST_CASE("record: each CUDA graph capture is recorded with its pool, though the
     // hook once asked at capture_begin, lost every capture without a word,
     // and the replay then retried during a capture where PyTorch does not.
     const Scratch s;
-    const RunResult r = run_gpumem({"reuse-sim", "--record", s / "run.pickle", "--", "python3", kDir + "/graph_program.py"}, standin_env(s));
+    const RunResult r = run_gpumem({"reuse-sim", "record", "-o", s / "run.pickle", "--", "python3", kDir + "/graph_program.py"}, standin_env(s));
     INFO(r.err);
     REQUIRE(r.status == 0);
     const json stats = read_json(s / "run.stats.json");
@@ -1102,7 +1102,7 @@ TEST_CASE("record: each CUDA graph capture is recorded with its pool, though the
 
 TEST_CASE("replay: what the recording hook could not follow is named as the cause, not guessed") {
     const Scratch s;
-    const RunResult r = run_gpumem({"reuse-sim", "--record", s / "run.pickle", "--", "python3", kDir + "/graph_program.py"}, standin_env(s));
+    const RunResult r = run_gpumem({"reuse-sim", "record", "-o", s / "run.pickle", "--", "python3", kDir + "/graph_program.py"}, standin_env(s));
     REQUIRE(r.status == 0);
     // The statistics as a hook that failed at a wrapper writes them.
     json stats = read_json(s / "run.stats.json");

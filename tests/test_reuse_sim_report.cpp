@@ -227,15 +227,15 @@ TEST_CASE("reuse-sim report: what a failure part way leaves") {
 TEST_CASE("reuse-sim check: valid command lines pass every check before any work") {
     using Args = std::vector<std::string>;
     for (const Args& args : std::vector<Args>{
-             {"reuse-sim"},
-             {"reuse-sim", "--strategy", "naive, pool", "--pool-initial", "0", "--pool-max", "1GiB"},
-             {"reuse-sim", "--seed", "18446744073709551615", "--change-rate", "1", "--steps", "1099511627776"},
-             {"reuse-sim", "--sync-every", "1", "--release-threshold", "0", "--strategy", "async-pool"},
-             {"reuse-sim", "--trace", "-", "--trace-format", "rmm"},
-             {"reuse-sim", "--trace", "-"},
-             {"reuse-sim", "--growth", "x2", "--strategy", "naive"},  // a warning, not an error
-             {"-d", "0", "reuse-sim", "--execute"},
-             {"reuse-sim", "--timeline", "/nonexistent/dir/t.csv"},  // found when it is opened, before the simulation
+             {"reuse-sim", "replay"},
+             {"reuse-sim", "replay", "--strategy", "naive, pool", "--pool-initial", "0", "--pool-max", "1GiB"},
+             {"reuse-sim", "replay", "--seed", "18446744073709551615", "--change-rate", "1", "--steps", "1099511627776"},
+             {"reuse-sim", "replay", "--sync-every", "1", "--release-threshold", "0", "--strategy", "async-pool"},
+             {"reuse-sim", "replay", "--trace", "-", "--trace-format", "rmm"},
+             {"reuse-sim", "replay", "--trace", "-"},
+             {"reuse-sim", "replay", "--growth", "x2", "--strategy", "naive"},  // a warning, not an error
+             {"-d", "0", "reuse-sim", "replay", "--execute"},
+             {"reuse-sim", "replay", "--timeline", "/nonexistent/dir/t.csv"},  // found when it is opened, before the simulation
          }) {
         std::string line;
         for (const std::string& a : args) line += " " + a;
@@ -243,16 +243,16 @@ TEST_CASE("reuse-sim check: valid command lines pass every check before any work
         CHECK(parse_only(args) == 0);
     }
     for (const Args& args : std::vector<Args>{
-             {"reuse-sim", "--trace", ""},
-             {"reuse-sim", "--sync-every", "0"},
-             {"reuse-sim", "--seed", "18446744073709551616"},
-             {"reuse-sim", "--change-rate", "nan"},
-             {"reuse-sim", "--timeline", ""},
-             {"reuse-sim", "--save-trace", ""},
-             {"reuse-sim", "--costs", ""},
-             {"-d", "0", "reuse-sim"},
-             {"-d", "all", "reuse-sim", "--execute"},
-             {"reuse-sim", "--batch", "8..4"},
+             {"reuse-sim", "replay", "--trace", ""},
+             {"reuse-sim", "replay", "--sync-every", "0"},
+             {"reuse-sim", "replay", "--seed", "18446744073709551616"},
+             {"reuse-sim", "replay", "--change-rate", "nan"},
+             {"reuse-sim", "replay", "--timeline", ""},
+             {"reuse-sim", "replay", "--save-trace", ""},
+             {"reuse-sim", "replay", "--costs", ""},
+             {"-d", "0", "reuse-sim", "replay"},
+             {"-d", "all", "reuse-sim", "replay", "--execute"},
+             {"reuse-sim", "replay", "--batch", "8..4"},
          }) {
         std::string line;
         for (const std::string& a : args) line += " " + a;
@@ -262,22 +262,22 @@ TEST_CASE("reuse-sim check: valid command lines pass every check before any work
 }
 
 TEST_CASE("reuse-sim check: an option for strategies none of which is selected is a warning, in JSON too") {
-    const RunResult r = run_gpumem({"reuse-sim", "--strategy", "naive", "--steps", "2", "--growth", "x2", "--bins", "1MiB", "--json"});
+    const RunResult r = run_gpumem({"reuse-sim", "replay", "--strategy", "naive", "--steps", "2", "--growth", "x2", "--bins", "1MiB", "--json"});
     CHECK(r.status == 0);
     CHECK(r.stderr_lines() == 2);
     const json doc = json::parse(r.out);
     REQUIRE(doc["warnings"].size() == 2);
     CHECK(doc["warnings"][0] == "--growth tunes grow-only, which is not selected: ignored");
     CHECK(doc["warnings"][1] == "--bins tunes binning, which is not selected: ignored");
-    const RunResult shared = run_gpumem({"reuse-sim", "--strategy", "ring", "--steps", "2", "--pool-max", "1GiB", "--no-chart"});
+    const RunResult shared = run_gpumem({"reuse-sim", "replay", "--strategy", "ring", "--steps", "2", "--pool-max", "1GiB", "--no-chart"});
     CHECK(shared.status == 0);
     CHECK(shared.err == "gpumem: warning: --pool-max tunes pool, binning, none of which is selected: ignored\n");
     // Selected: no warning.
-    CHECK(run_gpumem({"reuse-sim", "--strategy", "binning", "--steps", "2", "--pool-max", "1GiB", "--no-chart"}).err.empty());
+    CHECK(run_gpumem({"reuse-sim", "replay", "--strategy", "binning", "--steps", "2", "--pool-max", "1GiB", "--no-chart"}).err.empty());
 }
 
 TEST_CASE("reuse-sim: the strategy table is what --help, --list strategies and the man page show") {
-    const RunResult help = run_gpumem({"reuse-sim", "--help"});
+    const RunResult help = run_gpumem({"reuse-sim", "replay", "--help"});
     REQUIRE(help.status == 0);
     const RunResult list = run_gpumem({"--list", "strategies", "--format", "value"});
     REQUIRE(list.status == 0);

@@ -1,4 +1,4 @@
-// reuse-sim --tune's fast path (reuse_sim/tune_replays.hpp): lanes on
+// reuse-sim tune's fast path (reuse_sim/tune_replays.hpp): lanes on
 // several threads, settings that provably replay alike replayed once, the
 // bisection's probes. Each row must be what one thread replaying every
 // setting gives, on the PyTorch recordings (tests/fixtures/torch, with
@@ -220,7 +220,7 @@ TEST_CASE("tune: an input that never ends is refused at the limit of what --tune
         message = e.what();
     }
     CHECK(message.find("endless: more than 1000 events") != std::string::npos);
-    CHECK(message.find("the limit of what --tune and --sweep hold in memory") != std::string::npos);
+    CHECK(message.find("the limit of what reuse-sim tune holds in memory") != std::string::npos);
     CHECK(endless.count_ == 1001);  // read one past the limit, no further
     CHECK(rs::LoadedTrace::kMaxLoadedEvents == 100'000'000);
 }

@@ -96,8 +96,8 @@ TEST_CASE("values: every option of a kind takes the same forms") {
         {"alloc-test", "churn", "--lock-timeout"}, {"check", "--xid-since"}};
     const std::vector<std::vector<std::string>> fraction = {
         {"report", "--outlier-fraction"},
-        {"reuse-sim", "--workload", "dynamic", "--change-rate"},
-        {"reuse-sim", "--device-total", "80GiB", "--memory-fraction"}};
+        {"reuse-sim", "replay", "--workload", "dynamic", "--change-rate"},
+        {"reuse-sim", "replay", "--device-total", "80GiB", "--memory-fraction"}};
     auto accepts = [](std::vector<std::string> args, const std::string& value) {
         args.push_back(value);
         std::string text;
@@ -138,8 +138,8 @@ TEST_CASE("values: PyTorch's knob names, as pasted from PYTORCH_CUDA_ALLOC_CONF,
     REQUIRE(b.values.size() == 1);
     CHECK(a.values[0].max_split_size == b.values[0].max_split_size);
     CHECK(a.values[0].max_split_size == 128ULL << 20);
-    CHECK(parse_only({"reuse-sim", "--sweep", "max_split_size_mb=128,256"}) == 0);
-    CHECK(parse_only({"reuse-sim", "--max-split-size", "128"}) == 2);
+    CHECK(parse_only({"reuse-sim", "tune", "--sweep", "max_split_size_mb=128,256"}) == 0);
+    CHECK(parse_only({"reuse-sim", "replay", "--max-split-size", "128"}) == 2);
 }
 
 TEST_CASE("suggestions: the edit distance and the rule of near enough") {

@@ -6,7 +6,7 @@
 #   bash tools/device-final.sh multi    the same on 2 GPUs, plus the driver's
 #                                       recovery action and the NVSwitch fabric,
 #                                       check -d all, and torchrun with 2 ranks
-#                                       recorded by reuse-sim --record, p2p
+#                                       recorded by reuse-sim record, p2p
 #                                       beside another process on the peer GPU,
 #                                       and the lock between root and a user
 #   bash tools/device-final.sh fleet    report at fleet scale only
@@ -64,12 +64,12 @@ for c in d["checks"]:
         print(f"  GPU {c.get('index', '?')}: {c['check']} {c['verdict']} {c.get('value')} {c.get('reason', '')}"[:200])
 PY
   R=$OUT/record; mkdir -p "$R"
-  timeout 240 $G reuse-sim --record "$R/ddp.pickle" -- torchrun --standalone --nproc-per-node 2 bench/torch_programs/ddp_train.py \
+  timeout 240 $G reuse-sim record -o "$R/ddp.pickle" -- torchrun --standalone --nproc-per-node 2 bench/torch_programs/ddp_train.py \
     >"$R/ddp.out" 2>"$R/ddp.err"; echo "torchrun 2 ranks under --record: exit $?"
   grep '^gpumem:' "$R/ddp.err"; ls -la "$R"
   for r in 0 1; do
     [ -f "$R/ddp.rank$r.pickle" ] || { echo "rank $r: no snapshot"; continue; }
-    $G reuse-sim --trace "$R/ddp.rank$r.pickle" --strategy torch-caching --json >"$R/replay.rank$r.json" 2>"$R/replay.rank$r.err"
+    $G reuse-sim replay --trace "$R/ddp.rank$r.pickle" --strategy torch-caching --json >"$R/replay.rank$r.json" 2>"$R/replay.rank$r.err"
     python3 - "$R/replay.rank$r.json" "$R/ddp.rank$r.stats.json" $r <<'PY'
 import json, sys
 replay, stats = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))["memory_stats"]

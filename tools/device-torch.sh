@@ -4,7 +4,7 @@
 # names) and bench/record-graphs.sh (CUDA graphs, torch.compile's
 # reduce-overhead, side-stream prefetch) and bench/record-fsdp.sh (FSDP on
 # 2 GPUs), each program recorded by
-# `gpumem reuse-sim --record` and replayed. Everything each script made is
+# `gpumem reuse-sim record` and replayed. Everything each script made is
 # tarred into $OUT (the device tool brings back at most 8 files).
 #   OUT=dir bash tools/device-torch.sh [torch-programs] [record-graphs] [record-fsdp]   (default: the first two)
 set -u

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes a text file into a C++ header as a raw string constant, so that the
-gpumem binary carries it (reuse-sim --record's Python hook):
+gpumem binary carries it (reuse-sim record's Python hook):
 
     tools/embed_text.py INPUT OUTPUT NAME
 """

@@ -16,7 +16,7 @@ allocation and without stack context (small files). Each writes into OUTDIR:
 
 The fixtures that tests/test_reuse_sim_fidelity.cpp reads are NAME.pickle
 (gpumem reads snapshots itself) and NAME.stats.json. With --check, each trace is also replayed through
-`GPUMEM_BIN reuse-sim --strategy torch-caching` and compared at once.
+`GPUMEM_BIN reuse-sim replay --strategy torch-caching` and compared at once.
 
 Workloads (a few thousand events each):
   cnn_inference      ResNet-18 (random weights) inference at varying batch sizes
@@ -511,7 +511,7 @@ def run_child(name, outdir, device_index, max_entries, out_name=None, limit=None
 def check_with_gpumem(gpumem, outdir, name):
     with open(os.path.join(outdir, name + ".stats.json")) as f:
         doc = json.load(f)
-    args = [gpumem, "reuse-sim", "--trace", os.path.join(outdir, name + ".pickle"), "--strategy", "torch-caching",
+    args = [gpumem, "reuse-sim", "replay", "--trace", os.path.join(outdir, name + ".pickle"), "--strategy", "torch-caching",
             "--json"]
     replay = doc["reuse_sim"]
     # the allocator settings come from the snapshot itself; only the cap is not recorded there

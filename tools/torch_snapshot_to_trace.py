@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Retired: gpumem reads PyTorch memory snapshots itself.
 
-    gpumem reuse-sim --trace SNAPSHOT.pickle [--trace-device N] ...
+    gpumem reuse-sim replay --trace SNAPSHOT.pickle [--trace-device N] ...
 
 reads the pickle of torch.cuda.memory._snapshot() directly (detected by its
 content, with a restricted unpickler that builds plain values only), keeps
 every event of the allocator's history and applies the snapshot's allocator
 settings. This script remains for old command lines and only runs
 
-    gpumem reuse-sim --trace SNAPSHOT --save-trace OUT --strategy naive
+    gpumem reuse-sim replay --trace SNAPSHOT --save-trace OUT --strategy naive
 
 to write the snapshot as a gpumem trace (CSV); gpumem is $GPUMEM, else the
 one on PATH. Its exit status is gpumem's (2 for an unreadable, hostile or
@@ -34,7 +34,7 @@ def main(argv=None):
     if out == "-":
         fd, out = tempfile.mkstemp(suffix=".csv")
         os.close(fd)
-    cmd = [os.environ.get("GPUMEM", "gpumem"), "reuse-sim", "--trace", args.snapshot, "--save-trace", out,
+    cmd = [os.environ.get("GPUMEM", "gpumem"), "reuse-sim", "replay", "--trace", args.snapshot, "--save-trace", out,
            "--strategy", "naive", "--format", "json"]
     if args.device is not None:
         cmd += ["--trace-device", str(args.device)]

@@ -10,10 +10,10 @@ NAME is a fixture of tests/fixtures/torch: NAME.stats.json and its trace
 (NAME.pickle, else NAME.csv), recorded by tools/record_torch_workloads.py,
 whose workload (the stats' "workload") is rerun. CONF is the setting to try, in
 PYTORCH_CUDA_ALLOC_CONF's syntax ("" for PyTorch's defaults); without it, the
-setting `gpumem reuse-sim --tune` recommends for the fixture (its
+setting `gpumem reuse-sim tune` recommends for the fixture (its
 best_alloc_conf), under the capacity the fixture was recorded with.
 
-1. Predicted: `gpumem reuse-sim --trace TRACE --sweep ...` with every knob set
+1. Predicted: `gpumem reuse-sim tune --trace TRACE --sweep ...` with every knob set
    as CONF says (the knobs CONF leaves out at PyTorch's defaults, since the
    variable replaces the whole configuration) and --capacity the recording's
    allowed memory maximum.
@@ -25,10 +25,10 @@ best_alloc_conf), under the capacity the fixture was recorded with.
    Exit status 0 when all five agree, 1 when one differs, 2 on bad arguments
    or a failed run.
 
-With --all-settings, every setting of the --tune grid is rerun (N fresh
+With --all-settings, every setting of reuse-sim tune's grid is rerun (N fresh
 processes at once on the GPU) and compared with its row of the tuner's
 table: predicted and real OOMs, whether each says the setting fits (no OOM),
-and whether they agree; the setting --tune recommends is marked. --keep DIR
+and whether they agree; the setting reuse-sim tune recommends is marked. --keep DIR
 keeps each rerun's stats (DIR/NAME/SETTING.stats.json); --reruns DIR reads
 them back instead of rerunning (no GPU: a new gpumem's predictions against
 the same real runs).
@@ -86,7 +86,7 @@ def split_conf(conf):
 
 
 def sweeps_for(conf, capped):
-    """reuse-sim --sweep arguments that set every knob as `conf` says."""
+    """reuse-sim tune --sweep arguments that set every knob as `conf` says."""
     items = split_conf(conf)
     known = {"max_split_size_mb", "roundup_power2_divisions", "expandable_segments", "garbage_collection_threshold",
              "backend", "max_non_split_rounding_mb"}
@@ -137,9 +137,9 @@ def recorded_flags(recorded, trace):
 
 
 def predicted(gpumem, trace, capacity, conf, flags):
-    base = ["reuse-sim", "--trace", trace, "--json"] + (["--capacity", str(capacity)] if capacity else []) + flags
+    base = ["reuse-sim", "tune", "--trace", trace, "--json"] + (["--capacity", str(capacity)] if capacity else []) + flags
     if conf is None:
-        conf = run_gpumem(gpumem, base + ["--tune"])["tune"]["best_alloc_conf"]
+        conf = run_gpumem(gpumem, base)["tune"]["best_alloc_conf"]
     doc = run_gpumem(gpumem, base + sweeps_for(conf, bool(capacity)))
     rows = doc["settings"]
     # One row, or two when the recording's own setting is not this one: ours is then the other.
@@ -166,8 +166,8 @@ def setting_file_name(conf):
 
 
 def all_settings(args, recorded, trace, capacity, fraction):
-    """Every setting of the --tune grid rerun for real, against its row of the tuner's table."""
-    base = ["reuse-sim", "--trace", trace, "--json", "--tune"] + (["--capacity", str(capacity)] if capacity else [])
+    """Every setting of reuse-sim tune's grid rerun for real, against its row of the tuner's table."""
+    base = ["reuse-sim", "tune", "--trace", trace, "--json"] + (["--capacity", str(capacity)] if capacity else [])
     doc = run_gpumem(args.gpumem, base + recorded_flags(recorded, trace))
     tune = doc["tune"]
     rows = doc["settings"]
@@ -228,13 +228,13 @@ def all_settings(args, recorded, trace, capacity, fraction):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("name", help="fixture (and workload) name: tests/fixtures/torch/NAME.stats.json")
-    parser.add_argument("conf", nargs="?", help="PYTORCH_CUDA_ALLOC_CONF to try (default: what --tune recommends)")
+    parser.add_argument("conf", nargs="?", help="PYTORCH_CUDA_ALLOC_CONF to try (default: what reuse-sim tune recommends)")
     parser.add_argument("--gpumem", default=os.path.join(ROOT, "build", "gpumem"))
     parser.add_argument("--fixtures", default=os.path.join(ROOT, "tests", "fixtures", "torch"))
     parser.add_argument("--device", type=int, default=0)
     parser.add_argument("--keep", metavar="DIR", help="keep the rerun's snapshot and stats here (rerun.pickle, rerun.stats.json)")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
-    parser.add_argument("--all-settings", action="store_true", help="rerun every setting of the --tune grid")
+    parser.add_argument("--all-settings", action="store_true", help="rerun every setting of reuse-sim tune's grid")
     parser.add_argument("--jobs", type=int, default=1, help="with --all-settings: reruns at once on the GPU")
     parser.add_argument("--reruns", metavar="DIR", help="with --all-settings: the reruns --keep kept, instead of the GPU")
     args = parser.parse_args(argv)

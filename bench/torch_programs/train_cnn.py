@@ -1,5 +1,5 @@
 """A small CNN trained for a few steps: no OOM. Run unmodified under
-gpumem reuse-sim --record (bench/record-confirm.sh)."""
+gpumem reuse-sim record -o (bench/record-confirm.sh)."""
 import torch
 import torch.nn as nn
 

@@ -299,7 +299,7 @@ private:
 // with no request.
 std::vector<Indexed> index_recordings(std::vector<BatchRecording>& recordings) {
     if (recordings.size() < 2)
-        throw UsageError("--max-batch needs recordings at two batch sizes at least; got " + std::to_string(recordings.size()));
+        throw UsageError("max-batch needs recordings at two batch sizes at least; got " + std::to_string(recordings.size()));
     std::stable_sort(recordings.begin(), recordings.end(), [](const BatchRecording& a, const BatchRecording& b) { return a.batch < b.batch; });
     std::vector<Indexed> indexed;
     indexed.reserve(recordings.size());

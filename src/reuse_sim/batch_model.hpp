@@ -1,4 +1,4 @@
-// reuse-sim --max-batch: "what is the largest batch that fits?" from two
+// reuse-sim max-batch: "what is the largest batch that fits?" from two
 // (or more) recordings of one program at different batch sizes. The
 // recordings are aligned request by request as a diff aligns lines: the
 // fewest requests left unaligned, where two requests may pair when they are

@@ -86,8 +86,8 @@ LoadedTrace::LoadedTrace(EventSource& source, const std::function<void()>& poll,
     while (source.next(e)) {
         if (events_.size() >= max_events)
             throw UsageError(source.description() + ": more than " + std::to_string(max_events) +
-                             " events, the limit of what --tune and --sweep hold in memory (48 bytes an event): replay a part "
-                             "of the trace, or one setting without --tune (streamed, no limit)");
+                             " events, the limit of what reuse-sim tune holds in memory (48 bytes an event): replay a part "
+                             "of the trace, or one setting with reuse-sim replay (streamed, no limit)");
         events_.push_back(e);
         if (e.kind == EventKind::alloc || e.kind == EventKind::oom) request_sizes_.push_back(e.size);
         if (e.kind == EventKind::empty_cache) ++empty_caches_;

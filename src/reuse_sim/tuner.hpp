@@ -1,4 +1,4 @@
-// reuse-sim's what-if tuner (--tune, --sweep): a grid of PyTorch allocator
+// reuse-sim's what-if tuner (reuse-sim tune): a grid of PyTorch allocator
 // settings (PYTORCH_CUDA_ALLOC_CONF), each replayed through torch-caching,
 // ranked, and the question users ask answered in one sentence: which setting
 // would have avoided the OOM, and at what cost. Pure logic: the grid, the

@@ -169,7 +169,7 @@ Report churn_report(const ChurnRequest& q, const ChurnResults& results, const Ou
 namespace {
 // growth is reuse-sim's too.
 constexpr ListEntry kChurnLists[] = {
-    {"growth", "alloc-test churn, reuse-sim --growth", [] { return view_of(kGrowthRules); }},
+    {"growth", "alloc-test churn, reuse-sim replay --growth", [] { return view_of(kGrowthRules); }},
     {"via", "alloc-test churn --via", [] { return view_of(kChurnVias); }},
 };
 }  // namespace

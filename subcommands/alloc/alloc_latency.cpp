@@ -44,7 +44,7 @@ void add_options(CLI::App& sub, LatencyOptionsText& o) {
         ->check(CLI::Range(1, 1000000));
     sub.add_option("--warmup", o.warmup, "Untimed pairs before them (default 3)")->type_name("N")->check(CLI::Range(0, 1000));
     sub.add_flag("--no-sync-probe", o.no_sync_probe, "Skip the probe of whether allocation and free synchronize the device");
-    sub.add_option("--save-costs", o.save_costs, "Write the medians as a cost table (JSON) for gpumem reuse-sim --costs")
+    sub.add_option("--save-costs", o.save_costs, "Write the medians as a cost table (JSON) for gpumem reuse-sim replay --costs")
         ->type_name("FILE");
 }
 

@@ -57,10 +57,20 @@ const CommandEntry kCommands[] = {
      "Memory health verdict per GPU: NVML health, then allocation, fill and verify, memset, copy and p2p bandwidth against "
      "thresholds derived from the GPU's own figures; exit 7 when a check fails",
      &kCheckCommand},
-    {"reuse-sim",
+    {"reuse-sim", "Simulate GPU allocators on a workload or a PyTorch recording: replay, tune, record, max-batch (see gpumem(1), REUSE-SIM)",
+     nullptr},
+    {"reuse-sim replay",
      "Replay an allocation trace or a built-in workload through reuse strategies (RMM's, PyTorch's, cudaMallocAsync and "
      "more: gpumem --list strategies) on a simulated device and compare them; no GPU needed unless --execute",
-     &kReuseSimCommand},
+     &kReuseSimReplayCommand},
+    {"reuse-sim tune",
+     "Rank PYTORCH_CUDA_ALLOC_CONF settings by replaying a recording under each",
+     &kReuseSimTuneCommand},
+    {"reuse-sim record", "Run a PyTorch program unmodified and record its allocations (a snapshot and memory_stats)",
+     &kReuseSimRecordCommand},
+    {"reuse-sim max-batch",
+     "The largest batch that fits under a memory cap, from recordings at small batches or the program itself, checked by real runs",
+     &kReuseSimMaxBatchCommand},
     {"report",
      "Merge gpumem JSON documents (files, globs, stdin) from many hosts and ranks into one fleet table; flag failed "
      "checks and GPUs below their model's median; no GPU needed",
@@ -428,6 +438,23 @@ std::size_t index_of(const std::vector<std::string>& args, const std::string& wo
     return args.size();
 }
 
+// The other modes of the invoked mode's group that take option `name`
+// ("reuse-sim max-batch" for reuse-sim replay's --max-runs), comma
+// separated; empty when none does or no mode was invoked. Only the invoked
+// mode's options are registered: the others are made here, for the message.
+std::string sibling_modes_taking(const CommandEntry* invoked, const std::string& name) {
+    if (invoked == nullptr || !is_mode(*invoked)) return {};
+    std::string owners;
+    for (const CommandEntry& e : kCommands) {
+        if (&e == invoked || !is_mode(e) || first_word(e.name) != first_word(invoked->name) || !e.definition) continue;
+        CLI::App scratch;
+        const std::unique_ptr<Command> command = e.definition->make();
+        command->add_options(scratch);
+        if (scratch.get_option_no_throw(name) != nullptr) owners += (owners.empty() ? "" : ", ") + std::string(e.name);
+    }
+    return owners;
+}
+
 // CLI11's "The following argument was not expected: inof" in gpumem's words,
 // with the nearest name offered: "unknown command 'inof'; did you mean
 // 'info'?", "unknown option '--levle'; did you mean '--level'?".
@@ -446,12 +473,14 @@ std::string extras_text(const CLI::ExtrasError& e, const CLI::App& app, const Co
             return unknown_mode_text(invoked->name, mode);
     if (!word.empty() && word[0] == '-') {
         const std::string name = word.substr(0, word.find('='));
-        // A program given without -- before it (reuse-sim --record F python3
+        // A program given without -- before it (reuse-sim record -o F python3
         // -c ...): its options are not gpumem's, and no near name helps.
         const std::string program = invoked != nullptr ? positional_value(*invoked_app(app, invoked), "command") : "";
         if (!program.empty() && index_of(args, program, 1) < index_of(args, word, 1))
             return "unknown option '" + name + "' after the program '" + program + "': put the program after -- (gpumem " +
                    std::string(invoked->name) + " ... -- " + program + " ...)";
+        if (const std::string owners = sibling_modes_taking(invoked, name); !owners.empty())
+            return "unknown option '" + name + "' for " + std::string(invoked->name) + ": it is an option of " + owners;
         return "unknown option '" + name + "'" + did_you_mean(name, option_spellings(invoked_app(app, invoked)));
     }
     if (invoked != nullptr) return "unexpected argument '" + word + "'";
@@ -554,7 +583,7 @@ int dispatch(const Parsed& parsed, const CommandEntry* invoked, Command* command
 }
 
 // argv cut at its first `--`: gpumem's own words before it, and the program
-// after it (reuse-sim --record's), which neither CLI11 nor any scan of
+// after it (reuse-sim record's), which neither CLI11 nor any scan of
 // gpumem's options (--json, the command's name) may read.
 struct SplitArgs {
     int argc = 0;                      // the words before `--`

@@ -49,7 +49,7 @@ public:
     void final_document_written() noexcept { final_written_ = true; }
     bool final_written() const noexcept { return final_written_; }
     // A command that runs another program and passes its exit status on
-    // (reuse-sim --record, as `time` does) sets it here; else 0.
+    // (reuse-sim record, as `time` does) sets it here; else 0.
     void set_exit_status(int status) noexcept { exit_status_ = status; }
     int exit_status() const noexcept { return exit_status_; }
 
@@ -68,7 +68,7 @@ public:
     virtual void check(const Globals& globals) = 0;
     virtual void execute(Session& session) = 0;
     virtual Report report(const OutputOptions& output) const = 0;
-    // Where the program given after `--` goes (reuse-sim --record's), or
+    // Where the program given after `--` goes (reuse-sim record's), or
     // null for a command that runs none. app.cpp hands it everything after
     // the first `--` itself: CLI11 reads a `--` after a repeatable option as
     // the end of that option's values and parses the program's arguments as

@@ -23,7 +23,10 @@ extern const CommandDefinition kAllocMaxCommand;
 extern const CommandDefinition kAllocFillCommand;
 extern const CommandDefinition kAllocChurnCommand;
 extern const CommandDefinition kAllocHoldCommand;
-extern const CommandDefinition kReuseSimCommand;
+extern const CommandDefinition kReuseSimReplayCommand;
+extern const CommandDefinition kReuseSimTuneCommand;
+extern const CommandDefinition kReuseSimRecordCommand;
+extern const CommandDefinition kReuseSimMaxBatchCommand;
 extern const CommandDefinition kCheckCommand;
 extern const CommandDefinition kReportCommand;
 

@@ -99,7 +99,23 @@ std::string HelpFormatter::make_help(const CLI::App* app, std::string name, CLI:
     const std::size_t at = footer.empty() ? std::string::npos : page.rfind(footer);
     std::string body = page.substr(0, at == std::string::npos ? page.size() : at);
     while (!body.empty() && body.back() == '\n') body.pop_back();
-    return body + "\n" + group + (at == std::string::npos ? std::string() : "\n" + page.substr(at));
+    const std::string tail = at == std::string::npos ? std::string() : "\n" + page.substr(at);
+    auto lines = [](const std::string& text) { return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')); };
+    if (lines(body) + 1 + lines(group) + lines(tail) > kHelpLines) {
+        // A long page (reuse-sim's jobs) names the global options only:
+        // gpumem --help says what each does.
+        std::string names;
+        for (const CLI::Option* opt : globals) {
+            std::string name = make_option_name(opt, false) + make_option_opts(opt);
+            if (const std::size_t choices = name.find(":{"); choices != std::string::npos) name.erase(choices);
+            names += (names.empty() ? "" : ", ") + name;
+        }
+        names += " (gpumem --help says what each does)";
+        group = "\n" + std::string(kGlobalGroup) + ":\n";
+        const std::string wrapped = wrap_words(names, help_columns() - 2);
+        for (std::string_view line : split(wrapped, '\n')) group += "  " + std::string(line) + "\n";
+    }
+    return body + "\n" + group + tail;
 }
 
 std::string HelpFormatter::make_option(const CLI::Option* opt, bool is_positional) const {

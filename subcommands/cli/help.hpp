@@ -2,7 +2,7 @@
 // (at most 100 columns, wrapped at words), an option keeps one line of
 // description (the first clause of a long one: the man page has the rest),
 // a subcommand's page also lists the global options it takes, in their own
-// group, and the exit-status table is printed once, on the top-level page.
+// group (by name only on a page that would pass kHelpLines), and the exit-status table is printed once, on the top-level page.
 #pragma once
 
 #include <cstddef>
@@ -15,6 +15,9 @@ namespace gpumem::cli {
 
 // The widest a help page or a list gets, whatever the terminal.
 inline constexpr std::size_t kHelpColumns = 100;
+// The most lines a command's help page takes: a longer one names the global
+// options without their descriptions.
+inline constexpr std::size_t kHelpLines = 60;
 // The group the global options (-d, --json, --format, --units...) stand in.
 inline constexpr const char* kGlobalGroup = "Global options";
 

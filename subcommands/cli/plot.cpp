@@ -403,8 +403,18 @@ std::string render_svg(const Plot& plot) {
     svg.text("title", {}, plot.title);
     svg.empty("rect", {{"id", "background"}, {"x", "0"}, {"y", "0"}, {"width", svg_number(width)}, {"height", svg_number(height)}, {"fill", kBackground}});
     svg.open("g", {{"font-family", kFont}, {"font-size", svg_number(kFontSize)}, {"fill", kInk}});
-    svg.text("text", {{"id", "plot-title"}, {"x", "16"}, {"y", "24"}, {"font-size", svg_number(kTitleSize)}, {"font-weight", "bold"}}, plot.title);
-    if (!plot.subtitle.empty()) svg.text("text", {{"id", "plot-subtitle"}, {"x", "16"}, {"y", "43"}}, plot.subtitle);
+    // A long title (a file's name, the GPU's) gets a smaller font rather
+    // than run past the picture's edge.
+    const auto fitting = [&](const std::string& text, double size) {
+        const double room = width - 2 * 16, wide = text_width(text, size);
+        return wide > room ? size * room / wide : size;
+    };
+    svg.text("text",
+             {{"id", "plot-title"}, {"x", "16"}, {"y", "24"}, {"font-size", svg_number(fitting(plot.title, kTitleSize))}, {"font-weight", "bold"}},
+             plot.title);
+    if (!plot.subtitle.empty())
+        svg.text("text", {{"id", "plot-subtitle"}, {"x", "16"}, {"y", "43"}, {"font-size", svg_number(fitting(plot.subtitle, kFontSize))}},
+                 plot.subtitle);
     svg.open("defs");
     svg.open("clipPath", {{"id", "plot-clip"}});
     svg.empty("rect", {{"x", svg_number(left)}, {"y", svg_number(kTop - 4)}, {"width", svg_number(frame.width)}, {"height", svg_number(frame.height + 8)}});

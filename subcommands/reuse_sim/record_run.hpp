@@ -1,10 +1,11 @@
-// reuse-sim --record and --confirm: a program run with gpumem's Python hook
+// reuse-sim record, tune --confirm and max-batch: a program run with gpumem's Python hook
 // on its PYTHONPATH, which records every PyTorch process it starts (see
 // record_hook.py). The hook's source travels inside the binary: at run time
 // it is written to a private temporary directory (mode 0700), removed when
 // the run ends, so a bare build, an installed package and a copied binary
 // all work without finding a data directory. This is I/O (a child process,
-// signals, files) and so lives in the CLI layer; the pure parts (file names,
+// files) and so lives in the CLI layer, the running of the program in
+// process/child.hpp; the pure parts (file names,
 // the agreement rule) are base/record_plan.hpp's.
 #pragma once
 

@@ -1,7 +1,11 @@
-// gpumem reuse-sim: replay allocation traces or built-in workloads through
-// reuse strategies on a simulated device (no GPU needed), compare them, and
-// with --execute replay them for real on a GPU. This file: the options and
-// check(), which finds every usage error before anything runs.
+// gpumem reuse-sim's jobs, each a sub-command of its own (as alloc-test's
+// modes are): replay (compare strategies on a workload or a trace; with
+// --execute, for real on a GPU), tune (rank PyTorch's allocator settings;
+// --confirm reruns the program), record (run a program and record its
+// allocations) and max-batch (the largest batch that fits). This file: each
+// job's options, built from shared groups, and its check(), which finds
+// every usage error before anything runs. Execution and the report are the
+// same for every job: the checked request says which ran.
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -29,6 +33,7 @@
 #include "reuse_sim/tuner.hpp"
 #include "reuse_sim/workloads.hpp"
 #include "cli/terminal.hpp"
+#include "process/child.hpp"
 
 namespace gpumem::cli {
 namespace {
@@ -37,10 +42,12 @@ namespace rs = gpumem::reuse_sim;
 
 constexpr std::uint64_t kMaxU64 = std::numeric_limits<std::uint64_t>::max();
 
-// What CLI11 fills. Options that tune strategies are optional: check() warns
-// about those given for no selected strategy.
-struct ReuseSimOptions {
-    // input
+// The option groups more than one job takes, each registered by one
+// function on any job's sub-command: what a job does not register, CLI11
+// refuses as an unknown option of that job.
+
+// The input replayed: a built-in workload, or --trace (replay, tune).
+struct InputOptions {
     std::optional<std::string> workload;
     std::uint64_t steps = 200;
     std::uint64_t seed = 1;
@@ -55,7 +62,18 @@ struct ReuseSimOptions {
     std::optional<std::string> trace;
     std::string trace_format = "auto";
     std::optional<std::uint64_t> trace_device;
-    // strategies
+};
+
+// PyTorch's caching allocator settings given as flags (replay, tune,
+// max-batch): they override a snapshot's.
+struct TorchOptions {
+    std::optional<std::string> max_split_size;
+    std::optional<std::string> max_non_split_rounding;
+    std::optional<std::string> roundup_power2_divisions;
+};
+
+// The strategies compared and what tunes them (replay).
+struct StrategyKnobs {
     std::string strategy = "all";
     std::optional<std::string> growth;
     bool zero_fill = false;
@@ -65,15 +83,38 @@ struct ReuseSimOptions {
     std::optional<std::string> pool_max;
     std::optional<std::string> bins;
     std::optional<std::uint64_t> bin_blocks;
-    std::optional<std::string> max_split_size;
-    std::optional<std::string> max_non_split_rounding;
-    std::optional<std::string> roundup_power2_divisions;
+    TorchOptions torch;
     std::optional<std::string> release_threshold;
-    std::optional<std::uint64_t> sync_every;
-    // device and output
+};
+
+// The device memory: --capacity, or --memory-fraction of --device-total
+// (a real run's cap: --capacity or --memory-fraction alone).
+struct CapOptions {
     std::optional<std::string> capacity;
     std::optional<double> memory_fraction;
     std::optional<std::string> device_total;
+};
+
+// The grid of torch-caching settings (tune, max-batch).
+struct GridOptions {
+    std::vector<std::string> sweeps;  // --sweep KNOB=V1,V2,..., repeatable
+    bool full_grid = false;           // --full-grid: the default grid as well as --sweep's knobs
+    bool all_settings = false;        // --all-settings: the whole ranking in the table
+};
+
+// A program run for real, given after -- (record, tune --confirm,
+// max-batch): CLI11 never sees it (Command::program).
+struct ProgramOptions {
+    std::optional<std::uint64_t> max_entries;
+    std::vector<std::string> program;
+};
+
+// The options of each job: the groups it takes and its own.
+struct ReplayOptions {
+    InputOptions input;
+    StrategyKnobs strategies;
+    CapOptions cap;
+    std::optional<std::uint64_t> sync_every;
     std::optional<std::string> costs;
     std::optional<std::string> timeline;
     std::uint64_t timeline_points = 1000;
@@ -81,44 +122,39 @@ struct ReuseSimOptions {
     std::optional<std::string> plot;
     bool no_chart = false;
     bool execute = false;
-    // the what-if tuner
-    bool tune = false;
-    std::vector<std::string> sweeps;  // --sweep KNOB=V1,V2,..., repeatable
-    bool all_settings = false;        // --all-settings: the whole ranking in the table
-    // a program recorded (--record) or rerun (--confirm)
-    std::optional<std::string> record;
-    std::optional<std::uint64_t> max_entries;
+};
+
+struct TuneOptions : ProgramOptions {
+    InputOptions input;
+    TorchOptions torch;
+    CapOptions cap;
+    GridOptions grid;
+    std::optional<std::uint64_t> sync_every;
+    std::optional<std::string> costs;
+    std::optional<std::string> plot;
+    std::optional<std::uint64_t> confirm;  // --confirm K
+};
+
+struct RecordOptions : ProgramOptions {
+    std::string output;  // -o FILE
+    CapOptions cap;      // no --device-total: the real run's cap
     bool python_stacks = false;
-    std::optional<std::uint64_t> confirm;
-    bool confirm_bare = false;         // --confirm without K: --max-batch's
-    std::vector<std::string> program;  // after --: CLI11 never sees it (Command::program)
-    // the largest batch that fits
-    bool max_batch = false;
+};
+
+struct MaxBatchOptions : ProgramOptions {
     std::vector<std::string> batch_traces;  // --batch-trace B=FILE, repeatable
+    std::optional<std::string> output;      // -o FILE: the recordings kept
     std::optional<std::string> record_batches;
     bool no_refine = false;
     std::optional<std::string> headroom;
     std::optional<std::uint64_t> max_runs;
-    // The options as registered, so that --record can name every replay
-    // option given with it, whatever option a later change adds.
-    const CLI::App* registered = nullptr;
+    bool confirm = false;
+    CapOptions cap;
+    TorchOptions torch;
+    GridOptions grid;
+    std::optional<std::string> costs;
+    std::optional<std::string> plot;
 };
-
-// --record's own options (and help); every other reuse-sim option belongs to
-// the replay and is refused with it.
-constexpr std::string_view kRecordOptions[] = {"--record", "--capacity", "--memory-fraction", "--max-entries",
-                                               "--python-stacks", "--help", "command"};
-
-std::vector<std::string> replay_options_given(const ReuseSimOptions& o) {
-    std::vector<std::string> given;
-    if (o.registered == nullptr) return given;
-    for (const CLI::Option* opt : o.registered->get_options()) {
-        const std::string name = opt->get_name();
-        if (opt->count() > 0 && std::find(std::begin(kRecordOptions), std::end(kRecordOptions), name) == std::end(kRecordOptions))
-            given.push_back(name);
-    }
-    return given;
-}
 
 // The options that tune strategies, and whether each was given. Which
 // strategies each tunes is in kStrategies' rows (their `options`): the help
@@ -126,21 +162,21 @@ std::vector<std::string> replay_options_given(const ReuseSimOptions& o) {
 // from there.
 struct StrategyOption {
     const char* name;
-    bool (*given)(const ReuseSimOptions& o);
+    bool (*given)(const StrategyKnobs& o);
 };
 constexpr StrategyOption kStrategyOptions[] = {
-    {"--growth", [](const ReuseSimOptions& o) { return o.growth.has_value(); }},
-    {"--zero-fill", [](const ReuseSimOptions& o) { return o.zero_fill; }},
-    {"--ring-buffers", [](const ReuseSimOptions& o) { return o.ring_buffers.has_value(); }},
-    {"--ring-size", [](const ReuseSimOptions& o) { return o.ring_size.has_value(); }},
-    {"--pool-initial", [](const ReuseSimOptions& o) { return o.pool_initial.has_value(); }},
-    {"--pool-max", [](const ReuseSimOptions& o) { return o.pool_max.has_value(); }},
-    {"--bins", [](const ReuseSimOptions& o) { return o.bins.has_value(); }},
-    {"--bin-blocks", [](const ReuseSimOptions& o) { return o.bin_blocks.has_value(); }},
-    {"--max-split-size", [](const ReuseSimOptions& o) { return o.max_split_size.has_value(); }},
-    {"--max-non-split-rounding", [](const ReuseSimOptions& o) { return o.max_non_split_rounding.has_value(); }},
-    {"--roundup-power2-divisions", [](const ReuseSimOptions& o) { return o.roundup_power2_divisions.has_value(); }},
-    {"--release-threshold", [](const ReuseSimOptions& o) { return o.release_threshold.has_value(); }},
+    {"--growth", [](const StrategyKnobs& o) { return o.growth.has_value(); }},
+    {"--zero-fill", [](const StrategyKnobs& o) { return o.zero_fill; }},
+    {"--ring-buffers", [](const StrategyKnobs& o) { return o.ring_buffers.has_value(); }},
+    {"--ring-size", [](const StrategyKnobs& o) { return o.ring_size.has_value(); }},
+    {"--pool-initial", [](const StrategyKnobs& o) { return o.pool_initial.has_value(); }},
+    {"--pool-max", [](const StrategyKnobs& o) { return o.pool_max.has_value(); }},
+    {"--bins", [](const StrategyKnobs& o) { return o.bins.has_value(); }},
+    {"--bin-blocks", [](const StrategyKnobs& o) { return o.bin_blocks.has_value(); }},
+    {"--max-split-size", [](const StrategyKnobs& o) { return o.torch.max_split_size.has_value(); }},
+    {"--max-non-split-rounding", [](const StrategyKnobs& o) { return o.torch.max_non_split_rounding.has_value(); }},
+    {"--roundup-power2-divisions", [](const StrategyKnobs& o) { return o.torch.roundup_power2_divisions.has_value(); }},
+    {"--release-threshold", [](const StrategyKnobs& o) { return o.release_threshold.has_value(); }},
 };
 
 // "pool, binning: initial pool size": the help of a strategy option, led by
@@ -157,35 +193,35 @@ CLI::Validator non_empty(const char* what) {
         "");
 }
 
-void add_workload_options(CLI::App& sub, ReuseSimOptions& o) {
-    auto* workload = sub.add_option("--workload", o.workload, "Built-in workload (default dynamic; gpumem --list workloads)")
+void add_input_options(CLI::App& sub, InputOptions& o) {
+    auto* workload = sub.add_option("--workload", o.workload, "Built-in workload (default dynamic)")
                          ->type_name("NAME")
                          ->check(names_validator(rs::kWorkloads));
     const std::vector<CLI::Option*> parameters = {
         workload,
-        add_unsigned_option(sub, "--steps", o.steps, "Steps of the workload: inferences, LLM requests or training iterations (default 200)",
+        add_unsigned_option(sub, "--steps", o.steps, "Workload steps (default 200)",
                             1, std::uint64_t{1} << 40),
-        add_unsigned_option(sub, "--seed", o.seed, "Seed of the workload's random choices (default 1)", 0, kMaxU64),
-        add_value_option(sub, "--change-rate", o.change_rate, "dynamic: chance per step that the batch size changes (default 0.1)",
+        add_unsigned_option(sub, "--seed", o.seed, "Seed of its random choices (default 1)", 0, kMaxU64),
+        add_value_option(sub, "--change-rate", o.change_rate, "dynamic: chance the batch changes (default 0.1)",
                          ValueKind::fraction, 0.0, 1.0),
-        sub.add_option("--batch", o.batch, "Batch size N, or MIN..MAX for dynamic (default 1..32; others use MAX)")->type_name("N|MIN..MAX"),
+        sub.add_option("--batch", o.batch, "Batch N, or MIN..MAX for dynamic (default 1..32)")->type_name("N|MIN..MAX"),
         add_unsigned_option(sub, "--layers", o.layers, "Layers of the model (default 8)", 1, 1000),
-        sub.add_option("--sample-bytes", o.sample_bytes, "Activation bytes per sample at the first layer (default 768KiB)")
+        sub.add_option("--sample-bytes", o.sample_bytes, "Activations per sample, layer 1 (default 768KiB)")
             ->type_name("SIZE")
             ->check(size_validator(false)),
-        add_unsigned_option(sub, "--max-detections", o.max_detections, "detector: detections per image drawn from 0..N (default 100)", 0,
+        add_unsigned_option(sub, "--max-detections", o.max_detections, "detector: 0..N detections per image (default 100)", 0,
                             1000000),
-        sub.add_option("--prompt", o.prompt, "llm-decode: prompt tokens MIN..MAX (default 32..512)")->type_name("MIN..MAX"),
-        sub.add_option("--tokens", o.tokens, "llm-decode: generated tokens per request MIN..MAX (default 16..256)")->type_name("MIN..MAX"),
+        sub.add_option("--prompt", o.prompt, "llm-decode: prompt tokens (default 32..512)")->type_name("MIN..MAX"),
+        sub.add_option("--tokens", o.tokens, "llm-decode: tokens generated (default 16..256)")->type_name("MIN..MAX"),
         add_unsigned_option(sub, "--streams", o.streams, "Run steps on N streams in turn (default 1)", 1, 1024),
     };
-    auto* trace = sub.add_option("--trace", o.trace, "Replay this trace instead of a workload (- for standard input; a FIFO works)")
+    auto* trace = sub.add_option("--trace", o.trace, "Replay this trace (- for stdin; a FIFO works)")
                       ->type_name("FILE");
-    sub.add_option("--trace-format", o.trace_format, "Trace format, or auto: a PyTorch snapshot by its content, else by the header (default auto)")
+    sub.add_option("--trace-format", o.trace_format, "Trace format (default auto: by its content)")
         ->type_name("FMT")
         ->check(names_validator(rs::kTraceFormats));
     auto* device = add_unsigned_option(sub, "--trace-device", o.trace_device,
-                                       "PyTorch snapshot: the device whose history to replay (default: the only one with events)", 0,
+                                       "A snapshot's device (default: the only one used)", 0,
                                        1 << 20);
     for (CLI::Option* p : parameters) {
         trace->excludes(p);
@@ -193,91 +229,118 @@ void add_workload_options(CLI::App& sub, ReuseSimOptions& o) {
     }
 }
 
-void add_strategy_options(CLI::App& sub, ReuseSimOptions& o) {
-    sub.add_option("--strategy", o.strategy, "Strategies to compare: NAME[,NAME...] or all (default all; gpumem --list strategies)")
+// `lead`: the strategies they tune, in replay's help; tune and max-batch
+// replay torch-caching alone.
+void add_torch_options(CLI::App& sub, TorchOptions& o, bool lead) {
+    auto help = [lead](const char* option, const std::string& knob, const std::string& text) {
+        return lead ? for_strategies(option, knob + text) : knob + text;
+    };
+    sub.add_option("--max-split-size", o.max_split_size,
+                   help("--max-split-size", "max_split_size ", "in bytes, not MiB (default none)"))
+        ->type_name("SIZE[B]")
+        ->check(size_validator(false));
+    sub.add_option("--max-non-split-rounding", o.max_non_split_rounding, help("--max-non-split-rounding", "max_non_split_rounding ", "(default 20MiB)"))
+        ->type_name("SIZE")
+        ->check(size_validator(false));
+    sub.add_option("--roundup-power2-divisions", o.roundup_power2_divisions,
+                   help("--roundup-power2-divisions", "", "N or [MIB:N,...,>:N] (default off)"))
+        ->type_name("SPEC");
+}
+
+void add_strategy_options(CLI::App& sub, StrategyKnobs& o) {
+    sub.add_option("--strategy", o.strategy, "Strategies: NAME[,NAME...] or all (default all)")
         ->type_name("LIST")
         ->check(non_empty("strategies"))
         ->check(names_validator(rs::kStrategies, true));
     // The rules alloc-test churn --growth takes: a named one, any SIZE or xF.
     sub.add_option("--growth", o.growth,
-                   for_strategies("--growth", "growth when a request exceeds the buffer: " + kGrowthRules.names(", ") +
-                                                  ", or any SIZE granularity or xF factor (default exact)"))
+                   for_strategies("--growth", "exact, SIZE or xF (default exact)"))
         ->type_name("RULE")
         ->check(parsing_validator([](const std::string& value) { parse_growth_policy(value); }, ""));
     sub.add_flag("--zero-fill", o.zero_fill,
-                 for_strategies("--zero-fill", "cudaMemset every new buffer, as MixMemory does (counted as a device stall)"));
+                 for_strategies("--zero-fill", "cudaMemset every new buffer"));
     add_unsigned_option(sub, "--ring-buffers", o.ring_buffers, for_strategies("--ring-buffers", "number of buffers (default 4)"), 1,
                         1 << 20);
     sub.add_option("--ring-size", o.ring_size, for_strategies("--ring-size", "buffer size (default: the largest request)"))
         ->type_name("SIZE")
         ->check(size_validator(false));
-    sub.add_option("--pool-initial", o.pool_initial, for_strategies("--pool-initial", "initial pool size (default 0: grow on demand)"))
+    sub.add_option("--pool-initial", o.pool_initial, for_strategies("--pool-initial", "initial size (default 0)"))
         ->type_name("SIZE");
-    sub.add_option("--pool-max", o.pool_max, for_strategies("--pool-max", "maximum pool size (default: none, the pool doubles)"))
+    sub.add_option("--pool-max", o.pool_max, for_strategies("--pool-max", "maximum size (default: none)"))
         ->type_name("SIZE")
         ->check(size_validator(false));
-    sub.add_option("--bins", o.bins, for_strategies("--bins", "bin sizes as a RANGE (default 256KiB..4MiB, RMM's benchmark bins)"))
+    sub.add_option("--bins", o.bins, for_strategies("--bins", "bin sizes (default 256KiB..4MiB)"))
         ->type_name("RANGE")
         ->check(range_validator());
     add_unsigned_option(sub, "--bin-blocks", o.bin_blocks,
-                        for_strategies("--bin-blocks", "blocks per chunk a bin takes from the pool (default 128)"), 1, 1 << 20);
-    sub.add_option("--max-split-size", o.max_split_size,
-                   for_strategies("--max-split-size", "max_split_size, a bare number in bytes (max_split_size_mb=128 is 128MiB; default unlimited)"))
-        ->type_name("SIZE[B]")
-        ->check(size_validator(false));
-    sub.add_option("--max-non-split-rounding", o.max_non_split_rounding,
-                   for_strategies("--max-non-split-rounding", "max_non_split_rounding (default 20MiB)"))
-        ->type_name("SIZE")
-        ->check(size_validator(false));
-    sub.add_option("--roundup-power2-divisions", o.roundup_power2_divisions,
-                   for_strategies("--roundup-power2-divisions",
-                                  "roundup_power2_divisions, N or [MIB:N,...,>:N] as in PYTORCH_CUDA_ALLOC_CONF (default off)"))
-        ->type_name("SPEC");
+                        for_strategies("--bin-blocks", "blocks per bin chunk (default 128)"), 1, 1 << 20);
+    add_torch_options(sub, o.torch, true);
     sub.add_option("--release-threshold", o.release_threshold,
-                   for_strategies("--release-threshold", "memory the pool keeps across synchronizations (default 0)"))
+                   for_strategies("--release-threshold", "kept across syncs (default 0)"))
         ->type_name("SIZE");
 }
 
-void add_output_options(CLI::App& sub, ReuseSimOptions& o) {
-    add_unsigned_option(sub, "--sync-every", o.sync_every, "Also synchronize the device every N requests (traces have no sync points of their own)",
-                        1, kMaxU64);
-    auto* capacity =
-        sub.add_option("--capacity", o.capacity, "Device memory the strategies may reserve; beyond it allocations fail (default unlimited)")
-            ->type_name("SIZE")
-            ->check(size_validator(false));
+// `replayed`: the memory of a replay, which --device-total may give
+// (replay, tune, max-batch); else the cap of a real run (record).
+void add_cap_options(CLI::App& sub, CapOptions& o, bool replayed) {
+    auto* capacity = sub.add_option("--capacity", o.capacity,
+                                    replayed ? "Device memory to fit in (default unlimited)" : "Cap the program's GPU memory")
+                         ->type_name("SIZE")
+                         ->check(size_validator(false));
     add_value_option(sub, "--memory-fraction", o.memory_fraction,
-                     "Capacity as a share of --device-total, as torch.cuda.set_per_process_memory_fraction sets it", ValueKind::fraction,
-                     0.0, 1.0)
+                     replayed ? "Capacity as a share of --device-total" : "Cap it at this share of the GPU's memory",
+                     ValueKind::fraction, 0.0, 1.0)
         ->excludes(capacity);
+    if (!replayed) return;
     sub.add_option("--device-total", o.device_total, "The device's total memory, for --memory-fraction")
         ->type_name("SIZE")
         ->check(size_validator(false));
-    sub.add_option("--costs", o.costs, "Cost table (JSON, from alloc-test latency --save-costs) for the modelled time")->type_name("FILE");
-    sub.add_option("--timeline", o.timeline, "Write reserved bytes per strategy over the run as CSV")->type_name("FILE");
-    add_unsigned_option(sub, "--timeline-points", o.timeline_points, "Points kept for --timeline (default 1000)", 2, std::uint64_t{1} << 24);
-    sub.add_option("--save-trace", o.save_trace, "Also write the input's events as a gpumem trace (CSV) to FILE")->type_name("FILE");
-    sub.add_flag("--no-chart", o.no_chart, "Table mode: no chart of reserved bytes");
-    add_plot_option(sub, o.plot,
-                    "Draw the run as an SVG picture in FILE.svg: reserved and live memory over the replay per strategy or setting, "
-                    "the OOMs and the cap; with --max-batch, peak reserved against the batch");
-    sub.add_flag("--execute", o.execute,
-                 "Also replay each strategy for real on the GPU (-d), report the measured time and check that the real CUDA "
-                 "call counts equal the simulated ones (exit 4 if not)");
 }
 
-void add_tune_options(CLI::App& sub, ReuseSimOptions& o) {
-    sub.add_flag("--tune",
-                 o.tune,
-                 "What-if tuner: replay torch-caching under a grid of PYTORCH_CUDA_ALLOC_CONF settings (" + rs::kKnobs.names(", ") +
-                     ") and rank them");
-    sub.add_option("--sweep", o.sweeps,
-                   "KNOB=V1,V2,...: replay torch-caching with each value of KNOB (" + rs::kKnobs.names(", ") +
-                       "; gpumem --list knobs); repeatable, the grid is the product; with --tune, replaces that knob's default values")
+void add_sync_every_option(CLI::App& sub, std::optional<std::uint64_t>& sync_every) {
+    add_unsigned_option(sub, "--sync-every", sync_every, "Also synchronize every N requests",
+                        1, kMaxU64);
+}
+
+void add_costs_option(CLI::App& sub, std::optional<std::string>& costs) {
+    sub.add_option("--costs", costs, "Cost table (alloc-test latency --save-costs)")->type_name("FILE");
+}
+
+// `tune`: the default grid is tune's own; max-batch's is the recorded
+// setting and expandable segments.
+void add_grid_options(CLI::App& sub, GridOptions& o, bool tune) {
+    sub.add_option("--sweep", o.sweeps, tune ? "KNOB=V1,V2,...: values of one knob; repeatable" : "KNOB=V1,V2,...: settings to search; repeatable")
         ->type_name("KNOB=VALUES")
         ->check(parsing_validator([](const std::string& v) { rs::parse_sweep(v); }, ""));
-    sub.add_flag("--all-settings", o.all_settings,
-                 "With --tune or --sweep: the table lists every setting, a row per outcome (default: the best 10 outcomes, one "
-                 "setting each; JSON and CSV always hold every setting)");
+    sub.add_flag("--full-grid", o.full_grid, tune ? "With --sweep: also the default grid's other knobs" : "Search the default grid of every knob");
+    sub.add_flag("--all-settings", o.all_settings, "The table lists every setting (default: best 10)");
+}
+
+void add_max_entries_option(CLI::App& sub, ProgramOptions& o) {
+    add_unsigned_option(sub, "--max-entries", o.max_entries,
+                        "Most events a recording keeps (default: all)", 1, kMaxU64);
+}
+
+void add_program_option(CLI::App& sub, ProgramOptions& o, const std::string& help) {
+    sub.add_option("command", o.program, help + ", after --")->type_name("CMD");
+}
+
+void add_footer(CLI::App& sub) { sub.footer("Sizes take units (4KiB, 1.5GiB). Details: gpumem(1), REUSE-SIM."); }
+
+void add_replay_options(CLI::App& sub, ReplayOptions& o) {
+    add_footer(sub);
+    add_input_options(sub, o.input);
+    add_strategy_options(sub, o.strategies);
+    add_cap_options(sub, o.cap, true);
+    add_sync_every_option(sub, o.sync_every);
+    add_costs_option(sub, o.costs);
+    sub.add_option("--timeline", o.timeline, "Write reserved bytes over the run as CSV")->type_name("FILE");
+    add_unsigned_option(sub, "--timeline-points", o.timeline_points, "Points kept for --timeline (default 1000)", 2, std::uint64_t{1} << 24);
+    sub.add_option("--save-trace", o.save_trace, "Also write the input as a gpumem trace (CSV)")->type_name("FILE");
+    sub.add_flag("--no-chart", o.no_chart, "Table mode: no chart of reserved bytes");
+    add_plot_option(sub, o.plot, "Draw the run as an SVG picture");
+    sub.add_flag("--execute", o.execute,
+                 "Also replay for real on the GPU (-d) and compare");
 }
 
 // --confirm K: the count of settings to run, as every count option reads it.
@@ -293,73 +356,62 @@ std::uint64_t confirm_count(const std::string& text) {
     return k;
 }
 
-void add_record_options(CLI::App& sub, ReuseSimOptions& o) {
-    sub.add_option("--record", o.record,
-                   "Run the program given after -- and record its PyTorch allocations, unmodified: a snapshot in FILE and "
-                   "torch.cuda.memory_stats() beside it (FILE's name, .stats.json); one pair per rank under a launcher "
-                   "(FILE with .rankN) and per further process using CUDA (.procN); its output and exit status pass through. --capacity and --memory-fraction cap the real run")
-        ->type_name("FILE");
-    add_unsigned_option(sub, "--max-entries", o.max_entries,
-                        "--record, --confirm: the most events the recording keeps (PyTorch's max_entries; default: every one)", 1,
-                        kMaxU64);
-    sub.add_flag("--python-stacks", o.python_stacks,
-                 "--record: also record each allocation's Python stack (slower, larger files; for PyTorch's memory_viz)");
-    // K is optional: --max-batch --confirm takes none (CLI11 hands an empty
-    // text to the function when the option comes without a value).
+void add_tune_options(CLI::App& sub, TuneOptions& o) {
+    add_footer(sub);
+    add_input_options(sub, o.input);
+    add_grid_options(sub, o.grid, true);
+    add_torch_options(sub, o.torch, false);
+    add_cap_options(sub, o.cap, true);
+    add_sync_every_option(sub, o.sync_every);
+    add_costs_option(sub, o.costs);
+    add_plot_option(sub, o.plot, "Draw the best settings' replays as an SVG picture");
     sub.add_option_function<std::string>(
-           "--confirm",
-           [&o](const std::string& text) {
-               if (text.empty()) {
-                   o.confirm_bare = true;
-                   return;
-               }
-               o.confirm = confirm_count(text);
-           },
-           "Run the program given after -- for real. With --tune: up to K times, the best setting, then after a run "
-           "with an OOM the best untried setting that fits in that run's own recording (kept beside the trace as "
-           "FILE.confirmN.pickle), until one runs without an OOM. With --max-batch (no K): at the answer and at the next batch, of the "
-           "recorded setting and the best one, no run the search made repeated")
-        ->type_name("[K]")
-        ->expected(0, 1);
-    sub.add_option("command", o.program, "The program that --record, --confirm or --max-batch runs, after --: -- CMD [ARGS...]")
-        ->type_name("CMD");
+           "--confirm", [&o](const std::string& text) { o.confirm = confirm_count(text); },
+           "Rerun the program for real, up to K settings")
+        ->type_name("K");
+    add_max_entries_option(sub, o);
+    add_program_option(sub, o, "The program --confirm runs");
 }
 
-void add_max_batch_options(CLI::App& sub, ReuseSimOptions& o) {
-    sub.add_flag("--max-batch", o.max_batch,
-                 "The largest batch that fits under --capacity: from recordings at two or more batches (--batch-trace), or "
-                 "from the program after --, whose {batch} gpumem fills in, records at small batches and checks by real runs: the "
-                 "answer is a batch that ran");
+void add_record_options(CLI::App& sub, RecordOptions& o) {
+    add_footer(sub);
+    sub.add_option("-o,--output", o.output,
+                   "The snapshot to write (and FILE.stats.json)")
+        ->type_name("FILE")
+        ->required();
+    add_cap_options(sub, o.cap, false);
+    add_max_entries_option(sub, o);
+    sub.add_flag("--python-stacks", o.python_stacks,
+                 "Also record Python stacks (for memory_viz)");
+    add_program_option(sub, o, "The program to record");
+}
+
+void add_max_batch_options(CLI::App& sub, MaxBatchOptions& o) {
+    add_footer(sub);
     sub.add_option("--batch-trace", o.batch_traces,
-                   "B=FILE: --max-batch's recording of the program at batch B (a PyTorch snapshot or a trace); repeatable, two at least")
+                   "A recording at batch B; two at least")
         ->type_name("B=FILE");
+    sub.add_option("-o,--output", o.output, "Keep the recordings made, as FILE with .bsN")
+        ->type_name("FILE");
     sub.add_option("--record-batches", o.record_batches,
-                   "B1,B2[,...]: the batches --max-batch records the program at first, two at least; a third checks the model (default 4,8)")
+                   "Batches recorded first (default 4,8)")
         ->type_name("LIST");
-    sub.add_option("--headroom", o.headroom,
-                   "SIZE: --max-batch's answer keeps its modelled peak reserved this far below the cap (default 0)")
-        ->type_name("SIZE");
-    add_unsigned_option(sub, "--max-runs", o.max_runs,
-                        "N: the most real runs of the program --max-batch makes, its recordings included (default " +
-                            std::to_string(MaxBatchRequest::kDefaultMaxRuns) +
-                            ": 2 first recordings, 2 near the first answer, 6 checks, which bisect a range of 64 batches, and 2 below the answer); "
-                            "the answer is only ever a batch that ran",
-                        2, 1000);
     sub.add_flag("--no-refine", o.no_refine,
-                 "--max-batch records the program only at --record-batches: not again near the first answer (at 1/2 and 3/4 of "
-                 "it), nor at the answer to check it");
-}
-
-void add_options(CLI::App& sub, ReuseSimOptions& o) {
-    sub.footer("Sizes take units (4KiB, 1.5GiB). Strategies: " + rs::kStrategies.names(", ") +
-               ", or all. See gpumem(1), section REUSE-SIM.");
-    add_workload_options(sub, o);
-    add_strategy_options(sub, o);
-    add_output_options(sub, o);
-    add_tune_options(sub, o);
-    add_record_options(sub, o);
-    add_max_batch_options(sub, o);
-    o.registered = &sub;
+                 "Record only at --record-batches; no checks");
+    add_unsigned_option(sub, "--max-runs", o.max_runs,
+                        "Most real runs of the program (default " + std::to_string(MaxBatchRequest::kDefaultMaxRuns) + ")",
+                        2, 1000);
+    sub.add_option("--headroom", o.headroom, "Keep the modelled peak this far below the cap")
+        ->type_name("SIZE");
+    sub.add_flag("--confirm", o.confirm,
+                 "Also run at the answer and the next batch");
+    add_cap_options(sub, o.cap, true);
+    add_grid_options(sub, o.grid, false);
+    add_torch_options(sub, o.torch, false);
+    add_costs_option(sub, o.costs);
+    add_plot_option(sub, o.plot, "Draw peak reserved against the batch (SVG)");
+    add_max_entries_option(sub, o);
+    add_program_option(sub, o, "The program, {batch} where its batch goes");
 }
 
 // "N" or "A..B" of positive integers.
@@ -395,7 +447,7 @@ void check_trace_path(const std::string& path) {
     if (S_ISDIR(st.st_mode)) throw UsageError(path + ": cannot read a trace from a directory");
 }
 
-ReuseSimInput check_input(const ReuseSimOptions& o) {
+ReuseSimInput check_input(const InputOptions& o) {
     ReuseSimInput in;
     if (o.trace) {
         check_trace_path(*o.trace);
@@ -437,8 +489,19 @@ std::uint64_t torch_size(const std::string& text, const char* option) {
     return bytes;
 }
 
-rs::StrategyOptions check_strategy_options(const ReuseSimOptions& o) {
-    rs::StrategyOptions s;
+// The torch-caching settings given as flags: they override a snapshot's.
+void check_torch_options(const TorchOptions& o, ReuseSimRequest& q) {
+    rs::StrategyOptions& s = q.strategy_options;
+    if (o.max_split_size) s.torch.max_split_size = torch_size(*o.max_split_size, "--max-split-size");
+    // "unlimited" is PyTorch's default and can be asked for, also over a snapshot's limit.
+    if (o.max_non_split_rounding) s.torch.max_non_split_rounding = torch_size(*o.max_non_split_rounding, "--max-non-split-rounding");
+    if (o.roundup_power2_divisions) s.torch.roundup_power2_divisions = rs::parse_roundup_power2_divisions(*o.roundup_power2_divisions);
+    q.torch_flags.max_split_size = o.max_split_size.has_value();
+    q.torch_flags.roundup_power2_divisions = o.roundup_power2_divisions.has_value();
+}
+
+void check_strategy_options(const StrategyKnobs& o, ReuseSimRequest& q) {
+    rs::StrategyOptions& s = q.strategy_options;
     if (o.growth) s.growth = parse_growth_policy(*o.growth);
     s.zero_fill = o.zero_fill;
     if (o.ring_buffers) s.ring_buffers = static_cast<std::uint32_t>(*o.ring_buffers);
@@ -448,12 +511,8 @@ rs::StrategyOptions check_strategy_options(const ReuseSimOptions& o) {
     if (s.pool_maximum != rs::kUnlimited && s.pool_initial > s.pool_maximum) throw UsageError("--pool-initial exceeds --pool-max");
     if (o.bins) s.bins = parse_size_range(*o.bins, 64);
     if (o.bin_blocks) s.bin_blocks = *o.bin_blocks;
-    if (o.max_split_size) s.torch.max_split_size = torch_size(*o.max_split_size, "--max-split-size");
-    // "unlimited" is PyTorch's default and can be asked for, also over a snapshot's limit.
-    if (o.max_non_split_rounding) s.torch.max_non_split_rounding = torch_size(*o.max_non_split_rounding, "--max-non-split-rounding");
-    if (o.roundup_power2_divisions) s.torch.roundup_power2_divisions = rs::parse_roundup_power2_divisions(*o.roundup_power2_divisions);
+    check_torch_options(o.torch, q);
     if (o.release_threshold) s.release_threshold = parse_size(*o.release_threshold, true);
-    return s;
 }
 
 std::vector<const Named<rs::StrategySpec>*> strategy_rows(const std::string& list) {
@@ -464,7 +523,7 @@ std::vector<const Named<rs::StrategySpec>*> strategy_rows(const std::string& lis
 
 // A strategy option given for strategies none of which is selected is
 // ignored, with a warning: scripts that pass it for every run keep working.
-std::vector<std::string> ignored_option_warnings(const ReuseSimOptions& o, const std::vector<const Named<rs::StrategySpec>*>& selected) {
+std::vector<std::string> ignored_option_warnings(const StrategyKnobs& o, const std::vector<const Named<rs::StrategySpec>*>& selected) {
     std::vector<std::string> warnings;
     for (const StrategyOption& option : kStrategyOptions) {
         if (!option.given(o)) continue;
@@ -479,25 +538,25 @@ std::vector<std::string> ignored_option_warnings(const ReuseSimOptions& o, const
     return warnings;
 }
 
-void check_outputs(const ReuseSimOptions& o, const Globals& globals, ReuseSimRequest& q) {
+void check_outputs(const ReplayOptions& o, const Globals& globals, ReuseSimRequest& q) {
     q.costs = checked_path(o.costs, "--costs");
     q.timeline = checked_path(o.timeline, "--timeline");
     q.save_trace = checked_path(o.save_trace, "--save-trace");
-    if (q.save_trace && o.trace && *q.save_trace == *o.trace) throw UsageError("--save-trace would overwrite the --trace it reads");
+    if (q.save_trace && o.input.trace && *q.save_trace == *o.input.trace) throw UsageError("--save-trace would overwrite the --trace it reads");
     q.timeline_points = o.timeline_points;
     q.chart = globals.output.format == Format::table && !o.no_chart;
     q.chart_style.unicode = stdout_is_utf8_terminal();
     if (o.execute) {
         q.execute_on = single_device_spec(globals, "--execute");
     } else if (globals.device) {
-        throw UsageError("-d/--device selects the GPU for --execute; reuse-sim alone uses no GPU");
+        throw UsageError("-d/--device selects the GPU for --execute; reuse-sim replay alone uses no GPU");
     }
 }
 
 // --capacity, or --memory-fraction of --device-total as PyTorch computes its
 // allowed maximum (DeviceCachingAllocator::setMemoryFraction). A snapshot
 // does not record the device's total memory, so it must be given.
-std::uint64_t check_capacity(const ReuseSimOptions& o) {
+std::uint64_t check_capacity(const CapOptions& o) {
     // Checked first: beside --capacity, --device-total would be ignored unsaid.
     if (o.device_total && !o.memory_fraction)
         throw UsageError("--device-total is used only with --memory-fraction (the capacity is that share of it)" +
@@ -513,12 +572,12 @@ std::uint64_t check_capacity(const ReuseSimOptions& o) {
     return capacity;
 }
 
-// A trace that --record wrote comes with its statistics (FILE.stats.json):
+// A trace that reuse-sim record wrote comes with its statistics (FILE.stats.json):
 // the cap in force when the program ran, gpumem's or the program's own
 // set_per_process_memory_fraction, is the replay's unless --capacity or
 // --memory-fraction says otherwise. Read here, before the grid is built,
 // since a cap decides the grid (garbage collection is tried only under one).
-std::vector<std::string> check_recording(const ReuseSimOptions& o, ReuseSimRequest& q) {
+std::vector<std::string> check_recording(const CapOptions& o, ReuseSimRequest& q) {
     std::vector<std::string> warnings;
     if (!q.input.trace || *q.input.trace == "-") return warnings;
     struct stat st {};
@@ -548,23 +607,12 @@ std::vector<std::string> check_recording(const ReuseSimOptions& o, ReuseSimReque
     return warnings;
 }
 
-// --tune and --sweep replay torch-caching alone, each setting a lane of one
-// replay; what only the comparison of strategies has is refused with them.
-std::optional<TuneRequest> check_tune(const ReuseSimOptions& o, const ReuseSimRequest& q) {
-    if (!o.tune && o.sweeps.empty()) {
-        if (o.all_settings) throw UsageError("--all-settings lists the settings of --tune or --sweep: give one of them");
-        return std::nullopt;
-    }
-    const char* mode = o.tune ? "--tune" : "--sweep";
-    if (o.strategy != "all" && o.strategy != "torch-caching")
-        throw UsageError(std::string(mode) + " replays torch-caching alone: leave out --strategy");
-    if (o.execute) throw UsageError(std::string(mode) + " and --execute cannot be combined (run --execute with the chosen setting)");
-    if (o.timeline) throw UsageError(std::string(mode) + " and --timeline cannot be combined");
-    if (o.save_trace) throw UsageError(std::string(mode) + " and --save-trace cannot be combined");
-    TuneRequest tune;
-    tune.axes = rs::grid_axes(o.sweeps, o.tune, q.capacity != rs::kUnlimited);
-    tune.all_settings = o.all_settings;
-    return tune;
+// The grid of tune, or of max-batch given --sweep or --full-grid.
+TuneRequest check_grid(const GridOptions& o, std::uint64_t capacity, bool tune) {
+    TuneRequest grid;
+    grid.axes = rs::grid_axes(o.sweeps, o.full_grid || (tune && o.sweeps.empty()), capacity != rs::kUnlimited);
+    grid.all_settings = o.all_settings;
+    return grid;
 }
 
 const char* kind_of_file(mode_t mode) {
@@ -585,19 +633,17 @@ std::vector<std::string> named_paths(const std::vector<std::string>& program) {
         if (const std::size_t eq = word.find('='); eq != std::string::npos) paths.push_back(word.substr(eq + 1));
     }
     // The program itself, as execvp finds it on PATH.
-    if (!program.empty() && program.front().find('/') == std::string::npos)
-        if (const char* path = std::getenv("PATH"))
-            for (std::string_view dir : split(path, ':'))
-                if (!dir.empty()) paths.push_back(std::string(dir) + "/" + program.front());
+    if (!program.empty())
+        for (std::string& candidate : process::path_candidates(program.front())) paths.push_back(std::move(candidate));
     return paths;
 }
 
-// A file --record writes (the snapshot or its statistics) replaces only a
+// A file a recording writes (the snapshot or its statistics) replaces only a
 // regular file: the hook renames over it, which as root would turn /dev/null
-// into a file, and nothing the program runs from or is given: `--record
+// into a file, and nothing the program runs from or is given: `record -o
 // prog.py -- python3 prog.py` would lose the program.
 void check_record_target(const std::string& path, const std::string& shown, const std::vector<std::string>& program,
-                         const std::string& option = "--record") {
+                         const std::string& option) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) return;  // a new file
     std::string refusal = option + " " + shown + ": ";
@@ -618,15 +664,15 @@ void check_record_target(const std::string& path, const std::string& shown, cons
 
 // FILE as an absolute path (the program may change directory), in a
 // directory that exists; the file itself is written by the program's hook.
-std::string check_record_file(const std::string& file, const std::vector<std::string>& program) {
-    if (file.empty()) throw UsageError("--record: empty file name");
+std::string check_record_file(const std::string& file, const std::vector<std::string>& program, const std::string& option = "--output") {
+    if (file.empty()) throw UsageError(option + ": empty file name");
     std::string absolute = file.front() == '/' ? file : [&] {
         std::string cwd(4096, '\0');
-        if (::getcwd(cwd.data(), cwd.size()) == nullptr) throw UsageError(std::string("--record: cannot read the working directory: ") + std::strerror(errno));
+        if (::getcwd(cwd.data(), cwd.size()) == nullptr) throw UsageError(option + ": cannot read the working directory: " + std::strerror(errno));
         return std::string(cwd.c_str()) + "/" + file;
     }();
     struct stat st {};
-    if (::stat(absolute.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) throw UsageError(file + ": --record writes a file, not a directory");
+    if (::stat(absolute.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) throw UsageError(file + ": " + option + " writes a file, not a directory");
     const std::size_t slash = absolute.rfind('/');
     const std::string dir = slash == 0 ? "/" : absolute.substr(0, slash);
     if (::access(dir.c_str(), W_OK) != 0) throw UsageError(file + ": cannot write there: " + std::strerror(errno));
@@ -636,53 +682,71 @@ std::string check_record_file(const std::string& file, const std::vector<std::st
     constexpr long kProcMagic = 0x9fa0, kSysfsMagic = 0x62656572;
     if (::statfs(dir.c_str(), &dir_fs) == 0 &&
         (static_cast<long>(dir_fs.f_type) == kProcMagic || static_cast<long>(dir_fs.f_type) == kSysfsMagic))
-        throw UsageError("--record " + file + ": " + dir + " is a kernel file system (/proc, /sys), not a place for files");
-    check_record_target(absolute, file, program);
-    check_record_target(stats_file_name(absolute), stats_file_name(file), program);
+        throw UsageError(option + " " + file + ": " + dir + " is a kernel file system (/proc, /sys), not a place for files");
+    check_record_target(absolute, file, program, option);
+    check_record_target(stats_file_name(absolute), stats_file_name(file), program, option);
     return absolute;
 }
 
 // The cap of a real run: --capacity, or --memory-fraction as given.
-RecordSettings check_real_run_cap(const ReuseSimOptions& o) {
+RecordSettings check_real_run_cap(const CapOptions& o, const ProgramOptions& p) {
     RecordSettings s;
-    s.max_entries = o.max_entries;
+    s.max_entries = p.max_entries;
     if (o.capacity) s.capacity = parse_size(*o.capacity);
     if (o.memory_fraction && *o.memory_fraction <= 0.0) throw UsageError("--memory-fraction must be above 0");
     s.memory_fraction = o.memory_fraction;
     return s;
 }
 
-// --record runs a program instead of a replay: the replay's options are refused.
-RecordRequest check_record(const ReuseSimOptions& o, const Globals& globals) {
-    const std::vector<std::string> replay_only = replay_options_given(o);
-    if (!replay_only.empty())
-        throw UsageError("--record runs the program and records it; " + join(replay_only, ", ") +
-                         (replay_only.size() == 1 ? " belongs" : " belong") + " to the replay that follows (gpumem reuse-sim --trace FILE ...)");
-    if (globals.output.format != Format::table)
-        throw UsageError("--record passes the program's stdout through (gpumem's own lines go to stderr): no --json, --csv or --format");
-    if (globals.device) throw UsageError("-d/--device: under --record the program chooses its GPU (CUDA_VISIBLE_DEVICES selects them)");
-    if (o.program.empty()) throw UsageError("--record needs the program to run after --: gpumem reuse-sim --record FILE -- CMD [ARGS...]");
-    RecordRequest record{check_real_run_cap(o), o.program};
-    record.settings.file = check_record_file(*o.record, o.program);
-    record.settings.python_stacks = o.python_stacks;
-    return record;
+// --plot FILE.svg, checked before anything is read or run: a file the run
+// may write, and none it reads (the input, the cost table, the recordings)
+// nor the program's own.
+std::optional<std::string> check_plot(const std::optional<std::string>& plot, const std::vector<std::string>& program,
+                                      const std::optional<std::string>& trace, const std::optional<std::string>& costs,
+                                      ReuseSimRequest& q) {
+    if (!plot) return std::nullopt;
+    std::vector<std::string> inputs = named_paths(program);
+    for (const std::optional<std::string>& file : {trace, costs})
+        if (file) inputs.push_back(*file);
+    if (q.max_batch)
+        for (const auto& batch_trace : q.max_batch->traces) inputs.push_back(batch_trace.second);
+    check_output_file("--plot", *plot, inputs);
+    if (trace && *trace != "-") q.recorded_device = recorded_device_name(stats_file_name(*trace));
+    return plot;
 }
 
-std::optional<ConfirmRequest> check_confirm(const ReuseSimOptions& o, const ReuseSimRequest& q) {
-    if (o.python_stacks) throw UsageError("--python-stacks goes with --record");
-    if (o.confirm_bare) throw UsageError("--confirm K: give K, the most settings of --tune to run for real (--confirm alone goes with --max-batch)");
+// reuse-sim replay: the strategies compared on one input.
+ReuseSimRequest check_replay(const ReplayOptions& o, const Globals& globals) {
+    ReuseSimRequest q;
+    q.command = "reuse-sim replay";
+    q.input = check_input(o.input);
+    q.strategies = strategy_rows(o.strategies.strategy);
+    check_strategy_options(o.strategies, q);
+    q.warnings = ignored_option_warnings(o.strategies, q.strategies);
+    q.sync_every = o.sync_every.value_or(0);
+    q.capacity = check_capacity(o.cap);
+    const std::vector<std::string> recording_warnings = check_recording(o.cap, q);
+    check_outputs(o, globals, q);
+    q.plot = check_plot(o.plot, {}, o.input.trace, o.costs, q);
+    q.warnings.insert(q.warnings.end(), recording_warnings.begin(), recording_warnings.end());
+    return q;
+}
+
+// tune --confirm K -- CMD: real runs of the program after the ranking. It
+// belongs to tune, whose ranking it runs and whose grid its reruns' own
+// recordings are tuned under.
+std::optional<ConfirmRequest> check_confirm(const TuneOptions& o, const ReuseSimRequest& q) {
     if (!o.confirm) {
-        if (o.max_entries) throw UsageError("--max-entries goes with --record or --confirm");
-        if (!o.program.empty()) throw UsageError("a program to run (after --) needs --record or --confirm");
+        if (o.max_entries) throw UsageError("--max-entries goes with --confirm (the recordings of its real runs)");
+        if (!o.program.empty()) throw UsageError("a program after -- is run by --confirm K: give --confirm");
         return std::nullopt;
     }
-    if (!q.tune) throw UsageError("--confirm reruns the best settings of --tune: give --tune (or --sweep)");
     if (!q.input.trace) throw UsageError("--confirm needs --trace: the recording of the program it reruns");
     if (o.program.empty()) throw UsageError("--confirm needs the program to rerun after --: ... --confirm K -- CMD [ARGS...]");
-    ConfirmRequest confirm{static_cast<std::size_t>(*o.confirm), o.program, check_real_run_cap(o), DeviceSpec{}};
+    ConfirmRequest confirm{static_cast<std::size_t>(*o.confirm), o.program, check_real_run_cap(o.cap, o), DeviceSpec{}};
     confirm.device = parse_device_spec("0");
     // Each run's recording is kept beside the trace (standard input's: in
-    // the current directory), new or replacing a regular file, as --record's.
+    // the current directory), new or replacing a regular file, as record's.
     for (std::size_t run = 1; run <= confirm.candidates; ++run) {
         const std::string file = confirm_file_name(*q.input.trace, run);
         if (run == 1) {
@@ -704,12 +768,42 @@ std::optional<ConfirmRequest> check_confirm(const ReuseSimOptions& o, const Reus
     return confirm;
 }
 
-// The options --max-batch takes (and help); every other reuse-sim option
-// belongs to the replay of one input and is refused with it.
-constexpr std::string_view kMaxBatchOptions[] = {
-    "--max-batch", "--batch-trace", "--record-batches", "--no-refine", "--max-runs", "--headroom", "--record", "--capacity", "--memory-fraction", "--device-total",
-    "--tune", "--sweep", "--all-settings", "--confirm", "--max-entries", "--costs", "--strategy", "--max-split-size",
-    "--max-non-split-rounding", "--roundup-power2-divisions", "--plot", "--help", "command"};
+// reuse-sim tune: torch-caching replayed under a grid of settings, each a
+// lane of one replay, ranked.
+ReuseSimRequest check_tune(const TuneOptions& o, const Globals& globals) {
+    ReuseSimRequest q;
+    q.command = "reuse-sim tune";
+    if (globals.device)
+        throw UsageError("-d/--device: reuse-sim tune replays on no GPU (--confirm's program chooses its GPU; CUDA_VISIBLE_DEVICES selects them)");
+    q.input = check_input(o.input);
+    q.strategies = {&rs::kStrategies.row("torch-caching")};
+    check_torch_options(o.torch, q);
+    q.sync_every = o.sync_every.value_or(0);
+    q.capacity = check_capacity(o.cap);
+    const std::vector<std::string> recording_warnings = check_recording(o.cap, q);
+    q.costs = checked_path(o.costs, "--costs");
+    q.chart = false;
+    q.tune = check_grid(o.grid, q.capacity, true);
+    q.confirm = check_confirm(o, q);
+    q.plot = check_plot(o.plot, o.program, o.input.trace, o.costs, q);
+    q.warnings.insert(q.warnings.end(), recording_warnings.begin(), recording_warnings.end());
+    return q;
+}
+
+// reuse-sim record: runs a program and records it, nothing else.
+ReuseSimRequest check_record(const RecordOptions& o, const Globals& globals) {
+    ReuseSimRequest q;
+    q.command = "reuse-sim record";
+    if (globals.output.format != Format::table)
+        throw UsageError("reuse-sim record passes the program's stdout through (gpumem's own lines go to stderr): no --json, --csv or --format");
+    if (globals.device) throw UsageError("-d/--device: under reuse-sim record the program chooses its GPU (CUDA_VISIBLE_DEVICES selects them)");
+    if (o.program.empty()) throw UsageError("reuse-sim record needs the program to run after --: gpumem reuse-sim record -o FILE -- CMD [ARGS...]");
+    RecordRequest record{check_real_run_cap(o.cap, o), o.program};
+    record.settings.file = check_record_file(o.output, o.program);
+    record.settings.python_stacks = o.python_stacks;
+    q.record = std::move(record);
+    return q;
+}
 
 // --batch-trace B=FILE: the batch, a positive integer, and a file that exists.
 std::pair<std::uint64_t, std::string> batch_trace(const std::string& text) {
@@ -749,13 +843,13 @@ std::vector<std::uint64_t> record_batches(const std::string& text) {
 
 // The recordings (--batch-trace) or the program that makes them, checked
 // whole before any file is read or anything runs.
-MaxBatchRequest check_max_batch_input(const ReuseSimOptions& o) {
+MaxBatchRequest check_max_batch_input(const MaxBatchOptions& o) {
     MaxBatchRequest m;
     if (!o.batch_traces.empty() && !o.program.empty())
-        throw UsageError("--max-batch reads recordings (--batch-trace) or records the program after --, not both");
+        throw UsageError("max-batch reads recordings (--batch-trace) or records the program after --, not both");
     if (o.batch_traces.empty() && o.program.empty())
-        throw UsageError("--max-batch needs recordings at two batches (--batch-trace B=FILE, twice) or the program to record after --: "
-                         "gpumem reuse-sim --max-batch --capacity SIZE -- CMD ... {batch} ...");
+        throw UsageError("max-batch needs recordings at two batches (--batch-trace B=FILE, twice) or the program to record after --: "
+                         "gpumem reuse-sim max-batch --capacity SIZE -- CMD ... {batch} ...");
     for (const std::string& text : o.batch_traces) {
         m.traces.push_back(batch_trace(text));
         for (std::size_t i = 0; i + 1 < m.traces.size(); ++i)
@@ -764,25 +858,25 @@ MaxBatchRequest check_max_batch_input(const ReuseSimOptions& o) {
                                  ", " + m.traces.back().second + ")");
     }
     if (!m.traces.empty() && m.traces.size() < 2)
-        throw UsageError("--max-batch needs recordings at two batches at least: give --batch-trace B=FILE again (one given)");
+        throw UsageError("max-batch needs recordings at two batches at least: give --batch-trace B=FILE again (one given)");
     for (const auto& [batch, file] : m.traces) {
-        if (file == "-") throw UsageError("--batch-trace " + std::to_string(batch) + "=-: --max-batch reads files, not standard input");
+        if (file == "-") throw UsageError("--batch-trace " + std::to_string(batch) + "=-: max-batch reads files, not standard input");
         struct stat st {};
         if (::stat(file.c_str(), &st) != 0) throw UsageError(file + ": cannot open trace: " + std::strerror(errno));
         if (S_ISDIR(st.st_mode)) throw UsageError(file + ": cannot read a trace from a directory");
     }
     if (!m.traces.empty()) {
-        if (o.record) throw UsageError("--record keeps the recordings --max-batch makes of the program after --; --batch-trace gives them made");
-        if (o.record_batches) throw UsageError("--record-batches chooses the batches --max-batch records the program at: give the program after --");
-        if (o.no_refine) throw UsageError("--no-refine: --max-batch records again only the program after --; --batch-trace gives every recording");
-        if (o.confirm_bare) throw UsageError("--confirm runs the program at the answer and the next batch: give the program after -- (with {batch})");
-        if (o.max_entries) throw UsageError("--max-entries goes with the program --max-batch records (after --)");
+        if (o.output) throw UsageError("--output keeps the recordings max-batch makes of the program after --; --batch-trace gives them made");
+        if (o.record_batches) throw UsageError("--record-batches chooses the batches max-batch records the program at: give the program after --");
+        if (o.no_refine) throw UsageError("--no-refine: max-batch records again only the program after --; --batch-trace gives every recording");
+        if (o.confirm) throw UsageError("--confirm runs the program at the answer and the next batch: give the program after -- (with {batch})");
+        if (o.max_entries) throw UsageError("--max-entries goes with the program max-batch records (after --)");
         if (o.max_runs) throw UsageError("--max-runs bounds the runs of the program after --; --batch-trace gives every recording");
         return m;
     }
     m.program = o.program;
     if (std::none_of(m.program.begin(), m.program.end(), [](const std::string& w) { return w.find(kBatchPlaceholder) != std::string::npos; }))
-        throw UsageError("--max-batch: the program after -- has no {batch}: write it where the batch size goes (-- python train.py --bs "
+        throw UsageError("max-batch: the program after -- has no {batch}: write it where the batch size goes (-- python train.py --bs "
                          "{batch}), gpumem runs it at several batches");
     m.record_batches = o.record_batches ? record_batches(*o.record_batches) : std::vector<std::uint64_t>{4, 8};
     m.refine = !o.no_refine;
@@ -790,107 +884,44 @@ MaxBatchRequest check_max_batch_input(const ReuseSimOptions& o) {
     if (m.max_runs < m.record_batches.size())
         throw UsageError("--max-runs " + std::to_string(m.max_runs) + " is fewer than the " + std::to_string(m.record_batches.size()) +
                          " batches of --record-batches: the first recordings alone need that many runs");
-    m.settings = check_real_run_cap(o);
-    m.confirm = o.confirm_bare;
-    if (o.record) {
-        if (o.record->empty()) throw UsageError("--record: empty file name");
-        for (std::uint64_t batch : m.record_batches) (void)check_record_file(batch_file_name(*o.record, batch), m.program);
-        m.keep = check_record_file(*o.record, m.program);
+    m.settings = check_real_run_cap(o.cap, o);
+    m.confirm = o.confirm;
+    if (o.output) {
+        if (o.output->empty()) throw UsageError("--output: empty file name");
+        for (std::uint64_t batch : m.record_batches) (void)check_record_file(batch_file_name(*o.output, batch), m.program, "--output");
+        m.keep = check_record_file(*o.output, m.program, "--output");
     }
     return m;
 }
 
-// --max-batch: recordings at several batches instead of one input; the grid
-// of --tune or --sweep, else the recorded setting and expandable segments.
-void check_max_batch(const ReuseSimOptions& o, const Globals& globals, ReuseSimRequest& q) {
-    if (o.trace) throw UsageError("--max-batch reads recordings at several batches (--batch-trace B=FILE), not one --trace");
-    if (o.execute) throw UsageError("--max-batch and --execute cannot be combined (--max-batch --confirm runs the program for real)");
-    if (o.confirm) throw UsageError("--max-batch --confirm takes no K: it runs the program at the answer and at the next batch");
-    if (o.strategy != "all" && o.strategy != "torch-caching") throw UsageError("--max-batch replays torch-caching alone: leave out --strategy");
-    if (o.registered != nullptr) {
-        std::vector<std::string> refused;
-        for (const CLI::Option* opt : o.registered->get_options())
-            if (opt->count() > 0 && std::find(std::begin(kMaxBatchOptions), std::end(kMaxBatchOptions), opt->get_name()) == std::end(kMaxBatchOptions))
-                refused.push_back(opt->get_name());
-        if (!refused.empty())
-            throw UsageError("--max-batch cannot be combined with " + join(refused, ", ") +
-                             " (they belong to the replay of one input, gpumem reuse-sim --trace FILE ...)");
-    }
-    if (globals.device) throw UsageError("-d/--device: under --max-batch the program chooses its GPU (CUDA_VISIBLE_DEVICES selects them)");
+// reuse-sim max-batch: recordings at several batches instead of one input;
+// the grid of --sweep or --full-grid, else the recorded setting and
+// expandable segments.
+ReuseSimRequest check_max_batch(const MaxBatchOptions& o, const Globals& globals) {
+    ReuseSimRequest q;
+    q.command = "reuse-sim max-batch";
+    if (globals.device) throw UsageError("-d/--device: under max-batch the program chooses its GPU (CUDA_VISIBLE_DEVICES selects them)");
     q.max_batch = check_max_batch_input(o);
     q.strategies = {&rs::kStrategies.row("torch-caching")};
-    q.strategy_options = check_strategy_options(o);
-    q.torch_flags.max_split_size = o.max_split_size.has_value();
-    q.torch_flags.roundup_power2_divisions = o.roundup_power2_divisions.has_value();
-    q.capacity = check_capacity(o);
+    check_torch_options(o.torch, q);
+    q.capacity = check_capacity(o.cap);
     if (q.capacity == rs::kUnlimited)
-        throw UsageError("--max-batch needs the memory the program must fit in: --capacity SIZE, or --memory-fraction F with --device-total SIZE");
-    // The model's peak is not exact to the byte (a modelled peak 14.7 MB
-    // under an 8 GiB cap ran out of memory for real): 2 MiB per GiB.
+        throw UsageError("max-batch needs the memory the program must fit in: --capacity SIZE, or --memory-fraction F with --device-total SIZE");
     q.max_batch->headroom = o.headroom ? parse_size(*o.headroom, true) : 0;
     if (q.max_batch->headroom >= q.capacity)
         throw UsageError("--headroom " + *o.headroom + " leaves nothing of the cap (" + format_bytes(q.capacity) + ")");
     q.costs = checked_path(o.costs, "--costs");
     q.chart = false;
-    q.tune = check_tune(o, q);
-    if (!q.tune) {
+    if (o.grid.sweeps.empty() && !o.grid.full_grid) {
         // The recorded setting and expandable segments (the other half of
         // the answer: "...: 61; with expandable_segments:True: 66").
         q.tune = TuneRequest{};
         q.tune->axes = rs::grid_axes({"expandable_segments=false,true"}, false, true);
+        q.tune->all_settings = o.grid.all_settings;
+    } else {
+        q.tune = check_grid(o.grid, q.capacity, false);
     }
-}
-
-// --plot FILE.svg, checked before anything is read or run: a file the run
-// may write, and none it reads (the input, the cost table, the recordings)
-// nor the program's own.
-std::optional<std::string> check_plot(const ReuseSimOptions& o, ReuseSimRequest& q) {
-    if (!o.plot) return std::nullopt;
-    std::vector<std::string> inputs = named_paths(o.program);
-    for (const std::optional<std::string>& file : {o.trace, o.costs})
-        if (file) inputs.push_back(*file);
-    if (q.max_batch)
-        for (const auto& trace : q.max_batch->traces) inputs.push_back(trace.second);
-    check_output_file("--plot", *o.plot, inputs);
-    if (o.trace && *o.trace != "-") q.recorded_device = recorded_device_name(stats_file_name(*o.trace));
-    return o.plot;
-}
-
-ReuseSimRequest check(const ReuseSimOptions& o, const Globals& globals) {
-    ReuseSimRequest q;
-    if (o.max_batch) {
-        check_max_batch(o, globals, q);
-        q.plot = check_plot(o, q);
-        return q;
-    }
-    if (!o.batch_traces.empty()) throw UsageError("--batch-trace gives --max-batch a recording: give --max-batch");
-    if (o.record_batches) throw UsageError("--record-batches goes with --max-batch");
-    if (o.no_refine) throw UsageError("--no-refine goes with --max-batch");
-    if (o.headroom) throw UsageError("--headroom goes with --max-batch");
-    if (o.max_runs) throw UsageError("--max-runs goes with --max-batch");
-    if (o.record) {
-        q.record = check_record(o, globals);
-        return q;
-    }
-    q.input = check_input(o);
-    q.strategies = strategy_rows(o.strategy);
-    q.strategy_options = check_strategy_options(o);
-    q.warnings = ignored_option_warnings(o, q.strategies);
-    q.sync_every = o.sync_every.value_or(0);
-    q.torch_flags.max_split_size = o.max_split_size.has_value();
-    q.torch_flags.roundup_power2_divisions = o.roundup_power2_divisions.has_value();
-    q.capacity = check_capacity(o);
-    const std::vector<std::string> recording_warnings = check_recording(o, q);
-    check_outputs(o, globals, q);
-    q.tune = check_tune(o, q);
-    if (q.tune) {
-        q.strategies = {&rs::kStrategies.row("torch-caching")};
-        q.warnings = ignored_option_warnings(o, q.strategies);
-        q.chart = false;
-    }
-    q.confirm = check_confirm(o, q);
-    q.plot = check_plot(o, q);
-    q.warnings.insert(q.warnings.end(), recording_warnings.begin(), recording_warnings.end());
+    q.plot = check_plot(o.plot, o.program, std::nullopt, o.costs, q);
     return q;
 }
 
@@ -902,19 +933,44 @@ std::size_t ReuseSimRequest::replay_timeline_points() const {
 }
 
 namespace {
-constexpr ListEntry kReuseSimLists[] = {
-    {"strategies", "reuse-sim --strategy", [] { return view_of(reuse_sim::kStrategies); }},
-    {"workloads", "reuse-sim --workload", [] { return view_of(reuse_sim::kWorkloads); }},
-    {"trace-formats", "reuse-sim --trace-format", [] { return view_of(reuse_sim::kTraceFormats); }},
-    {"knobs", "reuse-sim --sweep", [] { return view_of(reuse_sim::kKnobs); }},
+constexpr ListEntry kReplayLists[] = {
+    {"strategies", "reuse-sim replay --strategy", [] { return view_of(reuse_sim::kStrategies); }},
+    {"workloads", "reuse-sim replay, tune --workload", [] { return view_of(reuse_sim::kWorkloads); }},
+    {"trace-formats", "reuse-sim replay, tune --trace-format", [] { return view_of(reuse_sim::kTraceFormats); }},
+};
+constexpr ListEntry kTuneLists[] = {
+    {"knobs", "reuse-sim tune, max-batch --sweep", [] { return view_of(reuse_sim::kKnobs); }},
 };
 }  // namespace
 
-constexpr CommandDefinition kReuseSimCommand{
+// One Command per job: its own options, its own check; execution and the
+// report are the same for every job (the request says which ran).
+constexpr CommandDefinition kReuseSimReplayCommand{
+    [] {
+        return make_command(CommandFunctions<ReplayOptions, ReuseSimRequest, ReuseSimResults>{add_replay_options, check_replay,
+                                                                                              execute_reuse_sim, reuse_sim_report});
+    },
+    [] { return reuse_sim_document_schema("reuse-sim replay"); }, kReplayLists};
+
+constexpr CommandDefinition kReuseSimTuneCommand{
     [] {
         return make_command(
-            CommandFunctions<ReuseSimOptions, ReuseSimRequest, ReuseSimResults>{add_options, check, execute_reuse_sim, reuse_sim_report});
+            CommandFunctions<TuneOptions, ReuseSimRequest, ReuseSimResults>{add_tune_options, check_tune, execute_reuse_sim, reuse_sim_report});
     },
-    reuse_sim_document_schema, kReuseSimLists};
+    [] { return reuse_sim_document_schema("reuse-sim tune"); }, kTuneLists};
+
+constexpr CommandDefinition kReuseSimRecordCommand{
+    [] {
+        return make_command(CommandFunctions<RecordOptions, ReuseSimRequest, ReuseSimResults>{add_record_options, check_record,
+                                                                                              execute_reuse_sim, reuse_sim_report});
+    },
+    [] { return reuse_sim_document_schema("reuse-sim record"); }};
+
+constexpr CommandDefinition kReuseSimMaxBatchCommand{
+    [] {
+        return make_command(CommandFunctions<MaxBatchOptions, ReuseSimRequest, ReuseSimResults>{add_max_batch_options, check_max_batch,
+                                                                                                execute_reuse_sim, reuse_sim_report});
+    },
+    [] { return reuse_sim_document_schema("reuse-sim max-batch"); }};
 
 }  // namespace gpumem::cli

@@ -101,6 +101,9 @@ struct MaxBatchRequest {
 
 // Everything the options say, checked (check() in reuse_sim.cpp).
 struct ReuseSimRequest {
+    // The job: "reuse-sim replay", "reuse-sim tune", "reuse-sim record" or
+    // "reuse-sim max-batch" (the document's command).
+    std::string command = "reuse-sim replay";
     ReuseSimInput input;
     std::vector<const Named<reuse_sim::StrategySpec>*> strategies;  // rows of kStrategies, in the order given
     reuse_sim::StrategyOptions strategy_options;
@@ -465,7 +468,7 @@ void tune_plot_timeline(const ReuseSimRequest& q, const reuse_sim::LoadedTrace& 
 // anything was replayed.
 std::optional<Plot> reuse_sim_plot(const ReuseSimRequest& q, const ReuseSimResults& r);
 
-// The document's keys (kReuseSimCommand.schema).
-DocumentSchema reuse_sim_document_schema();
+// The document's keys (each job's CommandDefinition::schema), titled by the job.
+DocumentSchema reuse_sim_document_schema(const std::string& command = "reuse-sim replay");
 
 }  // namespace gpumem::cli

@@ -1,4 +1,4 @@
-// gpumem reuse-sim --record and --confirm: the program run under the
+// gpumem reuse-sim record and tune --confirm: the program run under the
 // recording hook (record_run.hpp). --record runs it once and says on stderr
 // what it wrote; --confirm runs it under the tuner's best setting, compares
 // the real run's torch.cuda.memory_stats() (and the OOMs the program saw)

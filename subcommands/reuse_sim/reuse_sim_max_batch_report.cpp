@@ -1,4 +1,4 @@
-// The report of gpumem reuse-sim --max-batch, from its request and results
+// The report of gpumem reuse-sim max-batch, from its request and results
 // alone: the answer first, the peaks at the answer and the next batch, the
 // recordings and the model's checks (which requests it could not follow),
 // the table of settings, and --confirm's real runs; the document's
@@ -193,7 +193,7 @@ std::string recordings_line(const MaxBatchResults& x) {
     }
     const bool recorded_here = !x.recordings.empty() && x.recordings.front().recorded_here;
     return std::string(recorded_here ? "recorded by gpumem at " : "recordings: ") + join(parts, ", ") +
-           (recorded_here && scratch ? "; removed after the answer (--record FILE keeps them)" : "");
+           (recorded_here && scratch ? "; removed after the answer (-o FILE keeps them)" : "");
 }
 
 // The refinement: what the first recordings answered, and where gpumem recorded again.

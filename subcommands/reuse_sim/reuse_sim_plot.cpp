@@ -214,7 +214,7 @@ Plot max_batch_plot(const ReuseSimRequest& q, const ReuseSimResults& r) {
                                   "as recorded: " + std::to_string(*recorded->answer.largest), 0});
     }
     std::string on = x.device_name ? " (recorded on " + *x.device_name + ")" : "";
-    plot.title = "gpumem reuse-sim --max-batch: peak reserved against the batch" + on;
+    plot.title = "gpumem reuse-sim max-batch: peak reserved against the batch" + on;
     plot.subtitle = r.input_description + "; " + cap_text(q.capacity);
     if (best && !best->answer.largest) plot.notes.push_back("no batch fits: even batch 1 runs out of memory in the model");
     if (best && best->answer.largest && best->answer.largest_hopeful && *best->answer.largest_hopeful != *best->answer.largest)

@@ -981,7 +981,7 @@ namespace {
 
 Report reuse_sim_document(const ReuseSimRequest& q, const ReuseSimResults& r, const OutputOptions& output) {
     Report report;
-    report.command = "reuse-sim";
+    report.command = q.command;
     report.warnings = q.warnings;
     report.warnings.insert(report.warnings.end(), r.warnings.begin(), r.warnings.end());
     if (q.max_batch) return r.max_batch ? max_batch_report(q, r, output, std::move(report)) : report;
@@ -1011,8 +1011,8 @@ Report reuse_sim_report(const ReuseSimRequest& q, const ReuseSimResults& r, cons
     return report;
 }
 
-DocumentSchema reuse_sim_document_schema() {
-    return {"reuse-sim",
+DocumentSchema reuse_sim_document_schema(const std::string& command) {
+    return {command,
             {{"strategies", Columns<StrategyRow>(kStrategyColumns).schema()},
              {"settings", Columns<TuneRowView>(kTuneColumns).schema()},
              {"max_batch_settings", max_batch_table_schema()}},

@@ -1,4 +1,4 @@
-// gpumem reuse-sim --tune / --sweep: the input is read once into memory;
+// gpumem reuse-sim tune (and max-batch's grid): the input is read once into memory;
 // every setting of the grid is a torch-caching lane replayed alone, the
 // lanes spread over every core (reuse_sim/tune_replays.hpp), and settings
 // that provably replay alike replayed once. Then, for the best setting, a
@@ -51,7 +51,7 @@ struct TuneRun {
     rs::LaneReplays replay(const std::vector<rs::TorchLane>& lanes, const std::string& label, bool stop_at_first_oom = false) const {
         rs::LaneReplayOptions o = options;
         o.stop_at_first_oom = stop_at_first_oom;
-        Progress progress(show_progress, "reuse-sim --tune: " + label, 100);
+        Progress progress(show_progress, "reuse-sim tune: " + label, 100);
         if (show_progress)
             o.progress = [&progress](std::uint64_t done, std::uint64_t total) { progress.update(total ? done * 100 / total : 0); };
         return rs::replay_torch_lanes(trace, lanes, o);

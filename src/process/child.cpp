@@ -1,0 +1,161 @@
+#include "process/child.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+#include <thread>
+
+#include "base/errors.hpp"
+#include "base/interrupt.hpp"
+#include "base/record_plan.hpp"
+#include "base/text.hpp"
+
+namespace gpumem::process {
+namespace {
+
+// A signal sent to us by another process (kill) goes on to the program; one
+// from the terminal (Ctrl-C) reached the program already, as it is in our
+// process group.
+volatile sig_atomic_t g_forward = 0;
+
+extern "C" void on_forwarded_signal(int signal, siginfo_t* info, void* /*context*/) {
+    if (info == nullptr || info->si_code == SI_USER || info->si_code == SI_QUEUE || info->si_code == SI_TKILL) g_forward = signal;
+}
+
+class ForwardSignals {
+public:
+    ForwardSignals() {
+        struct sigaction action {};
+        action.sa_sigaction = on_forwarded_signal;
+        action.sa_flags = SA_SIGINFO;  // no SA_RESTART: waitpid returns with EINTR
+        sigemptyset(&action.sa_mask);
+        g_forward = 0;
+        sigaction(SIGINT, &action, &old_int_);
+        sigaction(SIGTERM, &action, &old_term_);
+    }
+    ~ForwardSignals() {
+        sigaction(SIGINT, &old_int_, nullptr);
+        sigaction(SIGTERM, &old_term_, nullptr);
+    }
+    ForwardSignals(const ForwardSignals&) = delete;
+    ForwardSignals& operator=(const ForwardSignals&) = delete;
+
+private:
+    struct sigaction old_int_ {}, old_term_ {};
+};
+
+[[noreturn]] void exec_child(std::vector<char*>& argv, std::vector<char*>& envp, bool own_group, int exec_error_fd) {
+    // Only async-signal-safe calls between fork and exec.
+    if (own_group) {
+        ::setpgid(0, 0);
+        ::dup2(STDERR_FILENO, STDOUT_FILENO);
+    }
+    for (const int s : {SIGPIPE, SIGINT, SIGTERM}) ::signal(s, SIG_DFL);  // gpumem ignores SIGPIPE; the program must not
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execvpe(argv[0], argv.data(), envp.data());
+    // The parent says why, once: the pipe closes unread on a successful exec.
+    const int error = errno;
+    (void)!::write(exec_error_fd, &error, sizeof error);
+    ::_exit(error == ENOENT ? 127 : 126);  // as a shell's
+}
+
+// The errno of a failed exec, read from the child's end of a close-on-exec
+// pipe: 0 once exec succeeded (the pipe closed with nothing in it).
+int exec_error(int read_fd) {
+    int error = 0;
+    ssize_t n;
+    do n = ::read(read_fd, &error, sizeof error);
+    while (n < 0 && errno == EINTR);
+    return n == static_cast<ssize_t>(sizeof error) ? error : 0;
+}
+
+// An interruption: the program's whole group is asked to stop, then killed.
+int stop_group(pid_t pid) {
+    ::kill(-pid, SIGTERM);
+    int status = 0;
+    for (int i = 0; i < 100; ++i) {  // 5 s
+        if (::waitpid(pid, &status, WNOHANG) == pid) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        if (i == 99) {
+            ::kill(-pid, SIGKILL);
+            while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+            }
+        }
+    }
+    ::kill(-pid, SIGKILL);  // stragglers of the group
+    return status;
+}
+
+int wait_child(pid_t pid, bool own_group, bool& interrupted) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) throw Error(std::string("waitpid: ") + std::strerror(errno));
+        if (own_group && interrupt_requested()) {
+            interrupted = true;
+            return stop_group(pid);
+        }
+        if (!own_group && g_forward != 0) {
+            ::kill(pid, g_forward);
+            g_forward = 0;
+        }
+    }
+    return status;
+}
+
+}  // namespace
+
+ChildExit run_child(const std::vector<std::string>& command, const ChildOptions& options) {
+    if (command.empty()) throw UsageError("no program to run");
+    std::vector<std::string> args = command, env = options.environment;
+    std::vector<char*> argv, envp;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (std::string& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+
+    std::optional<ForwardSignals> forward;
+    if (!options.own_group) forward.emplace();
+    ChildExit run;
+    const auto start = std::chrono::steady_clock::now();
+    int exec_pipe[2];
+    if (::pipe2(exec_pipe, O_CLOEXEC) != 0) throw Error(std::string("pipe: ") + std::strerror(errno));
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+        ::close(exec_pipe[0]);
+        ::close(exec_pipe[1]);
+        throw Error(std::string("fork: ") + std::strerror(errno));
+    }
+    if (pid == 0) exec_child(argv, envp, options.own_group, exec_pipe[1]);
+    if (options.own_group) ::setpgid(pid, pid);  // also here: no window before the child's own call
+    ::close(exec_pipe[1]);
+    if (const int error = exec_error(exec_pipe[0]); error != 0)
+        run.start_error = "cannot run " + command.front() + ": " + std::strerror(error) +
+                          (error == ENOENT   ? " (name a program in PATH, or give its path)"
+                           : error == EACCES ? " (not executable: chmod +x it, or name its interpreter first)"
+                                             : "");
+    ::close(exec_pipe[0]);
+    const int status = wait_child(pid, options.own_group, run.interrupted);
+    run.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    run.exit_status = shell_exit_status(status);
+    return run;
+}
+
+std::vector<std::string> path_candidates(const std::string& program) {
+    std::vector<std::string> paths;
+    if (program.empty() || program.find('/') != std::string::npos) return paths;
+    if (const char* path = std::getenv("PATH"))
+        for (std::string_view dir : split(path, ':'))
+            if (!dir.empty()) paths.push_back(std::string(dir) + "/" + program);
+    return paths;
+}
+
+}  // namespace gpumem::process

@@ -1,0 +1,45 @@
+// Running another program and waiting for it: fork, exec with an
+// environment of the caller's making, signals and process groups, waitpid.
+// reuse-sim's record, tune --confirm and max-batch run the user's program
+// through this; it knows nothing of the command line (no CLI11, no
+// printing) nor of what the program records.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpumem::process {
+
+// How the program runs.
+struct ChildOptions {
+    // A process group of its own, its stdout on our stderr (our stdout holds
+    // a report), and an interruption of ours (base/interrupt.hpp) stops the
+    // whole group: asked with SIGTERM, killed after 5 s. Otherwise it runs
+    // in our group (the terminal's Ctrl-C reaches it as under `time`), its
+    // stdout its own, and a SIGINT or SIGTERM sent to us by another process
+    // goes on to it.
+    bool own_group = false;
+    // Its whole environment, NAME=VALUE each.
+    std::vector<std::string> environment;
+};
+
+struct ChildExit {
+    int exit_status = 0;       // as a shell reports it (128 + signal; 127, 126 when exec failed)
+    double wall_seconds = 0;
+    bool interrupted = false;  // own_group: our interruption stopped it
+    // "cannot run CMD: why" when exec failed (the exit status is then 127
+    // or 126, as a shell's).
+    std::optional<std::string> start_error;
+};
+
+// Runs `command` (its first word searched on PATH) and waits for it. Throws
+// gpumem::Error when it cannot be started at all (no pipe, no fork) or
+// waiting fails; a failed exec is reported, not thrown.
+ChildExit run_child(const std::vector<std::string>& command, const ChildOptions& options);
+
+// Where execvp would look for `program`: each directory of PATH with the
+// name appended, for a name without '/'; nothing otherwise.
+std::vector<std::string> path_candidates(const std::string& program);
+
+}  // namespace gpumem::process

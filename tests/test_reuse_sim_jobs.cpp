@@ -1,0 +1,170 @@
+// reuse-sim's jobs as sub-commands (issue 45): each job's --help fits in 60
+// lines and lists the options that job registers and no other; an option of
+// another job is CLI11's unknown option there, a usage error of one line
+// that names the jobs taking it; bare reuse-sim does what bare alloc-test
+// does.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.hpp"
+#include "cli/commands.hpp"
+#include "cli_harness.hpp"
+
+namespace {
+
+using gpumem::cli::Command;
+using gpumem::cli::CommandDefinition;
+
+struct Job {
+    const char* name;
+    const CommandDefinition* definition;
+};
+
+const std::vector<Job>& jobs() {
+    static const std::vector<Job> all = {{"replay", &gpumem::cli::kReuseSimReplayCommand},
+                                         {"tune", &gpumem::cli::kReuseSimTuneCommand},
+                                         {"record", &gpumem::cli::kReuseSimRecordCommand},
+                                         {"max-batch", &gpumem::cli::kReuseSimMaxBatchCommand}};
+    return all;
+}
+
+// The long options a job registers (--help included).
+std::set<std::string> registered(const Job& job) {
+    const std::unique_ptr<Command> command = job.definition->make();
+    CLI::App sub;
+    command->add_options(sub);
+    std::set<std::string> names;
+    for (const CLI::Option* opt : sub.get_options())
+        for (const std::string& l : opt->get_lnames()) names.insert("--" + l);
+    return names;
+}
+
+// Every long option any job registers.
+std::set<std::string> every_option() {
+    std::set<std::string> all;
+    for (const Job& job : jobs()) {
+        const std::set<std::string> own = registered(job);
+        all.insert(own.begin(), own.end());
+    }
+    return all;
+}
+
+// The long options a help page lists in its option column ("  --name ..." or
+// "  -o,--output ...") before the global options.
+std::set<std::string> listed(const std::string& page) {
+    std::set<std::string> names;
+    const std::string own = page.substr(0, page.find("\nGlobal options:"));
+    std::size_t at = 0;
+    while ((at = own.find('\n', at)) != std::string::npos) {
+        ++at;
+        if (own.compare(at, 3, "  -") != 0) continue;
+        std::size_t dash = own.find("--", at);
+        const std::size_t end = own.find_first_of(" \n", at + 2);
+        if (dash == std::string::npos || dash > end) continue;
+        names.insert(own.substr(dash, own.find_first_of(" \n", dash) - dash));
+    }
+    return names;
+}
+
+int lines_of(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("reuse-sim jobs: each --help is at most 60 lines and lists exactly the options its job registers") {
+    const std::set<std::string> all = every_option();
+    for (const Job& job : jobs()) {
+        const std::set<std::string> own = registered(job);
+        for (const char* columns : {"COLUMNS=80", "COLUMNS=100", "COLUMNS=160"}) {
+            const RunResult r = run_gpumem({"reuse-sim", job.name, "--help"}, {columns});
+            CAPTURE(job.name);
+            CAPTURE(columns);
+            REQUIRE(r.status == 0);
+            CHECK(lines_of(r.out) <= 60);
+            CHECK(listed(r.out) == own);
+            // No other job's option anywhere on the page.
+            for (const std::string& option : all) {
+                if (own.count(option)) continue;
+                CAPTURE(option);
+                CHECK_FALSE(has(r.out, option + " "));
+                CHECK_FALSE(has(r.out, option + "\n"));
+            }
+        }
+    }
+    // The jobs differ: replay compares strategies, the others do not.
+    CHECK(registered(jobs()[0]).count("--strategy") == 1);
+    for (std::size_t i = 1; i < jobs().size(); ++i) CHECK(registered(jobs()[i]).count("--strategy") == 0);
+}
+
+TEST_CASE("reuse-sim jobs: an option of another job exits 2 with one line naming the jobs that take it") {
+    struct Case {
+        std::vector<std::string> args;
+        const char* says;
+    };
+    const std::vector<Case> cases = {
+        {{"reuse-sim", "replay", "--max-runs", "3"}, "unknown option '--max-runs' for reuse-sim replay: it is an option of reuse-sim max-batch"},
+        {{"reuse-sim", "replay", "--sweep", "expandable_segments=true,false"},
+         "unknown option '--sweep' for reuse-sim replay: it is an option of reuse-sim tune, reuse-sim max-batch"},
+        {{"reuse-sim", "tune", "--strategy", "pool"}, "unknown option '--strategy' for reuse-sim tune: it is an option of reuse-sim replay"},
+        {{"reuse-sim", "tune", "--execute"}, "unknown option '--execute' for reuse-sim tune: it is an option of reuse-sim replay"},
+        {{"reuse-sim", "record", "-o", "r.pickle", "--trace", "t.csv", "--", "true"},
+         "unknown option '--trace' for reuse-sim record: it is an option of reuse-sim replay, reuse-sim tune"},
+        {{"reuse-sim", "max-batch", "--capacity", "1GiB", "--python-stacks", "--", "true", "{batch}"},
+         "unknown option '--python-stacks' for reuse-sim max-batch: it is an option of reuse-sim record"},
+        {{"reuse-sim", "max-batch", "--timeline", "t.csv"}, "unknown option '--timeline' for reuse-sim max-batch: it is an option of reuse-sim replay"},
+    };
+    for (const Case& c : cases) {
+        const RunResult r = run_gpumem(c.args, {"CUDA_VISIBLE_DEVICES="});
+        CAPTURE(c.says);
+        CHECK(r.status == 2);
+        CHECK(r.out.empty());
+        CHECK(r.stderr_lines() == 1);
+        CHECK(has(r.err, c.says));
+        CHECK(has(r.err, "(see gpumem reuse-sim " + c.args[1] + " --help)"));
+    }
+    // --json: one document, the error in it.
+    std::vector<std::string> json_args = {"reuse-sim", "replay", "--json", "--max-runs", "3"};
+    const RunResult j = run_gpumem(json_args);
+    CHECK(j.status == 2);
+    const nlohmann::json doc = nlohmann::json::parse(j.out);
+    CHECK(doc["ok"] == false);
+    CHECK(doc["command"] == "reuse-sim replay");
+    // An option no job takes is still offered the nearest name.
+    CHECK(has(run_gpumem({"reuse-sim", "replay", "--stratgy", "pool"}).err, "did you mean '--strategy'?"));
+}
+
+TEST_CASE("reuse-sim jobs: bare reuse-sim is alloc-test's shape: a usage error naming the jobs; --help lists them") {
+    const RunResult bare = run_gpumem({"reuse-sim"}, {"CUDA_VISIBLE_DEVICES="});
+    CHECK(bare.status == 2);
+    CHECK(bare.out.empty());
+    CHECK(bare.stderr_lines() == 1);
+    CHECK(has(bare.err, "reuse-sim needs a mode: replay, tune, record, max-batch"));
+    const RunResult alloc = run_gpumem({"alloc-test"}, {"CUDA_VISIBLE_DEVICES="});
+    CHECK(alloc.status == bare.status);
+    CHECK(has(alloc.err, "alloc-test needs a mode: "));
+    const RunResult json_bare = run_gpumem({"reuse-sim", "--json"});
+    CHECK(json_bare.status == 2);
+    CHECK(nlohmann::json::parse(json_bare.out)["ok"] == false);
+    const RunResult typo = run_gpumem({"reuse-sim", "replya"});
+    CHECK(typo.status == 2);
+    CHECK(has(typo.err, "unknown reuse-sim mode 'replya' (expected replay, tune, record, max-batch); did you mean 'replay'?"));
+    const RunResult help = run_gpumem({"reuse-sim", "--help"}, {"COLUMNS=80"});
+    CHECK(help.status == 0);
+    CHECK(lines_of(help.out) <= 60);
+    for (const Job& job : jobs()) CHECK(has(help.out, "\n  " + std::string(job.name) + " "));
+    // The old flag forms are gone: a flag before any job is no job.
+    CHECK(run_gpumem({"reuse-sim", "--tune"}).status == 2);
+    CHECK(run_gpumem({"reuse-sim", "--max-batch"}).status == 2);
+    // --list commands names each job as a mode of reuse-sim.
+    const RunResult list = run_gpumem({"--list", "commands", "--format", "value"});
+    for (const Job& job : jobs()) CHECK(has(list.out, "reuse-sim " + std::string(job.name) + "\t"));
+}
