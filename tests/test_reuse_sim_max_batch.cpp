@@ -174,7 +174,7 @@ TEST_CASE("max-batch: end to end, the program recorded at small batches, the ans
     CHECK(has(r.out, "\nconfirmed: 83 (as the model said)\n"));
     for (const char* batch : {"2", "4", "8"}) CHECK(exists(s / ("run.bs" + std::string(batch) + ".pickle")));
     // Which batches ran, on stderr beside the program's own output.
-    CHECK(has(r.err, "gpumem: --max-batch: run 2 of 12 at most: batch 4 (first): ran without an OOM, "));
+    CHECK(has(r.err, "gpumem: max-batch: run 2 of 12 at most: batch 4 (first): ran without an OOM, "));
     CHECK(has(r.err, "real run at batch 84 (an OOM expected)"));
 
     std::vector<std::string> json_args = args;
@@ -512,8 +512,8 @@ TEST_CASE("max-batch: after a check runs out of memory, a bisection between the 
     CHECK(has(r.out, "checked: real runs at the model's answer, in order, the model refitted after each: 83 ran out of memory, 72 (bisection) "
                      "ran out of memory, 67 (bisection) ran without an OOM, 69 (bisection) ran without an OOM, 70 (bisection) ran out of memory"));
     // One line per real run on stderr: its batch, why, what it did, seconds.
-    CHECK(has(r.err, "gpumem: --max-batch: run 5 of 10 at most: batch 83 (check at the answer): ran out of memory, "));
-    CHECK(has(r.err, "gpumem: --max-batch: run 9 of 10 at most: batch 70 (bisection): ran out of memory, "));
+    CHECK(has(r.err, "gpumem: max-batch: run 5 of 10 at most: batch 83 (check at the answer): ran out of memory, "));
+    CHECK(has(r.err, "gpumem: max-batch: run 9 of 10 at most: batch 70 (bisection): ran out of memory, "));
     args.insert(args.begin() + 1, "--json");
     const RunResult j = run_gpumem(args, standin_env(s));
     REQUIRE(j.status == 0);
@@ -534,11 +534,11 @@ TEST_CASE("max-batch: after a check runs out of memory, a bisection between the 
     CHECK(ran.count({69, false}) == 1);
     CHECK(ran.count({70, true}) == 1);
     // --json in a pipe (stderr is no terminal here): no progress lines.
-    CHECK_FALSE(has(j.err, "--max-batch: run "));
+    CHECK_FALSE(has(j.err, "max-batch: run "));
     // -q: none either.
     args.erase(args.begin() + 1);
     args.insert(args.begin() + 1, "-q");
-    CHECK_FALSE(has(run_gpumem(args, standin_env(s)).err, "--max-batch: run "));
+    CHECK_FALSE(has(run_gpumem(args, standin_env(s)).err, "max-batch: run "));
 }
 
 TEST_CASE("max-batch: a run budget spent before the answer ran says so, with the range, and prints no batch as the answer") {

@@ -89,14 +89,14 @@ MaxBatchRecording record_at(const MaxBatchRequest& m, const MaxBatchResults& x, 
     settings.file = rec.kept ? batch_file_name(*m.keep, batch) : scratch + "/run" + own + batch_file_name("", batch) + ".pickle";
     const std::vector<std::string> command = program_at_batch(m.program, batch);
     if (session.globals().verbosity > 0 && show_runs(session))
-        say(session, "--max-batch: running " + join(command, " ") + (setting.empty() ? "" : " under " + setting));
+        say(session, "max-batch: running " + join(command, " ") + (setting.empty() ? "" : " under " + setting));
     const ChildRun run = run_recorded(command, settings,
                                       program_style(setting.empty() ? "" : merge_alloc_conf(user_alloc_conf(), setting, alloc_conf_grid_keys()).conf,
                                                     !setting.empty()));
     rec.wall_seconds = run.wall_seconds;
     rec.exit_status = run.exit_status;
     if (run.interrupted) throw InterruptedError();
-    const std::string at = "--max-batch: the run at batch " + std::to_string(batch);
+    const std::string at = "max-batch: the run at batch " + std::to_string(batch);
     // Each rank's first process (a rank's later processes, and the
     // children of a process without a launcher, are its helpers).
     std::vector<const RecordedProcess*> processes;
@@ -131,7 +131,7 @@ void say_run(const Session& session, const MaxBatchResults& x, const MaxBatchReq
     for (const MaxBatchRecording::Rank& k : rec.ranks)
         if (k.ooms > 0) out.push_back(std::to_string(k.rank));
     if (!out.empty()) what += " on rank " + join(out, ", ");
-    say(session, "--max-batch: run " + std::to_string(x.runs()) + " of " + std::to_string(m.max_runs) + " at most: batch " +
+    say(session, "max-batch: run " + std::to_string(x.runs()) + " of " + std::to_string(m.max_runs) + " at most: batch " +
                      std::to_string(rec.batch) + " (" + rec.why + (rec.setting.empty() ? "" : ", under " + rec.setting) + "): " + what + ", " +
                      format_decimal(rec.wall_seconds, 1) + " s");
 }
@@ -427,7 +427,7 @@ private:
             for (const std::uint64_t batch : batches) {
                 if (recorded_at(x_, batch)) continue;
                 if (!can_run())
-                    throw Error("--max-batch: the run budget (--max-runs " + std::to_string(m_.max_runs) +
+                    throw Error("max-batch: the run budget (--max-runs " + std::to_string(m_.max_runs) +
                                 ") was spent before two recordings ran without an OOM");
                 (void)run(batch, kRecordingWhy.first);
             }
@@ -436,14 +436,14 @@ private:
                 std::vector<std::string> oom;
                 for (const MaxBatchRecording& rec : x_.recordings)
                     if (rec.ran_out_of_memory()) oom.push_back(std::to_string(rec.batch));
-                throw Error("--max-batch: the program ran out of memory under the cap at batch " + join(oom, ", ") +
+                throw Error("max-batch: the program ran out of memory under the cap at batch " + join(oom, ", ") +
                             " (halved down to 1,2): the model needs runs at two batches that fit");
             }
             std::vector<std::uint64_t> halved;
             for (const std::uint64_t batch : batches)
                 if (halved.empty() || halved.back() != std::max<std::uint64_t>(1, batch / 2)) halved.push_back(std::max<std::uint64_t>(1, batch / 2));
             if (halved.size() < 2) halved = {1, 2};
-            say(session_, "--max-batch: fewer than two recordings ran without an OOM: recording at half the batches");
+            say(session_, "max-batch: fewer than two recordings ran without an OOM: recording at half the batches");
             batches = std::move(halved);
         }
     }
@@ -519,7 +519,7 @@ private:
             }
         }
         const std::vector<const MaxBatchRecording*> kept = usable(x_);
-        if (kept.size() < 2) throw UsageError("--max-batch: fewer than two recordings ran without an OOM: the model needs two batches that fit");
+        if (kept.size() < 2) throw UsageError("max-batch: fewer than two recordings ran without an OOM: the model needs two batches that fit");
         std::vector<std::string> batches;
         batches.reserve(kept.size());
         for (const MaxBatchRecording* rec : kept) batches.push_back(std::to_string(rec->batch));
@@ -564,7 +564,7 @@ private:
                 recordings.push_back(std::move(copy));
             }
             if (recordings.size() < 2)
-                throw Error("--max-batch: rank " + std::to_string(rank.value_or(0)) + " recorded at fewer than two batches that fit");
+                throw Error("max-batch: rank " + std::to_string(rank.value_or(0)) + " recorded at fewer than two batches that fit");
             models_.push_back({rank, rs::BatchModel::fit(std::move(recordings))});
         }
         refuse_unaligned();
@@ -632,7 +632,7 @@ private:
         for (const auto& [rank, model] : models_) {
             const rs::BatchModelChecks& c = model.checks();
             if (c.requests == 0 || 2 * c.aligned >= c.requests) continue;
-            throw UsageError("--max-batch: the recordings do not align" + (rank ? " (rank " + std::to_string(*rank) + ")" : std::string()) +
+            throw UsageError("max-batch: the recordings do not align" + (rank ? " (rank " + std::to_string(*rank) + ")" : std::string()) +
                              ": only " + rs::group_digits(c.aligned) + " of the largest one's " + rs::group_digits(c.requests) +
                              " requests are found in every recording; are they of one program at several batches?");
         }
