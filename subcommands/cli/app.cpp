@@ -383,7 +383,9 @@ std::string parse_error_text(const std::string& what) {
 
 // The help page of the command that was run, for a usage error found while
 // parsing: " (see gpumem check --help)".
-std::string help_pointer(const CommandEntry* invoked) {
+// None where the message already says where its names are (gpumem --list).
+std::string help_pointer(const CommandEntry* invoked, std::string_view message = {}) {
+    if (suggests_names(message)) return {};
     return " (see gpumem " + (invoked ? std::string(invoked->name) + " " : std::string()) + "--help)";
 }
 
@@ -482,7 +484,8 @@ std::string parse_failure_text(const CLI::ParseError& e, const CLI::App& app, co
                                const std::vector<std::string>& args) {
     if (const auto* extras = dynamic_cast<const CLI::ExtrasError*>(&e)) return extras_text(*extras, app, invoked, args) + help_pointer(invoked);
     if (const std::optional<std::string> repeated = repeated_option_text(e, app, invoked)) return *repeated + help_pointer(invoked);
-    return parse_error_text(e.what()) + help_pointer(invoked);
+    const std::string text = parse_error_text(e.what());
+    return text + help_pointer(invoked, text);
 }
 
 // `--list NAME` and `--schema NAME`: the word after them is their value even
@@ -653,7 +656,7 @@ int run_command_line(int original_argc, char** original_argv, RunMode mode) {
         if (e.get_exit_code() == 0) return 0;
         return fail(UsageError(parse_failure_text(e, app, invoked, args)), empty, error_output, json);
     } catch (const UsageError& e) {  // thrown by option callbacks that validate values and combinations
-        return fail(UsageError(e.what() + help_pointer(invoked)), empty, error_output, json);
+        return fail(UsageError(e.what() + help_pointer(invoked, e.what())), empty, error_output, json);
     } catch (const Error& e) {
         return fail(e, empty, error_output, json);
     }
