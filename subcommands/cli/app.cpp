@@ -32,6 +32,7 @@
 #include "core/cuda_devices.hpp"
 #include "core/nvml.hpp"
 #include "cli/lists.hpp"
+#include "cli/terminal.hpp"
 #include "version.hpp"
 
 namespace gpumem::cli {
@@ -284,7 +285,7 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
     } catch (const Error& e) {
         Report partial = command.report(session.output());
         stamp(partial, globals.origin);
-        for (const auto& w : partial.warnings) spdlog::warn("{}", w);
+        for (const auto& w : partial.warnings) spdlog::warn("{}", warning_text(w));
         const bool json_out = json || session.output().format == Format::json;
         // Prometheus text is one exposition, and a Nagios or NPD plugin one
         // status line, written by fail() with the exit status: the partial results
@@ -296,7 +297,7 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
             try {
                 write_file_atomically(partial.plot->option, partial.plot->path, partial.plot->svg);
             } catch (const Error& plot_error) {
-                spdlog::warn("{}", plot_error.what());
+                spdlog::warn("{}", warning_text(plot_error.what()));
             }
         }
         if (!one_document && !session.final_written() && partial.has_rows() && dynamic_cast<const OutputError*>(&e) == nullptr)
@@ -305,7 +306,7 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
     }
     Report report = command.report(session.output());
     stamp(report, globals.origin);
-    for (const auto& w : report.warnings) spdlog::warn("{}", w);
+    for (const auto& w : report.warnings) spdlog::warn("{}", warning_text(w));
     if (report.plot) {
         try {
             write_file_atomically(report.plot->option, report.plot->path, report.plot->svg);
