@@ -13,7 +13,7 @@
 # tests/test_completions.cpp checks all of it against `gpumem --help` and
 # `gpumem --list`.
 
-_gpumem_global_opts="-d --device --format --json --csv --no-header --units -v --verbose -q --quiet -V --version --list --schema -h --help"
+_gpumem_global_opts="-d --device --format --json --csv --no-header --wide --units -v --verbose -q --quiet -V --version --list --schema -h --help"
 _gpumem_opts_info="--query --processes --pick --min-free -l --loop --count"
 _gpumem_opts_memset="-s --size --sizes --plot --value --width --offset --target --host-memory -n --iterations --warmup --samples --verify --lock-timeout"
 _gpumem_opts_copy="-s --size --sizes --host-memory --engine -n --iterations --samples --warmup --sample-time --verify

@@ -8,9 +8,13 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -261,4 +265,107 @@ inline Started start_gpumem(const std::vector<std::string>& args, const std::vec
 inline RunResult run_gpumem_to(const StdoutTo& stdout_to, const std::vector<std::string>& args,
                                const std::vector<std::string>& env_overrides = {}) {
     return start_program(gpumem_binary(), args, env_overrides, stdout_to).wait();
+}
+
+// gpumem with its stdout on a terminal `columns` wide (a pseudo-terminal,
+// newlines as written), stdin on /dev/null: what a person sees. stderr on
+// the same terminal with `stderr_too` (its lines among stdout's, in `out`),
+// else on /dev/null. env_overrides as for run_gpumem.
+inline RunResult run_on_terminal(const std::vector<std::string>& args, int columns, const std::vector<std::string>& env_overrides = {},
+                                 bool stderr_too = false) {
+    RunResult result;
+    const int master = posix_openpt(O_RDWR | O_NOCTTY);
+    if (master < 0 || grantpt(master) != 0 || unlockpt(master) != 0) throw std::runtime_error("no pseudo-terminal");
+    const int slave = open(ptsname(master), O_RDWR | O_NOCTTY);
+    if (slave < 0) throw std::runtime_error("cannot open the pseudo-terminal");
+    winsize size{};
+    size.ws_col = static_cast<unsigned short>(columns);
+    size.ws_row = 50;
+    ioctl(slave, TIOCSWINSZ, &size);
+    termios mode{};
+    tcgetattr(slave, &mode);
+    mode.c_oflag &= ~static_cast<tcflag_t>(OPOST);  // "\n" stays "\n"
+    tcsetattr(slave, TCSANOW, &mode);
+    std::vector<std::string> env_strings;
+    for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
+    for (const std::string& o : env_overrides) {
+        const std::string name = o.substr(0, o.find('='));
+        env_strings.erase(std::remove_if(env_strings.begin(), env_strings.end(),
+                                         [&name](const std::string& e) { return e.rfind(name + "=", 0) == 0; }),
+                          env_strings.end());
+        if (o.find('=') != std::string::npos) env_strings.push_back(o);
+    }
+    std::vector<char*> envp;
+    for (std::string& e : env_strings) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    std::vector<std::string> argv_strings{gpumem_binary()};
+    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& a : argv_strings) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&actions, slave, 1);
+    if (stderr_too) posix_spawn_file_actions_adddup2(&actions, slave, 2);
+    else posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addclose(&actions, master);
+    pid_t pid = -1;
+    const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    close(slave);
+    if (spawned != 0) {
+        close(master);
+        throw std::runtime_error("cannot start " + argv_strings[0]);
+    }
+    char buffer[4096];
+    for (ssize_t n; (n = read(master, buffer, sizeof buffer)) > 0 || (n < 0 && errno == EINTR);)
+        if (n > 0) result.out.append(buffer, static_cast<std::size_t>(n));
+    close(master);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return result;
+}
+
+// Columns a line takes on a terminal: a column per UTF-8 character.
+inline std::size_t line_columns(const std::string& line) {
+    std::size_t n = 0;
+    for (unsigned char c : line) n += (c & 0xC0U) != 0x80U ? 1 : 0;
+    return n;
+}
+
+// The lines of `text` wider than `columns`.
+inline std::vector<std::string> lines_wider(const std::string& text, std::size_t columns) {
+    std::vector<std::string> wide;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+        if (line_columns(line) > columns) wide.push_back(line);
+    return wide;
+}
+
+// `text` with its wrapped lines joined again: a newline and the spaces that
+// indent the line after it become one space (gpumem wraps prose, warnings
+// and progress lines within the width, 100 columns in a pipe, and indents
+// the lines that go on). For checks of a sentence whatever the width.
+inline std::string unwrapped(const std::string& text) {
+    std::string out;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if (text[i] == '\n' && i + 1 < text.size() && text[i + 1] == ' ') {
+            while (i + 1 < text.size() && text[i + 1] == ' ') ++i;
+            out += ' ';
+            continue;
+        }
+        out += text[i];
+    }
+    return out;
+}
+
+// The lines of stderr that gpumem began ("gpumem: ..."), a wrapped one
+// counted once.
+inline int gpumem_lines(const std::string& err) {
+    int n = 0;
+    std::istringstream in(err);
+    for (std::string line; std::getline(in, line);) n += line.rfind("gpumem: ", 0) == 0;
+    return n;
 }

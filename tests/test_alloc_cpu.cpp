@@ -236,8 +236,7 @@ TEST_CASE("alloc API and pattern tables: one row per name, lists as before") {
     }
     CHECK(parse_alloc_api(" vmm ") == AllocApi::vmm);  // blanks around a single name, as before
     CHECK_THROWS_WITH_AS(parse_alloc_api("cuda"),
-                         "unknown allocation API 'cuda' (expected device, async, async-pool, managed, host, host-wc, "
-                         "host-mapped, registered or vmm)",
+                         "unknown allocation API 'cuda' (nearest: host, vmm, async; gpumem --list apis)",
                          UsageError);
     // `all` among names: the names first, then every other API in table order.
     const std::vector<AllocApi> vmm_first = parse_alloc_api_list({"vmm, all"});

@@ -16,6 +16,7 @@
 #include "cli/commands.hpp"
 #include "cli/lists.hpp"
 #include "cli/output.hpp"
+#include "render_widths.hpp"
 
 using namespace gpumem;
 using namespace gpumem::cli;
@@ -51,7 +52,11 @@ json document(const Report& report, bool compact = false) {
     output.compact_json = compact;
     return json::parse(render(report, output));
 }
-std::string table_text(const Report& report) { return render(report, OutputOptions{}); }
+// The table as a pipe gets it; every line of it within 80 and 100 columns too.
+std::string table_text(const Report& report) {
+    check_widths(report);
+    return render(report, OutputOptions{});
+}
 
 // Keys of a document or of a schema, nested ones as "outer.inner".
 void collect_keys(const json& doc, std::set<std::string>& keys) {

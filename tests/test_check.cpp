@@ -28,6 +28,7 @@
 #include "cli/commands.hpp"
 #include "in_process.hpp"
 #include "usage_error.hpp"
+#include "render_widths.hpp"
 
 using namespace gpumem;
 using namespace gpumem::cli;
@@ -655,6 +656,7 @@ TEST_CASE("check report: the document's keys are check_schema()'s; verdicts, cou
 
 TEST_CASE("check report: a table a person reads at a glance") {
     const std::string text = render(check_report(standard_request(), two_devices(), OutputOptions{}), OutputOptions{});
+    check_widths(check_report(standard_request(), two_devices(), OutputOptions{}));
     CHECK(text.find("gpu  check") == 0);
     CHECK(text.find("copy.h2d") != std::string::npos);
     CHECK(text.find(">= 47.3 GB/s") != std::string::npos);

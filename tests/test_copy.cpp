@@ -17,6 +17,7 @@
 #include "base/errors.hpp"
 #include "cli/output.hpp"
 #include "base/sizes.hpp"
+#include "render_widths.hpp"
 
 using namespace gpumem;
 using namespace gpumem::cli;
@@ -73,9 +74,11 @@ Report report_as(const std::vector<CopyResult>& rows, Format format, CopyReportS
     return build_copy_report(results_of(rows), style, o);
 }
 
+// The table format's lines also within 80 and 100 columns.
 std::string render_as(const Report& report, Format format) {
     OutputOptions o;
     o.format = format;
+    if (format == Format::table) check_widths(report);
     return render(report, o);
 }
 
@@ -397,7 +400,7 @@ TEST_CASE("copy report: p2p rows carry peer columns; unmeasured rows are null wi
     CHECK(doc["results"][1]["skipped"] == "device 0 cannot access device 1 directly");
     const std::string text = text_of(results);
     CHECK(text.find("peer access") != std::string::npos);
-    CHECK(text.find("not measured: device 0 cannot access device 1 directly") != std::string::npos);
+    CHECK(unwrapped(text).find("not measured: device 0 cannot access device 1 directly") != std::string::npos);
     CHECK(describe_copy(staged) == "device 0 p2p to device 1 (peer access off, ce) 1 MiB");
 }
 

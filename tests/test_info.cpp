@@ -21,6 +21,7 @@
 #include "info/info_report.hpp"
 #include "cli/lists.hpp"
 #include "cli/output.hpp"
+#include "render_widths.hpp"
 
 using namespace gpumem;
 using namespace gpumem::cli;
@@ -160,6 +161,21 @@ TEST_CASE("info fields: gpumem --list fields is the table, with the aliases") {
     }
 }
 
+// issue 45: the default table and one with every field, with processes,
+// within 80 and 100 columns (too many columns: a block per GPU).
+TEST_CASE("info report: the table keeps within 80 and 100 columns, every field asked for included") {
+    InfoResults results;
+    results.snapshot = snapshot();
+    check_widths(info_report(request(default_info_fields(Format::table), true), results, OutputOptions{}));
+    std::string every;
+    for (const Named<InfoField>& row : kInfoFields) every += (every.empty() ? "" : ",") + std::string(row.name);
+    const Report all = info_report(request(parse_info_fields(every), true), results, OutputOptions{});
+    check_widths(all);
+    OutputOptions narrow;
+    narrow.columns = 80;
+    CHECK(render(all, narrow).find("\n    bus id: 0000:19:00.0\n") != std::string::npos);  // records
+}
+
 TEST_CASE("info report: the JSON document of a sample") {
     InfoResults results;
     results.snapshot = snapshot();
@@ -239,6 +255,7 @@ TEST_CASE("info report: health fields: numbers, booleans, the reasons; null wher
     // The table: yes/no, and - where there is no figure; CSV: true/false, empty.
     const InfoRequest q = request(parse_info_fields("index,ecc.mode.current,remapped_rows.pending,retired_pages.sbe,clock_event_reason_names"));
     const std::string table = render(info_report(q, results, OutputOptions{}), OutputOptions{});
+    check_widths(info_report(q, results, OutputOptions{}));
     CHECK(table.find("remap pending") != std::string::npos);
     const std::vector<std::string> lines = [&] {
         std::vector<std::string> out;
@@ -286,6 +303,7 @@ TEST_CASE("info report: the table has the driver line, and says when there are n
     for (DeviceReport& d : results.snapshot->devices) d.processes.clear();
     const Report r = info_report(request(default_info_fields(Format::table), true), results, OutputOptions{});
     const std::string text = render(r, OutputOptions{});
+    check_widths(r);
     CHECK(text.rfind("NVIDIA driver 580.159.04, CUDA 13.0, source nvml\n", 0) == 0);
     CHECK(text.find("cuda  nvml  name") != std::string::npos);
     CHECK(text.find("\nNo compute processes.\n") != std::string::npos);

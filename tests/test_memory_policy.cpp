@@ -81,8 +81,7 @@ TEST_CASE("host memory kinds round-trip by name") {
     for (const char* name : {"pinned", "pageable", "pageable-huge", "huge-only", "write-combined", "mapped", "registered"})
         CHECK(std::string(host_memory_kind_name(parse_host_memory_kind(name))) == name);
     CHECK_THROWS_WITH_AS(parse_host_memory_kind("locked"),
-                         "unknown host memory kind 'locked' (expected pinned, pageable, pageable-huge, huge-only, "
-                         "write-combined, mapped or registered)",
+                         "unknown host memory kind 'locked' (nearest: pinned, mapped; gpumem --list host-memory)",
                          UsageError);
     CHECK(host_memory_kind_names() == "pinned, pageable, pageable-huge, huge-only, write-combined, mapped, registered");
     CHECK(kHostMemoryKinds.size() == 7);

@@ -127,8 +127,8 @@ TEST_CASE("messages: a replay's capacity beside the recording's cap, in the unit
     std::remove(stats.c_str());
     CAPTURE(r.err);
     CHECK(r.status == 0);
-    CHECK(has(r.err, "the replay's capacity 64GiB is not the cap the recording ran under, 69.9 GiB (75054940160 bytes)"));
-    CHECK(has(r.err, "leave out --capacity and --memory-fraction to replay under the recording's"));
+    CHECK(has(unwrapped(r.err), "the replay's capacity 64GiB is not the cap the recording ran under, 69.9 GiB (75054940160 bytes)"));
+    CHECK(has(unwrapped(r.err), "leave out --capacity and --memory-fraction to replay under the recording's"));
 }
 
 TEST_CASE("messages: a count below its least value says the least value") {
@@ -146,7 +146,7 @@ TEST_CASE("messages: a program --record cannot start is gpumem's error, with wha
     const RunResult r = run_gpumem({"reuse-sim", "record", "-o", out.path, "--", "/nonexistent/gpumem-no-such-program"});
     CAPTURE(r.err);
     CHECK(r.status != 0);
-    CHECK(has(r.err, "gpumem: error: cannot run /nonexistent/gpumem-no-such-program: No such file or directory "
+    CHECK(has(unwrapped(r.err), "gpumem: error: cannot run /nonexistent/gpumem-no-such-program: No such file or directory "
                      "(name a program in PATH, or give its path)"));
 }
 

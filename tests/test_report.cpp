@@ -679,9 +679,10 @@ TEST_CASE("report: documents that give no GPU row are no pass: exit 2, 'no GPU r
     CHECK(r.out.find("verdict: pass") == std::string::npos);
     CHECK(r.err.find("no GPU rows in 2 documents") != std::string::npos);
     // One warning line per document, saying what it is.
-    CHECK(r.err.find(folder.file("sim.json") + ":1: skipped: a reuse-sim document names no GPU") != std::string::npos);
-    CHECK(r.err.find(folder.file("check.json") + ":1: skipped: a check document that names no GPU") != std::string::npos);
-    CHECK(r.stderr_lines() == 3);
+    // (wrapped within 100 columns, the lines after the first indented)
+    CHECK(unwrapped(r.err).find(folder.file("sim.json") + ":1: skipped: a reuse-sim document names no GPU") != std::string::npos);
+    CHECK(unwrapped(r.err).find(folder.file("check.json") + ":1: skipped: a check document that names no GPU") != std::string::npos);
+    CHECK(gpumem_lines(r.err) == 3);
     // --json: the error document, with the warnings.
     const RunResult j = run_gpumem({"report", "--json", folder.file("sim.json")});
     CHECK(j.status == 2);
@@ -695,7 +696,7 @@ TEST_CASE("report: documents that give no GPU row are no pass: exit 2, 'no GPU r
     // Beside a fleet, a skipped document is a warning only.
     const RunResult mixed = run_gpumem({"report", folder.file("sim.json"), fixture("check-node1.json")});
     CHECK(mixed.status == 0);
-    CHECK(mixed.stderr_lines() == 1);
+    CHECK(gpumem_lines(mixed.err) == 1);
     CHECK(mixed.err.find("skipped: a reuse-sim document") != std::string::npos);
 }
 
@@ -735,8 +736,8 @@ TEST_CASE("report: an unknown check id counts as written, is named once with a s
     const DocumentFolder folder({{"a.jsonl", lines({a, b})}});
     const RunResult r = run_gpumem({"report", folder.file("a.jsonl")});
     CHECK(r.status == 7);
-    CHECK(r.stderr_lines() == 3);
-    CHECK(r.err.find("did you mean 'nvml.ecc.mode'?") != std::string::npos);
+    CHECK(gpumem_lines(r.err) == 3);
+    CHECK(unwrapped(r.err).find("did you mean 'nvml.ecc.mode'?") != std::string::npos);
 }
 
 TEST_CASE("report fixtures: every check id is one this gpumem knows (make-fixtures.py writes today's)") {

@@ -49,10 +49,17 @@ std::string without_spaces(std::string text) {
 }
 
 // Prose wrapped at words (within the terminal, or 100 columns in a pipe), read as one line.
-std::string flat(std::string text) {
-    for (char& c : text)
-        if (c == '\n') c = ' ';
-    return text;
+std::string flat(const std::string& text) {
+    std::string out;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if (text[i] != '\n') {
+            out += text[i];
+            continue;
+        }
+        out += ' ';  // a wrapped line's indent goes with its newline
+        while (i + 1 < text.size() && text[i + 1] == ' ') ++i;
+    }
+    return out;
 }
 
 constexpr const char* kTrace = "action,id,size,stream,tag\nalloc,1,4096,0,a\nalloc,2,8192,0,b\nfree,1,,,\nfree,2,,,\n";
@@ -512,50 +519,6 @@ TEST_CASE("cli reuse-sim tune on recorded OOMs: the requests each setting grants
 }
 
 namespace {
-
-// gpumem with its stdout on a terminal `columns` wide (a pseudo-terminal,
-// newlines as written), stderr and stdin on /dev/null: what a person sees.
-RunResult run_on_terminal(const std::vector<std::string>& args, int columns) {
-    RunResult result;
-    const int master = posix_openpt(O_RDWR | O_NOCTTY);
-    REQUIRE(master >= 0);
-    REQUIRE(grantpt(master) == 0);
-    REQUIRE(unlockpt(master) == 0);
-    const int slave = open(ptsname(master), O_RDWR | O_NOCTTY);
-    REQUIRE(slave >= 0);
-    winsize size{};
-    size.ws_col = static_cast<unsigned short>(columns);
-    size.ws_row = 50;
-    ioctl(slave, TIOCSWINSZ, &size);
-    termios mode{};
-    tcgetattr(slave, &mode);
-    mode.c_oflag &= ~static_cast<tcflag_t>(OPOST);  // "\n" stays "\n"
-    tcsetattr(slave, TCSANOW, &mode);
-    std::vector<std::string> argv_strings{gpumem_binary()};
-    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (std::string& a : argv_strings) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&actions, slave, 1);
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addclose(&actions, master);
-    pid_t pid = -1;
-    const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    close(slave);
-    REQUIRE(spawned == 0);
-    char buffer[4096];
-    for (ssize_t n; (n = read(master, buffer, sizeof buffer)) > 0 || (n < 0 && errno == EINTR);)
-        if (n > 0) result.out.append(buffer, static_cast<std::size_t>(n));
-    close(master);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    return result;
-}
 
 std::vector<std::string> lines_of(const std::string& text) {
     std::vector<std::string> lines;

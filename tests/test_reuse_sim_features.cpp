@@ -111,7 +111,7 @@ TEST_CASE("allocator features: settings changed as the program ran are replayed 
     // --tune says which phase a suggested setting replaces.
     const RunResult tune = run_gpumem({"reuse-sim", "tune", "--trace", features_dir() + "/synthetic_settings_change.pickle"});
     CHECK(tune.status == 0);
-    CHECK(tune.err.find("A suggested setting replaces only the first phase (events 1 to 5)") != std::string::npos);
+    CHECK(unwrapped(tune.err).find("A suggested setting replaces only the first phase (events 1 to 5)") != std::string::npos);
 }
 
 TEST_CASE("allocator features: a recording without the hook's calls says what the replay may place otherwise") {

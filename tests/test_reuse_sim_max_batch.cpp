@@ -138,7 +138,7 @@ TEST_CASE("max-batch: the grammar's usage errors exit 2 with one line, before an
         CHECK(r.status == 2);
         CHECK(r.out == "");
         CHECK(r.stderr_lines() == 1);
-        CHECK(has(r.err, c.says));
+        CHECK(has(unwrapped(r.err), c.says));
         CHECK_FALSE(exists(s / "log"));  // the program never ran
     }
     // --json: one document, also on a usage error.
@@ -163,19 +163,19 @@ TEST_CASE("max-batch: end to end, the program recorded at small batches, the ans
     const RunResult r = run_gpumem(args, standin_env(s));
     REQUIRE(r.status == 0);
     // The answer first, then the peak at it and what the next batch needs.
-    CHECK(r.out.rfind("largest batch that fits in 1 GiB: 83 (a real run at 83 ran without an OOM; the model says 84 does not fit)\n", 0) == 0);
+    CHECK(unwrapped(r.out).rfind("largest batch that fits in 1 GiB: 83 (a real run at 83 ran without an OOM; the model says 84 does not fit)\n", 0) == 0);
     // The model's sizes are the largest its lines allow (each request's
     // rounding leaves the slope a little room): a MiB or two over the real peak.
-    CHECK(has(r.out, " at batch 83; batch 84 would need "));
-    CHECK(has(r.out, " more than the cap; its peak reserved with no cap)"));
-    CHECK(has(r.out, "recorded by gpumem at batch 2 " + (s / "run.bs2.pickle")));
-    CHECK(has(r.out, "checked on the recording at batch 2: rebuilt exactly"));
-    CHECK(has(r.out, "the model's answer confirmed by real runs: batch 83 (the search's run) ran without an OOM, as expected; batch 84 ran out of memory, as expected"));
-    CHECK(has(r.out, "\nconfirmed: 83 (as the model said)\n"));
+    CHECK(has(unwrapped(r.out), " at batch 83; batch 84 would need "));
+    CHECK(has(unwrapped(r.out), " more than the cap; its peak reserved with no cap)"));
+    CHECK(has(unwrapped(r.out), "recorded by gpumem at batch 2 " + (s / "run.bs2.pickle")));
+    CHECK(has(unwrapped(r.out), "checked on the recording at batch 2: rebuilt exactly"));
+    CHECK(has(unwrapped(r.out), "the model's answer confirmed by real runs: batch 83 (the search's run) ran without an OOM, as expected; batch 84 ran out of memory, as expected"));
+    CHECK(has(unwrapped(r.out), "\nconfirmed: 83 (as the model said)\n"));
     for (const char* batch : {"2", "4", "8"}) CHECK(exists(s / ("run.bs" + std::string(batch) + ".pickle")));
     // Which batches ran, on stderr beside the program's own output.
-    CHECK(has(r.err, "gpumem: max-batch: run 2 of 12 at most: batch 4 (first): ran without an OOM, "));
-    CHECK(has(r.err, "real run at batch 84 (an OOM expected)"));
+    CHECK(has(unwrapped(r.err), "gpumem: max-batch: run 2 of 12 at most: batch 4 (first): ran without an OOM, "));
+    CHECK(has(unwrapped(r.err), "real run at batch 84 (an OOM expected)"));
 
     std::vector<std::string> json_args = args;
     json_args.insert(json_args.begin() + 1, "--json");
@@ -219,12 +219,12 @@ TEST_CASE("max-batch: recordings given with --batch-trace answer alike; a scratc
     const RunResult r = run_gpumem({"reuse-sim", "max-batch", "--capacity", "1GiB", "--batch-trace", "8=" + (s / "run.bs8.pickle"),
                                     "--batch-trace", "4=" + (s / "run.bs4.pickle")});
     REQUIRE(r.status == 0);
-    CHECK(r.out.rfind("largest batch that fits in 1 GiB, model only: 83\n", 0) == 0);
-    CHECK(has(r.out, "recordings: batch 4 " + (s / "run.bs4.pickle")));
-    CHECK_FALSE(has(r.out, "refined"));  // no program: nothing recorded again
+    CHECK(unwrapped(r.out).rfind("largest batch that fits in 1 GiB, model only: 83\n", 0) == 0);
+    CHECK(has(unwrapped(r.out), "recordings: batch 4 " + (s / "run.bs4.pickle")));
+    CHECK_FALSE(has(unwrapped(r.out), "refined"));  // no program: nothing recorded again
     const RunResult scratch = run_gpumem(with_program({"reuse-sim", "max-batch", "--capacity", "1GiB"}), standin_env(s));
     REQUIRE(scratch.status == 0);
-    CHECK(has(scratch.out, "removed after the answer (-o FILE keeps them)"));
+    CHECK(has(unwrapped(scratch.out), "removed after the answer (-o FILE keeps them)"));
 }
 
 TEST_CASE("max-batch: a program that runs out of memory even at batches 1 and 2 is an error that says so, before any answer") {
@@ -233,7 +233,7 @@ TEST_CASE("max-batch: a program that runs out of memory even at batches 1 and 2 
     const RunResult r = run_gpumem(with_program({"reuse-sim", "max-batch", "--capacity", "30MiB"}), standin_env(s));
     CHECK(r.status == 1);
     CHECK(r.out == "");
-    CHECK(has(r.err, "the program ran out of memory under the cap at batch 1, 2, 4, 8 (halved down to 1,2)"));
+    CHECK(has(unwrapped(r.err), "the program ran out of memory under the cap at batch 1, 2, 4, 8 (halved down to 1,2)"));
     // --json: the error document, with no answer claimed.
     const RunResult j = run_gpumem(with_program({"reuse-sim", "max-batch", "--json", "--capacity", "30MiB"}), standin_env(s));
     CHECK(j.status == 1);
@@ -289,13 +289,13 @@ TEST_CASE("max-batch: recorded at 4 and 8 first, then again near the first answe
     const Scratch s;
     const RunResult r = run_gpumem(with_program({"reuse-sim", "max-batch", "--capacity", "1GiB", "-o", s / "run.pickle"}), standin_env(s));
     REQUIRE(r.status == 0);
-    CHECK(r.out.rfind("largest batch that fits in 1 GiB: 83 (a real run at 83 ran without an OOM; the model says 84 does not fit)\n", 0) == 0);
-    CHECK(has(r.out, "checked: real runs at the model's answer, in order, the model refitted after each: 83 ran without an OOM\n"));
-    CHECK(has(r.out, "recorded by gpumem at batch 4 " + (s / "run.bs4.pickle") + " (first, 7 requests), batch 8 "));
-    CHECK(has(r.out, "batch 42 " + (s / "run.bs42.pickle") + " (near the answer, 7 requests), batch 62 "));
-    CHECK(has(r.out, "refined: the first recordings answered 83; recorded again near it at batch 42 and 62"));
-    CHECK(has(r.out, "checked on the recording at batch 8: rebuilt exactly"));
-    CHECK(has(r.err, "batch 62 (near the answer): ran without an OOM, "));
+    CHECK(unwrapped(r.out).rfind("largest batch that fits in 1 GiB: 83 (a real run at 83 ran without an OOM; the model says 84 does not fit)\n", 0) == 0);
+    CHECK(has(unwrapped(r.out), "checked: real runs at the model's answer, in order, the model refitted after each: 83 ran without an OOM\n"));
+    CHECK(has(unwrapped(r.out), "recorded by gpumem at batch 4 " + (s / "run.bs4.pickle") + " (first, 7 requests), batch 8 "));
+    CHECK(has(unwrapped(r.out), "batch 42 " + (s / "run.bs42.pickle") + " (near the answer, 7 requests), batch 62 "));
+    CHECK(has(unwrapped(r.out), "refined: the first recordings answered 83; recorded again near it at batch 42 and 62"));
+    CHECK(has(unwrapped(r.out), "checked on the recording at batch 8: rebuilt exactly"));
+    CHECK(has(unwrapped(r.err), "batch 62 (near the answer): ran without an OOM, "));
     for (const char* batch : {"4", "8", "42", "62"}) CHECK(exists(s / ("run.bs" + std::string(batch) + ".pickle")));
 
     const RunResult once = run_gpumem(with_program({"reuse-sim", "max-batch", "--json", "--capacity", "1GiB", "--no-refine"}), standin_env(s));
@@ -320,10 +320,10 @@ TEST_CASE("max-batch: a recording that runs out of memory is a fact: left out of
     // (--no-refine), the answer is the model's, clipped.
     const RunResult r = run_gpumem(with_program({"reuse-sim", "max-batch", "--capacity", "62MiB", "--no-refine"}), standin_env(s));
     REQUIRE(r.status == 0);
-    CHECK(r.out.rfind("largest batch that fits in 62 MiB, model only: 3 (the model fits more, but the recording at batch 4 ran out of memory for real)\n", 0) == 0);
-    CHECK(has(r.out, "(first, ran out of memory: 1 OOMs, left out of the model; the answer is below it)"));
-    CHECK(has(r.err, "batch 8 (first): ran out of memory, "));
-    CHECK(has(r.err, "recording at half the batches"));
+    CHECK(unwrapped(r.out).rfind("largest batch that fits in 62 MiB, model only: 3 (the model fits more, but the recording at batch 4 ran out of memory for real)\n", 0) == 0);
+    CHECK(has(unwrapped(r.out), "(first, ran out of memory: 1 OOMs, left out of the model; the answer is below it)"));
+    CHECK(has(unwrapped(r.err), "batch 8 (first): ran out of memory, "));
+    CHECK(has(unwrapped(r.err), "recording at half the batches"));
     const RunResult j = run_gpumem(with_program({"reuse-sim", "max-batch", "--json", "--capacity", "62MiB"}), standin_env(s));
     REQUIRE(j.status == 0);
     const json m = json::parse(j.out)["max_batch"];
@@ -352,21 +352,21 @@ TEST_CASE("max-batch: the headroom: the answer keeps its modelled peak this far 
     args.insert(args.end(), traces.begin(), traces.end());
     RunResult r = run_gpumem(args, standin_env(s));
     REQUIRE(r.status == 0);
-    CHECK(r.out.rfind("largest batch that fits in 1 GiB, model only: 83\n", 0) == 0);
-    CHECK(has(r.out, "headroom: 4 MiB below the cap (the model's peak is not exact to the byte; --headroom SIZE)\n"));
+    CHECK(unwrapped(r.out).rfind("largest batch that fits in 1 GiB, model only: 83\n", 0) == 0);
+    CHECK(has(unwrapped(r.out), "headroom: 4 MiB below the cap (the model's peak is not exact to the byte; --headroom SIZE)\n"));
     args[5] = "5MiB";
     r = run_gpumem(args, standin_env(s));
     REQUIRE(r.status == 0);
-    CHECK(r.out.rfind("largest batch that fits in 1 GiB, model only: 82\n", 0) == 0);
-    CHECK(has(r.out, "; batch 83 fits the model but within the headroom; confirm with --confirm\n"));
+    CHECK(unwrapped(r.out).rfind("largest batch that fits in 1 GiB, model only: 82\n", 0) == 0);
+    CHECK(has(unwrapped(r.out), "; batch 83 fits the model but within the headroom; confirm with --confirm\n"));
     // The default: none (the replay is exact to the byte on real
     // recordings; the checks at the answer catch what the model misses),
     // and no headroom line.
     args.erase(args.begin() + 4, args.begin() + 6);
     r = run_gpumem(args, standin_env(s));
     REQUIRE(r.status == 0);
-    CHECK(r.out.rfind("largest batch that fits in 1 GiB, model only: 83\n", 0) == 0);
-    CHECK_FALSE(has(r.out, "headroom:"));
+    CHECK(unwrapped(r.out).rfind("largest batch that fits in 1 GiB, model only: 83\n", 0) == 0);
+    CHECK_FALSE(has(unwrapped(r.out), "headroom:"));
     args.insert(args.begin() + 1, "--json");
     r = run_gpumem(args, standin_env(s));
     REQUIRE(r.status == 0);
@@ -401,8 +401,8 @@ TEST_CASE("max-batch --confirm: a real run at the answer that runs out of memory
     CHECK(m["confirmed"] == false);
     args.erase(args.begin() + 2);  // --json
     const RunResult r = run_gpumem(args, standin_env(s));
-    CHECK(has(r.out, "\nconfirmed: 80 (the model said 83; a real run at 83, 82, 81 ran out of memory)\n"));
-    CHECK(has(r.out, "the model's answer NOT confirmed by real runs: batch 83 ran out of memory, where none was expected;"));
+    CHECK(has(unwrapped(r.out), "\nconfirmed: 80 (the model said 83; a real run at 83, 82, 81 ran out of memory)\n"));
+    CHECK(has(unwrapped(r.out), "the model's answer NOT confirmed by real runs: batch 83 ran out of memory, where none was expected;"));
     // Three steps at most: with 60 MiB more, batch 80 runs out of memory too, and nothing is confirmed.
     args.back() = "60";
     const RunResult none = run_gpumem(args, standin_env(s));
@@ -419,13 +419,13 @@ TEST_CASE("max-batch: checks at the answer: a real run there, the model refitted
     std::vector<std::string> args = with_spiked_program({"reuse-sim", "max-batch", "--capacity", "1GiB", "--max-runs", "10"}, "80", "40");
     const RunResult r = run_gpumem(args, standin_env(s));
     REQUIRE(r.status == 0);
-    CHECK(r.out.rfind("largest batch that fits in 1 GiB: 80 (real runs: 80 ran without an OOM, 81 ran out of memory)", 0) == 0);
+    CHECK(unwrapped(r.out).rfind("largest batch that fits in 1 GiB: 80 (real runs: 80 ran without an OOM, 81 ran out of memory)", 0) == 0);
     // (80 holds the 40 MiB: the model, refitted on it, no longer holds, and
     // its hopeful answer, clipped to the middle of 80..83, is the last run.)
-    CHECK(has(r.out, "checked: real runs at the model's answer, in order, the model refitted after each: 83 ran out of memory, 72 (bisection) ran "
+    CHECK(has(unwrapped(r.out), "checked: real runs at the model's answer, in order, the model refitted after each: 83 ran out of memory, 72 (bisection) ran "
                      "without an OOM, 77 (bisection) ran without an OOM, 80 (bisection) ran without an OOM, 81 (the hopeful answer) ran out of "
                      "memory"));
-    CHECK(has(r.err, "batch 83 (check at the answer): ran out of memory, "));
+    CHECK(has(unwrapped(r.err), "batch 83 (check at the answer): ran out of memory, "));
     args.insert(args.begin() + 1, "--json");
     const RunResult j = run_gpumem(args, standin_env(s));
     REQUIRE(j.status == 0);
@@ -481,19 +481,19 @@ TEST_CASE("max-batch: where the answer ran and the model does not hold, a check 
     std::vector<std::string> args = with_spiked_program({"reuse-sim", "max-batch", "--capacity", "1GiB"}, "60", "8");
     const RunResult r = run_gpumem(args, standin_env(s));
     REQUIRE(r.status == 0);
-    CHECK(r.out.rfind("largest batch that fits in 1 GiB: 83 (a real run at 83 ran without an OOM; the model says 84 does not fit)\n", 0) == 0);
+    CHECK(unwrapped(r.out).rfind("largest batch that fits in 1 GiB: 83 (a real run at 83 ran without an OOM; the model says 84 does not fit)\n", 0) == 0);
     // Then 2 below the answer (81; 82, 1 below, ran already), near the cap.
-    CHECK(has(r.out, "checked: real runs at the model's answer, in order, the model refitted after each: 82 ran without an OOM, 83 (the "
+    CHECK(has(unwrapped(r.out), "checked: real runs at the model's answer, in order, the model refitted after each: 82 ran without an OOM, 83 (the "
                      "hopeful answer) ran without an OOM, 81 (below the answer) ran without an OOM\n"));
-    CHECK(has(r.err, "batch 83 (check at the hopeful answer): ran without an OOM, "));
+    CHECK(has(unwrapped(r.err), "batch 83 (check at the hopeful answer): ran without an OOM, "));
     // From 50 on, 30 MiB: 80 fits, the hopeful 83 runs out of memory, and
     // no further hopeful check follows (each batch below would cost a run).
     args[args.size() - 3] = "50";
     args.back() = "30";
     const RunResult refuted = run_gpumem(args, standin_env(s));
     REQUIRE(refuted.status == 0);
-    CHECK(refuted.out.rfind("largest batch that fits in 1 GiB: 80 (a real run at 80 ran without an OOM; the model says 81 does not fit)\n", 0) == 0);
-    CHECK(has(refuted.out, "checked: real runs at the model's answer, in order, the model refitted after each: 80 ran without an OOM, 83 (the "
+    CHECK(unwrapped(refuted.out).rfind("largest batch that fits in 1 GiB: 80 (a real run at 80 ran without an OOM; the model says 81 does not fit)\n", 0) == 0);
+    CHECK(has(unwrapped(refuted.out), "checked: real runs at the model's answer, in order, the model refitted after each: 80 ran without an OOM, 83 (the "
                            "hopeful answer) ran out of memory\n"));
 }
 
@@ -508,12 +508,12 @@ TEST_CASE("max-batch: after a check runs out of memory, a bisection between the 
         with_spiked_program({"reuse-sim", "max-batch", "--capacity", "1GiB", "--max-runs", "10"}, "70", "200");
     const RunResult r = run_gpumem(args, standin_env(s));
     REQUIRE(r.status == 0);
-    CHECK(r.out.rfind("largest batch that fits in 1 GiB: 69 (real runs: 69 ran without an OOM, 70 ran out of memory)", 0) == 0);
-    CHECK(has(r.out, "checked: real runs at the model's answer, in order, the model refitted after each: 83 ran out of memory, 72 (bisection) "
+    CHECK(unwrapped(r.out).rfind("largest batch that fits in 1 GiB: 69 (real runs: 69 ran without an OOM, 70 ran out of memory)", 0) == 0);
+    CHECK(has(unwrapped(r.out), "checked: real runs at the model's answer, in order, the model refitted after each: 83 ran out of memory, 72 (bisection) "
                      "ran out of memory, 67 (bisection) ran without an OOM, 69 (bisection) ran without an OOM, 70 (bisection) ran out of memory"));
     // One line per real run on stderr: its batch, why, what it did, seconds.
-    CHECK(has(r.err, "gpumem: max-batch: run 5 of 10 at most: batch 83 (check at the answer): ran out of memory, "));
-    CHECK(has(r.err, "gpumem: max-batch: run 9 of 10 at most: batch 70 (bisection): ran out of memory, "));
+    CHECK(has(unwrapped(r.err), "gpumem: max-batch: run 5 of 10 at most: batch 83 (check at the answer): ran out of memory, "));
+    CHECK(has(unwrapped(r.err), "gpumem: max-batch: run 9 of 10 at most: batch 70 (bisection): ran out of memory, "));
     args.insert(args.begin() + 1, "--json");
     const RunResult j = run_gpumem(args, standin_env(s));
     REQUIRE(j.status == 0);
@@ -534,7 +534,7 @@ TEST_CASE("max-batch: after a check runs out of memory, a bisection between the 
     CHECK(ran.count({69, false}) == 1);
     CHECK(ran.count({70, true}) == 1);
     // --json in a pipe (stderr is no terminal here): no progress lines.
-    CHECK_FALSE(has(j.err, "max-batch: run "));
+    CHECK_FALSE(has(unwrapped(j.err), "max-batch: run "));
     // -q: none either.
     args.erase(args.begin() + 1);
     args.insert(args.begin() + 1, "-q");
@@ -546,7 +546,7 @@ TEST_CASE("max-batch: a run budget spent before the answer ran says so, with the
     std::vector<std::string> args = with_spiked_program({"reuse-sim", "max-batch", "--capacity", "1GiB", "--max-runs", "6"}, "70", "200");
     const RunResult r = run_gpumem(args, standin_env(s));
     REQUIRE(r.status == 0);
-    CHECK(r.out.rfind("largest batch that fits in 1 GiB: not confirmed: between 62, which ran, and 72, which ran out of memory (the model says "
+    CHECK(unwrapped(r.out).rfind("largest batch that fits in 1 GiB: not confirmed: between 62, which ran, and 72, which ran out of memory (the model says "
                       "71; the run budget, --max-runs 6, is spent)",
                       0) == 0);
     args.insert(args.begin() + 1, "--json");
@@ -576,7 +576,7 @@ TEST_CASE("max-batch: a torchrun-shaped program: every rank modelled, the answer
                                      "{batch}"};
     const RunResult r = run_gpumem(args, standin_env(s));
     REQUIRE(r.status == 0);
-    CHECK(r.out.rfind("largest batch that fits in 1 GiB on each of 2 ranks: 41 (a real run at 41 ran without an OOM; the model says 42 does not "
+    CHECK(unwrapped(r.out).rfind("largest batch that fits in 1 GiB on each of 2 ranks: 41 (a real run at 41 ran without an OOM; the model says 42 does not "
                       "fit); the tightest is rank 1",
                       0) == 0);
     CHECK(exists(s / "run.bs4.rank0.pickle"));
@@ -615,11 +615,11 @@ TEST_CASE("max-batch: memory that is not monotone in the batch: batches just bel
     for (const char* word : {"--spike-at", "337,338", "--spike-mib", "200"}) args.emplace_back(word);
     const RunResult r = run_gpumem(args, standin_env(s));
     REQUIRE(r.status == 0);
-    CHECK(r.out.rfind("largest batch that fits in 4 GiB: 339 (a real run at 339 ran without an OOM; the model says 340 does not fit); 337 and 338 "
+    CHECK(unwrapped(r.out).rfind("largest batch that fits in 4 GiB: 339 (a real run at 339 ran without an OOM; the model says 340 does not fit); 337 and 338 "
                       "run out of memory (memory is not monotone in the batch here, and not every batch below was run): the largest batch "
                       "below them that ran is 335",
                       0) == 0);
-    CHECK(has(r.out, "339 ran without an OOM, 338 (below the answer) ran out of memory, 337 (below the answer) ran out of memory, 335 (below the "
+    CHECK(has(unwrapped(r.out), "339 ran without an OOM, 338 (below the answer) ran out of memory, 337 (below the answer) ran out of memory, 335 (below the "
                      "answer) ran without an OOM"));
     args.insert(args.begin() + 1, "--json");
     const json m = json::parse(run_gpumem(args, standin_env(s)).out)["max_batch"];
@@ -662,10 +662,10 @@ TEST_CASE("max-batch: the best setting's answer is run under that setting before
     args.emplace_back("--fragment");
     const RunResult r = run_gpumem(args, standin_env(s));
     REQUIRE(r.status == 0);
-    CHECK(r.out.rfind("largest batch that fits in 1 GiB: 47 (a real run at 47 ran without an OOM; the model says 48 does not fit); with "
+    CHECK(unwrapped(r.out).rfind("largest batch that fits in 1 GiB: 47 (a real run at 47 ran without an OOM; the model says 48 does not fit); with "
                       "expandable_segments:True: 58 (a real run under it at 58 ran without an OOM; the model says 59 does not fit)",
                       0) == 0);
-    CHECK(has(r.out, "58 (under expandable_segments:True) ran without an OOM"));
+    CHECK(has(unwrapped(r.out), "58 (under expandable_segments:True) ran without an OOM"));
     std::vector<std::string> json_args = args;
     json_args.insert(json_args.begin() + 1, "--json");
     const json doc = json::parse(run_gpumem(json_args, standin_env(s)).out);
@@ -702,7 +702,7 @@ TEST_CASE("max-batch: recordings of two different programs do not align: refused
     CHECK(r.status == 2);
     CHECK(r.out == "");
     CHECK(r.stderr_lines() == 1);
-    CHECK(has(r.err, "the recordings do not align"));
+    CHECK(has(unwrapped(r.err), "the recordings do not align"));
     const RunResult j = run_gpumem({"reuse-sim", "max-batch", "--json", "--capacity", "1GiB", "--batch-trace", "4=" + dir + "cnn_inference.pickle",
                                     "--batch-trace", "8=" + dir + "transformer_train.pickle"});
     CHECK(j.status == 2);

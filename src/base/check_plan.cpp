@@ -53,7 +53,7 @@ std::string percent_text(double fraction) { return format_decimal(fraction * 100
 
 }  // namespace
 
-const NameTable<CheckKind> kChecks{"check", kCheckRows};
+const NameTable<CheckKind> kChecks{"check", kCheckRows, "checks"};
 
 std::string_view verdict_name(Verdict verdict) noexcept { return kVerdicts.name_of(verdict); }
 

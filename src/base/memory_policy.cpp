@@ -82,7 +82,7 @@ constexpr Named<HostMemoryKind> kHostMemoryKindRows[] = {
     {"mapped", HostMemoryKind::mapped, "page-locked and mapped for the device (cudaHostAllocMapped)"},
     {"registered", HostMemoryKind::registered, "ordinary pages pinned with cudaHostRegister"},
 };
-constexpr NameTable<HostMemoryKind> kHostMemoryKinds{"host memory kind", kHostMemoryKindRows};
+constexpr NameTable<HostMemoryKind> kHostMemoryKinds{"host memory kind", kHostMemoryKindRows, "host-memory"};
 
 HostMemoryKind parse_host_memory_kind(std::string_view text) { return kHostMemoryKinds.parse(text); }
 

@@ -70,6 +70,87 @@ std::string did_you_mean(std::string_view name, const Names& candidates) {
     return "; did you mean '" + std::string(best) + "'?";
 }
 
+// Up to `count` of `candidates` nearest to `name`, the nearest first: those
+// that start with it, then those that hold it, then by edit distance; ties
+// in the candidates' order. For an error's suggestions.
+template <typename Names>
+std::vector<std::string_view> nearest_names(std::string_view name, const Names& candidates, std::size_t count) {
+    const std::string wanted = [&] {
+        std::string s(name);
+        for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        return s;
+    }();
+    struct Ranked {
+        int bucket;
+        std::size_t distance, order;
+        std::string_view name;
+    };
+    std::vector<Ranked> ranked;
+    for (const auto& candidate : candidates) {
+        const std::string_view c(candidate);
+        if (c.empty() || std::any_of(ranked.begin(), ranked.end(), [c](const Ranked& r) { return r.name == c; })) continue;
+        std::string lowered(c);
+        for (char& ch : lowered) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        const std::size_t at = wanted.empty() ? std::string::npos : lowered.find(wanted);
+        ranked.push_back({at == 0 ? 0 : at != std::string::npos ? 1 : 2, edit_distance(name, c), ranked.size(), c});
+    }
+    std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
+        return a.bucket != b.bucket ? a.bucket < b.bucket : a.distance < b.distance;
+    });
+    std::vector<std::string_view> out;
+    for (std::size_t i = 0; i < ranked.size() && i < count; ++i) out.push_back(ranked[i].name);
+    return out;
+}
+
+// The longest list of names an error spells out whole; a longer one is
+// named by the few nearest the name given, as many as keep the suggestion
+// within kSuggestionColumns (one at least), and the command that lists all.
+inline constexpr std::size_t kNamesInMessage = 60;
+inline constexpr std::size_t kSuggestionColumns = 50;
+inline constexpr std::size_t kSuggestedNames = 3;
+
+// "a, b or c".
+inline std::string names_or(const std::vector<std::string_view>& names) {
+    std::string text;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        if (i > 0) text += i + 1 == names.size() ? " or " : ", ";
+        text += names[i];
+    }
+    return text;
+}
+
+// "strategy" -> "strategies", "info field" -> "info fields".
+inline std::string plural(std::string_view what) {
+    if (what.size() > 1 && what.back() == 'y' && std::string_view("aeiou").find(what[what.size() - 2]) == std::string_view::npos)
+        return std::string(what.substr(0, what.size() - 1)) + "ies";
+    return std::string(what) + "s";
+}
+
+// What an error says a name may be: "expected a, b or c" while the names
+// (the first `count` of `candidates`, a table's own) fit in kNamesInMessage;
+// else "nearest: free, bar1_free; gpumem --list fields", the suggestions
+// those nearest `name` among `candidates` (a table's aliases too), `all_by`
+// the command that lists them (empty: every name spelt out).
+template <typename Names>
+std::string expected_names(std::string_view name, const Names& candidates, std::size_t count, std::string_view all_by) {
+    std::vector<std::string_view> own;
+    for (const auto& candidate : candidates)
+        if (own.size() < count) own.emplace_back(candidate);
+    const std::string all = names_or(own);
+    if (all.size() <= kNamesInMessage || all_by.empty()) return "expected " + all;
+    std::string text;
+    for (std::string_view near : nearest_names(name, candidates, kSuggestedNames)) {
+        std::string longer = text.empty() ? "nearest: " + std::string(near) : text + ", " + std::string(near);
+        if (!text.empty() && longer.size() + 2 + all_by.size() > kSuggestionColumns) break;
+        text = std::move(longer);
+    }
+    return text + "; " + std::string(all_by);
+}
+
+// Whether a message names its names by expected_names' long form (a
+// suggestion and where the rest are), not all of them.
+inline bool suggests_names(std::string_view message) { return message.find("; gpumem --list") != std::string_view::npos; }
+
 template <typename T>
 struct Named {
     std::string_view name;
@@ -88,11 +169,16 @@ struct ListRules {
 template <typename T>
 class NameTable {
 public:
+    // `list`: what `gpumem --list` calls it, named by errors whose list of
+    // names is too long to spell out (expected_names).
     template <std::size_t N>
-    constexpr NameTable(std::string_view what, const Named<T> (&rows)[N]) noexcept : what_(what), rows_(rows), size_(N) {}
+    constexpr NameTable(std::string_view what, const Named<T> (&rows)[N], std::string_view list = {}) noexcept
+        : what_(what), list_(list), rows_(rows), size_(N) {}
 
     // What a name names, for messages: "copy direction".
     constexpr std::string_view what() const noexcept { return what_; }
+    // Its name for `gpumem --list` (empty: none given).
+    constexpr std::string_view list() const noexcept { return list_; }
     constexpr std::size_t size() const noexcept { return size_; }
     constexpr const Named<T>* begin() const noexcept { return rows_; }
     constexpr const Named<T>* end() const noexcept { return rows_ + size_; }
@@ -110,8 +196,15 @@ public:
         throw UsageError(unknown_message(name));
     }
     std::string unknown_message(std::string_view name) const {
-        return "unknown " + std::string(what_) + " '" + std::string(name) + "' (expected " + names() + ")" +
-               did_you_mean(name, name_list());
+        const std::string expected_text = expected(name);
+        // The long form's suggestions start with the nearest name: no "did you mean" after it.
+        return "unknown " + std::string(what_) + " '" + std::string(name) + "' (" + expected_text + ")" +
+               (suggests_names(expected_text) ? std::string() : did_you_mean(name, name_list()));
+    }
+    // "expected a, b or c", or for a long list the names nearest `name` and
+    // where the others are (expected_names).
+    std::string expected(std::string_view name) const {
+        return expected_names(name, name_list(), size_, list_.empty() ? std::string() : "gpumem --list " + std::string(list_));
     }
     T parse(std::string_view name) const { return row(name).value; }
 
@@ -172,7 +265,7 @@ private:
     void parse_list_into(std::string_view text, const ListRules& rules, std::vector<const Named<T>*>& chosen) const {
         if (trimmed(text).empty()) {
             if (rules.allow_empty) return;
-            throw UsageError("empty list of " + std::string(what_) + "s (expected " + names() + (rules.allow_all ? ", or all)" : ")"));
+            throw UsageError("empty list of " + plural(what_) + " (" + expected("") + (rules.allow_all ? ", or all)" : ")"));
         }
         std::size_t start = 0;
         for (;;) {
@@ -218,6 +311,7 @@ private:
     }
 
     std::string_view what_;
+    std::string_view list_;
     const Named<T>* rows_;
     std::size_t size_;
 };

@@ -68,7 +68,7 @@ constexpr Named<AllocApi> kAllocApiRows[] = {
     {"registered", AllocApi::registered, "mmap and cudaHostRegister / cudaHostUnregister and munmap"},
     {"vmm", AllocApi::vmm, "cuMemCreate, cuMemAddressReserve, cuMemMap, cuMemSetAccess, and back"},
 };
-constexpr NameTable<AllocApi> kAllocApis{"allocation API", kAllocApiRows};
+constexpr NameTable<AllocApi> kAllocApis{"allocation API", kAllocApiRows, "apis"};
 
 AllocApi parse_alloc_api(std::string_view text) { return kAllocApis.parse(trimmed(text)); }
 

@@ -98,7 +98,7 @@ constexpr Named<StrategySpec> kStrategyRows[] = {
 
 }  // namespace
 
-const NameTable<StrategySpec> kStrategies{"strategy", kStrategyRows};
+const NameTable<StrategySpec> kStrategies{"strategy", kStrategyRows, "strategies"};
 
 bool uses_option(const StrategySpec& strategy, std::string_view option) noexcept {
     std::string_view rest = strategy.options;

@@ -151,7 +151,7 @@ SweepAxis axis_of(const Named<KnobSpec>& knob, std::string_view list, std::strin
 
 }  // namespace
 
-const NameTable<KnobSpec> kKnobs{"knob", kKnobRows};
+const NameTable<KnobSpec> kKnobs{"knob", kKnobRows, "knobs"};
 
 // By gpumem's name or by PyTorch's key, as pasted from PYTORCH_CUDA_ALLOC_CONF
 // (max_split_size_mb: both read MiB).

@@ -275,7 +275,7 @@ constexpr Named<WorkloadSpec> kWorkloadRows[] = {
 
 }  // namespace
 
-const NameTable<WorkloadSpec> kWorkloads{"workload", kWorkloadRows};
+const NameTable<WorkloadSpec> kWorkloads{"workload", kWorkloadRows, "workloads"};
 
 void check_workload_options(const WorkloadOptions& o) {
     if (o.batch_min == 0 || o.batch_min > o.batch_max) throw UsageError("--batch: need 1 <= MIN <= MAX");

@@ -183,6 +183,9 @@ Report latency_report(const LatencyRequest& q, const LatencyResults& results, co
     const bool any_vmm = std::find(apis.begin(), apis.end(), AllocApi::vmm) != apis.end();
     kLayout.fill(r, latency_lines(results), LatencyDocument{q, results}, output.format,
                  [any_vmm](const Field& f) { return any_vmm || f.key != "allocated"; });
+    // A narrow terminal keeps the medians, p90 and whether a call syncs (--wide and --json the rest).
+    r.tables.back().drop_order = {"alloc_max_us", "free_max_us", "alloc_p99_us", "free_p99_us", "iterations", "allocated",
+                                  "alloc_p90_us", "free_p90_us"};
     for (const LatencyDevice& d : results.devices) r.text_before.push_back(device_line(d.device));
     r.text_before.push_back("host clock per call, " + std::to_string(q.options.iterations) + " iterations after " +
                             std::to_string(q.options.warmup) + " warm-ups; microseconds");

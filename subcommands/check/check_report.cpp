@@ -53,7 +53,7 @@ constexpr Column<CheckLine> kCheckColumns[] = {
     {{"remediation", "remedy", FieldKind::text},
      [](const CheckLine& l) -> Cell { return std::string(remediation_name(l.check->remediation)); }, Shown::always, false, nullptr,
      remediation_names},
-    {{"reason", "reason", FieldKind::text}, [](const CheckLine& l) -> Cell { return l.check->reason; }},
+    {{"reason", "reason", FieldKind::text, 2, ' '}, [](const CheckLine& l) -> Cell { return l.check->reason; }},
 };
 
 // One device: its checks counted, and the time they took.
@@ -337,6 +337,8 @@ Report check_report(const CheckRequest& q, const CheckResults& results, const Ou
         for (const CheckOutcome& c : d.checks) lines.push_back({&d, &c});
     }
     r.tables.push_back(make_table("checks", Columns<CheckLine>(kCheckColumns), lines, output.format));
+    // A narrow terminal keeps the verdict, the figures and why (--wide and --json the rest).
+    r.tables.back().drop_order = {"seconds", "remediation", "shown_threshold"};
     r.tables.push_back(make_table("devices", Columns<DeviceLine>(kDeviceColumns), devices, output.format));
     const CheckDocument document{q, results};
     r.fields = make_record(Columns<CheckDocument>(kDocumentColumns), document);

@@ -32,6 +32,7 @@
 #include "core/cuda_devices.hpp"
 #include "core/nvml.hpp"
 #include "cli/lists.hpp"
+#include "cli/terminal.hpp"
 #include "version.hpp"
 
 namespace gpumem::cli {
@@ -294,7 +295,7 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
     } catch (const Error& e) {
         Report partial = command.report(session.output());
         stamp(partial, globals.origin);
-        for (const auto& w : partial.warnings) spdlog::warn("{}", w);
+        for (const auto& w : partial.warnings) spdlog::warn("{}", warning_text(w));
         const bool json_out = json || session.output().format == Format::json;
         // Prometheus text is one exposition, and a Nagios or NPD plugin one
         // status line, written by fail() with the exit status: the partial results
@@ -306,7 +307,7 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
             try {
                 write_file_atomically(partial.plot->option, partial.plot->path, partial.plot->svg);
             } catch (const Error& plot_error) {
-                spdlog::warn("{}", plot_error.what());
+                spdlog::warn("{}", warning_text(plot_error.what()));
             }
         }
         if (!one_document && !session.final_written() && partial.has_rows() && dynamic_cast<const OutputError*>(&e) == nullptr)
@@ -315,7 +316,7 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
     }
     Report report = command.report(session.output());
     stamp(report, globals.origin);
-    for (const auto& w : report.warnings) spdlog::warn("{}", w);
+    for (const auto& w : report.warnings) spdlog::warn("{}", warning_text(w));
     if (report.plot) {
         try {
             write_file_atomically(report.plot->option, report.plot->path, report.plot->svg);
@@ -393,7 +394,9 @@ std::string parse_error_text(const std::string& what) {
 
 // The help page of the command that was run, for a usage error found while
 // parsing: " (see gpumem check --help)".
-std::string help_pointer(const CommandEntry* invoked) {
+// None where the message already says where its names are (gpumem --list).
+std::string help_pointer(const CommandEntry* invoked, std::string_view message = {}) {
+    if (suggests_names(message)) return {};
     return " (see gpumem " + (invoked ? std::string(invoked->name) + " " : std::string()) + "--help)";
 }
 
@@ -511,7 +514,8 @@ std::string parse_failure_text(const CLI::ParseError& e, const CLI::App& app, co
                                const std::vector<std::string>& args) {
     if (const auto* extras = dynamic_cast<const CLI::ExtrasError*>(&e)) return extras_text(*extras, app, invoked, args) + help_pointer(invoked);
     if (const std::optional<std::string> repeated = repeated_option_text(e, app, invoked)) return *repeated + help_pointer(invoked);
-    return parse_error_text(e.what()) + help_pointer(invoked);
+    const std::string text = parse_error_text(e.what());
+    return text + help_pointer(invoked, text);
 }
 
 // `--list NAME` and `--schema NAME`: the word after them is their value even
@@ -682,7 +686,7 @@ int run_command_line(int original_argc, char** original_argv, RunMode mode) {
         if (e.get_exit_code() == 0) return 0;
         return fail(UsageError(parse_failure_text(e, app, invoked, args)), empty, error_output, json);
     } catch (const UsageError& e) {  // thrown by option callbacks that validate values and combinations
-        return fail(UsageError(e.what() + help_pointer(invoked)), empty, error_output, json);
+        return fail(UsageError(e.what() + help_pointer(invoked, e.what())), empty, error_output, json);
     } catch (const Error& e) {
         return fail(e, empty, error_output, json);
     }

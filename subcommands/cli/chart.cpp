@@ -77,12 +77,23 @@ std::vector<std::string> render_level_chart(const std::vector<LevelSeries>& seri
     const std::size_t levels = style.unicode ? 9 : 10;
     std::size_t label_width = 4;
     for (const LevelSeries& s : series) label_width = std::max(label_width, display_width(s.label));
-    // Each series folded into at most `width` columns, by the maximum.
+    // Within style.columns: the levels narrowed by what the label and the
+    // widest peak take (peaks are at most the largest value's width).
+    std::size_t level_width = style.width;
+    if (style.columns != 0) {
+        std::size_t peak_width = 0;
+        for (const LevelSeries& s : series)
+            if (!s.values.empty()) peak_width = std::max(peak_width, display_width(peak_text(*std::max_element(s.values.begin(), s.values.end()))));
+        const std::size_t taken = label_width + 2 + 2 + 5 + peak_width;  // "  " levels "  peak " text
+        constexpr std::size_t kFewestLevels = 10;
+        level_width = std::clamp(style.columns - std::min(style.columns, taken), kFewestLevels, std::max(style.width, kFewestLevels));
+    }
+    // Each series folded into at most `level_width` columns, by the maximum.
     std::vector<std::vector<double>> folded;
     double largest = 0;
     for (const LevelSeries& s : series) {
         const std::size_t points = s.values.size();
-        const std::size_t width = std::min(style.width, points);
+        const std::size_t width = std::min(level_width, points);
         std::vector<double> columns(width, 0.0);
         for (std::size_t c = 0; c < width; ++c)
             for (std::size_t p = c * points / width; p < (c + 1) * points / width; ++p) columns[c] = std::max(columns[c], s.values[p]);

@@ -37,6 +37,9 @@ struct LevelChartStyle {
     bool unicode = false;
     std::size_t width = 60;   // columns of levels; values are folded into them by their maximum
     bool shared_scale = false;  // every row on the largest peak, instead of each on its own
+    // The widest a line gets: fewer columns of levels (10 at least) where
+    // the label, `width` levels and the peak would not fit; 0: no limit.
+    std::size_t columns = 0;
 };
 
 // One line per series: the label, `width` columns of levels, and the row's

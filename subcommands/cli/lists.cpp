@@ -33,9 +33,9 @@ std::string_view list_named(std::string_view name) {
     }
     std::vector<std::string_view> names;
     for (const ListEntry& e : name_lists()) names.push_back(e.name);
-    std::string known;
-    for (std::string_view n : names) known += (known.empty() ? "" : ", ") + std::string(n);
-    throw UsageError("--list: unknown list '" + std::string(name) + "' (known: " + known + ")" + did_you_mean(name, names));
+    const std::string expected = expected_names(name, names, names.size(), "gpumem --list");
+    throw UsageError("--list: unknown list '" + std::string(name) + "' (" + expected + ")" +
+                     (suggests_names(expected) ? std::string() : did_you_mean(name, names)));
 }
 
 }  // namespace

@@ -24,6 +24,9 @@ void add_global_options(CLI::App& app, GlobalOptions& options) {
     app.add_flag("--json", g.json, "Same as --format json: one JSON document on stdout");
     app.add_flag("--csv", g.csv, "Same as --format csv");
     app.add_flag("--no-header", g.no_header, "Omit the header line of table and CSV output");
+    app.add_flag("--wide", g.wide,
+                 "Tables with every column, however wide (else a table keeps within the terminal's width, 100 columns in a "
+                 "pipe, leaving out its least useful columns or turning into records)");
     app.add_option("--units", g.units, "Units for sizes and bandwidths (any case): " + kUnits.names())
         ->type_name("UNIT")
         ->check(parsing_validator([](const std::string& value) { parse_unit(value); }, "{" + join([] {
@@ -52,7 +55,9 @@ Globals check_globals(const GlobalOptions& options, const LauncherInfo& launcher
     if (g.csv) out.output.format = Format::csv;
     out.output.unit = parse_unit(g.units);
     out.output.header = !g.no_header;
-    if (isatty(STDOUT_FILENO) == 1) out.output.prose_columns = static_cast<std::size_t>(terminal_columns());
+    // A terminal's width, else 100 (a pipe, a file): every human line keeps within it.
+    out.output.columns = static_cast<std::size_t>(terminal_columns());
+    out.output.wide = g.wide;
     if (g.device) out.device = parse_device_spec(*g.device, launcher);
     out.verbosity = g.verbosity;
     out.quiet = g.quiet;

@@ -29,6 +29,7 @@ struct GlobalOptions {
     bool json = false;
     bool csv = false;
     bool no_header = false;
+    bool wide = false;  // --wide
     std::string units = "auto";
     int verbosity = 0;
     bool quiet = false;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "base/text.hpp"
@@ -218,6 +219,16 @@ std::string wrapped_paragraph(const std::string& text, std::size_t columns, char
     return out;
 }
 
+// `text` after `indent`, its lines after the first `more` further in.
+std::string indented(const std::string& text, const std::string& indent, std::size_t more) {
+    std::string out = indent;
+    for (char c : text) {
+        out += c;
+        if (c == '\n') out += indent + std::string(more, ' ');
+    }
+    return out;
+}
+
 // The widest line of a text of several.
 std::size_t widest_line(std::string_view text) {
     std::size_t widest = 0;
@@ -240,6 +251,30 @@ std::string wrap_after(const std::string& text, std::size_t columns, char after)
         if (start > 0) out += '\n';
         out += wrapped_paragraph(text.substr(start, end - start), columns, after);
         start = end + 1;
+    }
+    return out;
+}
+
+std::string fit_prose(std::string_view text, std::size_t columns) {
+    std::string out;
+    for (std::string_view line : split(text, '\n')) {
+        if (!out.empty() || line.data() != text.data()) out += '\n';
+        if (display_width(line) <= columns) {
+            out += line;
+            continue;
+        }
+        // Its indent kept, the lines after its first two further in.
+        const std::size_t lead = std::min(line.find_first_not_of(' '), line.size());
+        const std::string indent(lead, ' ');
+        const std::size_t room = columns - std::min(columns, lead);
+        const std::string words = wrap_words(line.substr(lead), room, 2);
+        std::string piece_out;
+        for (std::string_view piece : split(words, '\n')) {
+            if (!piece_out.empty()) piece_out += '\n';
+            // A piece with no space to break at (a setting, a path), after its commas.
+            piece_out += display_width(piece) > room ? indented(wrap_after(std::string(piece), room, ','), "", 2) : std::string(piece);
+        }
+        out += indented(piece_out, indent, 0);
     }
     return out;
 }
@@ -270,49 +305,41 @@ std::size_t total_width(const std::vector<std::size_t>& width) {
     return total;
 }
 
-// The table's wrapping columns (the first `count` fields) narrowed, the
-// widest first, to keep the table within table.columns (none below 10
-// columns); `width` and `cells` as rendered.
-void wrap_table_cells(const Table& table, std::size_t count, std::vector<std::size_t>& width, std::vector<std::vector<std::string>>& cells) {
+// The wrapping columns among `fields` (Field::wrap_after) narrowed, the
+// widest first, to keep the table within `limit` (none below 10 columns);
+// `width` and `cells` as rendered.
+void wrap_table_cells(const std::vector<const Field*>& fields, std::size_t limit, std::vector<std::size_t>& width,
+                      std::vector<std::vector<std::string>>& cells) {
     constexpr std::size_t kNarrowest = 10;
+    const std::size_t count = fields.size();
     // A column narrowed again is wrapped anew from its cells as they were,
     // not from lines an earlier pass already broke.
     const std::vector<std::vector<std::string>> unwrapped = cells;
     for (;;) {
         const std::size_t total = total_width(width);
-        if (total <= table.columns) return;
+        if (total <= limit) return;
         // The widest column that may still wrap narrower.
         std::size_t w = count;
         for (std::size_t i = 0; i < count; ++i)
-            if (table.fields[i].wrap_after != 0 && width[i] > kNarrowest && (w == count || width[i] > width[w])) w = i;
+            if (fields[i]->wrap_after != 0 && width[i] > kNarrowest && (w == count || width[i] > width[w])) w = i;
         if (w == count) return;
-        const std::size_t columns = std::max(kNarrowest, width[w] - std::min(width[w], total - table.columns));
+        const std::size_t columns = std::max(kNarrowest, width[w] - std::min(width[w], total - limit));
         const std::size_t before = width[w];
-        width[w] = display_width(table.fields[w].header);
+        width[w] = display_width(fields[w]->header);
         for (std::size_t r = 0; r < cells.size(); ++r) {
             std::string& cell = cells[r][w];
-            cell = wrap_after(unwrapped[r][w], columns, table.fields[w].wrap_after);
+            cell = wrap_after(unwrapped[r][w], columns, fields[w]->wrap_after);
             width[w] = std::max(width[w], widest_line(cell));
         }
         if (width[w] >= before) return;  // a word longer than the room: no narrower
     }
 }
 
-// `text` after `indent`, its lines after the first `more` further in.
-std::string indented(const std::string& text, const std::string& indent, std::size_t more) {
-    std::string out = indent;
-    for (char c : text) {
-        out += c;
-        if (c == '\n') out += indent + std::string(more, ' ');
-    }
-    return out;
-}
-
 // Table::as_records: a row a block, "header: value" lines under its first
-// cell, within table.columns.
-void render_records(std::ostream& out, const Table& table, const OutputOptions& options) {
+// cell, within `limit`.
+void render_records(std::ostream& out, const Table& table, const OutputOptions& options, std::size_t limit) {
     const std::string indent(4, ' ');
-    const std::size_t room = table.columns - std::min(table.columns, indent.size());
+    const std::size_t room = limit - std::min(limit, indent.size());
     bool first = true;
     for (const auto& row : table.rows) {
         if (!first) out << '\n';
@@ -321,7 +348,7 @@ void render_records(std::ostream& out, const Table& table, const OutputOptions& 
             const Field& field = table.fields[i];
             const std::string text = cell_text(row[i], field, options.unit);
             if (i == 0) {
-                out << text << '\n';
+                out << fit_prose(text, limit) << '\n';
             } else if (!text.empty()) {
                 // Wrapped within the room after the indent, where the field
                 // breaks (words, else after its character); continuation
@@ -341,29 +368,53 @@ void render_records(std::ostream& out, const Table& table, const OutputOptions& 
     }
 }
 
-// One table, its columns aligned (a wrapped cell over several lines).
+// The columns `shown` (indices of the table's fields) of every row's
+// texts, their widths, the wrapping ones narrowed to keep within `limit`.
+struct TableLayout {
+    std::vector<const Field*> fields;
+    std::vector<std::size_t> width;
+    std::vector<std::vector<std::string>> cells;
+};
+TableLayout lay_out(const Table& table, const std::vector<std::vector<std::string>>& texts, const std::vector<std::size_t>& shown,
+                    std::size_t limit) {
+    TableLayout t;
+    for (std::size_t i : shown) {
+        t.fields.push_back(&table.fields[i]);
+        t.width.push_back(display_width(table.fields[i].header));
+    }
+    for (const auto& row : texts) {
+        std::vector<std::string> cells;
+        for (std::size_t k = 0; k < shown.size(); ++k) {
+            cells.push_back(row[shown[k]]);
+            t.width[k] = std::max(t.width[k], widest_line(cells.back()));
+        }
+        t.cells.push_back(std::move(cells));
+    }
+    wrap_table_cells(t.fields, limit, t.width, t.cells);
+    return t;
+}
+
+// One table, its columns aligned (a wrapped cell over several lines),
+// within options.columns: its least useful columns left out (drop_order)
+// while it is wider, then as records; --wide: every column, however wide.
 void render_table(std::ostream& out, const Table& table, const OutputOptions& options) {
-    if (table.as_records) return render_records(out, table, options);
+    const std::size_t limit = options.columns;
+    if (table.as_records) return render_records(out, table, options, limit);
     // Table::last_below: the last field is not a column.
     const std::size_t count = table.fields.size() - (table.last_below && !table.fields.empty() ? 1 : 0);
     const std::string below_indent(4, ' ');
-    std::vector<std::size_t> width(count);
-    std::vector<std::vector<std::string>> cells;
+    std::vector<std::vector<std::string>> texts;
     std::vector<std::string> below;
-    for (std::size_t i = 0; i < count; ++i) width[i] = display_width(table.fields[i].header);
     for (const auto& row : table.rows) {
-        std::vector<std::string> texts;
-        for (std::size_t i = 0; i < count; ++i) {
-            texts.push_back(i < row.size() ? cell_text(row[i], table.fields[i], options.unit) : "");
-            width[i] = std::max(width[i], widest_line(texts.back()));
-        }
-        cells.push_back(std::move(texts));
+        std::vector<std::string> cells;
+        for (std::size_t i = 0; i < count; ++i) cells.push_back(i < row.size() ? cell_text(row[i], table.fields[i], options.unit) : "");
+        texts.push_back(std::move(cells));
         if (count < table.fields.size()) {
             const Field& field = table.fields.back();
             const std::string text = count < row.size() ? cell_text(row[count], field, options.unit) : "";
             // Each of its lines (a text may hold several) wrapped, going on
             // two further in.
-            const std::size_t room = table.columns - std::min(table.columns, below_indent.size() + 2);
+            const std::size_t room = limit - std::min(limit, below_indent.size() + 2);
             std::string lines;
             for (std::string_view line : split(text, '\n')) {
                 const std::string piece(line);
@@ -374,32 +425,52 @@ void render_table(std::ostream& out, const Table& table, const OutputOptions& op
             below.push_back(lines);
         }
     }
-    wrap_table_cells(table, count, width, cells);
-    if (table.records_when_wider && total_width(width) > table.columns) return render_records(out, table, options);
-    auto emit_line = [&](const std::vector<std::string>& texts) {
+    std::vector<std::size_t> shown(count);
+    for (std::size_t i = 0; i < count; ++i) shown[i] = i;
+    const std::size_t room = options.wide ? std::numeric_limits<std::size_t>::max() : limit;
+    TableLayout layout = lay_out(table, texts, shown, room);
+    std::vector<std::string> left_out;
+    for (std::string_view key : table.drop_order) {
+        if (options.wide || total_width(layout.width) <= limit) break;
+        const auto it = std::find_if(shown.begin(), shown.end(), [&](std::size_t i) { return table.fields[i].key == key; });
+        if (it == shown.end()) continue;
+        // By its header, or by its key where the header is not its own (p90 of alloc and of free).
+        const Field& field = table.fields[*it];
+        const auto same = std::count_if(table.fields.begin(), table.fields.end(), [&](const Field& f) { return f.header == field.header; });
+        left_out.emplace_back(same == 1 ? field.header : field.key);
+        shown.erase(it);
+        layout = lay_out(table, texts, shown, limit);
+    }
+    if (!options.wide && total_width(layout.width) > limit) return render_records(out, table, options, limit);
+    auto emit_line = [&](const std::vector<std::string>& cells) {
         std::string line;
-        for (std::size_t i = 0; i < texts.size(); ++i) {
-            const bool left = table.fields[i].kind == FieldKind::text;
-            const std::string pad(width[i] - std::min(width[i], display_width(texts[i])), ' ');
+        for (std::size_t i = 0; i < cells.size(); ++i) {
+            const bool left = layout.fields[i]->kind == FieldKind::text;
+            const std::string pad(layout.width[i] - std::min(layout.width[i], display_width(cells[i])), ' ');
             if (i) line += "  ";
-            line += left ? texts[i] + pad : pad + texts[i];
+            line += left ? cells[i] + pad : pad + cells[i];
         }
         while (!line.empty() && line.back() == ' ') line.pop_back();
         out << line << '\n';
     };
-    auto emit = [&](const std::vector<std::string>& texts) {
-        for (const auto& line : row_lines(texts)) emit_line(line);
+    auto emit = [&](const std::vector<std::string>& cells) {
+        for (const auto& line : row_lines(cells)) emit_line(line);
     };
     if (options.header) {
         std::vector<std::string> headers;
-        for (std::size_t i = 0; i < count; ++i) headers.emplace_back(table.fields[i].header);
+        for (const Field* field : layout.fields) headers.emplace_back(field->header);
         emit(headers);
         if (count < table.fields.size()) out << below_indent << table.fields.back().header << '\n';
     }
-    for (std::size_t r = 0; r < cells.size(); ++r) {
-        emit(cells[r]);
+    for (std::size_t r = 0; r < layout.cells.size(); ++r) {
+        emit(layout.cells[r]);
         if (r < below.size() && !below[r].empty()) out << indented(below[r], below_indent, 0) << '\n';
     }
+    if (!left_out.empty())
+        out << fit_prose("(" + join(left_out) + ": left out at " + std::to_string(limit) + " columns; --wide or --json shows " +
+                             (left_out.size() == 1 ? "it" : "them") + ")",
+                         limit)
+            << '\n';
 }
 
 Cell count_cell(const std::optional<unsigned>& value) { return value ? Cell(std::uint64_t{*value}) : Cell(); }
@@ -606,14 +677,15 @@ std::string render(const Report& report, const OutputOptions& options) {
             break;
         }
         case Format::table: {
-            for (const std::string& line : report.text_before) out << line << '\n';
+            // Prose within the width, as the tables are.
+            for (const std::string& line : report.text_before) out << fit_prose(line, options.columns) << '\n';
             bool first_table = true;
             for (const Table& table : report.tables) {
                 if (!first_table) out << '\n';
                 first_table = false;
                 render_table(out, table, options);
             }
-            for (const std::string& line : report.text_after) out << line << '\n';
+            for (const std::string& line : report.text_after) out << fit_prose(line, options.columns) << '\n';
             break;
         }
     }

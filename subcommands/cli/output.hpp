@@ -69,15 +69,24 @@ extern const NameTable<FormatSpec> kFormats;
 const FormatSpec& format_spec(Format format) noexcept;
 std::string_view format_name(Format format) noexcept;
 
+// The width of human output where none is known (a pipe, a file, a test's
+// render()): OutputOptions::columns.
+inline constexpr std::size_t kTableColumns = 100;
+
 struct OutputOptions {
     Format format = Format::table;
     Unit unit = Unit::automatic;
     bool header = true;
     bool compact_json = false;  // one document per line (loops)
-    // Table format on a terminal: its width, to which prose (a sentence of
-    // the report, not a table or a chart) is wrapped at word boundaries;
-    // 0 (a pipe or a file): prose stays one line per sentence.
-    std::size_t prose_columns = 0;
+    // Table format: the width every line keeps within, the terminal's on a
+    // terminal, kTableColumns in a pipe or a file (terminal_columns()).
+    // Prose (Report::text_before, text_after) wraps at words; a table drops
+    // its least useful columns (Table::drop_order), wraps its wrapping
+    // columns, else turns into records.
+    std::size_t columns = kTableColumns;
+    // --wide: every column of every table, as wide as it gets (prose still
+    // wraps at `columns`).
+    bool wide = false;
 };
 
 // How a value is shown. JSON numbers keep their base unit: bytes as bytes,
@@ -92,11 +101,9 @@ struct Field {
     int decimals = 2;         // real and percent
     // Table format: a text column whose cells break into lines after this
     // character (else anywhere) when the table would be wider than
-    // kTableColumns; 0: never.
+    // OutputOptions::columns; 0: never.
     char wrap_after = 0;
 };
-// The widest a table with a wrapping column (Field::wrap_after) gets.
-inline constexpr std::size_t kTableColumns = 100;
 
 struct Record;
 using RecordList = std::vector<Record>;
@@ -121,18 +128,19 @@ struct Table {
     std::vector<std::vector<Cell>> rows;
     // Table format: each row as a block, its first cell on a line of its own
     // and every other field below it as "header: value", wrapped at words
-    // within kTableColumns; for lists whose columns cannot share 100
-    // (--list checks). JSON, CSV and values are the same either way.
+    // within OutputOptions::columns; for lists whose columns cannot share a
+    // line (--list checks). JSON, CSV and values are the same either way.
+    // A table that is still wider than the width after drop_order and its
+    // wrapping columns turns into records too (not with --wide).
     bool as_records = false;
-    // Table format: the widest a line gets (a wrapping column narrows to
-    // keep within it; records wrap within it).
-    std::size_t columns = kTableColumns;
-    // Table format: as records (as_records) when the columns, wrapped as
-    // narrow as they go, are still wider than `columns` (a narrow terminal).
-    bool records_when_wider = false;
+    // Table format: the keys of the columns left out, in this order, while
+    // the table is wider than OutputOptions::columns: the least useful
+    // first. A line under the table names those left out; --wide and the
+    // machine formats keep them.
+    std::vector<std::string_view> drop_order;
     // Table format: the last field on lines of its own under each row (its
     // header under the others'), indented and wrapped after its wrap_after
-    // within `columns`: for a text too long to share a line with the figures.
+    // within the width: for a text too long to share a line with the figures.
     bool last_below = false;
 
     void add_row(std::vector<Cell> row) { rows.push_back(std::move(row)); }
@@ -366,6 +374,11 @@ std::string cell_text(const Cell& cell, const Field& field, Unit unit);
 // brackets (a roundup list [256:1,512:2,>:8] is one item) and at its own
 // newlines: an item wider than `columns` alone stays whole.
 std::string wrap_after(const std::string& text, std::size_t columns, char after);
+// `text` (one line or several) with every line within `columns`: a longer
+// line broken at words, its indent kept and the lines after its first two
+// further in; a word wider than that alone after its commas. Prose of the
+// table format (Report::text_before, text_after), warnings.
+std::string fit_prose(std::string_view text, std::size_t columns);
 std::string cell_plain(const Cell& cell, const Field& field, Unit unit);
 // A number held by a cell, whatever its type; NaN for non-numbers.
 double cell_number(const Cell& cell) noexcept;

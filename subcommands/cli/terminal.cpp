@@ -1,5 +1,7 @@
 #include "cli/terminal.hpp"
 
+#include "cli/output.hpp"
+
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -22,18 +24,33 @@ bool stdout_is_utf8_terminal() {
     return false;
 }
 
-int terminal_columns() {
+namespace {
+
+// The width of the terminal on `fd`; else $COLUMNS, at most kPipeColumns;
+// else kPipeColumns. Clamped to 40..160.
+int columns_of(int fd) {
     winsize ws{};
-    if (isatty(STDOUT_FILENO) == 1 && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
-        return std::clamp<int>(ws.ws_col, 40, 160);
+    if (isatty(fd) == 1 && ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return std::clamp<int>(ws.ws_col, 40, 160);
     if (const char* columns = std::getenv("COLUMNS")) {
         // strtol, not atoi: an out-of-range COLUMNS is undefined behaviour for atoi.
         char* end = nullptr;
         const long n = std::strtol(columns, &end, 10);
-        if (end != columns && n > 0) return static_cast<int>(std::clamp(n, 40L, 160L));
+        if (end != columns && n > 0) return static_cast<int>(std::clamp(n, 40L, static_cast<long>(kPipeColumns)));
     }
-    return 80;
+    return static_cast<int>(kPipeColumns);
 }
+
+}  // namespace
+
+int terminal_columns() { return columns_of(STDOUT_FILENO); }
+
+int stderr_columns() { return columns_of(STDERR_FILENO); }
+
+std::string stderr_text(std::string_view prefix, std::string_view text) {
+    return fit_prose(std::string(prefix) + std::string(text), static_cast<std::size_t>(stderr_columns())).substr(prefix.size());
+}
+
+std::string warning_text(std::string_view text) { return stderr_text("gpumem: warning: ", text); }
 
 std::size_t display_width(std::string_view utf8) noexcept {
     std::size_t n = 0;

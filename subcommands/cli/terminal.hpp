@@ -10,8 +10,19 @@ namespace gpumem::cli {
 
 // stdout is a terminal whose locale (LC_ALL, LC_CTYPE, LANG) is UTF-8.
 bool stdout_is_utf8_terminal();
-// Columns of the terminal on stdout, else $COLUMNS, else 80; clamped to 40..160.
+// The widest human output gets where it is not a terminal (a pipe, a file).
+inline constexpr std::size_t kPipeColumns = 100;
+// The width human output keeps within: that of the terminal on stdout
+// (clamped to 40..160); elsewhere (a pipe, a file) $COLUMNS up to
+// kPipeColumns, else kPipeColumns. isatty() tells the two apart.
 int terminal_columns();
+// The same for stderr (warnings).
+int stderr_columns();
+// `text` as written after `prefix` on stderr: the lines of both within
+// stderr_columns() (fit_prose), without the prefix.
+std::string stderr_text(std::string_view prefix, std::string_view text);
+// A warning as the logger gets it: after its "gpumem: warning: ".
+std::string warning_text(std::string_view text);
 // Columns a UTF-8 string takes, counting one per code point (enough for the
 // box, block and star characters gpumem prints).
 std::size_t display_width(std::string_view utf8) noexcept;

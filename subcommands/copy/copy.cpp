@@ -260,7 +260,7 @@ std::string peer_access_missing(const CopyPlan& plan) {
         if (!peer_access_possible(from, to)) {
             std::string why =
                 "device " + to_string(from) + " cannot access device " + to_string(to) + " directly (cudaDeviceCanAccessPeer is 0)";
-            spdlog::warn("{}", why);
+            spdlog::warn("{}", warning_text(why));
             return why;
         }
     return "";

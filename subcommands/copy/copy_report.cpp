@@ -316,6 +316,8 @@ Report build_copy_report(const CopyResults& results, const CopyReportStyle& styl
         std::any_of(results.rows.begin(), results.rows.end(), [](const CopyResult& r) { return r.direction.uses_peer(); });
     report.tables.push_back(make_table("results", Columns<CopyResult>(kResultColumns), results.rows, output.format,
                                        [peers](const Field& f) { return peers || (f.key != "peer" && f.key != "peer_access"); }));
+    // A narrow terminal keeps what was copied and the median rate (--wide and --json the rest).
+    report.tables.back().drop_order = {"min_gbps", "max_gbps", "median_us", "verified", "host_memory", "cv_percent", "engine"};
     const CopyDocument document{results, style, copy_notes(results.rows), p2p_matrices(results.rows)};
     report.fields = make_record(Columns<CopyDocument>(kDocumentColumns), document);
     if (style.plot) report.plot = Report::PlotFile{"--plot", *style.plot, render_svg(copy_sweep_plot(results))};

@@ -12,6 +12,7 @@
 #include "base/errors.hpp"
 #include "base/interrupt.hpp"
 #include "cli/commands.hpp"
+#include "cli/terminal.hpp"
 #include "core/device_inventory.hpp"
 #include "info/info_fields.hpp"
 #include "info/info_report.hpp"
@@ -136,7 +137,7 @@ void stream_samples(const InfoRequest& q, const DeviceInventory& inventory, cons
         Report report = info_report(q, sample, output);
         report.origin = origin_record(session.globals().origin);  // each sample is a whole document
         if (i == 0)
-            for (const auto& w : report.warnings) spdlog::warn("{}", w);
+            for (const auto& w : report.warnings) spdlog::warn("{}", warning_text(w));
         session.write((i > 0 && output.format == Format::table ? "\n" : "") + render(report, output));
         if (output.format == Format::csv) output.header = false;
     }

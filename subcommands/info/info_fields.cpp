@@ -319,13 +319,17 @@ const Named<InfoField>& field_named(std::string_view name) {
     for (const Named<InfoField>& row : kInfoFields)
         for (std::string_view alias : info_field_aliases(row.value))
             if (alias == name) return row;
-    // "unknown info field ... (expected ...)", offering the nearest key or
+    // "unknown info field ... (nearest: ...)", offering the nearest key or
     // alias (memory.fre: memory.free).
     std::vector<std::string_view> names = kInfoFields.name_list();
     for (const Named<InfoField>& row : kInfoFields)
         for (std::string_view alias : info_field_aliases(row.value)) names.push_back(alias);
-    throw UsageError("unknown " + std::string(kInfoFields.what()) + " '" + std::string(name) + "' (expected " + kInfoFields.names() +
-                     "; gpumem --list fields gives their nvidia-smi names too)" + did_you_mean(name, names));
+    // The suggestions among the keys (an alias is the nvidia-smi name of one);
+    // "did you mean" among both, for a name near an alias only.
+    const std::string expected = kInfoFields.expected(name);
+    throw UsageError("unknown " + std::string(kInfoFields.what()) + " '" + std::string(name) + "' (" + expected + ")" +
+                     (suggests_names(expected) && !closest_name(name, kInfoFields.name_list()).empty() ? std::string()
+                                                                                                         : did_you_mean(name, names)));
 }
 
 // A cell as a sample's value: numbers, and booleans as 1 and 0; none for
@@ -339,7 +343,7 @@ std::optional<double> metric_value(const Cell& cell) {
 
 }  // namespace
 
-const NameTable<InfoField> kInfoFields{"info field", kInfoFieldRows};
+const NameTable<InfoField> kInfoFields{"info field", kInfoFieldRows, "fields"};
 
 Field info_field(const Named<InfoField>& row) noexcept { return {row.name, row.value.header, row.value.kind}; }
 
@@ -373,7 +377,7 @@ void add_info_field_metrics(const InfoField& field, const InfoDevice& device, co
 
 InfoFieldList parse_info_fields(std::string_view text) {
     if (trimmed(text).empty())
-        throw UsageError("empty list of info fields (expected " + kInfoFields.names() + "; gpumem --list fields describes them)");
+        throw UsageError("empty list of info fields (" + kInfoFields.expected("") + ")");
     InfoFieldList chosen;
     std::size_t start = 0;
     for (;;) {

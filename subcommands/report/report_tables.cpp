@@ -56,7 +56,7 @@ constexpr Column<GpuRow> kGpuColumns[] = {
      remediation_names},
     {{"free", "free", FieldKind::bytes}, [](const GpuRow& r) { return count_cell(r.free); }},
     {{"total", "total", FieldKind::bytes}, [](const GpuRow& r) { return count_cell(r.total); }},
-    {{"problems", "problems", FieldKind::text}, [](const GpuRow& r) -> Cell { return problems_text(r); }, Shown::table_only},
+    {{"problems", "problems", FieldKind::text, 2, ' '}, [](const GpuRow& r) -> Cell { return problems_text(r); }, Shown::table_only},
     {{"failed_checks", "", FieldKind::list}, [](const GpuRow& r) -> Cell { return r.failed_checks; }, Shown::machine_only},
     {{"warned_checks", "", FieldKind::list}, [](const GpuRow& r) -> Cell { return r.warned_checks; }, Shown::machine_only},
     {{"unknown_checks", "", FieldKind::list}, [](const GpuRow& r) -> Cell { return r.unknown_checks; }, Shown::machine_only},
@@ -78,7 +78,7 @@ constexpr Column<NodeRow> kNodeColumns[] = {
      [](const NodeRow& n) -> Cell { return std::string(fleet::kRemediations.name_of(n.remediation)); }, Shown::always, false, nullptr,
      remediation_names},
     {{"drain", "drain", FieldKind::boolean}, [](const NodeRow& n) -> Cell { return n.drain; }},
-    {{"reason", "reason", FieldKind::text}, [](const NodeRow& n) -> Cell { return n.reason.empty() ? Cell() : Cell(n.reason); }},
+    {{"reason", "reason", FieldKind::text, 2, ' '}, [](const NodeRow& n) -> Cell { return n.reason.empty() ? Cell() : Cell(n.reason); }},
 };
 
 // The drain list: a node to drain per row, for scripts.
@@ -209,10 +209,14 @@ std::string fleet_failure_summary(const fleet::Fleet& f) {
     std::vector<std::string> parts;
     if (failed) parts.push_back(std::to_string(failed) + " failed a check");
     if (outliers) parts.push_back(std::to_string(outliers) + " with an outlier");
-    if (errors) parts.push_back(std::to_string(errors) + " with an error document (could not run)");
-    std::string text = "report: of " + counted(f.rows.size(), "row") + ", " + join(parts) + ": " + f.problems.front();
-    if (f.problems.size() > 1) text += " (and " + std::to_string(f.problems.size() - 1) + " more)";
-    return text;
+    if (errors) parts.push_back(std::to_string(errors) + " could not run");
+    // One line within a pipe's 100 columns after "gpumem: error: ": the
+    // first problem where it fits, else how many (the report lists them).
+    constexpr std::size_t kRoom = 100 - 15;
+    const std::string text = "report: of " + counted(f.rows.size(), "row") + ", " + join(parts);
+    std::string first = ": " + f.problems.front();
+    if (f.problems.size() > 1) first += " (and " + std::to_string(f.problems.size() - 1) + " more)";
+    return text.size() + first.size() <= kRoom ? text + first : text + "; " + counted(f.problems.size(), "problem");
 }
 
 std::string drain_list_text(const fleet::Fleet& f) {
@@ -235,14 +239,21 @@ Report fleet_report(const ReportRequest& request, const ReportResults& results, 
         r.tables.push_back(make_table("drain", Columns<NodeRow>(kDrainColumns), drained(f), output.format));
         return r;
     }
-    r.tables.push_back(make_table("gpus", Columns<GpuRow>(kGpuColumns), f.rows, output.format));
-    r.tables.push_back(make_table("nodes", Columns<NodeRow>(kNodeColumns), f.nodes, output.format));
+    // Table format: each table's least useful columns left out first where
+    // the terminal is narrower than it (--wide and --json keep them).
+    const auto add = [&r](Table t, std::vector<std::string_view> drop_order) {
+        t.drop_order = std::move(drop_order);
+        r.tables.push_back(std::move(t));
+    };
+    add(make_table("gpus", Columns<GpuRow>(kGpuColumns), f.rows, output.format), {"uuid", "job_id", "rank", "total", "name", "free"});
+    add(make_table("nodes", Columns<NodeRow>(kNodeColumns), f.nodes, output.format), {});
     const std::vector<FigureView> outliers = figure_views(f, true);
-    if (!table || !outliers.empty()) r.tables.push_back(make_table("outliers", Columns<FigureView>(kFigureColumns), outliers, output.format));
+    if (!table || !outliers.empty()) add(make_table("outliers", Columns<FigureView>(kFigureColumns), outliers, output.format), {"uuid", "peers"});
     if (!table) r.tables.push_back(make_table("figures", Columns<FigureView>(kFigureColumns), figure_views(f, false), output.format));
-    if (!table || !f.models.empty()) r.tables.push_back(make_table("models", Columns<ModelSummary>(kModelColumns), f.models, output.format));
+    if (!table || !f.models.empty())
+        add(make_table("models", Columns<ModelSummary>(kModelColumns), f.models, output.format), {"warned", "unknown", "errors", "checked"});
     if (!table || !f.model_figures.empty())
-        r.tables.push_back(make_table("model_figures", Columns<ModelFigure>(kModelFigureColumns), f.model_figures, output.format));
+        add(make_table("model_figures", Columns<ModelFigure>(kModelFigureColumns), f.model_figures, output.format), {"min", "max", "count"});
     if (!table) r.tables.push_back(make_table("documents", Columns<DocumentRow>(kDocumentColumns), f.documents, output.format));
     r.fields = make_record(Columns<ReportResults>(kFieldColumns), results);
     if (table) add_text(r, f);

@@ -23,6 +23,7 @@
 #include "base/record_plan.hpp"
 #include "base/sizes.hpp"
 #include "base/text.hpp"
+#include "cli/terminal.hpp"
 #include "core/cuda_devices.hpp"
 #include "reuse_sim/reuse_sim.hpp"
 
@@ -31,9 +32,11 @@ namespace {
 
 namespace rs = gpumem::reuse_sim;
 
-// gpumem's own lines among the program's: few, and marked.
+// gpumem's own lines among the program's: few, and marked; within stderr's
+// width, but an error, which stays one line.
 void say(const Session& session, const std::string& line) {
-    if (!session.globals().quiet) std::fprintf(stderr, "gpumem: %s\n", line.c_str());
+    const std::string text = line.rfind("error: ", 0) == 0 ? line : stderr_text("gpumem: ", line);
+    if (!session.globals().quiet) std::fprintf(stderr, "gpumem: %s\n", text.c_str());
 }
 
 // The allocator settings the process ran under, as its torch read them.

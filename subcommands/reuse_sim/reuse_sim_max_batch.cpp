@@ -20,6 +20,7 @@
 #include "base/record_plan.hpp"
 #include "base/sizes.hpp"
 #include "base/text.hpp"
+#include "cli/terminal.hpp"
 #include "reuse_sim/reuse_sim.hpp"
 #include "reuse_sim/trace_reader.hpp"
 #include "reuse_sim/tune_replays.hpp"
@@ -31,7 +32,7 @@ namespace rs = gpumem::reuse_sim;
 
 // gpumem's own lines among the program's: few, and marked.
 void say(const Session& session, const std::string& line) {
-    if (!session.globals().quiet) std::fprintf(stderr, "gpumem: %s\n", line.c_str());
+    if (!session.globals().quiet) std::fprintf(stderr, "gpumem: %s\n", stderr_text("gpumem: ", line).c_str());
 }
 
 // One line per real run (batch, why, what it did, seconds): on stderr

@@ -570,6 +570,8 @@ Report max_batch_report(const ReuseSimRequest& q, const ReuseSimResults& r, cons
     fields.add(Field{"max_batch", "", FieldKind::record}, max_batch_cell(q, r));
     report.fields = std::move(fields);
     report.tables.push_back(make_table("max_batch_settings", Columns<SettingView>(kSettingColumns), setting_views(x, q.capacity), output.format));
+    // A narrow terminal keeps the answer and its peak (--wide and --json the rest).
+    report.tables.back().drop_order = {"replays", "largest_batch_hopeful", "needed_at_next"};
     if (output.format != Format::table) return report;
     const Unit unit = output.unit;
     std::vector<std::string>& before = report.text_before;
@@ -593,6 +595,7 @@ Report max_batch_report(const ReuseSimRequest& q, const ReuseSimResults& r, cons
     if (!x.model_holds()) before.back() += " (largest batch: the cautious trace's; hopeful: the trace without the requests it could not follow)";
     if (!q.max_batch->confirm) return report;
     report.tables.push_back(make_table("max_batch_confirm", Columns<MaxBatchConfirmRun>(kConfirmColumns), x.confirm_runs, output.format));
+    report.tables.back().drop_order = {"held", "wall_seconds", "exit_status"};
     report.text_after.emplace_back();
     report.text_after.push_back(confirm_answer(x));
     report.text_after.push_back(confirmed_text(x));

@@ -871,7 +871,9 @@ std::string execute_line(const ExecuteResults& x) {
 // One line of levels per strategy: reserved bytes over the run, every row on
 // one scale (the largest peak) so that rows compare, each row's own peak
 // printed at its end.
-std::vector<std::string> reserved_chart(const rs::Timeline& timeline, const ReuseSimResults& r, const LevelChartStyle& style, Unit unit) {
+std::vector<std::string> reserved_chart(const rs::Timeline& timeline, const ReuseSimResults& r, const LevelChartStyle& style,
+                                        const OutputOptions& output) {
+    const Unit unit = output.unit;
     const std::size_t points = timeline.points();
     if (points == 0) return {};
     std::vector<LevelSeries> series;
@@ -887,6 +889,7 @@ std::vector<std::string> reserved_chart(const rs::Timeline& timeline, const Reus
                                               std::to_string(timeline.first_event(points - 1)) + " (one scale for all rows):"};
     LevelChartStyle shared = style;
     shared.shared_scale = true;
+    shared.columns = output.columns;
     for (std::string& line : render_level_chart(series, shared, [unit](double peak) { return format_bytes(static_cast<std::uint64_t>(peak), unit); }))
         lines.push_back(std::move(line));
     return lines;
@@ -894,7 +897,7 @@ std::vector<std::string> reserved_chart(const rs::Timeline& timeline, const Reus
 
 // Table mode: what follows the table. A failed --execute check still says
 // how the counts compared; the legend and the chart come with a whole run.
-std::vector<std::string> text_after(const ReuseSimRequest& q, const ReuseSimResults& r, Unit unit) {
+std::vector<std::string> text_after(const ReuseSimRequest& q, const ReuseSimResults& r, const OutputOptions& output) {
     std::vector<std::string> lines;
     if (r.execute && r.execute->free_bytes_after) {
         lines.push_back("");
@@ -905,25 +908,13 @@ std::vector<std::string> text_after(const ReuseSimRequest& q, const ReuseSimResu
     lines.push_back("* best in its column, among the strategies without OOMs (slack and frag: among those that reused memory). "
                     "Model ms: CUDA calls priced by the cost table (" + r.cost_device + ", " + (q.costs ? *q.costs : std::string("built-in")) + ").");
     if (q.chart && r.timeline)
-        for (std::string& line : reserved_chart(*r.timeline, r, q.chart_style, unit)) lines.push_back(std::move(line));
+        for (std::string& line : reserved_chart(*r.timeline, r, q.chart_style, output)) lines.push_back(std::move(line));
     return lines;
-}
-
-// Prose within `columns`: broken at words, and a setting too long for a
-// line after its commas.
-std::string prose(const std::string& text, std::size_t columns) {
-    const std::string words = wrap_words(text, columns);  // split's views point into it
-    std::string out;
-    for (std::string_view line : split(words, '\n')) {
-        if (!out.empty()) out += '\n';
-        out += display_width(line) > columns ? wrap_after(std::string(line), columns, ',') : std::string(line);
-    }
-    return out;
 }
 
 // --tune, --sweep: the answer, then the ranked settings instead of the
 // strategies. Table mode: every line within the terminal's width (100
-// columns in a pipe); a row per outcome, the best 10 unless --all-settings
+// columns in a pipe: OutputOptions::columns); a row per outcome, the best 10 unless --all-settings
 // (JSON and CSV: a row per setting, every one).
 Report tune_report(const ReuseSimRequest& q, const ReuseSimResults& r, const OutputOptions& output, Report report) {
     report.fields = make_record(Columns<Document>(kDocumentColumns), Document{q, r});
@@ -931,16 +922,13 @@ Report tune_report(const ReuseSimRequest& q, const ReuseSimResults& r, const Out
         report.tables.push_back(make_table("settings", Columns<TuneRowView>(kTuneColumns), tune_rows(r), output.format));
         return report;
     }
-    const std::size_t columns = output.prose_columns ? output.prose_columns : kTableColumns;
-    const auto add = [columns](std::vector<std::string>& lines, const std::string& text) { lines.push_back(prose(text, columns)); };
+    const auto add = [&output](std::vector<std::string>& lines, const std::string& text) { lines.push_back(fit_prose(text, output.columns)); };
     const bool all = q.tune && q.tune->all_settings;
     std::vector<TuneGroupView> groups = tune_groups(r, all);
     const std::size_t outcomes = groups.size();
     const bool hidden_settings = !all && groups.size() > kTuneRowsShown;
     if (hidden_settings) groups.resize(kTuneRowsShown);
     Table table = make_table("settings", Columns<TuneGroupView>(kTuneGroupColumns), groups, output.format);
-    table.columns = std::min(columns, kTableColumns);
-    table.records_when_wider = true;
     table.last_below = true;
     report.tables.push_back(std::move(table));
 
@@ -964,8 +952,6 @@ Report tune_report(const ReuseSimRequest& q, const ReuseSimResults& r, const Out
             ":");
     if (!r.confirm) return report;
     Table runs = make_table("confirm_runs", Columns<ConfirmRun>(kConfirmRunColumns), r.confirm->runs, output.format);
-    runs.columns = std::min(columns, kTableColumns);
-    runs.records_when_wider = true;
     report.tables.push_back(std::move(runs));
     if (!r.confirm->merged.kept.empty())
         add(report.text_after,
@@ -996,9 +982,14 @@ Report reuse_sim_document(const ReuseSimRequest& q, const ReuseSimResults& r, co
     if (output.format != Format::table) return report;
     // A replay on the GPU that stopped part way leaves its table unmarked.
     if (!r.execute || r.execute->free_bytes_after) mark_best(report.tables.back(), strategy_rows(r), output.unit);
+    // On a narrow terminal the figures every strategy shares (requests,
+    // peak live) go first, then the counts behind the others (--wide and
+    // --json keep them).
+    report.tables.back().drop_order = {"requests",       "peak_live", "upstream_frees", "slack_at_peak", "implicit_syncs",
+                                       "upstream_allocs", "retries",   "fragmentation",  "hit_rate"};
     report.text_before.push_back(head_line(q, r, output.unit));
     for (std::string& line : recorded_lines(r, output.unit)) report.text_before.push_back(std::move(line));
-    report.text_after = text_after(q, r, output.unit);
+    report.text_after = text_after(q, r, output);
     return report;
 }
 
