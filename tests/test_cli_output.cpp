@@ -178,7 +178,10 @@ TEST_CASE("output: every human answer within the terminal's width, 80 and 100 co
             const std::size_t width = columns == 0 ? 100 : static_cast<std::size_t>(columns);
             for (const std::string& line : lines_wider(shown, width)) {
                 CAPTURE(line);
-                // An error is one line (scripts read it so), within a pipe's 100 columns.
+                // On a terminal nothing is wider, an error included (wrapped
+                // there); in a pipe an error stays one line, which scripts
+                // read, within the pipe's 100 columns.
+                CHECK(columns == 0);
                 CHECK(is_error(line));
                 CHECK(line_columns(line) <= 100);
             }

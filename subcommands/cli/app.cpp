@@ -261,7 +261,7 @@ int fail_as_plugin(const Error& error, const Report& report, Format format) {
 }
 
 int fail(const Error& error, const Report& report, const OutputOptions& output, bool json) {
-    std::fprintf(stderr, "gpumem: error: %s\n", one_line(error.what()).c_str());
+    std::fprintf(stderr, "gpumem: error: %s\n", error_text(one_line(error.what())).c_str());
     if (!json && format_spec(output.format).plugin()) return fail_as_plugin(error, report, output.format);
     // stdout itself failed: no document can follow.
     const bool prometheus = !json && output.format == Format::prometheus;
@@ -738,7 +738,7 @@ int run_gpumem(int argc, char** argv, RunMode mode) noexcept {
     } catch (const StdoutClosed&) {
         return kClosedPipeStatus;
     } catch (const Error& e) {  // writing --help or an error document failed
-        std::fprintf(stderr, "gpumem: error: %s\n", one_line(e.what()).c_str());
+        std::fprintf(stderr, "gpumem: error: %s\n", error_text(one_line(e.what())).c_str());
         return static_cast<int>(e.status());
     } catch (const std::exception& e) {
         std::fprintf(stderr, "gpumem: error: internal error: %s\n", e.what());

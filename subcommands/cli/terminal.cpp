@@ -52,6 +52,11 @@ std::string stderr_text(std::string_view prefix, std::string_view text) {
 
 std::string warning_text(std::string_view text) { return stderr_text("gpumem: warning: ", text); }
 
+std::string error_text(std::string_view text) {
+    if (::isatty(STDERR_FILENO) == 0) return std::string(text);
+    return stderr_text("gpumem: error: ", text);
+}
+
 std::size_t display_width(std::string_view utf8) noexcept {
     std::size_t n = 0;
     for (unsigned char c : utf8)

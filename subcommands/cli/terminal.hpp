@@ -23,6 +23,10 @@ int stderr_columns();
 std::string stderr_text(std::string_view prefix, std::string_view text);
 // A warning as the logger gets it: after its "gpumem: warning: ".
 std::string warning_text(std::string_view text);
+// An error (one line, `text`) after "gpumem: error: ": wrapped to the
+// terminal when stderr is one; one line in a pipe or a file, where scripts
+// and logs read it.
+std::string error_text(std::string_view text);
 // Columns a UTF-8 string takes, counting one per code point (enough for the
 // box, block and star characters gpumem prints).
 std::size_t display_width(std::string_view utf8) noexcept;
