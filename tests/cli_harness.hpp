@@ -336,11 +336,16 @@ inline std::size_t line_columns(const std::string& line) {
 }
 
 // The lines of `text` wider than `columns`.
+// A line that is one word (after its indent) is not counted: no wrapping
+// can shorten it, and a file's path in one is as long as the checkout's.
 inline std::vector<std::string> lines_wider(const std::string& text, std::size_t columns) {
     std::vector<std::string> wide;
     std::istringstream in(text);
-    for (std::string line; std::getline(in, line);)
-        if (line_columns(line) > columns) wide.push_back(line);
+    for (std::string line; std::getline(in, line);) {
+        const std::size_t first = line.find_first_not_of(' ');
+        const bool one_word = first == std::string::npos || line.find(' ', first) == std::string::npos;
+        if (line_columns(line) > columns && !one_word) wide.push_back(line);
+    }
     return wide;
 }
 
