@@ -65,6 +65,12 @@ for path in /usr/bin/gpumem /usr/share/man/man1/gpumem.1.gz /usr/share/bash-comp
 done
 dpkg-deb -f "$deb" Depends | grep -q -i cuda && bad "depends on a CUDA package" || ok "no CUDA package in Depends: $(dpkg-deb -f "$deb" Depends)"
 
+# A run stopped between install and purge leaves gpumem installed, and apt
+# would then not reinstall a package of the same version: start from none.
+if [ -n "$(dpkg-query -W -f='${db:Status-Abbrev}' gpumem 2>/dev/null | grep -v '^[up]n')" ]; then
+  echo "note: gpumem was installed before this test (an earlier run stopped?); purging it first"
+  "${as_root[@]}" apt-get purge -y -q gpumem >"$work/apt.log" 2>&1 || { tail -n 20 "$work/apt.log"; bad "apt-get purge of the gpumem installed before"; finish; }
+fi
 (cd "$work" && "${as_root[@]}" apt-get install -y -q --no-install-recommends "./$(basename "$deb")") >"$work/apt.log" 2>&1 &&
   ok "apt-get install ./$(basename "$deb")" || { tail -n 20 "$work/apt.log"; bad "apt-get install"; finish; }
 

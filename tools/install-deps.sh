@@ -46,5 +46,12 @@ if [ "$(id -u)" -ne 0 ]; then
   [ -t 0 ] || as_root=(sudo -n)
 fi
 export DEBIAN_FRONTEND=noninteractive
+# A run stopped while dpkg worked (a CI job killed during the package stage's
+# apt-get install) leaves dpkg "interrupted", and apt then refuses everything
+# until someone finishes it: finish it here, as apt's own message says to.
+if [ -n "$(dpkg --audit 2>/dev/null)" ] || [ -n "$(ls -A /var/lib/dpkg/updates 2>/dev/null)" ]; then
+  echo "tools/install-deps.sh: dpkg was interrupted; finishing it with dpkg --configure -a" >&2
+  "${as_root[@]}" dpkg --configure -a
+fi
 "${as_root[@]}" apt-get update -q
 "${as_root[@]}" apt-get install -y -q --no-install-recommends "${packages[@]}"
