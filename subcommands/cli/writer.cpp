@@ -26,15 +26,6 @@ void write_stdout(std::string_view text) {
 
 namespace {
 
-const char* kind_of(mode_t mode) {
-    if (S_ISDIR(mode)) return "a directory";
-    if (S_ISCHR(mode)) return "a character device";
-    if (S_ISBLK(mode)) return "a block device";
-    if (S_ISFIFO(mode)) return "a FIFO";
-    if (S_ISSOCK(mode)) return "a socket";
-    return "not a regular file";
-}
-
 std::string folder_of(const std::string& path) {
     const std::size_t slash = path.rfind('/');
     if (slash == std::string::npos) return ".";
@@ -59,6 +50,15 @@ bool same_file(const struct stat& a, const std::string& other) {
 
 }  // namespace
 
+const char* file_kind_in_words(mode_t mode) {
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "not a regular file";
+}
+
 void check_output_file(const std::string& option, const std::string& path, const std::vector<std::string>& inputs) {
     const std::string shown = option + " '" + path + "'";
     if (path.empty()) throw UsageError(option + " needs a file name");
@@ -66,7 +66,7 @@ void check_output_file(const std::string& option, const std::string& path, const
     struct stat st {};
     if (::stat(path.c_str(), &st) == 0) {
         if (!S_ISREG(st.st_mode))
-            throw UsageError(shown + ": " + kind_of(st.st_mode) + "; " + option + " writes a new file or replaces a regular one");
+            throw UsageError(shown + ": " + file_kind_in_words(st.st_mode) + "; " + option + " writes a new file or replaces a regular one");
         if (same_file(st, "/proc/self/exe")) throw UsageError(shown + ": is gpumem's own program; it would be replaced");
         for (const std::string& input : inputs)
             if (same_file(st, input)) {

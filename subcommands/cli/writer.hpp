@@ -5,6 +5,8 @@
 // the shell reports as status 141.
 #pragma once
 
+#include <sys/types.h>
+
 #include <exception>
 #include <string>
 #include <string_view>
@@ -29,6 +31,10 @@ public:
 // Writes all of `text` and flushes. Throws StdoutClosed on EPIPE,
 // OutputError ("writing output: ...") on any other failure.
 void write_stdout(std::string_view text);
+
+// What a path that is not a regular file is, in words for an error
+// ("a directory", "a FIFO"...), from its stat mode.
+const char* file_kind_in_words(mode_t mode);
 
 // A file gpumem writes besides stdout (--plot FILE.svg), checked before any
 // work: `option` names it in errors. Refused as usage errors: an empty

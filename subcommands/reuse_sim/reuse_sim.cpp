@@ -33,6 +33,7 @@
 #include "reuse_sim/tuner.hpp"
 #include "reuse_sim/workloads.hpp"
 #include "cli/terminal.hpp"
+#include "cli/writer.hpp"
 #include "process/child.hpp"
 
 namespace gpumem::cli {
@@ -615,15 +616,6 @@ TuneRequest check_grid(const GridOptions& o, std::uint64_t capacity, bool tune) 
     return grid;
 }
 
-const char* kind_of_file(mode_t mode) {
-    if (S_ISDIR(mode)) return "a directory";
-    if (S_ISCHR(mode)) return "a character device";
-    if (S_ISBLK(mode)) return "a block device";
-    if (S_ISFIFO(mode)) return "a FIFO";
-    if (S_ISSOCK(mode)) return "a socket";
-    return "not a regular file";
-}
-
 // The files a program's command line names: each word, and what follows
 // '=' in --opt=FILE.
 std::vector<std::string> named_paths(const std::vector<std::string>& program) {
@@ -648,7 +640,7 @@ void check_record_target(const std::string& path, const std::string& shown, cons
     if (::stat(path.c_str(), &st) != 0) return;  // a new file
     std::string refusal = option + " " + shown + ": ";
     if (!S_ISREG(st.st_mode)) {
-        refusal += kind_of_file(st.st_mode);
+        refusal += cli::file_kind_in_words(st.st_mode);
         refusal += "; " + option + " writes a new file or replaces a regular one";
         throw UsageError(refusal);
     }
