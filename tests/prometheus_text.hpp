@@ -19,6 +19,7 @@
 #include <doctest/doctest.h>
 
 #include "cli_harness.hpp"
+#include "tests_dir.hpp"
 
 namespace prometheus_text {
 
@@ -113,8 +114,7 @@ struct Check {
 };
 
 inline std::string check_script() {
-    const char* dir = std::getenv("GPUMEM_TESTS_DIR");
-    return std::string(dir ? dir : GPUMEM_TESTS_SOURCE_DIR) + "/prometheus-check.sh";
+    return tests_dir() + "/prometheus-check.sh";
 }
 
 // The script on several texts at once (it starts its readers once for them

@@ -9,13 +9,12 @@
 #include <cstdlib>
 #include <string>
 
+#include "tests_dir.hpp"
+
 namespace record_fixtures {
 
-// The tests' folder: run-tests.sh says where (on the GPU machine it is not where this was built).
-inline std::string tests_dir() {
-    const char* dir = std::getenv("GPUMEM_TESTS_DIR");
-    return dir ? dir : GPUMEM_TESTS_SOURCE_DIR;
-}
+using ::tests_dir;
+
 // The stand-in torch (standin/), the chained sitecustomize (chained/) and the programs.
 inline std::string record_dir() { return tests_dir() + "/fixtures/record"; }
 

@@ -16,6 +16,7 @@
 #include "reuse_sim/batch_model.hpp"
 #include "reuse_sim/trace_reader.hpp"
 #include "reuse_sim_helpers.hpp"
+#include "tests_dir.hpp"
 
 namespace {
 
@@ -337,8 +338,7 @@ TEST_CASE("batch model: even batch 1 out of memory, and every batch fitting up t
 namespace {
 
 std::vector<rs::Event> fixture_events(const std::string& name) {
-    const char* dir = std::getenv("GPUMEM_TESTS_DIR");
-    const std::string path = std::string(dir ? dir : GPUMEM_TESTS_SOURCE_DIR) + "/fixtures/torch/" + name;
+    const std::string path = tests_dir() + "/fixtures/torch/" + name;
     std::unique_ptr<rs::EventSource> source = rs::open_trace(path, rs::TraceFormat::automatic);
     std::vector<rs::Event> events;
     rs::Event e;

@@ -24,17 +24,13 @@
 #include "check_fixtures.hpp"
 #include "cli_harness.hpp"
 #include "in_process.hpp"
+#include "tests_dir.hpp"
 
 using namespace gpumem;
 using namespace gpumem::cli;
 using nlohmann::json;
 
 namespace {
-
-std::string tests_dir() {
-    const char* dir = std::getenv("GPUMEM_TESTS_DIR");
-    return dir ? dir : GPUMEM_TESTS_SOURCE_DIR;
-}
 
 DeviceIdentity gpu(int cuda) { return test_gpu_identity(cuda); }
 

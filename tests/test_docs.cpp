@@ -15,15 +15,15 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_harness.hpp"
+#include "tests_dir.hpp"
 
 using nlohmann::json;
 
 namespace {
 
-std::string man_page() {
-    const char* dir = std::getenv("GPUMEM_TESTS_DIR");
-    return slurp(std::string(dir ? dir : GPUMEM_TESTS_SOURCE_DIR) + "/../man/gpumem.1.scd");
-}
+std::string man_page_source() { return tests_dir() + "/../man/gpumem.1.scd"; }
+
+std::string man_page() { return slurp(man_page_source()); }
 
 // The text of `# TITLE` up to the next top-level heading.
 std::string section(const std::string& page, const std::string& title) {
@@ -110,22 +110,33 @@ TEST_CASE("docs: the schema is JSON Schema for one object per command, closed to
     }
 }
 
+namespace {
+
+// scdoc and groff, as the page is built and as man renders it; where either
+// is missing the rendering tests say so and check nothing.
+bool man_renderer_installed() {
+    if (run_program("/bin/sh", {"-c", "command -v scdoc && command -v groff"}).status == 0) return true;
+    MESSAGE("scdoc or groff not installed: the man page is not rendered");
+    return false;
+}
+
+// The man page through scdoc and groff for a terminal (-Tutf8), with
+// `groff_options` (its line length -rLL, warnings, -P-cbou for plain text).
+RunResult render_man_page(const std::string& groff_options) {
+    return run_program("/bin/sh", {"-c", "scdoc < \"$1\" | groff -t -man -Tutf8 " + groff_options, "sh", man_page_source()});
+}
+
+}  // namespace
+
 // troff warns where it cannot break a line (a word wider than its table
 // column): the page then runs past the terminal's edge. Rendered as man
 // renders it for terminals of 80, 100 and 120 columns (a line of 78 at 80),
 // with every warning on; skipped where scdoc or groff is not installed.
 TEST_CASE("docs: the man page renders without a troff warning at 80, 100 and 120 columns") {
-    const RunResult tools = run_program("/bin/sh", {"-c", "command -v scdoc && command -v groff"});
-    if (tools.status != 0) {
-        MESSAGE("scdoc or groff not installed: the man page is not rendered");
-        return;
-    }
-    const char* dir = std::getenv("GPUMEM_TESTS_DIR");
-    const std::string page = std::string(dir ? dir : GPUMEM_TESTS_SOURCE_DIR) + "/../man/gpumem.1.scd";
+    if (!man_renderer_installed()) return;
     for (const char* line_length : {"78n", "80n", "98n", "100n", "118n", "120n"}) {
         CAPTURE(line_length);
-        const RunResult r = run_program(
-            "/bin/sh", {"-c", "scdoc < \"$1\" | groff -t -man -Tutf8 -rLL=\"$2\" -ww -z", "sh", page, line_length});
+        const RunResult r = render_man_page(std::string("-rLL=") + line_length + " -ww -z");
         CHECK(r.status == 0);
         CHECK(r.err == "");
     }
@@ -136,17 +147,10 @@ TEST_CASE("docs: the man page renders without a troff warning at 80, 100 and 120
 // line length of 78 and 98), no line is wider than the terminal; code
 // blocks (no fill) included.
 TEST_CASE("docs: the man page at 80 and 100 columns has no line wider than the terminal") {
-    const RunResult tools = run_program("/bin/sh", {"-c", "command -v scdoc && command -v groff"});
-    if (tools.status != 0) {
-        MESSAGE("scdoc or groff not installed: the man page is not rendered");
-        return;
-    }
-    const char* dir = std::getenv("GPUMEM_TESTS_DIR");
-    const std::string page = std::string(dir ? dir : GPUMEM_TESTS_SOURCE_DIR) + "/../man/gpumem.1.scd";
+    if (!man_renderer_installed()) return;
     for (const std::size_t columns : {std::size_t{80}, std::size_t{100}}) {
         CAPTURE(columns);
-        const RunResult r = run_program("/bin/sh", {"-c", "scdoc < \"$1\" | groff -t -man -Tutf8 -rLL=\"$2\"n -P-cbou", "sh", page,
-                                                    std::to_string(columns - 2)});
+        const RunResult r = render_man_page("-rLL=" + std::to_string(columns - 2) + "n -P-cbou");
         REQUIRE(r.status == 0);
         CHECK(r.out.size() > 10000);
         for (const std::string& line : lines_wider(r.out, columns)) {
@@ -239,16 +243,9 @@ bool rendered_whole(const std::vector<std::string>& rendered, const CodeBlock& b
 // source means it (issue 48: `IFS=$'\t'` rendered as `IFS=$'t'`, and the `\`
 // that continues a line was dropped, with no word from groff).
 TEST_CASE("docs: every code block of the man page renders as its source, backslashes included") {
-    const RunResult tools = run_program("/bin/sh", {"-c", "command -v scdoc && command -v groff"});
-    if (tools.status != 0) {
-        MESSAGE("scdoc or groff not installed: the man page is not rendered");
-        return;
-    }
-    const char* dir = std::getenv("GPUMEM_TESTS_DIR");
-    const std::string page = std::string(dir ? dir : GPUMEM_TESTS_SOURCE_DIR) + "/../man/gpumem.1.scd";
+    if (!man_renderer_installed()) return;
     // Wide enough that no line of a block is cut; no bold or underline.
-    const RunResult r =
-        run_program("/bin/sh", {"-c", "scdoc < \"$1\" | groff -t -man -Tutf8 -rLL=300n -P-cbou", "sh", page});
+    const RunResult r = render_man_page("-rLL=300n -P-cbou");
     REQUIRE(r.status == 0);
     const std::vector<std::string> rendered = trimmed_lines(r.out);
     const std::vector<CodeBlock> blocks = code_blocks(man_page());

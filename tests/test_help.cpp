@@ -17,6 +17,7 @@
 #include "base/name_table.hpp"
 #include "cli/lists.hpp"
 #include "cli_harness.hpp"
+#include "tests_dir.hpp"
 
 namespace {
 
@@ -288,8 +289,7 @@ TEST_CASE("help: --schema COMMAND prints that command's schema only") {
 // its lists in (CommandDefinition::lists), with a table of its own where
 // the list has more columns, and no file of cli/ includes a command's folder.
 TEST_CASE("--list: each command hands its lists in; the shared layer includes no command's header") {
-    const char* dir = std::getenv("GPUMEM_TESTS_DIR");
-    const std::filesystem::path subcommands = std::filesystem::path(dir ? dir : GPUMEM_TESTS_SOURCE_DIR) / ".." / "subcommands";
+    const std::filesystem::path subcommands = std::filesystem::path(tests_dir()) / ".." / "subcommands";
     // A command folder named as a library of src/ (reuse_sim) cannot be told
     // from it by its include path, and is left out.
     std::vector<std::string> commands;

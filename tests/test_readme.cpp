@@ -12,14 +12,14 @@
 #include <vector>
 
 #include "cli_harness.hpp"
+#include "tests_dir.hpp"
 
 namespace {
 
 constexpr const char* kMarker = "<!-- example: no GPU -->";
 
 std::string repository_root() {
-    const char* dir = std::getenv("GPUMEM_TESTS_DIR");
-    return std::string(dir ? dir : GPUMEM_TESTS_SOURCE_DIR) + "/..";
+    return tests_dir() + "/..";
 }
 
 struct Example {

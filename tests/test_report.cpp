@@ -25,6 +25,7 @@
 #include "base/fleet.hpp"
 #include "core/fleet_input.hpp"
 #include "cli_harness.hpp"
+#include "tests_dir.hpp"
 
 using nlohmann::json;
 using namespace gpumem::fleet;
@@ -339,8 +340,7 @@ TEST_CASE("report: rows in host order with numbers as numbers, GPUs before GPU-l
 namespace {
 
 std::string fixture(const std::string& name) {
-    const char* dir = std::getenv("GPUMEM_TESTS_DIR");
-    return std::string(dir ? dir : GPUMEM_TESTS_SOURCE_DIR) + "/fixtures/report/" + name;
+    return tests_dir() + "/fixtures/report/" + name;
 }
 
 void collect_keys(const json& value, std::set<std::string>& keys) {
@@ -576,8 +576,7 @@ TEST_CASE("report: read_fleet merges in input order on any number of threads, th
 }
 
 TEST_CASE("examples: the Slurm scripts parse (tests/slurm-test.sh runs the prolog under a real slurmctld)") {
-    const char* dir = std::getenv("GPUMEM_TESTS_DIR");
-    const std::string examples = std::string(dir ? dir : GPUMEM_TESTS_SOURCE_DIR) + "/../examples/";
+    const std::string examples = tests_dir() + "/../examples/";
     for (const char* script : {"slurm-prolog.sh", "slurm-epilog.sh", "slurm-healthcheck.sh"}) {
         CAPTURE(script);
         CHECK(run_program("/bin/bash", {"-n", examples + script}).status == 0);

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_harness.hpp"
+#include "tests_dir.hpp"
 
 namespace {
 
@@ -321,8 +322,7 @@ TEST_CASE("reuse-sim: a snapshot that would run code is refused, not run") {
 }
 
 TEST_CASE("reuse-sim: a snapshot's allocator settings apply, flags override them, --memory-fraction sets the capacity") {
-    const char* tests_dir = std::getenv("GPUMEM_TESTS_DIR");
-    const std::string snapshot = std::string(tests_dir ? tests_dir : GPUMEM_TESTS_SOURCE_DIR) + "/fixtures/snapshots/small_p4.pickle";
+    const std::string snapshot = tests_dir() + "/fixtures/snapshots/small_p4.pickle";
     const RunResult r = run_gpumem({"reuse-sim", "replay", "--trace", snapshot, "--strategy", "torch-caching", "--json"});
     REQUIRE(r.status == 0);
     const nlohmann::json d = nlohmann::json::parse(r.out);
@@ -357,8 +357,7 @@ TEST_CASE("reuse-sim: a snapshot's allocator settings apply, flags override them
 namespace {
 
 std::string fixture(const std::string& name) {
-    const char* tests_dir = std::getenv("GPUMEM_TESTS_DIR");
-    return std::string(tests_dir ? tests_dir : GPUMEM_TESTS_SOURCE_DIR) + "/fixtures/" + name;
+    return tests_dir() + "/fixtures/" + name;
 }
 
 }  // namespace

@@ -11,7 +11,6 @@
 // the real ones were recorded on a GPU (their README.md).
 #include <doctest/doctest.h>
 
-#include <dirent.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -27,30 +26,17 @@
 #include "reuse_sim/snapshot_reader.hpp"
 #include "reuse_sim/trace_reader.hpp"
 #include "reuse_sim_helpers.hpp"
+#include "tests_dir.hpp"
 
 namespace {
 
 using nlohmann::json;
 
 std::string features_dir() {
-    const char* dir = std::getenv("GPUMEM_TESTS_DIR");
-    return std::string(dir ? dir : GPUMEM_TESTS_SOURCE_DIR) + "/fixtures/allocator_features";
+    return tests_dir() + "/fixtures/allocator_features";
 }
 
-std::vector<std::string> feature_fixtures() {
-    std::vector<std::string> names;
-    DIR* d = opendir(features_dir().c_str());
-    if (!d) return names;
-    while (const dirent* e = readdir(d)) {
-        const std::string n = e->d_name;
-        const std::string suffix = ".stats.json";
-        if (n.size() > suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0)
-            names.push_back(n.substr(0, n.size() - suffix.size()));
-    }
-    closedir(d);
-    std::sort(names.begin(), names.end());
-    return names;
-}
+std::vector<std::string> feature_fixtures() { return names_ending_in(features_dir(), ".stats.json"); }
 
 json read_stats(const std::string& name) {
     std::ifstream in(features_dir() + "/" + name + ".stats.json");

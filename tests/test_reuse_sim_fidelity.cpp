@@ -10,7 +10,6 @@
 // reason (kKnownDifferences), so that any change shows.
 #include <doctest/doctest.h>
 
-#include <dirent.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -21,28 +20,15 @@
 
 #include "reuse_sim_helpers.hpp"
 #include "reuse_sim/trace_reader.hpp"
+#include "tests_dir.hpp"
 
 namespace {
 
 std::string fixture_dir() {
-    const char* dir = std::getenv("GPUMEM_TESTS_DIR");
-    return std::string(dir ? dir : GPUMEM_TESTS_SOURCE_DIR) + "/fixtures/torch";
+    return tests_dir() + "/fixtures/torch";
 }
 
-std::vector<std::string> fixture_names() {
-    std::vector<std::string> names;
-    DIR* d = opendir(fixture_dir().c_str());
-    if (!d) return names;
-    while (const dirent* e = readdir(d)) {
-        const std::string n = e->d_name;
-        const std::string suffix = ".stats.json";
-        if (n.size() > suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0)
-            names.push_back(n.substr(0, n.size() - suffix.size()));
-    }
-    closedir(d);
-    std::sort(names.begin(), names.end());
-    return names;
-}
+std::vector<std::string> fixture_names() { return names_ending_in(fixture_dir(), ".stats.json"); }
 
 // A counter the model does not reproduce exactly on a fixture: its value
 // in the model, and why it differs. Empty while every counter is exact.

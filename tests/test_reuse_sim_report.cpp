@@ -21,6 +21,7 @@
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
 #include "reuse_sim/reuse_sim.hpp"
+#include "tests_dir.hpp"
 
 using namespace gpumem;
 using namespace gpumem::cli;
@@ -296,7 +297,7 @@ TEST_CASE("reuse-sim: the strategy table is what --help, --list strategies and t
     REQUIRE(help.status == 0);
     const RunResult list = run_gpumem({"--list", "strategies", "--format", "value"});
     REQUIRE(list.status == 0);
-    const std::string man = slurp(std::string(GPUMEM_TESTS_SOURCE_DIR) + "/../man/gpumem.1.scd");
+    const std::string man = slurp(tests_dir() + "/../man/gpumem.1.scd");
     const std::size_t section = man.find("\n# REUSE-SIM\n");
     REQUIRE(section != std::string::npos);
     const std::string reuse = man.substr(section, man.find("\n# ", section + 5) - section);

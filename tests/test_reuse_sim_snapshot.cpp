@@ -13,14 +13,14 @@
 #include "reuse_sim/trace_reader.hpp"
 #include "reuse_sim/workloads.hpp"
 #include "reuse_sim_helpers.hpp"
+#include "tests_dir.hpp"
 
 namespace pk = gpumem::reuse_sim::pickle;
 
 namespace {
 
 std::string snapshots_dir() {
-    const char* dir = std::getenv("GPUMEM_TESTS_DIR");
-    return std::string(dir ? dir : GPUMEM_TESTS_SOURCE_DIR) + "/fixtures/snapshots/";
+    return tests_dir() + "/fixtures/snapshots/";
 }
 
 // A text of the events, one per line: "alloc 0 3145728 0".

@@ -5,7 +5,6 @@
 // their ambiguous releases) and on random 4-stream traces.
 #include <doctest/doctest.h>
 
-#include <dirent.h>
 
 #include <algorithm>
 #include <cmath>
@@ -22,6 +21,7 @@
 #include "reuse_sim/cost_table.hpp"
 #include "reuse_sim/trace_reader.hpp"
 #include "reuse_sim/tune_replays.hpp"
+#include "tests_dir.hpp"
 
 using namespace gpumem;
 using namespace gpumem::cli;
@@ -32,20 +32,12 @@ namespace {
 constexpr std::uint64_t kMiB = 1ULL << 20;
 
 std::string fixture_dir() {
-    const char* dir = std::getenv("GPUMEM_TESTS_DIR");
-    return std::string(dir ? dir : GPUMEM_TESTS_SOURCE_DIR) + "/fixtures/torch";
+    return tests_dir() + "/fixtures/torch";
 }
 
 std::vector<std::string> fixtures() {
     std::vector<std::string> paths;
-    DIR* d = opendir(fixture_dir().c_str());
-    if (!d) return paths;
-    while (const dirent* e = readdir(d)) {
-        const std::string n = e->d_name;
-        if (n.size() > 7 && n.compare(n.size() - 7, 7, ".pickle") == 0) paths.push_back(fixture_dir() + "/" + n);
-    }
-    closedir(d);
-    std::sort(paths.begin(), paths.end());
+    for (const std::string& name : names_ending_in(fixture_dir(), ".pickle")) paths.push_back(fixture_dir() + "/" + name + ".pickle");
     return paths;
 }
 

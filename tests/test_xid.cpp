@@ -25,14 +25,14 @@
 #include "cli/lists.hpp"
 #include "core/kernel_log.hpp"
 #include "usage_error.hpp"
+#include "tests_dir.hpp"
 
 using namespace gpumem;
 
 namespace {
 
 std::string fixture(const std::string& name) {
-    const char* dir = std::getenv("GPUMEM_TESTS_DIR");
-    return std::string(dir ? dir : GPUMEM_TESTS_SOURCE_DIR) + "/fixtures/kernel_log/" + name;
+    return tests_dir() + "/fixtures/kernel_log/" + name;
 }
 
 PciAddress pci(unsigned bus) {
@@ -60,8 +60,7 @@ struct CatalogFact {
 };
 
 std::vector<CatalogFact> catalog_facts() {
-    const char* dir = std::getenv("GPUMEM_TESTS_DIR");
-    std::ifstream in(std::string(dir ? dir : GPUMEM_TESTS_SOURCE_DIR) + "/fixtures/xid/catalog.tsv");
+    std::ifstream in(tests_dir() + "/fixtures/xid/catalog.tsv");
     REQUIRE(in);
     std::vector<CatalogFact> facts;
     std::string line;
