@@ -32,12 +32,10 @@
 set -u
 GPUMEM=${1:-${GPUMEM:-}}
 OUT=${2:-${OUT:-/tmp/converge-out}}
-if [ -z "$GPUMEM" ]; then
-    if [ -x "$PWD/.device/gpumem" ]; then GPUMEM=$PWD/.device/gpumem; else GPUMEM=$(command -v gpumem || true); fi
-fi
-[ -x "$GPUMEM" ] || { echo "converge.sh: no gpumem binary (set GPUMEM)" >&2; exit 2; }
-GPUMEM=$(cd "$(dirname "$GPUMEM")" && pwd)/$(basename "$GPUMEM")
 HERE=$(cd "$(dirname "$0")" && pwd)
+NAME=converge
+source "$HERE/gpu_pool.sh"
+pool_find_gpumem
 PROGS=$HERE/converge_programs
 PY="python3 $HERE/torch_bench.py"
 WORK=${WORK:-/tmp/converge-work}
@@ -48,38 +46,7 @@ CONFIRM_TIMEOUT=${CONFIRM_TIMEOUT:-300}
 DEADLINE=${DEADLINE:-450}
 HARD_LIMIT=${HARD_LIMIT:-530}
 CAPS=${CAPS:-}
-# The runs choose their own settings: none inherited.
-unset PYTORCH_ALLOC_CONF PYTORCH_CUDA_ALLOC_CONF
-if [ -z "${GPUS:-}" ]; then
-    if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then GPUS=${CUDA_VISIBLE_DEVICES//,/ }
-    else GPUS=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | tr -d ' ' | tr '\n' ' '); fi
-fi
-[ -n "${GPUS// /}" ] || GPUS=0
-rm -rf "$WORK"
-mkdir -p "$WORK" "$OUT"
-START=$SECONDS
-{
-    echo "converge.sh: $(date -u '+%F %T') UTC, gpumem $("$GPUMEM" --version 2>/dev/null | head -1), GPUs: $GPUS"
-    nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader 2>/dev/null
-    python3 -c 'import torch; print("torch", torch.__version__)' 2>&1 | tail -1
-} | tee "$WORK/machine.txt" >&2
-
-elapsed() { echo $((SECONDS - START)); }
-seconds_since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f\n", b - a }'; }
-
-# A run under a wall-time limit, stoppable: the worker's TERM trap stops
-# the run going (timeout passes the signal to gpumem and its program).
-CUR=
-limited() {  # SECONDS OUTFILE ERRFILE CMD... -> the command's status (124: timed out)
-    local limit=$1 out=$2 err=$3
-    shift 3
-    timeout -k 15 "$limit" "$@" < /dev/null > "$out" 2> "$err" &
-    CUR=$!
-    wait "$CUR"
-    local rc=$?
-    CUR=
-    return $rc
-}
+pool_start
 
 # One recorded run of the program: BASE.{pickle,stats.json,out,err,exit,wall}.
 record() {  # GPU PROGRAM BASE CAP SETTING ("" for PyTorch's defaults; CAP "" for none)
@@ -164,56 +131,7 @@ converge_one() {  # GPU PROGRAM
     say "done"
 }
 
-worker() {  # GPU: takes programs off the list until none is left
-    trap '[ -n "$CUR" ] && kill -TERM "$CUR" 2>/dev/null; exit 143' TERM
-    local gpu=$1 prog
-    for prog in $PROGRAMS; do
-        mkdir "$WORK/.claim.$prog" 2>/dev/null || continue
-        [ "$(elapsed)" -ge "$DEADLINE" ] && { mkdir -p "$WORK/$prog"; echo "$prog" > "$WORK/$prog/program.txt"; echo "not started: deadline" > "$WORK/$prog/note.txt"; continue; }
-        converge_one "$gpu" "$prog"
-        touch "$WORK/$prog/done"
-    done
-}
-
-snapshot() {  # everything but the recordings, into $OUT
-    tar czf "$OUT/converge.tgz.part" -C "$(dirname "$WORK")" --exclude='*.pickle' "$(basename "$WORK")" 2>/dev/null
-    mv -f "$OUT/converge.tgz.part" "$OUT/converge.tgz"
-}
-
-pids=()
-for gpu in $GPUS; do
-    worker "$gpu" &
-    pids+=($!)
-done
-last_tar=$SECONDS
-while :; do
-    alive=0
-    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
-    [ $alive = 1 ] || break
-    if [ "$(elapsed)" -ge "$HARD_LIMIT" ]; then
-        echo "[$(elapsed) s] hard limit ($HARD_LIMIT s): stopping the runs still going" >&2
-        for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null; done
-        for dir in "$WORK"/*/; do
-            [ -f "$dir/program.txt" ] && [ ! -f "$dir/done" ] && echo "stopped at the hard limit ($HARD_LIMIT s)" >> "$dir/note.txt"
-        done
-        for _ in $(seq 20); do  # the runs stopped, give gpumem a moment to write what it measured
-            alive=0
-            for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
-            [ $alive = 1 ] || break
-            sleep 1
-        done
-        break
-    fi
-    if [ $((SECONDS - last_tar)) -ge 30 ]; then snapshot; last_tar=$SECONDS; fi
-    sleep 5
-done
-wait 2>/dev/null
-for prog in $PROGRAMS; do  # the programs no worker reached still get a row
-    [ -d "$WORK/$prog" ] && continue
-    mkdir -p "$WORK/$prog"
-    echo "$prog" > "$WORK/$prog/program.txt"
-    echo "not started: the hard limit ($HARD_LIMIT s) came first" > "$WORK/$prog/note.txt"
-done
+pool_run converge_one
 
 {
     echo "# tune --confirm 3 against brute force on programs that change course after an OOM (issue 36)"
@@ -224,6 +142,6 @@ done
     $PY converge-table "$WORK"
 } > "$WORK/converge.md" 2> "$WORK/table.err"
 cp "$WORK/converge.md" "$OUT/converge.md"
-snapshot
+pool_snapshot
 (cd "$(dirname "$WORK")" && find "$(basename "$WORK")" -name '*.pickle' -print0 | tar czf "$OUT/converge-pickles.tgz" --null -T -)
 cat "$OUT/converge.md"

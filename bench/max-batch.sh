@@ -33,12 +33,10 @@
 set -u
 GPUMEM=${1:-${GPUMEM:-}}
 OUT=${2:-${OUT:-/tmp/max-batch-out}}
-if [ -z "$GPUMEM" ]; then
-    if [ -x "$PWD/.device/gpumem" ]; then GPUMEM=$PWD/.device/gpumem; else GPUMEM=$(command -v gpumem || true); fi
-fi
-[ -x "$GPUMEM" ] || { echo "max-batch.sh: no gpumem binary (set GPUMEM)" >&2; exit 2; }
-GPUMEM=$(cd "$(dirname "$GPUMEM")" && pwd)/$(basename "$GPUMEM")
 HERE=$(cd "$(dirname "$0")" && pwd)
+NAME=max-batch
+source "$HERE/gpu_pool.sh"
+pool_find_gpumem
 PROGS=$HERE/batch_programs
 PY="python3 $HERE/torch_bench.py"
 WORK=${WORK:-/tmp/max-batch-work}
@@ -55,35 +53,7 @@ RUN_TIMEOUT=${RUN_TIMEOUT:-90}
 E2E_TIMEOUT=${E2E_TIMEOUT:-300}
 DEADLINE=${DEADLINE:-450}
 HARD_LIMIT=${HARD_LIMIT:-530}
-unset PYTORCH_ALLOC_CONF PYTORCH_CUDA_ALLOC_CONF
-if [ -z "${GPUS:-}" ]; then
-    if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then GPUS=${CUDA_VISIBLE_DEVICES//,/ }
-    else GPUS=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | tr -d ' ' | tr '\n' ' '); fi
-fi
-[ -n "${GPUS// /}" ] || GPUS=0
-rm -rf "$WORK"
-mkdir -p "$WORK" "$OUT"
-START=$SECONDS
-{
-    echo "max-batch.sh: $(date -u '+%F %T') UTC, gpumem $("$GPUMEM" --version 2>/dev/null | head -1), GPUs: $GPUS"
-    nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader 2>/dev/null
-    python3 -c 'import torch; print("torch", torch.__version__)' 2>&1 | tail -1
-} | tee "$WORK/machine.txt" >&2
-
-elapsed() { echo $((SECONDS - START)); }
-seconds_since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f\n", b - a }'; }
-
-CUR=
-limited() {  # SECONDS OUTFILE ERRFILE CMD... -> the command's status (124: timed out)
-    local limit=$1 out=$2 err=$3
-    shift 3
-    timeout -k 15 "$limit" "$@" < /dev/null > "$out" 2> "$err" &
-    CUR=$!
-    wait "$CUR"
-    local rc=$?
-    CUR=
-    return $rc
-}
+pool_start
 
 # gpumem under a limit: BASE.{json,err,exit,wall}.
 gpumem_timed() {  # GPU BASE ARGS...
@@ -186,56 +156,7 @@ max_batch_one() {  # GPU PROGRAM
     say "true largest batch: $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["largest"], "after", d["runs"], "runs,", round(d["wall"], 1), "s")' "$dir/search.json")"
 }
 
-worker() {  # GPU: takes programs off the list until none is left
-    trap '[ -n "$CUR" ] && kill -TERM "$CUR" 2>/dev/null; exit 143' TERM
-    local gpu=$1 prog
-    for prog in $PROGRAMS; do
-        mkdir "$WORK/.claim.$prog" 2>/dev/null || continue
-        [ "$(elapsed)" -ge "$DEADLINE" ] && { mkdir -p "$WORK/$prog"; echo "$prog" > "$WORK/$prog/program.txt"; echo "not started: deadline" > "$WORK/$prog/note.txt"; continue; }
-        max_batch_one "$gpu" "$prog"
-        touch "$WORK/$prog/done"
-    done
-}
-
-snapshot() {  # everything but the recordings, into $OUT
-    tar czf "$OUT/max-batch.tgz.part" -C "$(dirname "$WORK")" --exclude='*.pickle' "$(basename "$WORK")" 2>/dev/null
-    mv -f "$OUT/max-batch.tgz.part" "$OUT/max-batch.tgz"
-}
-
-pids=()
-for gpu in $GPUS; do
-    worker "$gpu" &
-    pids+=($!)
-done
-last_tar=$SECONDS
-while :; do
-    alive=0
-    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
-    [ $alive = 1 ] || break
-    if [ "$(elapsed)" -ge "$HARD_LIMIT" ]; then
-        echo "[$(elapsed) s] hard limit ($HARD_LIMIT s): stopping the runs still going" >&2
-        for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null; done
-        for dir in "$WORK"/*/; do
-            [ -f "$dir/program.txt" ] && [ ! -f "$dir/done" ] && echo "stopped at the hard limit ($HARD_LIMIT s)" >> "$dir/note.txt"
-        done
-        for _ in $(seq 20); do  # the runs stopped, give gpumem a moment to write what it measured
-            alive=0
-            for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
-            [ $alive = 1 ] || break
-            sleep 1
-        done
-        break
-    fi
-    if [ $((SECONDS - last_tar)) -ge 30 ]; then snapshot; last_tar=$SECONDS; fi
-    sleep 5
-done
-wait 2>/dev/null
-for prog in $PROGRAMS; do  # the programs no worker reached still get a row
-    [ -d "$WORK/$prog" ] && continue
-    mkdir -p "$WORK/$prog"
-    echo "$prog" > "$WORK/$prog/program.txt"
-    echo "not started: the hard limit ($HARD_LIMIT s) came first" > "$WORK/$prog/note.txt"
-done
+pool_run max_batch_one
 # A program stopped mid-search still gets its search.json from the runs it made.
 for dir in "$WORK"/*/; do
     [ -f "$dir/program.txt" ] && [ ! -f "$dir/search.json" ] && $PY search-result "$dir" "$STEP" "$LIMIT_BS" > "$dir/search.json"
@@ -250,5 +171,5 @@ done
     $PY max-batch-table "$WORK"
 } > "$WORK/max-batch.md" 2> "$WORK/table.err"
 cp "$WORK/max-batch.md" "$OUT/max-batch.md"
-snapshot
+pool_snapshot
 cat "$OUT/max-batch.md"
