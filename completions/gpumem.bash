@@ -64,8 +64,14 @@ _gpumem_all_opts="alloc_test_latency:--api alloc_test_fill:--pattern reuse_sim_r
 # Values that are file names.
 _gpumem_file_opts="-o --output --batch-trace --trace --costs --timeline --save-trace --plot --save-costs --thresholds --kernel-log"
 
+# Options that take a value elsewhere but are flags in CONTEXT, as
+# CONTEXT:OPTION (tune --confirm K; max-batch --confirm).
+_gpumem_flag_opts="reuse_sim_max_batch:--confirm"
+
+# Whether option $1 takes the next word as its value in context $2.
 _gpumem_takes_value() {
-    [[ -n $1 && " $_gpumem_value_opts " == *[[:space:]]"$1"[[:space:]]* ]]
+    [[ -n $1 && " $_gpumem_value_opts " == *[[:space:]]"$1"[[:space:]]* ]] || return 1
+    [[ " $_gpumem_flag_opts " != *" ${2-}:$1 "* ]]
 }
 
 # The names of gpumem's list $2 (`gpumem --list $2`), one per line; $1 is the
@@ -167,12 +173,14 @@ _gpumem() {
 
     # The command, its mode and how many positional words follow them
     # (skipping options and their values).
-    local i w sub="" mode="" modes="" npos=0 skip=0
+    local i w here sub="" mode="" modes="" npos=0 skip=0
     for ((i = 1; i < cword; i++)); do
         w=${words[i]}
         if ((skip)); then skip=0; continue; fi
         if [[ $w == = ]]; then skip=1; continue; fi  # OPTION = VALUE, split by readline
-        if _gpumem_takes_value "$w"; then
+        here=${sub//-/_}
+        [[ -n $mode ]] && here+=_${mode//-/_}
+        if _gpumem_takes_value "$w" "$here"; then
             [[ ${words[i + 1]-} == = ]] || skip=1
             continue
         fi
@@ -193,7 +201,7 @@ _gpumem() {
     local ctx=${sub//-/_}
     [[ -n $mode ]] && ctx+=_${mode//-/_}
 
-    if _gpumem_takes_value "$prev"; then
+    if _gpumem_takes_value "$prev" "$ctx"; then
         if [[ " $_gpumem_file_opts " == *" $prev "* ]]; then
             if declare -F _filedir >/dev/null 2>&1; then
                 _filedir

@@ -18,12 +18,12 @@
 #include <vector>
 
 #include "cli_harness.hpp"
+#include "tests_dir.hpp"
 
 namespace {
 
 std::string completions_dir() {
-    const char* dir = std::getenv("GPUMEM_TESTS_DIR");
-    return std::string(dir ? dir : GPUMEM_TESTS_SOURCE_DIR) + "/../completions";
+    return tests_dir() + "/../completions";
 }
 
 std::vector<std::string> lines_of(const std::string& text) {
@@ -52,6 +52,7 @@ std::vector<std::string> split(const std::string& text, char sep) {
 // What one --help lists.
 struct Help {
     std::vector<std::string> options;                   // long options, with their dashes
+    std::set<std::string> flags;                        // those of `options` that take no value
     std::vector<std::string> subcommands;               // subcommands (alloc-test: modes)
     std::map<std::string, std::vector<std::string>> choices;  // option (or positional name) -> {a,b,c}
 };
@@ -85,6 +86,7 @@ Help parse_help(const std::string& text, bool root) {
             for (const std::string& name : split(names, ',')) {
                 if (name.rfind("--", 0) != 0) continue;  // -s: short names are not checked
                 help.options.push_back(name);
+                if (head.find(' ') == std::string::npos) help.flags.insert(name);  // "--confirm", not "--max-runs N"
                 if (open != std::string::npos && close != std::string::npos && close > open)
                     help.choices[name] = split(head.substr(open + 2, close - open - 2), ',');
             }
@@ -224,8 +226,9 @@ std::string shell_quote(const std::string& s) {
 
 // What bash completes after `gpumem WORDS...` and one more (empty, or the
 // last of `words` when it ends with a partial word such as "naive,").
-std::set<std::string> bash_complete(std::vector<std::string> words) {
-    const bool partial = !words.empty() && words.back().find(',') != std::string::npos;
+// `partial`: the word being completed is the last of `words` in any case.
+std::set<std::string> bash_complete(std::vector<std::string> words, bool partial = false) {
+    partial = partial || (!words.empty() && words.back().find(',') != std::string::npos);
     if (!partial) words.push_back("");
     std::string array = "gpumem";
     for (const std::string& w : words) array += " " + shell_quote(w);
@@ -404,6 +407,36 @@ TEST_CASE("completions: every fixed choice is offered, from the list gpumem pars
     // --strategy...) are not printed there, and reuse-sim --growth takes any
     // size or xF besides its names, so fewer options are checked here.
     CHECK(checked >= 11);
+}
+
+// After a flag the next word is an option again; after an option that takes
+// a value it is that value. An option that takes a value in one command and
+// is a flag in another (reuse-sim tune --confirm K, max-batch --confirm)
+// goes by the command it is in: max-batch's --confirm followed by "--" was
+// completed as tune's value, that is, not at all.
+TEST_CASE("completions: bash offers options after each command's flags, and none after an option that takes a value") {
+    for (const auto& [command, help] : all_helps()) {
+        if (command.empty()) continue;
+        std::vector<std::string> words;
+        for (std::size_t at = 0; at <= command.size();) {
+            const std::size_t space = std::min(command.find(' ', at), command.size());
+            words.push_back(command.substr(at, space - at));
+            at = space + 1;
+        }
+        for (const std::string& option : help.options) {
+            if (option == "--help" || option == "--version") continue;
+            std::vector<std::string> line = words;
+            line.push_back(option);
+            line.push_back("--");
+            const std::string label = "gpumem " + command + " " + option + " --<TAB>";
+            INFO(label);
+            const std::set<std::string> offered = bash_complete(line, true);
+            if (help.flags.count(option) == 1)
+                CHECK(offered.count("--help") == 1);
+            else
+                CHECK(offered.count("--help") == 0);
+        }
+    }
 }
 
 TEST_CASE("completions: comma lists offer all first, then the rest of the names") {
