@@ -114,7 +114,7 @@ Plot replay_plot(const ReuseSimRequest& q, const ReuseSimResults& r) {
     add_timeline(plot, *r.timeline, names);
     add_cap(plot, q.capacity);
     const std::string input = q.input.trace ? base_name(*q.input.trace) : r.input_description;
-    plot.title = "gpumem reuse-sim: reserved memory replaying " + input + recorded_on(q);
+    plot.title = "gpumem reuse-sim replay: reserved memory replaying " + input + recorded_on(q);
     plot.subtitle = std::to_string(r.lanes.size()) + (r.lanes.size() == 1 ? " strategy" : " strategies") + " on a simulated device, " +
                     cap_text(q.capacity) + "; " + rs::group_digits(r.summary->events) + " events";
     plot.notes.push_back(band_note(*r.timeline, r.summary->events));
@@ -140,7 +140,7 @@ Plot tune_plot(const ReuseSimRequest& q, const ReuseSimResults& r) {
     add_timeline(plot, *t.plotted, names);
     add_cap(plot, q.capacity);
     const std::string input = q.input.trace ? base_name(*q.input.trace) : r.input_description;
-    plot.title = "gpumem reuse-sim: torch-caching's settings replaying " + input + recorded_on(q);
+    plot.title = "gpumem reuse-sim tune: torch-caching's settings replaying " + input + recorded_on(q);
     plot.subtitle = std::to_string(t.plotted_rows.size()) + " of " + std::to_string(t.grid_points) + " settings (the best of distinct outcomes" +
                     " and the recorded one), " + cap_text(q.capacity) + "; " + rs::group_digits(r.summary->events) + " events";
     plot.notes.push_back(band_note(*t.plotted, r.summary->events));
