@@ -9,6 +9,8 @@
 # NAME"`, then `complete -c gpumem -n $NAME ...`), with -x -a
 # '(__gpumem_names LIST)' for a list's names, -a '(__gpumem_comma_list LIST)'
 # for comma lists, -r -F for file names; a mode's options under $NAME_MODE.
+# reuse-sim's jobs share groups of options: each group is written once, in a
+# loop over the jobs that take it.
 # tests/test_completions.cpp checks these against `gpumem --help` and
 # `gpumem --list`.
 
@@ -199,24 +201,83 @@ complete -c gpumem -n $alloc_test_hold -l duration -x -d 'Hold this long (defaul
 complete -c gpumem -n $alloc_test_hold -l chunk -x -d 'Allocation piece size'
 
 # reuse-sim JOB
-set -l reuse_sim "__fish_seen_subcommand_from reuse-sim"
 complete -c gpumem -n '__gpumem_needs_word reuse-sim modes' -a '(__gpumem_commands reuse-sim)'
 
-set -l reuse_sim_replay "$reuse_sim; and __fish_seen_subcommand_from replay"
-complete -c gpumem -n $reuse_sim_replay -l workload -x -a '(__gpumem_names workloads)' -d 'Built-in workload'
-complete -c gpumem -n $reuse_sim_replay -l steps -x -d 'Steps of the workload'
-complete -c gpumem -n $reuse_sim_replay -l seed -x -d 'Seed of the workload\'s random choices'
-complete -c gpumem -n $reuse_sim_replay -l change-rate -x -d 'dynamic: chance per step that the batch size changes'
-complete -c gpumem -n $reuse_sim_replay -l batch -x -d 'Batch size N, or MIN..MAX for dynamic'
-complete -c gpumem -n $reuse_sim_replay -l layers -x -d 'Layers of the model'
-complete -c gpumem -n $reuse_sim_replay -l sample-bytes -x -d 'Activation bytes per sample at the first layer'
-complete -c gpumem -n $reuse_sim_replay -l max-detections -x -d 'detector: detections per image'
-complete -c gpumem -n $reuse_sim_replay -l prompt -x -d 'llm-decode: prompt tokens MIN..MAX'
-complete -c gpumem -n $reuse_sim_replay -l tokens -x -d 'llm-decode: generated tokens per request MIN..MAX'
-complete -c gpumem -n $reuse_sim_replay -l streams -x -d 'Run steps on N streams in turn'
-complete -c gpumem -n $reuse_sim_replay -l trace -r -F -d 'Replay this trace instead of a workload (- for stdin)'
-complete -c gpumem -n $reuse_sim_replay -l trace-format -x -a '(__gpumem_names trace-formats)' -d 'Trace format'
-complete -c gpumem -n $reuse_sim_replay -l trace-device -x -d 'PyTorch snapshot: the device whose history to replay'
+# The option groups several jobs take are defined once each, as in the C++
+# (InputOptions, TorchOptions, CapOptions, GridOptions, ProgramOptions), for
+# the jobs that take them; then each job's own options.
+function __gpumem_reuse_sim_job -a job
+    __fish_seen_subcommand_from reuse-sim; and __fish_seen_subcommand_from $job
+end
+
+# The program's memory as input: a built-in workload or a trace: replay, tune
+for job in replay tune
+    set -l in_job "__gpumem_reuse_sim_job $job"
+    complete -c gpumem -n $in_job -l workload -x -a '(__gpumem_names workloads)' -d 'Built-in workload'
+    complete -c gpumem -n $in_job -l steps -x -d 'Steps of the workload'
+    complete -c gpumem -n $in_job -l seed -x -d 'Seed of the workload\'s random choices'
+    complete -c gpumem -n $in_job -l change-rate -x -d 'dynamic: chance per step that the batch size changes'
+    complete -c gpumem -n $in_job -l batch -x -d 'Batch size N, or MIN..MAX for dynamic'
+    complete -c gpumem -n $in_job -l layers -x -d 'Layers of the model'
+    complete -c gpumem -n $in_job -l sample-bytes -x -d 'Activation bytes per sample at the first layer'
+    complete -c gpumem -n $in_job -l max-detections -x -d 'detector: detections per image'
+    complete -c gpumem -n $in_job -l prompt -x -d 'llm-decode: prompt tokens MIN..MAX'
+    complete -c gpumem -n $in_job -l tokens -x -d 'llm-decode: generated tokens per request MIN..MAX'
+    complete -c gpumem -n $in_job -l streams -x -d 'Run steps on N streams in turn'
+    complete -c gpumem -n $in_job -l trace -r -F -d 'Replay this trace instead of a workload (- for stdin)'
+    complete -c gpumem -n $in_job -l trace-format -x -a '(__gpumem_names trace-formats)' -d 'Trace format'
+    complete -c gpumem -n $in_job -l trace-device -x -d 'PyTorch snapshot: the device whose history to replay'
+end
+
+# PyTorch's allocator settings as flags: replay, tune, max-batch
+for job in replay tune max-batch
+    set -l in_job "__gpumem_reuse_sim_job $job"
+    complete -c gpumem -n $in_job -l max-split-size -x -d 'torch-caching: max_split_size, in bytes'
+    complete -c gpumem -n $in_job -l max-non-split-rounding -x -d 'torch-caching: max_non_split_rounding'
+    complete -c gpumem -n $in_job -l roundup-power2-divisions -x -d 'torch-caching: roundup_power2_divisions'
+end
+
+# The device memory to fit in: replay, tune, max-batch, record
+for job in replay tune max-batch record
+    set -l in_job "__gpumem_reuse_sim_job $job"
+    complete -c gpumem -n $in_job -l capacity -x -d 'Device memory to fit in (record: the program\'s cap)'
+    complete -c gpumem -n $in_job -l memory-fraction -x -d 'Capacity as a share of the device\'s memory'
+end
+
+# The device total, for --memory-fraction (a real run's cap takes the device's own): replay, tune, max-batch
+for job in replay tune max-batch
+    set -l in_job "__gpumem_reuse_sim_job $job"
+    complete -c gpumem -n $in_job -l device-total -x -d 'The device total memory, for --memory-fraction'
+end
+
+# The model's costs and picture: replay, tune, max-batch
+for job in replay tune max-batch
+    set -l in_job "__gpumem_reuse_sim_job $job"
+    complete -c gpumem -n $in_job -l costs -r -F -d 'Cost table (JSON, from alloc-test latency --save-costs)'
+    complete -c gpumem -n $in_job -l plot -r -F -d 'Draw the run as an SVG picture'
+end
+
+# The grid of settings: tune, max-batch
+for job in tune max-batch
+    set -l in_job "__gpumem_reuse_sim_job $job"
+    complete -c gpumem -n $in_job -l sweep -x -a '(__gpumem_names knobs | string replace -r \t \=\t)' -d 'KNOB=V1,V2,...: torch-caching with each value of a knob (repeatable)'
+    complete -c gpumem -n $in_job -l full-grid -d 'The default grid of every knob, with --sweep\'s values'
+    complete -c gpumem -n $in_job -l all-settings -d 'The table lists every setting'
+end
+
+# A program run for real, after --: tune, record, max-batch
+for job in tune record max-batch
+    set -l in_job "__gpumem_reuse_sim_job $job"
+    complete -c gpumem -n $in_job -l max-entries -x -d 'Events a recording keeps'
+end
+
+# The recordings written: record, max-batch
+for job in record max-batch
+    set -l in_job "__gpumem_reuse_sim_job $job"
+    complete -c gpumem -n $in_job -s o -l output -r -F -d 'The snapshot to write (max-batch: the recordings kept, FILE.bsN)'
+end
+
+set -l reuse_sim_replay "__gpumem_reuse_sim_job replay"
 complete -c gpumem -n $reuse_sim_replay -l strategy -x -a '(__gpumem_comma_list --all strategies)' -d 'Strategies to compare (comma list, or all)'
 complete -c gpumem -n $reuse_sim_replay -l growth -x -a '(__gpumem_names growth)' -d 'grow-only: growth when a request exceeds the buffer'
 complete -c gpumem -n $reuse_sim_replay -l zero-fill -d 'grow-only: cudaMemset every new buffer'
@@ -226,80 +287,28 @@ complete -c gpumem -n $reuse_sim_replay -l pool-initial -x -d 'pool, binning: in
 complete -c gpumem -n $reuse_sim_replay -l pool-max -x -d 'pool, binning: maximum pool size'
 complete -c gpumem -n $reuse_sim_replay -l bins -x -d 'binning: bin sizes as a RANGE'
 complete -c gpumem -n $reuse_sim_replay -l bin-blocks -x -d 'binning: blocks per chunk a bin takes from the pool'
-complete -c gpumem -n $reuse_sim_replay -l max-split-size -x -d 'torch-caching: max_split_size, in bytes'
-complete -c gpumem -n $reuse_sim_replay -l max-non-split-rounding -x -d 'torch-caching: max_non_split_rounding'
-complete -c gpumem -n $reuse_sim_replay -l roundup-power2-divisions -x -d 'torch-caching: roundup_power2_divisions'
 complete -c gpumem -n $reuse_sim_replay -l release-threshold -x -d 'async-pool: memory the pool keeps across synchronizations'
-complete -c gpumem -n $reuse_sim_replay -l capacity -x -d 'Device memory to fit in (record: the program\'s cap)'
-complete -c gpumem -n $reuse_sim_replay -l memory-fraction -x -d 'Capacity as a share of the device\'s memory'
-complete -c gpumem -n $reuse_sim_replay -l device-total -x -d 'The device total memory, for --memory-fraction'
 complete -c gpumem -n $reuse_sim_replay -l sync-every -x -d 'Also synchronize the device every N requests'
-complete -c gpumem -n $reuse_sim_replay -l costs -r -F -d 'Cost table (JSON, from alloc-test latency --save-costs)'
 complete -c gpumem -n $reuse_sim_replay -l timeline -r -F -d 'Write reserved bytes per strategy over the run as CSV'
 complete -c gpumem -n $reuse_sim_replay -l timeline-points -x -d 'Points kept for --timeline'
 complete -c gpumem -n $reuse_sim_replay -l save-trace -r -F -d 'Also write the input\'s events as a gpumem trace (CSV)'
 complete -c gpumem -n $reuse_sim_replay -l no-chart -d 'Table mode: no chart of reserved bytes'
-complete -c gpumem -n $reuse_sim_replay -l plot -r -F -d 'Draw the run as an SVG picture'
 complete -c gpumem -n $reuse_sim_replay -l execute -d 'Also replay each strategy for real on the GPU (-d)'
 
-set -l reuse_sim_tune "$reuse_sim; and __fish_seen_subcommand_from tune"
-complete -c gpumem -n $reuse_sim_tune -l workload -x -a '(__gpumem_names workloads)' -d 'Built-in workload'
-complete -c gpumem -n $reuse_sim_tune -l steps -x -d 'Steps of the workload'
-complete -c gpumem -n $reuse_sim_tune -l seed -x -d 'Seed of the workload\'s random choices'
-complete -c gpumem -n $reuse_sim_tune -l change-rate -x -d 'dynamic: chance per step that the batch size changes'
-complete -c gpumem -n $reuse_sim_tune -l batch -x -d 'Batch size N, or MIN..MAX for dynamic'
-complete -c gpumem -n $reuse_sim_tune -l layers -x -d 'Layers of the model'
-complete -c gpumem -n $reuse_sim_tune -l sample-bytes -x -d 'Activation bytes per sample at the first layer'
-complete -c gpumem -n $reuse_sim_tune -l max-detections -x -d 'detector: detections per image'
-complete -c gpumem -n $reuse_sim_tune -l prompt -x -d 'llm-decode: prompt tokens MIN..MAX'
-complete -c gpumem -n $reuse_sim_tune -l tokens -x -d 'llm-decode: generated tokens per request MIN..MAX'
-complete -c gpumem -n $reuse_sim_tune -l streams -x -d 'Run steps on N streams in turn'
-complete -c gpumem -n $reuse_sim_tune -l trace -r -F -d 'Replay this trace instead of a workload (- for stdin)'
-complete -c gpumem -n $reuse_sim_tune -l trace-format -x -a '(__gpumem_names trace-formats)' -d 'Trace format'
-complete -c gpumem -n $reuse_sim_tune -l trace-device -x -d 'PyTorch snapshot: the device whose history to replay'
-complete -c gpumem -n $reuse_sim_tune -l max-split-size -x -d 'torch-caching: max_split_size, in bytes'
-complete -c gpumem -n $reuse_sim_tune -l max-non-split-rounding -x -d 'torch-caching: max_non_split_rounding'
-complete -c gpumem -n $reuse_sim_tune -l roundup-power2-divisions -x -d 'torch-caching: roundup_power2_divisions'
-complete -c gpumem -n $reuse_sim_tune -l capacity -x -d 'Device memory to fit in (record: the program\'s cap)'
-complete -c gpumem -n $reuse_sim_tune -l memory-fraction -x -d 'Capacity as a share of the device\'s memory'
-complete -c gpumem -n $reuse_sim_tune -l device-total -x -d 'The device total memory, for --memory-fraction'
+set -l reuse_sim_tune "__gpumem_reuse_sim_job tune"
 complete -c gpumem -n $reuse_sim_tune -l sync-every -x -d 'Also synchronize the device every N requests'
-complete -c gpumem -n $reuse_sim_tune -l costs -r -F -d 'Cost table (JSON, from alloc-test latency --save-costs)'
-complete -c gpumem -n $reuse_sim_tune -l plot -r -F -d 'Draw the run as an SVG picture'
-complete -c gpumem -n $reuse_sim_tune -l sweep -x -a '(__gpumem_names knobs | string replace -r \t \=\t)' -d 'KNOB=V1,V2,...: torch-caching with each value of a knob (repeatable)'
-complete -c gpumem -n $reuse_sim_tune -l full-grid -d 'The default grid of every knob, with --sweep\'s values'
-complete -c gpumem -n $reuse_sim_tune -l all-settings -d 'The table lists every setting'
 complete -c gpumem -n $reuse_sim_tune -l confirm -x -d 'Real runs of the program: the best settings, up to K'
-complete -c gpumem -n $reuse_sim_tune -l max-entries -x -d 'Events a recording keeps'
 
-set -l reuse_sim_record "$reuse_sim; and __fish_seen_subcommand_from record"
-complete -c gpumem -n $reuse_sim_record -l capacity -x -d 'Device memory to fit in (record: the program\'s cap)'
-complete -c gpumem -n $reuse_sim_record -l memory-fraction -x -d 'Capacity as a share of the device\'s memory'
-complete -c gpumem -n $reuse_sim_record -s o -l output -r -F -d 'The snapshot to write (max-batch: the recordings kept, FILE.bsN)'
-complete -c gpumem -n $reuse_sim_record -l max-entries -x -d 'Events a recording keeps'
+set -l reuse_sim_record "__gpumem_reuse_sim_job record"
 complete -c gpumem -n $reuse_sim_record -l python-stacks -d 'Also record Python stacks'
 
-set -l reuse_sim_max_batch "$reuse_sim; and __fish_seen_subcommand_from max-batch"
-complete -c gpumem -n $reuse_sim_max_batch -l max-split-size -x -d 'torch-caching: max_split_size, in bytes'
-complete -c gpumem -n $reuse_sim_max_batch -l max-non-split-rounding -x -d 'torch-caching: max_non_split_rounding'
-complete -c gpumem -n $reuse_sim_max_batch -l roundup-power2-divisions -x -d 'torch-caching: roundup_power2_divisions'
-complete -c gpumem -n $reuse_sim_max_batch -l capacity -x -d 'Device memory to fit in (record: the program\'s cap)'
-complete -c gpumem -n $reuse_sim_max_batch -l memory-fraction -x -d 'Capacity as a share of the device\'s memory'
-complete -c gpumem -n $reuse_sim_max_batch -l device-total -x -d 'The device total memory, for --memory-fraction'
-complete -c gpumem -n $reuse_sim_max_batch -l costs -r -F -d 'Cost table (JSON, from alloc-test latency --save-costs)'
-complete -c gpumem -n $reuse_sim_max_batch -l plot -r -F -d 'Draw the run as an SVG picture'
-complete -c gpumem -n $reuse_sim_max_batch -l sweep -x -a '(__gpumem_names knobs | string replace -r \t \=\t)' -d 'KNOB=V1,V2,...: torch-caching with each value of a knob (repeatable)'
-complete -c gpumem -n $reuse_sim_max_batch -l full-grid -d 'The default grid of every knob, with --sweep\'s values'
-complete -c gpumem -n $reuse_sim_max_batch -l all-settings -d 'The table lists every setting'
+set -l reuse_sim_max_batch "__gpumem_reuse_sim_job max-batch"
 complete -c gpumem -n $reuse_sim_max_batch -l confirm -d 'Real runs at the answer and the next batch'
-complete -c gpumem -n $reuse_sim_max_batch -s o -l output -r -F -d 'The snapshot to write (max-batch: the recordings kept, FILE.bsN)'
-complete -c gpumem -n $reuse_sim_max_batch -l max-entries -x -d 'Events a recording keeps'
 complete -c gpumem -n $reuse_sim_max_batch -l batch-trace -r -F -d 'B=FILE: a recording of the program at batch B (repeatable)'
 complete -c gpumem -n $reuse_sim_max_batch -l record-batches -x -d 'B1,B2,...: the batches the program is recorded at first'
 complete -c gpumem -n $reuse_sim_max_batch -l no-refine -d 'Record only at --record-batches, not again near the first answer'
-complete -c gpumem -n $reuse_sim_max_batch -l max-runs -x -d 'N: the most real runs of the program, recordings included (default 10)'
+complete -c gpumem -n $reuse_sim_max_batch -l max-runs -x -d 'N: the most real runs of the program, recordings included (default 12)'
 complete -c gpumem -n $reuse_sim_max_batch -l headroom -x -d 'SIZE: keep the modelled peak this far below the cap'
-
 # report
 set -l report "__fish_seen_subcommand_from report"
 complete -c gpumem -n $report -l outlier-fraction -x -d 'Flag a GPU this fraction below its model\'s median'

@@ -53,6 +53,7 @@ std::vector<std::string> split(const std::string& text, char sep) {
 struct Help {
     std::vector<std::string> options;                   // long options, with their dashes
     std::set<std::string> flags;                        // those of `options` that take no value
+    std::map<std::string, std::string> descriptions;    // option -> its description, wrapped lines joined
     std::vector<std::string> subcommands;               // subcommands (alloc-test: modes)
     std::map<std::string, std::vector<std::string>> choices;  // option (or positional name) -> {a,b,c}
 };
@@ -64,13 +65,20 @@ struct Help {
 Help parse_help(const std::string& text, bool root) {
     Help help;
     std::string section;
+    std::vector<std::string> described;  // the options of the entry being read
     for (const std::string& line : lines_of(text)) {
         if (line.empty()) continue;
         if (line[0] != ' ') {
             section = line;
+            described.clear();
             continue;
         }
-        if (line.size() < 3 || line[1] != ' ' || line[2] == ' ') continue;  // a wrapped description
+        if (line.size() < 3 || line[1] != ' ' || line[2] == ' ') {  // a wrapped description
+            for (const std::string& option : described)
+                help.descriptions[option] += " " + line.substr(line.find_first_not_of(' '));
+            continue;
+        }
+        described.clear();
         // The entry's head: up to the description, two spaces on.
         const std::size_t description = line.find("  ", 2);
         const std::string head = line.substr(2, description == std::string::npos ? std::string::npos : description - 2);
@@ -86,6 +94,11 @@ Help parse_help(const std::string& text, bool root) {
             for (const std::string& name : split(names, ',')) {
                 if (name.rfind("--", 0) != 0) continue;  // -s: short names are not checked
                 help.options.push_back(name);
+                if (description != std::string::npos) {
+                    const std::size_t from = line.find_first_not_of(' ', description);
+                    help.descriptions[name] = from == std::string::npos ? "" : line.substr(from);
+                }
+                described.push_back(name);
                 if (head.find(' ') == std::string::npos) help.flags.insert(name);  // "--confirm", not "--max-runs N"
                 if (open != std::string::npos && close != std::string::npos && close > open)
                     help.choices[name] = split(head.substr(open + 2, close - open - 2), ',');
@@ -184,16 +197,6 @@ std::string zsh_options(const Completions& c, const std::string& ctx) {
     return block(c.zsh, ctx.empty() ? "local -a global_opts=(" : "local -a opts_" + ctx + "=(", "\n  )", "_gpumem");
 }
 
-std::string fish_options(const Completions& c, const std::string& ctx) {
-    std::string lines;
-    for (const std::string& line : lines_of(c.fish)) {
-        if (line.rfind("complete -c gpumem ", 0) != 0) continue;
-        const bool global = line.find(" -n ") == std::string::npos;
-        if (ctx.empty() ? global : line.find(" -n $" + ctx + " ") != std::string::npos) lines += line + "\n";
-    }
-    return lines;
-}
-
 std::string ctx_name(std::string name) {
     for (char& ch : name)
         if (ch == '-') ch = '_';
@@ -250,8 +253,9 @@ bool have_fish() {
 }
 
 // What fish's `complete -C` offers (names without descriptions).
-std::set<std::string> fish_complete(std::vector<std::string> words) {
-    const bool partial = !words.empty() && words.back().find(',') != std::string::npos;
+// `partial`: the word being completed is the last of `words` in any case.
+std::set<std::string> fish_complete(std::vector<std::string> words, bool partial = false) {
+    partial = partial || (!words.empty() && words.back().find(',') != std::string::npos);
     std::string line = "gpumem";
     for (const std::string& w : words) line += " " + w;
     if (!partial) line += " ";
@@ -354,13 +358,42 @@ TEST_CASE("completions: every option is offered for its subcommand") {
                 own.push_back(option);  // a subcommand's --help also lists --help
         if (own.empty()) continue;
         const std::string ctx = ctx_of(command);
-        const std::string bash = bash_options(c, ctx), zsh = zsh_options(c, ctx), fish = fish_options(c, ctx);
+        const std::string bash = bash_options(c, ctx), zsh = zsh_options(c, ctx);
         for (const std::string& option : own) {
             const std::string label = "gpumem " + (command.empty() ? "" : command + " ") + option;
             INFO(label);
             CHECK(has_word(bash, option));
             CHECK(has_word(zsh, option));
-            CHECK(has_word(fish, "-l " + option.substr(2)));
+        }
+    }
+}
+
+// fish run for real (its file defines the option groups reuse-sim's jobs
+// share once, in loops): after `gpumem COMMAND --` it offers the command's
+// own options and the global ones, and no other command's.
+TEST_CASE("completions: fish offers each command's options and no other's") {
+    if (!have_fish()) return;
+    const auto helps = all_helps();
+    const std::vector<std::string>& global = helps.at("").options;
+    for (const auto& [command, help] : helps) {
+        std::vector<std::string> words;
+        for (std::size_t at = 0; !command.empty() && at <= command.size();) {
+            const std::size_t space = std::min(command.find(' ', at), command.size());
+            words.push_back(command.substr(at, space - at));
+            at = space + 1;
+        }
+        words.push_back("--");
+        const std::set<std::string> offered = fish_complete(words, true);
+        const std::string label = "gpumem " + command + " --<TAB>";
+        INFO(label);
+        for (const std::string& option : help.options) {
+            INFO("not offered: ", option);
+            CHECK(offered.count(option) == 1);
+        }
+        for (const std::string& option : offered) {
+            INFO("offered, not in its --help: ", option);
+            CHECK((std::find(help.options.begin(), help.options.end(), option) != help.options.end() ||
+                   std::find(global.begin(), global.end(), option) != global.end()));
         }
     }
 }
@@ -437,6 +470,36 @@ TEST_CASE("completions: bash offers options after each command's flags, and none
                 CHECK(offered.count("--help") == 0);
         }
     }
+}
+
+// A default a completion's description states is the one --help states for
+// that option (a copied "(default 10)" outlived --max-runs' default of 12).
+TEST_CASE("completions: every default a description states is the one --help states") {
+    const Completions c = read_completions();
+    std::map<std::string, std::vector<std::string>> helped;  // option -> its descriptions in every --help
+    for (const auto& [command, help] : all_helps())
+        for (const auto& [option, description] : help.descriptions) helped[option].push_back(description);
+    std::size_t stated = 0;
+    for (const std::string* text : {&c.bash, &c.zsh, &c.fish})
+        for (const std::string& line : lines_of(*text)) {
+            const std::size_t at = line.find("(default ");
+            if (at == std::string::npos) continue;
+            const std::string fact = line.substr(at, line.find(')', at) + 1 - at);
+            // The option: fish's -l NAME, zsh's '--NAME=[' or '--NAME['.
+            std::string option;
+            if (const std::size_t l = line.find(" -l "); l != std::string::npos)
+                option = "--" + line.substr(l + 4, line.find(' ', l + 4) - l - 4);
+            else if (const std::size_t dashes = line.find("'--"); dashes != std::string::npos)
+                option = line.substr(dashes + 1, line.find_first_of("=[", dashes) - dashes - 1);
+            INFO(line);
+            REQUIRE(!option.empty());
+            ++stated;
+            bool found = false;
+            for (const std::string& description : helped[option]) found = found || description.find(fact) != std::string::npos;
+            INFO(option, " says ", fact, " in a completion; not in its --help");
+            CHECK(found);
+        }
+    CHECK(stated >= 2);
 }
 
 TEST_CASE("completions: comma lists offer all first, then the rest of the names") {
