@@ -8,7 +8,9 @@
 
 #include <sys/stat.h>
 
+#include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <set>
 #include <string>
 #include <vector>
@@ -729,4 +731,43 @@ TEST_CASE("max-batch: a next batch whose peak fits the cap but which the allocat
     // The recorded setting's next batch needs more than the cap: shown.
     CHECK(doc["max_batch_settings"][0]["next_refused_under_cap"] == false);
     CHECK(doc["max_batch_settings"][0]["needed_at_next"].get<std::uint64_t>() > (1ULL << 30));
+}
+
+// Ctrl-C or SIGTERM while a real run is under way: the run's program is
+// stopped with gpumem, the folder of the runs' recordings is removed, and
+// --json still gives one document, the error "interrupted", exit 130 (as
+// the man page says of every command).
+TEST_CASE("max-batch: SIGTERM and SIGINT during a real run stop the program, remove the runs' folder, exit 130 with one JSON document") {
+    for (const int sig : {SIGTERM, SIGINT}) {
+        CAPTURE(sig);
+        const Scratch s;
+        const std::string tmp = s / "tmp";
+        REQUIRE(::mkdir(tmp.c_str(), 0700) == 0);
+        const std::string pid_file = s / "program.pid";
+        std::vector<std::string> env = standin_env(s);
+        env.push_back("TMPDIR=" + tmp);
+        // The program says its pid, then takes its time before it runs.
+        Started run = start_gpumem({"reuse-sim", "max-batch", "--json", "--capacity", "1GiB", "--", "sh", "-c",
+                                    "echo $$ > \"$1\"; sleep 60 & wait; exec python3 \"$2\" --bs \"$3\"", "sh", pid_file,
+                                    kBatchProgram, "{batch}"},
+                                   env);
+        std::string pid_text;
+        for (int i = 0; i < 200 && pid_text.empty(); ++i) {
+            ::usleep(50 * 1000);
+            pid_text = slurp(pid_file);
+        }
+        REQUIRE_FALSE(pid_text.empty());
+        const pid_t program = static_cast<pid_t>(std::stol(pid_text));
+        run.signal(sig);
+        CHECK(run.wait_within(30) == 130);
+        const RunResult r = run.wait();
+        INFO(r.err);
+        CHECK(::kill(program, 0) != 0);  // the program is gone (and reaped: not a zombie of ours)
+        const json doc = json::parse(r.out);
+        CHECK(doc["ok"] == false);
+        CHECK(doc["error"]["code"] == "interrupted");
+        std::size_t left = 0;
+        for (const auto& entry : std::filesystem::directory_iterator(tmp)) left += entry.exists() ? 1 : 0;
+        CHECK(left == 0);
+    }
 }
