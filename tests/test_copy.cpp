@@ -561,6 +561,46 @@ TEST_CASE("p2p matrix: four devices; a pair that was not measured is '-' and nul
     CHECK(text.find("matrix") < text.find("note: "));
 }
 
+// An HGX node's 8 GPUs, 16, and 32: the grid stays a grid within 80 and
+// 100 columns. At 80, 16 devices' grid was 82 wide and went through the
+// prose wrapping, which ran its cells together out of their columns; now the
+// gap narrows to one space, and 32 devices are cut into blocks.
+TEST_CASE("p2p matrix: 8, 16 and 32 devices stay aligned within 80 and 100 columns") {
+    for (const int n : {8, 16, 32}) {
+        CAPTURE(n);
+        const std::string text = text_of(p2p_all(n));  // every line within 80 and 100 (check_widths)
+        CHECK(text.find("peer access on, ce, 1 GiB") != std::string::npos);
+        const P2pMatrix direct = p2p_matrices(p2p_all(n))[1];
+        for (const std::size_t columns : {std::size_t{80}, std::size_t{100}}) {
+            CAPTURE(columns);
+            const std::vector<std::string> lines = render_p2p_matrix(direct, Unit::automatic, columns);
+            std::size_t blocks = 0, rows = 0, block_width = 0;
+            for (std::size_t i = 1; i < lines.size(); ++i) {
+                CAPTURE(lines[i]);
+                if (lines[i].rfind("destinations ", 0) == 0) {
+                    ++blocks;
+                    block_width = 0;
+                    continue;
+                }
+                CHECK(lines[i].size() <= columns);
+                if (block_width == 0) block_width = lines[i].size();
+                CHECK(lines[i].size() == block_width);  // every line of a block as wide: the cells in columns
+                ++rows;
+            }
+            CHECK(rows == static_cast<std::size_t>(n + 1) * std::max<std::size_t>(blocks, 1));
+            CHECK((blocks > 0) == (n == 32));
+        }
+    }
+    // 32 at 80 columns: 19 destinations a block (2 + 19 * 4 = 78), a gap of one.
+    const std::vector<std::string> lines = render_p2p_matrix(p2p_matrices(p2p_all(32))[1], Unit::automatic, 80);
+    CHECK(std::find(lines.begin(), lines.end(), "destinations 0 to 18:") != lines.end());
+    CHECK(std::find(lines.begin(), lines.end(), "destinations 19 to 31:") != lines.end());
+    // 16 at 80: one block, one space between the cells.
+    const std::vector<std::string> sixteen = render_p2p_matrix(p2p_matrices(p2p_all(16))[1], Unit::automatic, 80);
+    CHECK(sixteen[1] == "     0   1   2   3   4   5   6   7   8   9  10  11  12  13  14  15");
+    CHECK(sixteen[17] == "15 250 251 252 253 254 255 256 257 258 259 260 261 262 263 264   -");
+}
+
 TEST_CASE("p2p matrix: p2p-bidir rows fill both ways; one pair of p2p prints no matrix") {
     std::vector<CopyResult> rows;
     for (const auto& [d, p] : peer_pairs({DeviceId(0), DeviceId(1), DeviceId(2), DeviceId(3)},

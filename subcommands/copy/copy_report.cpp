@@ -285,7 +285,7 @@ std::vector<P2pMatrix> p2p_matrices(const std::vector<CopyResult>& results) {
     return matrices;
 }
 
-std::vector<std::string> render_p2p_matrix(const P2pMatrix& m, Unit unit) {
+std::vector<std::string> render_p2p_matrix(const P2pMatrix& m, Unit unit, std::size_t columns) {
     std::vector<std::string> lines = {m.direction + " matrix, median " + bandwidth_unit_name(unit) +
                                       ", source device per row, destination per column: peer access " +
                                       (m.peer_access ? "on" : "off") + ", " + copy_engine_name(m.engine) + ", " + format_bytes(m.bytes)};
@@ -301,10 +301,21 @@ std::vector<std::string> render_p2p_matrix(const P2pMatrix& m, Unit unit) {
         label = std::max(label, line[0].size());
         for (std::size_t i = 1; i < line.size(); ++i) width = std::max(width, line[i].size());
     }
-    for (const auto& line : cells) {
-        std::string text = line[0] + std::string(label - line[0].size(), ' ');
-        for (std::size_t i = 1; i < line.size(); ++i) text += "  " + std::string(width - line[i].size(), ' ') + line[i];
-        lines.push_back(text);
+    const std::size_t destinations = m.devices.size();
+    // Two spaces between columns where the whole grid fits, else one; where
+    // even that does not fit, as many destinations a block as fit (one at least).
+    const std::size_t gap = label + destinations * (width + 2) <= columns ? 2 : 1;
+    const std::size_t room = columns > label ? columns - label : 0;
+    const std::size_t per_block = std::max<std::size_t>(1, std::min(destinations, room / (width + gap)));
+    for (std::size_t first = 0; first < destinations; first += per_block) {
+        const std::size_t last = std::min(destinations, first + per_block);
+        if (per_block < destinations)
+            lines.push_back("destinations " + cells[0][first + 1] + " to " + cells[0][last] + ":");
+        for (const auto& line : cells) {
+            std::string text = line[0] + std::string(label - line[0].size(), ' ');
+            for (std::size_t i = first + 1; i <= last; ++i) text += std::string(gap + width - line[i].size(), ' ') + line[i];
+            lines.push_back(text);
+        }
     }
     return lines;
 }
@@ -327,7 +338,7 @@ Report build_copy_report(const CopyResults& results, const CopyReportStyle& styl
     if (matrices_worth_printing(results.rows))
         for (const P2pMatrix& m : document.matrices) {
             report.text_after.emplace_back();
-            for (std::string& line : render_p2p_matrix(m, output.unit)) report.text_after.push_back(std::move(line));
+            for (std::string& line : render_p2p_matrix(m, output.unit, output.columns)) report.text_after.push_back(std::move(line));
         }
     if (!document.notes.empty()) report.text_after.emplace_back();
     for (const std::string& n : document.notes) report.text_after.push_back("note: " + n);

@@ -83,7 +83,10 @@ struct P2pMatrix {
 // none without peer rows.
 std::vector<P2pMatrix> p2p_matrices(const std::vector<CopyResult>& results);
 // The matrix for people: a title line, a header of destinations, a line per
-// source; '-' on the diagonal and for pairs not measured.
-std::vector<std::string> render_p2p_matrix(const P2pMatrix& matrix, Unit unit);
+// source; '-' on the diagonal and for pairs not measured. Every line of the
+// grid within `columns` (the title is prose and wraps): the gap between
+// columns narrows to one space, then the destinations are cut into blocks,
+// each under its own header, rather than letting a line wrap out of line.
+std::vector<std::string> render_p2p_matrix(const P2pMatrix& matrix, Unit unit, std::size_t columns = kTableColumns);
 
 }  // namespace gpumem::cli
