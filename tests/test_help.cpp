@@ -283,6 +283,14 @@ TEST_CASE("help: --schema COMMAND prints that command's schema only") {
     const nlohmann::json modes = nlohmann::json::parse(run_gpumem({"--schema", "alloc-test"}).out);
     CHECK(modes.contains("alloc-test hold"));
     CHECK(modes.size() == 5);
+    // A mode by its whole name, as the keys say it: that mode's schema alone.
+    for (const char* mode : {"alloc-test max", "reuse-sim max-batch"}) {
+        CAPTURE(mode);
+        const RunResult one_mode = run_gpumem({"--schema", mode});
+        CHECK(one_mode.status == 0);
+        CHECK(nlohmann::json::parse(one_mode.out) == every[mode]);
+    }
+    CHECK(run_gpumem({"--schema", "alloc-test maxx"}).status == 2);
 }
 
 // The shared layer (subcommands/cli) knows no command: each command hands

@@ -175,15 +175,17 @@ std::string version_text() {
 }
 
 // Every command's schema, keyed by name; with a name, that command's only (a
-// group's name: each of its modes', keyed by name).
+// group's name: each of its modes', keyed by name; a mode's whole name,
+// "alloc-test max", as the keys say it: that mode's alone).
 std::string schema_text(const std::string& name) {
     Json all = Json::object();
     for (const CommandEntry& e : kCommands)
-        if (e.definition && (name.empty() || first_word(e.name) == name)) all[std::string(e.name)] = schema_json(e.definition->schema());
+        if (e.definition && (name.empty() || first_word(e.name) == name || e.name == name))
+            all[std::string(e.name)] = schema_json(e.definition->schema());
     if (all.empty()) {
         std::vector<std::string_view> names;
         for (const CommandEntry& e : kCommands)
-            if (!is_mode(e)) names.push_back(e.name);
+            if (!is_mode(e) || e.definition) names.push_back(e.name);
         throw UsageError("--schema: unknown command '" + name + "'" + did_you_mean(name, names));
     }
     if (all.size() == 1 && !name.empty()) return all.begin()->dump(2) + "\n";
