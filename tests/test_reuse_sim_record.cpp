@@ -240,6 +240,10 @@ TEST_CASE("record plan: prose wrapped at word boundaries, a long word whole, non
     CHECK(wrap_words("aaa bbb ccc", 0) == "aaa bbb ccc");
     CHECK(wrap_words("garbage_collection_threshold:0.8 fits", 10) == "garbage_collection_threshold:0.8\nfits");
     CHECK(wrap_words("a\nbb cc", 4) == "a\nbb\ncc");
+    // A number keeps its unit on its line ("peak live 352.38\n  MiB" was printed).
+    CHECK(wrap_words("peak 352.38 MiB x", 11) == "peak\n352.38 MiB\nx");
+    CHECK(wrap_words("fits (272 MiB), 3 s in all", 15) == "fits (272 MiB),\n3 s in all");
+    CHECK(wrap_words("the MiB after a word", 7) == "the MiB\nafter a\nword");  // only after a number
     std::string words;
     for (int i = 0; i < 60; ++i) words += (i ? " " : "") + std::string("word") + std::to_string(i);
     for (const std::string& line : [&] {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <iterator>
 
 namespace gpumem {
 
@@ -80,6 +81,32 @@ std::string_view trim(std::string_view s) {
     return s;
 }
 
+namespace {
+
+// A unit written after a number ("MiB," in "352.38 MiB,"), its punctuation aside.
+bool is_unit_word(std::string_view word) {
+    while (!word.empty() && std::string_view(",.;:)]").find(word.back()) != std::string_view::npos) word.remove_suffix(1);
+    static constexpr std::string_view kUnits[] = {"B",    "KiB",   "MiB",   "GiB",   "TiB",  "kB", "KB", "MB", "GB", "TB",
+                                                  "GB/s", "GiB/s", "MB/s",  "MiB/s", "TB/s", "ms", "us", "ns", "s"};
+    return std::find(std::begin(kUnits), std::end(kUnits), word) != std::end(kUnits);
+}
+
+// The words of a paragraph, a number and its unit one word ("352.38 MiB"):
+// a line never ends with a number whose unit starts the next.
+std::vector<std::string> words_of(std::string_view paragraph) {
+    std::vector<std::string> words;
+    for (std::string_view word : split(paragraph, ' ')) {
+        if (word.empty()) continue;
+        if (!words.empty() && std::isdigit(static_cast<unsigned char>(words.back().back())) && is_unit_word(word))
+            words.back().append(" ").append(word);
+        else
+            words.emplace_back(word);
+    }
+    return words;
+}
+
+}  // namespace
+
 std::string wrap_words(std::string_view text, std::size_t width, std::size_t indent) {
     if (width == 0) return std::string(text);  // no width known (a pipe): lines as they are
     std::string out;
@@ -92,8 +119,7 @@ std::string wrap_words(std::string_view text, std::size_t width, std::size_t ind
             column = indent;
         }
         bool line_empty = true;
-        for (std::string_view word : split(paragraph, ' ')) {
-            if (word.empty()) continue;
+        for (const std::string& word : words_of(paragraph)) {
             if (!line_empty && column + 1 + word.size() > width) {
                 out += '\n';
                 out.append(indent, ' ');
