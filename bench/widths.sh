@@ -12,13 +12,39 @@ commands=(
   "copy p2p -d all --sizes 64MiB" "copy p2p-bidir -d 0,1 --sizes 64MiB" "alloc-test max -d all"
   "alloc-test latency --api device,async,host --iterations 10" "check --level quick -d all"
 )
-widest() { LC_ALL=C.UTF-8 awk '{ gsub(/\r/, ""); gsub(/\033\[[0-9;]*m/, ""); if (length($0) > w) w = length($0) } END { print w + 0 }'; }
+# As a terminal draws it: "\r" returns to column 0 (a progress line redrawn
+# in place is as wide as its widest drawing), escape sequences take none.
+widest() {
+  LC_ALL=C.UTF-8 awk '{ gsub(/\033\[[0-9;?]*[@-~]/, ""); n = split($0, part, "\r")
+    for (i = 1; i <= n; i++) if (length(part[i]) > w) w = length(part[i]) } END { print w + 0 }'
+}
 printf '%-58s %9s %9s %6s\n' command "tty 80" "tty 100" pipe
+# reuse-sim's GPU jobs on a real PyTorch program, where python3 has torch
+# with CUDA: record it, replay the recording for real (--execute), tune
+# under a cap, and max-batch end to end (a dozen runs: under 6 GiB, the
+# program's OOM tracebacks kept from the terminal).
+if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+  here=$(cd "$(dirname "$0")" && pwd)
+  rec=$(mktemp -d)
+  trap 'rm -rf "$rec"' EXIT
+  $gpumem reuse-sim record -q -o "$rec/mlp.pickle" -- python3 "$here/batch_programs/mlp.py" --bs 16 --steps 2 >/dev/null 2>&1
+  commands+=(
+    "reuse-sim record -o $rec/again.pickle -- python3 $here/batch_programs/mlp.py --bs 16 --steps 2"
+    "reuse-sim replay --trace $rec/mlp.pickle --execute"
+    "reuse-sim tune --trace $rec/mlp.pickle --capacity 1GiB"
+    "reuse-sim max-batch --capacity 6GiB --confirm -- python3 $here/batch_programs/mlp.py --bs {batch} --steps 2"
+  )
+else
+  echo "widths.sh: no torch with CUDA here: reuse-sim's jobs on a real program left out" >&2
+fi
 for c in "${commands[@]}"; do
   row=()
   for cols in 80 100; do
     row+=("$(script -qec "stty cols $cols rows 50; $gpumem $c" /dev/null 2>&1 | widest)")
   done
   row+=("$($gpumem $c 2>&1 | widest)")
-  printf '%-58s %9s %9s %6s\n' "gpumem $c" "${row[@]}"
+  shown="gpumem $c"
+  [ -n "${rec:-}" ] && shown=${shown//$rec/TMP}
+  [ -n "${here:-}" ] && shown=${shown//$here/bench}
+  printf '%-58s %9s %9s %6s\n' "$shown" "${row[@]}"
 done

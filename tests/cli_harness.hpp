@@ -328,11 +328,24 @@ inline RunResult run_on_terminal(const std::vector<std::string>& args, int colum
     return result;
 }
 
-// Columns a line takes on a terminal: a column per UTF-8 character.
+// Columns a line takes on a terminal: a column per UTF-8 character, as the
+// terminal draws it: a "\r" returns to column 0 (a progress line redrawn
+// in place is as wide as its widest drawing, not their sum) and an escape
+// sequence (ESC [ ... letter: erase line, colour) takes none.
 inline std::size_t line_columns(const std::string& line) {
-    std::size_t n = 0;
-    for (unsigned char c : line) n += (c & 0xC0U) != 0x80U ? 1 : 0;
-    return n;
+    std::size_t widest = 0, n = 0;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+        const unsigned char c = static_cast<unsigned char>(line[i]);
+        if (c == '\r') {
+            n = 0;
+        } else if (c == 0x1B && i + 1 < line.size() && line[i + 1] == '[') {
+            i += 2;
+            while (i < line.size() && !(line[i] >= '@' && line[i] <= '~')) ++i;
+        } else if ((c & 0xC0U) != 0x80U) {
+            widest = std::max(widest, ++n);
+        }
+    }
+    return widest;
 }
 
 // The lines of `text` wider than `columns`.

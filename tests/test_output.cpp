@@ -11,6 +11,8 @@
 
 #include "base/errors.hpp"
 #include "cli/output.hpp"
+#include "cli/progress.hpp"
+#include "cli/terminal.hpp"
 #include "version.hpp"
 
 using namespace gpumem;
@@ -462,4 +464,30 @@ TEST_CASE("output: JSON streamed row by row is byte for byte the document's dump
         CHECK(pieces > 1);
         CHECK(render_json_error(r, CheckFailedError("a check failed"), options) == expected_error);
     }
+}
+
+// issue 45: a progress line wider than the terminal wraps, and each redraw's
+// "\r" then leaves its first rows behind (seen on an H200 at 80 columns).
+TEST_CASE("a progress line keeps within the terminal: the detail goes first, then the label's end") {
+    const std::string label = "copy h2d";
+    CHECK(progress_line(label, 3, 12, "4 KiB", 80) == "copy h2d: 3/12 (25%) 4 KiB");
+    CHECK(progress_line(label, 3, 12, "", 80) == "copy h2d: 3/12 (25%)");
+    const std::string detail(100, 'x');
+    CHECK(progress_line(label, 3, 12, detail, 80) == "copy h2d: 3/12 (25%)");
+    const std::string long_label = "reuse-sim tune: " + std::string(90, 'y');
+    for (const std::size_t columns : {40, 80, 100}) {
+        CAPTURE(columns);
+        const std::string line = progress_line(long_label, 7, 100, detail, columns);
+        CHECK(display_width(line) == columns - 1);
+        CHECK(line.size() >= 15);
+        CHECK(line.substr(line.size() - 15) == "...: 7/100 (7%)");
+    }
+    // A label of multi-byte characters is cut between them, not inside one.
+    std::string stars;
+    for (int i = 0; i < 60; ++i) stars += "\u2605";
+    const std::string cut = progress_line(stars, 1, 2, "", 40);
+    CHECK(display_width(cut) == 39);
+    CHECK(cut.rfind("\u2605...: 1/2 (50%)") == cut.size() - std::string("\u2605...: 1/2 (50%)").size());
+    // Too narrow for even the count: the start of it, within the width.
+    CHECK(display_width(progress_line(label, 123456789, 987654321, "", 12)) == 11);
 }

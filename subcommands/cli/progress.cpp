@@ -4,7 +4,25 @@
 
 #include <chrono>
 
+#include "cli/terminal.hpp"
+
 namespace gpumem::cli {
+
+std::string progress_line(std::string_view label, std::uint64_t done, std::uint64_t total, std::string_view detail,
+                          std::size_t columns) {
+    const std::size_t room = columns > 1 ? columns - 1 : 1;
+    const double pct = total ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 0.0;
+    char count[64];
+    std::snprintf(count, sizeof count, ": %llu/%llu (%.0f%%)", static_cast<unsigned long long>(done),
+                  static_cast<unsigned long long>(total), pct);
+    std::string line = std::string(label) + count;
+    if (!detail.empty() && display_width(line) + 1 + display_width(detail) <= room) return line + " " + std::string(detail);
+    if (display_width(line) <= room) return line;
+    // The count is what moves: keep it whole, the label cut before it.
+    const std::size_t count_width = display_width(count), ellipsis = 3;
+    if (count_width + ellipsis >= room) return first_columns(line, room);
+    return first_columns(label, room - count_width - ellipsis) + "..." + count;
+}
 
 Progress::Progress(bool enabled, std::string label, std::uint64_t total)
     : enabled_(enabled), label_(std::move(label)), total_(total) {}
@@ -17,9 +35,8 @@ void Progress::update(std::uint64_t done, const std::string& detail) {
     if (drawn_ && now - last_draw_ < 0.1 && done < total_) return;
     last_draw_ = now;
     drawn_ = true;
-    const double pct = total_ ? 100.0 * static_cast<double>(done) / static_cast<double>(total_) : 0.0;
-    std::fprintf(stderr, "\r\033[K%s: %llu/%llu (%.0f%%)%s%s", label_.c_str(), static_cast<unsigned long long>(done),
-                 static_cast<unsigned long long>(total_), pct, detail.empty() ? "" : " ", detail.c_str());
+    const std::string line = progress_line(label_, done, total_, detail, static_cast<std::size_t>(stderr_columns()));
+    std::fprintf(stderr, "\r\033[K%s", line.c_str());
     std::fflush(stderr);
 }
 

@@ -64,4 +64,13 @@ std::size_t display_width(std::string_view utf8) noexcept {
     return n;
 }
 
+std::string first_columns(std::string_view utf8, std::size_t columns) {
+    std::size_t n = 0, end = 0;
+    for (; end < utf8.size(); ++end) {
+        const bool starts_code_point = (static_cast<unsigned char>(utf8[end]) & 0xC0U) != 0x80U;
+        if (starts_code_point && n++ == columns) break;
+    }
+    return std::string(utf8.substr(0, end));
+}
+
 }  // namespace gpumem::cli
