@@ -771,3 +771,63 @@ TEST_CASE("max-batch: SIGTERM and SIGINT during a real run stop the program, rem
         CHECK(left == 0);
     }
 }
+
+// Each run's output goes to a file: a dozen runs' OOM tracebacks would bury
+// gpumem's lines (and run past the terminal's width). A run that fails for
+// another reason shows the end of its output, each line within the
+// terminal, and keeps all of it; -v shows it all as it comes.
+TEST_CASE("max-batch: the program's output is kept from the terminal unless a run fails without an OOM, or -v") {
+    const Scratch s;
+    const std::vector<std::string> env = [&] {
+        std::vector<std::string> e = standin_env(s);
+        e.push_back("TMPDIR=" + s.path);
+        return e;
+    }();
+    const RunResult quiet = run_gpumem(with_program({"reuse-sim", "max-batch", "--capacity", "1GiB"}), env);
+    CHECK(quiet.status == 0);
+    CHECK(has(quiet.out, "83"));
+    CHECK_FALSE(has(quiet.err, "trained at batch"));  // the program's stdout
+    CHECK_FALSE(has(quiet.err, "Traceback"));         // the OOM runs' tracebacks
+    CHECK(has(quiet.err, "ran without an OOM"));      // gpumem's line per run stays
+    const RunResult verbose = run_gpumem(with_program({"reuse-sim", "max-batch", "-v", "--capacity", "1GiB"}), env);
+    CHECK(verbose.status == 0);
+    CHECK(has(verbose.err, "trained at batch"));
+    // Under a cap that batch 4 and 8 fit and the answer's next batch does
+    // not: an OOM's traceback hidden, shown with -v.
+    const RunResult oom = run_gpumem(with_program({"reuse-sim", "max-batch", "--capacity", "1GiB", "--confirm"}), env);
+    CHECK(oom.status == 0);
+    CHECK(has(oom.err, "1 OOMs"));
+    CHECK_FALSE(has(oom.err, "Traceback"));
+    const RunResult oom_verbose = run_gpumem(with_program({"reuse-sim", "max-batch", "-v", "--capacity", "1GiB", "--confirm"}), env);
+    CHECK(has(oom_verbose.err, "Traceback"));
+
+    std::vector<std::string> failing = with_program({"reuse-sim", "max-batch", "--capacity", "1GiB"});
+    for (const char* word : {"--fail-from", "8"}) failing.emplace_back(word);
+    for (const int columns : {80, 0}) {
+        CAPTURE(columns);
+        const RunResult r = columns ? run_on_terminal(failing, columns, env, true) : run_gpumem(failing, env);
+        const std::string err = columns ? r.out : r.err;  // on a terminal both streams are the terminal
+        CHECK(r.status == 1);
+        CHECK(has(err, "the end of the program's output:"));
+        CHECK(has(err, "  step 0: loss nan at batch 8"));
+        CHECK(has(err, "RuntimeError: injected failure at batch 8"));
+        CHECK(has(unwrapped(err), "the run at batch 8 failed, exit status 1"));
+        CHECK_FALSE(has(err, "trained at batch 4"));  // the run that went well stays unshown
+        for (const std::string& line : lines_wider(err, columns ? 80 : 100)) {
+            CAPTURE(line);
+            CHECK(line.rfind("gpumem: error: ", 0) == 0);  // only a pipe's one-line error
+            CHECK(columns == 0);
+        }
+        const std::string text = unwrapped(err);
+        const std::size_t at = text.find("all of it in ");
+        REQUIRE(at != std::string::npos);
+        std::string kept = text.substr(at + 13);
+        kept = kept.substr(0, kept.find(".log") + 4);
+        CAPTURE(kept);
+        CHECK(kept.rfind(s.path + "/gpumem-max-batch-run-", 0) == 0);
+        const std::string log = slurp(kept);
+        CHECK(has(log, "Traceback"));
+        CHECK(has(log, "a long explanation a long explanation"));
+        std::filesystem::remove(kept);
+    }
+}

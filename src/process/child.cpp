@@ -51,11 +51,15 @@ private:
     struct sigaction old_int_ {}, old_term_ {};
 };
 
-[[noreturn]] void exec_child(std::vector<char*>& argv, std::vector<char*>& envp, bool own_group, int exec_error_fd) {
+[[noreturn]] void exec_child(std::vector<char*>& argv, std::vector<char*>& envp, bool own_group, int output_fd, int exec_error_fd) {
     // Only async-signal-safe calls between fork and exec.
     if (own_group) {
         ::setpgid(0, 0);
         ::dup2(STDERR_FILENO, STDOUT_FILENO);
+    }
+    if (output_fd >= 0) {  // dup2 leaves the copies without close-on-exec
+        ::dup2(output_fd, STDOUT_FILENO);
+        ::dup2(output_fd, STDERR_FILENO);
     }
     for (const int s : {SIGPIPE, SIGINT, SIGTERM}) ::signal(s, SIG_DFL);  // gpumem ignores SIGPIPE; the program must not
     sigset_t none;
@@ -126,16 +130,28 @@ ChildExit run_child(const std::vector<std::string>& command, const ChildOptions&
     if (!options.own_group) forward.emplace();
     ChildExit run;
     const auto start = std::chrono::steady_clock::now();
+    int output_fd = -1;
+    if (!options.output_file.empty()) {
+        output_fd = ::open(options.output_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (output_fd < 0) throw Error(options.output_file + ": cannot write the program's output there: " + std::strerror(errno));
+    }
     int exec_pipe[2];
-    if (::pipe2(exec_pipe, O_CLOEXEC) != 0) throw Error(std::string("pipe: ") + std::strerror(errno));
+    if (::pipe2(exec_pipe, O_CLOEXEC) != 0) {
+        const int error = errno;
+        if (output_fd >= 0) ::close(output_fd);
+        throw Error(std::string("pipe: ") + std::strerror(error));
+    }
     const pid_t pid = ::fork();
     if (pid < 0) {
+        const int error = errno;
         ::close(exec_pipe[0]);
         ::close(exec_pipe[1]);
-        throw Error(std::string("fork: ") + std::strerror(errno));
+        if (output_fd >= 0) ::close(output_fd);
+        throw Error(std::string("fork: ") + std::strerror(error));
     }
-    if (pid == 0) exec_child(argv, envp, options.own_group, exec_pipe[1]);
+    if (pid == 0) exec_child(argv, envp, options.own_group, output_fd, exec_pipe[1]);
     if (options.own_group) ::setpgid(pid, pid);  // also here: no window before the child's own call
+    if (output_fd >= 0) ::close(output_fd);
     ::close(exec_pipe[1]);
     if (const int error = exec_error(exec_pipe[0]); error != 0)
         run.start_error = "cannot run " + command.front() + ": " + std::strerror(error) +

@@ -22,6 +22,10 @@ struct ChildOptions {
     bool own_group = false;
     // Its whole environment, NAME=VALUE each.
     std::vector<std::string> environment;
+    // Non-empty: its stdout and stderr both go to this file (created or
+    // emptied, mode 0600), not to the terminal: a search that runs a
+    // program a dozen times keeps its output for when a run fails.
+    std::string output_file;
 };
 
 struct ChildExit {

@@ -262,6 +262,7 @@ ChildRun run_recorded(const std::vector<std::string>& command, const RecordSetti
     process::ChildOptions options;
     options.own_group = style.own_group;
     options.environment = child_environment(dir, settings, style);
+    options.output_file = style.output_file;
     const process::ChildExit exit = process::run_child(command, options);
     ChildRun run;
     run.exit_status = exit.exit_status;

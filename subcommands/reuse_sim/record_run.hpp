@@ -38,6 +38,8 @@ struct ChildStyle {
     // program as under `time`), its stdout its own.
     bool own_group = false;
     std::vector<std::string> environment;  // NAME=VALUE set for the program (PYTORCH_CUDA_ALLOC_CONF)
+    // Non-empty: the program's stdout and stderr go to this file.
+    std::string output_file;
 };
 
 // What one process of the program said through the hook.

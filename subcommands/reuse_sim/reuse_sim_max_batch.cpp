@@ -9,6 +9,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -43,12 +46,76 @@ bool show_runs(const Session& session) {
     return session.output().format != Format::json || ::isatty(STDERR_FILENO) == 1;
 }
 
-// The program's stdout goes to gpumem's stderr: gpumem's stdout holds the
-// report. Another setting of the grid goes to its torch under both names
+// The program's output during a search: a dozen runs, most of them ending
+// in an OOM's traceback, would bury gpumem's lines a screen at a time. So
+// each run's goes to a file in the scratch folder, shown only where a run
+// fails for another reason; with -v it comes as it is written (on gpumem's
+// stderr: gpumem's stdout holds the report).
+std::string run_log(const Session& session, const std::string& scratch, const std::string& name) {
+    return session.globals().verbosity > 0 ? std::string() : scratch + "/" + name + ".log";
+}
+
+// The last lines of the output shown for a failed run.
+constexpr std::size_t kFailedOutputLines = 15;
+
+// A line of the program's output as a terminal showed it: the text after
+// its last "\r" (a progress bar's final drawing), without escape sequences
+// (colours) or other control bytes; a tab a space.
+std::string shown_line(std::string_view line) {
+    if (const std::size_t cr = line.rfind('\r'); cr != std::string_view::npos) line.remove_prefix(cr + 1);
+    std::string out;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+        const auto c = static_cast<unsigned char>(line[i]);
+        if (c == 0x1B && i + 1 < line.size() && line[i + 1] == '[') {
+            for (i += 2; i < line.size() && !(line[i] >= '@' && line[i] <= '~');) ++i;
+        } else if (c == '\t') {
+            out += ' ';
+        } else if (c >= 0x20 && c != 0x7F) {
+            out += static_cast<char>(c);
+        }
+    }
+    return out;
+}
+
+// A run that failed, not for want of memory: the end of its output on
+// stderr, each line within the terminal, and the whole of it kept where the
+// scratch folder's removal leaves it. The words for the error: where the
+// output is.
+std::string failed_run_output(const Session& session, const std::string& log) {
+    if (log.empty()) return "its output is above";
+    std::ifstream in(log, std::ios::binary);
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) {
+        lines.push_back(shown_line(line));
+        if (lines.size() > kFailedOutputLines) lines.erase(lines.begin());
+    }
+    if (lines.empty()) return "it wrote no output";
+    const char* tmp = std::getenv("TMPDIR");
+    std::string kept = std::string(tmp && *tmp ? tmp : "/tmp") + "/gpumem-max-batch-run-XXXXXX.log";
+    const int fd = ::mkstemps(kept.data(), 4);
+    bool copied = false;
+    if (fd >= 0) {
+        ::close(fd);
+        std::error_code error;
+        copied = std::filesystem::copy_file(log, kept, std::filesystem::copy_options::overwrite_existing, error);
+    }
+    if (show_runs(session)) {
+        const std::size_t width = static_cast<std::size_t>(stderr_columns());
+        std::fprintf(stderr, "gpumem: max-batch: the end of the program's output:\n");
+        for (const std::string& line : lines) {  // indented 2, cut where it would wrap
+            const bool fits = display_width(line) + 2 < width;
+            std::fprintf(stderr, "  %s%s\n", fits ? line.c_str() : first_columns(line, width - 6).c_str(), fits ? "" : "...");
+        }
+    }
+    return copied ? "the end of its output is above; all of it in " + kept : "the end of its output is above";
+}
+
+// Another setting of the grid goes to the program's torch under both names
 // (whichever its version reads), the user's other keys kept.
-ChildStyle program_style(const std::string& alloc_conf = "", bool set_conf = false) {
+ChildStyle program_style(const std::string& output_file, const std::string& alloc_conf = "", bool set_conf = false) {
     ChildStyle style;
     style.own_group = true;
+    style.output_file = output_file;
     if (set_conf) {
         style.environment.push_back(std::string(kAllocConfVariable) + "=" + alloc_conf);
         style.environment.push_back(std::string(kCudaAllocConfVariable) + "=" + alloc_conf);
@@ -91,9 +158,10 @@ MaxBatchRecording record_at(const MaxBatchRequest& m, const MaxBatchResults& x, 
     const std::vector<std::string> command = program_at_batch(m.program, batch);
     if (session.globals().verbosity > 0 && show_runs(session))
         say(session, "max-batch: running " + join(command, " ") + (setting.empty() ? "" : " under " + setting));
-    const ChildRun run = run_recorded(command, settings,
-                                      program_style(setting.empty() ? "" : merge_alloc_conf(user_alloc_conf(), setting, alloc_conf_grid_keys()).conf,
-                                                    !setting.empty()));
+    const std::string log = run_log(session, scratch, "run" + std::to_string(x.recordings.size() + 1));
+    const ChildRun run = run_recorded(
+        command, settings,
+        program_style(log, setting.empty() ? "" : merge_alloc_conf(user_alloc_conf(), setting, alloc_conf_grid_keys()).conf, !setting.empty()));
     rec.wall_seconds = run.wall_seconds;
     rec.exit_status = run.exit_status;
     if (run.interrupted) throw InterruptedError();
@@ -105,7 +173,8 @@ MaxBatchRecording record_at(const MaxBatchRequest& m, const MaxBatchResults& x, 
         if (p->order.value_or(1) == 1 && std::none_of(processes.begin(), processes.end(), [&](const RecordedProcess* q) { return q->rank == p->rank; }))
             processes.push_back(p);
     if (processes.empty())
-        throw Error(at + " recorded nothing: " + nothing_recorded_reason(run) + ", exit status " + std::to_string(run.exit_status));
+        throw Error(at + " recorded nothing: " + nothing_recorded_reason(run) + ", exit status " + std::to_string(run.exit_status) +
+                    (run.start_error ? "" : " (" + failed_run_output(session, log) + ")"));
     const bool ranked = processes.size() > 1 || processes.front()->rank.has_value();
     for (const RecordedProcess* p : processes) {
         std::string note;
@@ -119,8 +188,8 @@ MaxBatchRecording record_at(const MaxBatchRequest& m, const MaxBatchResults& x, 
     rec.file = ranked ? rec.ranks.front().file : processes.front()->snapshot.value_or("");
     if (rec.ran_out_of_memory()) return rec;
     if (run.exit_status != 0)
-        throw Error(at + " failed, exit status " + std::to_string(run.exit_status) +
-                    ": the model needs runs that complete (its output is above)");
+        throw Error(at + " failed, exit status " + std::to_string(run.exit_status) + ": the model needs runs that complete (" +
+                    failed_run_output(session, log) + ")");
     return rec;
 }
 
@@ -164,9 +233,10 @@ MaxBatchConfirmRun confirm_at(const MaxBatchRequest& m, std::uint64_t batch, con
     const std::vector<std::string> command = program_at_batch(m.program, batch);
     say(session, "--confirm: real run at batch " + std::to_string(batch) + (setting.empty() ? "" : " under " + setting) +
                      (expect_oom ? " (an OOM expected)" : " (no OOM expected)") + ": " + join(command, " "));
+    const std::string log = run_log(session, scratch, "confirm" + std::to_string(batch) + (setting.empty() ? "" : ".setting"));
     const ChildRun child = run_recorded(
         command, settings,
-        program_style(setting.empty() ? "" : merge_alloc_conf(user_alloc_conf(), setting, alloc_conf_grid_keys()).conf, !setting.empty()));
+        program_style(log, setting.empty() ? "" : merge_alloc_conf(user_alloc_conf(), setting, alloc_conf_grid_keys()).conf, !setting.empty()));
     run.exit_status = child.exit_status;
     run.wall_seconds = child.wall_seconds;
     if (child.interrupted) {
@@ -187,9 +257,12 @@ MaxBatchConfirmRun confirm_at(const MaxBatchRequest& m, std::uint64_t batch, con
         run.real->peak_reserved = std::max(run.real->peak_reserved, f->peak_reserved);
     }
     if (!run.real) {
-        run.note = nothing_recorded_reason(child) + ", exit status " + std::to_string(child.exit_status);
+        run.note = nothing_recorded_reason(child) + ", exit status " + std::to_string(child.exit_status) +
+                   (child.start_error ? "" : " (" + failed_run_output(session, log) + ")");
         return run;
     }
+    // Failed without an OOM: why is in its output.
+    if (child.exit_status != 0 && run.real->ooms == 0) run.note = failed_run_output(session, log);
     run.held = expect_oom ? run.real->ooms > 0 : run.real->ooms == 0 && child.exit_status == 0;
     return run;
 }
