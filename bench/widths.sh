@@ -5,6 +5,7 @@
 # a pipe. test_gpu_core checks one device; this adds every device at once
 # (-d all: a table per GPU, p2p's matrix) for the record in bench/results.
 #   bench/widths.sh [GPUMEM]     (needs script(1) from util-linux)
+#   WIDTHS_ONLY=REGEX bench/widths.sh ...   only the commands REGEX matches
 set -u
 gpumem=${1:-gpumem}
 commands=(
@@ -14,8 +15,11 @@ commands=(
 )
 # As a terminal draws it: "\r" returns to column 0 (a progress line redrawn
 # in place is as wide as its widest drawing), escape sequences take none.
+# A column per UTF-8 character: bytes counted in the C locale, less the
+# continuation bytes (mawk, the device's awk, counts bytes whatever the
+# locale: a bar of 67 block characters read as 201).
 widest() {
-  LC_ALL=C.UTF-8 awk '{ gsub(/\033\[[0-9;?]*[@-~]/, ""); n = split($0, part, "\r")
+  LC_ALL=C awk '{ gsub(/\033\[[0-9;?]*[@-~]/, ""); gsub(/[\200-\277]/, ""); n = split($0, part, "\r")
     for (i = 1; i <= n; i++) if (length(part[i]) > w) w = length(part[i]) } END { print w + 0 }'
 }
 printf '%-58s %9s %9s %6s\n' command "tty 80" "tty 100" pipe
@@ -38,6 +42,7 @@ else
   echo "widths.sh: no torch with CUDA here: reuse-sim's jobs on a real program left out" >&2
 fi
 for c in "${commands[@]}"; do
+  [ -n "${WIDTHS_ONLY:-}" ] && ! grep -Eq -- "$WIDTHS_ONLY" <<<"$c" && continue
   row=()
   for cols in 80 100; do
     row+=("$(script -qec "stty cols $cols rows 50; $gpumem $c" /dev/null 2>&1 | widest)")
