@@ -830,4 +830,17 @@ TEST_CASE("max-batch: the program's output is kept from the terminal unless a ru
         CHECK(has(log, "a long explanation a long explanation"));
         std::filesystem::remove(kept);
     }
+    // -q: nothing shown, so the error says where the output is, not "above".
+    std::vector<std::string> quiet_failing = failing;
+    quiet_failing.insert(quiet_failing.begin() + 2, "-q");
+    const RunResult q = run_gpumem(quiet_failing, env);
+    CHECK(q.status == 1);
+    CHECK_FALSE(has(q.err, "the end of the program's output"));
+    CHECK_FALSE(has(q.err, "above"));
+    const std::size_t at = q.err.find("its output is in ");
+    REQUIRE(at != std::string::npos);
+    std::string kept = q.err.substr(at + 17);
+    kept = kept.substr(0, kept.find(".log") + 4);
+    CHECK(has(slurp(kept), "Traceback"));
+    std::filesystem::remove(kept);
 }

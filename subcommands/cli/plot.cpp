@@ -7,6 +7,7 @@
 
 #include "base/sizes.hpp"
 #include "cli/svg.hpp"
+#include "cli/terminal.hpp"
 
 namespace gpumem::cli {
 namespace {
@@ -57,10 +58,7 @@ struct Scale {
 };
 
 double text_width(const std::string& s, double size = kFontSize) {
-    std::size_t chars = 0;
-    for (unsigned char c : s)
-        if ((c & 0xC0) != 0x80) ++chars;
-    return static_cast<double>(chars) * size * 0.62;
+    return static_cast<double>(display_width(s)) * size * 0.62;
 }
 
 struct Range {

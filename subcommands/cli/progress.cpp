@@ -19,9 +19,9 @@ std::string progress_line(std::string_view label, std::uint64_t done, std::uint6
     if (!detail.empty() && display_width(line) + 1 + display_width(detail) <= room) return line + " " + std::string(detail);
     if (display_width(line) <= room) return line;
     // The count is what moves: keep it whole, the label cut before it.
-    const std::size_t count_width = display_width(count), ellipsis = 3;
-    if (count_width + ellipsis >= room) return first_columns(line, room);
-    return first_columns(label, room - count_width - ellipsis) + "..." + count;
+    const std::size_t count_width = display_width(count);
+    if (count_width + 3 >= room) return fit_columns(line, room);
+    return fit_columns(label, room - count_width) + count;
 }
 
 Progress::Progress(bool enabled, std::string label, std::uint64_t total)

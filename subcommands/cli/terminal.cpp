@@ -64,13 +64,15 @@ std::size_t display_width(std::string_view utf8) noexcept {
     return n;
 }
 
-std::string first_columns(std::string_view utf8, std::size_t columns) {
+std::string fit_columns(std::string_view utf8, std::size_t columns) {
+    if (display_width(utf8) <= columns) return std::string(utf8);
+    const std::size_t keep = columns > 3 ? columns - 3 : 0;
     std::size_t n = 0, end = 0;
     for (; end < utf8.size(); ++end) {
         const bool starts_code_point = (static_cast<unsigned char>(utf8[end]) & 0xC0U) != 0x80U;
-        if (starts_code_point && n++ == columns) break;
+        if (starts_code_point && n++ == keep) break;
     }
-    return std::string(utf8.substr(0, end));
+    return std::string(utf8.substr(0, end)) + std::string("...", columns - keep < 3 ? columns - keep : 3);
 }
 
 }  // namespace gpumem::cli

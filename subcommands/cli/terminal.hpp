@@ -30,7 +30,8 @@ std::string error_text(std::string_view text);
 // Columns a UTF-8 string takes, counting one per code point (enough for the
 // box, block and star characters gpumem prints).
 std::size_t display_width(std::string_view utf8) noexcept;
-// The first code points of `utf8` that take at most `columns` columns.
-std::string first_columns(std::string_view utf8, std::size_t columns);
+// `utf8` within `columns` columns: whole where it fits, else its first
+// characters and "..." (cut between UTF-8 sequences, never inside one).
+std::string fit_columns(std::string_view utf8, std::size_t columns);
 
 }  // namespace gpumem::cli

@@ -78,36 +78,42 @@ std::string shown_line(std::string_view line) {
 }
 
 // A run that failed, not for want of memory: the end of its output on
-// stderr, each line within the terminal, and the whole of it kept where the
-// scratch folder's removal leaves it. The words for the error: where the
-// output is.
+// stderr (where gpumem's run lines go), each line within the terminal, and
+// the whole of it moved out of the scratch folder, whose removal would
+// take it. The words for the error or the run's note: where the output is.
 std::string failed_run_output(const Session& session, const std::string& log) {
-    if (log.empty()) return "its output is above";
+    if (log.empty()) return "its output is above";  // -v: it went by as it came
     std::ifstream in(log, std::ios::binary);
     std::vector<std::string> lines;
     for (std::string line; std::getline(in, line);) {
         lines.push_back(shown_line(line));
         if (lines.size() > kFailedOutputLines) lines.erase(lines.begin());
     }
+    in.close();
     if (lines.empty()) return "it wrote no output";
+    // The scratch folder is in $TMPDIR too: a rename, not a copy.
     const char* tmp = std::getenv("TMPDIR");
-    std::string kept = std::string(tmp && *tmp ? tmp : "/tmp") + "/gpumem-max-batch-run-XXXXXX.log";
+    const std::string dir = tmp && *tmp ? tmp : "/tmp";
+    std::string kept = dir + "/gpumem-max-batch-run-XXXXXX.log";
     const int fd = ::mkstemps(kept.data(), 4);
-    bool copied = false;
+    bool moved = false;
     if (fd >= 0) {
         ::close(fd);
         std::error_code error;
-        copied = std::filesystem::copy_file(log, kept, std::filesystem::copy_options::overwrite_existing, error);
+        std::filesystem::rename(log, kept, error);
+        if (error) std::filesystem::copy_file(log, kept, std::filesystem::copy_options::overwrite_existing, error);
+        moved = !error;
+        if (!moved) std::filesystem::remove(kept, error);
     }
-    if (show_runs(session)) {
+    const bool shown = show_runs(session);
+    if (shown) {
         const std::size_t width = static_cast<std::size_t>(stderr_columns());
         std::fprintf(stderr, "gpumem: max-batch: the end of the program's output:\n");
-        for (const std::string& line : lines) {  // indented 2, cut where it would wrap
-            const bool fits = display_width(line) + 2 < width;
-            std::fprintf(stderr, "  %s%s\n", fits ? line.c_str() : first_columns(line, width - 6).c_str(), fits ? "" : "...");
-        }
+        for (const std::string& line : lines)  // indented 2, cut before the last column
+            std::fprintf(stderr, "  %s\n", fit_columns(line, width - 3).c_str());
     }
-    return copied ? "the end of its output is above; all of it in " + kept : "the end of its output is above";
+    if (shown) return moved ? "the end of its output is above; all of it in " + kept : "the end of its output is above";
+    return moved ? "its output is in " + kept : "its output could not be kept in " + dir;
 }
 
 // Another setting of the grid goes to the program's torch under both names
