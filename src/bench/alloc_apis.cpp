@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <type_traits>
 
-#include <spdlog/spdlog.h>
+#include "core/log.hpp"
 
 #include "core/cuda_check.hpp"
 #include "core/driver_api.hpp"
@@ -24,7 +24,7 @@ void log_driver_failure(CUresult result, const char* call) noexcept {
     try {
         const char* name = "CUDA_ERROR_UNKNOWN";
         if (driver_api().cuGetErrorName) driver_api().cuGetErrorName(result, &name);
-        spdlog::error("{} failed in a destructor: {}", call, name);
+        log::error("{} failed in a destructor: {}", call, name);
     } catch (...) {
     }
 }

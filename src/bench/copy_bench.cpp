@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include <spdlog/spdlog.h>
+#include "core/log.hpp"
 
 #include "base/cpu_affinity.hpp"
 #include "core/cuda_check.hpp"
@@ -252,7 +252,7 @@ private:
             AutoDevice guard(from);
             if (cudaDeviceDisablePeerAccess(to.ordinal()) != cudaSuccess) {
                 cudaGetLastError();
-                spdlog::warn("cudaDeviceDisablePeerAccess({} -> {}) failed", from.ordinal(), to.ordinal());
+                log::warn("cudaDeviceDisablePeerAccess({} -> {}) failed", from.ordinal(), to.ordinal());
             }
         } catch (...) {
         }
@@ -439,7 +439,7 @@ std::vector<std::vector<double>> time_lanes_with_events(std::vector<Lane>& lanes
         for (std::size_t l = 0; l < lanes.size(); ++l) on_lane_device(lanes[l], [&] { stops[l].record(lanes[l].stream.get()); });
         blocker.release();
         for (Lane& l : lanes) l.stream.synchronize();
-        if (blocker.timed_out()) spdlog::warn("the streams were released by timeout; this sample may include launch overhead");
+        if (blocker.timed_out()) log::warn("the streams were released by timeout; this sample may include launch overhead");
         for (std::size_t l = 0; l < lanes.size(); ++l)
             seconds[l].push_back(stops[l].elapsed_ms_since(starts[l]) / 1000.0 / iterations);
         throw_if_interrupted();
@@ -666,7 +666,7 @@ void run_copy_plan(const CopyPlan& plan, const std::function<void(CopyResult)>& 
         run.iterations = plan.auto_iterations ? iterations_for_budget(round_seconds, plan.sample_seconds, max_iterations)
                                               : std::min(plan.timing.iterations, max_iterations);
         if (!plan.auto_iterations && plan.timing.iterations > max_iterations)
-            spdlog::warn("{} copies per sample is more than can be queued at once; using {}", plan.timing.iterations, max_iterations);
+            log::warn("{} copies per sample is more than can be queued at once; using {}", plan.timing.iterations, max_iterations);
         std::vector<std::vector<double>> seconds =
             time_lanes(lanes, run.timing, bytes, plan.engine, run.iterations, plan.timing.samples);
         for (std::size_t l = 0; l < lanes.size(); ++l) {

@@ -4,7 +4,7 @@
 
 #include <atomic>
 
-#include <spdlog/spdlog.h>
+#include "core/log.hpp"
 
 #include "core/cuda_check.hpp"
 #include "core/driver_api.hpp"
@@ -25,7 +25,7 @@ void log_failure(cudaError_t status, const char* call) noexcept {
     if (status == cudaSuccess) return;
     cudaGetLastError();
     try {
-        spdlog::error("{} failed in a destructor: {}", call, cudaGetErrorName(status));
+        log::error("{} failed in a destructor: {}", call, cudaGetErrorName(status));
     } catch (...) {
     }
 }

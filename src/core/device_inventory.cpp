@@ -8,7 +8,7 @@
 #include <thread>
 #include <cstdlib>
 
-#include <spdlog/spdlog.h>
+#include "core/log.hpp"
 
 #include "core/cuda_check.hpp"
 #include "core/cuda_devices.hpp"
@@ -82,7 +82,7 @@ CudaOrder cuda_order(const std::vector<DeviceIdentity>& all) {
                          });
     if (!visible && !base && !has_mig) {
         // Mixed GPU models under FASTEST_FIRST: only the driver knows the order.
-        spdlog::debug("CUDA order undecidable from NVML (mixed models); asking the CUDA runtime");
+        log::debug("CUDA order undecidable from NVML (mixed models); asking the CUDA runtime");
         std::vector<std::size_t> order_from_cuda;
         for (const DeviceIdentity& d : cuda_base_order_devices()) {
             if (const auto pos = find_by_pci(all, d.pci)) order_from_cuda.push_back(*pos);
@@ -92,7 +92,7 @@ CudaOrder cuda_order(const std::vector<DeviceIdentity>& all) {
     }
     if (!visible) {
         // MIG entries: let CUDA apply the variable itself.
-        spdlog::debug("CUDA_VISIBLE_DEVICES holds MIG entries; asking the CUDA runtime");
+        log::debug("CUDA_VISIBLE_DEVICES holds MIG entries; asking the CUDA runtime");
         std::vector<std::size_t> mapped;
         for (const DeviceIdentity& d : cuda_visible_devices()) {
             if (const auto pos = find_by_pci(all, d.pci)) mapped.push_back(*pos);
@@ -113,7 +113,7 @@ DeviceInventory DeviceInventory::open() {
     std::string why_not;
     const auto t0 = std::chrono::steady_clock::now();
     inv.nvml_ = Nvml::open(why_not);
-    spdlog::debug("NVML load and init: {:.2f} ms", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    log::debug("NVML load and init: {:.2f} ms", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     if (!inv.nvml_) {
         // No NVML: the CUDA runtime can still answer, at the price of a context.
         std::vector<DeviceIdentity> devices;
@@ -122,7 +122,7 @@ DeviceInventory DeviceInventory::open() {
         } catch (const NoDeviceError& e) {
             throw NoDeviceError(std::string(e.what()) + " (" + why_not + ")");
         }
-        spdlog::warn("NVML unavailable ({}); using the CUDA runtime, which creates a context (~500 MB) on each device queried",
+        log::warn("NVML unavailable ({}); using the CUDA runtime, which creates a context (~500 MB) on each device queried",
                      why_not);
         inv.source_ = "cuda-runtime";
         inv.visible_ = std::move(devices);
@@ -131,7 +131,7 @@ DeviceInventory DeviceInventory::open() {
     }
     inv.source_ = "nvml";
     const std::vector<DeviceIdentity> all = nvml_identities(*inv.nvml_, inv.lost_);
-    spdlog::debug("NVML identities of {} devices: {:.2f} ms", all.size(),
+    log::debug("NVML identities of {} devices: {:.2f} ms", all.size(),
                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
 
     const CudaOrder order = cuda_order(all);
@@ -153,7 +153,7 @@ NvmlDeviceFigures nvml_figures_for(const PciAddress& pci) {
     std::string why_not;
     const auto nvml = Nvml::open(why_not);
     if (!nvml) {
-        spdlog::debug("NVML unavailable ({}): no peak bandwidth or PCIe figures", why_not);
+        log::debug("NVML unavailable ({}): no peak bandwidth or PCIe figures", why_not);
         return figures;
     }
     try {
@@ -164,7 +164,7 @@ NvmlDeviceFigures nvml_figures_for(const PciAddress& pci) {
         figures.pcie = nvml->pcie_link(*index);
         figures.cpu_affinity = nvml->cpu_affinity(*index);
     } catch (const Error& e) {  // extras only: never fail a run over them
-        spdlog::debug("NVML figures unavailable: {}", e.what());
+        log::debug("NVML figures unavailable: {}", e.what());
     }
     return figures;
 }

@@ -8,7 +8,6 @@
 #include <future>
 #include <fstream>
 
-#include <spdlog/spdlog.h>
 
 #include "base/errors.hpp"
 

@@ -4,7 +4,7 @@
 #include <atomic>
 #include <chrono>
 
-#include <spdlog/spdlog.h>
+#include "core/log.hpp"
 
 #include "core/cuda_check.hpp"
 #include "base/interrupt.hpp"
@@ -65,7 +65,7 @@ std::vector<double> time_on_stream(DeviceId device, cudaStream_t stream, const T
         stop.record(stream);
         blocker.release();
         GPUMEM_CUDA_CALL(cudaStreamSynchronize(stream));
-        if (blocker.timed_out()) spdlog::warn("the stream was released by timeout; this sample may include launch overhead");
+        if (blocker.timed_out()) log::warn("the stream was released by timeout; this sample may include launch overhead");
         per_op_seconds.push_back(stop.elapsed_ms_since(start) / 1000.0 / iterations);
         throw_if_interrupted();
     }

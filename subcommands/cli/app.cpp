@@ -18,8 +18,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
-#include <spdlog/sinks/stdout_sinks.h>
-#include <spdlog/spdlog.h>
+#include "core/log.hpp"
 
 #include "base/copy_plan.hpp"
 #include "base/errors.hpp"
@@ -151,14 +150,11 @@ const CommandEntry* invoked_entry(int argc, char** argv) {
 }
 
 void setup_logging(const Globals& g) {
-    auto logger = std::make_shared<spdlog::logger>("gpumem", std::make_shared<spdlog::sinks::stderr_sink_mt>());
-    logger->set_pattern("%n: %l: %v");
-    spdlog::level::level_enum level = spdlog::level::warn;
-    if (g.quiet) level = spdlog::level::err;
-    if (g.verbosity == 1) level = spdlog::level::info;
-    if (g.verbosity >= 2) level = spdlog::level::debug;
-    logger->set_level(level);
-    spdlog::set_default_logger(logger);
+    log::Level lowest = log::Level::warn;
+    if (g.quiet) lowest = log::Level::error;
+    if (g.verbosity == 1) lowest = log::Level::info;
+    if (g.verbosity >= 2) lowest = log::Level::debug;
+    log::set_threshold(lowest);
 }
 
 std::string version_text() {
@@ -297,7 +293,7 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
     } catch (const Error& e) {
         Report partial = command.report(session.output());
         stamp(partial, globals.origin);
-        for (const auto& w : partial.warnings) spdlog::warn("{}", warning_text(w));
+        for (const auto& w : partial.warnings) log::warn("{}", warning_text(w));
         const bool json_out = json || session.output().format == Format::json;
         // Prometheus text is one exposition, and a Nagios or NPD plugin one
         // status line, written by fail() with the exit status: the partial results
@@ -309,7 +305,7 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
             try {
                 write_file_atomically(partial.plot->option, partial.plot->path, partial.plot->svg);
             } catch (const Error& plot_error) {
-                spdlog::warn("{}", warning_text(plot_error.what()));
+                log::warn("{}", warning_text(plot_error.what()));
             }
         }
         if (!one_document && !session.final_written() && partial.has_rows() && dynamic_cast<const OutputError*>(&e) == nullptr)
@@ -318,7 +314,7 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
     }
     Report report = command.report(session.output());
     stamp(report, globals.origin);
-    for (const auto& w : report.warnings) spdlog::warn("{}", warning_text(w));
+    for (const auto& w : report.warnings) log::warn("{}", warning_text(w));
     if (report.plot) {
         try {
             write_file_atomically(report.plot->option, report.plot->path, report.plot->svg);

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include <spdlog/spdlog.h>
+#include "core/log.hpp"
 
 #include "base/cpu_affinity.hpp"
 #include "base/errors.hpp"
@@ -233,16 +233,16 @@ void pin_near(const DeviceIdentity& device, std::optional<ScopedCpuAffinity>& pi
     const DeviceId id = device.cuda_index.value();
     const NvmlDeviceFigures figures = nvml_figures_for(device.pci);
     if (figures.cpu_affinity.empty()) {
-        spdlog::debug("no CPU affinity known for device {} (NVML); host threads not pinned", id.ordinal());
+        log::debug("no CPU affinity known for device {} (NVML); host threads not pinned", id.ordinal());
         return;
     }
     pin.emplace(figures.cpu_affinity);
     const std::string cpus = format_cpu_list(figures.cpu_affinity);
     if (!pin->pinned()) {
-        spdlog::debug("device {}: could not pin host threads to CPUs {}", id.ordinal(), cpus);
+        log::debug("device {}: could not pin host threads to CPUs {}", id.ordinal(), cpus);
         return;
     }
-    spdlog::info("device {}: host threads pinned to CPUs {}", id.ordinal(), cpus);
+    log::info("device {}: host threads pinned to CPUs {}", id.ordinal(), cpus);
     pinned.push_back({id, cpus});
 }
 
@@ -260,7 +260,7 @@ std::string peer_access_missing(const CopyPlan& plan) {
         if (!peer_access_possible(from, to)) {
             std::string why =
                 "device " + to_string(from) + " cannot access device " + to_string(to) + " directly (cudaDeviceCanAccessPeer is 0)";
-            spdlog::warn("{}", warning_text(why));
+            log::warn("{}", warning_text(why));
             return why;
         }
     return "";
@@ -300,7 +300,7 @@ void run_unit(const CopyRequest& q, const CopyUnit& unit, CopyResults& results, 
             continue;
         }
         check_copy_fits(p.plan);
-        spdlog::info("copy {} on device {}: {} size(s) up to {}", copy_direction_name(p.plan.direction), device.ordinal(),
+        log::info("copy {} on device {}: {} size(s) up to {}", copy_direction_name(p.plan.direction), device.ordinal(),
                      p.plan.sizes.size(), format_bytes(*std::max_element(p.plan.sizes.begin(), p.plan.sizes.end())));
         run_copy_plan(p.plan, [&](CopyResult r) {
             results.rows.push_back(std::move(r));

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include <spdlog/spdlog.h>
+#include "core/log.hpp"
 
 #include "base/errors.hpp"
 #include "base/interrupt.hpp"
@@ -172,7 +172,7 @@ void execute(const MemsetRequest& q, MemsetResults& results, Session& session) {
             row.plan.size = q.size.resolve(device_memory_info(row.plan.device).free) / row.plan.width * row.plan.width;
             validate_memset_plan(row.plan);
         }
-        spdlog::info("memset of {} on device {} ({})", format_bytes(row.plan.size - row.plan.offset), row.plan.device.ordinal(), device.name);
+        log::info("memset of {} on device {} ({})", format_bytes(row.plan.size - row.plan.offset), row.plan.device.ordinal(), device.name);
         row.result = run_memset(row.plan);
         if (!row.plan.host_target) row.peak_bps = nvml_figures_for(device.pci).peak_memory_bandwidth;
         if (row.result.mismatches && first_failure.empty())

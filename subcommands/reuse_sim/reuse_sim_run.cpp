@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include <spdlog/spdlog.h>
 
 #include "base/errors.hpp"
 #include "base/interrupt.hpp"
