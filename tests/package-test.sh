@@ -11,6 +11,10 @@
 #   leaves it unset in debian/rules (auto: all of them).
 #   GPUMEM_DEB=PATH: check that package instead of building one (the build's
 #   own checks then count as skipped).
+#   GPUMEM_BUILD_DIR=DIR: package the objects of DIR, a build directory
+#   configured by tools/configure-package-build.sh and built (CI's tests
+#   stage), instead of compiling them again (debian/rules); GPUMEM_GPU_ARCHS
+#   is then DIR's own.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 passed=0 failed=0 skipped=0
@@ -34,18 +38,34 @@ else
   else
     mkdir "$work/gpumem" && (cd "$here" && tar --exclude='./build*' --exclude='./obj-*' -cf - .) | tar -x -C "$work/gpumem"
   fi
+  built_dir=
+  if [ -n "${GPUMEM_BUILD_DIR:-}" ]; then
+    built_dir=$(cd "$GPUMEM_BUILD_DIR" 2>/dev/null && pwd) && [ -f "$built_dir/build.ninja" ] ||
+      { bad "GPUMEM_BUILD_DIR=$GPUMEM_BUILD_DIR is not a configured build directory"; finish; }
+    # Configured as the package configures (tools/configure-package-build.sh), or its objects are not the package's.
+    grep -q -- '--buildtype=plain' "$built_dir/meson-logs/meson-log.txt" &&
+      grep -q -- '-D_FORTIFY_SOURCE=2' "$built_dir/compile_commands.json" &&
+      ok "$GPUMEM_BUILD_DIR was configured as a package build" ||
+      { bad "$GPUMEM_BUILD_DIR was not configured by tools/configure-package-build.sh"; finish; }
+  fi
   start=$SECONDS
   if (cd "$work/gpumem" && DEB_BUILD_OPTIONS="nocheck parallel=${NINJA_JOBS:-2}" GPUMEM_GPU_ARCHS=${GPUMEM_GPU_ARCHS:-90} \
-        dpkg-buildpackage -b -us -uc) >"$work/build.log" 2>&1; then
-    ok "dpkg-buildpackage -b ($((SECONDS - start)) s)"
+        GPUMEM_BUILD_DIR=$built_dir dpkg-buildpackage -b -us -uc) >"$work/build.log" 2>&1; then
+    ok "dpkg-buildpackage -b ($((SECONDS - start)) s${built_dir:+, the objects of $GPUMEM_BUILD_DIR})"
   else
     tail -n 40 "$work/build.log"
     bad "dpkg-buildpackage -b"
     finish
   fi
   deb=$(ls "$work"/gpumem_*.deb)
-  grep -q -- '-Dtests=false' "$work/build.log" && grep -q -- '-Dbench=false' "$work/build.log" &&
-    ok "the package build compiles no test suite and no bench" || bad "the package build compiled tests or bench"
+  if [ -n "$built_dir" ]; then
+    # Nothing compiled again: ninja found the objects up to date.
+    grep -q 'ninja: no work to do' "$work/build.log" && ! grep -q 'Compiling C++' "$work/build.log" &&
+      ok "the package build compiled nothing again" || bad "the package build compiled again"
+  else
+    grep -q -- '-Dtests=false' "$work/build.log" && grep -q -- '-Dbench=false' "$work/build.log" &&
+      ok "the package build compiles no test suite and no bench" || bad "the package build compiled tests or bench"
+  fi
 
 fi
 
@@ -63,6 +83,8 @@ for path in /usr/bin/gpumem /usr/share/man/man1/gpumem.1.gz /usr/share/bash-comp
   /usr/lib/tmpfiles.d/gpumem.conf; do
   grep -qx "$path" "$work/contents" && ok "ships $path" || bad "does not ship $path"
 done
+shipped_extra=$(grep -E '/(test_[a-z_]+|fuzz_[a-z_]+|raw_[a-z_]+|nvml_probe|fill_verify_kernels|max_batch_speed|fast_json_speed)$' "$work/contents" || true)
+[ -z "$shipped_extra" ] && ok "ships no test suite, fuzz target or bench baseline" || bad "ships $shipped_extra"
 dpkg-deb -f "$deb" Depends | grep -q -i cuda && bad "depends on a CUDA package" || ok "no CUDA package in Depends: $(dpkg-deb -f "$deb" Depends)"
 
 # A run stopped between install and purge leaves gpumem installed, and apt
