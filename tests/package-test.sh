@@ -43,8 +43,9 @@ else
     built_dir=$(cd "$GPUMEM_BUILD_DIR" 2>/dev/null && pwd) && [ -f "$built_dir/build.ninja" ] ||
       { bad "GPUMEM_BUILD_DIR=$GPUMEM_BUILD_DIR is not a configured build directory"; finish; }
     # Configured as the package configures (tools/configure-package-build.sh), or its objects are not the package's.
-    grep -q -- '--buildtype=plain' "$built_dir/meson-logs/meson-log.txt" &&
-      grep -q -- '-D_FORTIFY_SOURCE=2' "$built_dir/compile_commands.json" &&
+    python3 -c 'import json, sys; o = {x["name"]: x["value"] for x in json.load(open(sys.argv[1]))}
+sys.exit(not (o["buildtype"] == "plain" and o["prefix"] == "/usr"))' "$built_dir/meson-info/intro-buildoptions.json" &&
+      grep -q -e '-D_FORTIFY_SOURCE=2' "$built_dir/compile_commands.json" &&
       ok "$GPUMEM_BUILD_DIR was configured as a package build" ||
       { bad "$GPUMEM_BUILD_DIR was not configured by tools/configure-package-build.sh"; finish; }
   fi
