@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_harness.hpp"
+#include "tests_dir.hpp"
 
 namespace {
 
@@ -191,4 +192,23 @@ TEST_CASE("messages: reuse-sim replay --growth takes what alloc-test churn --gro
     const RunResult named = run_gpumem({"reuse-sim", "replay", "--strategy", "grow-only", "--growth", "512B", "--steps", "20", "--json"});
     CHECK(nlohmann::json::parse(named.out)["options"]["growth"] == "512B");
     CHECK(run_gpumem({"reuse-sim", "replay", "--growth", "x17"}).status == 2);
+}
+
+TEST_CASE("messages: a warning whose first word does not fit after 'gpumem: warning:' keeps within the width (issue 57)") {
+    // The issue's run: its first warning starts with a 73-character path.
+    const std::string trace = tests_dir() + "/fixtures/allocator_features/hook_graph_capture_oom_cap50.pickle";
+    for (const char* columns : {"COLUMNS=80", "COLUMNS=100"}) {
+        const RunResult r = run_gpumem({"reuse-sim", "replay", "--trace", trace, "--strategy", "torch-caching"}, {columns});
+        CAPTURE(columns);
+        REQUIRE(r.status == 0);
+        REQUIRE(has(r.err, "gpumem: warning:"));
+        const std::size_t width = std::stoul(std::string(columns).substr(8));
+        std::size_t at = 0;
+        for (std::size_t end = r.err.find('\n'); end != std::string::npos; at = end + 1, end = r.err.find('\n', at)) {
+            const std::string line = r.err.substr(at, end - at);
+            CAPTURE(line);
+            CHECK(line.size() <= width);
+            CHECK(line.find("warning:   ") == std::string::npos);  // no continuation indent after the prefix
+        }
+    }
 }
