@@ -360,6 +360,38 @@ std::unique_ptr<Command> register_commands(CLI::App& app, const CommandEntry* in
     return command;
 }
 
+// The formats `e` offers: those every command takes and its own
+// (CommandDefinition::formats), the table alone where it refuses the rest.
+std::vector<std::string> formats_offered(const CommandEntry& e) {
+    std::vector<std::string> names;
+    for (const Named<FormatSpec>& row : kFormats) {
+        const bool offered = row.value.every_command || (e.definition && e.definition->formats.has(row.value.format));
+        const bool refused = e.definition && e.definition->refuses_format && row.value.format != Format::table;
+        if (offered && !refused) names.emplace_back(row.name);
+    }
+    return names;
+}
+
+// The global options as the invoked command's --help shows them: those it
+// refuses left out (an empty group hides an option), and --format's
+// choices its own. gpumem --help, with no command, shows every one.
+void show_globals_taken(CLI::App& app, const CommandEntry* invoked) {
+    if (invoked == nullptr || invoked->definition == nullptr) return;
+    const CommandDefinition& d = *invoked->definition;
+    const auto hide = [&app](const char* name) {
+        if (CLI::Option* option = app.get_option_no_throw(name)) option->group("");
+    };
+    if (d.refuses_device) hide("--device");
+    if (d.refuses_format) {
+        for (const char* name : {"--format", "--json", "--csv"}) hide(name);
+        return;
+    }
+    const std::vector<std::string> names = formats_offered(*invoked);
+    CLI::Option* format = app.get_option("--format");
+    format->description("Output format: " + join(names, ", "));
+    format->get_validator()->description("{" + join(names, ",") + "}");
+}
+
 // This process's launcher and host, read before parsing so that every
 // document, a parse error's too, carries its origin. A malformed launcher
 // variable is held back until after --version (see dispatch).
@@ -556,6 +588,16 @@ void check_format_offered(const Parsed& parsed, const CommandEntry* invoked, con
     throw UsageError(asked + " is offered by " + names + " only");
 }
 
+// The global options the invoked command refuses (its definition's
+// refuses_device, refuses_format: the table its --help is made from too),
+// refused before its check() reads the rest.
+void check_refused_globals(const GlobalOptions& raw, const Globals& globals, const CommandEntry* invoked) {
+    if (invoked == nullptr || invoked->definition == nullptr) return;
+    const CommandDefinition& d = *invoked->definition;
+    if (d.refuses_device != nullptr && raw.device) throw UsageError(d.refuses_device);
+    if (d.refuses_format != nullptr && globals.output.format != Format::table) throw UsageError(d.refuses_format);
+}
+
 int dispatch(const Parsed& parsed, const CommandEntry* invoked, Command* command, RunMode mode, bool json,
              const Placement& placement, OutputOptions& error_output) {
     if (parsed.version) {
@@ -585,6 +627,7 @@ int dispatch(const Parsed& parsed, const CommandEntry* invoked, Command* command
             if (!is_mode(e)) names += (names.empty() ? "" : ", ") + std::string(e.name);
         throw UsageError("a command is required: " + names + " (see gpumem --help)");
     }
+    check_refused_globals(parsed.raw, globals, invoked);
     return run_command(*command, globals, mode, json);
 }
 
@@ -660,6 +703,7 @@ int run_command_line(int original_argc, char** original_argv, RunMode mode) {
     // info's cost is NVML's start-up (~10 ms): begin it now, beside parsing.
     if (invoked && invoked->name == "info" && mode == RunMode::full) Nvml::start_opening();
     std::unique_ptr<Command> command = register_commands(app, invoked);
+    show_globals_taken(app, invoked);
 
     const bool json = json_requested(argc, argv);
     const Placement placement = read_placement();
@@ -709,6 +753,14 @@ int run_command_line(int original_argc, char** original_argv, RunMode mode) {
 }
 
 }  // namespace
+
+std::vector<const CommandEntry*> command_rows() {
+    std::vector<const CommandEntry*> rows;
+    for (const CommandEntry& e : kCommands) rows.push_back(&e);
+    return rows;
+}
+
+std::vector<std::string> offered_formats(const CommandEntry& e) { return formats_offered(e); }
 
 std::vector<ListEntry> command_lists() {
     std::vector<ListEntry> lists;

@@ -135,6 +135,11 @@ struct CommandDefinition {
     // every_command), whose part of the Report its report() fills:
     // Report::metrics for prometheus, Report::plugin for a plugin's format.
     Formats formats{};
+    // The global options it refuses, each as the one-line error that says
+    // why (null: it takes them). app.cpp refuses them before check(), and
+    // its --help leaves them out (one table for both).
+    const char* refuses_device = nullptr;  // -d/--device
+    const char* refuses_format = nullptr;  // --format, --json, --csv: any but the table
 };
 
 struct CommandEntry {

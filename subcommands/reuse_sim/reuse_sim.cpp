@@ -762,11 +762,9 @@ std::optional<ConfirmRequest> check_confirm(const TuneOptions& o, const ReuseSim
 
 // reuse-sim tune: torch-caching replayed under a grid of settings, each a
 // lane of one replay, ranked.
-ReuseSimRequest check_tune(const TuneOptions& o, const Globals& globals) {
+ReuseSimRequest check_tune(const TuneOptions& o, const Globals& /*globals*/) {
     ReuseSimRequest q;
     q.command = "reuse-sim tune";
-    if (globals.device)
-        throw UsageError("-d/--device: reuse-sim tune replays on no GPU (--confirm's program chooses its GPU; CUDA_VISIBLE_DEVICES selects them)");
     q.input = check_input(o.input);
     q.strategies = {&rs::kStrategies.row("torch-caching")};
     check_torch_options(o.torch, q);
@@ -783,12 +781,9 @@ ReuseSimRequest check_tune(const TuneOptions& o, const Globals& globals) {
 }
 
 // reuse-sim record: runs a program and records it, nothing else.
-ReuseSimRequest check_record(const RecordOptions& o, const Globals& globals) {
+ReuseSimRequest check_record(const RecordOptions& o, const Globals& /*globals*/) {
     ReuseSimRequest q;
     q.command = "reuse-sim record";
-    if (globals.output.format != Format::table)
-        throw UsageError("reuse-sim record passes the program's stdout through (gpumem's own lines go to stderr): no --json, --csv or --format");
-    if (globals.device) throw UsageError("-d/--device: under reuse-sim record the program chooses its GPU (CUDA_VISIBLE_DEVICES selects them)");
     if (o.program.empty()) throw UsageError("reuse-sim record needs the program to run after --: gpumem reuse-sim record -o FILE -- CMD [ARGS...]");
     RecordRequest record{check_real_run_cap(o.cap, o), o.program};
     record.settings.file = check_record_file(o.output, o.program);
@@ -889,10 +884,9 @@ MaxBatchRequest check_max_batch_input(const MaxBatchOptions& o) {
 // reuse-sim max-batch: recordings at several batches instead of one input;
 // the grid of --sweep or --full-grid, else the recorded setting and
 // expandable segments.
-ReuseSimRequest check_max_batch(const MaxBatchOptions& o, const Globals& globals) {
+ReuseSimRequest check_max_batch(const MaxBatchOptions& o, const Globals& /*globals*/) {
     ReuseSimRequest q;
     q.command = "reuse-sim max-batch";
-    if (globals.device) throw UsageError("-d/--device: under max-batch the program chooses its GPU (CUDA_VISIBLE_DEVICES selects them)");
     q.max_batch = check_max_batch_input(o);
     q.strategies = {&rs::kStrategies.row("torch-caching")};
     check_torch_options(o.torch, q);
@@ -949,20 +943,24 @@ constexpr CommandDefinition kReuseSimTuneCommand{
         return make_command(
             CommandFunctions<TuneOptions, ReuseSimRequest, ReuseSimResults>{add_tune_options, check_tune, execute_reuse_sim, reuse_sim_report});
     },
-    [] { return reuse_sim_document_schema("reuse-sim tune"); }, kTuneLists};
+    [] { return reuse_sim_document_schema("reuse-sim tune"); }, kTuneLists, {},
+    "-d/--device: reuse-sim tune replays on no GPU (--confirm's program chooses its GPU; CUDA_VISIBLE_DEVICES selects them)"};
 
 constexpr CommandDefinition kReuseSimRecordCommand{
     [] {
         return make_command(CommandFunctions<RecordOptions, ReuseSimRequest, ReuseSimResults>{add_record_options, check_record,
                                                                                               execute_reuse_sim, reuse_sim_report});
     },
-    [] { return reuse_sim_document_schema("reuse-sim record"); }};
+    [] { return reuse_sim_document_schema("reuse-sim record"); }, {}, {},
+    "-d/--device: under reuse-sim record the program chooses its GPU (CUDA_VISIBLE_DEVICES selects them)",
+    "reuse-sim record passes the program's stdout through (gpumem's own lines go to stderr): no --json, --csv or --format"};
 
 constexpr CommandDefinition kReuseSimMaxBatchCommand{
     [] {
         return make_command(CommandFunctions<MaxBatchOptions, ReuseSimRequest, ReuseSimResults>{add_max_batch_options, check_max_batch,
                                                                                                 execute_reuse_sim, reuse_sim_report});
     },
-    [] { return reuse_sim_document_schema("reuse-sim max-batch"); }};
+    [] { return reuse_sim_document_schema("reuse-sim max-batch"); }, {}, {},
+    "-d/--device: under max-batch the program chooses its GPU (CUDA_VISIBLE_DEVICES selects them)"};
 
 }  // namespace gpumem::cli
