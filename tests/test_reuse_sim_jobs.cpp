@@ -111,7 +111,8 @@ TEST_CASE("reuse-sim jobs: an option of another job exits 2 with one line naming
         const char* says;
     };
     const std::vector<Case> cases = {
-        {{"reuse-sim", "replay", "--max-runs", "3"}, "unknown option '--max-runs' for reuse-sim replay: it is an option of reuse-sim max-batch"},
+        {{"reuse-sim", "replay", "--max-runs", "3"},
+         "unknown option '--max-runs' for reuse-sim replay: it is an option of reuse-sim tune, reuse-sim max-batch"},
         {{"reuse-sim", "replay", "--sweep", "expandable_segments=true,false"},
          "unknown option '--sweep' for reuse-sim replay: it is an option of reuse-sim tune, reuse-sim max-batch"},
         {{"reuse-sim", "tune", "--strategy", "pool"}, "unknown option '--strategy' for reuse-sim tune: it is an option of reuse-sim replay"},
@@ -167,4 +168,36 @@ TEST_CASE("reuse-sim jobs: bare reuse-sim is alloc-test's shape: a usage error n
     // --list commands names each job as a mode of reuse-sim.
     const RunResult list = run_gpumem({"--list", "commands", "--format", "value"});
     for (const Job& job : jobs()) CHECK(has(list.out, "reuse-sim " + std::string(job.name) + "\t"));
+}
+
+TEST_CASE("reuse-sim jobs: --confirm is a flag in tune and in max-batch; tune's count of real runs is --max-runs, as max-batch's") {
+    const std::set<std::string> tune = registered(jobs()[1]), max_batch = registered(jobs()[3]);
+    CHECK(tune.count("--confirm") == 1);
+    CHECK(tune.count("--max-runs") == 1);
+    CHECK(max_batch.count("--max-runs") == 1);
+    for (const Job& job : {jobs()[1], jobs()[3]}) {
+        const std::unique_ptr<Command> command = job.definition->make();
+        CLI::App sub;
+        command->add_options(sub);
+        CAPTURE(job.name);
+        REQUIRE(sub.get_option_no_throw("--confirm") != nullptr);
+        CHECK(sub.get_option("--confirm")->get_expected_max() == 0);  // a flag
+    }
+    // Its count of settings is --max-runs, which goes with --confirm.
+    struct Case {
+        std::vector<std::string> args;
+        std::string says;
+    };
+    const std::vector<Case> cases = {
+        {{"reuse-sim", "tune", "--workload", "inference", "--max-runs", "3"}, "--max-runs bounds --confirm's real runs: give --confirm"},
+    };
+    for (const Case& c : cases) {
+        const RunResult r = run_gpumem(c.args, {"CUDA_VISIBLE_DEVICES=", "COLUMNS=300"});
+        CAPTURE(c.says);
+        CAPTURE(r.err);
+        CHECK(r.status == 2);
+        CHECK(r.stderr_lines() == 1);
+        CHECK(has(r.err, c.says));
+        CHECK_FALSE(has(r.err, "put the program after --"));
+    }
 }

@@ -130,7 +130,7 @@ TEST_CASE("max-batch: the grammar's usage errors exit 2 with one line, before an
         {with_program({"max-batch", "--capacity", "1GiB", "--record-batches", "2,x"}), "positive integers"},
         {with_program({"max-batch", "--capacity", "1GiB", "-d", "0"}), "the program chooses its GPU"},
         {with_program({"max-batch", "--memory-fraction", "0.5"}), "--device-total"},
-        {{"tune", "--trace", kSnapshot, "--confirm", "--", "true"}, "--confirm"},
+        {{"tune", "--trace", kSnapshot, "--max-runs", "2", "--", "true"}, "--max-runs bounds --confirm's real runs: give --confirm"},
     };
     for (const Case& c : cases) {
         std::vector<std::string> args = {"reuse-sim"};

@@ -133,7 +133,8 @@ struct TuneOptions : ProgramOptions {
     std::optional<std::uint64_t> sync_every;
     std::optional<std::string> costs;
     std::optional<std::string> plot;
-    std::optional<std::uint64_t> confirm;  // --confirm K
+    bool confirm = false;                   // --confirm, as max-batch's
+    std::optional<std::uint64_t> max_runs;  // --max-runs K: --confirm's real runs, the most settings tried
 };
 
 struct RecordOptions : ProgramOptions {
@@ -344,19 +345,6 @@ void add_replay_options(CLI::App& sub, ReplayOptions& o) {
                  "Also replay for real on the GPU (-d) and compare");
 }
 
-// --confirm K: the count of settings to run, as every count option reads it.
-std::uint64_t confirm_count(const std::string& text) {
-    std::uint64_t k = 0;
-    try {
-        k = parse_unsigned(text, kMaxU64);
-    } catch (const UsageError& e) {
-        throw UsageError(std::string("--confirm: ") + e.what());
-    }
-    if (k < 1 || k > rs::kMaxGridPoints)
-        throw UsageError("--confirm " + text + " is out of range (1 to " + std::to_string(rs::kMaxGridPoints) + ")");
-    return k;
-}
-
 void add_tune_options(CLI::App& sub, TuneOptions& o) {
     add_footer(sub);
     add_input_options(sub, o.input);
@@ -366,10 +354,11 @@ void add_tune_options(CLI::App& sub, TuneOptions& o) {
     add_sync_every_option(sub, o.sync_every);
     add_costs_option(sub, o.costs);
     add_plot_option(sub, o.plot, "Draw the best settings' replays as an SVG picture");
-    sub.add_option_function<std::string>(
-           "--confirm", [&o](const std::string& text) { o.confirm = confirm_count(text); },
-           "Rerun the program for real, up to K settings")
-        ->type_name("K");
+    // A flag, as max-batch's: how many settings it may try is --max-runs,
+    // as max-batch's bound on its real runs is.
+    sub.add_flag("--confirm", o.confirm, "Rerun the program for real under the best setting");
+    add_unsigned_option(sub, "--max-runs", o.max_runs,
+                        "Most real runs of --confirm, the next setting after an OOM (default 1)", 1, rs::kMaxGridPoints);
     add_max_entries_option(sub, o);
     add_program_option(sub, o, "The program --confirm runs");
 }
@@ -724,18 +713,19 @@ ReuseSimRequest check_replay(const ReplayOptions& o, const Globals& globals) {
     return q;
 }
 
-// tune --confirm K -- CMD: real runs of the program after the ranking. It
+// tune --confirm [--max-runs K] -- CMD: real runs of the program after the ranking. It
 // belongs to tune, whose ranking it runs and whose grid its reruns' own
 // recordings are tuned under.
 std::optional<ConfirmRequest> check_confirm(const TuneOptions& o, const ReuseSimRequest& q) {
     if (!o.confirm) {
         if (o.max_entries) throw UsageError("--max-entries goes with --confirm (the recordings of its real runs)");
-        if (!o.program.empty()) throw UsageError("a program after -- is run by --confirm K: give --confirm");
+        if (o.max_runs) throw UsageError("--max-runs bounds --confirm's real runs: give --confirm");
+        if (!o.program.empty()) throw UsageError("a program after -- is run by --confirm: give --confirm");
         return std::nullopt;
     }
     if (!q.input.trace) throw UsageError("--confirm needs --trace: the recording of the program it reruns");
-    if (o.program.empty()) throw UsageError("--confirm needs the program to rerun after --: ... --confirm K -- CMD [ARGS...]");
-    ConfirmRequest confirm{static_cast<std::size_t>(*o.confirm), o.program, check_real_run_cap(o.cap, o), DeviceSpec{}};
+    if (o.program.empty()) throw UsageError("--confirm needs the program to rerun after --: ... --confirm -- CMD [ARGS...]");
+    ConfirmRequest confirm{static_cast<std::size_t>(o.max_runs.value_or(1)), o.program, check_real_run_cap(o.cap, o), DeviceSpec{}};
     confirm.device = parse_device_spec("0");
     // Each run's recording is kept beside the trace (standard input's: in
     // the current directory), new or replacing a regular file, as record's.
