@@ -123,7 +123,7 @@ TEST_CASE("max-batch: the grammar's usage errors exit 2 with one line, before an
          "--batch-trace gives them made"},
         {{"max-batch", "--capacity", "1GiB", "--batch-trace", "8=" + kSnapshot, "--", "python3", "x.py", "{batch}"}, "not both"},
         {{"max-batch", "--capacity", "1GiB", "--", "python3", "train.py", "--bs", "8"}, "has no {batch}"},
-        {with_program({"max-batch", "--capacity", "1GiB", "--confirm", "2"}), "put the program after --"},
+        {with_program({"max-batch", "--capacity", "1GiB", "--confirm", "2"}), "'2' after --confirm: --confirm is a flag and takes no value"},
         {with_program({"max-batch", "--capacity", "1GiB", "--record-batches", "4"}), "two batches at least"},
         {with_program({"max-batch", "--capacity", "1GiB", "--record-batches", "4,2,4"}), "batch 4 given twice"},
         {with_program({"max-batch", "--capacity", "1GiB", "--record-batches", "0,4"}), "at least 1"},

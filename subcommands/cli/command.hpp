@@ -146,6 +146,7 @@ struct CommandEntry {
     std::string_view name;     // "copy", "alloc-test", "alloc-test latency"
     std::string_view summary;  // one line for --help
     const CommandDefinition* definition = nullptr;  // null: a group of modes
+    std::string_view mode_noun = "mode";            // a group's word for its modes: reuse-sim's are jobs
 };
 
 }  // namespace gpumem::cli

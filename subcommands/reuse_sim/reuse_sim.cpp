@@ -543,6 +543,23 @@ void check_outputs(const ReplayOptions& o, const Globals& globals, ReuseSimReque
     }
 }
 
+// A GPU's memory given as a bare number under 1 MiB: a size without a unit
+// is bytes, as everywhere, but no GPU is that small, so the unit was most
+// likely left out: "--capacity 40 is 40 B (a size without a unit is bytes):
+// did you mean 40GiB?" (MiB for a larger number, as nvidia-smi counts).
+std::vector<std::string> bare_capacity_warnings(const CapOptions& o) {
+    std::vector<std::string> warnings;
+    const std::pair<const char*, const std::optional<std::string>*> given[] = {{"--capacity", &o.capacity}, {"--device-total", &o.device_total}};
+    for (const auto& [option, text] : given) {
+        if (!*text || (*text)->empty() || (*text)->find_first_not_of("0123456789") != std::string::npos) continue;
+        const std::uint64_t bytes = parse_size(**text);
+        if (bytes >= (1ULL << 20)) continue;
+        warnings.push_back(std::string(option) + " " + **text + " is " + **text + " B (a size without a unit is bytes): did you mean " +
+                           **text + (bytes <= 300 ? "GiB" : "MiB") + "?");
+    }
+    return warnings;
+}
+
 // --capacity, or --memory-fraction of --device-total as PyTorch computes its
 // allowed maximum (DeviceCachingAllocator::setMemoryFraction). A snapshot
 // does not record the device's total memory, so it must be given.
@@ -706,6 +723,7 @@ ReuseSimRequest check_replay(const ReplayOptions& o, const Globals& globals) {
     q.warnings = ignored_option_warnings(o.strategies, q.strategies);
     q.sync_every = o.sync_every.value_or(0);
     q.capacity = check_capacity(o.cap);
+    for (std::string& warning : bare_capacity_warnings(o.cap)) q.warnings.push_back(std::move(warning));
     const std::vector<std::string> recording_warnings = check_recording(o.cap, q);
     check_outputs(o, globals, q);
     q.plot = check_plot(o.plot, {}, o.input.trace, o.costs, q);
@@ -760,6 +778,7 @@ ReuseSimRequest check_tune(const TuneOptions& o, const Globals& /*globals*/) {
     check_torch_options(o.torch, q);
     q.sync_every = o.sync_every.value_or(0);
     q.capacity = check_capacity(o.cap);
+    q.warnings = bare_capacity_warnings(o.cap);
     const std::vector<std::string> recording_warnings = check_recording(o.cap, q);
     q.costs = checked_path(o.costs, "--costs");
     q.chart = false;
@@ -776,6 +795,7 @@ ReuseSimRequest check_record(const RecordOptions& o, const Globals& /*globals*/)
     q.command = "reuse-sim record";
     if (o.program.empty()) throw UsageError("reuse-sim record needs the program to run after --: gpumem reuse-sim record -o FILE -- CMD [ARGS...]");
     RecordRequest record{check_real_run_cap(o.cap, o), o.program};
+    q.warnings = bare_capacity_warnings(o.cap);
     record.settings.file = check_record_file(o.output, o.program);
     record.settings.python_stacks = o.python_stacks;
     q.record = std::move(record);
@@ -881,6 +901,7 @@ ReuseSimRequest check_max_batch(const MaxBatchOptions& o, const Globals& /*globa
     q.strategies = {&rs::kStrategies.row("torch-caching")};
     check_torch_options(o.torch, q);
     q.capacity = check_capacity(o.cap);
+    q.warnings = bare_capacity_warnings(o.cap);
     if (q.capacity == rs::kUnlimited)
         throw UsageError("max-batch needs the memory the program must fit in: --capacity SIZE, or --memory-fraction F with --device-total SIZE");
     q.max_batch->headroom = o.headroom ? parse_size(*o.headroom, true) : 0;
