@@ -148,7 +148,7 @@ TEST_CASE("reuse-sim jobs: bare reuse-sim is alloc-test's shape: a usage error n
     CHECK(bare.status == 2);
     CHECK(bare.out.empty());
     CHECK(bare.stderr_lines() == 1);
-    CHECK(has(bare.err, "reuse-sim needs a job: replay, tune, record, max-batch"));
+    CHECK(has(bare.err, "reuse-sim needs a job: record, replay, tune, max-batch"));
     const RunResult alloc = run_gpumem({"alloc-test"}, {"CUDA_VISIBLE_DEVICES="});
     CHECK(alloc.status == bare.status);
     CHECK(has(alloc.err, "alloc-test needs a mode: "));
@@ -157,7 +157,7 @@ TEST_CASE("reuse-sim jobs: bare reuse-sim is alloc-test's shape: a usage error n
     CHECK(nlohmann::json::parse(json_bare.out)["ok"] == false);
     const RunResult typo = run_gpumem({"reuse-sim", "replya"});
     CHECK(typo.status == 2);
-    CHECK(has(typo.err, "unknown reuse-sim job 'replya' (expected replay, tune, record, max-batch); did you mean 'replay'?"));
+    CHECK(has(typo.err, "unknown reuse-sim job 'replya' (expected record, replay, tune, max-batch); did you mean 'replay'?"));
     const RunResult help = run_gpumem({"reuse-sim", "--help"}, {"COLUMNS=80"});
     CHECK(help.status == 0);
     CHECK(lines_of(help.out) <= 60);
@@ -200,7 +200,7 @@ TEST_CASE("reuse-sim jobs: old forms and natural guesses are pointed to the job 
          "unexpected argument 'x.pickle': reuse-sim replay reads its input with --trace FILE: gpumem reuse-sim replay --trace x.pickle --capacity 1GiB"},
         // A mistyped job before --: the job, not the --, is what is wrong.
         {{"reuse-sim", "recrod", "-o", "r.pickle", "--", "python3", "x.py"},
-         "unknown reuse-sim job 'recrod' (expected replay, tune, record, max-batch); did you mean 'record'?"},
+         "unknown reuse-sim job 'recrod' (expected record, replay, tune, max-batch); did you mean 'record'?"},
         {{"reuse-sim", "recrod", "--", "python3", "x.py"}, "did you mean 'record'?"},
         {{"recrod", "--", "python3", "x.py"}, "unknown command 'recrod'"},
         // A name users guess for --trace; never --wide, 2 edits from 'file' but nothing like it.
@@ -265,4 +265,29 @@ TEST_CASE("reuse-sim jobs: --confirm is a flag in tune and in max-batch; tune's 
         CHECK(has(r.err, c.says));
         CHECK_FALSE(has(r.err, "put the program after --"));
     }
+}
+
+TEST_CASE("reuse-sim jobs: the PyTorch way in: gpumem --help says it, the jobs come in the order a user takes them, tune's --trace first (issue 57)") {
+    const RunResult top = run_gpumem({"--help"}, {"COLUMNS=100"});
+    REQUIRE(top.status == 0);
+    const std::string description = top.out.substr(0, top.out.find("Usage:"));
+    for (const char* words : {"PyTorch", "out-of-memory", "batch size"}) CHECK(has(unwrapped(description), words));
+    // The jobs in the order a user takes them: on reuse-sim's page, its summary, the bare usage error.
+    const std::vector<std::string> order = {"record", "replay", "tune", "max-batch"};
+    const RunResult page = run_gpumem({"reuse-sim", "--help"}, {"COLUMNS=100"});
+    std::size_t at = page.out.find("Subcommands:");
+    REQUIRE(at != std::string::npos);
+    for (const std::string& job : order) {
+        const std::size_t next = page.out.find("\n  " + job + " ", at);
+        CAPTURE(job);
+        CHECK(next != std::string::npos);
+        at = next;
+    }
+    CHECK(has(unwrapped(top.out), "record, replay, tune, max-batch"));
+    CHECK(has(run_gpumem({"reuse-sim"}).err, "needs a job: record, replay, tune, max-batch"));
+    // tune's page: the recording (--trace) before the built-in workload's options.
+    const RunResult tune = run_gpumem({"reuse-sim", "tune", "--help"}, {"COLUMNS=100"});
+    REQUIRE(has(tune.out, "\n  --trace "));
+    CHECK(tune.out.find("\n  --trace ") < tune.out.find("\n  --workload "));
+    CHECK(tune.out.find("\n  --trace ") < tune.out.find("\n  --steps "));
 }

@@ -61,17 +61,20 @@ const CommandEntry kCommands[] = {
      "Memory health verdict per GPU: NVML health, then allocation, fill and verify, memset, copy and p2p bandwidth against "
      "thresholds derived from the GPU's own figures; exit 7 when a check fails",
      &kCheckCommand},
-    {"reuse-sim", "Simulate GPU allocators on a workload or a PyTorch recording: replay, tune, record, max-batch (see gpumem(1), REUSE-SIM)",
+    {"reuse-sim",
+     "PyTorch out of memory? Record the run, replay it, tune PYTORCH_ALLOC_CONF, find the largest batch size that fits: "
+     "record, replay, tune, max-batch (see gpumem(1), REUSE-SIM)",
      nullptr, "job"},
+    // reuse-sim's jobs in the order a user takes them.
+    {"reuse-sim record", "Run a PyTorch program unmodified and record its allocations (a snapshot and memory_stats)",
+     &kReuseSimRecordCommand},
     {"reuse-sim replay",
      "Replay an allocation trace or a built-in workload through reuse strategies (RMM's, PyTorch's, cudaMallocAsync and "
      "more: gpumem --list strategies) on a simulated device and compare them; no GPU needed unless --execute",
      &kReuseSimReplayCommand},
     {"reuse-sim tune",
-     "Rank PYTORCH_CUDA_ALLOC_CONF settings by replaying a recording under each",
+     "Rank PyTorch allocator settings (PYTORCH_ALLOC_CONF) by replaying a recording under each: the one that avoids the OOM",
      &kReuseSimTuneCommand},
-    {"reuse-sim record", "Run a PyTorch program unmodified and record its allocations (a snapshot and memory_stats)",
-     &kReuseSimRecordCommand},
     {"reuse-sim max-batch",
      "The largest batch that fits under a memory cap, from recordings at small batches or the program itself, checked by real runs",
      &kReuseSimMaxBatchCommand},
@@ -347,15 +350,22 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
     }
     Report report = command.report(session.output());
     stamp(report, globals.origin);
-    for (const auto& w : report.warnings) spdlog::warn("{}", warning_text(w));
+    const auto warn = [&report] {
+        for (const auto& w : report.warnings) spdlog::warn("{}", warning_text(w));
+    };
     if (report.plot) {
         try {
             write_file_atomically(report.plot->option, report.plot->path, report.plot->svg);
         } catch (const Error& e) {
+            warn();
             return fail(e, report, session.output(), json || session.output().format == Format::json);
         }
     }
+    // The answer first, then what qualifies it: on a terminal, warnings
+    // printed before a report pushed its first lines (tune's answer) out of
+    // sight.
     if (!session.final_written()) render_to(report, session.output(), write_stdout);
+    warn();
     // A plugin's exit status is its verdict (Nagios: 1 WARNING, 3 UNKNOWN;
     // NPD: 2 when a check could not run and none failed).
     if (format_spec(session.output().format).plugin() && report.plugin) return report.plugin->status;
@@ -967,7 +977,8 @@ int run_command_line(int original_argc, char** original_argv, RunMode mode) {
     arg_pointers.push_back(nullptr);
     const int argc = static_cast<int>(args.size());
     char** argv = arg_pointers.data();
-    CLI::App app{"gpumem: GPU memory operations from the command line: query, allocate, fill, copy, and simulate reuse.",
+    CLI::App app{"gpumem: GPU memory from the command line: query, allocate, fill, copy and check it. For PyTorch's "
+                 "out-of-memory errors, reuse-sim records a run and answers what fits: the allocator setting, the batch size.",
                  "gpumem"};
     // The exit-status table is on this page only (and in the man page).
     app.footer("Exit status: 0 ok, 1 runtime/CUDA error, 2 usage error, 3 no usable GPU or driver, "

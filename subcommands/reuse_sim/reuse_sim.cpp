@@ -196,6 +196,17 @@ CLI::Validator non_empty(const char* what) {
 }
 
 void add_input_options(CLI::App& sub, InputOptions& o) {
+    // The recording first (what record -o or torch.cuda.memory._snapshot()
+    // wrote): the help lists options as registered, and the built-in
+    // workload's parameters are for trying strategies without one.
+    auto* trace = sub.add_option("--trace", o.trace, "Replay this trace or recording (- for stdin; a FIFO works)")
+                      ->type_name("FILE");
+    sub.add_option("--trace-format", o.trace_format, "Trace format (default auto: by its content)")
+        ->type_name("FMT")
+        ->check(names_validator(rs::kTraceFormats));
+    auto* device = add_unsigned_option(sub, "--trace-device", o.trace_device,
+                                       "A snapshot's device (default: the only one used)", 0,
+                                       1 << 20);
     auto* workload = sub.add_option("--workload", o.workload, "Built-in workload (default dynamic)")
                          ->type_name("NAME")
                          ->check(names_validator(rs::kWorkloads));
@@ -217,14 +228,6 @@ void add_input_options(CLI::App& sub, InputOptions& o) {
         sub.add_option("--tokens", o.tokens, "llm-decode: tokens generated (default 16..256)")->type_name("MIN..MAX"),
         add_unsigned_option(sub, "--streams", o.streams, "Run steps on N streams in turn (default 1)", 1, 1024),
     };
-    auto* trace = sub.add_option("--trace", o.trace, "Replay this trace (- for stdin; a FIFO works)")
-                      ->type_name("FILE");
-    sub.add_option("--trace-format", o.trace_format, "Trace format (default auto: by its content)")
-        ->type_name("FMT")
-        ->check(names_validator(rs::kTraceFormats));
-    auto* device = add_unsigned_option(sub, "--trace-device", o.trace_device,
-                                       "A snapshot's device (default: the only one used)", 0,
-                                       1 << 20);
     for (CLI::Option* p : parameters) {
         trace->excludes(p);
         device->excludes(p);
