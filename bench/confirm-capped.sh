@@ -15,7 +15,7 @@ SUMMARY=$OUT/summary.md
 for prog in side_stream_prefetch graph_release; do
   "$GPUMEM" reuse-sim record -o "$OUT/$prog.pickle" --capacity "$CAP" -- python3 "$HERE/torch_programs/$prog.py" \
     > "$OUT/$prog.record.out" 2> "$OUT/$prog.record.err"
-  "$GPUMEM" reuse-sim tune --trace "$OUT/$prog.pickle" --capacity "$CAP" --confirm 3 --json \
+  "$GPUMEM" reuse-sim tune --trace "$OUT/$prog.pickle" --capacity "$CAP" --confirm --max-runs 3 --json \
     -- python3 "$HERE/torch_programs/$prog.py" > "$OUT/$prog.confirm.json" 2> "$OUT/$prog.confirm.err"
   echo "exit $?" >> "$OUT/$prog.confirm.err"
   python3 - "$prog" "$OUT/$prog.confirm.json" >> "$SUMMARY" <<'PY'

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 36 on a GPU machine: does `tune --confirm 3` end on a setting that
+# Issue 36 on a GPU machine: does `tune --confirm --max-runs 3` end on a setting that
 # really runs without an OOM, for programs that change course after one?
 # For each program of bench/converge_programs/ (real PyTorch, run unmodified,
 # the cap set by gpumem's hook on the default device):
@@ -10,7 +10,7 @@
 #   2. tune that recording (capacity from the recording) and pick the
 #      settings to run: the MAX_SETTINGS best, one of each predicted outcome
 #      first, plus PyTorch's defaults;
-#   3. `reuse-sim tune --trace F --capacity CAP --confirm 3 --json -- python3 prog.py`
+#   3. `reuse-sim tune --trace F --capacity CAP --confirm --max-runs 3 --json -- python3 prog.py`
 #      (the JSON kept: confirm.runs[], confirm.converged);
 #   4. brute force: the program run once under each of those settings
 #      (PYTORCH_ALLOC_CONF and PYTORCH_CUDA_ALLOC_CONF), under the cap, each
@@ -106,15 +106,15 @@ converge_one() {  # GPU PROGRAM
     $PY candidates "$dir/tune.json" "$MAX_SETTINGS" > "$dir/candidates.txt"
     say "tuned: $(wc -l < "$dir/candidates.txt") settings to run; best: $(python3 -c 'import json,sys; t=json.load(open(sys.argv[1])).get("tune") or {}; print(t.get("best_alloc_conf"), "fits" if t.get("best_fits") else "does not fit")' "$dir/tune.json" 2>&1 | tail -1)"
 
-    # 3. --confirm 3: its own real runs, capped as the recording was.
+    # 3. --confirm --max-runs 3: its own real runs, capped as the recording was.
     if ! late "--confirm"; then
         local t0=$EPOCHREALTIME
         limited "$CONFIRM_TIMEOUT" "$dir/confirm.json" "$dir/confirm.err" env CUDA_VISIBLE_DEVICES="$gpu" \
-            "$GPUMEM" reuse-sim tune --trace "$dir/recorded.pickle" --capacity "$chosen" --confirm 3 --json \
+            "$GPUMEM" reuse-sim tune --trace "$dir/recorded.pickle" --capacity "$chosen" --confirm --max-runs 3 --json \
             -- python3 "$PROGS/$prog.py"
         echo $? > "$dir/confirm.exit"
         seconds_since "$t0" > "$dir/confirm.wall"
-        say "--confirm 3: exit $(cat "$dir/confirm.exit") in $(cat "$dir/confirm.wall") s: $(grep -- '--confirm' "$dir/confirm.err" | tail -1)"
+        say "--confirm --max-runs 3: exit $(cat "$dir/confirm.exit") in $(cat "$dir/confirm.wall") s: $(grep -- '--confirm' "$dir/confirm.err" | tail -1)"
     fi
 
     # 4. Brute force: each setting once, under the cap.
@@ -134,7 +134,7 @@ converge_one() {  # GPU PROGRAM
 pool_run converge_one
 
 {
-    echo "# tune --confirm 3 against brute force on programs that change course after an OOM (issue 36)"
+    echo "# tune --confirm --max-runs 3 against brute force on programs that change course after an OOM (issue 36)"
     echo
     sed 's/^/- /' "$WORK/machine.txt"
     echo "- settings run by brute force: the $MAX_SETTINGS best of tune's grid (one of each predicted outcome first) and PyTorch's defaults; 'ran without an OOM': exit 0 and no OOM the program saw; $(elapsed) s in all"

@@ -5,7 +5,8 @@
 # and max-batch with documents of the shapes the scripts read. Checks the scripts, not gpumem:
 #   GPUS="0 1" GPUMEM=bench/dryrun_gpumem.py OUT=/tmp/o WORK=/tmp/w bash bench/converge.sh
 # FAKE_SLEEP (seconds a recorded run takes, default 0.2) tries the timeouts and the hard limit;
-# max-batch refuses "--confirm 1" as usage (exit 2), so max-batch.sh's bare --confirm is tried.
+# --confirm is a flag in both jobs: "--confirm 1" is refused as usage (exit 2), as gpumem does, so the
+# scripts' --confirm [--max-runs K] forms are what is tried.
 import json, os, re, sys, time, random
 MiB = 1 << 20
 a = sys.argv[1:]
@@ -43,8 +44,8 @@ if job == "record":
     if r["caught"] is not None: print("converge-result: caught_ooms=%d; fake" % r["caught"])
     print("gpumem: recorded", f, file=sys.stderr)
     sys.exit(r["exit"])
+if "--confirm" in a and (opt("--confirm") or "").isdigit(): print("usage: --confirm is a flag", file=sys.stderr); print('{"error":"x"}'); sys.exit(2)
 if job == "max-batch":
-    if "--confirm" in a and opt("--confirm") == "1": print("usage: bad", file=sys.stderr); print('{"error":"x"}'); sys.exit(2)
     print(json.dumps({"max_batch": {"answer": "largest batch ...", "settings": [{"alloc_conf": "expandable_segments:True", "largest_batch": 99}, {"alloc_conf": "", "recorded": True, "largest_batch": 37}]}}))
     sys.exit(0)
 if job == "tune":
@@ -54,7 +55,7 @@ if job == "tune":
     if "--confirm" in a:
         cap = size(opt("--capacity"))
         runs = []
-        for i, c in enumerate(confs[:int(opt("--confirm"))]):
+        for i, c in enumerate(confs[:int(opt("--max-runs") or 1)]):
             r = simulate(prog, cap, c)
             runs.append({"rank": i + 1, "setting": c, "predicted_ooms": 0, "real_ooms": r["num_ooms"], "real_peak_reserved": r["reserved"], "exit_status": 0})
             print("--confirm: real run", i + 1, file=sys.stderr)

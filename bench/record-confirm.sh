@@ -5,7 +5,7 @@
 #   1. each program recorded with `gpumem reuse-sim record` (under a 1 GiB
 #      cap applied to the real run) and its snapshot replayed: the replay's
 #      five counters must equal torch.cuda.memory_stats() of the recording;
-#   2. `tune --confirm 3` on the programs whose recording had OOMs: real
+#   2. `tune --confirm --max-runs 3` on the programs whose recording had OOMs: real
 #      reruns under the best settings, predicted beside real, per run;
 #   3. with --two-gpus: torchrun with 2 ranks recorded, one file per rank,
 #      each replayed exact.
@@ -58,7 +58,7 @@ done
 
 {
     echo
-    echo "## 2. tune --confirm 3 on the recordings with OOMs (cap $CAP)"
+    echo "## 2. tune --confirm --max-runs 3 on the recordings with OOMs (cap $CAP)"
     echo
     echo "| program | run | PYTORCH_CUDA_ALLOC_CONF | OOMs predicted | real | peak predicted | real | retries predicted | real | wall s | exit | held |"
     echo "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
@@ -66,7 +66,7 @@ done
 ANSWERS=""
 for p in train_cnn frag_skip halve_batch kv_cache skip_batch; do
     [ -f "$OUT/$p.pickle" ] || continue
-    "$GPUMEM" reuse-sim tune --trace "$OUT/$p.pickle" --capacity "$CAP" --confirm 3 --json -- python3 "$PROGS/$p.py" \
+    "$GPUMEM" reuse-sim tune --trace "$OUT/$p.pickle" --capacity "$CAP" --confirm --max-runs 3 --json -- python3 "$PROGS/$p.py" \
         > "$OUT/$p.confirm.json" 2> "$OUT/$p.confirm.err"
     echo "$p: --confirm exit $?" >&2
     ANSWERS+=$(python3 - "$OUT/$p.confirm.json" "$p" 3>&1 >> "$SUMMARY" <<'PY'

@@ -7,7 +7,7 @@
 #                     uncapped and under gpumem's --capacity 2GiB (which the
 #                     program's own call replaces), each replayed with no
 #                     --capacity (the recording's cap in force is the
-#                     replay's); then tune --confirm 1 on it;
+#                     replay's); then tune --confirm on it;
 #   spawn_child       a parent and a child (multiprocessing, spawn), both on
 #                     CUDA: two files (FILE, FILE.proc2), each replayed;
 #   alloc_conf_train  recorded with PYTORCH_ALLOC_CONF=expandable_segments:True
@@ -76,15 +76,15 @@ PYTORCH_ALLOC_CONF=expandable_segments:True PYTORCH_CUDA_ALLOC_CONF=max_split_si
 PYTORCH_ALLOC_CONF=expandable_segments:True record alloc_conf_new_name alloc_conf_train
 { echo; echo "gpumem's lines of each --record:"; echo; echo '```'; echo "$LINES"; echo '```'; } >> "$SUMMARY"
 
-# tune --confirm 1 on the program that caps itself: the replay's cap is
+# tune --confirm on the program that caps itself: the replay's cap is
 # the recording's (no --capacity), and the real rerun caps itself again.
 if [ -f "$OUT/own_fraction.pickle" ]; then
-    "$GPUMEM" reuse-sim tune --trace "$OUT/own_fraction.pickle" --confirm 1 --json -- python3 "$PROGS/own_fraction.py" \
+    "$GPUMEM" reuse-sim tune --trace "$OUT/own_fraction.pickle" --confirm --json -- python3 "$PROGS/own_fraction.py" \
         > "$OUT/own_fraction.confirm.json" 2> "$OUT/own_fraction.confirm.err"
     echo "own_fraction: --confirm exit $?" >&2
     {
         echo
-        echo "## tune --confirm 1 on own_fraction"
+        echo "## tune --confirm on own_fraction"
         echo
         echo "| run | setting | OOMs predicted | real | peak predicted | real | retries predicted | real | allocs predicted | real | held |"
         echo "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"

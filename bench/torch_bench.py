@@ -203,7 +203,7 @@ def confirm_final(doc):
 def cmd_converge_table(work):
     out = []
     out.append("| program | cap | recorded: OOMs the program saw (num_ooms) | brute force: settings run (of the grid) | ran without an OOM | "
-               "--confirm 3: path | converged | agrees with brute force |")
+               "--confirm --max-runs 3: path | converged | agrees with brute force |")
     out.append("| --- | --- | --- | --- | --- | --- | --- | --- |")
     details = []
     for d in sorted(glob.glob(os.path.join(work, "*", "program.txt"))):

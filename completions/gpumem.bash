@@ -33,7 +33,7 @@ _gpumem_opts_reuse_sim_replay="--workload --steps --seed --change-rate --batch -
 _gpumem_opts_reuse_sim_tune="--workload --steps --seed --change-rate --batch --layers --sample-bytes --max-detections --prompt --tokens
     --streams --trace --trace-format --trace-device --max-split-size --max-non-split-rounding
     --roundup-power2-divisions --capacity --memory-fraction --device-total --sync-every --costs --plot --sweep
-    --full-grid --all-settings --confirm --max-entries"
+    --full-grid --all-settings --confirm --max-runs --max-entries"
 _gpumem_opts_reuse_sim_record="--capacity --memory-fraction -o --output --max-entries --python-stacks"
 _gpumem_opts_reuse_sim_max_batch="--max-split-size --max-non-split-rounding --roundup-power2-divisions --capacity --memory-fraction
     --device-total --costs --plot --sweep --full-grid --all-settings --confirm -o --output --max-entries
@@ -52,7 +52,7 @@ _gpumem_value_opts="-d --device --format --units --list
     --trace --trace-format --strategy --ring-buffers --ring-size --pool-initial --pool-max --bins --bin-blocks
     --max-split-size --max-non-split-rounding --roundup-power2-divisions --release-threshold --sync-every --capacity
     --costs --timeline --timeline-points --save-trace --plot --trace-device --memory-fraction --device-total --sweep
-    -o --output --max-entries --confirm --batch-trace --record-batches --headroom --max-runs
+    -o --output --max-entries --batch-trace --record-batches --headroom --max-runs
     --outlier-fraction
     --level --threshold --thresholds --kernel-log --xid-since --expect-gpus --lock-timeout"
 
@@ -64,14 +64,11 @@ _gpumem_all_opts="alloc_test_latency:--api alloc_test_fill:--pattern reuse_sim_r
 # Values that are file names.
 _gpumem_file_opts="-o --output --batch-trace --trace --costs --timeline --save-trace --plot --save-costs --thresholds --kernel-log"
 
-# Options that take a value elsewhere but are flags in CONTEXT, as
-# CONTEXT:OPTION (tune --confirm K; max-batch --confirm).
-_gpumem_flag_opts="reuse_sim_max_batch:--confirm"
-
-# Whether option $1 takes the next word as its value in context $2.
+# Whether option $1 takes the next word as its value. An option is a flag
+# or takes a value in every command that has it (--confirm is a flag in
+# tune and max-batch alike), so the command ($2) does not decide it.
 _gpumem_takes_value() {
-    [[ -n $1 && " $_gpumem_value_opts " == *[[:space:]]"$1"[[:space:]]* ]] || return 1
-    [[ " $_gpumem_flag_opts " != *" ${2-}:$1 "* ]]
+    [[ -n $1 && " $_gpumem_value_opts " == *[[:space:]]"$1"[[:space:]]* ]]
 }
 
 # The names of gpumem's list $2 (`gpumem --list $2`), one per line; $1 is the

@@ -297,7 +297,8 @@ complete -c gpumem -n $reuse_sim_replay -l execute -d 'Also replay each strategy
 
 set -l reuse_sim_tune "__gpumem_reuse_sim_job tune"
 complete -c gpumem -n $reuse_sim_tune -l sync-every -x -d 'Also synchronize the device every N requests'
-complete -c gpumem -n $reuse_sim_tune -l confirm -x -d 'Real runs of the program: the best settings, up to K'
+complete -c gpumem -n $reuse_sim_tune -l confirm -d 'Rerun the program for real under the best setting'
+complete -c gpumem -n $reuse_sim_tune -l max-runs -x -d 'Most real runs of --confirm, the next setting after an OOM (default 1)'
 
 set -l reuse_sim_record "__gpumem_reuse_sim_job record"
 complete -c gpumem -n $reuse_sim_record -l python-stacks -d 'Also record Python stacks'

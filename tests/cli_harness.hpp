@@ -348,16 +348,17 @@ inline std::size_t line_columns(const std::string& line) {
     return widest;
 }
 
-// The lines of `text` wider than `columns`.
-// A line that is one word (after its indent) is not counted: no wrapping
-// can shorten it, and a file's path in one is as long as the checkout's.
-inline std::vector<std::string> lines_wider(const std::string& text, std::size_t columns) {
+// The lines of `text` wider than `columns`. With `one_word_exempt`, a line
+// that is one word (after its indent) is not counted: for text gpumem does
+// not lay out itself (the man page through man), where no wrapping can
+// shorten it; gpumem's own output cuts such a word at the width (issue 57).
+inline std::vector<std::string> lines_wider(const std::string& text, std::size_t columns, bool one_word_exempt = true) {
     std::vector<std::string> wide;
     std::istringstream in(text);
     for (std::string line; std::getline(in, line);) {
         const std::size_t first = line.find_first_not_of(' ');
         const bool one_word = first == std::string::npos || line.find(' ', first) == std::string::npos;
-        if (line_columns(line) > columns && !one_word) wide.push_back(line);
+        if (line_columns(line) > columns && !(one_word && one_word_exempt)) wide.push_back(line);
     }
     return wide;
 }

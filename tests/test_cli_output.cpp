@@ -136,6 +136,10 @@ std::vector<Answer> human_answers() {
     for (const char* job : {"replay", "record", "tune", "max-batch"}) answers.push_back({{"reuse-sim", job, "--help"}});
     answers.push_back({{"reuse-sim", "replay"}});
     answers.push_back({{"reuse-sim", "replay", "--trace", fixture("torch/fragmentation_oom.pickle")}});
+    // A warning that starts with the trace's path, longer than what is left
+    // after "gpumem: warning: " (issue 57: 97 columns at 80).
+    answers.push_back({{"reuse-sim", "replay", "--trace", fixture("allocator_features/hook_graph_capture_oom_cap50.pickle"), "--strategy",
+                        "torch-caching"}});
     answers.push_back({{"reuse-sim", "tune", "--trace", fixture("torch/memory_fraction.pickle"), "--capacity", "600MiB"}});
     answers.push_back({{"reuse-sim", "max-batch", "--capacity", "1GiB", "-o", "{dir}/run.pickle", "--record-batches", "2,4,8",
                         "--confirm", "--", "python3", record_fixtures::record_dir() + "/batch_program.py", "--bs", "{batch}"},
@@ -176,7 +180,7 @@ TEST_CASE("output: every human answer within the terminal's width, 80 and 100 co
                 if (!answer.runs_program || line.rfind("gpumem: ", 0) == 0) shown += line + "\n";
             CHECK_FALSE(shown.empty());
             const std::size_t width = columns == 0 ? 100 : static_cast<std::size_t>(columns);
-            for (const std::string& line : lines_wider(shown, width)) {
+            for (const std::string& line : lines_wider(shown, width, false)) {
                 CAPTURE(line);
                 // On a terminal nothing is wider, an error included (wrapped
                 // there); in a pipe an error stays one line, which scripts

@@ -6,6 +6,7 @@
 // nearest name offered for a mistyped command, option or list.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -15,7 +16,10 @@
 #include <nlohmann/json.hpp>
 
 #include "base/name_table.hpp"
+#include "base/text.hpp"
+#include "cli/commands.hpp"
 #include "cli/lists.hpp"
+#include "cli/output.hpp"
 #include "cli_harness.hpp"
 #include "tests_dir.hpp"
 
@@ -135,22 +139,101 @@ TEST_CASE("help: every --list fits 100 columns") {
     }
 }
 
-TEST_CASE("help: a subcommand's page shows the global options in their own group, and no exit-status table") {
-    for (std::vector<std::string> page : every_page()) {
-        if (page.empty() || page == std::vector<std::string>{"alloc-test"}) continue;
-        page.push_back("--help");
-        const RunResult r = run_gpumem(page);
-        INFO(joined(page));
-        REQUIRE(r.status == 0);
-        const std::size_t group = r.out.find("\nGlobal options:\n");
-        REQUIRE(group != std::string::npos);
-        for (const char* option : {"--device", "--json", "--format", "--units", "--quiet"})
-            CHECK(r.out.find(option, group) != std::string::npos);
-        CHECK(r.out.find("Exit status") == std::string::npos);
+// The global options a page lists ("-d,--device", "--format"...), in
+// either form of its "Global options:" group: a line per option, or their
+// names only (a long page), up to the footer's blank line.
+std::set<std::string> global_options_listed(const std::string& page) {
+    std::set<std::string> names;
+    const std::size_t group = page.find("\nGlobal options:\n");
+    if (group == std::string::npos) return names;
+    const std::size_t end = page.find("\n\n", group + 1);
+    const std::string text = page.substr(group, end == std::string::npos ? std::string::npos : end - group);
+    // Lines that start with an option ("  -d,--device SPEC  GPU(s)...", or
+    // "  -d,--device SPEC, --format FMT, ..."): each of their items before
+    // any bracket, its first word, split at its commas.
+    for (std::string_view line : gpumem::split(text, '\n')) {
+        if (line.rfind("  -", 0) != 0) continue;
+        line = line.substr(0, line.find(" ("));
+        for (std::size_t at = 0; at < line.size();) {
+            std::size_t next = line.find(", ", at);
+            if (next == std::string_view::npos) next = line.size();
+            const std::string_view item = gpumem::trim(line.substr(at, next - at));
+            for (std::string_view name : gpumem::split(item.substr(0, item.find(' ')), ','))
+                if (name.rfind("--", 0) == 0) names.emplace(name);
+            at = next + 2;
+        }
     }
-    const RunResult top = run_gpumem({"--help"});
+    return names;
+}
+
+TEST_CASE("help: a command's page shows the global options it takes, in their own group, and the formats it offers; those it refuses are refused (issue 57)") {
+    // The globals every command takes; -d and the formats as its row says.
+    const std::set<std::string> always = {"--no-header", "--wide", "--units", "--verbose", "--quiet"};
+    int checked = 0;
+    for (const gpumem::cli::CommandEntry* row : gpumem::cli::command_rows()) {
+        if (row->definition == nullptr) continue;
+        const gpumem::cli::CommandDefinition& d = *row->definition;
+        std::vector<std::string> page;
+        for (std::string_view word : gpumem::split(row->name, ' ')) page.emplace_back(word);
+        INFO(row->name);
+        std::vector<std::string> help = page;
+        help.push_back("--help");
+        const RunResult r = run_gpumem(help, {"COLUMNS=100"});
+        REQUIRE(r.status == 0);
+        CHECK(r.out.find("Exit status") == std::string::npos);
+        const std::set<std::string> listed = global_options_listed(r.out);
+        CAPTURE(r.out);
+        for (const std::string& option : always) CHECK(listed.count(option) == 1);
+        CHECK(listed.count("--device") == (d.refuses_device ? 0 : 1));
+        for (const char* format : {"--format", "--json", "--csv"}) CHECK(listed.count(format) == (d.refuses_format ? 0 : 1));
+        // --format's choices, where the page has room for them: this command's own.
+        const std::vector<std::string> offered = gpumem::cli::offered_formats(*row);
+        const std::size_t choices = r.out.find("--format FMT:{");
+        if (!d.refuses_format && choices != std::string::npos) {
+            const std::size_t open = r.out.find('{', choices), close = r.out.find('}', open);
+            CHECK(r.out.substr(open + 1, close - open - 1) == gpumem::join(offered, ","));
+        }
+        for (const gpumem::Named<gpumem::cli::FormatSpec>& format : gpumem::cli::kFormats) {
+            const bool offers = std::find(offered.begin(), offered.end(), std::string(format.name)) != offered.end();
+            CAPTURE(format.name);
+            const bool expected = d.refuses_format ? format.value.format == gpumem::cli::Format::table
+                                                   : format.value.every_command || d.formats.has(format.value.format);
+            CHECK(offers == expected);
+            // Not on the page unless offered (the long form names no choices).
+            if (!offers && choices != std::string::npos)
+                CHECK(r.out.find(std::string(format.name), choices) > r.out.find('}', choices));
+        }
+        // What the page leaves out, the command refuses: exit 2, the row's own line.
+        std::vector<std::string> base = page;
+        if (row->name == "reuse-sim record") base.insert(base.end(), {"-o", "/tmp/gpumem-help-refusal.pickle"});
+        std::vector<std::string> tail;
+        if (row->name == "reuse-sim record" || row->name == "reuse-sim max-batch") tail = {"--", "true", "{batch}"};
+        // Each refused option given: exit 2, the row's line for it.
+        const auto refused = [&](const std::vector<std::string>& given, const char* why) {
+            std::vector<std::string> args = base;
+            args.insert(args.end(), given.begin(), given.end());
+            args.insert(args.end(), tail.begin(), tail.end());
+            const RunResult r = run_gpumem(args, {"CUDA_VISIBLE_DEVICES=", "COLUMNS=300"});
+            CAPTURE(r.err);
+            CHECK(r.status == 2);
+            CHECK(r.err.find(why) != std::string::npos);
+            ++checked;
+        };
+        if (d.refuses_device) refused({"-d", "0"}, d.refuses_device);
+        if (d.refuses_format)
+            for (const char* format : {"--json", "--csv"}) refused({format}, d.refuses_format);
+    }
+    CHECK(checked >= 6);  // report's, tune's, record's and max-batch's -d; record's formats
+    // gpumem --help, no command: every global option and every format.
+    const RunResult top = run_gpumem({"--help"}, {"COLUMNS=100"});
     CHECK(top.out.find("Exit status") != std::string::npos);
     CHECK(top.out.find("Global options:") != std::string::npos);
+    for (const gpumem::Named<gpumem::cli::FormatSpec>& format : gpumem::cli::kFormats) CHECK(top.out.find(std::string(format.name)) != std::string::npos);
+    // The issue's two pages.
+    const RunResult memset = run_gpumem({"memset", "--help"}, {"COLUMNS=100"});
+    CHECK(memset.out.find("nagios") == std::string::npos);
+    const RunResult report = run_gpumem({"report", "--help"}, {"COLUMNS=100"});
+    CHECK(global_options_listed(report.out).count("--device") == 0);
 }
 
 TEST_CASE("help: alloc-test hold and fill name TOTAL once; both spellings at once is gpumem's own error") {

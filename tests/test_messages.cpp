@@ -9,10 +9,12 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "cli_harness.hpp"
+#include "tests_dir.hpp"
 
 namespace {
 
@@ -191,4 +193,62 @@ TEST_CASE("messages: reuse-sim replay --growth takes what alloc-test churn --gro
     const RunResult named = run_gpumem({"reuse-sim", "replay", "--strategy", "grow-only", "--growth", "512B", "--steps", "20", "--json"});
     CHECK(nlohmann::json::parse(named.out)["options"]["growth"] == "512B");
     CHECK(run_gpumem({"reuse-sim", "replay", "--growth", "x17"}).status == 2);
+}
+
+TEST_CASE("messages: a capacity under 1 MiB without a unit is warned of, naming the unit; a unit after a space is told to join its number") {
+    // --capacity 40 is 40 bytes, as every size without a unit: kept, and said.
+    const RunResult bare = run_gpumem({"reuse-sim", "replay", "--workload", "inference", "--steps", "5", "--strategy", "naive", "--capacity", "40"}, {"COLUMNS=300"});
+    CAPTURE(bare.err);
+    CHECK(bare.status == 0);
+    CHECK(has(unwrapped(bare.err), "--capacity 40 is 40 B (a size without a unit is bytes): did you mean 40GiB?"));
+    // A larger bare number reads as nvidia-smi's MiB; a tuning and a recording's cap too.
+    const RunResult mib = run_gpumem({"reuse-sim", "tune", "--workload", "inference", "--steps", "5", "--capacity", "81559"}, {"COLUMNS=300"});
+    CHECK(has(unwrapped(mib.err), "--capacity 81559 is 81559 B (a size without a unit is bytes): did you mean 81559MiB?"));
+    const RunResult total = run_gpumem({"reuse-sim", "replay", "--workload", "inference", "--steps", "5", "--strategy", "naive",
+                                        "--memory-fraction", "0.5", "--device-total", "80"});
+    CHECK(has(total.err, "--device-total 80 is 80 B"));
+    // With a unit, or from 1 MiB up, nothing is said.
+    for (const char* capacity : {"40GiB", "40B", "1048576"}) {
+        CAPTURE(capacity);
+        const RunResult r = run_gpumem({"reuse-sim", "replay", "--workload", "inference", "--steps", "5", "--strategy", "naive", "--capacity", capacity}, {"COLUMNS=300"});
+        CHECK(r.status == 0);
+        CHECK_FALSE(has(r.err, "without a unit"));
+    }
+    // "--capacity 40 GB": the value takes no space, whichever job (a word
+    // left over is the program's first for the jobs that run one).
+    const std::vector<std::vector<std::string>> spaced = {
+        {"reuse-sim", "replay", "--workload", "inference", "--capacity", "40", "GB"},
+        {"reuse-sim", "tune", "--trace", "x.pickle", "--capacity", "40", "GB"},
+        {"reuse-sim", "record", "-o", "r.pickle", "--capacity", "40", "GB", "--", "python3", "x.py"},
+        {"reuse-sim", "max-batch", "--capacity", "40", "GB", "--", "python3", "x.py", "{batch}"},
+    };
+    for (const std::vector<std::string>& args : spaced) {
+        const RunResult r = run_gpumem(args, {"COLUMNS=300"});
+        CAPTURE(r.err);
+        CHECK(r.status == 2);
+        CHECK(r.stderr_lines() == 1);
+        CHECK(has(r.err, "'GB' after '--capacity 40': a size takes its unit with no space: write --capacity 40GB"));
+        CHECK_FALSE(has(r.err, "after --"));
+    }
+    const RunResult eq = run_gpumem({"reuse-sim", "replay", "--capacity=40", "GiB"}, {"COLUMNS=300"});
+    CHECK(has(eq.err, "write --capacity=40GiB"));
+}
+
+TEST_CASE("messages: a warning whose first word does not fit after 'gpumem: warning:' keeps within the width (issue 57)") {
+    // The issue's run: its first warning starts with a 73-character path.
+    const std::string trace = tests_dir() + "/fixtures/allocator_features/hook_graph_capture_oom_cap50.pickle";
+    for (const char* columns : {"COLUMNS=80", "COLUMNS=100"}) {
+        const RunResult r = run_gpumem({"reuse-sim", "replay", "--trace", trace, "--strategy", "torch-caching"}, {columns});
+        CAPTURE(columns);
+        REQUIRE(r.status == 0);
+        REQUIRE(has(r.err, "gpumem: warning:"));
+        const std::size_t width = std::stoul(std::string(columns).substr(8));
+        std::size_t at = 0;
+        for (std::size_t end = r.err.find('\n'); end != std::string::npos; at = end + 1, end = r.err.find('\n', at)) {
+            const std::string line = r.err.substr(at, end - at);
+            CAPTURE(line);
+            CHECK(line.size() <= width);
+            CHECK(line.find("warning:   ") == std::string::npos);  // no continuation indent after the prefix
+        }
+    }
 }

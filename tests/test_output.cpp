@@ -491,3 +491,57 @@ TEST_CASE("a progress line keeps within the terminal: the detail goes first, the
     // Too narrow for even the count: the start of it, within the width.
     CHECK(display_width(progress_line(label, 123456789, 987654321, "", 12)) == 11);
 }
+
+// issue 57: wide characters take two columns, and a word longer than the
+// line is cut at the width, not left past it.
+TEST_CASE("widths: a CJK character is two columns, a combining mark none; a cut keeps within the columns") {
+    CHECK(display_width("\u6f22\u5b57") == 4);
+    CHECK(display_width("e\u0301") == 1);
+    CHECK(display_width("\u2588\u258F ab") == 5);
+    CHECK(display_width("\xff" "a") == 2);  // a malformed byte: one column, as a replacement character
+    std::string cjk;
+    for (int i = 0; i < 79; ++i) cjk += "\u6f22";
+    CHECK(display_width(cjk) == 158);
+    // A failed run's output line as max-batch shows it: indented 2, cut before the last column.
+    for (const std::size_t columns : {40, 80, 100}) {
+        CAPTURE(columns);
+        const std::string cut = fit_columns(cjk, columns - 3);
+        CHECK(display_width("  " + cut) <= columns - 1);
+        CHECK(display_width(cut) >= columns - 5);  // no more than a wide character's column left unused
+        CHECK(cut.substr(cut.size() - 3) == "...");
+        CHECK(cut.find("\u6f22") == 0);
+    }
+    CHECK(prefix_within("\u6f22\u6f22", 3) == 3);  // never half of a wide character
+}
+
+TEST_CASE("widths: prose keeps within the width: a word longer than the line is cut, an indented line keeps its indent") {
+    const std::string path = "/scratch/" + std::string(100, 'p') + ".pickle";  // 116 characters
+    REQUIRE(path.size() > 110);
+    const std::string id = "check." + std::string(105, 'x');
+    for (const std::size_t columns : {40, 80, 100}) {
+        CAPTURE(columns);
+        for (const std::string& text : {"gpumem: warning: " + path + ": cannot read the trace, so nothing is replayed",
+                                        "   " + id + " is not a check this gpumem knows, " + path,
+                                        "   the settings " + std::string(50, 'a') + "," + std::string(70, 'b') + "," + path}) {
+            const std::string fitted = fit_prose(text, columns);
+            CAPTURE(fitted);
+            std::istringstream in(fitted);
+            std::string all;
+            for (std::string line; std::getline(in, line);) {
+                CAPTURE(line);
+                CHECK(display_width(line) <= columns);
+                all += line;
+            }
+            // Nothing lost: every character of the long words is there.
+            const std::string& word = text.find(id) != std::string::npos ? id : path;
+            std::string squeezed;
+            for (char c : all)
+                if (c != ' ') squeezed += c;
+            CHECK(squeezed.find(word) != std::string::npos);
+        }
+    }
+    // Lines after the first stay within the indent of the line they come from.
+    const std::string fitted = fit_prose("   " + std::string(200, 'z'), 80);
+    std::istringstream in(fitted);
+    for (std::string line; std::getline(in, line);) CHECK(line.rfind("   ", 0) == 0);
+}

@@ -7,6 +7,7 @@
 // updated.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -127,4 +128,30 @@ TEST_CASE("readme: names every unit and copy direction, one form of heading, a p
         CHECK(heading.rfind("### gpumem ", 0) == 0);
     }
     CHECK(text.find("./../") == std::string::npos);
+}
+
+TEST_CASE("readme: its first paragraphs say what reuse-sim answers for PyTorch; the README, man page and docs list the jobs in the order a user takes them (issue 57)") {
+    const std::string readme = slurp(repository_root() + "/README.md");
+    const std::string opening = readme.substr(0, readme.find("## "));
+    for (const char* words : {"PyTorch", "out-of-memory", "batch size", "reuse-sim"}) {
+        CAPTURE(words);
+        CHECK(opening.find(words) != std::string::npos);
+    }
+    // Each text: where each job is first named, in order.
+    const std::string man = slurp(repository_root() + "/man/gpumem.1.scd");
+    const std::string reuse_sim = man.substr(man.find("# REUSE-SIM"));
+    const std::string docs = slurp(repository_root() + "/docs/reuse-sim.md");
+    const std::vector<std::pair<std::string, std::string>> texts = {
+        {"README", readme.substr(readme.find("### gpumem reuse-sim"))}, {"man page", reuse_sim}, {"docs/reuse-sim.md", docs}};
+    for (const auto& [name, text] : texts) {
+        CAPTURE(name);
+        std::size_t at = 0;
+        for (const char* job : {"reuse-sim record", "reuse-sim replay", "reuse-sim tune", "reuse-sim max-batch"}) {
+            const std::size_t found = std::min(text.find(job), text.find(std::string("*gpumem ") + job));
+            CAPTURE(job);
+            CHECK(found != std::string::npos);
+            CHECK(found >= at);
+            at = found;
+        }
+    }
 }

@@ -320,6 +320,41 @@ TEST_CASE("report: copy rows join the GPU that a document of the same process na
     CHECK(joined->commands == std::vector<std::string>{"info", "copy"});
 }
 
+TEST_CASE("report: a copy document from outside any launcher joins the host's GPUs at its indices, where every process agrees (issue 57)") {
+    // check ran under Slurm, copy by hand on the node: 2 GPUs, not 4.
+    json copy = envelope("copy", "n1");
+    copy["results"] = {{{"device", 0}, {"direction", "h2d"}, {"engine", "ce"}, {"bytes", 1024}, {"median_gbps", 50.0}},
+                       {{"device", 1}, {"direction", "h2d"}, {"engine", "ce"}, {"bytes", 1024}, {"median_gbps", 51.0}}};
+    const json check = check_doc("n1", {{"U0", "A", 50}, {"U1", "A", 51}}, slurm(0));
+    for (const std::vector<json>& order : {std::vector<json>{check, copy}, std::vector<json>{copy, check}}) {
+        const Fleet f = fleet_of(order);
+        REQUIRE(f.rows.size() == 2);
+        const GpuRow* first = row_of(f, "U0");
+        REQUIRE(first);
+        CHECK(first->commands.size() == 2);
+        CHECK(first->figures.size() == 2);  // check's copy.h2d and copy's own figure
+        REQUIRE(f.notes.size() == 1);
+        CHECK(f.notes[0].find("its GPUs are named by CUDA index only, outside any launcher: taken as n1's GPUs") != std::string::npos);
+    }
+    // Two ranks that name different GPUs at index 0 (CUDA_VISIBLE_DEVICES
+    // narrowed per rank): no way to tell, the copy rows stay their own.
+    const json other = check_doc("n1", {{"U9", "A", 50}}, slurm(1));
+    CHECK(fleet_of({check, other, copy}).rows.size() == 5);
+    // An index no document of the host names: the whole document stays its own.
+    json wider = copy;
+    wider["results"].push_back({{"device", 2}, {"direction", "h2d"}, {"engine", "ce"}, {"bytes", 1024}, {"median_gbps", 52.0}});
+    CHECK(fleet_of({check, wider}).rows.size() == 5);
+    // A copy under a launcher is a rank's view: it joins only its own process's GPUs.
+    json ranked = copy;
+    ranked["origin"] = slurm(1);
+    ranked["origin"]["host"] = "n1";
+    CHECK(fleet_of({check, ranked}).rows.size() == 4);
+    // Another host's GPUs are never taken.
+    json elsewhere = copy;
+    elsewhere["origin"]["host"] = "n2";
+    CHECK(fleet_of({check, elsewhere}).rows.size() == 4);
+}
+
 TEST_CASE("report: rows in host order with numbers as numbers, GPUs before GPU-less ranks") {
     CHECK(natural_less("node2", "node10"));
     CHECK(!natural_less("node10", "node2"));
@@ -516,6 +551,13 @@ TEST_CASE("report command: a folder's *.json, *.jsonl and .gz files, gzip read b
     CHECK(ranks.out.rfind("2 documents, 0 GPUs and 2 ranks that found no GPU on 1 host\n", 0) == 0);
     const RunResult one = run_gpumem({"report", fixture("check-node1.json")});
     CHECK(one.out.rfind("1 document, 4 GPUs on 1 host\n", 0) == 0);
+    // The node's check under Slurm and a copy run on it by hand: its 4 GPUs,
+    // not 8 (issue 57), and a note that says how copy's were told.
+    const RunResult node = run_gpumem({"report", fixture("check-node1.json"), fixture("copy-node1.json")});
+    CAPTURE(node.err);
+    CHECK(node.out.rfind("2 documents, 4 GPUs on 1 host\n", 0) == 0);
+    CHECK(unwrapped(node.err).find("copy-node1.json:1: its GPUs are named by CUDA index only, outside any launcher: taken as node1's GPUs") !=
+          std::string::npos);
     (void)run_program("/bin/rm", {"-rf", dir});
 }
 

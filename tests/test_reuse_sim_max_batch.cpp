@@ -123,14 +123,14 @@ TEST_CASE("max-batch: the grammar's usage errors exit 2 with one line, before an
          "--batch-trace gives them made"},
         {{"max-batch", "--capacity", "1GiB", "--batch-trace", "8=" + kSnapshot, "--", "python3", "x.py", "{batch}"}, "not both"},
         {{"max-batch", "--capacity", "1GiB", "--", "python3", "train.py", "--bs", "8"}, "has no {batch}"},
-        {with_program({"max-batch", "--capacity", "1GiB", "--confirm", "2"}), "put the program after --"},
+        {with_program({"max-batch", "--capacity", "1GiB", "--confirm", "2"}), "'2' after --confirm: --confirm is a flag and takes no value"},
         {with_program({"max-batch", "--capacity", "1GiB", "--record-batches", "4"}), "two batches at least"},
         {with_program({"max-batch", "--capacity", "1GiB", "--record-batches", "4,2,4"}), "batch 4 given twice"},
         {with_program({"max-batch", "--capacity", "1GiB", "--record-batches", "0,4"}), "at least 1"},
         {with_program({"max-batch", "--capacity", "1GiB", "--record-batches", "2,x"}), "positive integers"},
         {with_program({"max-batch", "--capacity", "1GiB", "-d", "0"}), "the program chooses its GPU"},
         {with_program({"max-batch", "--memory-fraction", "0.5"}), "--device-total"},
-        {{"tune", "--trace", kSnapshot, "--confirm", "--", "true"}, "--confirm"},
+        {{"tune", "--trace", kSnapshot, "--max-runs", "2", "--", "true"}, "--max-runs bounds --confirm's real runs: give --confirm"},
     };
     for (const Case& c : cases) {
         std::vector<std::string> args = {"reuse-sim"};

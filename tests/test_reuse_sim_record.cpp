@@ -507,10 +507,12 @@ TEST_CASE("record and confirm: usage errors exit 2 before anything runs") {
              {"reuse-sim", "record", "-o", "/nonexistent/dir/run.pickle", "--", "true"},
              {"reuse-sim", "replay", "--", "python3", "x.py"},
              {"reuse-sim", "replay", "--python-stacks", "--trace", kSnapshot},
-             {"reuse-sim", "replay", "--trace", kSnapshot, "--confirm", "2", "--", "true"},
-             {"reuse-sim", "tune", "--trace", kSnapshot, "--confirm", "2"},
-             {"reuse-sim", "tune", "--confirm", "1", "--", "true"},
-             {"reuse-sim", "tune", "--trace", kSnapshot, "--confirm", "0", "--", "true"},
+             {"reuse-sim", "replay", "--trace", kSnapshot, "--confirm", "--", "true"},
+             {"reuse-sim", "tune", "--trace", kSnapshot, "--confirm"},
+             {"reuse-sim", "tune", "--confirm", "--", "true"},
+             {"reuse-sim", "tune", "--trace", kSnapshot, "--confirm", "--max-runs", "0", "--", "true"},
+             {"reuse-sim", "tune", "--trace", kSnapshot, "--max-runs", "2", "--", "true"},
+             {"reuse-sim", "tune", "--trace", kSnapshot, "--confirm", "2", "--", "true"},
          }) {
         CAPTURE(args);
         const RunResult r = run_gpumem(args, {"CUDA_VISIBLE_DEVICES="});
@@ -529,7 +531,7 @@ TEST_CASE("confirm: no GPU exits 3 before the program runs") {
     // The trace in a folder of its own: the runs' recordings would go beside it.
     const std::string trace = s / "run.pickle";
     REQUIRE(std::system(("cp '" + kSnapshot + "' '" + trace + "'").c_str()) == 0);
-    const RunResult r = run_gpumem({"reuse-sim", "tune", "--trace", trace, "--capacity", "1GiB", "--confirm", "2", "--json", "--",
+    const RunResult r = run_gpumem({"reuse-sim", "tune", "--trace", trace, "--capacity", "1GiB", "--confirm", "--max-runs", "2", "--json", "--",
                                     "python3", kProgram, "alloc"},
                                    env);
     CHECK(r.status == 3);
@@ -974,7 +976,7 @@ TEST_CASE("confirm: each run's recording is new or replaces a regular file, besi
     REQUIRE(std::system(("cp '" + kSnapshot + "' '" + trace + "'").c_str()) == 0);
     const std::vector<std::string> env = standin_env(s);
     const auto confirm = [&](const std::string& input) {
-        return run_gpumem({"reuse-sim", "tune", "--trace", input, "--capacity", "1GiB", "--confirm", "3", "--json", "--", "python3",
+        return run_gpumem({"reuse-sim", "tune", "--trace", input, "--capacity", "1GiB", "--confirm", "--max-runs", "3", "--json", "--", "python3",
                            kProgram, "alloc"},
                           env);
     };
@@ -994,14 +996,14 @@ TEST_CASE("confirm: each run's recording is new or replaces a regular file, besi
     std::ofstream(s / "run.confirm1.pickle") << "old";
     std::vector<std::string> no_gpu = env;
     no_gpu.emplace_back("CUDA_VISIBLE_DEVICES=");
-    CHECK(run_gpumem({"reuse-sim", "tune", "--trace", trace, "--capacity", "1GiB", "--confirm", "3", "--", "python3", kProgram, "alloc"},
+    CHECK(run_gpumem({"reuse-sim", "tune", "--trace", trace, "--capacity", "1GiB", "--confirm", "--max-runs", "3", "--", "python3", kProgram, "alloc"},
                      no_gpu)
               .status == 3);
     // Standard input's runs go in the current directory, as reuse-sim.confirmN.pickle.
     const std::string here = run_program("/bin/pwd", {}).out;
     REQUIRE(::chdir(s.path.c_str()) == 0);
     REQUIRE(::mkdir("reuse-sim.confirm1.pickle", 0700) == 0);
-    const RunResult stdin_run = run_program("/bin/sh", {"-c", "'" + gpumem_binary() + "' reuse-sim tune --trace - --capacity 1GiB --confirm 1 -- python3 '" +
+    const RunResult stdin_run = run_program("/bin/sh", {"-c", "'" + gpumem_binary() + "' reuse-sim tune --trace - --capacity 1GiB --confirm -- python3 '" +
                                                                  kProgram + "' alloc < '" + trace + "'"});
     REQUIRE(::chdir(here.substr(0, here.find('\n')).c_str()) == 0);
     CHECK(stdin_run.status == 2);

@@ -463,7 +463,7 @@ std::vector<std::vector<std::string>> tune_setting_lines(const std::string& text
     std::vector<std::vector<std::string>> settings;
     bool in_table = false;
     for (std::string line; std::getline(lines, line);) {
-        if (line == "    PYTORCH_CUDA_ALLOC_CONF") {
+        if (line == "    PYTORCH_CUDA_ALLOC_CONF" || line == "    PYTORCH_ALLOC_CONF") {
             in_table = true;
             continue;
         }
@@ -582,6 +582,42 @@ TEST_CASE("reuse-sim report: --tune's table marks the recorded row and follows t
     const std::string csv = render(reuse_sim_report(tune_request(), tune_results(), OutputOptions{Format::csv}), OutputOptions{Format::csv});
     CHECK(csv.rfind("rank,alloc_conf,recorded,settings,peak_reserved,ooms,first_oom_event,", 0) == 0);
     CHECK(csv.find("\n1,expandable_segments:True,false,") != std::string::npos);
+}
+
+TEST_CASE("reuse-sim report: --tune's answer first, a line to paste in the variable the recording's torch reads, then the next step (issue 57)") {
+    ReuseSimRequest q = tune_request();
+    q.input.trace = "/t/run.pickle";
+    const auto table = [](const ReuseSimRequest& request, const ReuseSimResults& results) {
+        return render(reuse_sim_report(request, results, OutputOptions{Format::table}), OutputOptions{Format::table});
+    };
+    const std::string next = "next, a real run under it: gpumem reuse-sim tune --trace /t/run.pickle ... --confirm -- CMD\n";
+    // torch 2.9 and later read PYTORCH_ALLOC_CONF; the table's header says the same name.
+    q.recording.emplace();
+    q.recording->torch_version = "2.9.1+cu128";
+    const std::string new_torch = table(q, tune_results());
+    INFO(new_torch);
+    CHECK(new_torch.rfind("PYTORCH_ALLOC_CONF=expandable_segments:True\n" + next + "\nWith expandable_segments:True this trace fits", 0) == 0);
+    CHECK(new_torch.find("\n    PYTORCH_ALLOC_CONF\n") != std::string::npos);
+    CHECK(new_torch.find("PYTORCH_CUDA_ALLOC_CONF") == std::string::npos);
+    CHECK(new_torch.find("With expandable_segments:True") < new_torch.find("reuse-sim: "));  // the answer before the input
+    // Older torch reads only PYTORCH_CUDA_ALLOC_CONF.
+    q.recording->torch_version = "2.8.0";
+    const std::string old_torch = table(q, tune_results());
+    CHECK(old_torch.rfind("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n" + next, 0) == 0);
+    CHECK(old_torch.find("\n    PYTORCH_CUDA_ALLOC_CONF\n") != std::string::npos);
+    CHECK(old_torch.find("PYTORCH_ALLOC_CONF") == std::string::npos);
+    // A recording that does not say: the new name, and a line naming the old.
+    q.recording.reset();
+    const std::string unknown = table(q, tune_results());
+    CHECK(unknown.rfind("PYTORCH_ALLOC_CONF=expandable_segments:True\n(torch before 2.9 reads PYTORCH_CUDA_ALLOC_CONF; the recording "
+                        "does not say its version)\n" + next, 0) == 0);
+    // Confirmed already: no next step. No setting without an OOM: nothing to paste, the sentence first.
+    q.confirm = ConfirmRequest{};
+    CHECK(table(q, tune_results()).find("next, a real run") == std::string::npos);
+    ReuseSimResults failing = tune_results();
+    failing.tune->rows.front().outcome.ooms = 1;
+    const std::string no_fit = table(tune_request(), failing);
+    CHECK(no_fit.rfind("No setting of the grid fits", 0) == 0);
 }
 
 TEST_CASE("reuse-sim report: --tune's table stays within 100 columns with the longest settings; JSON keeps them whole") {

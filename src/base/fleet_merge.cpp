@@ -56,19 +56,20 @@ public:
 
     void finish() {
         for (auto& [slot, d] : deferred_) {
-            resolve_all(d);
+            if (!resolve_all(d)) resolve_on_host(d);
             merge(d, slot);
         }
         deferred_.clear();
     }
 
     // Warnings: the documents that named no GPU, then each check id this
-    // gpumem does not know, once.
+    // gpumem does not know, once, then the documents joined by host.
     std::vector<std::string> notes() const {
         std::vector<std::string> lines;
         for (const DocumentRow& d : documents_)
             if (d.ok && d.gpus == 0) lines.push_back(skipped_note(d));
         for (const UnknownId& u : unknown_ids_) lines.push_back(unknown_id_note(u));
+        lines.insert(lines.end(), host_joins_.begin(), host_joins_.end());
         return lines;
     }
 
@@ -113,8 +114,46 @@ private:
     }
 
     void learn(const Document& d) {
-        for (const GpuFacts& g : d.gpus)
-            if (g.index && g.uuid) ids_[context_key(d.origin) + '\n' + std::to_string(*g.index)] = {*g.uuid, g.name};
+        for (const GpuFacts& g : d.gpus) {
+            if (!g.index || !g.uuid) continue;
+            ids_[context_key(d.origin) + '\n' + std::to_string(*g.index)] = {*g.uuid, g.name};
+            if (d.origin.host.empty()) continue;
+            const auto [it, added] = host_ids_.try_emplace(d.origin.host + '\n' + std::to_string(*g.index), HostIndex{*g.uuid, g.name, d.source});
+            if (!added && it->second.uuid != *g.uuid) it->second.agreed = false;
+        }
+    }
+
+    // A document from outside any launcher (copy's, which names CUDA
+    // indices only) that no document of its own process tied to GPUs: its
+    // process saw the node's GPUs as CUDA numbers them, unless its own
+    // CUDA_VISIBLE_DEVICES said otherwise. It joins the GPUs the host's
+    // other documents name at its indices, where all of them name the same
+    // GPU at each index and every index it names is known (else a launcher
+    // narrowed the GPUs per rank, and its rows stay its own); a note says
+    // so. Two documents of one GPU are then one row, as by UUID.
+    void resolve_on_host(Document& d) {
+        const DocOrigin& o = d.origin;
+        if (o.host.empty() || !o.launcher.empty() || o.job_id || o.rank || o.local_rank) return;
+        std::vector<const HostIndex*> found;
+        for (const GpuFacts& g : d.gpus) {
+            if (g.uuid || !g.index) continue;
+            const auto it = host_ids_.find(o.host + '\n' + std::to_string(*g.index));
+            if (it == host_ids_.end() || !it->second.agreed) return;
+            found.push_back(&it->second);
+        }
+        if (found.empty()) return;
+        std::vector<std::string> sources;
+        std::size_t next = 0;
+        for (GpuFacts& g : d.gpus) {
+            if (g.uuid || !g.index) continue;
+            const HostIndex& known = *found[next++];
+            g.uuid = known.uuid;
+            if (!g.name) g.name = known.name;
+            add_unique(sources, known.source);
+        }
+        host_joins_.push_back(d.source + ": its GPUs are named by CUDA index only, outside any launcher: taken as " + o.host +
+                              "'s GPUs at those indices, as " + join(sources) + " names them (a CUDA_VISIBLE_DEVICES of its own "
+                              "would make that wrong)");
     }
 
     // Whether every GPU of `d` has a UUID, or has no index to find one by.
@@ -229,7 +268,17 @@ private:
         }
     }
 
+    // What a host's documents name at a CUDA index, all processes together.
+    struct HostIndex {
+        std::string uuid;
+        std::optional<std::string> name;
+        std::string source;  // the first document that named it
+        bool agreed = true;  // every document of the host names this GPU there
+    };
+
     Identities ids_;
+    std::unordered_map<std::string, HostIndex> host_ids_;  // host '\n' index
+    std::vector<std::string> host_joins_;                  // a note per document joined by host
     std::unordered_map<std::string, std::size_t> keys_;
     std::vector<UnknownId> unknown_ids_;
     std::unordered_map<std::string, std::size_t> unknown_index_;

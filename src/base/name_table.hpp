@@ -23,8 +23,10 @@ namespace gpumem {
 // ignored), if it is near enough to be what was meant: at most 1 edit for
 // names up to 5 characters, 2 up to 8, 3 beyond, and fewer edits than half
 // the name's characters (so '-x' is not taken for '-h', nor 'se' for 'sm':
-// a name that short is as near to every other). Ties go to the first
-// candidate, so a table's order decides. Empty when nothing is near.
+// a name that short is as near to every other). An option's leading dashes
+// are no part of its name here: '--file' is 4 letters, 2 edits from
+// '--wide', and not near it. Ties go to the first candidate, so a table's
+// order decides. Empty when nothing is near.
 inline std::size_t edit_distance(std::string_view a, std::string_view b) {
     const auto lower = [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); };
     // Optimal string alignment over three rolling rows.
@@ -44,16 +46,23 @@ inline std::size_t edit_distance(std::string_view a, std::string_view b) {
     return previous[b.size()];
 }
 
+inline std::string_view without_dashes(std::string_view name) {
+    return name.substr(std::min(name.find_first_not_of('-'), name.size()));
+}
+
 template <typename Names>
 std::string_view closest_name(std::string_view name, const Names& candidates) {
-    const std::size_t allowed = name.size() <= 5 ? 1 : name.size() <= 8 ? 2 : 3;
+    const std::string_view bare = without_dashes(name);
+    const std::size_t allowed = bare.size() <= 5 ? 1 : bare.size() <= 8 ? 2 : 3;
     std::string_view best;
     std::size_t best_distance = allowed + 1;
     for (const auto& candidate : candidates) {
         const std::string_view c(candidate);
         if (c.empty() || c == name) continue;
-        const std::size_t d = edit_distance(name, c);
-        if (d * 2 >= name.size()) continue;
+        // The dashes as given count: '-level' is one edit from '--level'.
+        const std::size_t dashes = edit_distance(name.substr(0, name.size() - bare.size()), c.substr(0, c.size() - without_dashes(c).size()));
+        const std::size_t d = edit_distance(bare, without_dashes(c)) + dashes;
+        if (d * 2 >= std::max<std::size_t>(bare.size(), 1)) continue;
         if (d < best_distance) {
             best = c;
             best_distance = d;

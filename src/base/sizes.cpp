@@ -56,6 +56,8 @@ Unit parse_unit(std::string_view text) {
     return kUnits.parse(name);
 }
 
+bool is_size_suffix(std::string_view word) { return !word.empty() && suffix_multiplier(word) != 0; }
+
 const char* unit_name(Unit unit) noexcept { return kUnits.name_of(unit).data(); }
 
 std::uint64_t unit_bytes(Unit unit) noexcept {

@@ -46,6 +46,9 @@ struct SizeParseOptions {
 // problem.
 SizeSpec parse_size_spec(std::string_view text, SizeParseOptions options = {});
 std::uint64_t parse_size(std::string_view text, bool allow_zero = false);
+// Whether `word` is a size's unit alone (GB, MiB, k, B; any case): what is
+// left over when a size is written with a space before its unit.
+bool is_size_suffix(std::string_view word);
 
 // No GPU or host can hold a buffer beyond the 48-bit virtual address space
 // that CUDA and x86-64 Linux give a process (256 TiB); a size past it is a

@@ -5,6 +5,7 @@
 // command-line fuzz target calls it with RunMode::parse_only.
 #include "cli/app.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +25,7 @@
 #include "base/errors.hpp"
 #include "base/interrupt.hpp"
 #include "base/launcher.hpp"
+#include "base/sizes.hpp"
 #include "base/text.hpp"
 #include "cli/command.hpp"
 #include "cli/commands.hpp"
@@ -31,6 +33,7 @@
 #include "core/cuda_devices.hpp"
 #include "core/nvml.hpp"
 #include "cli/lists.hpp"
+#include "process/child.hpp"
 #include "cli/terminal.hpp"
 #include "version.hpp"
 
@@ -57,17 +60,20 @@ const CommandEntry kCommands[] = {
      "Memory health verdict per GPU: NVML health, then allocation, fill and verify, memset, copy and p2p bandwidth against "
      "thresholds derived from the GPU's own figures; exit 7 when a check fails",
      &kCheckCommand},
-    {"reuse-sim", "Simulate GPU allocators on a workload or a PyTorch recording: replay, tune, record, max-batch (see gpumem(1), REUSE-SIM)",
-     nullptr},
+    {"reuse-sim",
+     "PyTorch out of memory? Record the run, replay it, tune PYTORCH_ALLOC_CONF, find the largest batch size that fits: "
+     "record, replay, tune, max-batch (see gpumem(1), REUSE-SIM)",
+     nullptr, "job"},
+    // reuse-sim's jobs in the order a user takes them.
+    {"reuse-sim record", "Run a PyTorch program unmodified and record its allocations (a snapshot and memory_stats)",
+     &kReuseSimRecordCommand},
     {"reuse-sim replay",
      "Replay an allocation trace or a built-in workload through reuse strategies (RMM's, PyTorch's, cudaMallocAsync and "
      "more: gpumem --list strategies) on a simulated device and compare them; no GPU needed unless --execute",
      &kReuseSimReplayCommand},
     {"reuse-sim tune",
-     "Rank PYTORCH_CUDA_ALLOC_CONF settings by replaying a recording under each",
+     "Rank PyTorch allocator settings (PYTORCH_ALLOC_CONF) by replaying a recording under each: the one that avoids the OOM",
      &kReuseSimTuneCommand},
-    {"reuse-sim record", "Run a PyTorch program unmodified and record its allocations (a snapshot and memory_stats)",
-     &kReuseSimRecordCommand},
     {"reuse-sim max-batch",
      "The largest batch that fits under a memory cap, from recordings at small batches or the program itself, checked by real runs",
      &kReuseSimMaxBatchCommand},
@@ -196,13 +202,39 @@ std::vector<std::string> mode_names_of(std::string_view group) {
     return names;
 }
 
+// The row of the group `name` ("reuse-sim"), or null.
+const CommandEntry* group_named(std::string_view name) {
+    for (const CommandEntry& e : kCommands)
+        if (!is_mode(e) && e.name == name && is_group(e)) return &e;
+    return nullptr;
+}
+
+// What a group calls its modes: "mode", reuse-sim's "job".
+std::string mode_noun_of(std::string_view group) {
+    const CommandEntry* row = group_named(group);
+    return std::string(row != nullptr ? row->mode_noun : "mode");
+}
+
 // "unknown alloc-test mode 'hodl' (expected ...); did you mean 'hold'?"
 std::string unknown_mode_text(std::string_view group, const std::string& word) {
     const std::vector<std::string> names = mode_names_of(group);
     std::string modes;
     for (const std::string& m : names) modes += (modes.empty() ? "" : ", ") + m;
-    return "unknown " + std::string(group) + " mode '" + word + "' (expected " + modes + ")" + did_you_mean(word, names);
+    return "unknown " + std::string(group) + " " + mode_noun_of(group) + " '" + word + "' (expected " + modes + ")" +
+           did_you_mean(word, names);
 }
+
+// A word left over after a mode's options, which its group took for its
+// MODE ("reuse-sim replay x.pickle"): thrown by the group's callback, and
+// worded where the whole command line is known (run_command_line).
+class LeftOverWord : public UsageError {
+public:
+    explicit LeftOverWord(const std::string& word) : UsageError("unexpected argument '" + word + "'"), word_(word) {}
+    const std::string& word() const noexcept { return word_; }
+
+private:
+    std::string word_;
+};
 
 // The group's subcommand catches a missing or unknown mode itself, so that
 // the message names the modes.
@@ -212,12 +244,12 @@ void setup_group(CLI::App& group, const CommandEntry& entry) {
     auto unknown = std::make_shared<std::string>();
     group.require_subcommand(0, 1);
     group.add_option("MODE", *unknown, modes + " (each has its own --help)");
-    group.callback([&group, unknown, modes, name = std::string(entry.name)] {
+    group.callback([&group, unknown, modes, name = std::string(entry.name), noun = std::string(entry.mode_noun)] {
         if (group.get_subcommands().empty()) {
-            if (unknown->empty()) throw UsageError(name + " needs a mode: " + modes);
+            if (unknown->empty()) throw UsageError(name + " needs a " + noun + ": " + modes);
             throw UsageError(unknown_mode_text(name, *unknown));
         }
-        if (!unknown->empty()) throw UsageError("unexpected argument '" + *unknown + "'");
+        if (!unknown->empty()) throw LeftOverWord(*unknown);
     });
 }
 
@@ -314,15 +346,22 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
     }
     Report report = command.report(session.output());
     stamp(report, globals.origin);
-    for (const auto& w : report.warnings) log::warn("{}", warning_text(w));
+    const auto warn = [&report] {
+        for (const auto& w : report.warnings) log::warn("{}", warning_text(w));
+    };
     if (report.plot) {
         try {
             write_file_atomically(report.plot->option, report.plot->path, report.plot->svg);
         } catch (const Error& e) {
+            warn();
             return fail(e, report, session.output(), json || session.output().format == Format::json);
         }
     }
+    // The answer first, then what qualifies it: on a terminal, warnings
+    // printed before a report pushed its first lines (tune's answer) out of
+    // sight.
     if (!session.final_written()) render_to(report, session.output(), write_stdout);
+    warn();
     // A plugin's exit status is its verdict (Nagios: 1 WARNING, 3 UNKNOWN;
     // NPD: 2 when a check could not run and none failed).
     if (format_spec(session.output().format).plugin() && report.plugin) return report.plugin->status;
@@ -354,6 +393,38 @@ std::unique_ptr<Command> register_commands(CLI::App& app, const CommandEntry* in
                 attach(m, *sub->add_subcommand(std::string(m.name.substr(e.name.size() + 1)), summary_of(m)));
     }
     return command;
+}
+
+// The formats `e` offers: those every command takes and its own
+// (CommandDefinition::formats), the table alone where it refuses the rest.
+std::vector<std::string> formats_offered(const CommandEntry& e) {
+    std::vector<std::string> names;
+    for (const Named<FormatSpec>& row : kFormats) {
+        const bool offered = row.value.every_command || (e.definition && e.definition->formats.has(row.value.format));
+        const bool refused = e.definition && e.definition->refuses_format && row.value.format != Format::table;
+        if (offered && !refused) names.emplace_back(row.name);
+    }
+    return names;
+}
+
+// The global options as the invoked command's --help shows them: those it
+// refuses left out (an empty group hides an option), and --format's
+// choices its own. gpumem --help, with no command, shows every one.
+void show_globals_taken(CLI::App& app, const CommandEntry* invoked) {
+    if (invoked == nullptr || invoked->definition == nullptr) return;
+    const CommandDefinition& d = *invoked->definition;
+    const auto hide = [&app](const char* name) {
+        if (CLI::Option* option = app.get_option_no_throw(name)) option->group("");
+    };
+    if (d.refuses_device) hide("--device");
+    if (d.refuses_format) {
+        for (const char* name : {"--format", "--json", "--csv"}) hide(name);
+        return;
+    }
+    const std::vector<std::string> names = formats_offered(*invoked);
+    CLI::Option* format = app.get_option("--format");
+    format->description("Output format: " + join(names, ", "));
+    format->get_validator()->description("{" + join(names, ",") + "}");
 }
 
 // This process's launcher and host, read before parsing so that every
@@ -439,22 +510,266 @@ std::size_t index_of(const std::vector<std::string>& args, const std::string& wo
     return args.size();
 }
 
-// The other modes of the invoked mode's group that take option `name`
-// ("reuse-sim max-batch" for reuse-sim replay's --max-runs), comma
-// separated; empty when none does or no mode was invoked. Only the invoked
-// mode's options are registered: the others are made here, for the message.
-std::string sibling_modes_taking(const CommandEntry* invoked, const std::string& name) {
-    if (invoked == nullptr || !is_mode(*invoked)) return {};
-    std::string owners;
-    for (const CommandEntry& e : kCommands) {
-        if (&e == invoked || !is_mode(e) || first_word(e.name) != first_word(invoked->name) || !e.definition) continue;
-        CLI::App scratch;
-        const std::unique_ptr<Command> command = e.definition->make();
-        command->add_options(scratch);
-        if (scratch.get_option_no_throw(name) != nullptr) owners += (owners.empty() ? "" : ", ") + std::string(e.name);
-    }
+// Whether mode row `e` registers option `name`. Only the invoked mode's
+// options are registered: the others are made here, for a message.
+bool mode_takes(const CommandEntry& e, const std::string& name) {
+    if (!e.definition) return false;
+    CLI::App scratch;
+    const std::unique_ptr<Command> command = e.definition->make();
+    command->add_options(scratch);
+    return scratch.get_option_no_throw(name) != nullptr;
+}
+
+// The modes of `group` but `except` that take option `name`, in the table's
+// order ("reuse-sim replay", "reuse-sim tune" for --trace).
+std::vector<const CommandEntry*> modes_taking(std::string_view group, const std::string& name, const CommandEntry* except = nullptr) {
+    std::vector<const CommandEntry*> owners;
+    for (const CommandEntry& e : kCommands)
+        if (&e != except && is_mode(e) && first_word(e.name) == group && mode_takes(e, name)) owners.push_back(&e);
     return owners;
 }
+
+std::string names_of(const std::vector<const CommandEntry*>& rows) {
+    std::string names;
+    for (const CommandEntry* e : rows) names += (names.empty() ? "" : ", ") + std::string(e->name);
+    return names;
+}
+
+// The other modes of the invoked mode's group that take option `name`
+// ("reuse-sim max-batch" for reuse-sim replay's --max-runs), comma
+// separated; empty when none does or no mode was invoked.
+std::string sibling_modes_taking(const CommandEntry* invoked, const std::string& name) {
+    if (invoked == nullptr || !is_mode(*invoked)) return {};
+    return names_of(modes_taking(first_word(invoked->name), name, invoked));
+}
+
+// The command line `words` (argv after "gpumem", before any --) and
+// `program` (after it) make, as a user types it: for a message that shows
+// the line meant.
+std::string command_line(const std::vector<std::string>& words, const std::vector<std::string>& program) {
+    std::string line = "gpumem";
+    for (const std::string& w : words) line += " " + w;
+    if (!program.empty()) line += " --";
+    for (const std::string& w : program) line += " " + w;
+    return line;
+}
+
+// The index in `args` of the first word that is neither an option nor a
+// global option's value (the command's name), or 0.
+std::size_t first_word_at(const std::vector<std::string>& args) {
+    for (std::size_t i = 1; i < args.size(); ++i) {
+        if (takes_value(args[i])) {
+            ++i;
+            continue;
+        }
+        if (!args[i].empty() && args[i][0] != '-') return i;
+    }
+    return 0;
+}
+
+// A mode's name given as a command ("gpumem tune --trace x"): "unknown
+// command 'tune': tune is a job of reuse-sim: gpumem reuse-sim tune ...".
+std::optional<std::string> mode_as_command_text(const std::vector<std::string>& args, const std::vector<std::string>& program) {
+    const std::size_t at = first_word_at(args);
+    if (at == 0) return std::nullopt;
+    for (const CommandEntry& e : kCommands) {
+        if (!is_mode(e) || e.name.substr(e.name.find(' ') + 1) != args[at]) continue;
+        const std::string group(first_word(e.name));
+        std::vector<std::string> words(args.begin() + 1, args.end());
+        words[at - 1] = std::string(e.name);
+        return "unknown command '" + args[at] + "': " + args[at] + " is a " + mode_noun_of(group) + " of " + group + ": " +
+               command_line(words, program);
+    }
+    return std::nullopt;
+}
+
+// A group's mode given as an option: reuse-sim's flags before its jobs
+// ("reuse-sim --tune ...", "reuse-sim --record FILE -- CMD"), each now a
+// word after reuse-sim. --record FILE named the file the job writes: its -o.
+std::optional<std::string> mode_as_option_text(const std::vector<std::string>& args, const std::vector<std::string>& program,
+                                               const CommandEntry& group, std::size_t group_at) {
+    const std::string name(group.name);
+    for (std::size_t i = group_at + 1; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        if (a.rfind("--", 0) != 0) continue;
+        const std::size_t eq = a.find('=');
+        for (const std::string& mode : mode_names_of(name)) {
+            if (a.substr(0, eq) != "--" + mode) continue;
+            const CommandEntry* row = nullptr;
+            for (const CommandEntry& e : kCommands)
+                if (is_mode(e) && e.name == name + " " + mode) row = &e;
+            std::vector<std::string> words(args.begin() + 1, args.end());
+            const std::size_t k = i - 1;  // the flag's index in `words`
+            std::optional<std::string> value;
+            std::size_t taken = 1;
+            if (eq != std::string::npos) {
+                value = a.substr(eq + 1);
+            } else if (k + 1 < words.size() && !words[k + 1].empty() && words[k + 1][0] != '-' && row && mode_takes(*row, "--output")) {
+                value = words[k + 1];
+                taken = 2;
+            }
+            words.erase(words.begin() + static_cast<std::ptrdiff_t>(k), words.begin() + static_cast<std::ptrdiff_t>(k + taken));
+            std::vector<std::string> inserted = {mode};
+            if (value && row && mode_takes(*row, "--output")) inserted.insert(inserted.end(), {"-o", *value});
+            words.insert(words.begin() + static_cast<std::ptrdiff_t>(group_at), inserted.begin(), inserted.end());
+            return "'" + a.substr(0, eq) + "' is no option: " + mode + " is a " + std::string(group.mode_noun) + " of " + name + ": " +
+                   command_line(words, program);
+        }
+    }
+    return std::nullopt;
+}
+
+// A mode's option given before any mode ("reuse-sim --trace x.pickle", as
+// reuse-sim read it when replay was no word of its own): the modes that
+// take it, and the line with the first of them.
+std::optional<std::string> option_before_mode_text(const std::vector<std::string>& args, const std::vector<std::string>& program,
+                                                   const CommandEntry& group, std::size_t group_at) {
+    // Only where no word follows the group's name before its options: a
+    // word there is a mistyped mode, which its own message names.
+    if (group_at + 1 >= args.size() || args[group_at + 1].empty() || args[group_at + 1][0] != '-') return std::nullopt;
+    for (std::size_t i = group_at + 1; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        if (a.size() < 2 || a[0] != '-') continue;
+        const std::string option = a.substr(0, a.find('='));
+        if (option == "-h" || option == "--help") return std::nullopt;  // the group's own: its page lists the modes
+        const std::vector<const CommandEntry*> owners = modes_taking(group.name, option);
+        if (owners.empty()) continue;
+        std::vector<std::string> words(args.begin() + 1, args.end());
+        words.insert(words.begin() + static_cast<std::ptrdiff_t>(group_at), std::string(owners.front()->name.substr(group.name.size() + 1)));
+        return std::string(group.name) + " needs a " + std::string(group.mode_noun) + " before its options: " + option +
+               " is an option of " + names_of(owners) + ": " + command_line(words, program);
+    }
+    return std::nullopt;
+}
+
+// Words that name the right thing in the wrong place, each pointed to the
+// command line that does what they meant: a mode given as a command
+// ("gpumem tune"), as an option ("reuse-sim --tune"), or a mode's option
+// before any mode ("reuse-sim --trace x.pickle"). Checked before parsing:
+// CLI11 would take the words for something else (an unknown command, a
+// mode named 'x.pickle', a program after -- that nothing runs).
+std::optional<std::string> misplaced_words_text(const std::vector<std::string>& args, const std::vector<std::string>& program,
+                                                const CommandEntry* invoked) {
+    if (invoked == nullptr) return mode_as_command_text(args, program);
+    if (is_mode(*invoked) || !is_group(*invoked)) return std::nullopt;
+    const std::size_t group_at = first_word_at(args);
+    if (group_at == 0) return std::nullopt;
+    if (std::optional<std::string> text = mode_as_option_text(args, program, *invoked, group_at)) return text;
+    return option_before_mode_text(args, program, *invoked, group_at);
+}
+
+// A size written with a space before its unit ("--capacity 40 GB"): the
+// option took "40", and "GB" was left over as a word of its own.
+std::optional<std::string> spaced_unit_text(const CLI::App& sub, const std::vector<std::string>& args, const std::string& word) {
+    if (!is_size_suffix(word)) return std::nullopt;
+    const auto is_number = [](std::string_view text) {
+        return !text.empty() && text.find_first_not_of("0123456789.") == std::string_view::npos;
+    };
+    const auto takes_size = [&sub](const std::string& name) {
+        const CLI::Option* option = sub.get_option_no_throw(name);
+        return option != nullptr && option->get_type_name().find("SIZE") != std::string::npos;
+    };
+    for (std::size_t i = 2; i < args.size(); ++i) {
+        if (args[i] != word) continue;
+        const std::string& before = args[i - 1];
+        const std::size_t eq = before.find('=');
+        std::string given;  // "--capacity 40" or "--capacity=40"
+        if (eq != std::string::npos && takes_size(before.substr(0, eq)) && is_number(std::string_view(before).substr(eq + 1))) given = before;
+        else if (is_number(before) && takes_size(args[i - 2])) given = args[i - 2] + " " + before;
+        if (given.empty()) continue;
+        return "'" + word + "' after '" + given + "': a size takes its unit with no space: write " + given + word;
+    }
+    return std::nullopt;
+}
+
+// "--confirm is a flag and takes no value", and where the flag took a
+// count once (tune's --confirm K), where the count went.
+std::string flag_takes_no_value(const CommandEntry* invoked, const std::string& flag, const std::string& value) {
+    std::string text = flag + " is a flag and takes no value";
+    if (invoked != nullptr && invoked->name == "reuse-sim tune" && flag == "--confirm" && !value.empty() &&
+        value.find_first_not_of("0123456789") == std::string::npos)
+        text += " (the most real runs: --confirm --max-runs " + value + ")";
+    return text;
+}
+
+// A value given to a flag ("max-batch --confirm 3"): CLI11 left it over
+// as a word of its own (the program's first, for a job that runs one).
+std::optional<std::string> flag_value_text(const CLI::App& sub, const CommandEntry* invoked, const std::vector<std::string>& args,
+                                           const std::string& word) {
+    for (std::size_t i = 2; i < args.size(); ++i) {
+        if (args[i] != word || args[i - 1].rfind("-", 0) != 0) continue;
+        const CLI::Option* flag = sub.get_option_no_throw(args[i - 1]);
+        if (flag == nullptr || flag->get_expected_max() != 0) continue;
+        return "'" + word + "' after " + args[i - 1] + ": " + flag_takes_no_value(invoked, args[i - 1], word);
+    }
+    return std::nullopt;
+}
+
+// A count given to a flag with '=' ("--confirm=3"), which CLI11 reads as
+// the flag set: refused as the word after it is. 0 and 1, true and false
+// stay CLI11's way of setting a flag off or on.
+void refuse_flag_counts(const CLI::App& sub, const CommandEntry* invoked, const std::vector<std::string>& args) {
+    for (const std::string& a : args) {
+        const std::size_t eq = a.find('=');
+        if (a.rfind("--", 0) != 0 || eq == std::string::npos) continue;
+        const std::string name = a.substr(0, eq), value = a.substr(eq + 1);
+        const CLI::Option* flag = sub.get_option_no_throw(name);
+        if (flag == nullptr || flag->get_expected_max() != 0 || value.empty() || value == "0" || value == "1" ||
+            value.find_first_not_of("0123456789") != std::string::npos)
+            continue;
+        throw UsageError(a + ": " + flag_takes_no_value(invoked, name, value));
+    }
+}
+
+// Whether `word` runs as a program: an executable file, by its path or on PATH.
+bool names_program(const std::string& word) {
+    std::vector<std::string> candidates = process::path_candidates(word);
+    if (word.find('/') != std::string::npos) candidates.push_back(word);
+    return std::any_of(candidates.begin(), candidates.end(), [](const std::string& path) {
+        struct stat st {};
+        return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+    });
+}
+
+// A job that reads --trace given its input as a bare word ("reuse-sim tune
+// x.pickle", "replay x.pickle"): the word is the trace, where --trace was
+// not given and the word is no program.
+std::optional<std::string> bare_trace_text(const CLI::App& sub, const CommandEntry* invoked, const std::string& word,
+                                           const std::vector<std::string>& args, const std::vector<std::string>& program) {
+    const CLI::Option* trace = sub.get_option_no_throw("--trace");
+    if (invoked == nullptr || trace == nullptr || trace->count() > 0 || word.empty() || word[0] == '-' || names_program(word))
+        return std::nullopt;
+    std::vector<std::string> words(args.begin() + 1, args.end());
+    const auto at = std::find(words.begin(), words.end(), word);
+    if (at == words.end()) return std::nullopt;
+    words.insert(at, "--trace");
+    return "unexpected argument '" + word + "': " + std::string(invoked->name) + " reads its input with --trace FILE: " +
+           command_line(words, program);
+}
+
+// A word the parse left over, where the words before it say what it was
+// meant to be: a size's unit, a flag's value, the input of a job that reads
+// --trace.
+std::optional<std::string> leftover_word_text(const CLI::App& app, const CommandEntry* invoked, const std::string& word,
+                                              const std::vector<std::string>& args, const std::vector<std::string>& program) {
+    const CLI::App& sub = *invoked_app(app, invoked);
+    if (std::optional<std::string> unit = spaced_unit_text(sub, args, word)) return unit;
+    if (std::optional<std::string> value = flag_value_text(sub, invoked, args, word)) return value;
+    return bare_trace_text(sub, invoked, word, args, program);
+}
+
+// Options users guess for one gpumem names otherwise, too far from it by
+// spelling to be offered as a typo ('--file' is 2 edits from '--wide', 4
+// from '--trace'): offered where the command takes the option.
+struct OptionGuess {
+    const char* guess;
+    const char* option;
+};
+constexpr OptionGuess kOptionGuesses[] = {
+    {"--file", "--trace"},       {"--input", "--trace"}, {"--snapshot", "--trace"}, {"--pickle", "--trace"},
+    {"--recording", "--trace"},  {"--cap", "--capacity"}, {"--limit", "--capacity"}, {"--memory", "--capacity"},
+    {"--out", "--output"},
+};
 
 // CLI11's "The following argument was not expected: inof" in gpumem's words,
 // with the nearest name offered: "unknown command 'inof'; did you mean
@@ -482,9 +797,16 @@ std::string extras_text(const CLI::ExtrasError& e, const CLI::App& app, const Co
                    std::string(invoked->name) + " ... -- " + program + " ...)";
         if (const std::string owners = sibling_modes_taking(invoked, name); !owners.empty())
             return "unknown option '" + name + "' for " + std::string(invoked->name) + ": it is an option of " + owners;
-        return "unknown option '" + name + "'" + did_you_mean(name, option_spellings(invoked_app(app, invoked)));
+        const std::vector<std::string> spellings = option_spellings(invoked_app(app, invoked));
+        for (const OptionGuess& guess : kOptionGuesses)
+            if (name == guess.guess && std::find(spellings.begin(), spellings.end(), guess.option) != spellings.end())
+                return "unknown option '" + name + "'; did you mean '" + guess.option + "'?";
+        return "unknown option '" + name + "'" + did_you_mean(name, spellings);
     }
-    if (invoked != nullptr) return "unexpected argument '" + word + "'";
+    if (invoked != nullptr) {
+        if (std::optional<std::string> text = leftover_word_text(app, invoked, word, args, {})) return *text;
+        return "unexpected argument '" + word + "'";
+    }
     std::vector<std::string_view> names;
     for (const CommandEntry& c : kCommands)
         if (!is_mode(c)) names.push_back(c.name);
@@ -552,6 +874,16 @@ void check_format_offered(const Parsed& parsed, const CommandEntry* invoked, con
     throw UsageError(asked + " is offered by " + names + " only");
 }
 
+// The global options the invoked command refuses (its definition's
+// refuses_device, refuses_format: the table its --help is made from too),
+// refused before its check() reads the rest.
+void check_refused_globals(const GlobalOptions& raw, const Globals& globals, const CommandEntry* invoked) {
+    if (invoked == nullptr || invoked->definition == nullptr) return;
+    const CommandDefinition& d = *invoked->definition;
+    if (d.refuses_device != nullptr && raw.device) throw UsageError(d.refuses_device);
+    if (d.refuses_format != nullptr && globals.output.format != Format::table) throw UsageError(d.refuses_format);
+}
+
 int dispatch(const Parsed& parsed, const CommandEntry* invoked, Command* command, RunMode mode, bool json,
              const Placement& placement, OutputOptions& error_output) {
     if (parsed.version) {
@@ -581,6 +913,7 @@ int dispatch(const Parsed& parsed, const CommandEntry* invoked, Command* command
             if (!is_mode(e)) names += (names.empty() ? "" : ", ") + std::string(e.name);
         throw UsageError("a command is required: " + names + " (see gpumem --help)");
     }
+    check_refused_globals(parsed.raw, globals, invoked);
     return run_command(*command, globals, mode, json);
 }
 
@@ -619,10 +952,13 @@ void refuse_words_after_dashes(const SplitArgs& split, Command* command, const C
                      " runs no program; leave out the -- (" + who + " ..." + words + ")");
 }
 
-void hand_over_program(const SplitArgs& split, Command* command, const CommandEntry* invoked) {
+void hand_over_program(const SplitArgs& split, Command* command, const CommandEntry* invoked, const CLI::App& app,
+                       const std::vector<std::string>& args) {
     std::vector<std::string>* program = command ? command->program() : nullptr;
-    if (program && !program->empty())  // CLI11 gave the positional words before any `--`
+    if (program && !program->empty()) {  // CLI11 gave the positional words before any `--`
+        if (std::optional<std::string> text = leftover_word_text(app, invoked, program->front(), args, split.program)) throw UsageError(*text);
         throw UsageError("put the program after --: gpumem " + std::string(invoked->name) + " ... -- " + program->front() + " ...");
+    }
     if (!split.dashes || split.program.empty()) return;
     refuse_words_after_dashes(split, command, invoked);
     *program = split.program;
@@ -637,7 +973,8 @@ int run_command_line(int original_argc, char** original_argv, RunMode mode) {
     arg_pointers.push_back(nullptr);
     const int argc = static_cast<int>(args.size());
     char** argv = arg_pointers.data();
-    CLI::App app{"gpumem: GPU memory operations from the command line: query, allocate, fill, copy, and simulate reuse.",
+    CLI::App app{"gpumem: GPU memory from the command line: query, allocate, fill, copy and check it. For PyTorch's "
+                 "out-of-memory errors, reuse-sim records a run and answers what fits: the allocator setting, the batch size.",
                  "gpumem"};
     // The exit-status table is on this page only (and in the man page).
     app.footer("Exit status: 0 ok, 1 runtime/CUDA error, 2 usage error, 3 no usable GPU or driver, "
@@ -656,6 +993,7 @@ int run_command_line(int original_argc, char** original_argv, RunMode mode) {
     // info's cost is NVML's start-up (~10 ms): begin it now, beside parsing.
     if (invoked && invoked->name == "info" && mode == RunMode::full) Nvml::start_opening();
     std::unique_ptr<Command> command = register_commands(app, invoked);
+    show_globals_taken(app, invoked);
 
     const bool json = json_requested(argc, argv);
     const Placement placement = read_placement();
@@ -671,9 +1009,15 @@ int run_command_line(int original_argc, char** original_argv, RunMode mode) {
         invoked->definition->formats.has(*requested))
         error_output.format = *requested;
     try {
-        refuse_words_after_dashes(split, command.get(), invoked);
+        if (std::optional<std::string> misplaced = misplaced_words_text(args, split.program, invoked)) throw UsageError(*misplaced);
+        // Words after -- that no command runs: refused before parsing where
+        // a command was named (its complaint would be what they left out),
+        // after it where none was (the unknown command or missing mode is
+        // the error: "reuse-sim recrod ... -- CMD").
+        if (command) refuse_words_after_dashes(split, command.get(), invoked);
         app.parse(argc, argv);
-        hand_over_program(split, command.get(), invoked);
+        refuse_flag_counts(*invoked_app(app, invoked), invoked, args);
+        hand_over_program(split, command.get(), invoked, app, args);
     } catch (const CLI::CallForHelp&) {
         write_stdout(app.help());
         return 0;
@@ -683,6 +1027,9 @@ int run_command_line(int original_argc, char** original_argv, RunMode mode) {
     } catch (const CLI::ParseError& e) {
         if (e.get_exit_code() == 0) return 0;
         return fail(UsageError(parse_failure_text(e, app, invoked, args)), empty, error_output, json);
+    } catch (const LeftOverWord& e) {
+        const std::string text = leftover_word_text(app, invoked, e.word(), args, split.program).value_or(e.what());
+        return fail(UsageError(text + help_pointer(invoked, text)), empty, error_output, json);
     } catch (const UsageError& e) {  // thrown by option callbacks that validate values and combinations
         return fail(UsageError(e.what() + help_pointer(invoked, e.what())), empty, error_output, json);
     } catch (const Error& e) {
@@ -705,6 +1052,14 @@ int run_command_line(int original_argc, char** original_argv, RunMode mode) {
 }
 
 }  // namespace
+
+std::vector<const CommandEntry*> command_rows() {
+    std::vector<const CommandEntry*> rows;
+    for (const CommandEntry& e : kCommands) rows.push_back(&e);
+    return rows;
+}
+
+std::vector<std::string> offered_formats(const CommandEntry& e) { return formats_offered(e); }
 
 std::vector<ListEntry> command_lists() {
     std::vector<ListEntry> lists;

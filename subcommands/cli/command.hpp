@@ -135,12 +135,18 @@ struct CommandDefinition {
     // every_command), whose part of the Report its report() fills:
     // Report::metrics for prometheus, Report::plugin for a plugin's format.
     Formats formats{};
+    // The global options it refuses, each as the one-line error that says
+    // why (null: it takes them). app.cpp refuses them before check(), and
+    // its --help leaves them out (one table for both).
+    const char* refuses_device = nullptr;  // -d/--device
+    const char* refuses_format = nullptr;  // --format, --json, --csv: any but the table
 };
 
 struct CommandEntry {
     std::string_view name;     // "copy", "alloc-test", "alloc-test latency"
     std::string_view summary;  // one line for --help
     const CommandDefinition* definition = nullptr;  // null: a group of modes
+    std::string_view mode_noun = "mode";            // a group's word for its modes: reuse-sim's are jobs
 };
 
 }  // namespace gpumem::cli

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "cli/command.hpp"
@@ -13,6 +14,11 @@ namespace gpumem::cli {
 NameListView command_list();
 // Every command's lists (CommandDefinition::lists), in the command table's order.
 std::vector<ListEntry> command_lists();
+// The command table's rows in order (a group's, then its modes'): for tests
+// that hold each command's --help and refusals to it.
+std::vector<const CommandEntry*> command_rows();
+// The formats command row `e` offers: --format's choices on its --help.
+std::vector<std::string> offered_formats(const CommandEntry& e);
 
 // Every command's definition, in its own file.
 extern const CommandDefinition kInfoCommand;

@@ -255,6 +255,43 @@ std::string wrap_after(const std::string& text, std::size_t columns, char after)
     return out;
 }
 
+namespace {
+
+// `piece` in lines of at most `width` columns: whole where it fits, else
+// cut at the width (a word longer than a line: a path, a check id), as a
+// terminal would wrap it, but within the indent.
+std::string broken_to(std::string_view piece, std::size_t width) {
+    std::string out;
+    while (display_width(piece) > width) {
+        std::size_t cut = prefix_within(piece, width);
+        if (cut == 0) cut = prefix_within(piece, 2);  // a wide character on a 1-column line: one per line
+        out += std::string(piece.substr(0, cut)) + '\n';
+        piece.remove_prefix(cut);
+    }
+    return out + std::string(piece);
+}
+
+// Each line of `text` within `columns`: a longer one cut at the width.
+std::string cut_lines(const std::string& text, std::size_t columns) {
+    std::string out;
+    for (std::string_view line : split(text, '\n')) out += (out.empty() && line.data() == text.data() ? "" : "\n") + broken_to(line, columns);
+    return out;
+}
+
+// A piece of a wrapped line with no space to break at (a setting, a path)
+// within `room`: broken after its commas, a part still too wide cut, its
+// lines after the first 2 further in than its own indent.
+std::string fit_unbroken(std::string_view piece, std::size_t room) {
+    const std::size_t own = std::min(piece.find_first_not_of(' '), piece.size());
+    const std::size_t inner = room > own + 2 ? room - own - 2 : 1;
+    const std::string parts = wrap_after(std::string(piece.substr(own)), inner, ',');
+    std::string lines;
+    for (std::string_view part : split(parts, '\n')) lines += (lines.empty() ? "" : "\n") + broken_to(part, inner);
+    return indented(lines, std::string(own, ' '), 2);
+}
+
+}  // namespace
+
 std::string fit_prose(std::string_view text, std::size_t columns) {
     std::string out;
     for (std::string_view line : split(text, '\n')) {
@@ -266,13 +303,12 @@ std::string fit_prose(std::string_view text, std::size_t columns) {
         // Its indent kept, the lines after its first two further in.
         const std::size_t lead = std::min(line.find_first_not_of(' '), line.size());
         const std::string indent(lead, ' ');
-        const std::size_t room = columns - std::min(columns, lead);
+        const std::size_t room = columns > lead + 2 ? columns - lead : 2;
         const std::string words = wrap_words(line.substr(lead), room, 2);
         std::string piece_out;
         for (std::string_view piece : split(words, '\n')) {
             if (!piece_out.empty()) piece_out += '\n';
-            // A piece with no space to break at (a setting, a path), after its commas.
-            piece_out += display_width(piece) > room ? indented(wrap_after(std::string(piece), room, ','), "", 2) : std::string(piece);
+            piece_out += display_width(piece) > room ? fit_unbroken(piece, room) : std::string(piece);
         }
         out += indented(piece_out, indent, 0);
     }
@@ -355,13 +391,13 @@ void render_records(std::ostream& out, const Table& table, const OutputOptions& 
                 // lines two further in.
                 const std::string line = std::string(field.header) + ": " + text;
                 if (field.wrap_after == 0 || field.wrap_after == ' ')
-                    out << indented(wrap_words(line, room, 2), indent, 0) << '\n';
+                    out << indented(cut_lines(wrap_words(line, room, 2), room), indent, 0) << '\n';
                 else {
                     // The value below its header when an item of it would not fit beside it.
                     const std::size_t narrower = room - std::min<std::size_t>(room, 2);
                     std::string lines = wrap_after(line, narrower, field.wrap_after);
                     if (widest_line(lines) > narrower) lines = std::string(field.header) + ":\n" + wrap_after(text, narrower, field.wrap_after);
-                    out << indented(lines, indent, 2) << '\n';
+                    out << indented(cut_lines(lines, narrower), indent, 2) << '\n';
                 }
             }
         }
@@ -420,7 +456,7 @@ void render_table(std::ostream& out, const Table& table, const OutputOptions& op
                 const std::string piece(line);
                 const std::string wrapped = field.wrap_after == 0 || field.wrap_after == ' ' ? wrap_words(piece, room)
                                                                                               : wrap_after(piece, room, field.wrap_after);
-                lines += (lines.empty() ? "" : "\n") + indented(wrapped, "", 2);
+                lines += (lines.empty() ? "" : "\n") + indented(cut_lines(wrapped, room), "", 2);
             }
             below.push_back(lines);
         }

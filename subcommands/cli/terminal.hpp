@@ -27,11 +27,16 @@ std::string warning_text(std::string_view text);
 // terminal when stderr is one; one line in a pipe or a file, where scripts
 // and logs read it.
 std::string error_text(std::string_view text);
-// Columns a UTF-8 string takes, counting one per code point (enough for the
-// box, block and star characters gpumem prints).
+// Columns a UTF-8 string takes on a terminal: two for a wide character
+// (CJK, fullwidth forms, most emoji), none for a combining mark, else one a
+// code point (the box, block and star characters gpumem prints among them).
 std::size_t display_width(std::string_view utf8) noexcept;
+// The bytes of `utf8`'s longest beginning within `columns` columns (ending
+// between UTF-8 sequences, never inside one, nor halfway through a wide
+// character).
+std::size_t prefix_within(std::string_view utf8, std::size_t columns) noexcept;
 // `utf8` within `columns` columns: whole where it fits, else its first
-// characters and "..." (cut between UTF-8 sequences, never inside one).
+// characters and "..." (cut by display columns, never inside a sequence).
 std::string fit_columns(std::string_view utf8, std::size_t columns);
 
 }  // namespace gpumem::cli

@@ -35,9 +35,7 @@ void add_options(CLI::App& sub, ReportOptionsCli& o) {
                  "Print only the nodes to drain, one 'HOST<TAB>REMEDIATION: reason' line each (with --json: a \"drain\" array)");
 }
 
-ReportRequest check(const ReportOptionsCli& o, const Globals& globals) {
-    if (globals.device)
-        throw UsageError("-d selects devices, and report reads documents: filter them (e.g. with jq) instead");
+ReportRequest check(const ReportOptionsCli& o, const Globals& /*globals*/) {
     if (!(o.outlier_fraction > 0.0 && o.outlier_fraction < 1.0))
         throw UsageError("--outlier-fraction must be above 0 and below 1 (0.1: 10% below the median)");
     for (const std::string& input : o.inputs)
@@ -73,6 +71,9 @@ void execute(const ReportRequest& q, ReportResults& results, Session& session) {
 
 constexpr CommandDefinition kReportCommand{
     [] { return make_command(CommandFunctions<ReportOptionsCli, ReportRequest, ReportResults>{add_options, check, execute, fleet_report}); },
-    report_schema};
+    report_schema,
+    {},
+    {},
+    "-d selects devices, and report reads documents: filter them (e.g. with jq) instead"};
 
 }  // namespace gpumem::cli

@@ -133,7 +133,8 @@ struct TuneOptions : ProgramOptions {
     std::optional<std::uint64_t> sync_every;
     std::optional<std::string> costs;
     std::optional<std::string> plot;
-    std::optional<std::uint64_t> confirm;  // --confirm K
+    bool confirm = false;                   // --confirm, as max-batch's
+    std::optional<std::uint64_t> max_runs;  // --max-runs K: --confirm's real runs, the most settings tried
 };
 
 struct RecordOptions : ProgramOptions {
@@ -195,6 +196,17 @@ CLI::Validator non_empty(const char* what) {
 }
 
 void add_input_options(CLI::App& sub, InputOptions& o) {
+    // The recording first (what record -o or torch.cuda.memory._snapshot()
+    // wrote): the help lists options as registered, and the built-in
+    // workload's parameters are for trying strategies without one.
+    auto* trace = sub.add_option("--trace", o.trace, "Replay this trace or recording (- for stdin; a FIFO works)")
+                      ->type_name("FILE");
+    sub.add_option("--trace-format", o.trace_format, "Trace format (default auto: by its content)")
+        ->type_name("FMT")
+        ->check(names_validator(rs::kTraceFormats));
+    auto* device = add_unsigned_option(sub, "--trace-device", o.trace_device,
+                                       "A snapshot's device (default: the only one used)", 0,
+                                       1 << 20);
     auto* workload = sub.add_option("--workload", o.workload, "Built-in workload (default dynamic)")
                          ->type_name("NAME")
                          ->check(names_validator(rs::kWorkloads));
@@ -216,14 +228,6 @@ void add_input_options(CLI::App& sub, InputOptions& o) {
         sub.add_option("--tokens", o.tokens, "llm-decode: tokens generated (default 16..256)")->type_name("MIN..MAX"),
         add_unsigned_option(sub, "--streams", o.streams, "Run steps on N streams in turn (default 1)", 1, 1024),
     };
-    auto* trace = sub.add_option("--trace", o.trace, "Replay this trace (- for stdin; a FIFO works)")
-                      ->type_name("FILE");
-    sub.add_option("--trace-format", o.trace_format, "Trace format (default auto: by its content)")
-        ->type_name("FMT")
-        ->check(names_validator(rs::kTraceFormats));
-    auto* device = add_unsigned_option(sub, "--trace-device", o.trace_device,
-                                       "A snapshot's device (default: the only one used)", 0,
-                                       1 << 20);
     for (CLI::Option* p : parameters) {
         trace->excludes(p);
         device->excludes(p);
@@ -344,19 +348,6 @@ void add_replay_options(CLI::App& sub, ReplayOptions& o) {
                  "Also replay for real on the GPU (-d) and compare");
 }
 
-// --confirm K: the count of settings to run, as every count option reads it.
-std::uint64_t confirm_count(const std::string& text) {
-    std::uint64_t k = 0;
-    try {
-        k = parse_unsigned(text, kMaxU64);
-    } catch (const UsageError& e) {
-        throw UsageError(std::string("--confirm: ") + e.what());
-    }
-    if (k < 1 || k > rs::kMaxGridPoints)
-        throw UsageError("--confirm " + text + " is out of range (1 to " + std::to_string(rs::kMaxGridPoints) + ")");
-    return k;
-}
-
 void add_tune_options(CLI::App& sub, TuneOptions& o) {
     add_footer(sub);
     add_input_options(sub, o.input);
@@ -366,10 +357,11 @@ void add_tune_options(CLI::App& sub, TuneOptions& o) {
     add_sync_every_option(sub, o.sync_every);
     add_costs_option(sub, o.costs);
     add_plot_option(sub, o.plot, "Draw the best settings' replays as an SVG picture");
-    sub.add_option_function<std::string>(
-           "--confirm", [&o](const std::string& text) { o.confirm = confirm_count(text); },
-           "Rerun the program for real, up to K settings")
-        ->type_name("K");
+    // A flag, as max-batch's: how many settings it may try is --max-runs,
+    // as max-batch's bound on its real runs is.
+    sub.add_flag("--confirm", o.confirm, "Rerun the program for real under the best setting");
+    add_unsigned_option(sub, "--max-runs", o.max_runs,
+                        "Most real runs of --confirm, the next setting after an OOM (default 1)", 1, rs::kMaxGridPoints);
     add_max_entries_option(sub, o);
     add_program_option(sub, o, "The program --confirm runs");
 }
@@ -554,6 +546,23 @@ void check_outputs(const ReplayOptions& o, const Globals& globals, ReuseSimReque
     }
 }
 
+// A GPU's memory given as a bare number under 1 MiB: a size without a unit
+// is bytes, as everywhere, but no GPU is that small, so the unit was most
+// likely left out: "--capacity 40 is 40 B (a size without a unit is bytes):
+// did you mean 40GiB?" (MiB for a larger number, as nvidia-smi counts).
+std::vector<std::string> bare_capacity_warnings(const CapOptions& o) {
+    std::vector<std::string> warnings;
+    const std::pair<const char*, const std::optional<std::string>*> given[] = {{"--capacity", &o.capacity}, {"--device-total", &o.device_total}};
+    for (const auto& [option, text] : given) {
+        if (!*text || (*text)->empty() || (*text)->find_first_not_of("0123456789") != std::string::npos) continue;
+        const std::uint64_t bytes = parse_size(**text);
+        if (bytes >= (1ULL << 20)) continue;
+        warnings.push_back(std::string(option) + " " + **text + " is " + **text + " B (a size without a unit is bytes): did you mean " +
+                           **text + (bytes <= 300 ? "GiB" : "MiB") + "?");
+    }
+    return warnings;
+}
+
 // --capacity, or --memory-fraction of --device-total as PyTorch computes its
 // allowed maximum (DeviceCachingAllocator::setMemoryFraction). A snapshot
 // does not record the device's total memory, so it must be given.
@@ -717,6 +726,7 @@ ReuseSimRequest check_replay(const ReplayOptions& o, const Globals& globals) {
     q.warnings = ignored_option_warnings(o.strategies, q.strategies);
     q.sync_every = o.sync_every.value_or(0);
     q.capacity = check_capacity(o.cap);
+    for (std::string& warning : bare_capacity_warnings(o.cap)) q.warnings.push_back(std::move(warning));
     const std::vector<std::string> recording_warnings = check_recording(o.cap, q);
     check_outputs(o, globals, q);
     q.plot = check_plot(o.plot, {}, o.input.trace, o.costs, q);
@@ -724,18 +734,19 @@ ReuseSimRequest check_replay(const ReplayOptions& o, const Globals& globals) {
     return q;
 }
 
-// tune --confirm K -- CMD: real runs of the program after the ranking. It
+// tune --confirm [--max-runs K] -- CMD: real runs of the program after the ranking. It
 // belongs to tune, whose ranking it runs and whose grid its reruns' own
 // recordings are tuned under.
 std::optional<ConfirmRequest> check_confirm(const TuneOptions& o, const ReuseSimRequest& q) {
     if (!o.confirm) {
         if (o.max_entries) throw UsageError("--max-entries goes with --confirm (the recordings of its real runs)");
-        if (!o.program.empty()) throw UsageError("a program after -- is run by --confirm K: give --confirm");
+        if (o.max_runs) throw UsageError("--max-runs bounds --confirm's real runs: give --confirm");
+        if (!o.program.empty()) throw UsageError("a program after -- is run by --confirm: give --confirm");
         return std::nullopt;
     }
     if (!q.input.trace) throw UsageError("--confirm needs --trace: the recording of the program it reruns");
-    if (o.program.empty()) throw UsageError("--confirm needs the program to rerun after --: ... --confirm K -- CMD [ARGS...]");
-    ConfirmRequest confirm{static_cast<std::size_t>(*o.confirm), o.program, check_real_run_cap(o.cap, o), DeviceSpec{}};
+    if (o.program.empty()) throw UsageError("--confirm needs the program to rerun after --: ... --confirm -- CMD [ARGS...]");
+    ConfirmRequest confirm{static_cast<std::size_t>(o.max_runs.value_or(1)), o.program, check_real_run_cap(o.cap, o), DeviceSpec{}};
     confirm.device = parse_device_spec("0");
     // Each run's recording is kept beside the trace (standard input's: in
     // the current directory), new or replacing a regular file, as record's.
@@ -762,16 +773,15 @@ std::optional<ConfirmRequest> check_confirm(const TuneOptions& o, const ReuseSim
 
 // reuse-sim tune: torch-caching replayed under a grid of settings, each a
 // lane of one replay, ranked.
-ReuseSimRequest check_tune(const TuneOptions& o, const Globals& globals) {
+ReuseSimRequest check_tune(const TuneOptions& o, const Globals& /*globals*/) {
     ReuseSimRequest q;
     q.command = "reuse-sim tune";
-    if (globals.device)
-        throw UsageError("-d/--device: reuse-sim tune replays on no GPU (--confirm's program chooses its GPU; CUDA_VISIBLE_DEVICES selects them)");
     q.input = check_input(o.input);
     q.strategies = {&rs::kStrategies.row("torch-caching")};
     check_torch_options(o.torch, q);
     q.sync_every = o.sync_every.value_or(0);
     q.capacity = check_capacity(o.cap);
+    q.warnings = bare_capacity_warnings(o.cap);
     const std::vector<std::string> recording_warnings = check_recording(o.cap, q);
     q.costs = checked_path(o.costs, "--costs");
     q.chart = false;
@@ -783,14 +793,12 @@ ReuseSimRequest check_tune(const TuneOptions& o, const Globals& globals) {
 }
 
 // reuse-sim record: runs a program and records it, nothing else.
-ReuseSimRequest check_record(const RecordOptions& o, const Globals& globals) {
+ReuseSimRequest check_record(const RecordOptions& o, const Globals& /*globals*/) {
     ReuseSimRequest q;
     q.command = "reuse-sim record";
-    if (globals.output.format != Format::table)
-        throw UsageError("reuse-sim record passes the program's stdout through (gpumem's own lines go to stderr): no --json, --csv or --format");
-    if (globals.device) throw UsageError("-d/--device: under reuse-sim record the program chooses its GPU (CUDA_VISIBLE_DEVICES selects them)");
     if (o.program.empty()) throw UsageError("reuse-sim record needs the program to run after --: gpumem reuse-sim record -o FILE -- CMD [ARGS...]");
     RecordRequest record{check_real_run_cap(o.cap, o), o.program};
+    q.warnings = bare_capacity_warnings(o.cap);
     record.settings.file = check_record_file(o.output, o.program);
     record.settings.python_stacks = o.python_stacks;
     q.record = std::move(record);
@@ -889,14 +897,14 @@ MaxBatchRequest check_max_batch_input(const MaxBatchOptions& o) {
 // reuse-sim max-batch: recordings at several batches instead of one input;
 // the grid of --sweep or --full-grid, else the recorded setting and
 // expandable segments.
-ReuseSimRequest check_max_batch(const MaxBatchOptions& o, const Globals& globals) {
+ReuseSimRequest check_max_batch(const MaxBatchOptions& o, const Globals& /*globals*/) {
     ReuseSimRequest q;
     q.command = "reuse-sim max-batch";
-    if (globals.device) throw UsageError("-d/--device: under max-batch the program chooses its GPU (CUDA_VISIBLE_DEVICES selects them)");
     q.max_batch = check_max_batch_input(o);
     q.strategies = {&rs::kStrategies.row("torch-caching")};
     check_torch_options(o.torch, q);
     q.capacity = check_capacity(o.cap);
+    q.warnings = bare_capacity_warnings(o.cap);
     if (q.capacity == rs::kUnlimited)
         throw UsageError("max-batch needs the memory the program must fit in: --capacity SIZE, or --memory-fraction F with --device-total SIZE");
     q.max_batch->headroom = o.headroom ? parse_size(*o.headroom, true) : 0;
@@ -949,20 +957,24 @@ constexpr CommandDefinition kReuseSimTuneCommand{
         return make_command(
             CommandFunctions<TuneOptions, ReuseSimRequest, ReuseSimResults>{add_tune_options, check_tune, execute_reuse_sim, reuse_sim_report});
     },
-    [] { return reuse_sim_document_schema("reuse-sim tune"); }, kTuneLists};
+    [] { return reuse_sim_document_schema("reuse-sim tune"); }, kTuneLists, {},
+    "-d/--device: reuse-sim tune replays on no GPU (--confirm's program chooses its GPU; CUDA_VISIBLE_DEVICES selects them)"};
 
 constexpr CommandDefinition kReuseSimRecordCommand{
     [] {
         return make_command(CommandFunctions<RecordOptions, ReuseSimRequest, ReuseSimResults>{add_record_options, check_record,
                                                                                               execute_reuse_sim, reuse_sim_report});
     },
-    [] { return reuse_sim_document_schema("reuse-sim record"); }};
+    [] { return reuse_sim_document_schema("reuse-sim record"); }, {}, {},
+    "-d/--device: under reuse-sim record the program chooses its GPU (CUDA_VISIBLE_DEVICES selects them)",
+    "reuse-sim record passes the program's stdout through (gpumem's own lines go to stderr): no --json, --csv or --format"};
 
 constexpr CommandDefinition kReuseSimMaxBatchCommand{
     [] {
         return make_command(CommandFunctions<MaxBatchOptions, ReuseSimRequest, ReuseSimResults>{add_max_batch_options, check_max_batch,
                                                                                                 execute_reuse_sim, reuse_sim_report});
     },
-    [] { return reuse_sim_document_schema("reuse-sim max-batch"); }};
+    [] { return reuse_sim_document_schema("reuse-sim max-batch"); }, {}, {},
+    "-d/--device: under max-batch the program chooses its GPU (CUDA_VISIBLE_DEVICES selects them)"};
 
 }  // namespace gpumem::cli

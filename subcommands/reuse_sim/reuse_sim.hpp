@@ -53,8 +53,8 @@ struct RecordRequest {
     std::vector<std::string> command;
 };
 
-// --tune --confirm K -- CMD: after the ranking, real runs of the program,
-// up to K: the best setting first, then, after a run in which the program
+// tune --confirm --max-runs K -- CMD: after the ranking, real runs of the
+// program, up to K (default 1): the best setting first, then, after a run in which the program
 // saw an OOM, the best untried setting that fits in that run's own
 // recording, until one runs without an OOM (reuse_sim_confirm.cpp).
 struct ConfirmRequest {

@@ -912,6 +912,34 @@ std::vector<std::string> text_after(const ReuseSimRequest& q, const ReuseSimResu
     return lines;
 }
 
+// The variable the recording's torch reads its settings from: 2.9 and
+// later PYTORCH_ALLOC_CONF, older torch PYTORCH_CUDA_ALLOC_CONF (a
+// recording that does not say: the new name, as torch_reads_alloc_conf
+// decides everywhere).
+std::string_view alloc_conf_variable(const ReuseSimRequest& q) {
+    const std::optional<std::string_view> version =
+        q.recording && q.recording->torch_version ? std::optional<std::string_view>(*q.recording->torch_version) : std::nullopt;
+    return torch_reads_alloc_conf(version) ? kAllocConfVariable : kCudaAllocConfVariable;
+}
+
+// Table mode, tune's first lines: the best setting as a line to paste
+// before the program ("PYTORCH_ALLOC_CONF=expandable_segments:True"), where
+// one avoids every OOM and is not PyTorch's defaults, and the next step:
+// a real run under it (--confirm), where none was made.
+std::vector<std::string> paste_lines(const ReuseSimRequest& q, const ReuseSimResults& r, std::string_view variable) {
+    std::vector<std::string> lines;
+    const rs::TuneRow& best = r.tune->rows.front();
+    const std::string conf = rs::alloc_conf(best.point.options);
+    if (best.outcome.ooms != 0 || conf.empty()) return lines;
+    lines.push_back(std::string(variable) + "=" + conf);
+    if (!q.recording || !q.recording->torch_version)
+        lines.push_back("(torch before 2.9 reads " + std::string(kCudaAllocConfVariable) + "; the recording does not say its version)");
+    if (!q.confirm && q.input.trace && *q.input.trace != "-")
+        lines.push_back("next, a real run under it: gpumem reuse-sim tune --trace " + *q.input.trace + " ... --confirm -- CMD");
+    lines.emplace_back();
+    return lines;
+}
+
 // --tune, --sweep: the answer, then the ranked settings instead of the
 // strategies. Table mode: every line within the terminal's width (100
 // columns in a pipe: OutputOptions::columns); a row per outcome, the best 10 unless --all-settings
@@ -928,15 +956,21 @@ Report tune_report(const ReuseSimRequest& q, const ReuseSimResults& r, const Out
     const std::size_t outcomes = groups.size();
     const bool hidden_settings = !all && groups.size() > kTuneRowsShown;
     if (hidden_settings) groups.resize(kTuneRowsShown);
+    const std::string_view variable = alloc_conf_variable(q);
     Table table = make_table("settings", Columns<TuneGroupView>(kTuneGroupColumns), groups, output.format);
+    for (Field& field : table.fields)
+        if (field.key == "alloc_conf") field.header = variable;  // the variable the recording's torch reads
     table.last_below = true;
     report.tables.push_back(std::move(table));
 
-    add(report.text_before, head_line(q, r, output.unit));
-    for (const std::string& line : recorded_lines(r, output.unit)) add(report.text_before, line);
-    report.text_before.emplace_back();
+    // The answer first: the line to paste, the next step, then the sentence
+    // that says why; the input and the ranking below it.
+    for (const std::string& line : paste_lines(q, r, variable)) add(report.text_before, line);
     add(report.text_before, tune_answer_text(q, r, output.unit));
     if (const std::optional<std::string> fits = fit_capacities_text(*r.tune, output.unit)) add(report.text_before, *fits);
+    report.text_before.emplace_back();
+    add(report.text_before, head_line(q, r, output.unit));
+    for (const std::string& line : recorded_lines(r, output.unit)) add(report.text_before, line);
     report.text_before.emplace_back();
     const std::uint64_t replayed = r.tune->lanes_replayed;
     add(report.text_before,
