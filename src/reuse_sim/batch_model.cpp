@@ -2,13 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <deque>
-#include <exception>
 #include <map>
-#include <mutex>
-#include <thread>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -16,6 +11,7 @@
 #include "base/errors.hpp"
 #include "base/sizes.hpp"
 #include "reuse_sim/tuner.hpp"
+#include "reuse_sim/work_pool.hpp"
 
 namespace gpumem::reuse_sim {
 namespace {
@@ -623,48 +619,6 @@ struct ModelledTrace {
     }
 };
 
-// Runs `work(i)` for i in [0, count) on up to `threads` threads; the first
-// error (by index) is rethrown once all have stopped. `progress` (may be
-// empty) is called on this thread about ten times a second.
-void run_parallel(std::size_t count, unsigned threads, const std::function<void(std::size_t)>& work,
-                  const std::function<void()>& progress) {
-    std::atomic<std::size_t> next{0};
-    std::atomic<bool> failed{false};
-    std::vector<std::exception_ptr> errors(count);
-    std::mutex mutex;
-    std::condition_variable finished_cv;
-    std::size_t finished = 0;
-    auto worker = [&] {
-        for (std::size_t i = next++; i < count && !failed; i = next++) {
-            try {
-                work(i);
-            } catch (...) {
-                errors[i] = std::current_exception();
-                failed = true;
-            }
-        }
-        const std::lock_guard<std::mutex> lock(mutex);
-        ++finished;
-        finished_cv.notify_all();
-    };
-    const std::size_t workers = std::max<std::size_t>(1, std::min<std::size_t>(threads, count));
-    std::vector<std::thread> pool;
-    pool.reserve(workers);
-    for (std::size_t w = 0; w < workers; ++w) pool.emplace_back(worker);
-    {
-        std::unique_lock<std::mutex> lock(mutex);
-        while (!finished_cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return finished == workers; }))
-            if (progress) {
-                lock.unlock();
-                progress();
-                lock.lock();
-            }
-    }
-    for (std::thread& t : pool) t.join();
-    for (const std::exception_ptr& error : errors)
-        if (error) std::rethrow_exception(error);
-}
-
 // Replays every probe: each distinct (batch, trace) built once, a few at a
 // time so that memory stays bounded, their probes replayed together.
 void replay_probes(const BatchModel& model, const std::vector<TorchLane>& lanes, std::vector<Probe>& probes, const MaxBatchOptions& options) {
@@ -686,7 +640,7 @@ void replay_probes(const BatchModel& model, const std::vector<TorchLane>& lanes,
         std::vector<std::unique_ptr<ModelledTrace>> traces(chunk.size());
         run_parallel(
             chunk.size(), threads,
-            [&](std::size_t t) {
+            [&](std::size_t t, const WorkStop&) {
                 const auto [batch, hopeful] = chunk[t].first;
                 traces[t] = std::make_unique<ModelledTrace>(batch, model.events_at(batch, !hopeful));
             },
@@ -699,7 +653,7 @@ void replay_probes(const BatchModel& model, const std::vector<TorchLane>& lanes,
             }
         run_parallel(
             tasks.size(), threads,
-            [&](std::size_t k) {
+            [&](std::size_t k, const WorkStop&) {
                 const auto [t, p] = tasks[k];
                 Probe& probe = probes[p];
                 const ModelledTrace& trace = *traces[t];

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cpu_affinity.hpp"
 #include "base/errors.hpp"
 #include "base/interrupt.hpp"
 #include "base/record_plan.hpp"
@@ -673,7 +674,7 @@ private:
         }
         options_.replay.base = r_.strategy_options;
         options_.replay.costs = &costs_;
-        options_.replay.threads = rs::usable_cores();
+        options_.replay.threads = allowed_cpu_count();
         options_.replay.poll = [] { throw_if_interrupted(); };
         const auto start = std::chrono::steady_clock::now();
         std::vector<std::vector<rs::MaxBatchAnswer>> per_rank;
