@@ -4,11 +4,18 @@
 // against --expect-gpus and lost GPUs, the threshold keys and their refusals.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "base/check_plan.hpp"
+#include "base/copy_plan.hpp"
 #include "base/errors.hpp"
+#include "base/text.hpp"
 #include "bench/check_engine.hpp"
+#include "tests_dir.hpp"
 #include "usage_error.hpp"
 
 using namespace gpumem;
@@ -342,6 +349,50 @@ TEST_CASE("check table: every row has exactly one runner") {
     }
     CHECK_FALSE(has_judge("nvml.no_such_check"));
     CHECK_FALSE(has_device_step("copy.h3d"));
+}
+
+// A device check is one row, as a quick one is: the row names its device
+// step and the step's setting, and src/bench runs the step by its kind with
+// the row's id. So the id of a device check is written once in the sources
+// (its row, base/check_table.hpp), never again where its step is: adding a
+// check on a step that exists touches that file alone (and its tests and
+// documents; docs/developing.md's recipe "A check").
+TEST_CASE("check table: a device check's id is written in one place of the sources, its row") {
+    const std::filesystem::path root = std::filesystem::path(tests_dir()) / "..";
+    std::vector<std::pair<std::string, std::string>> sources;  // path, text
+    for (const char* folder : {"src", "subcommands"})
+        for (const auto& entry : std::filesystem::recursive_directory_iterator(root / folder)) {
+            const std::string ext = entry.path().extension().string();
+            if (!entry.is_regular_file() || (ext != ".cpp" && ext != ".hpp" && ext != ".cu" && ext != ".cuh")) continue;
+            std::ifstream in(entry.path());
+            std::stringstream text;
+            text << in.rdbuf();
+            sources.emplace_back(std::filesystem::relative(entry.path(), root).string(), text.str());
+        }
+    REQUIRE(sources.size() > 50);
+    int device_rows = 0;
+    for (const Named<CheckKind>& row : kChecks) {
+        if (row.value.step == DeviceStep::none) continue;
+        ++device_rows;
+        CAPTURE(row.name);
+        const std::string quoted = "\"" + std::string(row.name) + "\"";
+        std::vector<std::string> where;
+        for (const auto& [path, text] : sources)
+            for (std::size_t at = text.find(quoted); at != std::string::npos; at = text.find(quoted, at + 1)) {
+                // An example in a comment names no check; a table of that
+                // name is another thing ("memtest": memtest's tests, --list memtest).
+                const std::size_t line = text.rfind('\n', at) + 1;  // npos + 1: the first line
+                const std::string before = text.substr(line, at - line);
+                if (before.find("//") != std::string::npos || before.find("NameTable<") != std::string::npos) continue;
+                where.push_back(path + ":" + std::to_string(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n') + 1));
+            }
+        CAPTURE(join(where));
+        REQUIRE(where.size() == 1);
+        CHECK(where.front().rfind("src/base/check_table.hpp:", 0) == 0);
+        // A copy's setting is a direction copy knows.
+        if (row.value.step == DeviceStep::copy) CHECK(kCopyDirections.find(row.value.step_setting) != nullptr);
+    }
+    CHECK(device_rows >= 8);  // cuda.context to memtest at least
 }
 
 // A --threshold for a check the level does not run is refused, naming the

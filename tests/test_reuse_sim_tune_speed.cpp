@@ -7,6 +7,7 @@
 
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <unistd.h>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,7 @@
 #include "reuse_sim/cost_table.hpp"
 #include "reuse_sim/trace_reader.hpp"
 #include "reuse_sim/tune_replays.hpp"
+#include "reuse_sim/work_pool.hpp"
 #include "tests_dir.hpp"
 
 using namespace gpumem;
@@ -215,4 +218,40 @@ TEST_CASE("tune: an input that never ends is refused at the limit of what --tune
     CHECK(message.find("the limit of what reuse-sim tune holds in memory") != std::string::npos);
     CHECK(endless.count_ == 1001);  // read one past the limit, no further
     CHECK(rs::LoadedTrace::kMaxLoadedEvents == 100'000'000);
+}
+
+// The one pool of threads (reuse_sim/work_pool.hpp) under tune's lanes and
+// max-batch's modelled traces: each item once, whatever the threads; after
+// an error no item starts and a long one stops through its WorkStop; the
+// error rethrown is the first by index, not the first in time.
+TEST_CASE("work pool: every item once; the first error by index; the others stop") {
+    for (const unsigned threads : {1U, 2U, 8U}) {
+        CAPTURE(threads);
+        std::vector<int> done(100, 0);
+        rs::run_parallel(done.size(), threads, [&](std::size_t i, const rs::WorkStop&) { ++done[i]; });
+        CHECK(std::all_of(done.begin(), done.end(), [](int n) { return n == 1; }));
+        rs::run_parallel(0, threads, [](std::size_t, const rs::WorkStop&) { FAIL("no item"); });
+    }
+    // Item 3 fails at once, item 1 later: item 1's error is the one rethrown;
+    // item 0, a long one, stops early through its WorkStop.
+    std::atomic<bool> zero_stopped{false};
+    std::atomic<int> started{0};
+    const auto work = [&](std::size_t i, const rs::WorkStop& stop) {
+        ++started;
+        if (i == 0) {
+            for (int n = 0; n < 10000; ++n) {
+                if (stop.requested()) zero_stopped = true;
+                stop.throw_if_requested();
+                ::usleep(1000);
+            }
+        }
+        if (i == 1) {
+            ::usleep(50 * 1000);
+            throw std::runtime_error("item 1");
+        }
+        if (i == 3) throw std::runtime_error("item 3");
+    };
+    CHECK_THROWS_WITH(rs::run_parallel(1000, 4, work), "item 1");
+    CHECK(zero_stopped);
+    CHECK(started < 1000);
 }

@@ -84,6 +84,20 @@ enum class CheckReading {
 // any device work, given the check's id.
 using CheckJudge = CheckOutcome (*)(const std::string& id, const CheckReadings& readings);
 
+// What a standard or long row's device work does: each kind is one step
+// of src/bench's check engine (bench/check_engine.cpp, which needs CUDA),
+// run with the row's id and setting, and judged there against the row. A
+// quick row (its judge) and p2p (the pair runner's) have none.
+enum class DeviceStep : std::uint8_t {
+    none,
+    context,        // create the CUDA context, timed; every later step needs it
+    memset,         // cuMemsetD32 bandwidth
+    copy,           // a copy's bandwidth; the row's setting is its direction ("d2d", "h2d": kCopyDirections)
+    largest_alloc,  // the largest single cudaMalloc
+    fill,           // patterns written over the free memory and read back
+    memtest,        // the memtest86 set
+};
+
 // A row of kChecks.
 struct CheckKind {
     std::string_view unit;  // "GB/s", "bytes", "count", "MHz", "s", "lanes", "bool"
@@ -107,15 +121,18 @@ struct CheckKind {
     // (base/check_table.hpp); null for the others, which src/bench runs.
     CheckReading reading = CheckReading::device_work;
     CheckJudge judge = nullptr;
+    // A standard or long check's device work, and its setting (a copy's
+    // direction), beside the row itself; none for the others.
+    DeviceStep step = DeviceStep::none;
+    std::string_view step_setting = {};
 };
 
 // Every check, in the order they run and are reported (gpumem --list checks):
 // the rows of base/check_table.hpp. The table drives the run: a quick-level
-// row holds its judge, a pure function of the figures read before any work
-// (a static_assert there holds every quick row, and no other, to one); a
-// standard or long row is bound at compile time to its device step
-// (kDeviceSteps, bench/check_engine.cpp, which needs CUDA), or is the pair
-// runner's (p2p).
+// row holds its judge, a pure function of the figures read before any work;
+// a standard or long row names its device step (which src/bench runs with
+// CUDA), or is the pair runner's (p2p). static_asserts there hold each row
+// to exactly one of these.
 extern const NameTable<CheckKind> kChecks;
 // The row of a check id ("copy.h2d", "p2p.0-1"); UsageError when unknown.
 const Named<CheckKind>& check_row(std::string_view id);

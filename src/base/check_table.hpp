@@ -1,13 +1,14 @@
 // The rows of gpumem check's table (kChecks), each a check in one place:
 // its id, unit, comparison, level, severity, threshold rule, remediation,
-// source and description, and for a quick-level check its judge, a pure
+// source and description; for a quick-level check its judge, a pure
 // function of the figures read before any device work (CheckReadings,
-// base/check_readings.hpp), defined above the rows. A static_assert below
-// holds every quick row, and no other, to a judge. A standard or long row's
-// device step needs CUDA: src/bench binds it to its row at compile time
-// (kDeviceSteps, bench/check_engine.cpp, a static_assert there too). Only
-// the files that bind or test the rows include this header; everything else
-// reads kChecks (base/check_plan.hpp).
+// base/check_readings.hpp), defined above the rows; for a standard or long
+// one its device step (DeviceStep, base/check_plan.hpp: which of src/bench's
+// steps measures it, and with what setting), which src/bench runs with CUDA
+// and judges against the row, knowing no check by its id. static_asserts
+// below hold every row to exactly one of a judge, a step, or the pair
+// runner (p2p). Only the files that run or test the rows include this
+// header; everything else reads kChecks (base/check_plan.hpp).
 #pragma once
 
 #include <algorithm>
@@ -16,7 +17,6 @@
 #include <cstdint>
 #include <iterator>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +35,7 @@ using R = ThresholdRule;
 using V = Verdict;
 using X = Remediation;
 using RD = CheckReading;
+using S = DeviceStep;
 using CR = const CheckReadings&;
 using Id = const std::string&;
 
@@ -388,28 +389,34 @@ inline constexpr Named<CheckKind> kCheckRows[] = {
     // half their rate for a while (26-29 GB/s against 55 on an H200 and an
     // H100, every time; d2h was unaffected), so the copies are measured
     // before the large allocations.
-    {"cuda.context", {"s", C::at_most, L::standard, V::warn, 0, R::fixed, 10, "10 s (warns)", false, X::reset_gpu, "CUDA runtime (cudaSetDevice, cudaFree(0))"},
+    {"cuda.context", {"s", C::at_most, L::standard, V::warn, 0, R::fixed, 10, "10 s (warns)", false, X::reset_gpu, "CUDA runtime (cudaSetDevice, cudaFree(0))", RD::device_work, nullptr, S::context},
      "creating a CUDA context: fails when it cannot be created, warns when slow"},
     {"memset.bandwidth",
-     {"GB/s", C::at_least, L::standard, V::fail, 0.05, R::peak_fraction, 0.8, "80% of NVML's peak memory bandwidth", false, X::drain, "cuMemsetD32"},
+     {"GB/s", C::at_least, L::standard, V::fail, 0.05, R::peak_fraction, 0.8, "80% of NVML's peak memory bandwidth", false, X::drain, "cuMemsetD32", RD::device_work, nullptr, S::memset},
      "cuMemsetD32 bandwidth, median of samples"},
     {"copy.d2d",
      {"GB/s", C::at_least, L::standard, V::fail, 0.05, R::copy_fraction, 0.65,
-      "65% of half NVML's peak memory bandwidth (a copy reads and writes each byte)", false, X::drain, "cudaMemcpyAsync, device to device"},
+      "65% of half NVML's peak memory bandwidth (a copy reads and writes each byte)", false, X::drain, "cudaMemcpyAsync, device to device",
+      RD::device_work, nullptr, S::copy, "d2d"},
      "device to device copy bandwidth (bytes counted once), median of samples"},
     {"copy.h2d",
      {"GB/s", C::at_least, L::standard, V::fail, 0.05, R::pcie_fraction, 0.6,
-      "60% of the PCIe link's rate (maximum generation x width)", false, X::drain, "cudaMemcpyAsync from pinned host memory"},
+      "60% of the PCIe link's rate (maximum generation x width)", false, X::drain, "cudaMemcpyAsync from pinned host memory",
+      RD::device_work, nullptr, S::copy, "h2d"},
      "pinned host to device copy bandwidth, best of samples"},
     {"copy.d2h",
      {"GB/s", C::at_least, L::standard, V::fail, 0.05, R::pcie_fraction, 0.6,
-      "60% of the PCIe link's rate (maximum generation x width)", false, X::drain, "cudaMemcpyAsync to pinned host memory"},
+      "60% of the PCIe link's rate (maximum generation x width)", false, X::drain, "cudaMemcpyAsync to pinned host memory",
+      RD::device_work, nullptr, S::copy, "d2h"},
      "device to pinned host copy bandwidth, best of samples"},
-    {"alloc.max", {"bytes", C::at_least, L::standard, V::fail, 0, R::free_fraction, 0.9, "90% of the free memory", false, X::drain, "cudaMalloc"},
+    {"alloc.max", {"bytes", C::at_least, L::standard, V::fail, 0, R::free_fraction, 0.9, "90% of the free memory", false, X::drain, "cudaMalloc", RD::device_work, nullptr,
+      S::largest_alloc},
      "the largest single cudaMalloc against the free memory"},
-    {"fill.verify", {"count", C::at_most, L::standard, V::fail, 0, R::fixed, 0, "0 bad words", false, X::service, "gpumem's fill and verify kernels"},
+    {"fill.verify", {"count", C::at_most, L::standard, V::fail, 0, R::fixed, 0, "0 bad words", false, X::service, "gpumem's fill and verify kernels", RD::device_work,
+      nullptr, S::fill},
      "patterns written over the free memory and read back: any bad word fails, with its address"},
-    {"memtest", {"count", C::at_most, L::deep, V::fail, 0, R::fixed, 0, "0 bad words", false, X::service, "gpumem's memtest kernels"},
+    {"memtest", {"count", C::at_most, L::deep, V::fail, 0, R::fixed, 0, "0 bad words", false, X::service, "gpumem's memtest kernels", RD::device_work, nullptr,
+      S::memtest},
      "the memtest86 set DCGM's memtest runs (walking bit, own address, moving inversions, 8-bit and random words, block "
      "moves, modulo-20) over 90% of the free memory: any bad word fails, with its address"},
     {"p2p.A-B",
@@ -432,18 +439,22 @@ constexpr bool quick_rows_judged() {
 }
 static_assert(quick_rows_judged(), "each quick-level row of kCheckRows needs its judge and what it reads; no other row has one");
 
+// Every standard or long row that runs on one GPU names its device step, a
+// copy its direction, and no other row has a step: the run walks the rows,
+// and src/bench runs each step by its kind (bench/check_engine.cpp).
+constexpr bool device_rows_stepped() {
+    for (const Named<CheckKind>& row : kCheckRows) {
+        const bool device = row.value.level != L::quick && !row.value.per_pair;
+        if (device != (row.value.step != S::none) || (row.value.step == S::copy) == row.value.step_setting.empty()) return false;
+        if (row.value.per_pair && row.value.level == L::quick) return false;
+    }
+    return true;
+}
+static_assert(device_rows_stepped(), "each standard or long row of kCheckRows that is not per pair needs its device step (a copy its direction); no other row has one");
+
 }  // namespace check_table_detail
 
 // Every check, in the order they run and are reported; kChecks is this table.
 using check_table_detail::kCheckRows;
-
-// The row of check `id`, at compile time: a name no row has does not
-// compile (the throw is not a constant expression), so a runner cannot be
-// bound to a check that does not exist. At run time, use check_row.
-constexpr const Named<CheckKind>* check_definition(std::string_view id) {
-    for (const Named<CheckKind>& row : kCheckRows)
-        if (row.name == id) return &row;
-    throw std::logic_error("no check has this id");
-}
 
 }  // namespace gpumem

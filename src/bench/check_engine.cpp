@@ -9,6 +9,8 @@
 #include <chrono>
 #include <iterator>
 #include <mutex>
+#include <stdexcept>
+#include <string_view>
 #include <thread>
 
 #include "base/check_table.hpp"
@@ -130,13 +132,13 @@ std::unique_lock<std::mutex> wait_for_host_link(const StopToken& stop) {
     return lock;
 }
 
-CheckOutcome check_context(DeviceId device, const CheckSettings& s) {
+CheckOutcome check_context(const std::string& id, DeviceId device, const CheckSettings& s) {
     const auto start = Clock::now();
     ensure_context(device);
-    return judged("cuda.context", seconds_since(start), threshold(s, "cuda.context", std::nullopt));
+    return judged(id, seconds_since(start), threshold(s, id, std::nullopt));
 }
 
-CheckOutcome check_alloc_max(DeviceId device, const CheckSettings& s, const StopToken& stop) {
+CheckOutcome check_alloc_max(const std::string& id, DeviceId device, const CheckSettings& s, const StopToken& stop) {
     const std::uint64_t free = device_memory_info(device).free;
     int probes = 0;
     // Each probe allocates and frees at once; success is monotonic in size.
@@ -152,7 +154,7 @@ CheckOutcome check_alloc_max(DeviceId device, const CheckSettings& s, const Stop
             }
         },
         &probes);
-    return judged("alloc.max", static_cast<double>(largest), threshold(s, "alloc.max", free_reference(free)),
+    return judged(id, static_cast<double>(largest), threshold(s, id, free_reference(free)),
                   "one cudaMalloc, found in " + std::to_string(probes) + " probes");
 }
 
@@ -183,7 +185,7 @@ CheckOutcome with_shrinking_share(double percent, Work work) {
     }
 }
 
-CheckOutcome check_fill(DeviceId device, const CheckSettings& s, const StopToken& stop) {
+CheckOutcome check_fill(const std::string& id, DeviceId device, const CheckSettings& s, const StopToken& stop) {
     FillOptions options;
     options.chunk = GiB;
     options.verify = true;
@@ -195,8 +197,7 @@ CheckOutcome check_fill(DeviceId device, const CheckSettings& s, const StopToken
         options.total.percent = percent;
         options.total.text = format_decimal(percent, 1) + "%";
         const FillResult r = run_fill(device, options, stop);
-        return judged("fill.verify", static_cast<double>(r.mismatched_words), threshold(s, "fill.verify", std::nullopt),
-                      fill_note(r, percent, options.passes));
+        return judged(id, static_cast<double>(r.mismatched_words), threshold(s, id, std::nullopt), fill_note(r, percent, options.passes));
     });
 }
 
@@ -220,7 +221,7 @@ std::string memtest_note(const MemtestResult& r, double percent) {
 }
 
 // The memtest86 set (long): most of the free memory, every test once.
-CheckOutcome check_memtest(DeviceId device, const CheckSettings& s, const StopToken& stop) {
+CheckOutcome check_memtest(const std::string& id, DeviceId device, const CheckSettings& s, const StopToken& stop) {
     MemtestOptions options;
     options.tests = kMemtestKinds.values();
     options.chunk = GiB;
@@ -230,11 +231,11 @@ CheckOutcome check_memtest(DeviceId device, const CheckSettings& s, const StopTo
         const MemtestResult r = run_memtest(device, options, stop);
         // A stopped run returns what it did; the run as a whole ends here.
         if (r.stopped) stop.throw_if_stopped();
-        return judged("memtest", static_cast<double>(r.mismatches()), threshold(s, "memtest", std::nullopt), memtest_note(r, percent));
+        return judged(id, static_cast<double>(r.mismatches()), threshold(s, id, std::nullopt), memtest_note(r, percent));
     });
 }
 
-CheckOutcome check_memset(const CheckDeviceFigures& f, const CheckSettings& s) {
+CheckOutcome check_memset(const std::string& id, const CheckDeviceFigures& f, const CheckSettings& s) {
     MemsetPlan plan;
     plan.device = f.device.cuda_index.value();
     plan.size = std::min(kMemsetBytes, device_memory_info(plan.device).free / 4 / 4 * 4);
@@ -243,12 +244,12 @@ CheckOutcome check_memset(const CheckDeviceFigures& f, const CheckSettings& s) {
     plan.timing = TimingPlan{2, 20, 5};
     const MemsetResult r = run_memset(plan);
     const double gbps = static_cast<double>(r.bytes_set) / r.seconds.median / 1e9;
-    return judged("memset.bandwidth", gbps, threshold(s, "memset.bandwidth", peak_reference(f.peak_bps, ThresholdRule::peak_fraction)),
+    return judged(id, gbps, threshold(s, id, peak_reference(f.peak_bps, ThresholdRule::peak_fraction)),
                   format_bytes(r.bytes_set) + " with cuMemsetD32, median of 5 samples");
 }
 
-CheckOutcome check_copy(const CheckDeviceFigures& f, const CheckSettings& s, const char* direction, const StopToken& stop) {
-    const std::string id = std::string("copy.") + direction;
+CheckOutcome check_copy(const std::string& id, const CheckDeviceFigures& f, const CheckSettings& s, std::string_view direction,
+                        const StopToken& stop) {
     CopyPlan plan;
     plan.direction = kCopyDirections.parse(direction);
     plan.device = f.device.cuda_index.value();
@@ -291,60 +292,48 @@ struct DeviceWork {
     DeviceId device;
 };
 
-// A check of kChecks that runs as device work on its own GPU: its row,
-// bound at compile time (check_definition), and its step.
-struct DeviceStep {
-    const Named<CheckKind>* row;
-    CheckOutcome (*run)(const DeviceWork& work);
-    // Non-empty: the later steps need what this one made, and without its
-    // value each of them is unknown for this reason.
-    std::string_view needed_by_later;
-    // It copies between the host and the device: it runs holding the host
-    // link, and waits for its turn after the device-only steps.
-    bool uses_host_link = false;
-};
-
-constexpr DeviceStep kDeviceSteps[] = {
-    {check_definition("cuda.context"),
-     [](const DeviceWork& w) {
-         CheckOutcome o = check_context(w.device, w.settings);
-         // How long this check waited for another gpumem on the GPU, and for whom.
-         if (!w.figures.lock_note.empty()) o.reason += (o.reason.empty() ? "" : "; ") + w.figures.lock_note;
-         return o;
-     },
-     "not run: no CUDA context"},
-    {check_definition("memset.bandwidth"), [](const DeviceWork& w) { return check_memset(w.figures, w.settings); }, ""},
-    {check_definition("copy.d2d"), [](const DeviceWork& w) { return check_copy(w.figures, w.settings, "d2d", w.stop); }, ""},
-    {check_definition("copy.h2d"), [](const DeviceWork& w) { return check_copy(w.figures, w.settings, "h2d", w.stop); }, "", true},
-    {check_definition("copy.d2h"), [](const DeviceWork& w) { return check_copy(w.figures, w.settings, "d2h", w.stop); }, "", true},
-    {check_definition("alloc.max"), [](const DeviceWork& w) { return check_alloc_max(w.device, w.settings, w.stop); }, ""},
-    {check_definition("fill.verify"), [](const DeviceWork& w) { return check_fill(w.device, w.settings, w.stop); }, ""},
-    {check_definition("memtest"), [](const DeviceWork& w) { return check_memtest(w.device, w.settings, w.stop); }, ""},
-};
-
-// Whether kDeviceSteps has, in kChecks' order, one step for every row of
-// kChecks that runs above quick level on one GPU (not per pair: the pair
-// runner, run_p2p_checks, takes those) and nothing else. The quick rows
-// hold their judges (base/check_table.hpp); no row is quick and per pair.
-constexpr bool steps_every_device_row() {
-    std::size_t next = 0;
-    for (const Named<CheckKind>& r : kCheckRows) {
-        if (r.value.per_pair && r.value.level == CheckLevel::quick) return false;
-        if (r.value.level == CheckLevel::quick || r.value.per_pair) continue;
-        if (next == std::size(kDeviceSteps) || kDeviceSteps[next].row != &r || kDeviceSteps[next].run == nullptr) return false;
-        ++next;
+// A row's device step (base/check_table.hpp names it), run with the row's
+// id and setting: the id is typed only in the row.
+CheckOutcome run_step(const Named<CheckKind>& row, const DeviceWork& w) {
+    const std::string id(row.name);
+    switch (row.value.step) {
+    case DeviceStep::context: {
+        CheckOutcome o = check_context(id, w.device, w.settings);
+        // How long this check waited for another gpumem on the GPU, and for whom.
+        if (!w.figures.lock_note.empty()) o.reason += (o.reason.empty() ? "" : "; ") + w.figures.lock_note;
+        return o;
     }
-    return next == std::size(kDeviceSteps);
+    case DeviceStep::memset: return check_memset(id, w.figures, w.settings);
+    case DeviceStep::copy: return check_copy(id, w.figures, w.settings, row.value.step_setting, w.stop);
+    case DeviceStep::largest_alloc: return check_alloc_max(id, w.device, w.settings, w.stop);
+    case DeviceStep::fill: return check_fill(id, w.device, w.settings, w.stop);
+    case DeviceStep::memtest: return check_memtest(id, w.device, w.settings, w.stop);
+    case DeviceStep::none: break;
+    }
+    throw std::logic_error("check " + id + " has no device step");
 }
-static_assert(steps_every_device_row(),
-              "kDeviceSteps must list one step for each row of kCheckRows (base/check_table.hpp) above quick level and not per pair, "
-              "in the table's order");
 
+// Non-empty: the later steps need what this one made, and without its
+// value each of them is unknown for this reason.
+std::string_view needed_by_later(DeviceStep step) { return step == DeviceStep::context ? "not run: no CUDA context" : ""; }
+
+// It copies between the host and the device: it runs holding the host
+// link, and waits for its turn after the device-only steps.
+bool uses_host_link(const CheckKind& kind) {
+    return kind.step == DeviceStep::copy && kCopyDirections.parse(kind.step_setting).uses_host_memory();
+}
+
+// The position of a check among the rows: the report's order.
+std::ptrdiff_t row_order(std::string_view id) {
+    return std::find_if(std::begin(kCheckRows), std::end(kCheckRows), [id](const Named<CheckKind>& r) { return r.name == id; }) -
+           std::begin(kCheckRows);
+}
 
 }  // namespace
 
 bool has_device_step(std::string_view id) noexcept {
-    return std::any_of(std::begin(kDeviceSteps), std::end(kDeviceSteps), [id](const DeviceStep& step) { return step.row->name == id; });
+    const Named<CheckKind>* row = find_check_row(id);
+    return row != nullptr && row->value.step != DeviceStep::none;
 }
 
 void run_device_checks(const CheckDeviceFigures& f, const CheckSettings& s, std::vector<CheckOutcome>& out, const StopToken& stop,
@@ -360,37 +349,33 @@ void run_device_checks(const CheckDeviceFigures& f, const CheckSettings& s, std:
     std::string missing = f.why_unlocked;
     const std::size_t first = out.size();
     // Host-link steps whose turn had not come: run after the device-only ones.
-    std::vector<const DeviceStep*> waiting;
-    for (const DeviceStep& step : kDeviceSteps) {
-        if (!runs_at(step.row->value, s.level)) continue;
-        const std::string id(step.row->name);
+    std::vector<const Named<CheckKind>*> waiting;
+    for (const Named<CheckKind>& row : kCheckRows) {
+        if (row.value.step == DeviceStep::none || !runs_at(row.value, s.level)) continue;
+        const std::string id(row.name);
         if (!missing.empty()) {
             steps.add(unknown_check(id, missing));
             continue;
         }
-        if (step.uses_host_link) {
+        if (uses_host_link(row.value)) {
             std::unique_lock<std::mutex> link(host_link(), std::try_to_lock);
             if (!link.owns_lock()) {
-                waiting.push_back(&step);
+                waiting.push_back(&row);
                 continue;
             }
-            steps.run(id, [&] { return step.run(work); });
+            steps.run(id, [&] { return run_step(row, work); });
             continue;
         }
-        steps.run(id, [&] { return step.run(work); });
-        if (!step.needed_by_later.empty() && !steps.last().value) missing = step.needed_by_later;
+        steps.run(id, [&] { return run_step(row, work); });
+        if (!needed_by_later(row.value.step).empty() && !steps.last().value) missing = needed_by_later(row.value.step);
     }
-    for (const DeviceStep* step : waiting) {
+    for (const Named<CheckKind>* row : waiting) {
         const std::unique_lock<std::mutex> link = wait_for_host_link(stop);
-        steps.run(std::string(step->row->name), [&] { return step->run(work); });
+        steps.run(std::string(row->name), [&] { return run_step(*row, work); });
     }
     // The report's order is the table's, whatever order the steps ran in.
-    const auto order = [](const CheckOutcome& o) {
-        return std::find_if(std::begin(kDeviceSteps), std::end(kDeviceSteps), [&o](const DeviceStep& d) { return d.row->name == o.id; }) -
-               std::begin(kDeviceSteps);
-    };
     std::stable_sort(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
-                     [&order](const CheckOutcome& a, const CheckOutcome& b) { return order(a) < order(b); });
+                     [](const CheckOutcome& a, const CheckOutcome& b) { return row_order(a.id) < row_order(b.id); });
 }
 
 // ---------------------------------------------------------------------------

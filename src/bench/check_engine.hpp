@@ -5,8 +5,8 @@
 // engines, judging each step as it ends. The checks, thresholds and verdicts
 // themselves are base/check_plan's; the order of its table is the order of
 // the run. A quick-level row holds its judge (base/check_table.hpp); a
-// standard or long row is bound at compile time to its step (kDeviceSteps
-// in check_engine.cpp, checked against the rows by a static_assert).
+// standard or long row names its device step (DeviceStep), which
+// check_engine.cpp runs by its kind with the row's id and setting.
 #pragma once
 
 #include <cstdint>
@@ -37,9 +37,9 @@ std::vector<CheckOutcome> judge_readings(const CheckReadings& readings, bool wit
 // Pure: one judged check of one device with an empty node and kernel log
 // (tests); std::logic_error for a check whose row holds no judge.
 CheckOutcome judge_check(std::string_view id, const CheckDeviceFigures& figures, const ThresholdOverrides& overrides);
-// Whether check `id`'s row holds a judge, and whether kDeviceSteps runs it: a
-// row of kChecks is exactly one of these, or per pair (static_asserts in
-// base/check_table.hpp and bench/check_engine.cpp; these are for tests).
+// Whether check `id`'s row holds a judge, and whether it names a device
+// step: a row of kChecks is exactly one of these, or per pair
+// (static_asserts in base/check_table.hpp; these are for tests).
 bool has_judge(std::string_view id) noexcept;
 bool has_device_step(std::string_view id) noexcept;
 
@@ -127,7 +127,7 @@ std::uint64_t expected_checks(CheckLevel level, std::size_t devices);
 
 // The whole run of request `q`: every device's NVML figures and the kernel log, judged
 // (their rows' judges); at standard and long, the device work of every device at once
-// (kDeviceSteps, one thread each), then p2p between every pair. Each check
+// (each row's device step, one thread a device), then p2p between every pair. Each check
 // is added to `results` as it is judged, so a run that throws (Ctrl-C)
 // leaves what it measured.
 void run_checks(const CheckRequest& q, CheckResults& results, const CheckProgress& progress);

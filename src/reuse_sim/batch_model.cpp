@@ -2,13 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <deque>
-#include <exception>
 #include <map>
-#include <mutex>
-#include <thread>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -16,6 +11,7 @@
 #include "base/errors.hpp"
 #include "base/sizes.hpp"
 #include "reuse_sim/tuner.hpp"
+#include "reuse_sim/work_pool.hpp"
 
 namespace gpumem::reuse_sim {
 namespace {
@@ -623,51 +619,9 @@ struct ModelledTrace {
     }
 };
 
-// Runs `work(i)` for i in [0, count) on up to `threads` threads; the first
-// error (by index) is rethrown once all have stopped. `progress` (may be
-// empty) is called on this thread about ten times a second.
-void run_parallel(std::size_t count, unsigned threads, const std::function<void(std::size_t)>& work,
-                  const std::function<void()>& progress) {
-    std::atomic<std::size_t> next{0};
-    std::atomic<bool> failed{false};
-    std::vector<std::exception_ptr> errors(count);
-    std::mutex mutex;
-    std::condition_variable finished_cv;
-    std::size_t finished = 0;
-    auto worker = [&] {
-        for (std::size_t i = next++; i < count && !failed; i = next++) {
-            try {
-                work(i);
-            } catch (...) {
-                errors[i] = std::current_exception();
-                failed = true;
-            }
-        }
-        const std::lock_guard<std::mutex> lock(mutex);
-        ++finished;
-        finished_cv.notify_all();
-    };
-    const std::size_t workers = std::max<std::size_t>(1, std::min<std::size_t>(threads, count));
-    std::vector<std::thread> pool;
-    pool.reserve(workers);
-    for (std::size_t w = 0; w < workers; ++w) pool.emplace_back(worker);
-    {
-        std::unique_lock<std::mutex> lock(mutex);
-        while (!finished_cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return finished == workers; }))
-            if (progress) {
-                lock.unlock();
-                progress();
-                lock.lock();
-            }
-    }
-    for (std::thread& t : pool) t.join();
-    for (const std::exception_ptr& error : errors)
-        if (error) std::rethrow_exception(error);
-}
-
 // Replays every probe: each distinct (batch, trace) built once, a few at a
 // time so that memory stays bounded, their probes replayed together.
-void replay_probes(const BatchModel& model, const std::vector<TorchLane>& lanes, std::vector<Probe>& probes, const MaxBatchOptions& options) {
+void replay_probes(const BatchModel& model, const std::vector<BatchLane>& lanes, std::vector<Probe>& probes, const MaxBatchOptions& options) {
     std::map<std::pair<std::uint64_t, bool>, std::vector<std::size_t>> by_trace;
     for (std::size_t p = 0; p < probes.size(); ++p) by_trace[{probes[p].batch, probes[p].hopeful}].push_back(p);
     const unsigned threads = std::max(1U, options.replay.threads);
@@ -686,7 +640,7 @@ void replay_probes(const BatchModel& model, const std::vector<TorchLane>& lanes,
         std::vector<std::unique_ptr<ModelledTrace>> traces(chunk.size());
         run_parallel(
             chunk.size(), threads,
-            [&](std::size_t t) {
+            [&](std::size_t t, const WorkStop&) {
                 const auto [batch, hopeful] = chunk[t].first;
                 traces[t] = std::make_unique<ModelledTrace>(batch, model.events_at(batch, !hopeful));
             },
@@ -699,11 +653,12 @@ void replay_probes(const BatchModel& model, const std::vector<TorchLane>& lanes,
             }
         run_parallel(
             tasks.size(), threads,
-            [&](std::size_t k) {
+            [&](std::size_t k, const WorkStop&) {
                 const auto [t, p] = tasks[k];
                 Probe& probe = probes[p];
                 const ModelledTrace& trace = *traces[t];
-                TorchLane lane = lanes[probe.lane];
+                const BatchLane& facts = lanes[probe.lane];
+                TorchLane lane = facts.lane;
                 if (!probe.capped) lane.capacity = kUnlimited;
                 LaneReplayOptions o = one;
                 o.stop_at_first_oom = probe.capped;
@@ -719,10 +674,8 @@ void replay_probes(const BatchModel& model, const std::vector<TorchLane>& lanes,
                     const std::uint64_t room = lane.capacity > options.headroom ? lane.capacity - options.headroom : 0;
                     probe.fits = probe.no_oom && (!probe.capped || options.headroom == 0 || probe.peak_reserved <= room);
                 }
-                if (probe.capped && probe.lane < options.ran.size() && probe.batch <= options.ran[probe.lane]) probe.fits = true;
-                if (probe.capped && probe.lane < options.ran_out.size() && options.ran_out[probe.lane] != 0 &&
-                    probe.batch >= options.ran_out[probe.lane] && !(probe.lane < options.ran.size() && probe.batch <= options.ran[probe.lane]))
-                    probe.fits = false;
+                if (probe.capped && probe.batch <= facts.ran) probe.fits = true;
+                if (probe.capped && facts.ran_out != 0 && probe.batch >= facts.ran_out && probe.batch > facts.ran) probe.fits = false;
                 done_events += trace.trace.events().size();
             },
             options.replay.progress ? std::function<void()>([&] { options.replay.progress(done_events.load(), total_events); })
@@ -733,6 +686,13 @@ void replay_probes(const BatchModel& model, const std::vector<TorchLane>& lanes,
 }  // namespace
 
 std::vector<MaxBatchAnswer> search_max_batch(const BatchModel& model, const std::vector<TorchLane>& lanes, const MaxBatchOptions& options) {
+    std::vector<BatchLane> plain;
+    plain.reserve(lanes.size());
+    for (const TorchLane& lane : lanes) plain.emplace_back(lane, 0, 0);
+    return search_max_batch(model, plain, options);
+}
+
+std::vector<MaxBatchAnswer> search_max_batch(const BatchModel& model, const std::vector<BatchLane>& lanes, const MaxBatchOptions& options) {
     const std::uint64_t limit = std::max<std::uint64_t>(1, options.limit);
     const std::uint64_t first = model.largest_recorded_batch();
     // The hopeful trace leaves out extras and fits not-affine requests on
@@ -747,8 +707,7 @@ std::vector<MaxBatchAnswer> search_max_batch(const BatchModel& model, const std:
     // Each lane's limit: below the smallest batch a real run under its
     // setting ran out of memory at (above the largest that ran).
     const auto limit_of = [&](std::size_t lane) {
-        const std::uint64_t ran = lane < options.ran.size() ? options.ran[lane] : 0;
-        const std::uint64_t out = lane < options.ran_out.size() ? options.ran_out[lane] : 0;
+        const std::uint64_t ran = lanes[lane].ran, out = lanes[lane].ran_out;
         return out > ran && out != 0 ? std::max<std::uint64_t>(1, std::min(limit, out - 1)) : limit;
     };
     const std::size_t threads = std::max(1U, options.replay.threads);
@@ -820,10 +779,8 @@ std::vector<BatchReplay> replay_batches(const BatchModel& model, const TorchLane
     probes.reserve(batches.size());
     for (const std::uint64_t batch : batches) probes.push_back({0, hopeful, std::max<std::uint64_t>(1, batch), true});
     MaxBatchOptions plain = options;
-    plain.ran.clear();
-    plain.ran_out.clear();
     plain.headroom = 0;
-    replay_probes(model, {lane}, probes, plain);
+    replay_probes(model, {BatchLane(lane, 0, 0)}, probes, plain);
     std::vector<BatchReplay> out;
     out.reserve(probes.size());
     for (const Probe& p : probes) out.push_back({p.batch, p.no_oom, p.peak_reserved, p.retries});

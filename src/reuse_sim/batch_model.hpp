@@ -146,15 +146,19 @@ struct MaxBatchOptions {
     // the byte: a modelled peak a few MB under the cap may be a real OOM).
     std::uint64_t headroom = 0;
     LaneReplayOptions replay;        // threads, costs, poll, progress
-    // Per lane (by index; missing or 0: none), the largest batch a real run
-    // fitted under that lane's setting and cap: a fact, counted as fitting
-    // whatever its modelled trace replays to (the model may miss what the
-    // run did; the run stands).
-    std::vector<std::uint64_t> ran;
-    // Per lane (by index; missing or 0: none), the smallest batch above
-    // `ran` that a real run under that lane's setting ran out of memory at:
-    // a fact too, and the lane's search stops below it (its limit).
-    std::vector<std::uint64_t> ran_out;
+};
+
+// A lane and what real runs under its setting and cap showed.
+struct BatchLane {
+    BatchLane(const TorchLane& lane_, std::uint64_t ran_, std::uint64_t ran_out_) : lane(lane_), ran(ran_), ran_out(ran_out_) {}
+    TorchLane lane;
+    // The largest batch a real run fitted (0: none): a fact, counted as
+    // fitting whatever its modelled trace replays to (the model may miss
+    // what the run did; the run stands).
+    std::uint64_t ran = 0;
+    // The smallest batch above `ran` that a real run ran out of memory at
+    // (0: none): a fact too, and the lane's search stops below it (its limit).
+    std::uint64_t ran_out = 0;
 };
 
 // For every lane (a setting under a capacity), the largest batch whose
@@ -167,6 +171,8 @@ struct MaxBatchOptions {
 // assumes more batch never needs less memory between the two (bisection).
 // Each lane reads a snapshot's ambiguous releases for itself
 // (options.replay.base.release_readings is ignored: they belong to one trace).
+std::vector<MaxBatchAnswer> search_max_batch(const BatchModel& model, const std::vector<BatchLane>& lanes, const MaxBatchOptions& options);
+// The same for lanes no real run was made under.
 std::vector<MaxBatchAnswer> search_max_batch(const BatchModel& model, const std::vector<TorchLane>& lanes, const MaxBatchOptions& options);
 
 // One batch's modelled trace replayed under one lane (its cap): what a
@@ -178,8 +184,8 @@ struct BatchReplay {
     std::uint64_t retries = 0;        // the allocator freed its cache to fit a request
 };
 // The cautious trace (`hopeful`: the hopeful one) at each of `batches`,
-// replayed under `lane`; in the order given. options.ran, ran_out and
-// headroom are not applied: these are the model's replays alone.
+// replayed under `lane`; in the order given. options.headroom is not
+// applied: these are the model's replays alone.
 std::vector<BatchReplay> replay_batches(const BatchModel& model, const TorchLane& lane, const std::vector<std::uint64_t>& batches, bool hopeful,
                                         const MaxBatchOptions& options);
 

@@ -1,21 +1,16 @@
 #include "reuse_sim/tune_replays.hpp"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <deque>
-#include <exception>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <utility>
 
 #include "base/errors.hpp"
 #include "reuse_sim/cost_table.hpp"
 #include "reuse_sim/torch_caching.hpp"
+#include "reuse_sim/work_pool.hpp"
 
 namespace gpumem::reuse_sim {
 namespace {
@@ -50,9 +45,6 @@ private:
     const LoadedTrace& trace_;
     std::size_t next_ = 0;
 };
-
-// Thrown in the other threads' lanes once one lane failed: not an error of its own.
-struct Cancelled {};
 
 // One lane alone over the trace.
 LaneResult replay_lane(const LoadedTrace& trace, const TorchLane& spec, const StrategyOptions& options, const LaneReplayOptions& o,
@@ -126,60 +118,22 @@ LaneReplays replay_torch_lanes(const LoadedTrace& trace, const std::vector<Torch
     LaneReplays result;
     result.lanes.resize(n);
     std::vector<ReplaySummary> summaries(n);
-    std::vector<std::exception_ptr> errors(n);
-    std::atomic<std::size_t> next{0};
-    std::atomic<bool> failed{false};
     std::atomic<std::uint64_t> done_events{0};
-    std::mutex mutex;
-    std::condition_variable finished_cv;
-    std::size_t finished_workers = 0;
-
-    auto worker = [&] {
-        for (std::size_t i = next++; i < n; i = next++) {
+    const std::uint64_t total = static_cast<std::uint64_t>(trace.events().size()) * n;
+    run_parallel(
+        n, o.threads,
+        [&](std::size_t i, const WorkStop& stop) {
             std::uint64_t polled = 0;
             const std::function<void()> poll = [&] {
-                if (failed) throw Cancelled{};
+                stop.throw_if_requested();
                 polled += kPollEvents;
                 done_events += kPollEvents;
                 if (o.poll) o.poll();
             };
-            try {
-                if (failed) throw Cancelled{};
-                result.lanes[i] = replay_lane(trace, lanes[i], o.base, o, poll, summaries[i]);
-                done_events += trace.events().size() - std::min<std::uint64_t>(polled, trace.events().size());
-            } catch (...) {
-                errors[i] = std::current_exception();
-                failed = true;
-            }
-        }
-        const std::lock_guard<std::mutex> lock(mutex);
-        ++finished_workers;
-        finished_cv.notify_all();
-    };
-    const std::size_t workers = std::max<std::size_t>(1, std::min<std::size_t>(o.threads, n));
-    std::vector<std::thread> threads;
-    threads.reserve(workers);
-    for (std::size_t w = 0; w < workers; ++w) threads.emplace_back(worker);
-    {
-        std::unique_lock<std::mutex> lock(mutex);
-        const std::uint64_t total = static_cast<std::uint64_t>(trace.events().size()) * n;
-        while (!finished_cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return finished_workers == workers; }))
-            if (o.progress) {
-                lock.unlock();
-                o.progress(done_events.load(), total);
-                lock.lock();
-            }
-    }
-    for (std::thread& t : threads) t.join();
-    // The first real error in lane order; Cancelled only stands for it.
-    for (const std::exception_ptr& error : errors) {
-        if (!error) continue;
-        try {
-            std::rethrow_exception(error);
-        } catch (const Cancelled&) {
-            continue;
-        }
-    }
+            result.lanes[i] = replay_lane(trace, lanes[i], o.base, o, poll, summaries[i]);
+            done_events += trace.events().size() - std::min<std::uint64_t>(polled, trace.events().size());
+        },
+        o.progress ? std::function<void()>([&] { o.progress(done_events.load(), total); }) : std::function<void()>());
     const auto whole = std::find_if(summaries.begin(), summaries.end(), [](const ReplaySummary& s) { return !s.stopped_at_oom; });
     if (whole != summaries.end()) result.summary = *whole;
     else if (n > 0) result.summary = summaries.front();
@@ -289,13 +243,6 @@ std::vector<std::uint64_t> bisection_probes(std::uint64_t low, std::uint64_t hig
         ranges.emplace_back(*mid, h);
     }
     return probes;
-}
-
-unsigned usable_cores() noexcept {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) == 0) return static_cast<unsigned>(std::max(1, CPU_COUNT(&set)));
-    return std::max(1U, std::thread::hardware_concurrency());
 }
 
 }  // namespace gpumem::reuse_sim

@@ -120,7 +120,4 @@ std::vector<std::uint64_t> bisection_probes(std::uint64_t low, std::uint64_t hig
 // The next capacity a bisection probes between `low` and `high`; none when done.
 std::optional<std::uint64_t> bisection_midpoint(std::uint64_t low, std::uint64_t high);
 
-// Cores this process may run on (sched_getaffinity), at least 1.
-unsigned usable_cores() noexcept;
-
 }  // namespace gpumem::reuse_sim

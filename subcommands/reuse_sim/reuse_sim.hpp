@@ -19,6 +19,7 @@
 #include "cli/plot.hpp"
 #include "reuse_sim/batch_model.hpp"
 #include "reuse_sim/cost_table.hpp"
+#include "reuse_sim/max_batch_plan.hpp"
 #include "reuse_sim/record_run.hpp"
 #include "reuse_sim/simulator.hpp"
 #include "reuse_sim/strategy.hpp"
@@ -243,45 +244,17 @@ struct ConfirmResults {
     bool interrupted = false;
 };
 
-// Why a --max-batch recording was made, as the report and the JSON name it.
-struct RecordingWhy {
-    const char* first = "first";                    // --record-batches (halved after an OOM)
-    const char* near_answer = "near the answer";    // the refinement, at 1/2 and 3/4 of the first answer
-    const char* at_answer = "check at the answer";  // a check: a real run at the model's answer
-    const char* at_hopeful = "check at the hopeful answer";  // where the answer ran and the model does not hold
-    const char* given = "given";                    // --batch-trace
-    // Between the largest batch that ran and the smallest above it that ran
-    // out of memory, where the model's answer there is no guess of its own.
-    const char* bisection = "bisection";
-    // Just below an answer whose modelled peak is near the cap: memory that
-    // is not monotone in the batch (a batch below the answer that runs out).
-    const char* below_answer = "below the answer";
-};
-inline constexpr RecordingWhy kRecordingWhy{};
-
-// --max-batch: one recording of the program, at its batch.
-struct MaxBatchRecording {
-    std::uint64_t batch = 0;
+// --max-batch: one recording of the program, at its batch: the planner's
+// fact (batch, setting, why, outcome, order) and where it is.
+struct MaxBatchRecording : reuse_sim::BatchRun {
     std::string file;
-    bool recorded_here = false;  // the end-to-end form: gpumem ran the program
     bool kept = false;           // the file stays (--batch-trace, or --record FILE)
     double wall_seconds = 0;     // the run that recorded it
     int exit_status = 0;         // the program's (the run that recorded it)
-    std::uint64_t peak_reserved = 0;  // its memory_stats()' peak reserved (the largest of its ranks)
     std::uint64_t requests = 0;  // allocations in it
-    // Why it was recorded: one of kRecordingWhy's names.
-    std::string why;
-    // The order gpumem ran the program in (1 first; 0 for --batch-trace).
-    unsigned order = 0;
     // The program ran out of memory there for real: a fact (the answer is
-    // below this batch), left out of the model.
+    // below this batch), left out of the model; how many times.
     std::uint64_t ooms = 0;
-    bool ran_out_of_memory() const { return ooms > 0; }
-    // The allocator setting gpumem gave the run (PYTORCH_CUDA_ALLOC_CONF,
-    // a setting of the grid other than the recorded one: its answer's
-    // check); empty: the program's own, the recorded setting. Only runs of
-    // the recorded setting are modelled; the others are facts for theirs.
-    std::string setting;
     // A program of several ranks (torchrun): each rank's file, and the
     // ranks that ran out of memory. Empty for one process (`file`).
     struct Rank {
@@ -293,30 +266,8 @@ struct MaxBatchRecording {
     std::vector<Rank> ranks;
 };
 
-// --max-batch: the answer for one setting of the grid.
-struct MaxBatchSetting {
-    reuse_sim::GridPoint point;
-    reuse_sim::MaxBatchAnswer answer;
-    // Several ranks: the rank whose model gives the smallest answer (every
-    // rank must fit; `answer` is that rank's).
-    std::optional<unsigned> tightest_rank;
-};
-
-// What the real runs of one setting say, beside its model's answer.
-struct MaxBatchFacts {
-    std::uint64_t ran = 0;          // the largest batch that ran without an OOM; 0: none
-    std::uint64_t ran_out = 0;      // the smallest batch above `ran` that ran out of memory; 0: none
-    bool any_run = false;           // a real run under this setting was made
-    // The answer is a batch that ran: the model's answer is `ran`.
-    bool answer_ran = false;
-    // Below the answer: batches that ran out of memory (memory not
-    // monotone in the batch), ascending; the largest batch at or below
-    // which no real run ran out of memory (not every batch there was run);
-    // and the largest batch below them all that ran (0: none).
-    std::vector<std::uint64_t> oom_below;
-    std::uint64_t all_below_ran = 0;
-    std::uint64_t ran_below_oom = 0;
-};
+// --max-batch: the answer for one setting of the grid (the planner's row).
+using MaxBatchSetting = reuse_sim::MaxBatchSetting;
 
 // --max-batch --confirm: one real run, at the answer or at the next batch.
 struct MaxBatchConfirmRun {
@@ -331,40 +282,19 @@ struct MaxBatchConfirmRun {
     std::string note;                // why there are no figures
 };
 
-struct MaxBatchResults {
+// The planner's state (the settings ranked, the model, how the search
+// ended) and what the command adds: the recordings' files, the confirm runs.
+struct MaxBatchResults : reuse_sim::MaxBatchState {
     std::vector<MaxBatchRecording> recordings;  // ascending batch
-    // The end-to-end form's first answer (the recorded setting's cautious
-    // one), where gpumem recorded again near it.
-    std::optional<std::uint64_t> first_answer;
-    // The smallest batch whose recording ran out of memory: every answer
-    // is clipped below it.
-    std::optional<std::uint64_t> oom_batch;
-    std::optional<reuse_sim::BatchModelChecks> checks;  // once the model is fitted
-    std::vector<MaxBatchSetting> settings;      // ranked: the largest batch first; the recorded setting marked
     double search_seconds = 0;
     std::vector<MaxBatchConfirmRun> confirm_runs;  // --confirm, as each ends
     bool confirm_interrupted = false;
-    // --confirm: the largest batch a real run fitted (after stepping down
-    // from an answer that ran out of memory); none where none did.
-    std::optional<std::uint64_t> confirmed_batch;
-    // The run budget (--max-runs) ended the search before the answer was a
-    // batch that ran (or before the runs below it were made).
-    bool budget_spent = false;
-    // The budget ended the runs below the answer before they were done:
-    // memory below it is not known to be monotone.
-    bool below_cut = false;
-    // The end-to-end form chose no checks (--no-refine).
-    bool checks_off = false;
-    // The ranks modelled (several: torchrun); empty for one process.
-    std::vector<unsigned> ranks;
 
     // The real runs of a setting ("" for the recorded one), as facts.
-    MaxBatchFacts facts(const std::string& setting, std::optional<std::uint64_t> model_answer) const;
-    MaxBatchFacts facts_of(const MaxBatchSetting& s) const;
+    reuse_sim::SettingFacts facts(const std::string& setting, std::optional<std::uint64_t> model_answer) const;
+    reuse_sim::SettingFacts facts_of(const MaxBatchSetting& s) const { return facts(s.key(), s.answer.largest); }
     // The real runs gpumem made for the search (--confirm's not counted).
     unsigned runs() const;
-    // The model last fitted (--plot draws its peaks against the batch).
-    std::optional<reuse_sim::BatchModel> model;
     // --plot: the modelled peak reserved with no cap at some batches, for
     // the recorded setting and the best (reuse_sim_plot.cpp).
     struct Curve {
@@ -374,16 +304,6 @@ struct MaxBatchResults {
     std::vector<Curve> curves;
     std::optional<std::string> device_name;  // --plot: the GPU the recordings ran on (their statistics)
 
-    // The recorded (baseline) setting's row, and the best one.
-    const MaxBatchSetting* recorded() const;
-    const MaxBatchSetting* best() const { return settings.empty() ? nullptr : &settings.front(); }
-    bool model_holds() const { return checks && checks->holds(); }
-    // A recording at `batch` under `setting` ran without an OOM (a real run: a fact).
-    bool ran_without_oom(std::uint64_t batch, const std::string& setting = "") const {
-        for (const MaxBatchRecording& rec : recordings)
-            if (rec.batch == batch && rec.setting == setting && !rec.ran_out_of_memory()) return true;
-        return false;
-    }
     // --confirm: every real run said what the model said.
     bool confirmed() const;
 };

@@ -24,30 +24,12 @@ std::string setting_name(const rs::GridPoint& p) {
     return conf.empty() ? std::string("(PyTorch's defaults)") : conf;
 }
 
-// What backs a setting's answer: a real run at it, the model alone (no run
-// tried it: --batch-trace, --no-refine, a row of the grid not run), or
-// nothing yet (runs were made, the budget ended before one ran there).
-enum class Backing : std::uint8_t { ran, model_only, not_confirmed };
+// What backs a setting's answer (the planner's word: reuse_sim/max_batch_plan.hpp).
+using Backing = rs::AnswerStatus;
 
-Backing backing_of(const MaxBatchSetting& s, const MaxBatchResults& x) {
-    const MaxBatchFacts f = x.facts_of(s);
-    if (f.answer_ran) return Backing::ran;
-    // The recorded setting of the end-to-end form always has runs (its
-    // recordings): with its checks off (--no-refine), its answer is the
-    // model's; else the checks were cut short.
-    if (s.point.recorded && (x.checks_off || !f.any_run)) return Backing::model_only;
-    if (!s.point.recorded && !f.any_run) return Backing::model_only;
-    return Backing::not_confirmed;
-}
+Backing backing_of(const MaxBatchSetting& s, const MaxBatchResults& x) { return rs::answer_status(s, x.facts_of(s), x.checks_off); }
 
-const char* backing_name(Backing b) {
-    switch (b) {
-    case Backing::ran: return "ran";
-    case Backing::model_only: return "model only";
-    case Backing::not_confirmed: return "not confirmed";
-    }
-    return "";
-}
+const char* backing_name(Backing b) { return rs::answer_status_name(b); }
 
 std::string join_batches(const std::vector<std::uint64_t>& batches) {
     std::vector<std::string> words;
@@ -69,7 +51,7 @@ std::string join_batches(const std::vector<std::uint64_t>& batches) {
 // the truth (batch_model.hpp).
 std::string batch_text(const MaxBatchSetting& s, const MaxBatchResults& x, unsigned max_runs) {
     const rs::MaxBatchAnswer& a = s.answer;
-    const MaxBatchFacts f = x.facts_of(s);
+    const rs::SettingFacts f = x.facts_of(s);
     const std::string under = s.point.recorded ? "" : " under it";
     switch (backing_of(s, x)) {
     case Backing::ran: {
@@ -180,7 +162,7 @@ std::string recordings_line(const MaxBatchResults& x) {
     std::vector<std::string> parts;
     bool scratch = false;
     for (const MaxBatchRecording& rec : x.recordings) {
-        const std::string why = rec.recorded_here ? rec.why + (rec.setting.empty() ? "" : " under " + rec.setting) + ", " : "";
+        const std::string why = rec.recorded_here ? rs::run_reason_name(rec.why) + (rec.setting.empty() ? "" : " under " + rec.setting) + ", " : "";
         if (rec.ran_out_of_memory())
             parts.push_back("batch " + std::to_string(rec.batch) + (rec.file.empty() ? "" : " " + rec.file) + " (" + why + "ran out of memory: " +
                             std::to_string(rec.ooms) + " OOMs, left out of the model; the answer is below it)");
@@ -201,7 +183,7 @@ std::string refinement_line(const MaxBatchResults& x) {
     if (!x.first_answer) return "";
     std::vector<std::string> near;
     for (const MaxBatchRecording& rec : x.recordings)
-        if (rec.why == kRecordingWhy.near_answer) near.push_back(std::to_string(rec.batch));
+        if (rec.why == rs::RunReason::near_answer) near.push_back(std::to_string(rec.batch));
     return "refined: the first recordings answered " + std::to_string(*x.first_answer) + "; recorded again near it at batch " + join(near, " and ") +
            ", the model fitted on the two largest that ran without an OOM";
 }
@@ -211,17 +193,17 @@ std::string refinement_line(const MaxBatchResults& x) {
 std::string checks_line(const MaxBatchResults& x) {
     std::vector<const MaxBatchRecording*> checks;
     for (const MaxBatchRecording& rec : x.recordings)
-        if (rec.why == kRecordingWhy.at_answer || rec.why == kRecordingWhy.at_hopeful || rec.why == kRecordingWhy.bisection ||
-            rec.why == kRecordingWhy.below_answer)
+        if (rec.why == rs::RunReason::at_answer || rec.why == rs::RunReason::at_hopeful || rec.why == rs::RunReason::bisection ||
+            rec.why == rs::RunReason::below_answer)
             checks.push_back(&rec);
     std::stable_sort(checks.begin(), checks.end(), [](const MaxBatchRecording* a, const MaxBatchRecording* b) { return a->order < b->order; });
     std::vector<std::string> runs;
     runs.reserve(checks.size());
     for (const MaxBatchRecording* rec : checks) {
         std::vector<std::string> notes;
-        if (rec->why == kRecordingWhy.at_hopeful) notes.emplace_back("the hopeful answer");
-        if (rec->why == kRecordingWhy.bisection) notes.emplace_back("bisection");
-        if (rec->why == kRecordingWhy.below_answer) notes.emplace_back("below the answer");
+        if (rec->why == rs::RunReason::at_hopeful) notes.emplace_back("the hopeful answer");
+        if (rec->why == rs::RunReason::bisection) notes.emplace_back("bisection");
+        if (rec->why == rs::RunReason::below_answer) notes.emplace_back("below the answer");
         if (!rec->setting.empty()) notes.push_back("under " + rec->setting);
         std::string oom_ranks;
         if (rec->ran_out_of_memory() && rec->ranks.size() > 1) {
@@ -278,7 +260,7 @@ constexpr Column<SettingView> kSettingColumns[] = {
     {{"answer_status", "answer", FieldKind::text}, [](const SettingView& v) -> Cell { return backing_name(backing_of(*v.s, *v.x)); }},
     {{"largest_batch_ran", "", FieldKind::integer},
      [](const SettingView& v) {
-         const MaxBatchFacts f = v.x->facts_of(*v.s);
+         const rs::SettingFacts f = v.x->facts_of(*v.s);
          return f.ran ? u64(f.ran) : Cell();
      },
      Shown::machine_only},
@@ -324,7 +306,7 @@ constexpr Column<MaxBatchRecording> kRecordingColumns[] = {
     {{"kept", "", FieldKind::boolean}, [](const MaxBatchRecording& r) -> Cell { return r.kept; }},
     {{"requests", "", FieldKind::integer}, [](const MaxBatchRecording& r) { return u64(r.requests); }},
     {{"wall_seconds", "", FieldKind::real}, [](const MaxBatchRecording& r) -> Cell { return r.wall_seconds; }},
-    {{"why", "", FieldKind::text}, [](const MaxBatchRecording& r) -> Cell { return r.why; }},
+    {{"why", "", FieldKind::text}, [](const MaxBatchRecording& r) -> Cell { return std::string(rs::run_reason_name(r.why)); }},
     {{"order", "", FieldKind::integer}, [](const MaxBatchRecording& r) { return r.order ? u64(r.order) : Cell(); }},
     {{"ran_out_of_memory", "", FieldKind::boolean}, [](const MaxBatchRecording& r) -> Cell { return r.ran_out_of_memory(); }},
     {{"ooms", "", FieldKind::integer}, [](const MaxBatchRecording& r) { return u64(r.ooms); }},
@@ -467,7 +449,7 @@ constexpr Column<Doc> kMaxBatchColumns[] = {
     // The largest batch that ran without an OOM under the recorded setting.
     {{"largest_batch_ran", "", FieldKind::integer},
      [](const Doc& d) {
-         const MaxBatchFacts f = d.x().facts("", std::nullopt);
+         const rs::SettingFacts f = d.x().facts("", std::nullopt);
          return f.ran ? u64(f.ran) : Cell();
      }},
     // Memory not monotone in the batch: batches below the answer that ran
@@ -477,13 +459,13 @@ constexpr Column<Doc> kMaxBatchColumns[] = {
     {{"largest_batch_all_below_run", "", FieldKind::integer},
      [](const Doc& d) {
          if (!d.recorded()) return Cell();
-         const MaxBatchFacts f = d.x().facts_of(*d.recorded());
+         const rs::SettingFacts f = d.x().facts_of(*d.recorded());
          return f.answer_ran ? u64(f.all_below_ran) : Cell();
      }},
     {{"largest_batch_ran_below_oom", "", FieldKind::integer},
      [](const Doc& d) {
          if (!d.recorded()) return Cell();
-         const MaxBatchFacts f = d.x().facts_of(*d.recorded());
+         const rs::SettingFacts f = d.x().facts_of(*d.recorded());
          return f.answer_ran && f.ran_below_oom ? u64(f.ran_below_oom) : Cell();
      }},
     {{"runs", "", FieldKind::integer}, [](const Doc& d) { return u64(d.x().runs()); }},

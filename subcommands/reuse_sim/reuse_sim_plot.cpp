@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/cpu_affinity.hpp"
 #include "base/errors.hpp"
 #include "base/interrupt.hpp"
 #include "base/record_plan.hpp"
@@ -295,7 +296,7 @@ void max_batch_plot_curves(const rs::CostModel& costs, ReuseSimResults& r) {
     options.base.release_readings = nullptr;  // each lane reads a modelled trace's releases for itself
     options.base.decides_release_readings = false;
     options.costs = &costs;
-    options.threads = rs::usable_cores();
+    options.threads = allowed_cpu_count();
     options.poll = [] { throw_if_interrupted(); };
     x.curves.clear();
     for (std::size_t i : drawn) x.curves.push_back({i, {}});

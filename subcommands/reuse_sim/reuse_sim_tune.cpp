@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/cpu_affinity.hpp"
 #include "base/errors.hpp"
 #include "base/interrupt.hpp"
 #include "base/sizes.hpp"
@@ -172,7 +173,7 @@ void tune_reuse_sim(const ReuseSimRequest& q, rs::EventSource& source, const rs:
     run.options.base = r.strategy_options;
     run.options.costs = &costs;
     run.options.sync_every = q.sync_every;
-    run.options.threads = q.tune->threads ? q.tune->threads : rs::usable_cores();
+    run.options.threads = q.tune->threads ? q.tune->threads : allowed_cpu_count();
     run.options.poll = poll;
 
     // The snapshot's ambiguous releases, read once by the recorded settings

@@ -1,0 +1,605 @@
+#include "reuse_sim/max_batch_plan.hpp"
+
+#include <algorithm>
+#include <iterator>
+#include <utility>
+
+namespace gpumem::reuse_sim {
+namespace {
+
+// The batches 1, 2 and 4 below the answer: spread out, so that an OOM a
+// few batches down is found for the same runs as the next ones.
+constexpr std::uint64_t kBelowOffsets[] = {1, 2, 4};
+constexpr std::uint64_t kNearCapDivisor = 100;  // 1 % of the cap
+// --confirm's runs below an answer that ran out of memory for real.
+constexpr int kConfirmStepsDown = 3;
+
+PlanStep runs_step(std::vector<PlannedRun> runs) {
+    PlanStep step;
+    step.kind = PlanStep::Kind::runs;
+    step.runs = std::move(runs);
+    return step;
+}
+
+PlanStep error_step(std::string text, bool usage = false) {
+    PlanStep step;
+    step.kind = PlanStep::Kind::error;
+    step.text = std::move(text);
+    step.usage = usage;
+    return step;
+}
+
+std::string join_numbers(const std::vector<std::uint64_t>& numbers) {
+    std::string out;
+    for (const std::uint64_t n : numbers) out += (out.empty() ? "" : ", ") + std::to_string(n);
+    return out;
+}
+
+// Ranked: the largest batch first (none last), then the recorded setting
+// (nothing to change), then the lower peak at that batch.
+void rank_settings(std::vector<MaxBatchSetting>& settings) {
+    std::stable_sort(settings.begin(), settings.end(), [](const MaxBatchSetting& a, const MaxBatchSetting& b) {
+        const std::uint64_t la = a.answer.largest.value_or(0), lb = b.answer.largest.value_or(0);
+        if (la != lb) return la > lb;
+        if (a.point.recorded != b.point.recorded) return a.point.recorded;
+        return a.answer.peak_reserved_at_largest < b.answer.peak_reserved_at_largest;
+    });
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ facts
+
+SettingFacts setting_facts(const std::vector<const BatchRun*>& runs, std::optional<std::uint64_t> model_answer) {
+    SettingFacts f;
+    // A given recording that completed may have run under another cap: no
+    // fact that it fits; one the allocator refused requests in is an OOM.
+    for (const BatchRun* run : runs)
+        if (run->recorded_here) {
+            f.any_run = true;
+            if (run->outcome == RunOutcome::ran) f.ran = std::max(f.ran, run->batch);
+        }
+    for (const BatchRun* run : runs)
+        if (run->ran_out_of_memory()) {
+            if (run->batch > f.ran && (f.ran_out == 0 || run->batch < f.ran_out)) f.ran_out = run->batch;
+            if (run->batch < f.ran) f.oom_below.push_back(run->batch);
+        }
+    std::sort(f.oom_below.begin(), f.oom_below.end());
+    f.answer_ran = f.ran != 0 && model_answer && *model_answer == f.ran;
+    f.all_below_ran = f.oom_below.empty() ? f.ran : f.oom_below.front() - 1;
+    if (!f.oom_below.empty())
+        for (const BatchRun* run : runs)
+            if (run->recorded_here && run->outcome == RunOutcome::ran && run->batch < f.oom_below.front())
+                f.ran_below_oom = std::max(f.ran_below_oom, run->batch);
+    return f;
+}
+
+const char* answer_status_name(AnswerStatus status) noexcept {
+    switch (status) {
+    case AnswerStatus::ran: return "ran";
+    case AnswerStatus::model_only: return "model only";
+    case AnswerStatus::not_confirmed: return "not confirmed";
+    }
+    return "";
+}
+
+AnswerStatus answer_status(const MaxBatchSetting& s, const SettingFacts& f, bool checks_off) noexcept {
+    if (f.answer_ran) return AnswerStatus::ran;
+    // The recorded setting of the end-to-end form always has runs (its
+    // recordings): with its checks off (--no-refine), its answer is the
+    // model's; else the checks were cut short.
+    if (s.point.recorded && (checks_off || !f.any_run)) return AnswerStatus::model_only;
+    if (!s.point.recorded && !f.any_run) return AnswerStatus::model_only;
+    return AnswerStatus::not_confirmed;
+}
+
+const MaxBatchSetting* MaxBatchState::recorded() const {
+    for (const MaxBatchSetting& s : settings)
+        if (s.point.recorded) return &s;
+    return nullptr;
+}
+
+// ---------------------------------------------------------------- planner
+
+MaxBatchPlanner::MaxBatchPlanner(MaxBatchPlanOptions options)
+    : options_(std::move(options)), phase_(options_.first_batches.empty() ? Phase::given : Phase::first), first_batches_(options_.first_batches) {}
+
+void MaxBatchPlanner::given(std::uint64_t batch, RunOutcome outcome) {
+    BatchRun run;
+    run.batch = batch;
+    run.why = RunReason::given;
+    run.outcome = outcome;
+    runs_.push_back(std::move(run));
+}
+
+PlanStep MaxBatchPlanner::next() {
+    if (run_failed_) {
+        PlanStep step;
+        step.kind = PlanStep::Kind::run_failed;
+        return step;
+    }
+    if (needs_fit_) return fit_step();
+    if (needs_search_) search();
+    for (;;) {
+        std::optional<PlanStep> step;
+        switch (phase_) {
+        case Phase::given:
+            needs_fit_ = true;
+            phase_ = Phase::done;
+            break;
+        case Phase::first: step = first_step(); break;
+        case Phase::refine: step = refine_step(); break;
+        case Phase::check:
+            step = check_step("", 0);
+            if (!step) phase_ = Phase::below;
+            break;
+        case Phase::below: step = below_step(); break;
+        case Phase::best: step = best_step(); break;
+        case Phase::confirm: step = confirm_step(); break;
+        case Phase::done: return done_step();
+        }
+        if (step) return *step;
+        if (needs_fit_) return fit_step();
+    }
+}
+
+const BatchRun& MaxBatchPlanner::ran(const PlannedRun& planned, RunOutcome outcome, std::uint64_t peak_reserved) {
+    BatchRun run;
+    run.batch = planned.batch;
+    run.setting = planned.setting;
+    run.why = planned.why;
+    run.outcome = outcome;
+    run.peak_reserved = peak_reserved;
+    run.recorded_here = true;
+    if (planned.why == RunReason::confirm) {
+        confirm_outcome(outcome);
+        last_confirm_ = std::move(run);
+        return last_confirm_;
+    }
+    run.order = ++made_;
+    runs_.push_back(std::move(run));
+    const BatchRun& kept = runs_.back();
+    if (outcome == RunOutcome::failed) {
+        run_failed_ = true;  // the model needs runs that complete
+    } else if (after_runs_ == After::refit) {
+        // A run the model takes changes the model; any other, the facts the
+        // settings are searched with.
+        if (kept.setting.empty() && outcome == RunOutcome::ran) needs_fit_ = true;
+        else needs_search_ = true;
+    }
+    return kept;
+}
+
+void MaxBatchPlanner::fitted(ModelFit fit) {
+    models_ = std::move(fit.ranks);
+    points_ = std::move(fit.points);
+    options_.search.replay.base = std::move(fit.base);
+    state_.ranks.clear();
+    for (const RankModel& m : models_)
+        if (m.rank) state_.ranks.push_back(*m.rank);
+    needs_fit_ = false;
+    search();
+}
+
+SettingFacts MaxBatchPlanner::facts(const std::string& setting, std::optional<std::uint64_t> model_answer) const {
+    return setting_facts(runs_of(setting), model_answer);
+}
+
+// ------------------------------------------------------------ the phases
+
+// The first recordings, at --record-batches: where fewer than two run
+// without an OOM, every batch halved (down to 1,2) and recorded again.
+std::optional<PlanStep> MaxBatchPlanner::first_step() {
+    after_runs_ = After::nothing;
+    std::vector<PlannedRun> runs;
+    for (const std::uint64_t batch : first_batches_) {
+        if (recorded_at(batch, "")) continue;
+        if (!can_run(runs.size())) {
+            if (!runs.empty()) break;
+            return error_step("max-batch: the run budget (--max-runs " + std::to_string(options_.max_runs) +
+                              ") was spent before two recordings ran without an OOM");
+        }
+        runs.push_back(plan_run(batch, RunReason::first));
+    }
+    if (!runs.empty()) return runs_step(std::move(runs));
+    if (usable().size() >= 2) {
+        needs_fit_ = true;
+        phase_ = Phase::refine;
+        return std::nullopt;
+    }
+    if (first_batches_.back() <= 2) {
+        std::vector<const BatchRun*> by_batch;
+        for (const BatchRun& run : runs_) by_batch.push_back(&run);
+        std::stable_sort(by_batch.begin(), by_batch.end(), [](const BatchRun* a, const BatchRun* b) { return a->batch < b->batch; });
+        std::vector<std::uint64_t> oom;
+        for (const BatchRun* run : by_batch)
+            if (run->ran_out_of_memory()) oom.push_back(run->batch);
+        return error_step("max-batch: the program ran out of memory under the cap at batch " + join_numbers(oom) +
+                          " (halved down to 1,2): the model needs runs at two batches that fit");
+    }
+    std::vector<std::uint64_t> halved;
+    for (const std::uint64_t batch : first_batches_)
+        if (halved.empty() || halved.back() != std::max<std::uint64_t>(1, batch / 2)) halved.push_back(std::max<std::uint64_t>(1, batch / 2));
+    if (halved.size() < 2) halved = {1, 2};
+    first_batches_ = std::move(halved);
+    PlanStep note;
+    note.kind = PlanStep::Kind::note;
+    note.text = "max-batch: fewer than two recordings ran without an OOM: recording at half the batches";
+    return note;
+}
+
+// Refinement: the first recordings are small batches, where libraries
+// pick other kernels and workspaces, and extrapolating 50-200x magnifies
+// every error: record again near the answer, at 1/2 and 3/4 of it, above
+// every batch recorded; none where the first answer is within twice the
+// largest recorded batch (the extrapolation is short). --no-refine: neither
+// this nor the checks after it.
+std::optional<PlanStep> MaxBatchPlanner::refine_step() {
+    if (!options_.refine) {
+        state_.checks_off = true;
+        phase_ = Phase::confirm;
+        return std::nullopt;
+    }
+    phase_ = Phase::check;
+    const MaxBatchSetting* recorded = state_.recorded();
+    if (recorded == nullptr || !recorded->answer.largest || recorded->answer.reached_limit) return std::nullopt;
+    const std::uint64_t first = *recorded->answer.largest;
+    std::uint64_t largest = 0;
+    for (const BatchRun& run : runs_) largest = std::max(largest, run.batch);
+    if (first <= 2 * largest) return std::nullopt;
+    std::vector<std::uint64_t> batches;
+    for (const std::uint64_t batch : {(first + 1) / 2, (3 * first + 2) / 4})
+        if (batch > largest && (batches.empty() || batches.back() != batch)) batches.push_back(batch);
+    if (batches.empty()) return std::nullopt;
+    state_.first_answer = first;
+    std::vector<PlannedRun> runs;
+    for (const std::uint64_t batch : batches) {
+        if (!can_run(runs.size())) {
+            state_.budget_spent = true;
+            break;
+        }
+        runs.push_back(plan_run(batch, RunReason::near_answer));
+    }
+    needs_fit_ = true;
+    after_runs_ = After::nothing;
+    if (runs.empty()) return std::nullopt;
+    return runs_step(std::move(runs));
+}
+
+// Real runs for a setting until its answer is a batch that ran (and the
+// next batch ran out of memory, where the search came from above), or the
+// budget is spent; the model refitted after each. None: settled.
+std::optional<PlanStep> MaxBatchPlanner::check_step(const std::string& setting, std::uint64_t floor) {
+    const std::optional<Step> step = next_step(setting, floor);
+    if (!step) return std::nullopt;
+    if (!can_run()) {
+        state_.budget_spent = true;
+        return std::nullopt;
+    }
+    after_runs_ = After::refit;
+    return runs_step({plan_run(step->batch, step->why, setting)});
+}
+
+// Memory that is not monotone in the batch: a batch below one that ran may
+// run out (a cached block split otherwise, a kernel or workspace chosen by
+// the batch: a Llama prefill ran at 150, 153 and 154 but not at 148 or
+// 152). Run the batches 1, 2 and 4 below the answer, each only where the
+// model says it is near the cap (near_cap), or once one below the answer
+// ran out of memory. A batch well inside the cap ends them: those below it
+// are further inside. The runs whose making no outcome can change go out
+// together; the model is not refitted between them.
+std::optional<PlanStep> MaxBatchPlanner::below_step() {
+    after_runs_ = After::nothing;
+    const MaxBatchSetting* recorded = state_.recorded();
+    const std::uint64_t answer = recorded != nullptr ? recorded->answer.largest.value_or(0) : 0;
+    const bool recorded_point = std::any_of(points_.begin(), points_.end(), [](const GridPoint& p) { return p.recorded; });
+    if (answer <= 1 || !facts("", answer).answer_ran || !recorded_point) {
+        phase_ = Phase::best;
+        return std::nullopt;
+    }
+    std::vector<PlannedRun> runs;
+    for (; below_next_ < std::size(kBelowOffsets); ++below_next_) {
+        const std::uint64_t offset = kBelowOffsets[below_next_];
+        if (offset >= answer) break;
+        const std::uint64_t batch = answer - offset;
+        if (recorded_at(batch, "")) continue;
+        // Whether to run it may hang on the outcome of those going out now.
+        if (!near_cap(batch) && facts("", answer).oom_below.empty()) {
+            if (!runs.empty()) return runs_step(std::move(runs));
+            break;
+        }
+        if (!can_run(runs.size())) {
+            if (!runs.empty()) return runs_step(std::move(runs));
+            state_.budget_spent = true;
+            state_.below_cut = true;
+            break;
+        }
+        runs.push_back(plan_run(batch, RunReason::below_answer));
+    }
+    phase_ = Phase::best;
+    if (runs.empty()) return std::nullopt;
+    return runs_step(std::move(runs));
+}
+
+// The best setting's answer run for real under that setting (after the
+// recorded one's): its checks as the recorded setting's, the recorded
+// answer the floor of its bisection. Then whichever setting ranks best.
+// Where the model does not hold, the settings' answers share its error:
+// once one setting's run at a batch ran out of memory, another whose answer
+// is no larger is not run (a DDP program under 4 GiB spent 3 of its 10 runs
+// on 3 settings at 46, each an OOM); it stays "model only".
+std::optional<PlanStep> MaxBatchPlanner::best_step() {
+    for (;;) {
+        if (best_setting_) {
+            if (std::optional<PlanStep> step = check_step(*best_setting_, best_floor_)) return step;
+            if (state_.budget_spent) break;
+            for (const BatchRun* run : runs_of(*best_setting_))
+                if (run->recorded_here && run->ran_out_of_memory() && (refuted_ == 0 || run->batch < refuted_)) refuted_ = run->batch;
+            best_setting_.reset();
+            ++best_round_;
+        }
+        const MaxBatchSetting* recorded = state_.recorded();
+        const MaxBatchSetting* best = state_.best();
+        if (best_round_ >= state_.settings.size() || recorded == nullptr || best == nullptr || best == recorded) break;
+        const std::uint64_t answer = best->answer.largest.value_or(0);
+        if (answer <= recorded->answer.largest.value_or(0)) break;
+        if (refuted_ != 0 && !state_.model_holds() && answer <= refuted_) break;
+        const std::uint64_t floor = facts("", std::nullopt).ran;
+        if (!next_step(best->key(), floor)) break;  // settled
+        best_setting_ = best->key();
+        best_floor_ = floor;
+    }
+    phase_ = Phase::confirm;
+    return std::nullopt;
+}
+
+// ---------------------------------------------------------------- confirm
+
+// --confirm: the recorded setting's answer and the next batch, then the
+// best setting's where it answers more; each a run unless the search ran
+// that batch under that setting already.
+std::optional<PlanStep> MaxBatchPlanner::confirm_step() {
+    if (!options_.confirm) {
+        phase_ = Phase::done;
+        return std::nullopt;
+    }
+    if (!confirm_planned_) {
+        confirm_planned_ = true;
+        const MaxBatchSetting* recorded = state_.recorded();
+        const MaxBatchSetting* best = state_.best();
+        const auto confirm = [this](const MaxBatchSetting& row, bool is_recorded) {
+            Confirming c;
+            c.row = row;
+            c.recorded = is_recorded;
+            confirming_.push_back(c);
+        };
+        if (recorded != nullptr) confirm(*recorded, true);
+        if (recorded != nullptr && best != nullptr && best != recorded &&
+            best->answer.largest.value_or(0) > recorded->answer.largest.value_or(0))
+            confirm(*best, false);
+    }
+    while (!confirming_.empty()) {
+        if (std::optional<PlanStep> step = confirm_row_step(confirming_.front())) return step;
+        confirming_.erase(confirming_.begin());
+    }
+    phase_ = Phase::done;
+    return std::nullopt;
+}
+
+// One row: at its answer; where that runs out of memory, one batch lower
+// at a time (3 more runs at most) until a run fits; then, where the answer
+// itself fitted, the next batch, where the model says it runs out of memory.
+std::optional<PlanStep> MaxBatchPlanner::confirm_row_step(Confirming& c) {
+    const MaxBatchAnswer& a = c.row.answer;
+    const auto confirm_at = [&](std::uint64_t batch, bool expect_oom, Confirming::Wait wait) {
+        c.wait = wait;
+        c.outcome.reset();
+        PlannedRun run = plan_run(batch, RunReason::confirm, c.row.key());
+        run.expect_oom = expect_oom;
+        run.reuse = std::any_of(runs_.begin(), runs_.end(),
+                                [&](const BatchRun& r) { return r.recorded_here && r.batch == batch && r.setting == run.setting; });
+        return runs_step({run});
+    };
+    switch (c.wait) {
+    case Confirming::Wait::start:
+        if (a.largest) {
+            c.batch = *a.largest;
+            return confirm_at(c.batch, false, Confirming::Wait::answer);
+        }
+        if (!a.reached_limit && c.recorded) return confirm_at(1, true, Confirming::Wait::first);
+        return std::nullopt;
+    case Confirming::Wait::answer:
+        if (c.outcome == RunOutcome::ran) {
+            if (c.recorded) state_.confirmed_batch = c.batch;
+            if (c.batch == *a.largest && !a.reached_limit) return confirm_at(c.batch + 1, true, Confirming::Wait::next);
+            return std::nullopt;
+        }
+        if (c.outcome != RunOutcome::out_of_memory || c.steps == kConfirmStepsDown || c.batch == 1) return std::nullopt;
+        ++c.steps;
+        return confirm_at(--c.batch, false, Confirming::Wait::answer);
+    case Confirming::Wait::next:
+        if (c.outcome == RunOutcome::ran && c.recorded) state_.confirmed_batch = c.batch + 1;
+        return std::nullopt;
+    case Confirming::Wait::first: return std::nullopt;
+    }
+    return std::nullopt;
+}
+
+void MaxBatchPlanner::confirm_outcome(RunOutcome outcome) {
+    if (!confirming_.empty()) confirming_.front().outcome = outcome;
+}
+
+PlanStep MaxBatchPlanner::fit_step() const {
+    const std::vector<const BatchRun*> kept = usable();
+    if (kept.size() < 2) return error_step("max-batch: fewer than two recordings ran without an OOM: the model needs two batches that fit", true);
+    PlanStep step;
+    step.kind = PlanStep::Kind::fit;
+    for (const BatchRun* run : kept) step.fit_on.push_back(*run);
+    return step;
+}
+
+PlanStep MaxBatchPlanner::done_step() const {
+    PlanStep step;
+    step.kind = PlanStep::Kind::done;
+    if (const MaxBatchSetting* recorded = state_.recorded()) {
+        step.answer = recorded->answer.largest;
+        step.status = answer_status(*recorded, facts("", recorded->answer.largest), state_.checks_off);
+    }
+    return step;
+}
+
+// ---------------------------------------------------------------- policy
+
+// The next real run for a setting's answer, none when it is settled: its
+// model's answer while no run has tried it; between the largest batch that
+// ran and the smallest above it that ran out of memory, the midpoint
+// wherever the model's answer there is no guess of its own (clipped at the
+// OOM: the model missed what ran out, a library's workspace, a cached block
+// split) or its last guess ran out of memory; once the answer ran, the
+// hopeful answer a few batches above where the model does not hold
+// (recorded setting). `floor`: a batch believed to fit, where the setting
+// has no run that fitted yet.
+std::optional<MaxBatchPlanner::Step> MaxBatchPlanner::next_step(const std::string& setting, std::uint64_t floor) const {
+    const MaxBatchSetting* s = row_of(setting);
+    if (s == nullptr || !s->answer.largest) return std::nullopt;
+    const MaxBatchAnswer& a = s->answer;
+    const std::uint64_t answer = *a.largest;
+    const SettingFacts f = facts(setting, answer);
+    const std::uint64_t lo = f.ran, hi = f.ran_out;
+    if (hi != 0 && hi == lo + 1) return std::nullopt;  // settled: a run and the next batch's OOM
+    if (answer > lo) {
+        // Every batch searched fits: no edge to check.
+        if (a.reached_limit && hi == 0) return std::nullopt;
+        const bool clipped = hi != 0 && a.reached_limit && answer + 1 == hi;
+        const BatchRun* last = nullptr;
+        for (const BatchRun* run : runs_of(setting))
+            if (run->recorded_here && (last == nullptr || run->order > last->order)) last = run;
+        const bool refuted = last != nullptr && last->why == RunReason::at_answer && last->ran_out_of_memory();
+        if (hi != 0 && (clipped || refuted)) {
+            std::uint64_t low = lo;
+            if (low == 0 && floor > 0 && floor < hi) {
+                if (hi - floor == 1) return Step{floor, RunReason::bisection};
+                low = floor;
+            }
+            const std::uint64_t middle = low + (hi - low) / 2;
+            if (middle == 0) return std::nullopt;
+            return Step{middle, RunReason::bisection};
+        }
+        return Step{answer, RunReason::at_answer};
+    }
+    if (!setting.empty() || answer != lo) return std::nullopt;
+    // A narrow range only (a few batches: doubt about the last requests); a
+    // wide one means the hopeful trace leaves out much of the program (a
+    // detection model's thousands of data-dependent requests: 29 to 267),
+    // no answer a run would bear out. And until a hopeful check runs out of
+    // memory: the hopeful trace is then refuted at the edge.
+    const bool refuted = std::any_of(runs_.begin(), runs_.end(),
+                                     [](const BatchRun& run) { return run.why == RunReason::at_hopeful && run.ran_out_of_memory(); });
+    const std::optional<std::uint64_t>& hopeful_answer = a.largest_hopeful;
+    if (!state_.model_holds() && !refuted && hopeful_answer && *hopeful_answer > answer &&
+        *hopeful_answer - answer <= std::max<std::uint64_t>(2, answer / 16)) {
+        // Below a batch that ran out of memory, no further than the
+        // midpoint: a run there narrows the range whatever it says.
+        const std::uint64_t hopeful = hi != 0 ? std::min(*hopeful_answer, lo + (hi - lo) / 2) : *hopeful_answer;
+        if (hopeful > answer && !recorded_at(hopeful, setting)) return Step{hopeful, RunReason::at_hopeful};
+    }
+    return std::nullopt;
+}
+
+// Near the cap, as the model says on any rank: an OOM or a retry in the
+// modelled replay, a peak within 1/kNearCapDivisor of the cap, or the
+// cautious and hopeful traces disagreeing.
+bool MaxBatchPlanner::near_cap(std::uint64_t batch) const {
+    const auto point = std::find_if(points_.begin(), points_.end(), [](const GridPoint& p) { return p.recorded; });
+    const TorchLane lane{point->options, options_.capacity};
+    const std::uint64_t margin = options_.capacity / kNearCapDivisor;
+    bool near = false;
+    for (const RankModel& m : models_) {
+        const BatchReplay c = replay_batches(m.model, lane, {batch}, false, options_.search).front();
+        near = near || !c.no_oom || c.retries > 0 || c.peak_reserved + margin >= options_.capacity;
+        if (!m.model.checks().holds()) near = near || !replay_batches(m.model, lane, {batch}, true, options_.search).front().no_oom;
+    }
+    return near;
+}
+
+// Every setting searched on every rank's model, with the facts of its runs;
+// a setting's answer is its tightest rank's.
+void MaxBatchPlanner::search() {
+    needs_search_ = false;
+    std::vector<BatchLane> lanes;
+    lanes.reserve(points_.size());
+    for (const GridPoint& p : points_) {
+        const SettingFacts f = facts(p.recorded ? std::string() : alloc_conf(p.options), std::nullopt);
+        lanes.emplace_back(TorchLane{p.options, options_.capacity}, f.ran, f.ran_out);
+        if (p.recorded) state_.oom_batch = f.ran_out != 0 ? std::optional<std::uint64_t>(f.ran_out) : std::nullopt;
+    }
+    std::vector<std::vector<MaxBatchAnswer>> per_rank;
+    per_rank.reserve(models_.size());
+    for (const RankModel& m : models_) per_rank.push_back(search_max_batch(m.model, lanes, options_.search));
+    merge_ranks(per_rank);
+    rank_settings(state_.settings);
+    const MaxBatchSetting* recorded = state_.recorded();
+    std::size_t tight = 0;
+    for (std::size_t k = 0; k < models_.size(); ++k)
+        if (recorded != nullptr && recorded->tightest_rank == models_[k].rank) tight = k;
+    state_.checks = models_[tight].model.checks();
+    state_.model = models_[tight].model;
+}
+
+// Every rank must fit: the smallest answer is the program's.
+void MaxBatchPlanner::merge_ranks(const std::vector<std::vector<MaxBatchAnswer>>& per_rank) {
+    state_.settings.clear();
+    for (std::size_t i = 0; i < points_.size(); ++i) {
+        std::size_t tight = 0;
+        for (std::size_t k = 1; k < models_.size(); ++k)
+            if (per_rank[k][i].largest.value_or(0) < per_rank[tight][i].largest.value_or(0)) tight = k;
+        MaxBatchSetting s{points_[i], per_rank[tight][i], models_[tight].rank};
+        for (std::size_t k = 0; k < models_.size(); ++k) {
+            if (k == tight) continue;
+            s.answer.replays += per_rank[k][i].replays;
+            const std::optional<std::uint64_t>& h = per_rank[k][i].largest_hopeful;
+            if (h && s.answer.largest_hopeful && *h < *s.answer.largest_hopeful) s.answer.largest_hopeful = h;
+        }
+        if (models_.size() == 1) s.tightest_rank = std::nullopt;
+        state_.settings.push_back(s);
+    }
+}
+
+// ---------------------------------------------------------------- queries
+
+std::vector<const BatchRun*> MaxBatchPlanner::runs_of(const std::string& setting) const {
+    std::vector<const BatchRun*> runs;
+    for (const BatchRun& run : runs_)
+        if (run.setting == setting) runs.push_back(&run);
+    return runs;
+}
+
+// The model's recordings: the recorded setting's runs that completed,
+// ascending batch (the two largest fit it; the others check it).
+std::vector<const BatchRun*> MaxBatchPlanner::usable() const {
+    std::vector<const BatchRun*> kept;
+    for (const BatchRun* run : runs_of(""))
+        if (run->outcome == RunOutcome::ran) kept.push_back(run);
+    std::stable_sort(kept.begin(), kept.end(), [](const BatchRun* a, const BatchRun* b) { return a->batch < b->batch; });
+    return kept;
+}
+
+bool MaxBatchPlanner::recorded_at(std::uint64_t batch, const std::string& setting) const {
+    return std::any_of(runs_.begin(), runs_.end(), [&](const BatchRun& run) { return run.batch == batch && run.setting == setting; });
+}
+
+const MaxBatchSetting* MaxBatchPlanner::row_of(const std::string& setting) const {
+    for (const MaxBatchSetting& s : state_.settings)
+        if (s.key() == setting) return &s;
+    return nullptr;
+}
+
+PlannedRun MaxBatchPlanner::plan_run(std::uint64_t batch, RunReason why, const std::string& setting) const {
+    PlannedRun run;
+    run.batch = batch;
+    run.setting = setting;
+    run.why = why;
+    return run;
+}
+
+}  // namespace gpumem::reuse_sim
