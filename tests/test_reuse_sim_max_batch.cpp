@@ -158,6 +158,23 @@ TEST_CASE("max-batch: {batch} is filled in every word it appears in; kept files 
     CHECK(cli::batch_file_name("/tmp/.hidden", 8) == "/tmp/.hidden.bs8");
 }
 
+// Issue 57: -o run wrote run.bs4 and run.bs8 and one run.stats.json.
+TEST_CASE("max-batch: -o without an extension, or a hidden name: each batch's recording has its own statistics") {
+    for (const std::string name : {"run", ".run"}) {
+        CAPTURE(name);
+        const Scratch s;
+        const RunResult r = run_gpumem(with_program({"reuse-sim", "max-batch", "--capacity", "1GiB", "--no-refine", "-o", s / name}), standin_env(s));
+        INFO(r.err);
+        REQUIRE(r.status == 0);
+        CHECK(unwrapped(r.out).rfind("largest batch that fits in 1 GiB", 0) == 0);
+        const std::string n = name;
+        std::set<std::string> files;
+        for (const auto& entry : std::filesystem::directory_iterator(s.path))
+            if (entry.path().filename() != "log") files.insert(entry.path().filename().string());
+        CHECK(files == std::set<std::string>{n + ".bs4", n + ".bs4.stats.json", n + ".bs8", n + ".bs8.stats.json"});
+    }
+}
+
 TEST_CASE("max-batch: end to end, the program recorded at small batches, the answer first, --confirm's real runs hold; JSON and schema") {
     const Scratch s;
     const std::vector<std::string> args =

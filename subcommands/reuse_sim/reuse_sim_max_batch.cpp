@@ -373,14 +373,7 @@ std::vector<std::string> program_at_batch(const std::vector<std::string>& progra
     return words;
 }
 
-std::string batch_file_name(const std::string& file, std::uint64_t batch) {
-    const std::string tag = ".bs" + std::to_string(batch);
-    const std::size_t slash = file.rfind('/');
-    const std::size_t dot = file.rfind('.');
-    const std::size_t name = slash == std::string::npos ? 0 : slash + 1;
-    if (dot == std::string::npos || dot <= name) return file + tag;  // no extension (a leading dot is the name's)
-    return file.substr(0, dot) + tag + file.substr(dot);
-}
+std::string batch_file_name(const std::string& file, std::uint64_t batch) { return tagged_file_name(file, "bs" + std::to_string(batch)); }
 
 const MaxBatchSetting* MaxBatchResults::recorded() const {
     for (const MaxBatchSetting& s : settings)
