@@ -89,6 +89,7 @@ void check_keys(const json& doc, const json& schema, const std::string& where) {
 TEST_CASE("max-batch: the grammar's usage errors exit 2 with one line, before any file is read or anything runs") {
     const Scratch s;
     const std::string missing = s / "absent.pickle";
+    std::filesystem::copy_file(kSnapshot, s / "t.svg");  // a trace whose confirm runs' recordings are FILE.svg's
     struct Case {
         std::vector<std::string> args;
         const char* says;
@@ -131,6 +132,14 @@ TEST_CASE("max-batch: the grammar's usage errors exit 2 with one line, before an
         {with_program({"max-batch", "--capacity", "1GiB", "-d", "0"}), "the program chooses its GPU"},
         {with_program({"max-batch", "--memory-fraction", "0.5"}), "--device-total"},
         {{"tune", "--trace", kSnapshot, "--confirm", "--", "true"}, "--confirm"},
+        // --plot naming a file the run keeps (issue 57: it replaced the
+        // batch-4 recording the report still listed), or its statistics.
+        {with_program({"max-batch", "--capacity", "1GiB", "-o", s / "kp.pickle", "--plot", s / "kp.bs4.pickle"}),
+         "kp.bs4.pickle': a name this run's recordings take (-o keeps the recordings as kp.bsN.pickle"},
+        {with_program({"max-batch", "--capacity", "1GiB", "-o", s / "kp.svg", "--plot", s / "kp.bs16.svg"}), "a name this run's recordings take"},
+        {with_program({"max-batch", "--capacity", "1GiB", "-o", s / "kp", "--plot", s / "kp.bs4.stats.json"}), "a name this run's recordings take"},
+        {{"tune", "--trace", s / "t.svg", "--confirm", "1", "--plot", s / "t.confirm3.svg", "--", "true"},
+         "(--confirm keeps its runs' recordings as t.confirmN.svg"},
     };
     for (const Case& c : cases) {
         std::vector<std::string> args = {"reuse-sim"};

@@ -285,6 +285,24 @@ TEST_CASE("record plan: a name without an extension gets its tags at its end, an
     }
 }
 
+TEST_CASE("record plan: the names a recording's files take, for --plot to stay clear of") {
+    CHECK(recording_file_of("/d/kp.pickle", "kp.bs4.pickle"));
+    CHECK(recording_file_of("/d/kp.pickle", "kp.bs4.stats.json"));
+    CHECK(recording_file_of("/d/kp.pickle", "kp.bs42.rank1.proc2.pickle"));
+    CHECK(recording_file_of("/d/kp.pickle", "kp.stats.json"));
+    CHECK(recording_file_of("run.confirm1.pickle", "/e/run.confirm7.rank0.pickle"));
+    CHECK(recording_file_of("run", "run.bs8"));
+    CHECK(recording_file_of("run", "run.bs8.stats.json"));
+    CHECK(recording_file_of(".run", ".run.bs8"));
+    CHECK(recording_file_of("run.v2.pickle", "run.v2.bs8.stats.json"));
+    CHECK_FALSE(recording_file_of("/d/kp.pickle", "kp.bs4.svg"));
+    CHECK_FALSE(recording_file_of("/d/kp.pickle", "kp.svg"));
+    CHECK_FALSE(recording_file_of("/d/kp.pickle", "kp2.bs4.pickle"));
+    CHECK_FALSE(recording_file_of("run", "run.svg"));
+    CHECK_FALSE(recording_file_of("run", "run.bs8.svg"));
+    CHECK_FALSE(recording_file_of("run.v2.pickle", "run.bs8.pickle"));
+}
+
 TEST_CASE("record plan: prose wrapped at word boundaries, a long word whole, none at 0 columns") {
     CHECK(wrap_words("aaa bbb ccc", 7) == "aaa bbb\nccc");
     CHECK(wrap_words("aaa bbb ccc", 0) == "aaa bbb ccc");

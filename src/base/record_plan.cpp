@@ -107,6 +107,25 @@ std::string confirm_file_name(std::string_view trace, std::size_t run) {
            (dot == std::string_view::npos ? std::string() : std::string(trace.substr(dot)));
 }
 
+bool recording_file_of(std::string_view file, std::string_view candidate) {
+    const auto stem_and_extension = [](std::string_view path) {
+        const std::string_view name = path.substr(name_start(path));
+        const std::size_t dot = extension_dot(name);
+        return std::pair<std::string, std::string_view>(untagged_stem(name.substr(0, dot), {"rank", "proc", "bs", "confirm"}),
+                                                       dot == std::string_view::npos ? std::string_view() : name.substr(dot));
+    };
+    const auto [stem, extension] = stem_and_extension(file);
+    std::string_view name = candidate.substr(name_start(candidate));
+    constexpr std::string_view kStats = ".stats.json";
+    if (name.size() > kStats.size() && name.substr(name.size() - kStats.size()) == kStats) {
+        // The statistics of a recording: FILE's stem, whatever its extension.
+        name.remove_suffix(kStats.size());
+        return stem_and_extension(std::string(name) + std::string(extension)).first == stem;
+    }
+    const auto [candidate_stem, candidate_extension] = stem_and_extension(name);
+    return candidate_stem == stem && candidate_extension == extension;
+}
+
 bool torch_reads_alloc_conf(std::optional<std::string_view> torch_version) noexcept {
     if (!torch_version) return true;
     unsigned major = 0, minor = 0;

@@ -47,6 +47,13 @@ std::optional<unsigned> process_of_file_name(std::string_view file);
 // trace read from standard input ("-") has no place: the current
 // directory's "reuse-sim.confirmN.pickle".
 std::string confirm_file_name(std::string_view trace, std::size_t run);
+// Whether `candidate` is a name that recordings to `file` take, in the same
+// folder (the caller compares folders): FILE's own name with any of the
+// tags above before its extension ("run.pickle": "run.bs8.pickle",
+// "run.confirm1.rank0.pickle"), or the statistics of one
+// ("run.bs8.stats.json"). --plot must not name one: the picture would
+// replace a recording the run keeps, or the recording the picture.
+bool recording_file_of(std::string_view file, std::string_view candidate);
 
 // PYTORCH_ALLOC_CONF (read first by torch 2.9 and later, even when empty)
 // and PYTORCH_CUDA_ALLOC_CONF (the old name, the only one older torch
