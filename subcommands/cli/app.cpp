@@ -303,9 +303,10 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
         // status line, written by fail() with the exit status: the partial results
         // written here too would repeat them.
         const bool one_document = json_out || format_spec(session.output().format).one_document;
-        if (partial.plot) {
+        if (partial.plot && !partial.plot->nothing_drawn) {
             // What was measured before the failure, drawn; a failure to
             // write it is said, but the run's own error is the one reported.
+            // Nothing measured: nothing written, the file left as it was.
             try {
                 write_file_atomically(partial.plot->option, partial.plot->path, partial.plot->svg);
             } catch (const Error& plot_error) {
@@ -319,7 +320,9 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
     Report report = command.report(session.output());
     stamp(report, globals.origin);
     for (const auto& w : report.warnings) spdlog::warn("{}", warning_text(w));
-    if (report.plot) {
+    if (report.plot && report.plot->nothing_drawn) {
+        spdlog::warn("{}", warning_text(report.plot->option + " '" + report.plot->path + "': nothing to draw; not written"));
+    } else if (report.plot) {
         try {
             write_file_atomically(report.plot->option, report.plot->path, report.plot->svg);
         } catch (const Error& e) {

@@ -435,4 +435,17 @@ std::string render_svg(const Plot& plot) {
     return svg.finish();
 }
 
+bool has_points(const Plot& plot) {
+    const auto finite = [](double x, double y) { return std::isfinite(x) && std::isfinite(y); };
+    for (const PlotSeries& s : plot.series)
+        for (std::size_t k = 0; k < s.x.size() && k < s.y.size(); ++k)
+            if (finite(s.x[k], s.y[k])) return true;
+    return std::any_of(plot.markers.begin(), plot.markers.end(), [&](const PlotMarker& m) { return finite(m.x, m.y); });
+}
+
+Report::PlotFile plot_file(const std::string& path, const Plot& plot) {
+    if (!has_points(plot)) return {"--plot", path, "", true};
+    return {"--plot", path, render_svg(plot), false};
+}
+
 }  // namespace gpumem::cli

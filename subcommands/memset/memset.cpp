@@ -290,7 +290,7 @@ Report report(const MemsetRequest& q, const MemsetResults& results, const Output
     r.command = "memset";
     r.tables.push_back(make_table("results", Columns<MemsetRow>(kResultColumns), results.rows, output.format));
     r.fields = make_record(Columns<MemsetResults>(kDocumentColumns), results);
-    if (q.plot) r.plot = Report::PlotFile{"--plot", *q.plot, render_svg(memset_sweep_plot(results))};
+    if (q.plot) r.plot = plot_file(*q.plot, memset_sweep_plot(results));
     return r;
 }
 
