@@ -405,6 +405,33 @@ TEST_CASE("record: SIGTERM and SIGINT sent to gpumem reach the program, which wr
     }
 }
 
+// coreutils' timeout sends its signal to gpumem, which passes it on, and
+// then to the whole process group, the program in it: the program gets it
+// twice, and the second must not cut its snapshot short.
+TEST_CASE("record under timeout: the program gets the signal twice, writes its snapshot and dies of it; nothing left in $TMPDIR") {
+    for (const int sig : {SIGTERM, SIGINT}) {
+        CAPTURE(sig);
+        const Scratch s;
+        const std::string tmp = s / "tmp";
+        REQUIRE(::mkdir(tmp.c_str(), 0700) == 0);
+        std::vector<std::string> env = standin_env(s);
+        env.push_back("TMPDIR=" + tmp);
+        Started run = start_program("/usr/bin/timeout", {"60", gpumem_binary(), "reuse-sim", "record", "-o", s / "run.pickle", "--", "python3",
+                                                         kProgram, "sleep"},
+                                    env, true);
+        CHECK(run.read_line(20) == "ready");
+        run.signal(sig);  // timeout passes it on as it would its own: to gpumem, then to the group
+        CHECK(run.wait_within(20) == 128 + sig);
+        const RunResult r = run.wait();
+        INFO(r.err);
+        CHECK(exists(s / "run.pickle"));
+        CHECK(exists(s / "run.stats.json"));
+        std::size_t left = 0;
+        for (const auto& entry : std::filesystem::directory_iterator(tmp)) left += entry.exists() ? 1 : 0;
+        CHECK(left == 0);  // the hook's folder, gpumem-record-*, removed
+    }
+}
+
 TEST_CASE("record: no torch, no CUDA: one clear line, and no file claiming to be a snapshot") {
     const Scratch s;
     const RunResult never = record(s, {"notorch"});
