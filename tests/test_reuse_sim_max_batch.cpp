@@ -283,6 +283,18 @@ TEST_CASE("max-batch: recordings given with --batch-trace answer alike; a scratc
     CHECK(unwrapped(r.out).rfind("largest batch that fits in 1 GiB, model only: 83\n", 0) == 0);
     CHECK(has(unwrapped(r.out), "recordings: batch 4 " + (s / "run.bs4.pickle")));
     CHECK_FALSE(has(unwrapped(r.out), "refined"));  // no program: nothing recorded again
+    // It runs no program and needs no folder for one: a missing or
+    // unwritable $TMPDIR is none of its business (issue 57).
+    // (A file, not a folder: root writes in any folder.)
+    for (const std::string& tmp : {s / "missing", s / "run.bs4.pickle"}) {
+        CAPTURE(tmp);
+        const RunResult no_tmp = run_gpumem({"reuse-sim", "max-batch", "--capacity", "1GiB", "--batch-trace", "8=" + (s / "run.bs8.pickle"),
+                                             "--batch-trace", "4=" + (s / "run.bs4.pickle")},
+                                            {"TMPDIR=" + tmp});
+        INFO(no_tmp.err);
+        CHECK(no_tmp.status == 0);
+        CHECK(unwrapped(no_tmp.out).rfind("largest batch that fits in 1 GiB, model only: 83\n", 0) == 0);
+    }
     const RunResult scratch = run_gpumem(with_program({"reuse-sim", "max-batch", "--capacity", "1GiB"}), standin_env(s));
     REQUIRE(scratch.status == 0);
     CHECK(has(unwrapped(scratch.out), "removed after the answer (-o FILE keeps them)"));

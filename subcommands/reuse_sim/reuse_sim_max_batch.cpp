@@ -880,9 +880,11 @@ private:
 
 void max_batch_reuse_sim(const ReuseSimRequest& q, const rs::CostModel& costs, ReuseSimResults& r, Session& session) {
     r.max_batch.emplace();
-    // The program's files live in a scratch folder unless --record keeps them.
-    const ScratchDirectory scratch("max-batch");
-    MaxBatchSearch search(q, costs, r, session, scratch.path());
+    // The program's files live in a scratch folder unless --record keeps
+    // them; --batch-trace runs no program, and needs no folder (nor $TMPDIR).
+    std::optional<ScratchDirectory> scratch;
+    if (!q.max_batch->program.empty()) scratch.emplace("max-batch");
+    MaxBatchSearch search(q, costs, r, session, scratch ? scratch->path() : std::string());
     if (q.max_batch->program.empty())
         search.given();
     else
