@@ -836,6 +836,20 @@ TEST_CASE("max-batch: SIGTERM and SIGINT during a real run stop the program, rem
     }
 }
 
+// Issue 57: "recorded again near it at batch , the model fitted on ...".
+TEST_CASE("max-batch: where the first run near the answer fails, the report says no recording near it was made") {
+    const Scratch s;
+    std::vector<std::string> args = with_program({"reuse-sim", "max-batch", "--capacity", "1GiB"});
+    for (const char* word : {"--fail-from", "42"}) args.emplace_back(word);  // 42: the first batch near the first answer, 83
+    const RunResult r = run_gpumem(args, standin_env(s));
+    INFO(r.out);
+    INFO(r.err);
+    CHECK(r.status == 1);
+    CHECK(has(r.err, "the run at batch 42 failed"));
+    CHECK_FALSE(has(r.out, "batch ,"));
+    CHECK(has(unwrapped(r.out), "refined: the first recordings answered 83; no recording near it was made\n"));
+}
+
 // Issue 57: coreutils' timeout sends its signal to gpumem, then to its own
 // process group, gpumem in it: two at once. gpumem took the second for a
 // second Ctrl-C and died of it while stopping (exit 143, no document, its
