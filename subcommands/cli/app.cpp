@@ -313,7 +313,10 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
                 spdlog::warn("{}", warning_text(plot_error.what()));
             }
         }
-        if (!one_document && !session.final_written() && partial.has_rows() && dynamic_cast<const OutputError*>(&e) == nullptr)
+        // Bad input found while reading it (report's documents, no GPU
+        // rows) is a usage error as any other: nothing on stdout.
+        const bool usage_error = e.status() == ExitStatus::usage_error;
+        if (!one_document && !usage_error && !session.final_written() && partial.has_rows() && dynamic_cast<const OutputError*>(&e) == nullptr)
             write_stdout(render(partial, session.output()));
         return fail(e, partial, session.output(), json_out);
     }
