@@ -138,7 +138,7 @@ MemsetRequest check(const MemsetOptions& o, const Globals& globals) {
     }
     if (o.plot) {
         if (!o.sizes) throw UsageError("--plot draws bandwidth against size: give --sizes (a sweep)");
-        check_output_file("--plot", *o.plot);
+        check_plot_file(*o.plot);
         q.plot = o.plot;
     }
     if (o.sizes) return q;

@@ -733,7 +733,7 @@ std::optional<std::string> check_plot(const std::optional<std::string>& plot, co
         if (file) inputs.push_back(*file);
     if (q.max_batch)
         for (const auto& batch_trace : q.max_batch->traces) inputs.push_back(batch_trace.second);
-    check_output_file("--plot", *plot, inputs);
+    check_plot_file(*plot, inputs);
     if (trace && *trace != "-") q.recorded_device = recorded_device_name(stats_file_name(*trace));
     return plot;
 }
