@@ -709,3 +709,22 @@ TEST_CASE("cli --plot: a legal 250-byte name is written; one past the file syste
     CHECK(has(refused.err, "its name is 256 bytes; the file system of '" + d.path + "' takes names of at most 255"));
     CHECK_FALSE(has(refused.err, "cannot write in"));
 }
+
+// Issue 57: a run that keeps running out of memory drew a cross in every
+// stretch, a band that hid the strategy's line and the cap's label.
+TEST_CASE("cli reuse-sim replay --plot: the crosses of refused requests are thinned, at most 40 a strategy; the notes count them all") {
+    const PlotFolder d;
+    const RunResult r = run_gpumem({"reuse-sim", "replay", "--strategy", "torch-caching", "--capacity", "40MiB", "--plot", d / "oom.svg"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    std::ifstream in(d / "oom.svg");
+    const std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::size_t from = svg.find("<g id=\"markers\">"), to = svg.find("</g>", from);
+    REQUIRE(from != std::string::npos);
+    const std::string markers = svg.substr(from, to - from);
+    std::size_t crosses = 0;
+    for (std::size_t at = markers.find("stroke-width=\"2.5\""); at != std::string::npos; at = markers.find("stroke-width=\"2.5\"", at + 1)) ++crosses;
+    CHECK(crosses > 1);
+    CHECK(crosses <= 40);
+    CHECK(has(svg, "request(s) refused, the first at event"));
+}
