@@ -5,6 +5,9 @@
 
 #include <dlfcn.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include <nlohmann/json.hpp>
 
 #include "cli_harness.hpp"
@@ -240,6 +243,31 @@ TEST_CASE("cli: without a driver every GPU subcommand exits 3" * doctest::skip(d
             check_one_error_line(r);
         }
     }
+}
+
+// Issue 57: a sweep that measured nothing drew an empty chart ("on no
+// device") over the user's file. Nothing to draw: nothing written.
+TEST_CASE("cli: without a driver, copy and memset --sizes --plot exit 3 and leave the named file as it was" * doctest::skip(driver_present())) {
+    char dir[] = "/tmp/gpumem-plot-kept-XXXXXX";
+    REQUIRE(::mkdtemp(dir) != nullptr);
+    const std::string svg = std::string(dir) + "/h2d.svg";
+    for (const Args& command : {Args{"copy", "h2d", "--sizes", "4KiB..1GiB"}, Args{"memset", "--sizes", "4KiB..1GiB"}})
+        for (const Args& extra : {Args{}, Args{"--json"}}) {
+            const Args args = with(with(command, {"--plot", svg}), extra);
+            CAPTURE(joined(args));
+            {
+                std::ofstream keep(svg);
+                keep << "keep\n";
+            }
+            const auto r = run_gpumem(args);
+            CHECK(r.status == 3);
+            check_one_error_line(r);
+            CHECK(slurp(svg) == "keep\n");
+            std::size_t files = 0;
+            for (const auto& entry : std::filesystem::directory_iterator(dir)) files += entry.exists() ? 1 : 0;
+            CHECK(files == 1);  // no temporary left either
+        }
+    std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("cli: without a driver --json still prints one valid JSON document" * doctest::skip(driver_present())) {

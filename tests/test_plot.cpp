@@ -136,3 +136,41 @@ TEST_CASE("plot: the document has its title, axes, legend entries for every seri
     CHECK(none.find("nothing was measured") != std::string::npos);
     CHECK(none.find("id=\"legend\"") != std::string::npos);
 }
+
+TEST_CASE("plot: a rule's label is drawn over the markers, on a halo, so that a row of crosses near a cap cannot hide it") {
+    Plot plot;
+    plot.x = {"event", AxisScale::linear, AxisValues::number, true};
+    plot.y = {"memory", AxisScale::linear, AxisValues::bytes, true};
+    plot.rules.push_back({false, 100.0, "cap 100 B", -2});
+    for (int i = 0; i < 5; ++i) plot.markers.push_back({static_cast<double>(i), 99.0, MarkerShape::cross, 0, "out of memory", ""});
+    const std::string svg = render_svg(plot);
+    const std::size_t markers = svg.find("id=\"markers\""), labels = svg.find("id=\"rule-labels\"");
+    REQUIRE(markers != std::string::npos);
+    REQUIRE(labels != std::string::npos);
+    CHECK(markers < labels);
+    CHECK(svg.find(">cap 100 B<") > labels);
+    CHECK(svg.find("paint-order=\"stroke\"") != std::string::npos);
+}
+
+TEST_CASE("plot: --plot's file is written only where there is something to draw") {
+    Plot plot;
+    plot.rules.push_back({false, 63.0, "PCIe Gen5 x16's 63.0 GB/s", -2});  // a reference alone is no picture of a run
+    CHECK_FALSE(has_points(plot));
+    Report::PlotFile file = plot_file("h2d.svg", plot);
+    CHECK(file.nothing_drawn);
+    CHECK(file.svg.empty());
+    PlotSeries s;
+    s.x = {4096};
+    s.y = {std::nan("")};
+    plot.series.push_back(s);
+    CHECK_FALSE(has_points(plot));  // a size with no figure
+    plot.series.back().y = {5};
+    CHECK(has_points(plot));
+    file = plot_file("h2d.svg", plot);
+    CHECK_FALSE(file.nothing_drawn);
+    CHECK(file.path == "h2d.svg");
+    CHECK(file.svg.find("<svg ") != std::string::npos);
+    Plot marked;
+    marked.markers.push_back({8, 1, MarkerShape::ring, 0, "", ""});
+    CHECK(has_points(marked));
+}

@@ -717,8 +717,19 @@ TEST_CASE("report: documents that give no GPU row are no pass: exit 2, 'no GPU r
     const RunResult r = run_gpumem({"report", folder.file("sim.json"), folder.file("check.json")});
     CAPTURE(r.err);
     CHECK(r.status == 2);
-    CHECK(r.out.find("verdict: pass") == std::string::npos);
+    CHECK(r.out.empty());  // a usage error: nothing on stdout, as the man page says
     CHECK(r.err.find("no GPU rows in 2 documents") != std::string::npos);
+    // In every text format (issue 57: --csv printed its tables with the refusal).
+    for (const std::vector<std::string>& format : {std::vector<std::string>{"--csv"}, {"--format", "value"}, {"--format", "csv"}}) {
+        std::vector<std::string> args = {"report"};
+        args.insert(args.end(), format.begin(), format.end());
+        args.push_back(folder.file("sim.json"));
+        args.push_back(folder.file("check.json"));
+        const RunResult f = run_gpumem(args);
+        CAPTURE(format.back());
+        CHECK(f.status == 2);
+        CHECK(f.out.empty());
+    }
     // One warning line per document, saying what it is.
     // (wrapped within 100 columns, the lines after the first indented)
     CHECK(unwrapped(r.err).find(folder.file("sim.json") + ":1: skipped: a reuse-sim document names no GPU") != std::string::npos);

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -632,4 +633,98 @@ TEST_CASE("cli reuse-sim tune on a terminal: the answer first, a row per outcome
     const RunResult csv = run_gpumem(csv_args);
     REQUIRE(csv.status == 0);
     CHECK(lines_of(csv.out).size() == 37);  // the header and every setting
+}
+
+namespace {
+
+// A folder of one case's files, removed after.
+struct PlotFolder {
+    std::string path;
+    PlotFolder() {
+        char name[] = "/tmp/gpumem-plot-cli-XXXXXX";
+        path = ::mkdtemp(name) ? name : "";
+    }
+    ~PlotFolder() {
+        if (!path.empty()) (void)!std::system(("rm -rf '" + path + "'").c_str());
+    }
+    PlotFolder(const PlotFolder&) = delete;
+    PlotFolder& operator=(const PlotFolder&) = delete;
+    std::string operator/(const std::string& name) const { return path + "/" + name; }
+};
+
+bool file_exists(const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0;
+}
+
+}  // namespace
+
+// Issue 57: --plot out.png wrote SVG under that name, silently.
+TEST_CASE("cli --plot: one rule for every command that offers it: FILE.svg; another extension, or none, is refused naming .svg") {
+    const PlotFolder d;
+    const std::string trace = tests_dir() + "/fixtures/torch/fragmentation_oom.pickle";
+    const std::vector<std::vector<std::string>> commands = {
+        {"copy", "h2d", "--sizes", "4KiB..1MiB"},
+        {"memset", "--sizes", "4KiB..1MiB"},
+        {"reuse-sim", "replay", "--trace", trace},
+        {"reuse-sim", "tune", "--trace", trace},
+        {"reuse-sim", "max-batch", "--capacity", "1GiB", "--batch-trace", "4=" + trace, "--batch-trace", "8=" + trace},
+    };
+    for (const auto& command : commands)
+        for (const char* name : {"out.png", "out", "out.svg.png", ".svg"}) {
+            std::vector<std::string> args = command;
+            args.push_back("--plot");
+            args.push_back(d / name);
+            std::string shown;
+            for (const std::string& a : args) shown += a + " ";
+            CAPTURE(shown);
+            const RunResult r = run_gpumem(args);
+            CHECK(r.status == 2);
+            CHECK(r.out.empty());
+            CHECK(r.stderr_lines() == 1);
+            CHECK(has(r.err, "--plot draws an SVG picture: name the file FILE.svg"));
+            if (std::string(name) == "out.png") CHECK(has(r.err, "(not .png)"));
+            CHECK_FALSE(file_exists(d / name));
+        }
+    // The extension in any case.
+    const RunResult upper = run_gpumem({"reuse-sim", "replay", "--trace", trace, "--plot", d / "OUT.SVG"});
+    CHECK(upper.status == 0);
+    CHECK(file_exists(d / "OUT.SVG"));
+}
+
+// Issue 57: a legal 250-byte name was refused, the folder blamed (the
+// temporary file's name beside it was 258 bytes).
+TEST_CASE("cli --plot: a legal 250-byte name is written; one past the file system's limit is refused naming its length, not the folder") {
+    const PlotFolder d;
+    const std::string trace = tests_dir() + "/fixtures/torch/fragmentation_oom.pickle";
+    const std::string legal = std::string(246, 'p') + ".svg";
+    const RunResult r = run_gpumem({"reuse-sim", "replay", "--trace", trace, "--plot", d / legal});
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(file_exists(d / legal));
+    const std::string too_long = std::string(252, 'p') + ".svg";
+    const RunResult refused = run_gpumem({"reuse-sim", "replay", "--trace", trace, "--plot", d / too_long});
+    CHECK(refused.status == 2);
+    CHECK(refused.stderr_lines() == 1);
+    CHECK(has(refused.err, "its name is 256 bytes; the file system of '" + d.path + "' takes names of at most 255"));
+    CHECK_FALSE(has(refused.err, "cannot write in"));
+}
+
+// Issue 57: a run that keeps running out of memory drew a cross in every
+// stretch, a band that hid the strategy's line and the cap's label.
+TEST_CASE("cli reuse-sim replay --plot: the crosses of refused requests are thinned, at most 40 a strategy; the notes count them all") {
+    const PlotFolder d;
+    const RunResult r = run_gpumem({"reuse-sim", "replay", "--strategy", "torch-caching", "--capacity", "40MiB", "--plot", d / "oom.svg"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    std::ifstream in(d / "oom.svg");
+    const std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::size_t from = svg.find("<g id=\"markers\">"), to = svg.find("</g>", from);
+    REQUIRE(from != std::string::npos);
+    const std::string markers = svg.substr(from, to - from);
+    std::size_t crosses = 0;
+    for (std::size_t at = markers.find("stroke-width=\"2.5\""); at != std::string::npos; at = markers.find("stroke-width=\"2.5\"", at + 1)) ++crosses;
+    CHECK(crosses > 1);
+    CHECK(crosses <= 40);
+    CHECK(has(svg, "request(s) refused, the first at event"));
 }

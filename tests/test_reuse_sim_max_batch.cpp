@@ -7,16 +7,20 @@
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "base/interrupt.hpp"
 #include "base/text.hpp"
 #include "cli_harness.hpp"
 #include "record_fixtures.hpp"
@@ -84,11 +88,41 @@ void check_keys(const json& doc, const json& schema, const std::string& where) {
     }
 }
 
+// Where coreutils' timeout is; the signal tests need it.
+const std::string kTimeout = "/usr/bin/timeout";
+
+// The pid a started program wrote to `pid_file`, once it has (0: none in 10 s).
+pid_t written_pid(const std::string& pid_file) {
+    std::string pid_text;
+    for (int i = 0; i < 200 && pid_text.empty(); ++i) {
+        ::usleep(50 * 1000);
+        pid_text = slurp(pid_file);
+    }
+    return pid_text.empty() ? 0 : static_cast<pid_t>(std::stol(pid_text));
+}
+
+// Whether a process is gone: no such pid, or a zombie left for init.
+bool process_gone(pid_t pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return true;
+    const std::size_t paren = line.rfind(')');
+    return paren == std::string::npos || line.substr(paren + 2, 1) == "Z";
+}
+
+// The files left in a folder.
+std::size_t files_in(const std::string& dir) {
+    std::size_t n = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) n += entry.exists() ? 1 : 0;
+    return n;
+}
+
 }  // namespace
 
 TEST_CASE("max-batch: the grammar's usage errors exit 2 with one line, before any file is read or anything runs") {
     const Scratch s;
     const std::string missing = s / "absent.pickle";
+    std::filesystem::copy_file(kSnapshot, s / "t.svg");  // a trace whose confirm runs' recordings are FILE.svg's
     struct Case {
         std::vector<std::string> args;
         const char* says;
@@ -131,6 +165,14 @@ TEST_CASE("max-batch: the grammar's usage errors exit 2 with one line, before an
         {with_program({"max-batch", "--capacity", "1GiB", "-d", "0"}), "the program chooses its GPU"},
         {with_program({"max-batch", "--memory-fraction", "0.5"}), "--device-total"},
         {{"tune", "--trace", kSnapshot, "--max-runs", "2", "--", "true"}, "--max-runs bounds --confirm's real runs: give --confirm"},
+        // --plot naming a file the run keeps (issue 57: it replaced the
+        // batch-4 recording the report still listed), or its statistics.
+        {with_program({"max-batch", "--capacity", "1GiB", "-o", s / "kp.pickle", "--plot", s / "kp.bs4.pickle"}),
+         "kp.bs4.pickle': a name this run's recordings take (-o keeps the recordings as kp.bsN.pickle"},
+        {with_program({"max-batch", "--capacity", "1GiB", "-o", s / "kp.svg", "--plot", s / "kp.bs16.svg"}), "a name this run's recordings take"},
+        {with_program({"max-batch", "--capacity", "1GiB", "-o", s / "kp", "--plot", s / "kp.bs4.stats.json"}), "a name this run's recordings take"},
+        {{"tune", "--trace", s / "t.svg", "--confirm", "--plot", s / "t.confirm3.svg", "--", "true"},
+         "(--confirm keeps its runs' recordings as t.confirmN.svg"},
     };
     for (const Case& c : cases) {
         std::vector<std::string> args = {"reuse-sim"};
@@ -156,6 +198,23 @@ TEST_CASE("max-batch: {batch} is filled in every word it appears in; kept files 
     CHECK(cli::batch_file_name("/tmp/run", 8) == "/tmp/run.bs8");
     CHECK(cli::batch_file_name("/tmp/a.b/run", 8) == "/tmp/a.b/run.bs8");
     CHECK(cli::batch_file_name("/tmp/.hidden", 8) == "/tmp/.hidden.bs8");
+}
+
+// Issue 57: -o run wrote run.bs4 and run.bs8 and one run.stats.json.
+TEST_CASE("max-batch: -o without an extension, or a hidden name: each batch's recording has its own statistics") {
+    for (const std::string name : {"run", ".run"}) {
+        CAPTURE(name);
+        const Scratch s;
+        const RunResult r = run_gpumem(with_program({"reuse-sim", "max-batch", "--capacity", "1GiB", "--no-refine", "-o", s / name}), standin_env(s));
+        INFO(r.err);
+        REQUIRE(r.status == 0);
+        CHECK(unwrapped(r.out).rfind("largest batch that fits in 1 GiB", 0) == 0);
+        const std::string n = name;
+        std::set<std::string> files;
+        for (const auto& entry : std::filesystem::directory_iterator(s.path))
+            if (entry.path().filename() != "log") files.insert(entry.path().filename().string());
+        CHECK(files == std::set<std::string>{n + ".bs4", n + ".bs4.stats.json", n + ".bs8", n + ".bs8.stats.json"});
+    }
 }
 
 TEST_CASE("max-batch: end to end, the program recorded at small batches, the answer first, --confirm's real runs hold; JSON and schema") {
@@ -224,6 +283,18 @@ TEST_CASE("max-batch: recordings given with --batch-trace answer alike; a scratc
     CHECK(unwrapped(r.out).rfind("largest batch that fits in 1 GiB, model only: 83\n", 0) == 0);
     CHECK(has(unwrapped(r.out), "recordings: batch 4 " + (s / "run.bs4.pickle")));
     CHECK_FALSE(has(unwrapped(r.out), "refined"));  // no program: nothing recorded again
+    // It runs no program and needs no folder for one: a missing or
+    // unwritable $TMPDIR is none of its business (issue 57).
+    // (A file, not a folder: root writes in any folder.)
+    for (const std::string& tmp : {s / "missing", s / "run.bs4.pickle"}) {
+        CAPTURE(tmp);
+        const RunResult no_tmp = run_gpumem({"reuse-sim", "max-batch", "--capacity", "1GiB", "--batch-trace", "8=" + (s / "run.bs8.pickle"),
+                                             "--batch-trace", "4=" + (s / "run.bs4.pickle")},
+                                            {"TMPDIR=" + tmp});
+        INFO(no_tmp.err);
+        CHECK(no_tmp.status == 0);
+        CHECK(unwrapped(no_tmp.out).rfind("largest batch that fits in 1 GiB, model only: 83\n", 0) == 0);
+    }
     const RunResult scratch = run_gpumem(with_program({"reuse-sim", "max-batch", "--capacity", "1GiB"}), standin_env(s));
     REQUIRE(scratch.status == 0);
     CHECK(has(unwrapped(scratch.out), "removed after the answer (-o FILE keeps them)"));
@@ -751,13 +822,8 @@ TEST_CASE("max-batch: SIGTERM and SIGINT during a real run stop the program, rem
                                     "echo $$ > \"$1\"; sleep 60 & wait; exec python3 \"$2\" --bs \"$3\"", "sh", pid_file,
                                     kBatchProgram, "{batch}"},
                                    env);
-        std::string pid_text;
-        for (int i = 0; i < 200 && pid_text.empty(); ++i) {
-            ::usleep(50 * 1000);
-            pid_text = slurp(pid_file);
-        }
-        REQUIRE_FALSE(pid_text.empty());
-        const pid_t program = static_cast<pid_t>(std::stol(pid_text));
+        const pid_t program = written_pid(pid_file);
+        REQUIRE(program > 0);
         run.signal(sig);
         CHECK(run.wait_within(30) == 130);
         const RunResult r = run.wait();
@@ -766,9 +832,89 @@ TEST_CASE("max-batch: SIGTERM and SIGINT during a real run stop the program, rem
         const json doc = json::parse(r.out);
         CHECK(doc["ok"] == false);
         CHECK(doc["error"]["code"] == "interrupted");
-        std::size_t left = 0;
-        for (const auto& entry : std::filesystem::directory_iterator(tmp)) left += entry.exists() ? 1 : 0;
-        CHECK(left == 0);
+        CHECK(files_in(tmp) == 0);
+    }
+}
+
+// Issue 57: "recorded again near it at batch , the model fitted on ...".
+TEST_CASE("max-batch: where the first run near the answer fails, the report says no recording near it was made") {
+    const Scratch s;
+    std::vector<std::string> args = with_program({"reuse-sim", "max-batch", "--capacity", "1GiB"});
+    for (const char* word : {"--fail-from", "42"}) args.emplace_back(word);  // 42: the first batch near the first answer, 83
+    const RunResult r = run_gpumem(args, standin_env(s));
+    INFO(r.out);
+    INFO(r.err);
+    CHECK(r.status == 1);
+    CHECK(has(r.err, "the run at batch 42 failed"));
+    CHECK_FALSE(has(r.out, "batch ,"));
+    CHECK(has(unwrapped(r.out), "refined: the first recordings answered 83; no recording near it was made\n"));
+}
+
+// Issue 57: coreutils' timeout sends its signal to gpumem, then to its own
+// process group, gpumem in it: two at once. gpumem took the second for a
+// second Ctrl-C and died of it while stopping (exit 143, no document, its
+// scratch folders left in $TMPDIR), 4 times in 5.
+TEST_CASE("max-batch under timeout (-s TERM and -s INT): the signal repeated to the group is the same request; a clean stop, exit 130") {
+    REQUIRE(exists(kTimeout));
+    for (const std::string sig : {"TERM", "INT"})
+        for (int attempt = 0; attempt < 2; ++attempt) {
+            CAPTURE(sig);
+            CAPTURE(attempt);
+            const Scratch s;
+            const std::string tmp = s / "tmp";
+            REQUIRE(::mkdir(tmp.c_str(), 0700) == 0);
+            std::vector<std::string> env = standin_env(s);
+            env.push_back("TMPDIR=" + tmp);
+            // The program takes its time: timeout's signal comes during a real run.
+            const RunResult r = run_program(kTimeout, {"--preserve-status", "-s", sig, "1", gpumem_binary(), "reuse-sim", "max-batch", "--json",
+                                                       "--capacity", "1GiB", "--", "sh", "-c", "sleep 60 & wait; exec python3 \"$1\" --bs \"$2\"",
+                                                       "sh", kBatchProgram, "{batch}"},
+                                            env);
+            INFO(r.err);
+            CHECK(r.status == 130);
+            CHECK(has(r.err, "interrupted"));
+            const json doc = json::parse(r.out, nullptr, false);  // one document
+            REQUIRE_FALSE(doc.is_discarded());
+            CHECK(doc["error"]["code"] == "interrupted");
+            CHECK(files_in(tmp) == 0);  // gpumem-max-batch-* and gpumem-record-* removed
+        }
+}
+
+// The clean stop still gives way: a third signal, or a second once the stop
+// has had kForceAfterSeconds, ends gpumem at once, and the program's group
+// (which the stop would have killed after 5 s) goes with it.
+TEST_CASE("max-batch: a third signal, or a second after the grace period, forces the stop, and the program goes too") {
+    for (const bool third : {true, false}) {
+        CAPTURE(third);
+        const Scratch s;
+        const std::string pid_file = s / "program.pid";
+        // The program ignores SIGTERM: the clean stop waits 5 s to kill it.
+        Started run = start_gpumem({"reuse-sim", "max-batch", "--json", "--capacity", "1GiB", "--", "sh", "-c",
+                                    "trap '' TERM; echo $$ > \"$1\"; while :; do sleep 0.05; done", "sh", pid_file, "{batch}"},
+                                   standin_env(s));
+        const pid_t program = written_pid(pid_file);
+        REQUIRE(program > 0);
+        const auto start = std::chrono::steady_clock::now();
+        run.signal(SIGTERM);
+        if (third) {
+            ::usleep(100 * 1000);
+            run.signal(SIGTERM);  // the same request: the stop goes on
+            ::usleep(100 * 1000);
+            CHECK(run.running());
+            run.signal(SIGTERM);
+        } else {
+            ::usleep(static_cast<useconds_t>((kForceAfterSeconds + 0.8) * 1e6));
+            run.signal(SIGTERM);
+        }
+        CHECK(run.wait_within(10) == 128 + SIGTERM);  // forced: dead of the signal, not a clean 130
+        CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(4900));  // before the stop's own SIGKILL
+        bool gone = false;
+        for (int i = 0; i < 100 && !gone; ++i) {
+            gone = process_gone(program);
+            if (!gone) ::usleep(20 * 1000);
+        }
+        CHECK(gone);
+        if (!gone) ::kill(program, SIGKILL);
     }
 }
 

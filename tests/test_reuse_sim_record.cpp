@@ -15,7 +15,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -235,6 +237,72 @@ TEST_CASE("record plan: --confirm's recordings beside the trace, without its ran
     CHECK(stats_file_name(confirm_file_name("run.pickle", 1)) == "run.confirm1.stats.json");
 }
 
+// Issue 57: "-o run" wrote run, run.proc2 and one run.stats.json, the
+// tag taken for an extension and stripped again for the statistics.
+TEST_CASE("record plan: a name without an extension gets its tags at its end, and every file of a run its own statistics") {
+    CHECK(process_file_name("run", "2") == "run.proc2");
+    CHECK(stats_file_name("run.proc2") == "run.proc2.stats.json");
+    CHECK(stats_file_name("run") == "run.stats.json");
+    CHECK(process_file_name(rank_file_name("run", "1"), "2") == "run.rank1.proc2");
+    CHECK(stats_file_name(rank_file_name("/a.b/run", "1")) == "/a.b/run.rank1.stats.json");
+    CHECK(tagged_file_name(".run", "bs4") == ".run.bs4");
+    CHECK(stats_file_name(".run.bs4") == ".run.bs4.stats.json");
+    CHECK(stats_file_name(".run") == ".run.stats.json");
+    // The hook's templates: the placeholder is a tag too.
+    CHECK(stats_file_name(rank_file_name("run", "{rank}")) == "run.rank{rank}.stats.json");
+    CHECK(stats_file_name(process_file_name("run", "{proc}")) == "run.proc{proc}.stats.json");
+    // A real extension still takes the tag before it; a dotted part that is
+    // no tag of gpumem's is an extension.
+    CHECK(tagged_file_name("run.v2", "bs4") == "run.bs4.v2");
+    CHECK(stats_file_name("run.bs") == "run.stats.json");
+    // tune --trace run --confirm K: the runs' statistics are not the trace's.
+    CHECK(confirm_file_name("/d/run", 2) == "/d/run.confirm2");
+    CHECK(stats_file_name(confirm_file_name("/d/run", 2)) == "/d/run.confirm2.stats.json");
+    CHECK(confirm_file_name("/d/run.rank1", 2) == "/d/run.confirm2");
+    CHECK(confirm_file_name("/d/.run.proc3", 1) == "/d/.run.confirm1");
+    // The man page's promise, for every form of -o: no two files of the
+    // runs share a name, a snapshot's or its statistics'.
+    for (const std::string file : {"run", ".run", "run.pickle", "/a.b/run", "/x/.run.pickle", "run.v2.pickle", "run.rank1"}) {
+        CAPTURE(file);
+        std::vector<std::string> snapshots;
+        const auto with_ranks_and_processes = [&](const std::string& f) {
+            snapshots.push_back(f);
+            for (const char* proc : {"2", "3"}) snapshots.push_back(process_file_name(f, proc));
+            for (const char* rank : {"0", "1"}) {
+                snapshots.push_back(rank_file_name(f, rank));
+                for (const char* proc : {"2", "3"}) snapshots.push_back(process_file_name(rank_file_name(f, rank), proc));
+            }
+        };
+        with_ranks_and_processes(file);
+        for (const std::uint64_t batch : {4, 8}) with_ranks_and_processes(tagged_file_name(file, "bs" + std::to_string(batch)));
+        for (const std::size_t run : {1, 2}) with_ranks_and_processes(confirm_file_name(file, run));
+        std::set<std::string> names;
+        for (const std::string& snapshot : snapshots) {
+            CAPTURE(snapshot);
+            CHECK(names.insert(snapshot).second);
+            CHECK(names.insert(stats_file_name(snapshot)).second);
+        }
+    }
+}
+
+TEST_CASE("record plan: the names a recording's files take, for --plot to stay clear of") {
+    CHECK(recording_file_of("/d/kp.pickle", "kp.bs4.pickle"));
+    CHECK(recording_file_of("/d/kp.pickle", "kp.bs4.stats.json"));
+    CHECK(recording_file_of("/d/kp.pickle", "kp.bs42.rank1.proc2.pickle"));
+    CHECK(recording_file_of("/d/kp.pickle", "kp.stats.json"));
+    CHECK(recording_file_of("run.confirm1.pickle", "/e/run.confirm7.rank0.pickle"));
+    CHECK(recording_file_of("run", "run.bs8"));
+    CHECK(recording_file_of("run", "run.bs8.stats.json"));
+    CHECK(recording_file_of(".run", ".run.bs8"));
+    CHECK(recording_file_of("run.v2.pickle", "run.v2.bs8.stats.json"));
+    CHECK_FALSE(recording_file_of("/d/kp.pickle", "kp.bs4.svg"));
+    CHECK_FALSE(recording_file_of("/d/kp.pickle", "kp.svg"));
+    CHECK_FALSE(recording_file_of("/d/kp.pickle", "kp2.bs4.pickle"));
+    CHECK_FALSE(recording_file_of("run", "run.svg"));
+    CHECK_FALSE(recording_file_of("run", "run.bs8.svg"));
+    CHECK_FALSE(recording_file_of("run.v2.pickle", "run.bs8.pickle"));
+}
+
 TEST_CASE("record plan: prose wrapped at word boundaries, a long word whole, none at 0 columns") {
     CHECK(wrap_words("aaa bbb ccc", 7) == "aaa bbb\nccc");
     CHECK(wrap_words("aaa bbb ccc", 0) == "aaa bbb ccc");
@@ -334,6 +402,33 @@ TEST_CASE("record: SIGTERM and SIGINT sent to gpumem reach the program, which wr
         INFO(r.err);
         CHECK(exists(s / "run.pickle"));
         CHECK(exists(s / "run.stats.json"));
+    }
+}
+
+// coreutils' timeout sends its signal to gpumem, which passes it on, and
+// then to the whole process group, the program in it: the program gets it
+// twice, and the second must not cut its snapshot short.
+TEST_CASE("record under timeout: the program gets the signal twice, writes its snapshot and dies of it; nothing left in $TMPDIR") {
+    for (const int sig : {SIGTERM, SIGINT}) {
+        CAPTURE(sig);
+        const Scratch s;
+        const std::string tmp = s / "tmp";
+        REQUIRE(::mkdir(tmp.c_str(), 0700) == 0);
+        std::vector<std::string> env = standin_env(s);
+        env.push_back("TMPDIR=" + tmp);
+        Started run = start_program("/usr/bin/timeout", {"60", gpumem_binary(), "reuse-sim", "record", "-o", s / "run.pickle", "--", "python3",
+                                                         kProgram, "sleep"},
+                                    env, true);
+        CHECK(run.read_line(20) == "ready");
+        run.signal(sig);  // timeout passes it on as it would its own: to gpumem, then to the group
+        CHECK(run.wait_within(20) == 128 + sig);
+        const RunResult r = run.wait();
+        INFO(r.err);
+        CHECK(exists(s / "run.pickle"));
+        CHECK(exists(s / "run.stats.json"));
+        std::size_t left = 0;
+        for (const auto& entry : std::filesystem::directory_iterator(tmp)) left += entry.exists() ? 1 : 0;
+        CHECK(left == 0);  // the hook's folder, gpumem-record-*, removed
     }
 }
 
@@ -477,6 +572,27 @@ TEST_CASE("record: a parent and the child it spawns (multiprocessing, no launche
     CHECK(has(r.err, ", process 2, pid "));
     CHECK(has(unwrapped(r.err), "gpumem: 2 processes recorded: " + (s / "run.pickle") + ", " + (s / "run.proc2.pickle")));
     CHECK_FALSE(has(r.err, "more than one process"));
+}
+
+TEST_CASE("record: -o without an extension, or a hidden name: a parent and its child still write a file and statistics each") {
+    for (const std::string name : {"run", ".run"}) {
+        CAPTURE(name);
+        const Scratch s;
+        const RunResult r = run_gpumem({"reuse-sim", "record", "-o", s / name, "--", "python3", kSpawn}, standin_env(s));
+        INFO(r.err);
+        CHECK(r.status == 0);
+        const std::string first = s / name, second = s / (std::string(name) + ".proc2");
+        REQUIRE(exists(first));
+        REQUIRE(exists(second));
+        REQUIRE(exists(first + ".stats.json"));
+        REQUIRE(exists(second + ".stats.json"));  // was the first's, replaced
+        CHECK(read_json(first + ".stats.json")["process"] == 1);
+        CHECK(read_json(second + ".stats.json")["process"] == 2);
+        std::set<std::string> files;
+        for (const auto& entry : std::filesystem::directory_iterator(s.path)) files.insert(entry.path().filename().string());
+        const std::string n = name;
+        CHECK(files == std::set<std::string>{"log", n, n + ".stats.json", n + ".proc2", n + ".proc2.stats.json"});
+    }
 }
 
 TEST_CASE("record: PYTORCH_ALLOC_CONF and PYTORCH_CUDA_ALLOC_CONF are both recorded; the line names the one torch read") {

@@ -1,5 +1,6 @@
 #include "base/interrupt.hpp"
 
+#include <signal.h>
 #include <time.h>
 
 #include <algorithm>
@@ -13,16 +14,34 @@ namespace gpumem {
 namespace {
 
 volatile std::sig_atomic_t g_signal = 0;
+// Signals after the first, and when the first came (CLOCK_MONOTONIC, ms).
+volatile std::sig_atomic_t g_repeats = 0;
+std::atomic<long long> g_first_ms{0};
+static_assert(std::atomic<long long>::is_always_lock_free, "read and written in a signal handler");
+volatile std::sig_atomic_t g_group_to_kill = 0;
+
+long long monotonic_ms() noexcept {
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);  // async-signal-safe
+    return static_cast<long long>(now.tv_sec) * 1000 + now.tv_nsec / 1000000;
+}
 
 extern "C" void on_signal(int signal) {
-    // A second Ctrl-C while we are already unwinding falls back to the default
-    // action, so a user is never stuck with an unresponsive process.
-    if (g_signal != 0) {
-        std::signal(signal, SIG_DFL);
-        std::raise(signal);
+    if (g_signal == 0) {
+        g_first_ms = monotonic_ms();
+        g_signal = signal;
         return;
     }
-    g_signal = signal;
+    // A repeat while we are already stopping: the same request (timeout's
+    // second signal, a double Ctrl-C), unless the stop has had its time or
+    // this is the third. Forced, the default action, so that a user is
+    // never stuck with an unresponsive process; the program we run in a
+    // group of its own goes with us.
+    g_repeats = g_repeats + 1;
+    if (g_repeats < 2 && monotonic_ms() - g_first_ms < kForceAfterSeconds * 1000LL) return;
+    if (g_group_to_kill > 0) ::kill(-static_cast<pid_t>(g_group_to_kill), SIGKILL);
+    std::signal(signal, SIG_DFL);
+    std::raise(signal);
 }
 
 }  // namespace
@@ -43,7 +62,13 @@ void throw_if_interrupted() {
     if (g_signal != 0) throw InterruptedError();
 }
 
-void request_interrupt_for_testing(int signal) noexcept { g_signal = signal; }
+void request_interrupt_for_testing(int signal) noexcept {
+    g_first_ms = monotonic_ms();
+    g_repeats = 0;
+    g_signal = signal;
+}
+
+void set_group_to_kill_when_forced(int process_group) noexcept { g_group_to_kill = process_group; }
 
 bool sleep_interruptibly(double seconds) {
     using Clock = std::chrono::steady_clock;

@@ -3,65 +3,22 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <initializer_list>
 
 #include "base/sizes.hpp"
 
 namespace gpumem {
 namespace {
 
-// Where the file's own name starts, and its last extension's dot (npos: none).
-std::size_t extension_dot(std::string_view file) {
+// Where a file's own name starts (after its folder).
+std::size_t name_start(std::string_view file) {
     const std::size_t slash = file.rfind('/');
-    const std::size_t name = slash == std::string_view::npos ? 0 : slash + 1;
-    const std::size_t dot = file.rfind('.');
-    if (dot == std::string_view::npos || dot <= name) return std::string_view::npos;  // none, or a leading dot
-    return dot;
+    return slash == std::string_view::npos ? 0 : slash + 1;
 }
-
-}  // namespace
-
-std::string rank_file_name(std::string_view file, std::string_view rank) {
-    const std::size_t dot = extension_dot(file);
-    const std::string tag = ".rank" + std::string(rank);
-    if (dot == std::string_view::npos) return std::string(file) + tag;
-    return std::string(file.substr(0, dot)) + tag + std::string(file.substr(dot));
-}
-
-std::optional<unsigned> rank_of_file_name(std::string_view file) {
-    const std::size_t slash = file.rfind('/');
-    const std::string_view name = slash == std::string_view::npos ? file : file.substr(slash + 1);
-    // The last ".rankN" that ends the name or comes before its extension
-    // (at 0 it would be a hidden file's name, not a rank).
-    std::size_t at = name.rfind(".rank");
-    while (at != std::string_view::npos && at > 0) {
-        std::size_t end = at + 5;
-        unsigned rank = 0;
-        while (end < name.size() && name[end] >= '0' && name[end] <= '9' && end - at - 5 < 7)
-            rank = rank * 10 + static_cast<unsigned>(name[end++] - '0');
-        if (end > at + 5 && (end == name.size() || name[end] == '.')) return rank;
-        at = name.rfind(".rank", at - 1);
-    }
-    return std::nullopt;
-}
-
-std::string stats_file_name(std::string_view snapshot) {
-    const std::size_t dot = extension_dot(snapshot);
-    return std::string(snapshot.substr(0, dot)) + ".stats.json";
-}
-
-std::string process_file_name(std::string_view file, std::string_view order) {
-    const std::size_t dot = extension_dot(file);
-    const std::string tag = ".proc" + std::string(order);
-    if (dot == std::string_view::npos) return std::string(file) + tag;
-    return std::string(file.substr(0, dot)) + tag + std::string(file.substr(dot));
-}
-
-namespace {
 
 // The last ".TAGN" of a file's own name that ends it or comes before a dot.
 std::optional<unsigned> tag_number(std::string_view file, std::string_view tag) {
-    const std::size_t slash = file.rfind('/');
-    const std::string_view name = slash == std::string_view::npos ? file : file.substr(slash + 1);
+    const std::string_view name = file.substr(name_start(file));
     std::size_t at = name.rfind(tag);
     while (at != std::string_view::npos && at > 0) {
         std::size_t end = at + tag.size();
@@ -74,42 +31,99 @@ std::optional<unsigned> tag_number(std::string_view file, std::string_view tag) 
     return std::nullopt;
 }
 
+// Whether `part` (between dots of a file's name) is one of gpumem's tags:
+// "rankN", "procN", "bsN" or "confirmN", N digits or the hook's placeholder
+// ("{rank}", "{proc}") that stands for them.
+bool file_name_tag(std::string_view part, std::initializer_list<std::string_view> tags) {
+    for (const std::string_view tag : tags) {
+        if (part.size() <= tag.size() || part.substr(0, tag.size()) != tag) continue;
+        const std::string_view number = part.substr(tag.size());
+        if (std::all_of(number.begin(), number.end(), [](char c) { return c >= '0' && c <= '9'; })) return true;
+        if (number.size() > 2 && number.front() == '{' && number.back() == '}') return true;
+    }
+    return false;
+}
+
+// The dot of a file's real extension (npos: none). A dot in a folder, a
+// leading dot (a hidden file's name) or a tag gpumem put there is no
+// extension: "run" tagged ".proc2" is "run.proc2", whose statistics are
+// "run.proc2.stats.json", not the first process's "run.stats.json".
+std::size_t extension_dot(std::string_view file) {
+    const std::size_t name = name_start(file);
+    const std::size_t dot = file.rfind('.');
+    if (dot == std::string_view::npos || dot <= name) return std::string_view::npos;
+    if (file_name_tag(file.substr(dot + 1), {"rank", "proc", "bs", "confirm"})) return std::string_view::npos;
+    return dot;
+}
+
 }  // namespace
+
+std::string tagged_file_name(std::string_view file, std::string_view tag) {
+    const std::size_t dot = extension_dot(file);
+    const std::string dotted = "." + std::string(tag);
+    if (dot == std::string_view::npos) return std::string(file) + dotted;
+    return std::string(file.substr(0, dot)) + dotted + std::string(file.substr(dot));
+}
+
+std::string rank_file_name(std::string_view file, std::string_view rank) { return tagged_file_name(file, "rank" + std::string(rank)); }
+
+std::optional<unsigned> rank_of_file_name(std::string_view file) { return tag_number(file, ".rank"); }
+
+std::string stats_file_name(std::string_view snapshot) {
+    const std::size_t dot = extension_dot(snapshot);
+    return std::string(snapshot.substr(0, dot)) + ".stats.json";
+}
+
+std::string process_file_name(std::string_view file, std::string_view order) { return tagged_file_name(file, "proc" + std::string(order)); }
 
 std::optional<unsigned> process_of_file_name(std::string_view file) { return tag_number(file, ".proc"); }
 
 namespace {
 
-// Whether `part` (between dots of a file's name) is "rankN" or "procN".
-bool rank_or_process_tag(std::string_view part) {
-    for (const std::string_view tag : {std::string_view("rank"), std::string_view("proc")}) {
-        if (part.size() <= tag.size() || part.substr(0, tag.size()) != tag) continue;
-        if (std::all_of(part.begin() + static_cast<std::ptrdiff_t>(tag.size()), part.end(), [](char c) { return c >= '0' && c <= '9'; }))
-            return true;
+// A file's stem (its own name, its extension left out) without the tags
+// among `tags` after its first part, which is its name even when it reads
+// "rank1": "train.rank1.proc2" -> "train".
+std::string untagged_stem(std::string_view stem, std::initializer_list<std::string_view> tags) {
+    std::string kept;
+    std::size_t from = 0;
+    for (bool first = true; from <= stem.size(); first = false) {
+        const std::size_t next = std::min(stem.find('.', from), stem.size());
+        const std::string_view part = stem.substr(from, next - from);
+        if (first || !file_name_tag(part, tags)) kept += (first ? "" : ".") + std::string(part);
+        from = next + 1;
     }
-    return false;
+    return kept;
 }
 
 }  // namespace
 
 std::string confirm_file_name(std::string_view trace, std::size_t run) {
     if (trace == "-") return "reuse-sim.confirm" + std::to_string(run) + ".pickle";
-    const std::size_t slash = trace.rfind('/');
-    const std::size_t start = slash == std::string_view::npos ? 0 : slash + 1;
+    const std::size_t start = name_start(trace);
     const std::size_t dot = extension_dot(trace);
     const std::string_view stem = trace.substr(start, (dot == std::string_view::npos ? trace.size() : dot) - start);
-    // The stem's first part is its name, even when it reads "rank1"; later
-    // ".rankN" and ".procN" parts are the trace's own run's.
-    std::string kept;
-    std::size_t from = 0;
-    for (bool first = true; from <= stem.size(); first = false) {
-        const std::size_t next = std::min(stem.find('.', from), stem.size());
-        const std::string_view part = stem.substr(from, next - from);
-        if (first || !rank_or_process_tag(part)) kept += (first ? "" : ".") + std::string(part);
-        from = next + 1;
-    }
-    return std::string(trace.substr(0, start)) + kept + ".confirm" + std::to_string(run) +
+    // Later ".rankN" and ".procN" parts are the trace's own run's.
+    return std::string(trace.substr(0, start)) + untagged_stem(stem, {"rank", "proc"}) + ".confirm" + std::to_string(run) +
            (dot == std::string_view::npos ? std::string() : std::string(trace.substr(dot)));
+}
+
+bool recording_file_of(std::string_view file, std::string_view candidate) {
+    const auto stem_and_extension = [](std::string_view path) {
+        const std::string_view name = path.substr(name_start(path));
+        const std::size_t dot = extension_dot(name);
+        return std::pair<std::string, std::string_view>(untagged_stem(name.substr(0, dot), {"rank", "proc", "bs", "confirm"}),
+                                                       dot == std::string_view::npos ? std::string_view() : name.substr(dot));
+    };
+    const auto [stem, extension] = stem_and_extension(file);
+    std::string_view name = candidate.substr(name_start(candidate));
+    constexpr std::string_view kStats = ".stats.json";
+    if (name.size() > kStats.size() && name.substr(name.size() - kStats.size()) == kStats) {
+        // The statistics of a recording: FILE's stem, whatever its extension.
+        name.remove_suffix(kStats.size());
+        return stem_and_extension(std::string(name) + std::string(extension)).first == stem;
+    }
+    const auto [candidate_stem, candidate_extension] = stem_and_extension(name);
+    return candidate_stem == stem && candidate_extension == extension;
 }
 
 bool torch_reads_alloc_conf(std::optional<std::string_view> torch_version) noexcept {

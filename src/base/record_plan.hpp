@@ -13,15 +13,24 @@
 
 namespace gpumem {
 
-// "run.pickle", rank 3 -> "run.rank3.pickle"; "run" -> "run.rank3". The
-// rank goes before the last extension of the file's own name (a dot in a
-// directory, or a leading dot, is no extension).
+// The one rule for the names of the files a recording writes: FILE with
+// gpumem's tag (".rankN", ".procN", ".bsN", ".confirmN") before its
+// extension, "run.pickle", "bs4" -> "run.bs4.pickle"; a name without one
+// gets the tag at its end, "run" -> "run.bs4". A dot in a directory, a
+// leading dot (".run": a hidden file's name) and a tag already there are
+// no extension: "run.proc2" tagged "rank1" is "run.proc2.rank1", and its
+// statistics (stats_file_name) "run.proc2.rank1.stats.json", so that no
+// two files of a run share their statistics. "{rank}" and "{proc}" stand
+// for N in the names handed to the recording hook.
+std::string tagged_file_name(std::string_view file, std::string_view tag);
+// "run.pickle", rank 3 -> "run.rank3.pickle"; "run" -> "run.rank3".
 std::string rank_file_name(std::string_view file, std::string_view rank);
 // The rank rank_file_name put in a file's own name ("run.rank3.pickle" -> 3),
 // if any: --confirm compares a multi-rank run's figures with the rank the
 // trace was recorded from.
 std::optional<unsigned> rank_of_file_name(std::string_view file);
-// torch.cuda.memory_stats() beside a snapshot: "run.pickle" -> "run.stats.json".
+// torch.cuda.memory_stats() beside a snapshot: "run.pickle" -> "run.stats.json",
+// "run" -> "run.stats.json", "run.proc2" -> "run.proc2.stats.json".
 std::string stats_file_name(std::string_view snapshot);
 // Several processes of one run, no launcher (or several of one rank): the
 // first that initializes CUDA writes the file itself, the N-th (N >= 2) the
@@ -38,6 +47,13 @@ std::optional<unsigned> process_of_file_name(std::string_view file);
 // trace read from standard input ("-") has no place: the current
 // directory's "reuse-sim.confirmN.pickle".
 std::string confirm_file_name(std::string_view trace, std::size_t run);
+// Whether `candidate` is a name that recordings to `file` take, in the same
+// folder (the caller compares folders): FILE's own name with any of the
+// tags above before its extension ("run.pickle": "run.bs8.pickle",
+// "run.confirm1.rank0.pickle"), or the statistics of one
+// ("run.bs8.stats.json"). --plot must not name one: the picture would
+// replace a recording the run keeps, or the recording the picture.
+bool recording_file_of(std::string_view file, std::string_view candidate);
 
 // PYTORCH_ALLOC_CONF (read first by torch 2.9 and later, even when empty)
 // and PYTORCH_CUDA_ALLOC_CONF (the old name, the only one older torch

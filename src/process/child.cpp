@@ -82,6 +82,16 @@ int exec_error(int read_fd) {
     return n == static_cast<ssize_t>(sizeof error) ? error : 0;
 }
 
+// While we wait for a program in a group of its own: a forced stop
+// (base/interrupt.hpp) kills that group too, so that it does not outlive us.
+class GroupKilledWhenForced {
+public:
+    explicit GroupKilledWhenForced(pid_t group) noexcept { set_group_to_kill_when_forced(group); }
+    ~GroupKilledWhenForced() { set_group_to_kill_when_forced(0); }
+    GroupKilledWhenForced(const GroupKilledWhenForced&) = delete;
+    GroupKilledWhenForced& operator=(const GroupKilledWhenForced&) = delete;
+};
+
 // An interruption: the program's whole group is asked to stop, then killed.
 int stop_group(pid_t pid) {
     ::kill(-pid, SIGTERM);
@@ -151,6 +161,7 @@ ChildExit run_child(const std::vector<std::string>& command, const ChildOptions&
     }
     if (pid == 0) exec_child(argv, envp, options.own_group, output_fd, exec_pipe[1]);
     if (options.own_group) ::setpgid(pid, pid);  // also here: no window before the child's own call
+    const GroupKilledWhenForced forced_group(options.own_group ? pid : 0);
     if (output_fd >= 0) ::close(output_fd);
     ::close(exec_pipe[1]);
     if (const int error = exec_error(exec_pipe[0]); error != 0)

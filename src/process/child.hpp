@@ -15,7 +15,8 @@ namespace gpumem::process {
 struct ChildOptions {
     // A process group of its own, its stdout on our stderr (our stdout holds
     // a report), and an interruption of ours (base/interrupt.hpp) stops the
-    // whole group: asked with SIGTERM, killed after 5 s. Otherwise it runs
+    // whole group: asked with SIGTERM, killed after 5 s (at once when a
+    // repeated signal forces gpumem to die). Otherwise it runs
     // in our group (the terminal's Ctrl-C reaches it as under `time`), its
     // stdout its own, and a SIGINT or SIGTERM sent to us by another process
     // goes on to it.

@@ -331,25 +331,34 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
         // status line, written by fail() with the exit status: the partial results
         // written here too would repeat them.
         const bool one_document = json_out || format_spec(session.output().format).one_document;
-        if (partial.plot) {
+        if (partial.plot && !partial.plot->nothing_drawn) {
             // What was measured before the failure, drawn; a failure to
             // write it is said, but the run's own error is the one reported.
+            // Nothing measured: nothing written, the file left as it was.
             try {
                 write_file_atomically(partial.plot->option, partial.plot->path, partial.plot->svg);
             } catch (const Error& plot_error) {
                 log::warn("{}", warning_text(plot_error.what()));
             }
         }
-        if (!one_document && !session.final_written() && partial.has_rows() && dynamic_cast<const OutputError*>(&e) == nullptr)
+        // Bad input found while reading it (report's documents, no GPU
+        // rows) is a usage error as any other: nothing on stdout.
+        const bool usage_error = e.status() == ExitStatus::usage_error;
+        if (!one_document && !usage_error && !session.final_written() && partial.has_rows() && dynamic_cast<const OutputError*>(&e) == nullptr)
             write_stdout(render(partial, session.output()));
         return fail(e, partial, session.output(), json_out);
     }
     Report report = command.report(session.output());
     stamp(report, globals.origin);
-    const auto warn = [&report] {
+    // A picture with nothing to draw is not written (an existing file is
+    // left as it was), and says so among the warnings.
+    const bool plot_empty = report.plot && report.plot->nothing_drawn;
+    const auto warn = [&report, plot_empty] {
         for (const auto& w : report.warnings) log::warn("{}", warning_text(w));
+        if (plot_empty)
+            log::warn("{}", warning_text(report.plot->option + " '" + report.plot->path + "': nothing to draw; not written"));
     };
-    if (report.plot) {
+    if (report.plot && !plot_empty) {
         try {
             write_file_atomically(report.plot->option, report.plot->path, report.plot->svg);
         } catch (const Error& e) {

@@ -195,6 +195,9 @@ struct Report {
         std::string option;  // "--plot", for its errors
         std::string path;
         std::string svg;
+        // Nothing to draw (no GPU, nothing measured): not written, so that
+        // a run that failed leaves the file as it was (plot_file, plot.hpp).
+        bool nothing_drawn = false;
     };
     std::optional<PlotFile> plot;
 

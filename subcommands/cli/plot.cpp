@@ -303,8 +303,18 @@ void draw_series(SvgWriter& svg, const Frame& f, const Plot& plot) {
     svg.close();
 }
 
+// The rules' lines, the markers over them, then the rules' labels over
+// both, each on a halo of the background: a row of crosses near a cap
+// must not hide what the cap's line says.
 void draw_rules_and_markers(SvgWriter& svg, const Frame& f, const Plot& plot) {
     const double bottom = kTop + f.height, right = f.left + f.width;
+    struct Label {
+        double x, y;
+        const char* colour;
+        const char* anchor;
+        const std::string* text;
+    };
+    std::vector<Label> labels;
     svg.open("g", {{"id", "rules"}});
     int vertical_labels = 0;  // each vertical rule's label a line lower: near answers' labels would overlap
     for (const PlotRule& r : plot.rules) {
@@ -314,14 +324,12 @@ void draw_rules_and_markers(SvgWriter& svg, const Frame& f, const Plot& plot) {
             svg.empty("line", {{"x1", svg_number(x)}, {"x2", svg_number(x)}, {"y1", svg_number(kTop)}, {"y2", svg_number(bottom)},
                                {"stroke", colour}, {"stroke-width", "1.5"}, {"stroke-dasharray", "5 4"}});
             const bool right_half = x > f.left + f.width * 0.7;
-            svg.text("text", {{"x", svg_number(right_half ? x - 4 : x + 4)}, {"y", svg_number(kTop + 12 + 14 * vertical_labels++)}, {"fill", colour},
-                              {"text-anchor", right_half ? "end" : "start"}},
-                     r.label);
+            labels.push_back({right_half ? x - 4 : x + 4, kTop + 12 + 14 * vertical_labels++, colour, right_half ? "end" : "start", &r.label});
         } else {
             const double y = f.sy(r.value);
             svg.empty("line", {{"x1", svg_number(f.left)}, {"x2", svg_number(right)}, {"y1", svg_number(y)}, {"y2", svg_number(y)},
                                {"stroke", colour}, {"stroke-width", "1.5"}, {"stroke-dasharray", "5 4"}});
-            svg.text("text", {{"x", svg_number(right - 4)}, {"y", svg_number(y - 4)}, {"fill", colour}, {"text-anchor", "end"}}, r.label);
+            labels.push_back({right - 4, y - 4, colour, "end", &r.label});
         }
     }
     svg.close();
@@ -332,6 +340,10 @@ void draw_rules_and_markers(SvgWriter& svg, const Frame& f, const Plot& plot) {
         draw_marker(svg, m.shape, x, y, plot_colour(m.colour));
         if (!m.label.empty()) svg.text("text", {{"x", svg_number(x + 8)}, {"y", svg_number(y - 8)}, {"fill", plot_colour(m.colour)}}, m.label);
     }
+    svg.close();
+    svg.open("g", {{"id", "rule-labels"}, {"stroke", kBackground}, {"stroke-width", "3"}, {"paint-order", "stroke"}});
+    for (const Label& l : labels)
+        svg.text("text", {{"x", svg_number(l.x)}, {"y", svg_number(l.y)}, {"fill", l.colour}, {"text-anchor", l.anchor}}, *l.text);
     svg.close();
 }
 
@@ -433,6 +445,19 @@ std::string render_svg(const Plot& plot) {
     }
     svg.close();
     return svg.finish();
+}
+
+bool has_points(const Plot& plot) {
+    const auto finite = [](double x, double y) { return std::isfinite(x) && std::isfinite(y); };
+    for (const PlotSeries& s : plot.series)
+        for (std::size_t k = 0; k < s.x.size() && k < s.y.size(); ++k)
+            if (finite(s.x[k], s.y[k])) return true;
+    return std::any_of(plot.markers.begin(), plot.markers.end(), [&](const PlotMarker& m) { return finite(m.x, m.y); });
+}
+
+Report::PlotFile plot_file(const std::string& path, const Plot& plot) {
+    if (!has_points(plot)) return {"--plot", path, "", true};
+    return {"--plot", path, render_svg(plot), false};
 }
 
 }  // namespace gpumem::cli

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "cli/output.hpp"
+
 namespace gpumem::cli {
 
 enum class AxisScale { linear, log2 };
@@ -102,5 +104,12 @@ const char* plot_colour(int index);
 // The SVG document. A plot with no data is still a document: its axes and
 // a line saying that nothing was measured.
 std::string render_svg(const Plot& plot);
+
+// Whether the plot draws anything measured or modelled: a point of a
+// series or a marker (reference lines alone are not a picture of a run).
+bool has_points(const Plot& plot);
+// --plot's file for the runner: the picture, or, with nothing to draw,
+// none to write (the file keeps what it held).
+Report::PlotFile plot_file(const std::string& path, const Plot& plot);
 
 }  // namespace gpumem::cli

@@ -4,7 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <climits>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -37,9 +40,25 @@ std::string base_of(const std::string& path) {
     return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// A new, empty temporary file beside `path` (its name hidden), open for writing.
+// The longest file name the folder's file system takes (NAME_MAX, 255 on
+// Linux's; pathconf where it says otherwise).
+std::size_t longest_name(const std::string& folder) {
+    errno = 0;
+    const long most = ::pathconf(folder.c_str(), _PC_NAME_MAX);
+    return most > 0 ? static_cast<std::size_t>(most) : NAME_MAX;
+}
+
+// A new, empty temporary file beside `path` (its name hidden), open for
+// writing. Its name is "." + the file's own + ".XXXXXX", the file's cut
+// short where that would pass the longest name the folder takes: a legal
+// 250-byte name has a legal temporary too.
 int temporary_beside(const std::string& path, std::string& name) {
-    name = folder_of(path) + "/." + base_of(path) + ".XXXXXX";
+    const std::string folder = folder_of(path);
+    std::string base = base_of(path);
+    constexpr std::size_t kAdded = 8;  // "." before, ".XXXXXX" after
+    const std::size_t most = longest_name(folder);
+    if (base.size() + kAdded > most) base.resize(most > kAdded ? most - kAdded : 1);
+    name = folder + "/." + base + ".XXXXXX";
     return ::mkstemp(name.data());
 }
 
@@ -81,11 +100,29 @@ void check_output_file(const std::string& option, const std::string& path, const
     struct stat dir {};
     if (::stat(folder.c_str(), &dir) != 0) throw UsageError(shown + ": folder '" + folder + "': " + std::strerror(errno));
     if (!S_ISDIR(dir.st_mode)) throw UsageError(shown + ": '" + folder + "' is not a directory");
+    // The file's own name, not the folder, when it is too long: the
+    // probe's name below would be refused for it and blame the folder.
+    if (const std::size_t most = longest_name(folder); base_of(path).size() > most)
+        throw UsageError(shown + ": its name is " + std::to_string(base_of(path).size()) + " bytes; the file system of '" + folder +
+                         "' takes names of at most " + std::to_string(most));
     std::string probe;
     const int fd = temporary_beside(path, probe);
     if (fd < 0) throw UsageError(shown + ": cannot write in '" + folder + "': " + std::strerror(errno));
     ::close(fd);
     ::unlink(probe.c_str());
+}
+
+void check_plot_file(const std::string& path, const std::vector<std::string>& inputs) {
+    check_output_file("--plot", path, inputs);
+    // The picture is SVG, whatever the name says: a viewer goes by the
+    // name, and out.png holding SVG would be refused or shown as text.
+    const std::string base = base_of(path);
+    const std::size_t dot = base.rfind('.');
+    std::string extension = dot == std::string::npos || dot == 0 ? std::string() : base.substr(dot);
+    std::transform(extension.begin(), extension.end(), extension.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (extension != ".svg")
+        throw UsageError("--plot '" + path + "': --plot draws an SVG picture: name the file FILE.svg" +
+                         (extension.empty() ? std::string() : " (not " + base.substr(dot) + ")"));
 }
 
 void write_file_atomically(const std::string& option, const std::string& path, std::string_view text) {

@@ -44,6 +44,9 @@ const char* file_kind_in_words(mode_t mode);
 // any of `inputs` (the run's own input files, the program it runs): the
 // write would replace them.
 void check_output_file(const std::string& option, const std::string& path, const std::vector<std::string>& inputs = {});
+// --plot FILE.svg, for every command that offers it: check_output_file's
+// checks, then the name's extension, .svg (any case): the picture is SVG.
+void check_plot_file(const std::string& path, const std::vector<std::string>& inputs = {});
 
 // Writes `text` to `path` whole or not at all: a temporary file in the same
 // folder, renamed over `path` once written and flushed, so that a reader

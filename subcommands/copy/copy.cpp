@@ -181,7 +181,7 @@ CopyRequest check(const CopyOptions& o, const Globals& globals) {
     q.style.chart = !o.no_chart;
     if (o.plot) {
         if (!o.sizes) throw UsageError("--plot draws bandwidth against size: give --sizes (a sweep)");
-        check_output_file("--plot", *o.plot);
+        check_plot_file(*o.plot);
         q.style.plot = o.plot;
     }
     // The terminal the report will be printed on (no driver involved).

@@ -331,7 +331,7 @@ Report build_copy_report(const CopyResults& results, const CopyReportStyle& styl
     report.tables.back().drop_order = {"min_gbps", "max_gbps", "median_us", "verified", "host_memory", "cv_percent", "engine"};
     const CopyDocument document{results, style, copy_notes(results.rows), p2p_matrices(results.rows)};
     report.fields = make_record(Columns<CopyDocument>(kDocumentColumns), document);
-    if (style.plot) report.plot = Report::PlotFile{"--plot", *style.plot, render_svg(copy_sweep_plot(results))};
+    if (style.plot) report.plot = plot_file(*style.plot, copy_sweep_plot(results));
     if (output.format != Format::table) return report;
 
     if (style.chart) report.text_after = sweep_charts(results.rows, style, output.unit);

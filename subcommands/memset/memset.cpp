@@ -138,7 +138,7 @@ MemsetRequest check(const MemsetOptions& o, const Globals& globals) {
     }
     if (o.plot) {
         if (!o.sizes) throw UsageError("--plot draws bandwidth against size: give --sizes (a sweep)");
-        check_output_file("--plot", *o.plot);
+        check_plot_file(*o.plot);
         q.plot = o.plot;
     }
     if (o.sizes) return q;
@@ -290,7 +290,7 @@ Report report(const MemsetRequest& q, const MemsetResults& results, const Output
     r.command = "memset";
     r.tables.push_back(make_table("results", Columns<MemsetRow>(kResultColumns), results.rows, output.format));
     r.fields = make_record(Columns<MemsetResults>(kDocumentColumns), results);
-    if (q.plot) r.plot = Report::PlotFile{"--plot", *q.plot, render_svg(memset_sweep_plot(results))};
+    if (q.plot) r.plot = plot_file(*q.plot, memset_sweep_plot(results));
     return r;
 }
 

@@ -42,6 +42,7 @@ _LOCAL_VARS = ("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI
 class _State:
     started = False
     done = False
+    finishing = False  # _finish is writing the files (a signal's handler may run inside it)
     why = "exit"
     error = None
     torch_found = None
@@ -205,10 +206,13 @@ def _finish():
     if _State.done:
         return
     _State.done = True
-    # A second Ctrl-C must not cut the snapshot short.
-    old = None
+    _State.finishing = True
+    # A second Ctrl-C or SIGTERM must not cut the snapshot short: coreutils'
+    # timeout signals gpumem (which passes it on) and then the whole group.
+    old = {}
     if threading.current_thread() is threading.main_thread():
-        old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            old[signum] = signal.signal(signum, signal.SIG_IGN)
     try:
         doc = {"why": _State.why, "rank": _rank(), "torch": "torch" in sys.modules, "cuda_used": False}
         torch = sys.modules.get("torch")
@@ -227,11 +231,19 @@ def _finish():
         except OSError:  # gpumem's run is over and its directory gone: a straggler (multiprocessing's resource tracker)
             pass
     finally:
-        if old is not None:
-            signal.signal(signal.SIGINT, old)
+        for signum, handler in old.items():
+            signal.signal(signum, handler)
+        _State.finishing = False
 
 
 def _on_sigterm(signum, frame):
+    # A second SIGTERM can run this handler inside the first one's _finish,
+    # before _finish ignores the signal (timeout sends it to gpumem, which
+    # passes it on, and to the whole group): the first ends the process once
+    # the files are written.
+    if _State.finishing:
+        return
+    _State.finishing = True
     _State.why = "SIGTERM"
     _finish()
     # Die of the signal, as the program would have: its exit status passes through.

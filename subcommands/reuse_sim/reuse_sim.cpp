@@ -699,19 +699,50 @@ RecordSettings check_real_run_cap(const CapOptions& o, const ProgramOptions& p) 
     return s;
 }
 
+// --plot naming a file the run's recordings take: max-batch -o FILE's
+// (FILE.bsN...) or tune --confirm's beside the trace (TRACE.confirmN...),
+// their statistics too, in the same folder.
+void check_plot_not_a_recording(const std::string& plot, const ReuseSimRequest& q) {
+    std::string recordings, how;
+    const auto own_name = [](const std::string& path) { return path.substr(path.rfind('/') + 1); };
+    if (q.max_batch && q.max_batch->keep) {
+        recordings = *q.max_batch->keep;
+        how = "-o keeps the recordings as " + tagged_file_name(own_name(recordings), "bsN");
+    } else if (q.confirm && q.input.trace) {
+        recordings = confirm_file_name(*q.input.trace, 1);
+        std::string example = own_name(recordings);
+        example.replace(example.rfind(".confirm1") + 8, 1, "N");
+        how = "--confirm keeps its runs' recordings as " + example;
+    } else {
+        return;
+    }
+    const auto folder = [](const std::string& path) {
+        const std::size_t slash = path.rfind('/');
+        return slash == std::string::npos ? std::string(".") : slash == 0 ? std::string("/") : path.substr(0, slash);
+    };
+    struct stat a {}, b {};
+    if (::stat(folder(plot).c_str(), &a) != 0 || ::stat(folder(recordings).c_str(), &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+        return;
+    if (!recording_file_of(recordings, plot))
+        return;
+    throw UsageError("--plot '" + plot + "': a name this run's recordings take (" + how +
+                     ", each with its .stats.json); the picture and a recording would replace each other");
+}
+
 // --plot FILE.svg, checked before anything is read or run: a file the run
-// may write, and none it reads (the input, the cost table, the recordings)
-// nor the program's own.
+// may write, and none it reads (the input, the cost table, the recordings),
+// nor the program's own, nor one its recordings take.
 std::optional<std::string> check_plot(const std::optional<std::string>& plot, const std::vector<std::string>& program,
                                       const std::optional<std::string>& trace, const std::optional<std::string>& costs,
                                       ReuseSimRequest& q) {
     if (!plot) return std::nullopt;
+    check_plot_not_a_recording(*plot, q);
     std::vector<std::string> inputs = named_paths(program);
     for (const std::optional<std::string>& file : {trace, costs})
         if (file) inputs.push_back(*file);
     if (q.max_batch)
         for (const auto& batch_trace : q.max_batch->traces) inputs.push_back(batch_trace.second);
-    check_output_file("--plot", *plot, inputs);
+    check_plot_file(*plot, inputs);
     if (trace && *trace != "-") q.recorded_device = recorded_device_name(stats_file_name(*trace));
     return plot;
 }

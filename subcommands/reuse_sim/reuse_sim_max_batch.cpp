@@ -319,14 +319,7 @@ std::vector<std::string> program_at_batch(const std::vector<std::string>& progra
     return words;
 }
 
-std::string batch_file_name(const std::string& file, std::uint64_t batch) {
-    const std::string tag = ".bs" + std::to_string(batch);
-    const std::size_t slash = file.rfind('/');
-    const std::size_t dot = file.rfind('.');
-    const std::size_t name = slash == std::string::npos ? 0 : slash + 1;
-    if (dot == std::string::npos || dot <= name) return file + tag;  // no extension (a leading dot is the name's)
-    return file.substr(0, dot) + tag + file.substr(dot);
-}
+std::string batch_file_name(const std::string& file, std::uint64_t batch) { return tagged_file_name(file, "bs" + std::to_string(batch)); }
 
 
 bool MaxBatchResults::confirmed() const {
@@ -594,9 +587,11 @@ private:
 
 void max_batch_reuse_sim(const ReuseSimRequest& q, const rs::CostModel& costs, ReuseSimResults& r, Session& session) {
     r.max_batch.emplace();
-    // The program's files live in a scratch folder unless --record keeps them.
-    const ScratchDirectory scratch("max-batch");
-    MaxBatchSearch search(q, costs, r, session, scratch.path());
+    // The program's files live in a scratch folder unless --record keeps
+    // them; --batch-trace runs no program, and needs no folder (nor $TMPDIR).
+    std::optional<ScratchDirectory> scratch;
+    if (!q.max_batch->program.empty()) scratch.emplace("max-batch");
+    MaxBatchSearch search(q, costs, r, session, scratch ? scratch->path() : std::string());
     if (q.max_batch->program.empty())
         search.given();
     else

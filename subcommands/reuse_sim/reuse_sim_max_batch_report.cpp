@@ -184,8 +184,10 @@ std::string refinement_line(const MaxBatchResults& x) {
     std::vector<std::string> near;
     for (const MaxBatchRecording& rec : x.recordings)
         if (rec.why == rs::RunReason::near_answer) near.push_back(std::to_string(rec.batch));
-    return "refined: the first recordings answered " + std::to_string(*x.first_answer) + "; recorded again near it at batch " + join(near, " and ") +
-           ", the model fitted on the two largest that ran without an OOM";
+    const std::string first = "refined: the first recordings answered " + std::to_string(*x.first_answer);
+    // The first run near it failed (the error says why), or no run was left.
+    if (near.empty()) return first + "; no recording near it was made" + (x.budget_spent ? " (the run budget was spent)" : "");
+    return first + "; recorded again near it at batch " + join(near, " and ") + ", the model fitted on the two largest that ran without an OOM";
 }
 
 // The runs after the refinement (checks, bisection, below the answer,

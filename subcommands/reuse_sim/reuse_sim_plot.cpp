@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -57,7 +58,9 @@ std::string cap_text(std::uint64_t capacity) { return capacity == rs::kUnlimited
 
 // The lanes of `timeline` as lines (the most reserved in each point, a band
 // down to the least), the live bytes, and a cross where a lane's requests
-// were refused.
+// were refused (kMostCrosses a lane at most).
+constexpr std::size_t kMostCrosses = 40;
+
 void add_timeline(Plot& plot, const rs::Timeline& timeline, const std::vector<std::string>& names) {
     const std::size_t points = timeline.points();
     for (std::size_t l = 0; l < timeline.lanes(); ++l) {
@@ -81,13 +84,21 @@ void add_timeline(Plot& plot, const rs::Timeline& timeline, const std::vector<st
         live.y_low.push_back(static_cast<double>(timeline.live_min(p)));
     }
     plot.series.push_back(std::move(live));
+    // A run that keeps running out of memory refuses requests in most
+    // stretches: a cross in each would be a band that hides the line and
+    // the cap's label. At most kMostCrosses a lane, evenly apart (the
+    // first where it began; the notes count them all).
+    const std::size_t apart = std::max<std::size_t>(1, points / kMostCrosses);
     for (std::size_t l = 0; l < timeline.lanes(); ++l) {
         std::uint64_t before = 0;
+        std::optional<std::size_t> last;
         for (std::size_t p = 0; p < points; ++p) {
             const std::uint64_t refused = timeline.refusals(p, l);
-            if (refused > before)
+            if (refused > before && (!last || p - *last >= apart)) {
                 plot.markers.push_back({static_cast<double>(timeline.first_event(p) + 1), static_cast<double>(timeline.reserved(p, l)),
                                         MarkerShape::cross, static_cast<int>(l), names[l] + ": out of memory (a request refused)", ""});
+                last = p;
+            }
             before = refused;
         }
     }

@@ -1032,7 +1032,7 @@ Report reuse_sim_document(const ReuseSimRequest& q, const ReuseSimResults& r, co
 Report reuse_sim_report(const ReuseSimRequest& q, const ReuseSimResults& r, const OutputOptions& output) {
     Report report = reuse_sim_document(q, r, output);
     if (q.plot)
-        if (std::optional<Plot> plot = reuse_sim_plot(q, r)) report.plot = Report::PlotFile{"--plot", *q.plot, render_svg(*plot)};
+        if (std::optional<Plot> plot = reuse_sim_plot(q, r)) report.plot = plot_file(*q.plot, *plot);
     return report;
 }
 
