@@ -606,7 +606,9 @@ std::optional<std::string> mode_as_option_text(const std::vector<std::string>& a
             if (a.substr(0, eq) != "--" + mode) continue;
             const CommandEntry* row = nullptr;
             for (const CommandEntry& e : kCommands)
-                if (is_mode(e) && e.name == name + " " + mode) row = &e;
+                if (is_mode(e) && e.name.size() == name.size() + 1 + mode.size() && e.name.substr(0, name.size()) == name &&
+                    e.name.substr(name.size() + 1) == mode)
+                    row = &e;
             std::vector<std::string> words(args.begin() + 1, args.end());
             const std::size_t k = i - 1;  // the flag's index in `words`
             std::optional<std::string> value;
@@ -621,8 +623,16 @@ std::optional<std::string> mode_as_option_text(const std::vector<std::string>& a
             std::vector<std::string> inserted = {mode};
             if (value && row && mode_takes(*row, "--output")) inserted.insert(inserted.end(), {"-o", *value});
             words.insert(words.begin() + static_cast<std::ptrdiff_t>(group_at), inserted.begin(), inserted.end());
-            return "'" + a.substr(0, eq) + "' is no option: " + mode + " is a " + std::string(group.mode_noun) + " of " + name + ": " +
-                   command_line(words, program);
+            std::string text = "'" + a.substr(0, eq);
+            text += "' is no option: ";
+            text += mode;
+            text += " is a ";
+            text += group.mode_noun;
+            text += " of ";
+            text += name;
+            text += ": ";
+            text += command_line(words, program);
+            return text;
         }
     }
     return std::nullopt;
@@ -684,9 +694,15 @@ std::optional<std::string> spaced_unit_text(const CLI::App& sub, const std::vect
         const std::size_t eq = before.find('=');
         std::string given;  // "--capacity 40" or "--capacity=40"
         if (eq != std::string::npos && takes_size(before.substr(0, eq)) && is_number(std::string_view(before).substr(eq + 1))) given = before;
-        else if (is_number(before) && takes_size(args[i - 2])) given = args[i - 2] + " " + before;
+        else if (is_number(before) && takes_size(args[i - 2])) (given = args[i - 2]).append(1, ' ').append(before);
         if (given.empty()) continue;
-        return "'" + word + "' after '" + given + "': a size takes its unit with no space: write " + given + word;
+        std::string text = "'" + word;
+        text += "' after '";
+        text += given;
+        text += "': a size takes its unit with no space: write ";
+        text += given;
+        text += word;
+        return text;
     }
     return std::nullopt;
 }
@@ -706,7 +722,7 @@ std::string flag_takes_no_value(const CommandEntry* invoked, const std::string& 
 std::optional<std::string> flag_value_text(const CLI::App& sub, const CommandEntry* invoked, const std::vector<std::string>& args,
                                            const std::string& word) {
     for (std::size_t i = 2; i < args.size(); ++i) {
-        if (args[i] != word || args[i - 1].rfind("-", 0) != 0) continue;
+        if (args[i] != word || args[i - 1].rfind('-', 0) != 0) continue;
         const CLI::Option* flag = sub.get_option_no_throw(args[i - 1]);
         if (flag == nullptr || flag->get_expected_max() != 0) continue;
         return "'" + word + "' after " + args[i - 1] + ": " + flag_takes_no_value(invoked, args[i - 1], word);
@@ -973,6 +989,21 @@ void hand_over_program(const SplitArgs& split, Command* command, const CommandEn
     *program = split.program;
 }
 
+// The top-level page's footer and the parser's settings.
+void set_up_top_level(CLI::App& app) {
+    // The exit-status table is on this page only (and in the man page).
+    app.footer("Exit status: 0 ok, 1 runtime/CUDA error, 2 usage error, 3 no usable GPU or driver, "
+               "4 verification failed, 5 out of memory, 6 below --expect-min, 7 a check failed, 130 interrupted; "
+               "with check --format nagios: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (usage errors included); "
+               "with check --format npd: 0 pass or warn, 1 fail, 2 unknown (no driver and usage errors included); "
+               "killed by SIGPIPE (141) when stdout's reader goes away.\n"
+               "A unit in brackets (RATE[GB/s], TIME[s]) is what a bare number means; RATE, TIME, SIZE and FRACTION take "
+               "the same forms in every option (50GB/s, 10ms, 4GiB, 10% or 0.1). Details of every option: gpumem(1).");
+    app.formatter(std::make_shared<HelpFormatter>());
+    app.fallthrough();
+    app.require_subcommand(0, 1);
+}
+
 int run_command_line(int original_argc, char** original_argv, RunMode mode) {
     const SplitArgs split = split_at_dashes(original_argc, original_argv);
     std::vector<std::string> args = joined_values(split.argc, original_argv);
@@ -985,17 +1016,7 @@ int run_command_line(int original_argc, char** original_argv, RunMode mode) {
     CLI::App app{"gpumem: GPU memory from the command line: query, allocate, fill, copy and check it. For PyTorch's "
                  "out-of-memory errors, reuse-sim records a run and answers what fits: the allocator setting, the batch size.",
                  "gpumem"};
-    // The exit-status table is on this page only (and in the man page).
-    app.footer("Exit status: 0 ok, 1 runtime/CUDA error, 2 usage error, 3 no usable GPU or driver, "
-               "4 verification failed, 5 out of memory, 6 below --expect-min, 7 a check failed, 130 interrupted; "
-               "with check --format nagios: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (usage errors included); "
-               "with check --format npd: 0 pass or warn, 1 fail, 2 unknown (no driver and usage errors included); "
-               "killed by SIGPIPE (141) when stdout's reader goes away.\n"
-               "A unit in brackets (RATE[GB/s], TIME[s]) is what a bare number means; RATE, TIME, SIZE and FRACTION take "
-               "the same forms in every option (50GB/s, 10ms, 4GiB, 10% or 0.1). Details of every option: gpumem(1).");
-    app.formatter(std::make_shared<HelpFormatter>());
-    app.fallthrough();
-    app.require_subcommand(0, 1);
+    set_up_top_level(app);
     Parsed parsed;
     add_own_options(app, parsed);
     const CommandEntry* invoked = invoked_entry(argc, argv);
