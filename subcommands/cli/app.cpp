@@ -604,11 +604,11 @@ std::optional<std::string> mode_as_option_text(const std::vector<std::string>& a
         const std::size_t eq = a.find('=');
         for (const std::string& mode : mode_names_of(name)) {
             if (a.substr(0, eq) != "--" + mode) continue;
+            std::string mode_name = name;  // "reuse-sim tune"
+            mode_name.append(1, ' ').append(mode);
             const CommandEntry* row = nullptr;
             for (const CommandEntry& e : kCommands)
-                if (is_mode(e) && e.name.size() == name.size() + 1 + mode.size() && e.name.substr(0, name.size()) == name &&
-                    e.name.substr(name.size() + 1) == mode)
-                    row = &e;
+                if (is_mode(e) && e.name == mode_name) row = &e;
             std::vector<std::string> words(args.begin() + 1, args.end());
             const std::size_t k = i - 1;  // the flag's index in `words`
             std::optional<std::string> value;
@@ -693,8 +693,12 @@ std::optional<std::string> spaced_unit_text(const CLI::App& sub, const std::vect
         const std::string& before = args[i - 1];
         const std::size_t eq = before.find('=');
         std::string given;  // "--capacity 40" or "--capacity=40"
-        if (eq != std::string::npos && takes_size(before.substr(0, eq)) && is_number(std::string_view(before).substr(eq + 1))) given = before;
-        else if (is_number(before) && takes_size(args[i - 2])) (given = args[i - 2]).append(1, ' ').append(before);
+        if (eq != std::string::npos && takes_size(before.substr(0, eq)) && is_number(std::string_view(before).substr(eq + 1))) {
+            given = before;
+        } else if (is_number(before) && takes_size(args[i - 2])) {
+            given = args[i - 2];
+            given.append(1, ' ').append(before);
+        }
         if (given.empty()) continue;
         std::string text = "'" + word;
         text += "' after '";
