@@ -143,7 +143,10 @@ TEST_CASE("readme: its first paragraphs say what reuse-sim answers for PyTorch; 
     const std::string docs = slurp(repository_root() + "/docs/reuse-sim.md");
     const std::vector<std::pair<std::string, std::string>> texts = {
         {"README", readme.substr(readme.find("### gpumem reuse-sim"))}, {"man page", reuse_sim}, {"docs/reuse-sim.md", docs}};
-    for (const auto& [name, text] : texts) {
+    // Not a structured binding: clang (C++17) refuses one inside CAPTURE's lambda.
+    for (const auto& named : texts) {
+        const std::string& name = named.first;
+        const std::string& text = named.second;
         CAPTURE(name);
         std::size_t at = 0;
         for (const char* job : {"reuse-sim record", "reuse-sim replay", "reuse-sim tune", "reuse-sim max-batch"}) {
