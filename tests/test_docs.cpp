@@ -282,13 +282,6 @@ std::string camel(const std::string& job) {
     return out;
 }
 
-std::vector<std::string> split_lines(const std::string& text) {
-    std::vector<std::string> lines;
-    std::istringstream in(text);
-    for (std::string line; std::getline(in, line);) lines.push_back(line);
-    return lines;
-}
-
 // Whether `source` names `word` as a whole identifier.
 bool names(const std::string& source, const std::string& word) {
     const auto part = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
@@ -351,7 +344,8 @@ TEST_CASE("docs: the recipe for a reuse-sim job counts its files, and each job's
             sources.emplace_back(std::filesystem::relative(entry.path(), root).string(), slurp(entry.path().string()));
         }
     std::vector<std::string> jobs;
-    for (const std::string& line : split_lines(run_gpumem({"--list", "commands", "--format", "value"}).out))
+    std::istringstream commands(run_gpumem({"--list", "commands", "--format", "value"}).out);
+    for (std::string line; std::getline(commands, line);)
         if (line.rfind("reuse-sim ", 0) == 0) jobs.push_back(line.substr(10, line.find('\t') - 10));
     REQUIRE(jobs.size() >= 4);
     const std::string folder = "subcommands/reuse_sim/";

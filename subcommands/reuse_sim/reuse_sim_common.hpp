@@ -18,10 +18,10 @@
 
 #include "base/name_table.hpp"
 #include "base/record_plan.hpp"
-#include "reuse_sim/record_run.hpp"
 #include "cli/command.hpp"
 #include "cli/plot.hpp"
 #include "reuse_sim/cost_table.hpp"
+#include "reuse_sim/record_run.hpp"
 #include "reuse_sim/simulator.hpp"
 #include "reuse_sim/strategy.hpp"
 #include "reuse_sim/trace_reader.hpp"
@@ -137,6 +137,14 @@ FieldSchemaSet replayed_input_schema();
 // A job's schema: `fields` after replayed_input_schema()'s.
 FieldSchemaSet with_replay_fields(const FieldSchemaSet& fields);
 
+// `report` with the picture `draw()` makes, where --plot FILE asked for one
+// and there is one to draw.
+template <typename Draw>
+Report with_picture(Report report, const std::optional<std::string>& file, Draw draw) {
+    if (file)
+        if (std::optional<Plot> plot = draw()) report.plot = plot_file(*file, *plot);
+    return report;
+}
 // A report begun: the job's command and warnings, the request's first.
 Report job_report(const std::string& command, const std::vector<std::string>& request_warnings, const std::vector<std::string>& warnings);
 // "reuse-sim: INPUT: N events, ...": the line above the table.

@@ -589,10 +589,7 @@ Report max_batch_document(const MaxBatchRequest& q, const MaxBatchResults& r, co
 }  // namespace
 
 Report max_batch_report(const MaxBatchRequest& q, const MaxBatchResults& r, const OutputOptions& output) {
-    Report report = max_batch_document(q, r, output);
-    if (q.plot)
-        if (std::optional<Plot> plot = max_batch_plot(q, r)) report.plot = plot_file(*q.plot, *plot);
-    return report;
+    return with_picture(max_batch_document(q, r, output), q.plot, [&] { return max_batch_plot(q, r); });
 }
 
 DocumentSchema max_batch_document_schema() {

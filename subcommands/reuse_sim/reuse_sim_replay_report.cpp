@@ -12,7 +12,6 @@
 #include "base/text.hpp"
 #include "cli/chart.hpp"
 #include "cli/commands.hpp"
-#include "cli/writer.hpp"
 #include "reuse_sim/reuse_sim_replay.hpp"
 
 namespace gpumem::cli {
@@ -282,10 +281,7 @@ Plot replay_picture(const ReplayRequest& q, const ReplayResults& r) {
 }  // namespace
 
 Report replay_report(const ReplayRequest& q, const ReplayResults& r, const OutputOptions& output) {
-    Report report = replay_document(q, r, output);
-    if (q.plot)
-        if (std::optional<Plot> plot = replay_plot(q, r)) report.plot = plot_file(*q.plot, *plot);
-    return report;
+    return with_picture(replay_document(q, r, output), q.plot, [&] { return replay_plot(q, r); });
 }
 
 std::optional<Plot> replay_plot(const ReplayRequest& q, const ReplayResults& r) {

@@ -13,7 +13,6 @@
 #include "base/sizes.hpp"
 #include "base/text.hpp"
 #include "cli/commands.hpp"
-#include "cli/writer.hpp"
 #include "reuse_sim/reuse_sim_tune.hpp"
 #include "reuse_sim/tuner.hpp"
 
@@ -520,10 +519,7 @@ Plot tune_picture(const TuneRequest& q, const TuneResults& r) {
 }  // namespace
 
 Report tune_report(const TuneRequest& q, const TuneResults& r, const OutputOptions& output) {
-    Report report = tune_document(q, r, output);
-    if (q.plot)
-        if (std::optional<Plot> plot = tune_plot(q, r)) report.plot = plot_file(*q.plot, *plot);
-    return report;
+    return with_picture(tune_document(q, r, output), q.plot, [&] { return tune_plot(q, r); });
 }
 
 std::optional<Plot> tune_plot(const TuneRequest& q, const TuneResults& r) {
