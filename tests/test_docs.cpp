@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <filesystem>
+#include <sstream>
 #include <set>
 #include <string>
 #include <vector>
@@ -261,4 +263,120 @@ TEST_CASE("docs: every code block of the man page renders as its source, backsla
         CHECK(rendered_whole(rendered, block));
     }
     CHECK(with_backslash >= 3);  // the drain loop's $'\t', the prolog's $'\n' and its continued line
+}
+
+namespace {
+
+// "max-batch" -> "MaxBatch": the prefix of a job's Request and Results.
+std::string camel(const std::string& job) {
+    std::string out;
+    bool up = true;
+    for (char c : job) {
+        if (c == '-') {
+            up = true;
+            continue;
+        }
+        out += up ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c;
+        up = false;
+    }
+    return out;
+}
+
+// Whether `source` names `word` as a whole identifier.
+bool names(const std::string& source, const std::string& word) {
+    const auto part = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    for (std::size_t at = source.find(word); at != std::string::npos; at = source.find(word, at + 1))
+        if ((at == 0 || !part(source[at - 1])) && (at + word.size() == source.size() || !part(source[at + word.size()]))) return true;
+    return false;
+}
+
+// The recipe's paragraph, from its bold title to the next one.
+std::string recipe(const std::string& guide, const std::string& title) {
+    const std::size_t at = guide.find("**" + title + "**");
+    if (at == std::string::npos) return "";
+    return guide.substr(at, guide.find("\n\n**", at) - at);
+}
+
+}  // namespace
+
+// docs/developing.md's recipe "A reuse-sim job" says how many files a new
+// job touches; its numbered items are those files, and none of them is a
+// file the jobs share. That holds only while each job is a module of its
+// own: its Request and Results (reuse_sim_JOB.hpp) named in its own files
+// (reuse_sim_JOB*.cpp) and nowhere else in the sources, and no shared file
+// (reuse_sim_common, reuse_sim_options, reuse_sim_plot) including a job's
+// header. A job's logic moved back into a shared file fails here.
+TEST_CASE("docs: the recipe for a reuse-sim job counts its files, and each job's types live in its own files alone") {
+    const std::filesystem::path root = std::filesystem::path(tests_dir()) / "..";
+    const std::string text = recipe(slurp((root / "docs/developing.md").string()), "A reuse-sim job");
+    REQUIRE(!text.empty());
+    const std::size_t files = text.find(" files");
+    REQUIRE(files != std::string::npos);
+    std::size_t digits = files;
+    while (digits > 0 && std::isdigit(static_cast<unsigned char>(text[digits - 1]))) --digits;
+    REQUIRE(digits < files);
+    const int claimed = std::stoi(text.substr(digits, files - digits));
+    int items = 0;
+    for (std::size_t line = text.find('\n'); line != std::string::npos; line = text.find('\n', line + 1)) {
+        std::size_t end = line + 1;
+        while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
+        if (end == line + 1 || text.compare(end, 2, ". ") != 0) continue;
+        ++items;
+        CHECK(std::stoi(text.substr(line + 1, end - line - 1)) == items);  // numbered in order, one file each
+    }
+    CHECK(items == claimed);
+    // Each file it names outside the job's own exists.
+    for (std::size_t tick = text.find('`'); tick != std::string::npos; tick = text.find('`', tick + 1)) {
+        const std::size_t close = text.find('`', tick + 1);
+        REQUIRE(close != std::string::npos);
+        const std::string name = text.substr(tick + 1, close - tick - 1);
+        tick = close;
+        if (name.find('/') == std::string::npos || name.find_first_of(" *") != std::string::npos || name.find("JOB") != std::string::npos) continue;
+        CAPTURE(name);
+        CHECK(std::filesystem::exists(root / name));
+    }
+
+    std::vector<std::pair<std::string, std::string>> sources;  // path, text
+    for (const char* folder : {"src", "subcommands"})
+        for (const auto& entry : std::filesystem::recursive_directory_iterator(root / folder)) {
+            const std::string ext = entry.path().extension().string();
+            if (!entry.is_regular_file() || (ext != ".cpp" && ext != ".hpp" && ext != ".cu" && ext != ".cuh")) continue;
+            sources.emplace_back(std::filesystem::relative(entry.path(), root).string(), slurp(entry.path().string()));
+        }
+    std::vector<std::string> jobs;
+    std::istringstream commands(run_gpumem({"--list", "commands", "--format", "value"}).out);
+    for (std::string line; std::getline(commands, line);)
+        if (line.rfind("reuse-sim ", 0) == 0) jobs.push_back(line.substr(10, line.find('\t') - 10));
+    REQUIRE(jobs.size() >= 4);
+    const std::string folder = "subcommands/reuse_sim/";
+    const auto own_prefix = [&](const std::string& job) {
+        std::string id = job;
+        std::replace(id.begin(), id.end(), '-', '_');
+        return folder + "reuse_sim_" + id;
+    };
+    for (const std::string& job : jobs) {
+        CAPTURE(job);
+        const std::string prefix = own_prefix(job);
+        const auto header = std::find_if(sources.begin(), sources.end(), [&](const auto& s) { return s.first == prefix + ".hpp"; });
+        REQUIRE(header != sources.end());
+        for (const std::string& type : {camel(job) + "Request", camel(job) + "Results"}) {
+            CAPTURE(type);
+            CHECK(header->second.find("struct " + type + " ") != std::string::npos);
+            for (const auto& file : sources) {  // no structured binding: clang 14 cannot capture one in CAPTURE's lambda
+                const std::string& path = file.first;
+                if (path.rfind(prefix, 0) == 0) continue;
+                CAPTURE(path);
+                CHECK_FALSE(names(file.second, type));
+            }
+        }
+    }
+    // The shared files include no job's header.
+    for (const auto& file : sources) {
+        const std::string& path = file.first;
+        if (path.rfind(folder + "reuse_sim_", 0) != 0) continue;
+        if (std::any_of(jobs.begin(), jobs.end(), [&](const std::string& job) { return path.rfind(own_prefix(job), 0) == 0; })) continue;
+        CAPTURE(path);
+        for (const std::string& job : jobs)
+            CHECK(file.second.find("#include \"" + own_prefix(job).substr(12) + ".hpp\"") == std::string::npos);
+    }
 }

@@ -24,7 +24,7 @@
 #include "base/text.hpp"
 #include "cli_harness.hpp"
 #include "record_fixtures.hpp"
-#include "reuse_sim/reuse_sim.hpp"
+#include "reuse_sim/reuse_sim_max_batch.hpp"
 
 namespace {
 
@@ -272,6 +272,9 @@ TEST_CASE("max-batch: end to end, the program recorded at small batches, the ans
     const json schema = json::parse(run_gpumem({"--schema", "reuse-sim"}).out);
     REQUIRE(schema.contains("reuse-sim max-batch"));
     check_keys(doc, schema["reuse-sim max-batch"], "document");
+    // Its own keys alone: no replayed input's, no other job's.
+    for (const char* other : {"events", "strategies", "settings", "tune", "execute"})
+        CHECK_FALSE(schema["reuse-sim max-batch"]["properties"].contains(other));
 }
 
 TEST_CASE("max-batch: recordings given with --batch-trace answer alike; a scratch folder's recordings are said to be removed") {
@@ -317,11 +320,10 @@ TEST_CASE("max-batch: a program that runs out of memory even at batches 1 and 2 
 }
 
 TEST_CASE("max-batch: where the model does not hold, the answer is a range (cautious to hopeful) and says why, never one number") {
-    cli::ReuseSimRequest q;
-    q.capacity = 80ULL << 30;
-    q.max_batch = cli::MaxBatchRequest{};
-    cli::ReuseSimResults r;
-    cli::MaxBatchResults& x = r.max_batch.emplace();
+    cli::MaxBatchRequest q;
+    q.setup.capacity = 80ULL << 30;
+    cli::MaxBatchResults r;
+    cli::MaxBatchSearchResults& x = r.search.emplace();
     rs::BatchModelChecks checks;
     checks.requests = 120;
     checks.aligned = 114;
@@ -351,7 +353,7 @@ TEST_CASE("max-batch: where the model does not hold, the answer is a range (caut
     x.settings.front().answer.largest_hopeful = 61;
     cli::OutputOptions output;
     output.format = cli::Format::json;
-    const json doc = json::parse(cli::render(cli::reuse_sim_report(q, r, output), output));
+    const json doc = json::parse(cli::render(cli::max_batch_report(q, r, output), output));
     CHECK(doc["max_batch"]["largest_batch"] == 55);
     CHECK(doc["max_batch"]["largest_batch_hopeful"] == 61);
     CHECK(doc["max_batch"]["model_holds"] == false);

@@ -30,7 +30,7 @@
 #include "cli/command.hpp"
 #include "cli_harness.hpp"
 #include "record_fixtures.hpp"
-#include "reuse_sim/reuse_sim.hpp"
+#include "reuse_sim/reuse_sim_tune.hpp"
 
 namespace {
 
@@ -665,26 +665,25 @@ namespace {
 // defaults at 1.12 GiB; 840 MiB live at most) under the runs' cap.
 struct ConfirmCase {
     Scratch s;
-    cli::ReuseSimRequest q;
-    cli::ReuseSimResults r;
+    cli::TuneRequest q;
+    cli::TuneResults r;
     bool quiet = true;  // false: gpumem's lines (and the program's) go to the file `stderr`
     ConfirmCase() {
         q.input.trace = s / "run.pickle";
         q.confirm = cli::ConfirmRequest{2, {"python3", kProgram, "alloc"}, {}, {}};
         q.confirm->settings.capacity = 1ULL << 30;
-        q.capacity = 1ULL << 30;
-        q.tune = cli::TuneRequest{};
-        q.tune->axes = rs::grid_axes({}, true, true);
-        q.tune->threads = 2;
-        q.strategies = {&rs::kStrategies.row("torch-caching")};
-        r.tune = cli::TuneResults{};
+        q.setup.capacity = 1ULL << 30;
+        q.grid.axes = rs::grid_axes({}, true, true);
+        q.grid.threads = 2;
+        q.setup.strategies = {&rs::kStrategies.row("torch-caching")};
+        r.ranking = cli::TuneRanking{};
         rs::TuneRow best{}, recorded{};
         best.point.options.expandable_segments = true;
         best.outcome.peak_reserved = 900ULL << 20;
         recorded.point.recorded = true;
         recorded.outcome.ooms = 3;
         recorded.outcome.peak_reserved = 1010ULL << 20;
-        r.tune->rows = {best, recorded};
+        r.ranking->rows = {best, recorded};
     }
     void run(const std::string& stats, const char* user_conf = nullptr, const char* variable = "PYTORCH_CUDA_ALLOC_CONF") {
         ::setenv("PYTHONPATH", (kDir + "/standin").c_str(), 1);
@@ -720,7 +719,7 @@ struct ConfirmCase {
                     ::unsetenv(name);
             }
         } unset;
-        cli::confirm_reuse_sim(q, r, session);
+        cli::confirm_tune(q, r, session);
     }
     std::vector<std::string> answer() const { return cli::confirm_answer_lines(r); }
 };
@@ -754,7 +753,7 @@ TEST_CASE("confirm: without --capacity the real runs get the cap the recording r
     ConfirmCase c;
     // No --capacity: the replay's cap came from the recording's statistics.
     c.q.confirm->settings.capacity.reset();
-    c.q.capacity_from_recording = true;
+    c.q.setup.capacity_from_recording = true;
     c.run(R"({"*": {"num_ooms": 0, "reserved_bytes.all.peak": 943718400}})");
     REQUIRE(c.r.confirm);
     REQUIRE(c.r.confirm->runs.size() == 1);
@@ -1002,7 +1001,7 @@ TEST_CASE("confirm: the user's PYTORCH_ALLOC_CONF is read as torch reads it, and
     CHECK(c.r.confirm->runs[0].outcome.held);
     // An older torch (known from the recording's statistics) reads the old name only.
     c.r.confirm.reset();
-    c.q.recording = cli::RecordingStats{"run.stats.json", std::string("2.8.0"), std::nullopt, std::nullopt, {}, std::nullopt, false, {}};
+    c.q.input.recording = cli::RecordingStats{"run.stats.json", std::string("2.8.0"), std::nullopt, std::nullopt, {}, std::nullopt, false, {}};
     ::setenv("PYTORCH_ALLOC_CONF", "expandable_segments:False", 1);
     c.run(R"({"*": {"num_ooms": 0}})", "backend:native", "PYTORCH_CUDA_ALLOC_CONF");
     CHECK(c.r.confirm->user_alloc_conf == "backend:native");

@@ -1,6 +1,6 @@
 // gpumem reuse-sim without running it: the report of synthetic results
 // (keys, types, the table against machine formats, partial runs), the
-// document's keys against reuse_sim_document_schema(), check() in parse-only mode,
+// document's keys against each job's schema, check() in parse-only mode,
 // and the strategy table against --help, --list and the man page.
 #include <doctest/doctest.h>
 
@@ -20,7 +20,8 @@
 #include "cli_harness.hpp"
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
-#include "reuse_sim/reuse_sim.hpp"
+#include "reuse_sim/reuse_sim_replay.hpp"
+#include "reuse_sim/reuse_sim_tune.hpp"
 #include "tests_dir.hpp"
 
 using namespace gpumem;
@@ -65,18 +66,20 @@ rs::LaneResult lane(const std::string& strategy, std::uint64_t allocs, std::uint
     return l;
 }
 
-ReuseSimRequest request(bool execute = false) {
-    ReuseSimRequest q;
-    for (const char* name : {"naive", "binning"}) q.strategies.push_back(&rs::kStrategies.row(name));
+ReplayRequest request(bool execute = false) {
+    ReplayRequest q;
+    for (const char* name : {"naive", "binning"}) q.setup.strategies.push_back(&rs::kStrategies.row(name));
     q.input.workload.name = "training";
-    q.capacity = 1ULL << 30;
+    q.setup.capacity = 1ULL << 30;
     q.chart = true;
     if (execute) q.execute_on = parse_device_spec("0");
     return q;
 }
 
-ReuseSimResults results(bool execute = false) {
-    ReuseSimResults r;
+// What replay's and tune's results share: the input replayed.
+template <typename Results>
+Results replayed() {
+    Results r;
     r.input_description = "workload training, 3 steps, seed 1, batch 32";
     r.input_format = "generated";
     r.cost_device = "NVIDIA H200";
@@ -87,6 +90,12 @@ ReuseSimResults results(bool execute = false) {
     r.summary->frees = 10;
     r.summary->largest_request = 4096;
     r.summary->seconds = 0.5;
+    r.complete = true;
+    return r;
+}
+
+ReplayResults results(bool execute = false) {
+    ReplayResults r = replayed<ReplayResults>();
     r.lanes = {lane("naive", 10, 8192), lane("binning", 2, 1 << 20)};
     r.lanes[1].details = {{"pool_size", 1 << 20}, {"bin_262144_chunks", 1}};
     r.timeline = rs::Timeline(2, 4);  // no points: no chart
@@ -99,7 +108,6 @@ ReuseSimResults results(bool execute = false) {
         }
         r.execute = x;
     }
-    r.complete = true;
     return r;
 }
 
@@ -129,11 +137,11 @@ void compare(const json& doc, const json& schema, const std::string& path, std::
 
 }  // namespace
 
-TEST_CASE("reuse-sim report: the document's keys are reuse_sim_document_schema()'s, with and without --execute") {
-    const json schema = schema_json(reuse_sim_document_schema());
+TEST_CASE("reuse-sim report: the document's keys are replay_document_schema()'s, with and without --execute") {
+    const json schema = schema_json(replay_document_schema());
     for (bool execute : {false, true}) {
         CAPTURE(execute);
-        const json doc = document(reuse_sim_report(request(execute), results(execute), OutputOptions{Format::json}));
+        const json doc = document(replay_report(request(execute), results(execute), OutputOptions{Format::json}));
         std::vector<std::string> problems;
         compare(doc, schema, "", problems);
         CHECK(problems.empty());
@@ -143,8 +151,17 @@ TEST_CASE("reuse-sim report: the document's keys are reuse_sim_document_schema()
     }
 }
 
+TEST_CASE("reuse-sim report: each job's schema declares its own document's tables and keys, no other job's") {
+    const json replay = schema_json(replay_document_schema())["properties"];
+    for (const char* key : {"strategies", "events", "details", "execute"}) CHECK(replay.contains(key));
+    for (const char* key : {"settings", "tune", "confirm", "max_batch", "max_batch_settings"}) CHECK_FALSE(replay.contains(key));
+    const json tune = schema_json(tune_document_schema())["properties"];
+    for (const char* key : {"settings", "events", "tune", "confirm"}) CHECK(tune.contains(key));
+    for (const char* key : {"strategies", "execute", "max_batch", "max_batch_settings"}) CHECK_FALSE(tune.contains(key));
+}
+
 TEST_CASE("reuse-sim report: JSON numbers keep their types; details and upstream are keyed by strategy") {
-    const json doc = document(reuse_sim_report(request(true), results(true), OutputOptions{Format::json}));
+    const json doc = document(replay_report(request(true), results(true), OutputOptions{Format::json}));
     const json& row = doc["strategies"][1];
     CHECK(row["strategy"] == "binning");
     CHECK(row["upstream_allocs"].is_number_unsigned());
@@ -176,14 +193,14 @@ TEST_CASE("reuse-sim report: JSON numbers keep their types; details and upstream
 }
 
 TEST_CASE("reuse-sim report: the table marks the best values, has the legend, and machine formats do not") {
-    const Report table = reuse_sim_report(request(), results(), OutputOptions{Format::table});
+    const Report table = replay_report(request(), results(), OutputOptions{Format::table});
     const std::string text = render(table, OutputOptions{Format::table});
     CHECK(text.find("reuse-sim: workload training") == 0);
     CHECK(text.find("* best in its column, among the strategies without OOMs") != std::string::npos);
     CHECK(text.find("Model ms: CUDA calls priced by the cost table (NVIDIA H200, built-in).") != std::string::npos);
     CHECK(text.find("GPU ms") == std::string::npos);  // no --execute
     CHECK(text.find("2*") != std::string::npos);       // binning's allocs
-    const std::string csv = render(reuse_sim_report(request(), results(), OutputOptions{Format::csv}), OutputOptions{Format::csv});
+    const std::string csv = render(replay_report(request(), results(), OutputOptions{Format::csv}), OutputOptions{Format::csv});
     CHECK(csv.rfind("strategy,requests,upstream_allocs,upstream_frees,hit_rate,", 0) == 0);
     CHECK(csv.find('*') == std::string::npos);
     CHECK(csv.find("measured_ms") == std::string::npos);
@@ -191,11 +208,11 @@ TEST_CASE("reuse-sim report: the table marks the best values, has the legend, an
 
 TEST_CASE("reuse-sim report: what a failure part way leaves") {
     SUBCASE("before the simulation: the warnings alone") {
-        ReuseSimRequest q = request();
+        ReplayRequest q = request();
         q.warnings = {"--growth tunes grow-only, which is not selected: ignored"};
-        ReuseSimResults r;
+        ReplayResults r;
         r.warnings = {"costs.json: no memset; built-in figures used for those"};
-        const Report report = reuse_sim_report(q, r, OutputOptions{Format::json});
+        const Report report = replay_report(q, r, OutputOptions{Format::json});
         CHECK(report.tables.empty());
         CHECK(report.fields.empty());
         CHECK(report.warnings.size() == 2);
@@ -204,33 +221,33 @@ TEST_CASE("reuse-sim report: what a failure part way leaves") {
         CHECK_FALSE(doc.contains("events"));
     }
     SUBCASE("a GPU replay that stopped part way: its runs so far, no verdict, no legend") {
-        ReuseSimResults r = results(true);
+        ReplayResults r = results(true);
         r.execute->runs.pop_back();
         r.execute->free_bytes_after.reset();
         r.complete = false;
-        const json doc = document(reuse_sim_report(request(true), r, OutputOptions{Format::json}));
+        const json doc = document(replay_report(request(true), r, OutputOptions{Format::json}));
         CHECK(doc["execute"]["runs"].size() == 1);
         CHECK(doc["execute"]["verified"] == false);
         CHECK(doc["execute"]["free_bytes_after"].is_null());
         CHECK(doc["strategies"][1]["measured_ms"].is_null());
-        const std::string text = render(reuse_sim_report(request(true), r, OutputOptions{Format::table}), OutputOptions{Format::table});
+        const std::string text = render(replay_report(request(true), r, OutputOptions{Format::table}), OutputOptions{Format::table});
         CHECK(text.find("best in its column") == std::string::npos);
         CHECK(text.find("--execute on GPU") == std::string::npos);
         CHECK(text.find('*') == std::string::npos);  // left unmarked
     }
     SUBCASE("counts that differ: the verdict, the execute line, the marks, no legend") {
-        ReuseSimResults r = results(true);
+        ReplayResults r = results(true);
         r.execute->runs[1].counts_agree = false;
         r.complete = false;
         CHECK(r.execute->mismatched() == std::vector<std::string>{"binning"});
         CHECK(r.execute->out_of_memory().empty());
-        const std::string text = render(reuse_sim_report(request(true), r, OutputOptions{Format::table}), OutputOptions{Format::table});
+        const std::string text = render(replay_report(request(true), r, OutputOptions{Format::table}), OutputOptions{Format::table});
         CHECK(one_line(text).find("upstream call counts DIFFER from the simulation") != std::string::npos);
         CHECK(text.find("2*") != std::string::npos);
         CHECK(text.find("best in its column") == std::string::npos);
     }
     SUBCASE("a GPU out of memory: counted apart from mismatches") {
-        ReuseSimResults r = results(true);
+        ReplayResults r = results(true);
         r.execute->runs[0].measured.ooms = 3;
         r.execute->runs[0].counts_agree = false;
         CHECK(r.execute->out_of_memory() == std::vector<std::string>{"naive"});
@@ -360,9 +377,9 @@ bool starred(const std::vector<std::string>& cells, const std::string& value) {
 }  // namespace
 
 TEST_CASE("reuse-sim report: a strategy with OOMs never gets a *, slack and frag compare only strategies that reused memory") {
-    ReuseSimRequest q = request();
-    q.strategies.push_back(&rs::kStrategies.row("pool"));
-    ReuseSimResults r = results();
+    ReplayRequest q = request();
+    q.setup.strategies.push_back(&rs::kStrategies.row("pool"));
+    ReplayResults r = results();
     // naive: no hits (it reuses nothing), the least slack; pool: the lowest
     // peak and the fewest allocs, but it ran out of memory.
     r.lanes[0].slack_at_peak = 0;
@@ -376,7 +393,7 @@ TEST_CASE("reuse-sim report: a strategy with OOMs never gets a *, slack and frag
     r.lanes[2].fragmentation = 0.5;
     OutputOptions wide{Format::table};
     wide.wide = true;  // every column, none left out for the width
-    const std::string text = render(reuse_sim_report(q, r, OutputOptions{Format::table, Unit::B}), wide);
+    const std::string text = render(replay_report(q, r, OutputOptions{Format::table, Unit::B}), wide);
     INFO(text);
     const auto naive = text_row(text, "naive"), binning = text_row(text, "binning"), pool = text_row(text, "pool");
     REQUIRE(pool.size() > 10);
@@ -390,7 +407,7 @@ TEST_CASE("reuse-sim report: a strategy with OOMs never gets a *, slack and frag
 }
 
 TEST_CASE("reuse-sim report: the chart's rows share one scale and print their peaks") {
-    ReuseSimResults r = results();
+    ReplayResults r = results();
     rs::Timeline timeline(2, 4);
     std::vector<std::unique_ptr<rs::Lane>> owned;
     std::vector<rs::Lane*> lanes;
@@ -404,9 +421,9 @@ TEST_CASE("reuse-sim report: the chart's rows share one scale and print their pe
     for (std::uint64_t e = 0; e < 8; ++e) timeline.record(e, lanes, 1 << 20);
     timeline.finish();
     r.timeline = timeline;
-    ReuseSimRequest q = request();
+    ReplayRequest q = request();
     q.chart_style.width = 4;
-    const std::string text = render(reuse_sim_report(q, r, OutputOptions{Format::table}), OutputOptions{Format::table});
+    const std::string text = render(replay_report(q, r, OutputOptions{Format::table}), OutputOptions{Format::table});
     INFO(text);
     CHECK(text.find("(one scale for all rows)") != std::string::npos);
     CHECK(text.find("peak 100 MiB") != std::string::npos);
@@ -421,13 +438,11 @@ TEST_CASE("reuse-sim report: the chart's rows share one scale and print their pe
 
 namespace {
 
-ReuseSimResults tune_results() {
-    ReuseSimResults r = results();
-    r.lanes.clear();
-    r.timeline.reset();
+TuneResults tune_results() {
+    TuneResults r = replayed<TuneResults>();
     r.input_format = "snapshot";
     r.allocator_settings = rs::RecordedAllocatorSettings{};
-    TuneResults t;
+    TuneRanking t;
     rs::TuneRow best, recorded;
     best.point.options.expandable_segments = true;
     best.outcome.peak_reserved = 37ULL << 30;
@@ -442,16 +457,15 @@ ReuseSimResults tune_results() {
     t.search.smallest = 36ULL << 30;
     t.search.resolution = 1 << 20;
     t.search.replays = 32;
-    r.tune = t;
+    r.ranking = t;
     return r;
 }
 
-ReuseSimRequest tune_request() {
-    ReuseSimRequest q = request();
-    q.strategies = {&rs::kStrategies.row("torch-caching")};
-    q.capacity = 40ULL << 30;
-    q.chart = false;
-    q.tune = TuneRequest{};
+TuneRequest tune_request() {
+    TuneRequest q;
+    q.input.workload.name = "training";
+    q.setup.strategies = {&rs::kStrategies.row("torch-caching")};
+    q.setup.capacity = 40ULL << 30;
     return q;
 }
 
@@ -483,8 +497,8 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 }  // namespace
 
 TEST_CASE("reuse-sim report: --confirm's loop in the document: each run's recording and tuning, converged, the answer's lines; the top settings' caps") {
-    ReuseSimResults r = tune_results();
-    r.tune->fit_capacities = {{0, r.tune->search}, {1, rs::CapacitySearch{std::nullopt, 0, 3, "it would take about 99 s more"}}};
+    TuneResults r = tune_results();
+    r.ranking->fit_capacities = {{0, r.ranking->search}, {1, rs::CapacitySearch{std::nullopt, 0, 3, "it would take about 99 s more"}}};
     ConfirmResults& c = r.confirm.emplace();
     c.candidates = 3;
     c.cap = 40ULL << 30;
@@ -500,10 +514,10 @@ TEST_CASE("reuse-sim report: --confirm's loop in the document: each run's record
     second.recording = "/t/run.confirm2.pickle";
     second.stats = "/t/run.confirm2.stats.json";
     c.runs = {first, second};
-    c.tunings.push_back({1, 40ULL << 30, *r.tune});
-    const json doc = document(reuse_sim_report(tune_request(), r, OutputOptions{Format::json}));
+    c.tunings.push_back({1, 40ULL << 30, *r.ranking});
+    const json doc = document(tune_report(tune_request(), r, OutputOptions{Format::json}));
     std::vector<std::string> problems;
-    compare(doc, schema_json(reuse_sim_document_schema()), "", problems);
+    compare(doc, schema_json(tune_document_schema()), "", problems);
     CHECK(problems.empty());
     for (const std::string& p : problems) MESSAGE(p);
     const json& confirm = doc["confirm"];
@@ -530,7 +544,7 @@ TEST_CASE("reuse-sim report: --confirm's loop in the document: each run's record
     CHECK(fits[0]["alloc_conf"] == "expandable_segments:True");
     CHECK(fits[1]["smallest_capacity_bytes"].is_null());
     CHECK(fits[1]["capacity_not_searched"] == "it would take about 99 s more");
-    const std::string text = render(reuse_sim_report(tune_request(), r, OutputOptions{Format::table}), OutputOptions{Format::table});
+    const std::string text = render(tune_report(tune_request(), r, OutputOptions{Format::table}), OutputOptions{Format::table});
     CHECK(contains(one_line(text), "The recording has no OOM; the smallest cap each of the top settings runs in without one: 36 GiB with "
                           "expandable_segments:True; not known (it would take about 99 s more) with PyTorch's defaults."));
     CHECK(contains(text, "ran without an OOM: use PyTorch's default settings (confirmed by real run 2)"));
@@ -538,9 +552,9 @@ TEST_CASE("reuse-sim report: --confirm's loop in the document: each run's record
 }
 
 TEST_CASE("reuse-sim report: --tune's document has the schema's keys, the ranked settings and the answer") {
-    const json doc = document(reuse_sim_report(tune_request(), tune_results(), OutputOptions{Format::json}));
+    const json doc = document(tune_report(tune_request(), tune_results(), OutputOptions{Format::json}));
     std::vector<std::string> problems;
-    compare(doc, schema_json(reuse_sim_document_schema()), "", problems);
+    compare(doc, schema_json(tune_document_schema()), "", problems);
     CHECK(problems.empty());
     for (const std::string& p : problems) MESSAGE(p);
     CHECK_FALSE(doc.contains("strategies"));
@@ -566,11 +580,11 @@ TEST_CASE("reuse-sim report: --tune's document has the schema's keys, the ranked
           "With expandable_segments:True this trace fits in 40 GiB (peak 37 GiB); as recorded it fails at event 18,231; the smallest "
           "capacity the best setting fits in is about 36 GiB (to within 1 MiB, 32 more replays).");
     // The comparison's document has no "tune".
-    CHECK_FALSE(document(reuse_sim_report(request(), results(), OutputOptions{Format::json})).contains("tune"));
+    CHECK_FALSE(document(replay_report(request(), results(), OutputOptions{Format::json})).contains("tune"));
 }
 
 TEST_CASE("reuse-sim report: --tune's table marks the recorded row and follows the answer; CSV has the conf to paste") {
-    const std::string text = render(reuse_sim_report(tune_request(), tune_results(), OutputOptions{Format::table}), OutputOptions{Format::table});
+    const std::string text = render(tune_report(tune_request(), tune_results(), OutputOptions{Format::table}), OutputOptions{Format::table});
     INFO(text);
     CHECK(text.find("PYTORCH_CUDA_ALLOC_CONF") != std::string::npos);
     CHECK(text.find("recorded: (PyTorch's defaults)") != std::string::npos);
@@ -579,21 +593,21 @@ TEST_CASE("reuse-sim report: --tune's table marks the recorded row and follows t
     CHECK(flat.find("as recorded it fails at event 18,231") != std::string::npos);
     CHECK(text.find("With expandable_segments:True this trace fits") < text.find("peak reserved"));  // the answer first
     CHECK(text.find("best in its column") == std::string::npos);
-    const std::string csv = render(reuse_sim_report(tune_request(), tune_results(), OutputOptions{Format::csv}), OutputOptions{Format::csv});
+    const std::string csv = render(tune_report(tune_request(), tune_results(), OutputOptions{Format::csv}), OutputOptions{Format::csv});
     CHECK(csv.rfind("rank,alloc_conf,recorded,settings,peak_reserved,ooms,first_oom_event,", 0) == 0);
     CHECK(csv.find("\n1,expandable_segments:True,false,") != std::string::npos);
 }
 
 TEST_CASE("reuse-sim report: --tune's answer first, a line to paste in the variable the recording's torch reads, then the next step (issue 57)") {
-    ReuseSimRequest q = tune_request();
+    TuneRequest q = tune_request();
     q.input.trace = "/t/run.pickle";
-    const auto table = [](const ReuseSimRequest& request, const ReuseSimResults& results) {
-        return render(reuse_sim_report(request, results, OutputOptions{Format::table}), OutputOptions{Format::table});
+    const auto table = [](const TuneRequest& request, const TuneResults& results) {
+        return render(tune_report(request, results, OutputOptions{Format::table}), OutputOptions{Format::table});
     };
     const std::string next = "next, a real run under it: gpumem reuse-sim tune --trace /t/run.pickle ... --confirm -- CMD\n";
     // torch 2.9 and later read PYTORCH_ALLOC_CONF; the table's header says the same name.
-    q.recording.emplace();
-    q.recording->torch_version = "2.9.1+cu128";
+    q.input.recording.emplace();
+    q.input.recording->torch_version = "2.9.1+cu128";
     const std::string new_torch = table(q, tune_results());
     INFO(new_torch);
     CHECK(new_torch.rfind("PYTORCH_ALLOC_CONF=expandable_segments:True\n" + next + "\nWith expandable_segments:True this trace fits", 0) == 0);
@@ -601,34 +615,34 @@ TEST_CASE("reuse-sim report: --tune's answer first, a line to paste in the varia
     CHECK(new_torch.find("PYTORCH_CUDA_ALLOC_CONF") == std::string::npos);
     CHECK(new_torch.find("With expandable_segments:True") < new_torch.find("reuse-sim: "));  // the answer before the input
     // Older torch reads only PYTORCH_CUDA_ALLOC_CONF.
-    q.recording->torch_version = "2.8.0";
+    q.input.recording->torch_version = "2.8.0";
     const std::string old_torch = table(q, tune_results());
     CHECK(old_torch.rfind("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n" + next, 0) == 0);
     CHECK(old_torch.find("\n    PYTORCH_CUDA_ALLOC_CONF\n") != std::string::npos);
     CHECK(old_torch.find("PYTORCH_ALLOC_CONF") == std::string::npos);
     // A recording that does not say: the new name, and a line naming the old.
-    q.recording.reset();
+    q.input.recording.reset();
     const std::string unknown = table(q, tune_results());
     CHECK(unknown.rfind("PYTORCH_ALLOC_CONF=expandable_segments:True\n(torch before 2.9 reads PYTORCH_CUDA_ALLOC_CONF; the recording "
                         "does not say its version)\n" + next, 0) == 0);
     // Confirmed already: no next step. No setting without an OOM: nothing to paste, the sentence first.
     q.confirm = ConfirmRequest{};
     CHECK(table(q, tune_results()).find("next, a real run") == std::string::npos);
-    ReuseSimResults failing = tune_results();
-    failing.tune->rows.front().outcome.ooms = 1;
+    TuneResults failing = tune_results();
+    failing.ranking->rows.front().outcome.ooms = 1;
     const std::string no_fit = table(tune_request(), failing);
     CHECK(no_fit.rfind("No setting of the grid fits", 0) == 0);
 }
 
 TEST_CASE("reuse-sim report: --tune's table stays within 100 columns with the longest settings; JSON keeps them whole") {
-    ReuseSimRequest q = tune_request();
-    q.tune->axes = rs::grid_axes({}, true, true);  // --tune's grid under a cap
-    q.tune->all_settings = true;
-    ReuseSimResults r = tune_results();
-    r.tune->rows.clear();
+    TuneRequest q = tune_request();
+    q.grid.axes = rs::grid_axes({}, true, true);  // --tune's grid under a cap
+    q.grid.all_settings = true;
+    TuneResults r = tune_results();
+    r.ranking->rows.clear();
     rs::TorchOptions baseline;
     baseline.max_non_split_rounding = 64ULL << 20;  // the longest: a rounding PyTorch adds after max_split_size_mb
-    const std::vector<rs::GridPoint> points = rs::grid_points(baseline, q.tune->axes);
+    const std::vector<rs::GridPoint> points = rs::grid_points(baseline, q.grid.axes);
     std::uint64_t k = 0;
     for (const rs::GridPoint& p : points) {
         rs::TuneRow row{p, {}};
@@ -639,13 +653,13 @@ TEST_CASE("reuse-sim report: --tune's table stays within 100 columns with the lo
         row.outcome.device_allocs = 1234567;
         row.outcome.device_frees = 1234567;
         row.outcome.modelled_us = 123456789.0;
-        r.tune->rows.push_back(row);
+        r.ranking->rows.push_back(row);
         ++k;
     }
-    r.tune->grid_points = r.tune->rows.size();
-    const std::string longest = rs::alloc_conf(r.tune->rows.back().point.options);
+    r.ranking->grid_points = r.ranking->rows.size();
+    const std::string longest = rs::alloc_conf(r.ranking->rows.back().point.options);
     REQUIRE(longest.size() > 100);
-    const std::string text = render(reuse_sim_report(q, r, OutputOptions{Format::table}), OutputOptions{Format::table});
+    const std::string text = render(tune_report(q, r, OutputOptions{Format::table}), OutputOptions{Format::table});
     INFO(text);
     std::size_t table_lines = 0;
     bool in_table = false;
@@ -657,7 +671,7 @@ TEST_CASE("reuse-sim report: --tune's table stays within 100 columns with the lo
         if (in_table && line.empty()) in_table = false;
         table_lines += in_table;
     }
-    CHECK(table_lines > r.tune->rows.size());  // wrapped: more lines than rows
+    CHECK(table_lines > r.ranking->rows.size());  // wrapped: more lines than rows
     // The wrapped cells put back together are the settings, each whole.
     std::vector<std::string> cells;
     for (const std::vector<std::string>& parts : tune_setting_lines(text)) {
@@ -668,26 +682,26 @@ TEST_CASE("reuse-sim report: --tune's table stays within 100 columns with the lo
         for (std::size_t i = 0; i + 1 < parts.size(); ++i) CHECK((!parts[i].empty() && parts[i].back() == ','));
         CHECK(parts.size() < 4);
     }
-    REQUIRE(cells.size() == r.tune->rows.size());
+    REQUIRE(cells.size() == r.ranking->rows.size());
     std::vector<std::string> expected;
-    for (const rs::TuneRow& row : r.tune->rows) {
+    for (const rs::TuneRow& row : r.ranking->rows) {
         const std::string conf = rs::alloc_conf(row.point.options);
         expected.push_back((row.point.recorded ? (r.allocator_settings ? "recorded: " : "baseline: ") : "") + (conf.empty() ? std::string("(PyTorch's defaults)") : conf));
     }
     CHECK(cells == expected);
-    const json doc = document(reuse_sim_report(q, r, OutputOptions{Format::json}));
+    const json doc = document(tune_report(q, r, OutputOptions{Format::json}));
     CHECK(doc["settings"].back()["alloc_conf"] == longest);
 }
 
 TEST_CASE("reuse-sim report: --tune's table wraps a setting only between its items, never inside one or a roundup list") {
-    ReuseSimRequest q = tune_request();
-    q.tune->axes = rs::grid_axes({}, true, true);
-    q.tune->all_settings = true;  // every setting; all alike here, so one row
-    ReuseSimResults r = tune_results();
-    r.tune->rows.clear();
+    TuneRequest q = tune_request();
+    q.grid.axes = rs::grid_axes({}, true, true);
+    q.grid.all_settings = true;  // every setting; all alike here, so one row
+    TuneResults r = tune_results();
+    r.ranking->rows.clear();
     // Figures as wide as a real run's (roundup_list.pickle under 1 GiB): the
     // setting column gets about 30 columns, less than its longest knobs.
-    for (const rs::GridPoint& p : rs::grid_points(rs::TorchOptions{}, q.tune->axes)) {
+    for (const rs::GridPoint& p : rs::grid_points(rs::TorchOptions{}, q.grid.axes)) {
         rs::TuneRow row{p, {}};
         row.outcome.peak_reserved = 766ULL << 20;
         row.outcome.ooms = 5;
@@ -696,13 +710,13 @@ TEST_CASE("reuse-sim report: --tune's table wraps a setting only between its ite
         row.outcome.device_allocs = 55;
         row.outcome.device_frees = 6;
         row.outcome.modelled_us = 5420.0;
-        r.tune->rows.push_back(row);
+        r.ranking->rows.push_back(row);
     }
-    r.tune->grid_points = r.tune->rows.size();
-    const std::string text = render(reuse_sim_report(q, r, OutputOptions{Format::table}), OutputOptions{Format::table});
+    r.ranking->grid_points = r.ranking->rows.size();
+    const std::string text = render(tune_report(q, r, OutputOptions{Format::table}), OutputOptions{Format::table});
     INFO(text);
     const std::vector<std::vector<std::string>> rows = tune_setting_lines(text);
-    REQUIRE(rows.size() == r.tune->rows.size());
+    REQUIRE(rows.size() == r.ranking->rows.size());
     bool roundup_seen = false;
     for (const std::vector<std::string>& parts : rows)
         for (std::size_t i = 0; i < parts.size(); ++i) {

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "reuse_sim/reuse_sim.hpp"
+#include "reuse_sim/reuse_sim_tune.hpp"
 #include "reuse_sim/cost_table.hpp"
 #include "reuse_sim/trace_reader.hpp"
 #include "reuse_sim/tune_replays.hpp"
@@ -79,23 +79,22 @@ struct Tuned {
 };
 
 Tuned tune(const std::string& path, std::uint64_t capacity, unsigned threads, bool skip) {
-    ReuseSimRequest q;
-    q.strategies = {&rs::kStrategies.row("torch-caching")};
-    q.capacity = capacity;
-    q.tune = TuneRequest{};
-    q.tune->axes = rs::grid_axes({}, true, capacity != rs::kUnlimited);
-    q.tune->threads = threads;
-    q.tune->skip_equivalent = skip;
+    TuneRequest q;
+    q.setup.strategies = {&rs::kStrategies.row("torch-caching")};
+    q.setup.capacity = capacity;
+    q.grid.axes = rs::grid_axes({}, true, capacity != rs::kUnlimited);
+    q.grid.threads = threads;
+    q.grid.skip_equivalent = skip;
     const rs::CostTable table = rs::default_cost_table();
     const rs::CostModel costs(table);
     std::unique_ptr<rs::EventSource> source = rs::open_trace(path, rs::TraceFormat::automatic, true);
-    ReuseSimResults r;
-    r.strategy_options = q.strategy_options;
-    tune_reuse_sim(q, *source, costs, r);
+    TuneResults r;
+    r.strategy_options = q.setup.strategy_options;
+    tune_replays(q, *source, costs, r);
     Tuned t;
-    for (const rs::TuneRow& row : r.tune->rows) t.rows[rs::alloc_conf(row.point.options)] = row.outcome;
-    t.search = r.tune->search;
-    t.lanes = r.tune->lanes_replayed;
+    for (const rs::TuneRow& row : r.ranking->rows) t.rows[rs::alloc_conf(row.point.options)] = row.outcome;
+    t.search = r.ranking->search;
+    t.lanes = r.ranking->lanes_replayed;
     return t;
 }
 

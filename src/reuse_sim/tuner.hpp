@@ -3,7 +3,7 @@
 // ranked, and the question users ask answered in one sentence: which setting
 // would have avoided the OOM, and at what cost. Pure logic: the grid, the
 // ranking, the PYTORCH_CUDA_ALLOC_CONF text, the sentence and the plan of the
-// capacity search; the replays are the command's (reuse_sim_run.cpp).
+// capacity search; the replays are the command's (subcommands/reuse_sim/reuse_sim_tune_replays.cpp).
 #pragma once
 
 #include <array>

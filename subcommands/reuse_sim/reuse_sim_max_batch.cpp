@@ -26,7 +26,7 @@
 #include "base/sizes.hpp"
 #include "base/text.hpp"
 #include "cli/terminal.hpp"
-#include "reuse_sim/reuse_sim.hpp"
+#include "reuse_sim/reuse_sim_max_batch.hpp"
 #include "reuse_sim/trace_reader.hpp"
 #include "reuse_sim/tune_replays.hpp"
 
@@ -175,7 +175,7 @@ bool read_ranks(const ChildRun& run, MaxBatchRecording& rec) {
 // The end-to-end form: one recording of the program at the run's batch,
 // under the recorded setting (`setting` empty) or another of the grid. A
 // program of several ranks (torchrun) leaves a file per rank.
-SearchRun record_at(const MaxBatchRequest& m, const MaxBatchResults& x, const rs::PlannedRun& planned, const std::string& scratch,
+SearchRun record_at(const MaxBatchRequest& m, const MaxBatchSearchResults& x, const rs::PlannedRun& planned, const std::string& scratch,
                     Session& session) {
     SearchRun made;
     MaxBatchRecording& rec = made.rec;
@@ -209,7 +209,7 @@ SearchRun record_at(const MaxBatchRequest& m, const MaxBatchResults& x, const rs
 }
 
 // The line a real run leaves on stderr.
-void say_run(const Session& session, const MaxBatchResults& x, const MaxBatchRequest& m, const MaxBatchRecording& rec) {
+void say_run(const Session& session, const MaxBatchSearchResults& x, const MaxBatchRequest& m, const MaxBatchRecording& rec) {
     if (!show_runs(session)) return;
     std::string what = rec.ran_out_of_memory() ? "ran out of memory" : "ran without an OOM";
     std::vector<std::string> out;
@@ -270,7 +270,7 @@ MaxBatchConfirmRun confirm_at(const MaxBatchRequest& m, std::uint64_t batch, con
 
 
 // A run the search made already, as --confirm's: no run twice.
-std::optional<MaxBatchConfirmRun> reuse_run(const MaxBatchResults& x, std::uint64_t batch, const std::string& setting, bool expect_oom) {
+std::optional<MaxBatchConfirmRun> reuse_run(const MaxBatchSearchResults& x, std::uint64_t batch, const std::string& setting, bool expect_oom) {
     for (const MaxBatchRecording& rec : x.recordings) {
         if (!rec.recorded_here || rec.batch != batch || rec.setting != setting) continue;
         MaxBatchConfirmRun run;
@@ -322,15 +322,15 @@ std::vector<std::string> program_at_batch(const std::vector<std::string>& progra
 std::string batch_file_name(const std::string& file, std::uint64_t batch) { return tagged_file_name(file, "bs" + std::to_string(batch)); }
 
 
-bool MaxBatchResults::confirmed() const {
+bool MaxBatchSearchResults::confirmed() const {
     return !confirm_runs.empty() && std::all_of(confirm_runs.begin(), confirm_runs.end(), [](const MaxBatchConfirmRun& c) { return c.held; });
 }
 
-unsigned MaxBatchResults::runs() const {
+unsigned MaxBatchSearchResults::runs() const {
     return static_cast<unsigned>(std::count_if(recordings.begin(), recordings.end(), [](const MaxBatchRecording& rec) { return rec.recorded_here; }));
 }
 
-rs::SettingFacts MaxBatchResults::facts(const std::string& setting, std::optional<std::uint64_t> model_answer) const {
+rs::SettingFacts MaxBatchSearchResults::facts(const std::string& setting, std::optional<std::uint64_t> model_answer) const {
     std::vector<const rs::BatchRun*> runs;
     for (const MaxBatchRecording& rec : recordings)
         if (rec.setting == setting) runs.push_back(&rec);
@@ -339,7 +339,7 @@ rs::SettingFacts MaxBatchResults::facts(const std::string& setting, std::optiona
 
 namespace {
 
-void sort_recordings(MaxBatchResults& x) {
+void sort_recordings(MaxBatchSearchResults& x) {
     std::stable_sort(x.recordings.begin(), x.recordings.end(), [](const auto& a, const auto& b) { return a.batch < b.batch; });
 }
 
@@ -351,14 +351,13 @@ struct Loaded {
 };
 
 // What the request asks of the planner.
-rs::MaxBatchPlanOptions plan_options(const ReuseSimRequest& q, const rs::CostModel& costs) {
-    const MaxBatchRequest& m = *q.max_batch;
+rs::MaxBatchPlanOptions plan_options(const MaxBatchRequest& m, const rs::CostModel& costs) {
     rs::MaxBatchPlanOptions o;
     if (!m.program.empty()) o.first_batches = m.record_batches;
     o.refine = m.refine;
     o.confirm = m.confirm;
     o.max_runs = m.max_runs;
-    o.capacity = q.capacity;
+    o.capacity = m.setup.capacity;
     o.search.limit = m.limit;
     o.search.headroom = m.headroom;
     o.search.replay.costs = &costs;
@@ -373,8 +372,8 @@ rs::MaxBatchPlanOptions plan_options(const ReuseSimRequest& q, const rs::CostMod
 // results are the planner's state and the recordings, kept as it goes.
 class MaxBatchSearch {
 public:
-    MaxBatchSearch(const ReuseSimRequest& q, const rs::CostModel& costs, ReuseSimResults& r, Session& session, std::string scratch)
-        : q_(q), m_(*q.max_batch), r_(r), x_(*r.max_batch), session_(session), scratch_(std::move(scratch)), planner_(plan_options(q, costs)) {}
+    MaxBatchSearch(const MaxBatchRequest& m, const rs::CostModel& costs, MaxBatchResults& r, Session& session, std::string scratch)
+        : m_(m), r_(r), x_(*r.search), session_(session), scratch_(std::move(scratch)), planner_(plan_options(m, costs)) {}
 
     // --batch-trace: recordings made before, each read (an OOM recorded in
     // one is a fact like a run's), then one fit.
@@ -523,12 +522,12 @@ private:
         r_.input_description = "recordings at batch " + join(batches, ", ");
         const MaxBatchRecording& largest = *kept.back();
         if (const Loaded& l = load(largest.ranks.empty() ? largest.file : largest.ranks.front().file); l.settings) r_.allocator_settings = *l.settings;
-        r_.strategy_options = q_.strategy_options;
+        r_.strategy_options = m_.setup.strategy_options;
         if (r_.allocator_settings) {
             const rs::RecordedAllocatorSettings recorded = *r_.allocator_settings;
-            apply_recorded_settings(q_, recorded, r_);
+            apply_recorded_settings(m_.setup, recorded, r_);
         }
-        rs::ModelFit model{fit_models(largest, kept), rs::grid_points(r_.strategy_options.torch, q_.tune->axes), r_.strategy_options};
+        rs::ModelFit model{fit_models(largest, kept), rs::grid_points(r_.strategy_options.torch, m_.grid.axes), r_.strategy_options};
         timed([&] { planner_.fitted(std::move(model)); });
     }
 
@@ -572,10 +571,9 @@ private:
                          " requests are found in every recording; are they of one program at several batches?");
     }
 
-    const ReuseSimRequest& q_;
     const MaxBatchRequest& m_;
-    ReuseSimResults& r_;
-    MaxBatchResults& x_;
+    MaxBatchResults& r_;
+    MaxBatchSearchResults& x_;
     Session& session_;
     std::string scratch_;
     rs::MaxBatchPlanner planner_;
@@ -585,17 +583,25 @@ private:
 
 }  // namespace
 
-void max_batch_reuse_sim(const ReuseSimRequest& q, const rs::CostModel& costs, ReuseSimResults& r, Session& session) {
-    r.max_batch.emplace();
-    // The program's files live in a scratch folder unless --record keeps
+void max_batch_search(const MaxBatchRequest& q, const rs::CostModel& costs, MaxBatchResults& r, Session& session) {
+    r.search.emplace();
+    // The program's files live in a scratch folder unless -o FILE keeps
     // them; --batch-trace runs no program, and needs no folder (nor $TMPDIR).
     std::optional<ScratchDirectory> scratch;
-    if (!q.max_batch->program.empty()) scratch.emplace("max-batch");
+    if (!q.program.empty()) scratch.emplace("max-batch");
     MaxBatchSearch search(q, costs, r, session, scratch ? scratch->path() : std::string());
-    if (q.max_batch->program.empty())
+    if (q.program.empty())
         search.given();
     else
         search.run();
+}
+
+void execute_max_batch(const MaxBatchRequest& q, MaxBatchResults& r, Session& session) {
+    const rs::CostTable table = load_costs(q.setup, r);
+    const rs::CostModel costs(table);
+    max_batch_search(q, costs, r, session);  // its own inputs: recordings at several batches
+    if (q.plot) max_batch_plot_curves(costs, r);
+    r.complete = true;
 }
 
 }  // namespace gpumem::cli

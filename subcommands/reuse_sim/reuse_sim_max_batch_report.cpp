@@ -9,7 +9,7 @@
 
 #include "base/sizes.hpp"
 #include "base/text.hpp"
-#include "reuse_sim/reuse_sim.hpp"
+#include "reuse_sim/reuse_sim_max_batch.hpp"
 #include "reuse_sim/tuner.hpp"
 
 namespace gpumem::cli {
@@ -27,7 +27,7 @@ std::string setting_name(const rs::GridPoint& p) {
 // What backs a setting's answer (the planner's word: reuse_sim/max_batch_plan.hpp).
 using Backing = rs::AnswerStatus;
 
-Backing backing_of(const MaxBatchSetting& s, const MaxBatchResults& x) { return rs::answer_status(s, x.facts_of(s), x.checks_off); }
+Backing backing_of(const MaxBatchSetting& s, const MaxBatchSearchResults& x) { return rs::answer_status(s, x.facts_of(s), x.checks_off); }
 
 const char* backing_name(Backing b) { return rs::answer_status_name(b); }
 
@@ -49,7 +49,7 @@ std::string join_batches(const std::vector<std::uint64_t>& batches) {
 // one number. Where the model does not hold, a model's answer is the range
 // between the cautious trace's answer and the hopeful one's, which bound
 // the truth (batch_model.hpp).
-std::string batch_text(const MaxBatchSetting& s, const MaxBatchResults& x, unsigned max_runs) {
+std::string batch_text(const MaxBatchSetting& s, const MaxBatchSearchResults& x, unsigned max_runs) {
     const rs::MaxBatchAnswer& a = s.answer;
     const rs::SettingFacts f = x.facts_of(s);
     const std::string under = s.point.recorded ? "" : " under it";
@@ -150,15 +150,15 @@ std::string peak_line(const MaxBatchSetting& s, std::uint64_t capacity, Unit uni
 
 // The headroom the answer keeps below the cap, and the next batch where
 // only the headroom refused it.
-std::string headroom_line(const ReuseSimRequest& q, const MaxBatchResults& x, Unit unit) {
-    std::string line = "headroom: " + format_bytes(q.max_batch->headroom, unit) + " below the cap (the model's peak is not exact to the byte; --headroom SIZE)";
+std::string headroom_line(const MaxBatchRequest& q, const MaxBatchSearchResults& x, Unit unit) {
+    std::string line = "headroom: " + format_bytes(q.headroom, unit) + " below the cap (the model's peak is not exact to the byte; --headroom SIZE)";
     const MaxBatchSetting* recorded = x.recorded();
     if (recorded != nullptr && recorded->answer.largest && recorded->answer.next_fits_without_headroom)
         line += "; batch " + std::to_string(*recorded->answer.largest + 1) + " fits the model but within the headroom; confirm with --confirm";
     return line;
 }
 
-std::string recordings_line(const MaxBatchResults& x) {
+std::string recordings_line(const MaxBatchSearchResults& x) {
     std::vector<std::string> parts;
     bool scratch = false;
     for (const MaxBatchRecording& rec : x.recordings) {
@@ -179,7 +179,7 @@ std::string recordings_line(const MaxBatchResults& x) {
 }
 
 // The refinement: what the first recordings answered, and where gpumem recorded again.
-std::string refinement_line(const MaxBatchResults& x) {
+std::string refinement_line(const MaxBatchSearchResults& x) {
     if (!x.first_answer) return "";
     std::vector<std::string> near;
     for (const MaxBatchRecording& rec : x.recordings)
@@ -192,7 +192,7 @@ std::string refinement_line(const MaxBatchResults& x) {
 
 // The runs after the refinement (checks, bisection, below the answer,
 // other settings), in the order they ran, and what each said.
-std::string checks_line(const MaxBatchResults& x) {
+std::string checks_line(const MaxBatchSearchResults& x) {
     std::vector<const MaxBatchRecording*> checks;
     for (const MaxBatchRecording& rec : x.recordings)
         if (rec.why == rs::RunReason::at_answer || rec.why == rs::RunReason::at_hopeful || rec.why == rs::RunReason::bisection ||
@@ -221,7 +221,7 @@ std::string checks_line(const MaxBatchResults& x) {
     return "checked: real runs at the model's answer, in order, the model refitted after each: " + join(runs, ", ");
 }
 
-std::vector<std::string> model_lines(const MaxBatchResults& x) {
+std::vector<std::string> model_lines(const MaxBatchSearchResults& x) {
     std::vector<std::string> lines;
     if (!x.checks) return lines;
     const rs::BatchModelChecks& c = *x.checks;
@@ -243,7 +243,7 @@ std::vector<std::string> model_lines(const MaxBatchResults& x) {
 struct SettingView {
     const MaxBatchSetting* s;
     std::uint64_t rank;
-    const MaxBatchResults* x;
+    const MaxBatchSearchResults* x;
     std::uint64_t cap;
 };
 
@@ -287,7 +287,7 @@ constexpr Column<SettingView> kSettingColumns[] = {
      [](const SettingView& v) -> Cell { return v.s->answer.next_fits_without_headroom; }, Shown::machine_only},
 };
 
-std::vector<SettingView> setting_views(const MaxBatchResults& x, std::uint64_t cap) {
+std::vector<SettingView> setting_views(const MaxBatchSearchResults& x, std::uint64_t cap) {
     std::vector<SettingView> views;
     for (std::size_t i = 0; i < x.settings.size(); ++i) views.push_back({&x.settings[i], i + 1, &x, cap});
     return views;
@@ -371,9 +371,9 @@ constexpr Column<MaxBatchConfirmRun> kConfirmColumns[] = {
 constexpr auto confirm_run_schema = nested_schema<kConfirmColumns>;
 
 struct Doc {
-    const ReuseSimRequest& q;
-    const ReuseSimResults& r;
-    const MaxBatchResults& x() const { return *r.max_batch; }
+    const MaxBatchRequest& q;
+    const MaxBatchResults& r;
+    const MaxBatchSearchResults& x() const { return *r.search; }
     const MaxBatchSetting* recorded() const { return x().recorded(); }
     const MaxBatchSetting* best() const { return x().best(); }
 };
@@ -382,7 +382,7 @@ Cell recorded_answer(const Doc& d, std::optional<std::uint64_t> rs::MaxBatchAnsw
     return d.recorded() ? optional_u64(d.recorded()->answer.*field) : Cell();
 }
 
-std::string confirm_answer(const MaxBatchResults& x) {
+std::string confirm_answer(const MaxBatchSearchResults& x) {
     if (x.confirm_interrupted) return "--confirm was interrupted";
     if (x.confirm_runs.empty()) return "--confirm ran nothing: no answer to confirm";
     std::vector<std::string> parts;
@@ -402,7 +402,7 @@ std::string confirm_answer(const MaxBatchResults& x) {
 
 // The confirmed answer beside the model's: "confirmed: 131 (the model said
 // 132; a real run at 132 ran out of memory)".
-std::string confirmed_text(const MaxBatchResults& x) {
+std::string confirmed_text(const MaxBatchSearchResults& x) {
     const MaxBatchSetting* recorded = x.recorded();
     const std::optional<std::uint64_t> model = recorded != nullptr ? recorded->answer.largest : std::nullopt;
     const std::string said = model ? "the model said " + std::to_string(*model) : std::string("the model found no batch that fits");
@@ -429,8 +429,8 @@ constexpr Column<Doc> kMaxBatchColumns[] = {
     // Null until searched (a recording run that failed).
     {{"answer", "", FieldKind::text},
      [](const Doc& d) { return d.x().settings.empty() ? Cell() : Cell(max_batch_answer_text(d.q, d.r, Unit::automatic)); }},
-    {{"capacity_bytes", "", FieldKind::bytes}, [](const Doc& d) { return u64(d.q.capacity); }},
-    {{"headroom_bytes", "", FieldKind::bytes}, [](const Doc& d) { return u64(d.q.max_batch->headroom); }},
+    {{"capacity_bytes", "", FieldKind::bytes}, [](const Doc& d) { return u64(d.q.setup.capacity); }},
+    {{"headroom_bytes", "", FieldKind::bytes}, [](const Doc& d) { return u64(d.q.headroom); }},
     // The recorded setting's next batch fits the model under the cap, refused only by the headroom.
     {{"next_fits_within_headroom", "", FieldKind::boolean},
      [](const Doc& d) { return d.recorded() ? Cell(d.recorded()->answer.next_fits_without_headroom) : Cell(); }},
@@ -471,7 +471,7 @@ constexpr Column<Doc> kMaxBatchColumns[] = {
          return f.answer_ran && f.ran_below_oom ? u64(f.ran_below_oom) : Cell();
      }},
     {{"runs", "", FieldKind::integer}, [](const Doc& d) { return u64(d.x().runs()); }},
-    {{"max_runs", "", FieldKind::integer}, [](const Doc& d) { return d.q.max_batch->program.empty() ? Cell() : u64(d.q.max_batch->max_runs); }},
+    {{"max_runs", "", FieldKind::integer}, [](const Doc& d) { return d.q.program.empty() ? Cell() : u64(d.q.max_runs); }},
     {{"budget_spent", "", FieldKind::boolean}, [](const Doc& d) -> Cell { return d.x().budget_spent; }},
     {{"below_answer_cut", "", FieldKind::boolean}, [](const Doc& d) -> Cell { return d.x().below_cut; }},
     // A program of several ranks: the ranks modelled, and the one that answers.
@@ -506,29 +506,29 @@ constexpr Column<Doc> kMaxBatchColumns[] = {
     // With --confirm only.
     {{"confirm_runs", "", FieldKind::records},
      [](const Doc& d) {
-         return d.q.max_batch->confirm ? records_cell(make_records(Columns<MaxBatchConfirmRun>(kConfirmColumns), d.x().confirm_runs)) : Cell();
+         return d.q.confirm ? records_cell(make_records(Columns<MaxBatchConfirmRun>(kConfirmColumns), d.x().confirm_runs)) : Cell();
      },
      Shown::always, true, confirm_run_schema},
-    {{"confirmed", "", FieldKind::boolean}, [](const Doc& d) { return d.q.max_batch->confirm ? Cell(d.x().confirmed()) : Cell(); }, Shown::always,
+    {{"confirmed", "", FieldKind::boolean}, [](const Doc& d) { return d.q.confirm ? Cell(d.x().confirmed()) : Cell(); }, Shown::always,
      true},
-    {{"confirm_answer", "", FieldKind::text}, [](const Doc& d) { return d.q.max_batch->confirm ? Cell(confirm_answer(d.x())) : Cell(); },
+    {{"confirm_answer", "", FieldKind::text}, [](const Doc& d) { return d.q.confirm ? Cell(confirm_answer(d.x())) : Cell(); },
      Shown::always, true},
     {{"confirm", "", FieldKind::record},
-     [](const Doc& d) { return d.q.max_batch->confirm ? record_cell(make_record(Columns<Doc>(kConfirmSummaryColumns), d)) : Cell(); },
+     [](const Doc& d) { return d.q.confirm ? record_cell(make_record(Columns<Doc>(kConfirmSummaryColumns), d)) : Cell(); },
      Shown::always, true, confirm_summary_schema},
 };
 
 }  // namespace
 
-std::string max_batch_answer_text(const ReuseSimRequest& q, const ReuseSimResults& r, Unit unit) {
-    const MaxBatchResults& x = *r.max_batch;
+std::string max_batch_answer_text(const MaxBatchRequest& q, const MaxBatchResults& r, Unit unit) {
+    const MaxBatchSearchResults& x = *r.search;
     const MaxBatchSetting* recorded = x.recorded();
     const MaxBatchSetting* best = x.best();
     if (recorded == nullptr) return "no answer: nothing was searched";
-    const unsigned max_runs = q.max_batch->max_runs;
+    const unsigned max_runs = q.max_runs;
     const Backing backing = backing_of(*recorded, x);
     const std::string ranks = x.ranks.size() > 1 ? " on each of " + std::to_string(x.ranks.size()) + " ranks" : std::string();
-    std::string text = "largest batch that fits in " + format_bytes(q.capacity, unit) + ranks +
+    std::string text = "largest batch that fits in " + format_bytes(q.setup.capacity, unit) + ranks +
                        (backing == Backing::model_only ? ", model only: " : ": ") + batch_text(*recorded, x, max_runs);
     if (recorded->tightest_rank) text += "; the tightest is rank " + std::to_string(*recorded->tightest_rank);
     if (best != nullptr && best != recorded && best->answer.largest.value_or(0) > recorded->answer.largest.value_or(0))
@@ -539,21 +539,21 @@ std::string max_batch_answer_text(const ReuseSimRequest& q, const ReuseSimResult
     return text;
 }
 
-Cell max_batch_cell(const ReuseSimRequest& q, const ReuseSimResults& r) {
-    if (!r.max_batch) return Cell();
+namespace {
+
+Cell max_batch_cell(const MaxBatchRequest& q, const MaxBatchResults& r) {
+    if (!r.search) return Cell();
     return record_cell(make_record(Columns<Doc>(kMaxBatchColumns), Doc{q, r}));
 }
 
-const FieldSchemaSet& max_batch_document_schema() { return nested_schema<kMaxBatchColumns>(); }
-
-FieldSchemaSet max_batch_table_schema() { return Columns<SettingView>(kSettingColumns).schema(); }
-
-Report max_batch_report(const ReuseSimRequest& q, const ReuseSimResults& r, const OutputOptions& output, Report report) {
-    const MaxBatchResults& x = *r.max_batch;
+Report max_batch_document(const MaxBatchRequest& q, const MaxBatchResults& r, const OutputOptions& output) {
+    Report report = job_report("reuse-sim max-batch", q.warnings, r.warnings);
+    if (!r.search) return report;  // the search never began
+    const MaxBatchSearchResults& x = *r.search;
     Record fields;
     fields.add(Field{"max_batch", "", FieldKind::record}, max_batch_cell(q, r));
     report.fields = std::move(fields);
-    report.tables.push_back(make_table("max_batch_settings", Columns<SettingView>(kSettingColumns), setting_views(x, q.capacity), output.format));
+    report.tables.push_back(make_table("max_batch_settings", Columns<SettingView>(kSettingColumns), setting_views(x, q.setup.capacity), output.format));
     // A narrow terminal keeps the answer and its peak (--wide and --json the rest).
     report.tables.back().drop_order = {"replays", "largest_batch_hopeful", "needed_at_next"};
     if (output.format != Format::table) return report;
@@ -566,9 +566,9 @@ Report max_batch_report(const ReuseSimRequest& q, const ReuseSimResults& r, cons
     }
     before.push_back(max_batch_answer_text(q, r, unit));
     const MaxBatchSetting* recorded = x.recorded();
-    if (recorded != nullptr && recorded->answer.largest) before.push_back(peak_line(*recorded, q.capacity, unit));
-    if (q.max_batch->headroom > 0) before.push_back(headroom_line(q, x, unit));
-    if (x.best() != recorded && x.best()->answer.largest) before.push_back(peak_line(*x.best(), q.capacity, unit));
+    if (recorded != nullptr && recorded->answer.largest) before.push_back(peak_line(*recorded, q.setup.capacity, unit));
+    if (q.headroom > 0) before.push_back(headroom_line(q, x, unit));
+    if (x.best() != recorded && x.best()->answer.largest) before.push_back(peak_line(*x.best(), q.setup.capacity, unit));
     before.emplace_back();
     before.push_back(recordings_line(x));
     if (x.first_answer) before.push_back(refinement_line(x));
@@ -577,13 +577,26 @@ Report max_batch_report(const ReuseSimRequest& q, const ReuseSimResults& r, cons
     before.push_back("searched " + std::to_string(x.settings.size()) + " settings in " + format_decimal(x.search_seconds, 3) + " s:");
     // Where the model does not hold, each row's answer is the cautious bound.
     if (!x.model_holds()) before.back() += " (largest batch: the cautious trace's; hopeful: the trace without the requests it could not follow)";
-    if (!q.max_batch->confirm) return report;
+    if (!q.confirm) return report;
     report.tables.push_back(make_table("max_batch_confirm", Columns<MaxBatchConfirmRun>(kConfirmColumns), x.confirm_runs, output.format));
     report.tables.back().drop_order = {"held", "wall_seconds", "exit_status"};
     report.text_after.emplace_back();
     report.text_after.push_back(confirm_answer(x));
     report.text_after.push_back(confirmed_text(x));
     return report;
+}
+
+}  // namespace
+
+Report max_batch_report(const MaxBatchRequest& q, const MaxBatchResults& r, const OutputOptions& output) {
+    return with_picture(max_batch_document(q, r, output), q.plot, [&] { return max_batch_plot(q, r); });
+}
+
+DocumentSchema max_batch_document_schema() {
+    FieldSchemaSet fields;
+    // Its document holds this key alone, once the search began.
+    fields.fields.push_back({Field{"max_batch", "", FieldKind::record}, true, nested_schema<kMaxBatchColumns>});
+    return {"reuse-sim max-batch", {{"max_batch_settings", Columns<SettingView>(kSettingColumns).schema()}}, fields};
 }
 
 }  // namespace gpumem::cli

@@ -1,245 +1,151 @@
-// gpumem reuse-sim tune (and max-batch's grid): the input is read once into memory;
-// every setting of the grid is a torch-caching lane replayed alone, the
-// lanes spread over every core (reuse_sim/tune_replays.hpp), and settings
-// that provably replay alike replayed once. Then, for the best setting, a
-// bisection searches the smallest capacity it fits in, each probe stopping
-// at its first OOM. The grid, the ranking and the answer are
-// reuse_sim/tuner.hpp's.
-#include <algorithm>
-#include <cmath>
-#include <map>
+// gpumem reuse-sim tune: its options (the shared groups of
+// reuse_sim_options.hpp and its own: the grid, --confirm and the program it
+// reruns), its check(), its execute(), then its row of the command table.
+// The grid's replays are in reuse_sim_tune_replays.cpp, --confirm's runs in
+// reuse_sim_tune_confirm.cpp, the report in reuse_sim_tune_report.cpp.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
-#include "base/cpu_affinity.hpp"
 #include "base/errors.hpp"
-#include "base/interrupt.hpp"
-#include "base/sizes.hpp"
-#include "cli/progress.hpp"
-#include "reuse_sim/reuse_sim.hpp"
-#include "reuse_sim/snapshot_reader.hpp"
-#include "reuse_sim/tune_replays.hpp"
+#include "base/record_plan.hpp"
+#include "cli/commands.hpp"
+#include "cli/options.hpp"
+#include "core/cuda_devices.hpp"
+#include "reuse_sim/reuse_sim_options.hpp"
+#include "reuse_sim/reuse_sim_tune.hpp"
+#include "reuse_sim/strategy.hpp"
 
 namespace gpumem::cli {
 namespace {
 
 namespace rs = gpumem::reuse_sim;
 
-rs::TuneOutcome outcome_of(const rs::LaneResult& lane) {
-    rs::TuneOutcome o;
-    o.peak_reserved = lane.peak_reserved;
-    o.ooms = lane.ooms;
-    o.retries = lane.retries;
-    o.device_allocs = lane.upstream_allocs;
-    o.device_frees = lane.upstream_frees;
-    o.modelled_us = lane.modelled_us;
-    o.granted_ooms = lane.granted_oom_events;
-    if (lane.first_oom_event != 0) o.first_oom_event = lane.first_oom_event;
-    return o;
-}
-
-// What every replay of the run shares: the input in memory, the options,
-// and the progress line.
-struct TuneRun {
-    const ReuseSimRequest& q;
-    const rs::LoadedTrace& trace;
-    rs::LaneReplayOptions options;
-    bool show_progress = false;
-
-    // `lanes` replayed; progress as `label` on a terminal.
-    rs::LaneReplays replay(const std::vector<rs::TorchLane>& lanes, const std::string& label, bool stop_at_first_oom = false) const {
-        rs::LaneReplayOptions o = options;
-        o.stop_at_first_oom = stop_at_first_oom;
-        Progress progress(show_progress, "reuse-sim tune: " + label, 100);
-        if (show_progress)
-            o.progress = [&progress](std::uint64_t done, std::uint64_t total) { progress.update(total ? done * 100 / total : 0); };
-        return rs::replay_torch_lanes(trace, lanes, o);
-    }
+struct TuneOptions : ProgramOptions {
+    InputOptions input;
+    TorchOptions torch;
+    CapOptions cap;
+    GridOptions grid;
+    std::optional<std::uint64_t> sync_every;
+    std::optional<std::string> costs;
+    std::optional<std::string> plot;
+    bool confirm = false;                   // --confirm, as max-batch's
+    std::optional<std::uint64_t> max_runs;  // --max-runs K: --confirm's real runs, the most settings tried
 };
 
-// No search that would take over a minute by the grid's own pace.
-constexpr double kSearchSeconds = 60.0;
-constexpr std::uint64_t kMiB = 1ULL << 20;
-
-// Whether the setting fits (no OOM) under each capacity, by replays that
-// stop at their first OOM.
-std::map<std::uint64_t, bool> probe(const TuneRun& run, const rs::TorchOptions& torch, const std::vector<std::uint64_t>& capacities,
-                                    const std::string& label) {
-    std::vector<rs::TorchLane> lanes;
-    lanes.reserve(capacities.size());
-    for (std::uint64_t c : capacities) lanes.push_back({torch, c});
-    const rs::LaneReplays replays = run.replay(lanes, label, true);
-    std::map<std::uint64_t, bool> fits;
-    for (std::size_t i = 0; i < capacities.size(); ++i) fits[capacities[i]] = replays.lanes[i].ooms == 0;
-    return fits;
+void add_tune_options(CLI::App& sub, TuneOptions& o) {
+    add_footer(sub);
+    add_input_options(sub, o.input);
+    add_grid_options(sub, o.grid, true);
+    add_torch_options(sub, o.torch, false);
+    add_cap_options(sub, o.cap, true);
+    add_sync_every_option(sub, o.sync_every);
+    add_costs_option(sub, o.costs);
+    add_plot_option(sub, o.plot, "Draw the best settings' replays as an SVG picture");
+    // A flag, as max-batch's: how many settings it may try is --max-runs,
+    // as max-batch's bound on its real runs is.
+    sub.add_flag("--confirm", o.confirm, "Rerun the program for real under the best setting");
+    add_unsigned_option(sub, "--max-runs", o.max_runs,
+                        "Most real runs of --confirm, the next setting after an OOM (default 1)", 1, rs::kMaxGridPoints);
+    add_max_entries_option(sub, o);
+    add_program_option(sub, o, "The program --confirm runs");
 }
 
-// The smallest capacity the best setting fits in, to within a MiB, assuming
-// that a setting that fits in some capacity fits in every larger one: a
-// bisection between the peak of live requests (below which nothing fits)
-// and a capacity it fits in: the cap where it fits under it, else found by
-// steps up from the peak of live requests (uncapped: from its own peak,
-// checked first). Each round replays the next probes of the
-// bisection on every core at once (the midpoint, and those it leads to), so
-// the answer, and the count of replays it needed, is that of one probe at a
-// time.
-rs::CapacitySearch search_capacity(const TuneRun& run, const ReuseSimResults& r, const rs::TuneRow& best, double lane_seconds) {
-    const ReuseSimRequest& q = run.q;
-    rs::CapacitySearch search;
-    const std::uint64_t peak_live = r.summary->peak_live_bytes;
-    if (peak_live == 0) {
-        search.not_searched = "the input allocates nothing";
-        return search;
+// tune --confirm [--max-runs K] -- CMD: real runs of the program after the ranking. It
+// belongs to tune, whose ranking it runs and whose grid its reruns' own
+// recordings are tuned under.
+std::optional<ConfirmRequest> check_confirm(const TuneOptions& o, const TuneRequest& q) {
+    if (!o.confirm) {
+        if (o.max_entries) throw UsageError("--max-entries goes with --confirm (the recordings of its real runs)");
+        if (o.max_runs) throw UsageError("--max-runs bounds --confirm's real runs: give --confirm");
+        if (!o.program.empty()) throw UsageError("a program after -- is run by --confirm: give --confirm");
+        return std::nullopt;
     }
-    std::uint64_t low = peak_live - 1, high = q.capacity;
-    std::optional<std::uint64_t> smallest;
-    const bool fits_under_cap = q.capacity != rs::kUnlimited && best.outcome.ooms == 0;
-    // Replays one probe at a time would take: the bisection's steps over
-    // the range (4 times the cap, or the peak, when not known yet), plus the
-    // replays that find its top.
-    const double cap = static_cast<double>(q.capacity), peak = static_cast<double>(best.outcome.peak_reserved);
-    const double range_guess = fits_under_cap ? cap - static_cast<double>(low)
-                               : q.capacity == rs::kUnlimited ? peak - static_cast<double>(low)
-                                                              : 4 * std::max(cap, peak) - static_cast<double>(low);
-    const double steps = std::ceil(std::log2(std::max(2.0, range_guess / static_cast<double>(kMiB)))) + 2;
-    const double estimate = lane_seconds * steps;
-    if (estimate > kSearchSeconds) {
-        search.not_searched = "it would take about " + std::to_string(static_cast<long long>(estimate)) + " s more";
-        return search;
-    }
-    const rs::TorchOptions& setting = best.point.options;
-    if (fits_under_cap) {
-        smallest = high;
-    } else if (q.capacity == rs::kUnlimited) {
-        // Its uncapped peak, checked under a cap of its size.
-        high = std::max(best.outcome.peak_reserved, low + 1);
-        search.replays += 1;
-        if (probe(run, setting, {high}, "capacity search")[high]) smallest = high;
-        else low = high;
-    }
-    if (!smallest) {
-        // Up from what is known too small, by steps that double from the
-        // largest segment, until one fits (probes that fail stop at their
-        // first OOM); the cores try the next steps at once.
-        std::uint64_t step = std::max<std::uint64_t>(run.trace.largest_segment(), kMiB);
-        while (!smallest && low < rs::kUnlimited / 2) {
-            std::vector<std::uint64_t> probes;
-            for (std::uint64_t c = low, s = step; probes.size() < std::max(1U, run.options.threads) && c < rs::kUnlimited / 2; s *= 2)
-                probes.push_back(c = std::min(c + s, rs::kUnlimited / 2));
-            const std::map<std::uint64_t, bool> fits = probe(run, setting, probes, "capacity search above " + format_bytes(low));
-            for (const std::uint64_t c : probes) {
-                search.replays += 1;
-                step *= 2;
-                if (fits.at(c)) {
-                    smallest = high = c;
-                    break;
-                }
-                low = c;
+    if (!q.input.trace) throw UsageError("--confirm needs --trace: the recording of the program it reruns");
+    if (o.program.empty()) throw UsageError("--confirm needs the program to rerun after --: ... --confirm -- CMD [ARGS...]");
+    ConfirmRequest confirm{static_cast<std::size_t>(o.max_runs.value_or(1)), o.program, check_real_run_cap(o.cap, o), DeviceSpec{}};
+    confirm.device = parse_device_spec("0");
+    // Each run's recording is kept beside the trace (standard input's: in
+    // the current directory), new or replacing a regular file, as record's.
+    for (std::size_t run = 1; run <= confirm.candidates; ++run) {
+        const std::string file = confirm_file_name(*q.input.trace, run);
+        if (run == 1) {
+            const std::size_t slash = file.rfind('/');
+            const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : file.substr(0, slash);
+            if (::access(dir.c_str(), W_OK) != 0) {
+                std::string refusal = "--confirm keeps each run's recording in ";
+                refusal += dir;
+                refusal += " (";
+                refusal += file;
+                refusal += ", ...): cannot write there: ";
+                refusal += std::strerror(errno);
+                throw UsageError(refusal);
             }
         }
+        check_record_target(file, file, o.program, "--confirm");
+        check_record_target(stats_file_name(file), stats_file_name(file), o.program, "--confirm");
     }
-    if (!smallest) {
-        search.not_searched = "it ran out of memory at every capacity tried, up to " + format_bytes(low);
-        return search;
-    }
-    while (rs::bisection_midpoint(low, high)) {
-        const std::vector<std::uint64_t> probes = rs::bisection_probes(low, high, std::max(1U, run.options.threads));
-        const std::map<std::uint64_t, bool> fits =
-            probe(run, setting, probes, "capacity search between " + format_bytes(low) + " and " + format_bytes(high));
-        for (std::optional<std::uint64_t> mid = rs::bisection_midpoint(low, high); mid && fits.count(*mid);
-             mid = rs::bisection_midpoint(low, high)) {
-            search.replays += 1;
-            (fits.at(*mid) ? high : low) = *mid;
-        }
-    }
-    search.smallest = high;
-    search.resolution = high - low;
-    return search;
+    return confirm;
 }
+
+// reuse-sim tune: torch-caching replayed under a grid of settings, each a
+// lane of one replay, ranked.
+TuneRequest check_tune(const TuneOptions& o, const Globals& /*globals*/) {
+    TuneRequest q;
+    q.input = check_input(o.input);
+    q.setup.strategies = {&rs::kStrategies.row("torch-caching")};
+    check_torch_options(o.torch, q.setup);
+    q.setup.sync_every = o.sync_every.value_or(0);
+    q.setup.capacity = check_capacity(o.cap);
+    q.warnings = bare_capacity_warnings(o.cap);
+    const std::vector<std::string> recording_warnings = check_recording(o.cap, q.input, q.setup);
+    q.setup.costs = checked_path(o.costs, "--costs");
+    q.grid = check_grid(o.grid, q.setup.capacity, true);
+    q.confirm = check_confirm(o, q);
+    std::vector<std::string> inputs = named_paths(o.program);
+    for (const std::optional<std::string>& file : {o.input.trace, o.costs})
+        if (file) inputs.push_back(*file);
+    std::optional<KeptRecordings> kept;
+    if (q.confirm && q.input.trace) {
+        // --confirm keeps its runs' recordings beside the trace (TRACE.confirmN...).
+        kept = KeptRecordings{confirm_file_name(*q.input.trace, 1), ""};
+        std::string example = base_name(kept->file);
+        example.replace(example.rfind(".confirm1") + 8, 1, "N");
+        kept->how = "--confirm keeps its runs' recordings as " + example;
+    }
+    q.plot = check_plot(o.plot, inputs, kept);
+    q.recorded_device = plot_recorded_device(q.plot, o.input.trace);
+    q.warnings.insert(q.warnings.end(), recording_warnings.begin(), recording_warnings.end());
+    return q;
+}
+
+constexpr ListEntry kTuneLists[] = {
+    {"knobs", "reuse-sim tune, max-batch --sweep", [] { return view_of(reuse_sim::kKnobs); }},
+};
 
 }  // namespace
 
-void tune_reuse_sim(const ReuseSimRequest& q, rs::EventSource& source, const rs::CostModel& costs, ReuseSimResults& r, bool show_progress) {
-    const std::vector<rs::GridPoint> points = rs::grid_points(r.strategy_options.torch, q.tune->axes);
-    r.tune = TuneResults{};
-    r.tune->grid_points = points.size();
-    const auto poll = [] { throw_if_interrupted(); };
-    const rs::LoadedTrace trace(source, poll);
-    for (std::string& note : source.notes()) r.warnings.push_back(std::move(note));
-
-    TuneRun run{q, trace, {}, show_progress};
-    run.options.base = r.strategy_options;
-    run.options.costs = &costs;
-    run.options.sync_every = q.sync_every;
-    run.options.threads = q.tune->threads ? q.tune->threads : allowed_cpu_count();
-    run.options.poll = poll;
-
-    // The snapshot's ambiguous releases, read once by the recorded settings
-    // under the recorded capacity (see rs::ReleaseReadings): a lane's own
-    // state would read a release PyTorch made itself as the program's
-    // empty_cache under other settings. Inputs without any need none.
-    const rs::TorchLane recorded{r.strategy_options.torch, q.capacity};
-    std::optional<rs::DecidedReadings> decided;
-    if (trace.empty_caches() > 0) {
-        decided = rs::decide_release_readings(trace, recorded, run.options);
-        run.options.base.release_readings = decided->readings;
-        const auto& own = decided->readings->own;
-        if (std::string note = rs::release_note(source.description(), static_cast<std::uint64_t>(std::count(own.begin(), own.end(), true)));
-            !note.empty())
-            r.warnings.push_back(note);
-    }
-
-    // Each setting that replays differently from every earlier one, once.
-    std::vector<std::size_t> same_as(points.size());
-    for (std::size_t i = 0; i < points.size(); ++i) same_as[i] = i;
-    if (q.tune->skip_equivalent) same_as = rs::equivalent_points(points, trace.request_sizes());
-    std::vector<rs::TorchLane> lanes;
-    std::vector<std::size_t> lane_of(points.size(), 0);
-    std::vector<std::size_t> from_decider;
-    for (std::size_t i = 0; i < points.size(); ++i) {
-        if (same_as[i] != i) continue;
-        if (decided && rs::same_setting(points[i].options, recorded.torch)) {
-            from_decider.push_back(i);
-            continue;
-        }
-        lane_of[i] = lanes.size();
-        lanes.push_back({points[i].options, q.capacity});
-    }
-    const rs::LaneReplays grid = run.replay(lanes, std::to_string(lanes.size()) + " settings");
-    r.summary = lanes.empty() ? decided->replay.summary : grid.summary;
-    r.summary->seconds = grid.summary.seconds + (decided ? decided->replay.summary.seconds : 0.0);
-    if (r.summary->skipped) r.warnings.push_back(std::to_string(r.summary->skipped) + " " + source.skipped_what() + " were not replayed");
-    for (std::size_t i = 0; i < points.size(); ++i) {
-        const std::size_t rep = same_as[i];
-        const bool decider = std::find(from_decider.begin(), from_decider.end(), rep) != from_decider.end();
-        const rs::LaneResult& lane = decider ? decided->replay.lanes.front() : grid.lanes[lane_of[rep]];
-        r.tune->rows.push_back({points[i], outcome_of(lane)});
-    }
-    r.tune->lanes_replayed = lanes.size() + (decided ? 1 : 0);
-    rs::rank_rows(r.tune->rows);
-    // The pace of one lane alone: the grid's wall time over the lanes each thread replayed.
-    const double per_thread = static_cast<double>(std::max<std::size_t>(1, lanes.size())) /
-                              static_cast<double>(std::max<std::size_t>(1, std::min<std::size_t>(run.options.threads, lanes.size())));
-    const double lane_seconds = lanes.empty() ? decided->replay.summary.seconds : grid.summary.seconds / per_thread;
-    r.tune->search = search_capacity(run, r, r.tune->rows.front(), lane_seconds);
-    if (q.plot) tune_plot_timeline(q, trace, run.options, costs, *r.tune);
-    // A recording without an OOM: the cap each of the top settings would
-    // need ("would it fit in 40 GB?"), one search per distinct outcome
-    // (settings that replay alike need the same).
-    if (r.summary->oom_events != 0) return;
-    const std::vector<rs::TuneRow>& rows = r.tune->rows;
-    const auto same_outcome = [](const rs::TuneOutcome& a, const rs::TuneOutcome& b) {
-        return a.peak_reserved == b.peak_reserved && a.ooms == b.ooms && a.retries == b.retries && a.device_allocs == b.device_allocs &&
-               a.device_frees == b.device_frees;
-    };
-    r.tune->fit_capacities.push_back({0, r.tune->search});
-    for (std::size_t i = 1; i < rows.size() && r.tune->fit_capacities.size() < kFitCapacitySettings; ++i) {
-        const bool repeated = std::any_of(r.tune->fit_capacities.begin(), r.tune->fit_capacities.end(),
-                                          [&](const FitCapacity& f) { return same_outcome(rows[f.row].outcome, rows[i].outcome); });
-        if (!repeated) r.tune->fit_capacities.push_back({i, search_capacity(run, r, rows[i], lane_seconds)});
-    }
+void execute_tune(const TuneRequest& q, TuneResults& r, Session& session) {
+    // --confirm's real runs need a GPU: without one, exit 3 before the replays.
+    if (q.confirm) (void)select_cuda_devices(q.confirm->device);
+    const rs::CostTable table = load_costs(q.setup, r);
+    const rs::CostModel costs(table);
+    std::unique_ptr<rs::EventSource> source = open_replayed_input(q.input, q.setup, true, r);
+    tune_replays(q, *source, costs, r, session.progress());
+    note_allocator_facts(q.input, true, *source, r);
+    if (q.confirm) confirm_tune(q, r, session);
+    r.complete = true;
 }
+
+// The job's own options, check, execute, report and schema.
+constexpr CommandDefinition kReuseSimTuneCommand{
+    [] { return make_command(CommandFunctions<TuneOptions, TuneRequest, TuneResults>{add_tune_options, check_tune, execute_tune, tune_report}); },
+    tune_document_schema, kTuneLists, {},
+    "-d/--device: reuse-sim tune replays on no GPU (--confirm's program chooses its GPU; CUDA_VISIBLE_DEVICES selects them)"};
 
 }  // namespace gpumem::cli
