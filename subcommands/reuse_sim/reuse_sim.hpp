@@ -339,9 +339,10 @@ struct ReuseSimResults {
 
 void execute_reuse_sim(const ReuseSimRequest& q, ReuseSimResults& r, Session& session);
 // --tune, --sweep (reuse_sim_tune.cpp): the grid replayed from `source`, ranked, and the capacity search.
-// `show_progress`: a progress line on stderr (a terminal, without -q).
+// `progress_columns`: a progress line on stderr within that width (a
+// terminal, without -q); none: no line.
 void tune_reuse_sim(const ReuseSimRequest& q, reuse_sim::EventSource& source, const reuse_sim::CostModel& costs, ReuseSimResults& r,
-                    bool show_progress = false);
+                    std::optional<std::size_t> progress_columns = std::nullopt);
 // --record (reuse_sim_confirm.cpp): runs the program, says what it wrote on
 // stderr, and passes its exit status on through the session.
 void record_reuse_sim(const ReuseSimRequest& q, ReuseSimResults& r, Session& session);

@@ -35,7 +35,7 @@ namespace rs = gpumem::reuse_sim;
 // gpumem's own lines among the program's: few, and marked; within stderr's
 // width, but an error, which stays one line.
 void say(const Session& session, const std::string& line) {
-    const std::string text = line.rfind("error: ", 0) == 0 ? line : stderr_text("gpumem: ", line);
+    const std::string text = line.rfind("error: ", 0) == 0 ? line : stderr_text("gpumem: ", line, session.output().screen);
     if (!session.globals().quiet) std::fprintf(stderr, "gpumem: %s\n", text.c_str());
 }
 
@@ -134,7 +134,7 @@ ConfirmRun confirm_one(const ReuseSimRequest& q, const rs::TuneRow& row, std::si
                      ", rank " + std::to_string(rank) + " of " + tuning_name(chosen_by) + ")" +
                      (c.runs.empty() ? std::string() : ", the last took " + format_decimal(c.runs.back().wall_seconds, 1) + " s") +
                      "; recorded in " + settings.file);
-    ChildStyle style;
+    process::ChildOptions style;
     style.own_group = true;
     // Under both names: torch 2.9 and later read PYTORCH_ALLOC_CONF first,
     // older torch only PYTORCH_CUDA_ALLOC_CONF; either way it reads this.
@@ -192,7 +192,7 @@ std::string figures_line(const ConfirmRun& run) {
 }  // namespace
 
 void record_reuse_sim(const ReuseSimRequest& q, ReuseSimResults& r, Session& session) {
-    r.record = run_recorded(q.record->command, q.record->settings, ChildStyle{});
+    r.record = run_recorded(q.record->command, q.record->settings, process::ChildOptions{});
     const ChildRun& run = *r.record;
     session.set_exit_status(run.exit_status);
     const std::vector<const RecordedProcess*> recorded = run.recorded();

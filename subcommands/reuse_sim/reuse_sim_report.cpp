@@ -12,6 +12,7 @@
 #include "base/memory_policy.hpp"
 #include "base/record_plan.hpp"
 #include "base/sizes.hpp"
+#include "cli/width.hpp"
 #include "base/text.hpp"
 #include "cli/chart.hpp"
 #include "cli/commands.hpp"

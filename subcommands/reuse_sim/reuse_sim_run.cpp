@@ -219,7 +219,7 @@ TuneResults tune_recording(const ReuseSimRequest& q, const std::string& trace, s
     std::unique_ptr<rs::EventSource> source = open_input(rq);
     r.strategy_options = rq.strategy_options;
     if (const rs::RecordedAllocatorSettings* recorded = source->allocator_settings()) apply_recorded_settings(rq, *recorded, r);
-    tune_reuse_sim(rq, *source, costs, r, false);
+    tune_reuse_sim(rq, *source, costs, r, std::nullopt);
     return std::move(*r.tune);
 }
 
@@ -341,7 +341,8 @@ void execute_reuse_sim(const ReuseSimRequest& q, ReuseSimResults& r, Session& se
     r.strategy_options = q.strategy_options;
     if (const rs::RecordedAllocatorSettings* recorded = source->allocator_settings()) apply_recorded_settings(q, *recorded, r);
     if (q.tune) {
-        tune_reuse_sim(q, *source, costs, r, session.progress());
+        tune_reuse_sim(q, *source, costs, r,
+                       session.progress() ? std::optional(session.output().screen.stderr_columns) : std::nullopt);
         note_allocator_facts(q, *source, r);
         if (q.confirm) confirm_reuse_sim(q, r, session);
         r.complete = true;

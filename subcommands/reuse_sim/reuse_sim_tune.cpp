@@ -46,14 +46,14 @@ struct TuneRun {
     const ReuseSimRequest& q;
     const rs::LoadedTrace& trace;
     rs::LaneReplayOptions options;
-    bool show_progress = false;
+    std::optional<std::size_t> progress_columns;  // the progress line's width (stderr's); none: no line
 
     // `lanes` replayed; progress as `label` on a terminal.
     rs::LaneReplays replay(const std::vector<rs::TorchLane>& lanes, const std::string& label, bool stop_at_first_oom = false) const {
         rs::LaneReplayOptions o = options;
         o.stop_at_first_oom = stop_at_first_oom;
-        Progress progress(show_progress, "reuse-sim tune: " + label, 100);
-        if (show_progress)
+        Progress progress(progress_columns.has_value(), "reuse-sim tune: " + label, 100, progress_columns.value_or(kPipeColumns));
+        if (progress_columns)
             o.progress = [&progress](std::uint64_t done, std::uint64_t total) { progress.update(total ? done * 100 / total : 0); };
         return rs::replay_torch_lanes(trace, lanes, o);
     }
@@ -161,7 +161,8 @@ rs::CapacitySearch search_capacity(const TuneRun& run, const ReuseSimResults& r,
 
 }  // namespace
 
-void tune_reuse_sim(const ReuseSimRequest& q, rs::EventSource& source, const rs::CostModel& costs, ReuseSimResults& r, bool show_progress) {
+void tune_reuse_sim(const ReuseSimRequest& q, rs::EventSource& source, const rs::CostModel& costs, ReuseSimResults& r,
+                    std::optional<std::size_t> progress_columns) {
     const std::vector<rs::GridPoint> points = rs::grid_points(r.strategy_options.torch, q.tune->axes);
     r.tune = TuneResults{};
     r.tune->grid_points = points.size();
@@ -169,7 +170,7 @@ void tune_reuse_sim(const ReuseSimRequest& q, rs::EventSource& source, const rs:
     const rs::LoadedTrace trace(source, poll);
     for (std::string& note : source.notes()) r.warnings.push_back(std::move(note));
 
-    TuneRun run{q, trace, {}, show_progress};
+    TuneRun run{q, trace, {}, progress_columns};
     run.options.base = r.strategy_options;
     run.options.costs = &costs;
     run.options.sync_every = q.sync_every;
