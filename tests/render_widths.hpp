@@ -9,7 +9,7 @@
 #include <string>
 
 #include "cli/output.hpp"
-#include "cli/terminal.hpp"
+#include "cli/width.hpp"
 
 // Renders `report` in the table format at 80 and 100 columns; CHECKs every
 // line of each within its width. `output` gives the units and header.

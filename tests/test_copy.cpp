@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/chart.hpp"
+#include "cli/width.hpp"
 #include "cli_harness.hpp"
 #include "base/copy_plan.hpp"
 #include "copy/copy_report.hpp"

@@ -12,7 +12,7 @@
 #include "base/errors.hpp"
 #include "cli/output.hpp"
 #include "cli/progress.hpp"
-#include "cli/terminal.hpp"
+#include "cli/width.hpp"
 #include "version.hpp"
 
 using namespace gpumem;

@@ -1,7 +1,5 @@
 #include "base/record_plan.hpp"
 
-#include <sys/wait.h>
-
 #include <algorithm>
 #include <initializer_list>
 
@@ -243,12 +241,6 @@ MergedAllocConf merge_alloc_conf(std::string_view user, std::string_view setting
     for (const std::string& item : merged.kept) merged.conf += (merged.conf.empty() ? "" : ",") + item;
     if (!setting.empty()) merged.conf += (merged.conf.empty() ? "" : ",") + std::string(setting);
     return merged;
-}
-
-int shell_exit_status(int wait_status) noexcept {
-    if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
-    if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
-    return 1;
 }
 
 std::uint64_t judged_ooms(const RunFigures& figures) noexcept { return figures.program_ooms.value_or(figures.ooms); }

@@ -124,10 +124,6 @@ struct MergedAllocConf {
 };
 MergedAllocConf merge_alloc_conf(std::string_view user, std::string_view setting, const std::vector<std::string_view>& grid_keys);
 
-// A waitpid() status as a shell reports it: the exit code, or 128 + the
-// signal that killed the process.
-int shell_exit_status(int wait_status) noexcept;
-
 // What the tuner predicted for a setting, and what a real run of the
 // program under it measured (torch.cuda.memory_stats()).
 struct RunFigures {

@@ -22,12 +22,6 @@ std::vector<std::string_view> split(std::string_view text, char separator);
 std::string_view trim(std::string_view s);
 // `s` in lower case (ASCII).
 std::string lower(std::string_view s);
-// `text` broken at spaces into lines of at most `width` characters (a word
-// longer than that stands alone on its line); every line but the first starts
-// with `indent` spaces, counted in the width; a number and the unit after it
-// ("352.38 MiB") stay on one line; width 0 (a pipe) leaves the text as it
-// is. Help pages and every answer's prose on a terminal use it.
-std::string wrap_words(std::string_view text, std::size_t width, std::size_t indent = 0);
 // Newlines and carriage returns become spaces: errors are one line on stderr.
 std::string one_line(std::string text);
 // `text` safe to quote in a message: a byte outside printable ASCII (a

@@ -6,11 +6,17 @@
 
 #include <atomic>
 #include <memory>
+#include <string>
+#include <utility>
 
 namespace gpumem::log {
 namespace {
 
 std::atomic<Level> threshold{Level::warn};
+Layout& layout() {
+    static Layout instance;
+    return instance;
+}
 
 spdlog::level::level_enum to_spdlog(Level level) noexcept {
     switch (level) {
@@ -41,8 +47,16 @@ void set_threshold(Level lowest) noexcept { threshold.store(lowest, std::memory_
 
 bool enabled(Level level) noexcept { return level >= threshold.load(std::memory_order_relaxed); }
 
+void set_layout(Layout made) { layout() = std::move(made); }
+
 void write(Level level, std::string_view message) noexcept {
     try {
+        if (const Layout& fit = layout()) {
+            const auto name = spdlog::level::to_string_view(to_spdlog(level));
+            const std::string prefix = "gpumem: " + std::string(name.data(), name.size()) + ": ";
+            logger().log(to_spdlog(level), "{}", fit(level, prefix, message));
+            return;
+        }
         logger().log(to_spdlog(level), "{}", message);
     } catch (...) {  // stderr failed: nothing is left to tell
     }

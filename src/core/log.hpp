@@ -7,6 +7,8 @@
 // log.cpp the finished line.
 #include <fmt/format.h>
 
+#include <functional>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -17,6 +19,12 @@ enum class Level { debug, info, warn, error };
 // The lowest level that is written (warn until the command line sets it).
 void set_threshold(Level lowest) noexcept;
 [[nodiscard]] bool enabled(Level level) noexcept;
+// How a message is laid out after its "gpumem: LEVEL: " (given as
+// `prefix`): the command line fits a warning within stderr's width, measured
+// once for the run. Unset (tests that link the libraries alone): as it is.
+// Set before any thread logs.
+using Layout = std::function<std::string(Level level, std::string_view prefix, std::string_view message)>;
+void set_layout(Layout layout);
 // Writes one message, formatted already; never throws (a failed write to
 // stderr has nowhere to be reported).
 void write(Level level, std::string_view message) noexcept;

@@ -1,4 +1,5 @@
 #include "process/child.hpp"
+#include "process/file_descriptor.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -14,7 +15,6 @@
 
 #include "base/errors.hpp"
 #include "base/interrupt.hpp"
-#include "base/record_plan.hpp"
 #include "base/text.hpp"
 
 namespace gpumem::process {
@@ -125,7 +125,28 @@ int wait_child(pid_t pid, bool own_group, bool& interrupted) {
     return status;
 }
 
+// The file the program's output goes to, when the options name one.
+FileDescriptor open_output_file(const std::string& path) {
+    if (path.empty()) return {};
+    FileDescriptor fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    if (!fd.valid()) throw Error(path + ": cannot write the program's output there: " + std::strerror(errno));
+    return fd;
+}
+
+std::string start_error_text(const std::string& program, int error) {
+    return "cannot run " + program + ": " + std::strerror(error) +
+           (error == ENOENT   ? " (name a program in PATH, or give its path)"
+            : error == EACCES ? " (not executable: chmod +x it, or name its interpreter first)"
+                              : "");
+}
+
 }  // namespace
+
+int shell_exit_status(int wait_status) noexcept {
+    if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+    if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+    return 1;
+}
 
 ChildExit run_child(const std::vector<std::string>& command, const ChildOptions& options) {
     if (command.empty()) throw UsageError("no program to run");
@@ -140,36 +161,17 @@ ChildExit run_child(const std::vector<std::string>& command, const ChildOptions&
     if (!options.own_group) forward.emplace();
     ChildExit run;
     const auto start = std::chrono::steady_clock::now();
-    int output_fd = -1;
-    if (!options.output_file.empty()) {
-        output_fd = ::open(options.output_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        if (output_fd < 0) throw Error(options.output_file + ": cannot write the program's output there: " + std::strerror(errno));
-    }
-    int exec_pipe[2];
-    if (::pipe2(exec_pipe, O_CLOEXEC) != 0) {
-        const int error = errno;
-        if (output_fd >= 0) ::close(output_fd);
-        throw Error(std::string("pipe: ") + std::strerror(error));
-    }
+    FileDescriptor output = open_output_file(options.output_file);
+    Pipe exec_pipe = make_pipe();
     const pid_t pid = ::fork();
-    if (pid < 0) {
-        const int error = errno;
-        ::close(exec_pipe[0]);
-        ::close(exec_pipe[1]);
-        if (output_fd >= 0) ::close(output_fd);
-        throw Error(std::string("fork: ") + std::strerror(error));
-    }
-    if (pid == 0) exec_child(argv, envp, options.own_group, output_fd, exec_pipe[1]);
+    if (pid < 0) throw Error(std::string("fork: ") + std::strerror(errno));
+    if (pid == 0) exec_child(argv, envp, options.own_group, output.get(), exec_pipe.write.get());
     if (options.own_group) ::setpgid(pid, pid);  // also here: no window before the child's own call
     const GroupKilledWhenForced forced_group(options.own_group ? pid : 0);
-    if (output_fd >= 0) ::close(output_fd);
-    ::close(exec_pipe[1]);
-    if (const int error = exec_error(exec_pipe[0]); error != 0)
-        run.start_error = "cannot run " + command.front() + ": " + std::strerror(error) +
-                          (error == ENOENT   ? " (name a program in PATH, or give its path)"
-                           : error == EACCES ? " (not executable: chmod +x it, or name its interpreter first)"
-                                             : "");
-    ::close(exec_pipe[0]);
+    output.reset();
+    exec_pipe.write.reset();  // so that the read sees the pipe's end once exec succeeds
+    if (const int error = exec_error(exec_pipe.read.get()); error != 0) run.start_error = start_error_text(command.front(), error);
+    exec_pipe.read.reset();
     const int status = wait_child(pid, options.own_group, run.interrupted);
     run.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     run.exit_status = shell_exit_status(status);

@@ -43,6 +43,10 @@ struct ChildExit {
 // waiting fails; a failed exec is reported, not thrown.
 ChildExit run_child(const std::vector<std::string>& command, const ChildOptions& options);
 
+// A wait status as a shell reports it: the exit code, 128 + the signal that
+// killed it, else 1.
+int shell_exit_status(int wait_status) noexcept;
+
 // Where execvp would look for `program`: each directory of PATH with the
 // name appended, for a name without '/'; nothing otherwise.
 std::vector<std::string> path_candidates(const std::string& program);

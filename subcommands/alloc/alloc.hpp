@@ -66,6 +66,7 @@ public:
 
 private:
     bool enabled_;
+    std::size_t columns_;  // stderr's width
     std::string command_;
     std::string phase_;
     std::unique_ptr<Progress> bar_;

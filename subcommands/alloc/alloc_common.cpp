@@ -31,7 +31,7 @@ std::uint64_t parse_chunk(const std::string& text) {
 }
 
 ProgressSink::ProgressSink(const Session& session, std::size_t device_count, std::string command)
-    : enabled_(device_count == 1 && session.progress()), command_(std::move(command)) {}
+    : enabled_(device_count == 1 && session.progress()), columns_(session.output().screen.stderr_columns), command_(std::move(command)) {}
 
 ProgressFn ProgressSink::fn() {
     if (!enabled_) return {};
@@ -39,7 +39,7 @@ ProgressFn ProgressSink::fn() {
         if (!bar_ || phase_ != phase) {
             bar_.reset();
             phase_ = phase;
-            bar_ = std::make_unique<Progress>(true, command_ + ": " + phase_, total);
+            bar_ = std::make_unique<Progress>(true, command_ + ": " + phase_, total, columns_);
         }
         bar_->update(done);
     };

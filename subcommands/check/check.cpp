@@ -102,7 +102,7 @@ void run_with_progress(const CheckRequest& q, CheckResults& results, Session& se
     std::optional<Progress> line;
     GpuLocker gpus(session, q.lock_timeout);  // as every command takes the per-GPU lock
     const CheckProgress progress{
-        [&](std::uint64_t total, std::uint64_t) { line.emplace(session.progress(), "check", total); },
+        [&](std::uint64_t total, std::uint64_t) { line.emplace(session.progress(), "check", total, session.output().screen.stderr_columns); },
         [&](std::uint64_t done, const CheckOutcome& o) { line->update(done, o.id + " " + std::string(verdict_name(o.verdict))); },
         [&] { line->finish(); }, gpus.locker()};
     run_checks(q, results, progress);

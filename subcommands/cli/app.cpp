@@ -161,6 +161,11 @@ void setup_logging(const Globals& g) {
     if (g.verbosity == 1) lowest = log::Level::info;
     if (g.verbosity >= 2) lowest = log::Level::debug;
     log::set_threshold(lowest);
+    // A warning is prose for the user: within stderr's width, as the run
+    // measured it once. Debug and info lines are for logs: one line each.
+    log::set_layout([screen = g.output.screen](log::Level level, std::string_view prefix, std::string_view message) {
+        return level == log::Level::warn ? stderr_text(prefix, message, screen) : std::string(message);
+    });
 }
 
 std::string version_text() {
@@ -291,7 +296,7 @@ int fail_as_plugin(const Error& error, const Report& report, Format format) {
 }
 
 int fail(const Error& error, const Report& report, const OutputOptions& output, bool json) {
-    std::fprintf(stderr, "gpumem: error: %s\n", error_text(one_line(error.what())).c_str());
+    std::fprintf(stderr, "gpumem: error: %s\n", error_text(one_line(error.what()), output.screen).c_str());
     if (!json && format_spec(output.format).plugin()) return fail_as_plugin(error, report, output.format);
     // stdout itself failed: no document can follow.
     const bool prometheus = !json && output.format == Format::prometheus;
@@ -325,7 +330,7 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
     } catch (const Error& e) {
         Report partial = command.report(session.output());
         stamp(partial, globals.origin);
-        for (const auto& w : partial.warnings) log::warn("{}", warning_text(w));
+        for (const auto& w : partial.warnings) log::warn("{}", w);
         const bool json_out = json || session.output().format == Format::json;
         // Prometheus text is one exposition, and a Nagios or NPD plugin one
         // status line, written by fail() with the exit status: the partial results
@@ -338,7 +343,7 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
             try {
                 write_file_atomically(partial.plot->option, partial.plot->path, partial.plot->svg);
             } catch (const Error& plot_error) {
-                log::warn("{}", warning_text(plot_error.what()));
+                log::warn("{}", plot_error.what());
             }
         }
         // Bad input found while reading it (report's documents, no GPU
@@ -354,9 +359,9 @@ int run_command(Command& command, const Globals& globals, RunMode mode, bool jso
     // left as it was), and says so among the warnings.
     const bool plot_empty = report.plot && report.plot->nothing_drawn;
     const auto warn = [&report, plot_empty] {
-        for (const auto& w : report.warnings) log::warn("{}", warning_text(w));
+        for (const auto& w : report.warnings) log::warn("{}", w);
         if (plot_empty)
-            log::warn("{}", warning_text(report.plot->option + " '" + report.plot->path + "': nothing to draw; not written"));
+            log::warn("{}", report.plot->option + " '" + report.plot->path + "': nothing to draw; not written");
     };
     if (report.plot && !plot_empty) {
         try {
@@ -1003,7 +1008,7 @@ void set_up_top_level(CLI::App& app) {
                "killed by SIGPIPE (141) when stdout's reader goes away.\n"
                "A unit in brackets (RATE[GB/s], TIME[s]) is what a bare number means; RATE, TIME, SIZE and FRACTION take "
                "the same forms in every option (50GB/s, 10ms, 4GiB, 10% or 0.1). Details of every option: gpumem(1).");
-    app.formatter(std::make_shared<HelpFormatter>());
+    app.formatter(std::make_shared<HelpFormatter>(terminal_screen().stdout_columns));
     app.fallthrough();
     app.require_subcommand(0, 1);
 }
@@ -1125,7 +1130,7 @@ int run_gpumem(int argc, char** argv, RunMode mode) noexcept {
     } catch (const StdoutClosed&) {
         return kClosedPipeStatus;
     } catch (const Error& e) {  // writing --help or an error document failed
-        std::fprintf(stderr, "gpumem: error: %s\n", error_text(one_line(e.what())).c_str());
+        std::fprintf(stderr, "gpumem: error: %s\n", error_text(one_line(e.what()), terminal_screen()).c_str());
         return static_cast<int>(e.status());
     } catch (const std::exception& e) {
         std::fprintf(stderr, "gpumem: error: internal error: %s\n", e.what());

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cli/width.hpp"
+
 namespace gpumem::cli {
 namespace {
 

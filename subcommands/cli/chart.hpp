@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/terminal.hpp"
+#include "cli/width.hpp"
 
 namespace gpumem::cli {
 

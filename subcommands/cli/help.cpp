@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "base/text.hpp"
-#include "cli/terminal.hpp"
+#include "cli/width.hpp"
 
 namespace gpumem::cli {
 namespace {
@@ -60,8 +60,6 @@ const CLI::App* root_of(const CLI::App* app) {
 
 }  // namespace
 
-std::size_t help_columns() { return std::min<std::size_t>(kHelpColumns, static_cast<std::size_t>(terminal_columns())); }
-
 std::string short_description(const std::string& description, std::size_t room) {
     if (description.size() <= room) return description;
     // The first sentence or clause, preferably one that ends outside
@@ -112,7 +110,7 @@ std::string HelpFormatter::make_help(const CLI::App* app, std::string name, CLI:
         }
         names += " (gpumem --help says what each does)";
         group = "\n" + std::string(kGlobalGroup) + ":\n";
-        const std::string wrapped = wrap_words(names, help_columns() - 2);
+        const std::string wrapped = wrap_words(names, columns_ - 2);
         for (std::string_view line : split(wrapped, '\n')) group += "  " + std::string(line) + "\n";
     }
     return body + "\n" + group + tail;
@@ -123,8 +121,8 @@ std::string HelpFormatter::make_option(const CLI::Option* opt, bool is_positiona
     // Choices too many for one line ({a,b,...} of info's fields) are left to
     // gpumem --list, which the description names.
     const std::size_t open = left.find(":{"), close = left.find('}', open == std::string::npos ? 0 : open);
-    if (left.size() + 2 > help_columns() && open != std::string::npos && close != std::string::npos) left.erase(open, close + 1 - open);
-    return two_columns(left, make_option_desc(opt), get_column_width(), help_columns());
+    if (left.size() + 2 > columns_ && open != std::string::npos && close != std::string::npos) left.erase(open, close + 1 - open);
+    return two_columns(left, make_option_desc(opt), get_column_width(), columns_);
 }
 
 // CLI11's, without "Needs:" and "Excludes:" lists (the option's description
@@ -152,12 +150,12 @@ std::string HelpFormatter::make_option_usage(const CLI::Option* opt) const {
 }
 
 std::string HelpFormatter::make_subcommand(const CLI::App* sub) const {
-    return two_columns(sub->get_display_name(true), sub->get_description(), get_column_width(), help_columns());
+    return two_columns(sub->get_display_name(true), sub->get_description(), get_column_width(), columns_);
 }
 
 std::string HelpFormatter::make_description(const CLI::App* app) const {
     const std::string text = app->get_description();
-    return text.empty() ? std::string() : wrap_words(text, help_columns()) + "\n";
+    return text.empty() ? std::string() : wrap_words(text, columns_) + "\n";
 }
 
 // The footer is the root's (the exit-status table) or the subcommand's own:
@@ -167,7 +165,7 @@ std::string HelpFormatter::make_footer(const CLI::App* app) const {
     if (app->get_parent() != nullptr && app->get_parent()->get_footer() == footer) footer.clear();
     if (footer.empty()) return {};
     std::string out;
-    for (std::string_view paragraph : split(footer, '\n')) out += wrap_words(paragraph, help_columns()) + "\n";
+    for (std::string_view paragraph : split(footer, '\n')) out += wrap_words(paragraph, columns_) + "\n";
     return out;
 }
 

@@ -5,6 +5,7 @@
 // group (by name only on a page that would pass kHelpLines), and the exit-status table is printed once, on the top-level page.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -21,9 +22,6 @@ inline constexpr std::size_t kHelpLines = 60;
 // The group the global options (-d, --json, --format, --units...) stand in.
 inline constexpr const char* kGlobalGroup = "Global options";
 
-// Columns a help page may use: the terminal's, at most kHelpColumns.
-std::size_t help_columns();
-
 // An option's description cut to its first clause when it does not fit
 // `room` columns: up to the first "; " or ". " (pure; help shows one line).
 std::string short_description(const std::string& description, std::size_t room);
@@ -35,7 +33,9 @@ inline constexpr std::string_view kRequiredPositional = " (required)";
 
 class HelpFormatter final : public CLI::Formatter {
 public:
-    HelpFormatter() { column_width(30); }
+    // `columns`: the terminal's width, measured once (terminal_screen());
+    // a page uses at most kHelpColumns of it.
+    explicit HelpFormatter(std::size_t columns) : columns_(std::min(columns, kHelpColumns)) { column_width(30); }
     std::string make_help(const CLI::App* app, std::string name, CLI::AppFormatMode mode) const override;
     std::string make_option(const CLI::Option* opt, bool is_positional) const override;
     std::string make_option_opts(const CLI::Option* opt) const override;
@@ -43,6 +43,9 @@ public:
     std::string make_subcommand(const CLI::App* sub) const override;
     std::string make_description(const CLI::App* app) const override;
     std::string make_footer(const CLI::App* app) const override;
+
+private:
+    std::size_t columns_;
 };
 
 }  // namespace gpumem::cli

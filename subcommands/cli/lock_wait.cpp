@@ -15,13 +15,13 @@ CLI::Option* add_lock_timeout_option(CLI::App& app, double& seconds) {
                             ValueKind::seconds, 0, 86400);
 }
 
-LockWaitProgress::LockWaitProgress(const Session& session, double timeout) : enabled_(session.progress()), timeout_(timeout) {}
+LockWaitProgress::LockWaitProgress(const Session& session, double timeout) : enabled_(session.progress()), columns_(session.output().screen.stderr_columns), timeout_(timeout) {}
 
 LockWaitFn LockWaitProgress::callback() {
     return [this](double waited, const std::string& holder) {
         if (!enabled_) return;
         // Tenths of a second: the line counts up to the timeout.
-        if (!progress_) progress_ = std::make_unique<Progress>(true, "waiting for the GPU lock", static_cast<std::uint64_t>(timeout_ * 10) + 1);
+        if (!progress_) progress_ = std::make_unique<Progress>(true, "waiting for the GPU lock", static_cast<std::uint64_t>(timeout_ * 10) + 1, columns_);
         progress_->update(static_cast<std::uint64_t>(waited * 10), "held by " + holder);
     };
 }

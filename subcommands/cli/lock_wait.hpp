@@ -29,6 +29,7 @@ public:
 
 private:
     bool enabled_;
+    std::size_t columns_;  // stderr's width
     double timeout_;
     std::unique_ptr<Progress> progress_;
 };

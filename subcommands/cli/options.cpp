@@ -55,8 +55,10 @@ Globals check_globals(const GlobalOptions& options, const LauncherInfo& launcher
     if (g.csv) out.output.format = Format::csv;
     out.output.unit = parse_unit(g.units);
     out.output.header = !g.no_header;
-    // A terminal's width, else 100 (a pipe, a file): every human line keeps within it.
-    out.output.columns = static_cast<std::size_t>(terminal_columns());
+    // The terminals, measured once: a terminal's width, else 100 (a pipe, a
+    // file); every human line keeps within it.
+    out.output.screen = terminal_screen();
+    out.output.columns = out.output.screen.stdout_columns;
     out.output.wide = g.wide;
     if (g.device) out.device = parse_device_spec(*g.device, launcher);
     out.verbosity = g.verbosity;
@@ -193,6 +195,6 @@ CLI::Option* add_plot_option(CLI::App& app, std::optional<std::string>& target, 
     return app.add_option("--plot", target, help)->type_name("FILE.svg");
 }
 
-bool progress_enabled(const Globals& g) { return !g.quiet && isatty(STDERR_FILENO) == 1; }
+bool progress_enabled(const Globals& g) { return !g.quiet && g.output.screen.stderr_terminal; }
 
 }  // namespace gpumem::cli

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "base/text.hpp"
-#include "cli/terminal.hpp"
+#include "cli/width.hpp"
 #include "version.hpp"
 
 namespace gpumem::cli {
@@ -191,128 +191,6 @@ std::string csv_header(const Field& field, Unit unit) {
         return std::string(field.key) + " [" + unit_name(unit) + "]";
     if (field.kind == FieldKind::bandwidth) return std::string(field.key) + " [" + bandwidth_unit_name(unit) + "]";
     return std::string(field.key);
-}
-
-namespace {
-
-// One paragraph of wrap_after.
-std::string wrapped_paragraph(const std::string& text, std::size_t columns, char after) {
-    std::string out, line;
-    auto flush = [&] {
-        if (line.empty()) return;
-        out += (out.empty() ? "" : "\n") + line;
-        line.clear();
-    };
-    for (std::size_t start = 0; start < text.size();) {
-        // The next `after` outside brackets: a list such as
-        // roundup_power2_divisions:[256:1,512:2,>:8] is one item.
-        std::size_t end = start;
-        for (int depth = 0; end < text.size() && (text[end] != after || depth > 0); ++end)
-            depth += text[end] == '[' ? 1 : text[end] == ']' && depth > 0 ? -1 : 0;
-        end = std::min(end + 1, text.size());
-        const std::string piece = text.substr(start, end - start);
-        if (!line.empty() && display_width(line) + display_width(piece) > columns) flush();
-        line += piece;
-        start = end;
-    }
-    flush();
-    return out;
-}
-
-// `text` after `indent`, its lines after the first `more` further in.
-std::string indented(const std::string& text, const std::string& indent, std::size_t more) {
-    std::string out = indent;
-    for (char c : text) {
-        out += c;
-        if (c == '\n') out += indent + std::string(more, ' ');
-    }
-    return out;
-}
-
-// The widest line of a text of several.
-std::size_t widest_line(std::string_view text) {
-    std::size_t widest = 0;
-    for (std::size_t start = 0; start <= text.size();) {
-        std::size_t end = text.find('\n', start);
-        if (end == std::string_view::npos) end = text.size();
-        widest = std::max(widest, display_width(text.substr(start, end - start)));
-        start = end + 1;
-    }
-    return widest;
-}
-
-}  // namespace
-
-std::string wrap_after(const std::string& text, std::size_t columns, char after) {
-    std::string out;
-    for (std::size_t start = 0; start <= text.size();) {
-        std::size_t end = text.find('\n', start);
-        if (end == std::string::npos) end = text.size();
-        if (start > 0) out += '\n';
-        out += wrapped_paragraph(text.substr(start, end - start), columns, after);
-        start = end + 1;
-    }
-    return out;
-}
-
-namespace {
-
-// `piece` in lines of at most `width` columns: whole where it fits, else
-// cut at the width (a word longer than a line: a path, a check id), as a
-// terminal would wrap it, but within the indent.
-std::string broken_to(std::string_view piece, std::size_t width) {
-    std::string out;
-    while (display_width(piece) > width) {
-        std::size_t cut = prefix_within(piece, width);
-        if (cut == 0) cut = prefix_within(piece, 2);  // a wide character on a 1-column line: one per line
-        out += std::string(piece.substr(0, cut)) + '\n';
-        piece.remove_prefix(cut);
-    }
-    return out + std::string(piece);
-}
-
-// Each line of `text` within `columns`: a longer one cut at the width.
-std::string cut_lines(const std::string& text, std::size_t columns) {
-    std::string out;
-    for (std::string_view line : split(text, '\n')) out += (out.empty() && line.data() == text.data() ? "" : "\n") + broken_to(line, columns);
-    return out;
-}
-
-// A piece of a wrapped line with no space to break at (a setting, a path)
-// within `room`: broken after its commas, a part still too wide cut, its
-// lines after the first 2 further in than its own indent.
-std::string fit_unbroken(std::string_view piece, std::size_t room) {
-    const std::size_t own = std::min(piece.find_first_not_of(' '), piece.size());
-    const std::size_t inner = room > own + 2 ? room - own - 2 : 1;
-    const std::string parts = wrap_after(std::string(piece.substr(own)), inner, ',');
-    std::string lines;
-    for (std::string_view part : split(parts, '\n')) lines += (lines.empty() ? "" : "\n") + broken_to(part, inner);
-    return indented(lines, std::string(own, ' '), 2);
-}
-
-}  // namespace
-
-std::string fit_prose(std::string_view text, std::size_t columns) {
-    std::string out;
-    for (std::string_view line : split(text, '\n')) {
-        if (!out.empty() || line.data() != text.data()) out += '\n';
-        if (display_width(line) <= columns) {
-            out += line;
-            continue;
-        }
-        // Its indent kept, the lines after its first two further in.
-        const std::size_t lead = std::min(line.find_first_not_of(' '), line.size());
-        const std::string indent(lead, ' ');
-        const std::size_t room = columns > lead + 2 ? columns - lead : 2;
-        const std::string words = wrap_words(line.substr(lead), room, 2);
-        std::string piece_out;
-        for (std::string_view piece : split(words, '\n')) {
-            if (!piece_out.empty()) piece_out += '\n';
-            piece_out += display_width(piece) > room ? fit_unbroken(piece, room) : std::string(piece);
-        }
-        out += indented(piece_out, indent, 0);
-    }
-    return out;
 }
 
 namespace {

@@ -25,6 +25,7 @@
 #include "base/launcher.hpp"
 #include "base/name_table.hpp"
 #include "base/sizes.hpp"
+#include "cli/terminal.hpp"
 
 namespace gpumem::cli {
 
@@ -87,6 +88,11 @@ struct OutputOptions {
     // --wide: every column of every table, as wide as it gets (prose still
     // wraps at `columns`).
     bool wide = false;
+    // The terminals the run writes to (check_globals sets it once, from
+    // terminal_screen(); `columns` is its stdout_columns): where progress,
+    // warnings, charts and the lines a command writes to stderr take their
+    // width and their characters from.
+    Screen screen;
 };
 
 // How a value is shown. JSON numbers keep their base unit: bytes as bytes,
@@ -373,15 +379,6 @@ Json cell_json(const Cell& cell, const Field& field);
 
 // Cell rendered for humans / for machines (CSV and value).
 std::string cell_text(const Cell& cell, const Field& field, Unit unit);
-// `text` in lines of at most `columns`, broken only after `after` outside
-// brackets (a roundup list [256:1,512:2,>:8] is one item) and at its own
-// newlines: an item wider than `columns` alone stays whole.
-std::string wrap_after(const std::string& text, std::size_t columns, char after);
-// `text` (one line or several) with every line within `columns`: a longer
-// line broken at words, its indent kept and the lines after its first two
-// further in; a word wider than that alone after its commas. Prose of the
-// table format (Report::text_before, text_after), warnings.
-std::string fit_prose(std::string_view text, std::size_t columns);
 std::string cell_plain(const Cell& cell, const Field& field, Unit unit);
 // A number held by a cell, whatever its type; NaN for non-numbers.
 double cell_number(const Cell& cell) noexcept;

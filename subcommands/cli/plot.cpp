@@ -7,7 +7,7 @@
 
 #include "base/sizes.hpp"
 #include "cli/svg.hpp"
-#include "cli/terminal.hpp"
+#include "cli/width.hpp"
 
 namespace gpumem::cli {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <chrono>
 
-#include "cli/terminal.hpp"
+#include "cli/width.hpp"
 
 namespace gpumem::cli {
 
@@ -24,8 +24,8 @@ std::string progress_line(std::string_view label, std::uint64_t done, std::uint6
     return fit_columns(label, room - count_width) + count;
 }
 
-Progress::Progress(bool enabled, std::string label, std::uint64_t total)
-    : enabled_(enabled), label_(std::move(label)), total_(total) {}
+Progress::Progress(bool enabled, std::string label, std::uint64_t total, std::size_t columns)
+    : enabled_(enabled), label_(std::move(label)), total_(total), columns_(columns) {}
 
 Progress::~Progress() noexcept { finish(); }
 
@@ -35,7 +35,7 @@ void Progress::update(std::uint64_t done, const std::string& detail) {
     if (drawn_ && now - last_draw_ < 0.1 && done < total_) return;
     last_draw_ = now;
     drawn_ = true;
-    const std::string line = progress_line(label_, done, total_, detail, static_cast<std::size_t>(stderr_columns()));
+    const std::string line = progress_line(label_, done, total_, detail, columns_);
     std::fprintf(stderr, "\r\033[K%s", line.c_str());
     std::fflush(stderr);
 }

@@ -19,7 +19,8 @@ std::string progress_line(std::string_view label, std::uint64_t done, std::uint6
 
 class Progress {
 public:
-    Progress(bool enabled, std::string label, std::uint64_t total);
+    // `columns`: stderr's width (OutputOptions::screen.stderr_columns).
+    Progress(bool enabled, std::string label, std::uint64_t total, std::size_t columns);
     ~Progress() noexcept;  // erases the line
     Progress(const Progress&) = delete;
     Progress& operator=(const Progress&) = delete;
@@ -33,6 +34,7 @@ private:
     std::string label_;
     std::uint64_t total_;
     double last_draw_ = 0;
+    std::size_t columns_;
 };
 
 }  // namespace gpumem::cli

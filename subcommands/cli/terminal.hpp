@@ -1,5 +1,8 @@
-// What the terminal on stdout can show: UTF-8 or not, how many columns, and
-// how wide a string is there. Used by the table renderer and the charts.
+// What the terminals on stdout and stderr can show (how many columns, UTF-8
+// or not), measured once a run (terminal_screen()) and carried from there in
+// OutputOptions::screen to every reader: the tables, charts, help pages,
+// progress lines, warnings and errors. Fitting text into those columns is
+// width.hpp's, which never asks a terminal itself.
 #pragma once
 
 #include <cstddef>
@@ -8,35 +11,32 @@
 
 namespace gpumem::cli {
 
-// stdout is a terminal whose locale (LC_ALL, LC_CTYPE, LANG) is UTF-8.
-bool stdout_is_utf8_terminal();
 // The widest human output gets where it is not a terminal (a pipe, a file).
 inline constexpr std::size_t kPipeColumns = 100;
-// The width human output keeps within: that of the terminal on stdout
-// (clamped to 40..160); elsewhere (a pipe, a file) $COLUMNS up to
-// kPipeColumns, else kPipeColumns. isatty() tells the two apart.
-int terminal_columns();
-// The same for stderr (warnings).
-int stderr_columns();
-// `text` as written after `prefix` on stderr: the lines of both within
-// stderr_columns() (fit_prose), without the prefix.
-std::string stderr_text(std::string_view prefix, std::string_view text);
-// A warning as the logger gets it: after its "gpumem: warning: ".
-std::string warning_text(std::string_view text);
+
+struct Screen {
+    // The width human output keeps within: that of the terminal on stdout
+    // (clamped to 40..160); elsewhere (a pipe, a file) $COLUMNS up to
+    // kPipeColumns, else kPipeColumns. isatty() tells the two apart.
+    std::size_t stdout_columns = kPipeColumns;
+    // The same for stderr (warnings, errors, progress).
+    std::size_t stderr_columns = kPipeColumns;
+    // stdout is a terminal whose locale (LC_ALL, LC_CTYPE, LANG) is UTF-8:
+    // charts may draw with block characters.
+    bool stdout_utf8 = false;
+    // stderr is a terminal: an error wraps there; in a pipe or a file it
+    // stays one line, for scripts and logs.
+    bool stderr_terminal = false;
+};
+
+// The run's screen, measured on the first call and the same after: every
+// width a run uses comes from this one measurement.
+const Screen& terminal_screen();
+
+// `text` as written after `prefix` on stderr, within its columns.
+std::string stderr_text(std::string_view prefix, std::string_view text, const Screen& screen);
 // An error (one line, `text`) after "gpumem: error: ": wrapped to the
-// terminal when stderr is one; one line in a pipe or a file, where scripts
-// and logs read it.
-std::string error_text(std::string_view text);
-// Columns a UTF-8 string takes on a terminal: two for a wide character
-// (CJK, fullwidth forms, most emoji), none for a combining mark, else one a
-// code point (the box, block and star characters gpumem prints among them).
-std::size_t display_width(std::string_view utf8) noexcept;
-// The bytes of `utf8`'s longest beginning within `columns` columns (ending
-// between UTF-8 sequences, never inside one, nor halfway through a wide
-// character).
-std::size_t prefix_within(std::string_view utf8, std::size_t columns) noexcept;
-// `utf8` within `columns` columns: whole where it fits, else its first
-// characters and "..." (cut by display columns, never inside a sequence).
-std::string fit_columns(std::string_view utf8, std::size_t columns);
+// terminal when stderr is one; one line in a pipe or a file.
+std::string error_text(std::string_view text, const Screen& screen);
 
 }  // namespace gpumem::cli

@@ -125,6 +125,13 @@ void check_plot_file(const std::string& path, const std::vector<std::string>& in
                          (extension.empty() ? std::string() : " (not " + base.substr(dot) + ")"));
 }
 
+std::optional<std::string> check_sweep_plot(const std::optional<std::string>& plot, bool sweep) {
+    if (!plot) return std::nullopt;
+    if (!sweep) throw UsageError("--plot draws bandwidth against size: give --sizes (a sweep)");
+    check_plot_file(*plot);
+    return plot;
+}
+
 void write_file_atomically(const std::string& option, const std::string& path, std::string_view text) {
     const std::string shown = option + " '" + path + "'";
     std::string name;

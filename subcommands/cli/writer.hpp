@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <exception>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +48,10 @@ void check_output_file(const std::string& option, const std::string& path, const
 // --plot FILE.svg, for every command that offers it: check_output_file's
 // checks, then the name's extension, .svg (any case): the picture is SVG.
 void check_plot_file(const std::string& path, const std::vector<std::string>& inputs = {});
+// --plot of a bandwidth sweep (memset's, copy's): none, or a file that
+// check_plot_file takes when `sweep` (--sizes was given); a usage error
+// otherwise, as the picture is bandwidth against size.
+std::optional<std::string> check_sweep_plot(const std::optional<std::string>& plot, bool sweep);
 
 // Writes `text` to `path` whole or not at all: a temporary file in the same
 // folder, renamed over `path` once written and flushed, so that a reader

@@ -179,13 +179,10 @@ CopyRequest check(const CopyOptions& o, const Globals& globals) {
     if (o.expect_min && !(*o.expect_min > 0)) throw UsageError("--expect-min must be a positive bandwidth in GB/s, such as 50");
     q.style.expect_min_gbps = o.expect_min;
     q.style.chart = !o.no_chart;
-    if (o.plot) {
-        if (!o.sizes) throw UsageError("--plot draws bandwidth against size: give --sizes (a sweep)");
-        check_plot_file(*o.plot);
-        q.style.plot = o.plot;
-    }
+    q.style.plot = check_sweep_plot(o.plot, o.sizes.has_value());
     // The terminal the report will be printed on (no driver involved).
-    q.style.chart_style = ChartStyle{stdout_is_utf8_terminal(), terminal_columns()};
+    const Screen& screen = globals.output.screen;
+    q.style.chart_style = ChartStyle{screen.stdout_utf8, static_cast<int>(screen.stdout_columns)};
     return q;
 }
 
@@ -260,7 +257,7 @@ std::string peer_access_missing(const CopyPlan& plan) {
         if (!peer_access_possible(from, to)) {
             std::string why =
                 "device " + to_string(from) + " cannot access device " + to_string(to) + " directly (cudaDeviceCanAccessPeer is 0)";
-            log::warn("{}", warning_text(why));
+            log::warn("{}", why);
             return why;
         }
     return "";
@@ -358,7 +355,8 @@ void execute(const CopyRequest& q, CopyResults& results, Session& session) {
     const CopyPlan& plan = q.plan;
     const std::uint64_t plans_per_unit = plan.direction.uses_peer() && plan.engine == CopyEngine::ce ? 2 : 1;
     Progress progress(session.progress() && (plan.sizes.size() > 1 || units.size() > 1), "copy " + copy_direction_name(plan.direction),
-                      units.size() * plans_per_unit * plan.sizes.size() * static_cast<std::uint64_t>(plan.direction.copies()));
+                      units.size() * plans_per_unit * plan.sizes.size() * static_cast<std::uint64_t>(plan.direction.copies()),
+                      session.output().screen.stderr_columns);
     const Unit unit = session.output().unit;
     auto measured = [&] {
         const CopyResult& r = results.rows.back();

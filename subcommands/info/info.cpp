@@ -137,7 +137,7 @@ void stream_samples(const InfoRequest& q, const DeviceInventory& inventory, cons
         Report report = info_report(q, sample, output);
         report.origin = origin_record(session.globals().origin);  // each sample is a whole document
         if (i == 0)
-            for (const auto& w : report.warnings) log::warn("{}", warning_text(w));
+            for (const auto& w : report.warnings) log::warn("{}", w);
         session.write((i > 0 && output.format == Format::table ? "\n" : "") + render(report, output));
         if (output.format == Format::csv) output.header = false;
     }

@@ -136,11 +136,7 @@ MemsetRequest check(const MemsetOptions& o, const Globals& globals) {
             validate_memset_plan(plan);
         }
     }
-    if (o.plot) {
-        if (!o.sizes) throw UsageError("--plot draws bandwidth against size: give --sizes (a sweep)");
-        check_plot_file(*o.plot);
-        q.plot = o.plot;
-    }
+    q.plot = check_sweep_plot(o.plot, o.sizes.has_value());
     if (o.sizes) return q;
     q.size = parse_size_spec(o.size, {false, true});
     if (q.size.is_percent && plan.host_target)
@@ -160,7 +156,7 @@ void execute(const MemsetRequest& q, MemsetResults& results, Session& session) {
     lock_for_measuring(devices, q.lock_timeout, session);  // no other gpumem measuring these GPUs meanwhile
     // A sweep's sizes, or the one --size (0: a percentage, resolved per device).
     const std::vector<std::uint64_t> sizes = q.sweep.empty() ? std::vector<std::uint64_t>{q.plan.size} : q.sweep;
-    Progress progress(session.progress() && sizes.size() > 1, "memset", devices.size() * sizes.size());
+    Progress progress(session.progress() && sizes.size() > 1, "memset", devices.size() * sizes.size(), session.output().screen.stderr_columns);
     for (const DeviceIdentity& device : devices)
     for (std::uint64_t size : sizes) {
         throw_if_interrupted();

@@ -17,6 +17,7 @@
 #include "base/errors.hpp"
 #include "base/record_plan.hpp"
 #include "process/child.hpp"
+#include "process/temporary_directory.hpp"
 #include "record_hook.hpp"  // generated from record_hook.py: kRecordHookSource
 
 namespace gpumem::cli {
@@ -29,39 +30,24 @@ namespace fs = std::filesystem;
 // Python put there (__pycache__) when the run ends.
 class HookDirectory {
 public:
-    HookDirectory() {
-        const char* tmp = std::getenv("TMPDIR");
-        std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/gpumem-record-XXXXXX";
-        if (::mkdtemp(pattern.data()) == nullptr) throw Error(pattern + ": cannot create the hook's directory: " + std::strerror(errno));
-        path_ = pattern;
-        std::ofstream hook(path_ + "/sitecustomize.py");
+    HookDirectory() : dir_("record") {
+        std::ofstream hook(path() + "/sitecustomize.py");
         hook << kRecordHookSource;
         hook.close();
-        if (!hook || ::mkdir(status_dir().c_str(), 0700) != 0) {
-            remove();
-            throw Error(path_ + ": cannot write the recording hook");
-        }
+        if (!hook || ::mkdir(status_dir().c_str(), 0700) != 0) throw Error(path() + ": cannot write the recording hook");
     }
-    ~HookDirectory() { remove(); }
-    HookDirectory(const HookDirectory&) = delete;
-    HookDirectory& operator=(const HookDirectory&) = delete;
-
-    const std::string& path() const noexcept { return path_; }
-    std::string status_dir() const { return path_ + "/status"; }
+    const std::string& path() const noexcept { return dir_.path(); }
+    std::string status_dir() const { return path() + "/status"; }
 
 private:
-    void remove() noexcept {
-        std::error_code ignored;
-        fs::remove_all(path_, ignored);  // a destructor does not throw: what cannot go stays in TMPDIR
-    }
-    std::string path_;
+    process::TemporaryDirectory dir_;
 };
 
 bool starts_with(const char* entry, std::string_view prefix) { return std::string_view(entry).substr(0, prefix.size()) == prefix; }
 
 // The program's environment: ours, PYTHONPATH led by the hook's directory,
 // the hook's settings, and the style's own variables.
-std::vector<std::string> child_environment(const HookDirectory& dir, const RecordSettings& s, const ChildStyle& style) {
+std::vector<std::string> child_environment(const HookDirectory& dir, const RecordSettings& s, const process::ChildOptions& style) {
     std::vector<std::string> env;
     std::string pythonpath = dir.path();
     for (char** e = environ; *e != nullptr; ++e) {
@@ -256,19 +242,12 @@ std::vector<const RecordedProcess*> ChildRun::recorded() const {
     return out;
 }
 
-ChildRun run_recorded(const std::vector<std::string>& command, const RecordSettings& settings, const ChildStyle& style) {
+ChildRun run_recorded(const std::vector<std::string>& command, const RecordSettings& settings, const process::ChildOptions& style) {
     if (command.empty()) throw UsageError("no program to run");
     const HookDirectory dir;
-    process::ChildOptions options;
-    options.own_group = style.own_group;
+    process::ChildOptions options = style;
     options.environment = child_environment(dir, settings, style);
-    options.output_file = style.output_file;
-    const process::ChildExit exit = process::run_child(command, options);
-    ChildRun run;
-    run.exit_status = exit.exit_status;
-    run.wall_seconds = exit.wall_seconds;
-    run.interrupted = exit.interrupted;
-    run.start_error = exit.start_error;
+    ChildRun run{process::run_child(command, options), {}};
     run.processes = read_statuses(dir.status_dir());
     return run;
 }
@@ -291,18 +270,6 @@ std::optional<RunFigures> read_figures(const std::string& stats_path, std::strin
     // The hook's count of the OOMs the program saw; null: not known.
     if (doc.contains("program_ooms") && doc["program_ooms"].is_number_unsigned()) f.program_ooms = doc["program_ooms"].get<std::uint64_t>();
     return f;
-}
-
-ScratchDirectory::ScratchDirectory(const char* purpose) {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/gpumem-" + purpose + "-XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) throw Error(pattern + ": cannot create a directory for the real runs");
-    path_ = pattern;
-}
-
-ScratchDirectory::~ScratchDirectory() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
 }
 
 std::string nothing_recorded_reason(const ChildRun& run) {

@@ -17,6 +17,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "base/record_plan.hpp"
+#include "process/child.hpp"
 #include "reuse_sim/snapshot_reader.hpp"
 
 namespace gpumem::cli {
@@ -28,18 +29,6 @@ struct RecordSettings {
     bool python_stacks = false;                // context="all", stacks="python"
     std::optional<std::uint64_t> capacity;     // set_per_process_memory_fraction(capacity / total)
     std::optional<double> memory_fraction;     // set_per_process_memory_fraction(F)
-};
-
-// How the program runs.
-struct ChildStyle {
-    // --confirm: a process group of its own (Ctrl-C on gpumem stops the
-    // whole group), its stdout on gpumem's stderr (gpumem's stdout holds the
-    // report). --record: gpumem's group (the terminal's Ctrl-C reaches the
-    // program as under `time`), its stdout its own.
-    bool own_group = false;
-    std::vector<std::string> environment;  // NAME=VALUE set for the program (PYTORCH_CUDA_ALLOC_CONF)
-    // Non-empty: the program's stdout and stderr go to this file.
-    std::string output_file;
 };
 
 // What one process of the program said through the hook.
@@ -59,20 +48,19 @@ struct RecordedProcess {
     std::vector<MemoryFractionCall> fraction_calls;          // gpumem's cap and the program's own, in order
 };
 
-struct ChildRun {
-    int exit_status = 0;  // as a shell reports it (128 + signal)
-    double wall_seconds = 0;
-    bool interrupted = false;  // --confirm: Ctrl-C stopped it
-    std::optional<std::string> start_error;  // "cannot run CMD: why" when exec failed
+// A program's run under the hook: how it ended (process::ChildExit), and
+// what its processes said.
+struct ChildRun : process::ChildExit {
     std::vector<RecordedProcess> processes;  // by pid
     // The processes that wrote a snapshot.
     std::vector<const RecordedProcess*> recorded() const;
 };
 
-// Runs `command` (argv, searched on PATH) under the hook and waits for it.
+// Runs `command` (argv, searched on PATH) under the hook and waits for it,
+// as `options` say (its environment is added to the hook's).
 // Throws Error when it cannot be started (exit status 127 or 126 is the
 // program's, as a shell's, when exec fails: reported, not thrown).
-ChildRun run_recorded(const std::vector<std::string>& command, const RecordSettings& settings, const ChildStyle& style);
+ChildRun run_recorded(const std::vector<std::string>& command, const RecordSettings& settings, const process::ChildOptions& options);
 
 // What the statistics file beside a snapshot that --record wrote says of
 // the run: torch's version and the cap in force (gpumem's or the
@@ -103,20 +91,6 @@ std::vector<MemoryFractionCall> fraction_calls_of(const nlohmann::json& list);
 // A real run's figures from the statistics file the hook wrote; none (and
 // `note` says why) where it holds no memory_stats.
 std::optional<RunFigures> read_figures(const std::string& stats_path, std::string& note);
-
-// A private directory for real runs' files (--confirm's, --max-batch's),
-// removed with everything in it when it goes.
-class ScratchDirectory {
-public:
-    explicit ScratchDirectory(const char* purpose = "confirm");
-    ~ScratchDirectory();
-    ScratchDirectory(const ScratchDirectory&) = delete;
-    ScratchDirectory& operator=(const ScratchDirectory&) = delete;
-    const std::string& path() const noexcept { return path_; }
-
-private:
-    std::string path_;
-};
 
 // One clear line for a run that recorded nothing: python without torch, a
 // program that never imported torch or never used CUDA through it.

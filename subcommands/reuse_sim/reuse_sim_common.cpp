@@ -149,7 +149,7 @@ std::vector<std::string_view> alloc_conf_grid_keys() {
 }
 
 void say_on_stderr(const Session& session, const std::string& line) {
-    const std::string text = line.rfind("error: ", 0) == 0 ? line : stderr_text("gpumem: ", line);
+    const std::string text = line.rfind("error: ", 0) == 0 ? line : stderr_text("gpumem: ", line, session.output().screen);
     if (!session.globals().quiet) std::fprintf(stderr, "gpumem: %s\n", text.c_str());
 }
 

@@ -26,6 +26,8 @@
 #include "base/sizes.hpp"
 #include "base/text.hpp"
 #include "cli/terminal.hpp"
+#include "cli/width.hpp"
+#include "process/temporary_directory.hpp"
 #include "reuse_sim/reuse_sim_max_batch.hpp"
 #include "reuse_sim/trace_reader.hpp"
 #include "reuse_sim/tune_replays.hpp"
@@ -37,7 +39,7 @@ namespace rs = gpumem::reuse_sim;
 
 // gpumem's own lines among the program's: few, and marked.
 void say(const Session& session, const std::string& line) {
-    if (!session.globals().quiet) std::fprintf(stderr, "gpumem: %s\n", stderr_text("gpumem: ", line).c_str());
+    if (!session.globals().quiet) std::fprintf(stderr, "gpumem: %s\n", stderr_text("gpumem: ", line, session.output().screen).c_str());
 }
 
 // One line per real run (batch, why, what it did, seconds): on stderr
@@ -45,7 +47,7 @@ void say(const Session& session, const std::string& line) {
 // reading the document wants nothing else there).
 bool show_runs(const Session& session) {
     if (session.globals().quiet) return false;
-    return session.output().format != Format::json || ::isatty(STDERR_FILENO) == 1;
+    return session.output().format != Format::json || session.output().screen.stderr_terminal;
 }
 
 // The program's output during a search: a dozen runs, most of them ending
@@ -109,7 +111,7 @@ std::string failed_run_output(const Session& session, const std::string& log) {
     }
     const bool shown = show_runs(session);
     if (shown) {
-        const std::size_t width = static_cast<std::size_t>(stderr_columns());
+        const std::size_t width = session.output().screen.stderr_columns;
         std::fprintf(stderr, "gpumem: max-batch: the end of the program's output:\n");
         for (const std::string& line : lines)  // indented 2, cut before the last column
             std::fprintf(stderr, "  %s\n", fit_columns(line, width - 3).c_str());
@@ -120,8 +122,8 @@ std::string failed_run_output(const Session& session, const std::string& log) {
 
 // Another setting of the grid goes to the program's torch under both names
 // (whichever its version reads), the user's other keys kept.
-ChildStyle program_style(const std::string& output_file, const std::string& alloc_conf = "", bool set_conf = false) {
-    ChildStyle style;
+process::ChildOptions program_style(const std::string& output_file, const std::string& alloc_conf = "", bool set_conf = false) {
+    process::ChildOptions style;
     style.own_group = true;
     style.output_file = output_file;
     if (set_conf) {
@@ -587,7 +589,7 @@ void max_batch_search(const MaxBatchRequest& q, const rs::CostModel& costs, MaxB
     r.search.emplace();
     // The program's files live in a scratch folder unless -o FILE keeps
     // them; --batch-trace runs no program, and needs no folder (nor $TMPDIR).
-    std::optional<ScratchDirectory> scratch;
+    std::optional<process::TemporaryDirectory> scratch;
     if (!q.program.empty()) scratch.emplace("max-batch");
     MaxBatchSearch search(q, costs, r, session, scratch ? scratch->path() : std::string());
     if (q.program.empty())

@@ -84,7 +84,7 @@ std::optional<std::string> replaced_cap_line(const RecordedProcess& p) {
 }  // namespace
 
 void execute_record(const RecordRequest& q, RecordResults& r, Session& session) {
-    r.run = run_recorded(q.command, q.settings, ChildStyle{});
+    r.run = run_recorded(q.command, q.settings, process::ChildOptions{});
     const ChildRun& run = *r.run;
     session.set_exit_status(run.exit_status);
     const std::vector<const RecordedProcess*> recorded = run.recorded();

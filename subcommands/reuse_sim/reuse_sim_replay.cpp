@@ -183,7 +183,7 @@ void check_outputs(const ReplayOptions& o, const Globals& globals, ReplayRequest
     if (q.save_trace && o.input.trace && *q.save_trace == *o.input.trace) throw UsageError("--save-trace would overwrite the --trace it reads");
     q.timeline_points = o.timeline_points;
     q.chart = globals.output.format == Format::table && !o.no_chart;
-    q.chart_style.unicode = stdout_is_utf8_terminal();
+    q.chart_style.unicode = globals.output.screen.stdout_utf8;
     if (o.execute) {
         q.execute_on = single_device_spec(globals, "--execute");
     } else if (globals.device) {

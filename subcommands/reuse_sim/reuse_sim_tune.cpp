@@ -136,7 +136,8 @@ void execute_tune(const TuneRequest& q, TuneResults& r, Session& session) {
     const rs::CostTable table = load_costs(q.setup, r);
     const rs::CostModel costs(table);
     std::unique_ptr<rs::EventSource> source = open_replayed_input(q.input, q.setup, true, r);
-    tune_replays(q, *source, costs, r, session.progress());
+    tune_replays(q, *source, costs, r,
+                 session.progress() ? std::optional(session.output().screen.stderr_columns) : std::nullopt);
     note_allocator_facts(q.input, true, *source, r);
     if (q.confirm) confirm_tune(q, r, session);
     r.complete = true;

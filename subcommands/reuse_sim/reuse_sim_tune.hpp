@@ -117,10 +117,10 @@ struct TuneResults : ReplayedInput {
 
 void execute_tune(const TuneRequest& q, TuneResults& r, Session& session);
 // The grid replayed from `source`, ranked, and the capacity search
-// (reuse_sim_tune_replays.cpp). `show_progress`: a progress line on stderr
-// (a terminal, without -q).
+// (reuse_sim_tune_replays.cpp). `progress_columns`: a progress line on
+// stderr within that width (a terminal, without -q); none: no line.
 void tune_replays(const TuneRequest& q, reuse_sim::EventSource& source, const reuse_sim::CostModel& costs, TuneResults& r,
-                  bool show_progress = false);
+                  std::optional<std::size_t> progress_columns = std::nullopt);
 // --plot: the best settings replayed again with a timeline (reuse_sim_tune_replays.cpp).
 void tune_plot_timeline(const TuneRequest& q, const reuse_sim::LoadedTrace& trace, const reuse_sim::LaneReplayOptions& options,
                         const reuse_sim::CostModel& costs, TuneRanking& tune);

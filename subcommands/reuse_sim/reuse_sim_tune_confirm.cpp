@@ -92,7 +92,7 @@ ConfirmRun confirm_one(const TuneRequest& q, const rs::TuneRow& row, std::size_t
                      ", rank " + std::to_string(rank) + " of " + tuning_name(chosen_by) + ")" +
                      (c.runs.empty() ? std::string() : ", the last took " + format_decimal(c.runs.back().wall_seconds, 1) + " s") +
                      "; recorded in " + settings.file);
-    ChildStyle style;
+    process::ChildOptions style;
     style.own_group = true;
     // Under both names: torch 2.9 and later read PYTORCH_ALLOC_CONF first,
     // older torch only PYTORCH_CUDA_ALLOC_CONF; either way it reads this.

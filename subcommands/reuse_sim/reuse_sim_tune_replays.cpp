@@ -47,14 +47,14 @@ struct TuneRun {
     const TuneRequest& q;
     const rs::LoadedTrace& trace;
     rs::LaneReplayOptions options;
-    bool show_progress = false;
+    std::optional<std::size_t> progress_columns;  // the progress line's width (stderr's); none: no line
 
     // `lanes` replayed; progress as `label` on a terminal.
     rs::LaneReplays replay(const std::vector<rs::TorchLane>& lanes, const std::string& label, bool stop_at_first_oom = false) const {
         rs::LaneReplayOptions o = options;
         o.stop_at_first_oom = stop_at_first_oom;
-        Progress progress(show_progress, "reuse-sim tune: " + label, 100);
-        if (show_progress)
+        Progress progress(progress_columns.has_value(), "reuse-sim tune: " + label, 100, progress_columns.value_or(kPipeColumns));
+        if (progress_columns)
             o.progress = [&progress](std::uint64_t done, std::uint64_t total) { progress.update(total ? done * 100 / total : 0); };
         return rs::replay_torch_lanes(trace, lanes, o);
     }
@@ -162,7 +162,8 @@ rs::CapacitySearch search_capacity(const TuneRun& run, const TuneResults& r, con
 
 }  // namespace
 
-void tune_replays(const TuneRequest& q, rs::EventSource& source, const rs::CostModel& costs, TuneResults& r, bool show_progress) {
+void tune_replays(const TuneRequest& q, rs::EventSource& source, const rs::CostModel& costs, TuneResults& r,
+                  std::optional<std::size_t> progress_columns) {
     const std::vector<rs::GridPoint> points = rs::grid_points(r.strategy_options.torch, q.grid.axes);
     r.ranking = TuneRanking{};
     r.ranking->grid_points = points.size();
@@ -170,7 +171,7 @@ void tune_replays(const TuneRequest& q, rs::EventSource& source, const rs::CostM
     const rs::LoadedTrace trace(source, poll);
     for (std::string& note : source.notes()) r.warnings.push_back(std::move(note));
 
-    TuneRun run{q, trace, {}, show_progress};
+    TuneRun run{q, trace, {}, progress_columns};
     run.options.base = r.strategy_options;
     run.options.costs = &costs;
     run.options.sync_every = q.setup.sync_every;
@@ -256,7 +257,7 @@ TuneRanking tune_recording(const TuneRequest& q, const std::string& trace, std::
     const rs::CostTable table = load_costs(rq.setup, r);
     const rs::CostModel costs(table);
     std::unique_ptr<rs::EventSource> source = open_replayed_input(rq.input, rq.setup, true, r);
-    tune_replays(rq, *source, costs, r, false);
+    tune_replays(rq, *source, costs, r, std::nullopt);
     return std::move(*r.ranking);
 }
 

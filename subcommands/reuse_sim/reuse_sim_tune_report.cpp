@@ -12,6 +12,7 @@
 #include "base/record_plan.hpp"
 #include "base/sizes.hpp"
 #include "base/text.hpp"
+#include "cli/width.hpp"
 #include "cli/commands.hpp"
 #include "reuse_sim/reuse_sim_tune.hpp"
 #include "reuse_sim/tuner.hpp"
