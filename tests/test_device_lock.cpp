@@ -213,7 +213,13 @@ TEST_CASE("device lock: check's device work locks through the command's DeviceLo
         results[1].holder = "pid 77: gpumem copy";
         return results;
     };
-    lock_check_devices(DeviceSpec{}, nullptr, figures, refuse_second);
+    int read_again = 0;
+    const FiguresReader count_reads = [&read_again] {
+        ++read_again;
+        return std::vector<CheckDeviceFigures>{};
+    };
+    lock_check_devices(figures, refuse_second, count_reads);
+    CHECK(read_again == 0);  // nobody waited: the figures read before still hold
     REQUIRE(asked.size() == 2);
     CHECK(asked[1].pci.bus == 0x42);
     CHECK(figures[0].why_unlocked.empty());
@@ -221,7 +227,7 @@ TEST_CASE("device lock: check's device work locks through the command's DeviceLo
     CHECK(figures[1].why_unlocked.find("not run: ") == 0);
     CHECK(figures[1].why_unlocked.find("pid 77: gpumem copy") != std::string::npos);
     // No locker is a mistake of the command, not a run without the lock.
-    CHECK_THROWS_AS(lock_check_devices(DeviceSpec{}, nullptr, figures, DeviceLocker{}), std::logic_error);
+    CHECK_THROWS_AS(lock_check_devices(figures, DeviceLocker{}, count_reads), std::logic_error);
 }
 
 TEST_CASE("contention: an allocation that fails beside another process's memory is unknown; on a free GPU it fails") {

@@ -6,7 +6,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "base/check_table.hpp"
 #include "base/errors.hpp"
 #include "base/quantities.hpp"
 #include "base/sizes.hpp"
@@ -52,8 +51,6 @@ constexpr unsigned kMostGpus = 4096;
 std::string percent_text(double fraction) { return format_decimal(fraction * 100, 1) + "%"; }
 
 }  // namespace
-
-const NameTable<CheckKind> kChecks{"check", kCheckRows, "checks"};
 
 std::string_view verdict_name(Verdict verdict) noexcept { return kVerdicts.name_of(verdict); }
 

@@ -86,7 +86,7 @@ void wait_until_gone(const DeviceIdentity& device, unsigned pid) {
 
 }  // namespace
 
-void lock_check_devices(const DeviceSpec& spec, CheckNodeFigures* node, std::vector<CheckDeviceFigures>& figures, const DeviceLocker& lock) {
+void lock_check_devices(std::vector<CheckDeviceFigures>& figures, const DeviceLocker& lock, const FiguresReader& read_again) {
     if (!lock) throw std::logic_error("check's device work needs the command's DeviceLocker");
     std::vector<DeviceIdentity> devices;
     devices.reserve(figures.size());
@@ -100,7 +100,7 @@ void lock_check_devices(const DeviceSpec& spec, CheckNodeFigures* node, std::vec
         if (locks[i].acquired) wait_until_gone(figures[i].device, holder_pid(locks[i].holder));
     }
     if (waited) {
-        std::vector<CheckDeviceFigures> fresh = read_check_figures(spec, node);
+        std::vector<CheckDeviceFigures> fresh = read_again();
         if (fresh.size() == figures.size()) figures = std::move(fresh);
     }
     for (std::size_t i = 0; i < figures.size(); ++i) {

@@ -10,11 +10,14 @@
 //   naming it, unless --judge-shared.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "bench/check_engine.hpp"
+#include "base/check_plan.hpp"
+#include "base/check_readings.hpp"
+#include "base/device_spec.hpp"
 #include "core/device_lock.hpp"
 #include "core/nvml.hpp"
 
@@ -42,8 +45,9 @@ CheckOutcome review_contention(CheckOutcome outcome, bool allocation_failed, con
 // Takes the lock of every device of `figures` (check's standard and long
 // levels) through `lock`, the command's locker: a device whose lock was not
 // obtained gets `why_unlocked`. When the wait was not instant, the NVML figures are
-// read again (`spec`, `node`): the ones read before described the GPU
-// while the other process worked on it.
-void lock_check_devices(const DeviceSpec& spec, CheckNodeFigures* node, std::vector<CheckDeviceFigures>& figures, const DeviceLocker& lock);
+// read again (`read_again`, the engine's reading): the ones read before
+// described the GPU while the other process worked on it.
+using FiguresReader = std::function<std::vector<CheckDeviceFigures>()>;
+void lock_check_devices(std::vector<CheckDeviceFigures>& figures, const DeviceLocker& lock, const FiguresReader& read_again);
 
 }  // namespace gpumem

@@ -558,7 +558,8 @@ void run_checks(const CheckRequest& q, CheckResults& results, const CheckProgres
     CheckNodeFigures node;
     std::vector<CheckDeviceFigures> figures = read_check_figures(q.devices, &node);
     // Device work: one gpumem at a time on a GPU (its figures read again after a wait).
-    if (q.settings.level != CheckLevel::quick) lock_check_devices(q.devices, &node, figures, progress.lock);
+    if (q.settings.level != CheckLevel::quick)
+        lock_check_devices(figures, progress.lock, [&q, &node] { return read_check_figures(q.devices, &node); });
     const XidReading xid = read_xid_events(q, figures);
     results.devices.reserve(figures.size());
     // The node's own checks go on its first GPU's row.
