@@ -128,8 +128,11 @@ TEST_CASE("process: run_child's failures leave no descriptor open") {
     const process::ChildExit ran = process::run_child({"sh", "-c", "echo out; echo err >&2; exit 3"}, options);
     CHECK(ran.exit_status == 3);
     CHECK_FALSE(ran.start_error);
-    std::ifstream in(log);
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string text;
+    {
+        std::ifstream in(log);  // closed before the count below
+        text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
     CHECK(text == "out\nerr\n");
     CHECK(open_descriptors() == before);
     fs::remove(log);

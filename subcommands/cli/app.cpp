@@ -296,7 +296,9 @@ int fail_as_plugin(const Error& error, const Report& report, Format format) {
 }
 
 int fail(const Error& error, const Report& report, const OutputOptions& output, bool json) {
-    std::fprintf(stderr, "gpumem: error: %s\n", error_text(one_line(error.what()), output.screen).c_str());
+    // The run's screen, not `output`'s: a usage error comes before the
+    // options that carry it are made.
+    std::fprintf(stderr, "gpumem: error: %s\n", error_text(one_line(error.what()), terminal_screen()).c_str());
     if (!json && format_spec(output.format).plugin()) return fail_as_plugin(error, report, output.format);
     // stdout itself failed: no document can follow.
     const bool prometheus = !json && output.format == Format::prometheus;

@@ -92,7 +92,7 @@ struct OutputOptions {
     // terminal_screen(); `columns` is its stdout_columns): where progress,
     // warnings, charts and the lines a command writes to stderr take their
     // width and their characters from.
-    Screen screen;
+    Screen screen{};
 };
 
 // How a value is shown. JSON numbers keep their base unit: bytes as bytes,
