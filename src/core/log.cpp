@@ -13,7 +13,7 @@ namespace gpumem::log {
 namespace {
 
 std::atomic<Level> threshold{Level::warn};
-Layout& layout() {
+Layout& installed_layout() {
     static Layout instance;
     return instance;
 }
@@ -47,11 +47,11 @@ void set_threshold(Level lowest) noexcept { threshold.store(lowest, std::memory_
 
 bool enabled(Level level) noexcept { return level >= threshold.load(std::memory_order_relaxed); }
 
-void set_layout(Layout made) { layout() = std::move(made); }
+void set_layout(Layout layout) { installed_layout() = std::move(layout); }
 
 void write(Level level, std::string_view message) noexcept {
     try {
-        if (const Layout& fit = layout()) {
+        if (const Layout& fit = installed_layout()) {
             const auto name = spdlog::level::to_string_view(to_spdlog(level));
             const std::string prefix = "gpumem: " + std::string(name.data(), name.size()) + ": ";
             logger().log(to_spdlog(level), "{}", fit(level, prefix, message));

@@ -82,7 +82,7 @@ struct RecordedAllocatorSettings {
     static constexpr std::uint64_t kUnlimitedSplit = ~0ULL;
 };
 
-// What a PyTorch snapshot (with the statistics gpumem's --record wrote beside
+// What a PyTorch snapshot (with the statistics gpumem's record wrote beside
 // it) says of the program's use of private pools and of settings changed
 // while it ran, for the report's warnings; filled as the input is read.
 struct AllocatorFacts {

@@ -1,4 +1,4 @@
-// The tuner's replays (--tune, --sweep), fast: the input is read once into
+// The tuner's replays (tune, --sweep), fast: the input is read once into
 // memory and every torch-caching lane replays it alone, on as many threads
 // as there are cores. Lanes are independent once the snapshot's ambiguous
 // releases are read (ReleaseReadings, decided by one replay of the recorded

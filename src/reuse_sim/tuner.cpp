@@ -215,7 +215,7 @@ std::vector<SweepAxis> grid_axes(const std::vector<std::string>& sweeps, bool tu
                              " acts only under a memory cap: give --capacity or --memory-fraction");
         axes.push_back(std::move(axis));
     }
-    // --tune: the knobs not swept on their default values, in the table's order.
+    // tune: the knobs not swept on their default values, in the table's order.
     std::vector<SweepAxis> ordered;
     for (const Named<KnobSpec>& knob : kKnobs) {
         const auto swept = std::find_if(axes.begin(), axes.end(), [&](const SweepAxis& a) { return a.knob == &knob; });

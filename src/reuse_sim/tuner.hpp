@@ -27,7 +27,7 @@ enum class Knob { max_split_size, roundup_power2_divisions, expandable_segments,
 struct KnobSpec {
     Knob knob;
     std::string_view conf_key;  // its key in PYTORCH_CUDA_ALLOC_CONF
-    std::string_view defaults;  // --tune's values, as --sweep takes them
+    std::string_view defaults;  // tune's values, as --sweep takes them
     bool needs_cap;             // acts only under a memory cap (PyTorch: a memory fraction)
     // One value as --sweep writes it, into its field of `options`. Throws UsageError.
     void (*parse)(std::string_view value, TorchOptions& options);

@@ -242,12 +242,12 @@ std::vector<const RecordedProcess*> ChildRun::recorded() const {
     return out;
 }
 
-ChildRun run_recorded(const std::vector<std::string>& command, const RecordSettings& settings, const process::ChildOptions& style) {
+ChildRun run_recorded(const std::vector<std::string>& command, const RecordSettings& settings, const process::ChildOptions& options) {
     if (command.empty()) throw UsageError("no program to run");
     const HookDirectory dir;
-    process::ChildOptions options = style;
-    options.environment = child_environment(dir, settings, style);
-    ChildRun run{process::run_child(command, options), {}};
+    process::ChildOptions hooked = options;
+    hooked.environment = child_environment(dir, settings, options);
+    ChildRun run{process::run_child(command, hooked), {}};
     run.processes = read_statuses(dir.status_dir());
     return run;
 }

@@ -62,10 +62,10 @@ struct ChildRun : process::ChildExit {
 // program's, as a shell's, when exec fails: reported, not thrown).
 ChildRun run_recorded(const std::vector<std::string>& command, const RecordSettings& settings, const process::ChildOptions& options);
 
-// What the statistics file beside a snapshot that --record wrote says of
+// What the statistics file beside a snapshot that record wrote says of
 // the run: torch's version and the cap in force (gpumem's or the
 // program's own set_per_process_memory_fraction). None: no such file, or
-// not one of --record's (the test fixtures' are their own kind).
+// not one of record's (the test fixtures' are their own kind).
 struct RecordingStats {
     std::string path;
     std::optional<std::string> torch_version;
@@ -83,7 +83,7 @@ struct RecordingStats {
 };
 std::optional<RecordingStats> read_recording_stats(const std::string& path);
 // The GPU a recording ran on ("NVIDIA H200"), as its statistics file (a
-// --record recording's or a tests/fixtures/torch fixture's) names it; none
+// recording's of record or a tests/fixtures/torch fixture's) names it; none
 // where the file is missing or does not say.
 std::optional<std::string> recorded_device_name(const std::string& stats_path);
 std::vector<MemoryFractionCall> fraction_calls_of(const nlohmann::json& list);
