@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# One GPU call after issues 53, 56 and 57 changed GPU paths (the log behind
-# every GPU command, the device checks' steps, signals during a clean stop,
-# --plot of copy and memset sweeps): every GPU suite, then gpumem against
+# One GPU call after a change to GPU paths (run after issues 53, 56 and 57,
+# and again after issue 53's second part moved reuse-sim's real runs, the
+# process layer and every width): every GPU suite, then gpumem against
 # raw CUDA in the same run (bench/copy.sh, memset.sh: bandwidth ratios) and
 # check's levels timed (bench/check.sh), on one GPU.
 #   OUT=$OUT bash bench/gpu-run-4.sh        (after tools/stage-device.sh BUILD)
