@@ -137,3 +137,65 @@ TEST_CASE("process: run_child's failures leave no descriptor open") {
     CHECK(open_descriptors() == before);
     fs::remove(log);
 }
+
+namespace {
+
+// Every process of the group gone (its orphans reaped by init, a moment
+// after they die), within 2 s.
+bool group_gone(int group) {
+    for (int i = 0; i < 200; ++i) {
+        if (::kill(-group, 0) == -1) return true;
+        ::usleep(10 * 1000);
+    }
+    return false;
+}
+
+}  // namespace
+
+TEST_CASE("process: RunningChild runs side by side, each polled; stopped, its whole group goes; a move hands it on") {
+    const std::size_t before = open_descriptors();
+    process::ChildOptions quiet;
+    quiet.output_file = "/dev/null";
+    // Two at once: the quick one ends first, the slow one is still going.
+    process::RunningChild quick({"sh", "-c", "exit 3"}, quiet);
+    process::RunningChild slow({"sh", "-c", "sleep 30 & wait"}, quiet);
+    std::optional<process::ChildExit> done;
+    for (int i = 0; i < 500 && !done; ++i) {
+        done = quick.poll();
+        if (!done) ::usleep(10 * 1000);
+    }
+    REQUIRE(done);
+    CHECK(done->exit_status == 3);
+    CHECK_FALSE(done->interrupted);
+    CHECK(quick.poll()->exit_status == 3);  // once ended, the same
+    CHECK_FALSE(slow.poll());
+    // Moved, then stopped: its group (the shell and its sleep) is gone.
+    process::RunningChild moved = std::move(slow);
+    const int group = moved.pid();
+    const process::ChildExit stopped = moved.stop();
+    CHECK(stopped.interrupted);
+    CHECK(group_gone(group));
+    // A start that fails: exit 127 with the reason, as run_child's.
+    process::RunningChild missing({"/nonexistent/program"}, quiet);
+    std::optional<process::ChildExit> gone;
+    for (int i = 0; i < 500 && !gone; ++i) {
+        gone = missing.poll();
+        if (!gone) ::usleep(10 * 1000);
+    }
+    REQUIRE(gone);
+    CHECK(gone->exit_status == 127);
+    CHECK(gone->start_error.has_value());
+    CHECK(open_descriptors() == before);
+}
+
+TEST_CASE("process: a RunningChild dropped while it runs takes its group with it") {
+    process::ChildOptions quiet;
+    quiet.output_file = "/dev/null";
+    int group = 0;
+    {
+        process::RunningChild child({"sh", "-c", "sleep 30 & wait"}, quiet);
+        group = child.pid();
+        CHECK(::kill(-group, 0) == 0);
+    }
+    CHECK(group_gone(group));
+}

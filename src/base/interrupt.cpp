@@ -18,7 +18,9 @@ volatile std::sig_atomic_t g_signal = 0;
 volatile std::sig_atomic_t g_repeats = 0;
 std::atomic<long long> g_first_ms{0};
 static_assert(std::atomic<long long>::is_always_lock_free, "read and written in a signal handler");
-volatile std::sig_atomic_t g_group_to_kill = 0;
+// Each slot a group, 0 free; written outside the handler one slot at a
+// time (a slot is a sig_atomic_t: the handler sees a whole value).
+volatile std::sig_atomic_t g_groups_to_kill[kMaxGroupsToKill] = {};
 
 long long monotonic_ms() noexcept {
     timespec now{};
@@ -39,7 +41,8 @@ extern "C" void on_signal(int signal) {
     // group of its own goes with us.
     g_repeats = g_repeats + 1;
     if (g_repeats < 2 && monotonic_ms() - g_first_ms < kForceAfterSeconds * 1000LL) return;
-    if (g_group_to_kill > 0) ::kill(-static_cast<pid_t>(g_group_to_kill), SIGKILL);
+    for (const volatile std::sig_atomic_t& group : g_groups_to_kill)
+        if (group > 0) ::kill(-static_cast<pid_t>(group), SIGKILL);
     std::signal(signal, SIG_DFL);
     std::raise(signal);
 }
@@ -68,7 +71,19 @@ void request_interrupt_for_testing(int signal) noexcept {
     g_signal = signal;
 }
 
-void set_group_to_kill_when_forced(int process_group) noexcept { g_group_to_kill = process_group; }
+bool add_group_to_kill_when_forced(int process_group) noexcept {
+    for (volatile std::sig_atomic_t& slot : g_groups_to_kill)
+        if (slot == 0) {
+            slot = process_group;
+            return true;
+        }
+    return false;
+}
+
+void remove_group_to_kill_when_forced(int process_group) noexcept {
+    for (volatile std::sig_atomic_t& slot : g_groups_to_kill)
+        if (slot == process_group) slot = 0;
+}
 
 bool sleep_interruptibly(double seconds) {
     using Clock = std::chrono::steady_clock;

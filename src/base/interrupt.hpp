@@ -21,10 +21,13 @@ void throw_if_interrupted();      // throws InterruptedError
 // Sets the flag as a signal would (0 clears it and the count of repeats).
 void request_interrupt_for_testing(int signal) noexcept;
 
-// The process group of a program gpumem runs in a group of its own (0:
-// none): a forced stop kills it (SIGKILL) first, so that the program does
-// not outlive gpumem.
-void set_group_to_kill_when_forced(int process_group) noexcept;
+// The process groups of programs gpumem runs in groups of their own
+// (several side by side): a forced stop kills each (SIGKILL) first, so that
+// no program outlives gpumem. At most kMaxGroupsToKill at once; add returns
+// false when all are taken (the caller then runs no more at once).
+inline constexpr int kMaxGroupsToKill = 64;
+bool add_group_to_kill_when_forced(int process_group) noexcept;
+void remove_group_to_kill_when_forced(int process_group) noexcept;
 
 // Sleeps `seconds` (<= 0: until a signal) in short steps, waking early on
 // Ctrl-C or SIGTERM; false when a signal ended the wait.

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <string_view>
 #include <thread>
+#include <utility>
 
 #include "base/errors.hpp"
 #include "base/interrupt.hpp"
@@ -86,10 +87,17 @@ int exec_error(int read_fd) {
 // (base/interrupt.hpp) kills that group too, so that it does not outlive us.
 class GroupKilledWhenForced {
 public:
-    explicit GroupKilledWhenForced(pid_t group) noexcept { set_group_to_kill_when_forced(group); }
-    ~GroupKilledWhenForced() { set_group_to_kill_when_forced(0); }
+    explicit GroupKilledWhenForced(pid_t group) noexcept : group_(group) {
+        if (group_ > 0) add_group_to_kill_when_forced(group_);
+    }
+    ~GroupKilledWhenForced() {
+        if (group_ > 0) remove_group_to_kill_when_forced(group_);
+    }
     GroupKilledWhenForced(const GroupKilledWhenForced&) = delete;
     GroupKilledWhenForced& operator=(const GroupKilledWhenForced&) = delete;
+
+private:
+    pid_t group_;
 };
 
 // An interruption: the program's whole group is asked to stop, then killed.
@@ -148,7 +156,18 @@ int shell_exit_status(int wait_status) noexcept {
     return 1;
 }
 
-ChildExit run_child(const std::vector<std::string>& command, const ChildOptions& options) {
+namespace {
+
+double steady_seconds() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+// A program forked and exec'd (in a group of its own where asked): its pid,
+// and why exec failed, if it did.
+struct Spawned {
+    pid_t pid = -1;
+    std::optional<std::string> start_error;
+};
+
+Spawned spawn(const std::vector<std::string>& command, const ChildOptions& options) {
     if (command.empty()) throw UsageError("no program to run");
     std::vector<std::string> args = command, env = options.environment;
     std::vector<char*> argv, envp;
@@ -156,25 +175,91 @@ ChildExit run_child(const std::vector<std::string>& command, const ChildOptions&
     argv.push_back(nullptr);
     for (std::string& e : env) envp.push_back(e.data());
     envp.push_back(nullptr);
+    FileDescriptor output = open_output_file(options.output_file);
+    Pipe exec_pipe = make_pipe();
+    Spawned spawned;
+    spawned.pid = ::fork();
+    if (spawned.pid < 0) throw Error(std::string("fork: ") + std::strerror(errno));
+    if (spawned.pid == 0) exec_child(argv, envp, options.own_group, output.get(), exec_pipe.write.get());
+    if (options.own_group) ::setpgid(spawned.pid, spawned.pid);  // also here: no window before the child's own call
+    output.reset();
+    exec_pipe.write.reset();  // so that the read sees the pipe's end once exec succeeds
+    if (const int error = exec_error(exec_pipe.read.get()); error != 0) spawned.start_error = start_error_text(command.front(), error);
+    return spawned;
+}
 
+}  // namespace
+
+ChildExit run_child(const std::vector<std::string>& command, const ChildOptions& options) {
     std::optional<ForwardSignals> forward;
     if (!options.own_group) forward.emplace();
     ChildExit run;
-    const auto start = std::chrono::steady_clock::now();
-    FileDescriptor output = open_output_file(options.output_file);
-    Pipe exec_pipe = make_pipe();
-    const pid_t pid = ::fork();
-    if (pid < 0) throw Error(std::string("fork: ") + std::strerror(errno));
-    if (pid == 0) exec_child(argv, envp, options.own_group, output.get(), exec_pipe.write.get());
-    if (options.own_group) ::setpgid(pid, pid);  // also here: no window before the child's own call
-    const GroupKilledWhenForced forced_group(options.own_group ? pid : 0);
-    output.reset();
-    exec_pipe.write.reset();  // so that the read sees the pipe's end once exec succeeds
-    if (const int error = exec_error(exec_pipe.read.get()); error != 0) run.start_error = start_error_text(command.front(), error);
-    exec_pipe.read.reset();
-    const int status = wait_child(pid, options.own_group, run.interrupted);
-    run.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double start = steady_seconds();
+    const Spawned spawned = spawn(command, options);
+    const GroupKilledWhenForced forced_group(options.own_group ? spawned.pid : 0);
+    run.start_error = spawned.start_error;
+    const int status = wait_child(spawned.pid, options.own_group, run.interrupted);
+    run.wall_seconds = steady_seconds() - start;
     run.exit_status = shell_exit_status(status);
+    return run;
+}
+
+RunningChild::RunningChild(const std::vector<std::string>& command, ChildOptions options) {
+    options.own_group = true;
+    started_ = steady_seconds();
+    const Spawned spawned = spawn(command, options);
+    pid_ = spawned.pid;
+    start_error_ = spawned.start_error;
+    add_group_to_kill_when_forced(pid_);
+}
+
+RunningChild::RunningChild(RunningChild&& other) noexcept
+    : pid_(std::exchange(other.pid_, -1)), started_(other.started_), start_error_(std::move(other.start_error_)), exit_(std::move(other.exit_)) {}
+
+RunningChild& RunningChild::operator=(RunningChild&& other) noexcept {
+    if (this != &other) {
+        release();
+        pid_ = std::exchange(other.pid_, -1);
+        started_ = other.started_;
+        start_error_ = std::move(other.start_error_);
+        exit_ = std::move(other.exit_);
+    }
+    return *this;
+}
+
+RunningChild::~RunningChild() { release(); }
+
+// Still running: its group stopped and reaped, so that nothing outlives us.
+void RunningChild::release() noexcept {
+    if (pid_ > 0 && !exit_) stop_group(pid_);
+    if (pid_ > 0) remove_group_to_kill_when_forced(pid_);
+    pid_ = -1;
+}
+
+std::optional<ChildExit> RunningChild::poll() {
+    if (exit_ || pid_ <= 0) return exit_;
+    int status = 0;
+    const pid_t done = ::waitpid(pid_, &status, WNOHANG);
+    if (done == 0 || (done < 0 && errno == EINTR)) return std::nullopt;
+    if (done < 0) throw Error(std::string("waitpid: ") + std::strerror(errno));
+    ChildExit run;
+    run.exit_status = shell_exit_status(status);
+    run.wall_seconds = steady_seconds() - started_;
+    run.start_error = start_error_;
+    exit_ = run;
+    remove_group_to_kill_when_forced(pid_);
+    return exit_;
+}
+
+ChildExit RunningChild::stop() {
+    if (poll()) return *exit_;
+    ChildExit run;
+    run.exit_status = shell_exit_status(stop_group(pid_));
+    run.wall_seconds = steady_seconds() - started_;
+    run.interrupted = true;
+    run.start_error = start_error_;
+    exit_ = run;
+    remove_group_to_kill_when_forced(pid_);
     return run;
 }
 

@@ -43,6 +43,35 @@ struct ChildExit {
 // waiting fails; a failed exec is reported, not thrown.
 ChildExit run_child(const std::vector<std::string>& command, const ChildOptions& options);
 
+// A program started in a process group of its own and not waited for:
+// several run side by side, each polled. Move-only; its destructor stops
+// it (its group asked with SIGTERM, killed after 5 s) if it still runs,
+// and never throws. Its stdout goes to our stderr or options.output_file,
+// as run_child's own_group (options.own_group is taken as set).
+class RunningChild {
+public:
+    // Throws as run_child does; a failed exec is the exit's start_error.
+    RunningChild(const std::vector<std::string>& command, ChildOptions options);
+    RunningChild(RunningChild&& other) noexcept;
+    RunningChild& operator=(RunningChild&& other) noexcept;
+    RunningChild(const RunningChild&) = delete;
+    RunningChild& operator=(const RunningChild&) = delete;
+    ~RunningChild();
+
+    // Its exit once it ended (once: later calls give the same), without waiting.
+    std::optional<ChildExit> poll();
+    // Stops it now (its group asked, then killed): an interrupted exit.
+    ChildExit stop();
+    int pid() const noexcept { return pid_; }
+
+private:
+    void release() noexcept;
+    int pid_ = -1;
+    double started_ = 0;  // steady clock, seconds
+    std::optional<std::string> start_error_;
+    std::optional<ChildExit> exit_;
+};
+
 // A wait status as a shell reports it: the exit code, 128 + the signal that
 // killed it, else 1.
 int shell_exit_status(int wait_status) noexcept;
