@@ -11,6 +11,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,10 @@ struct Program {
     bool fragment = false;                        // the split block PyTorch's caching allocator cannot release
     std::uint64_t fail_from = 0;                  // from this batch on, an error of the program's (no OOM)
     double rank_share = 1;                        // the batch a rank takes, in parts of the one given
+    // Memory that varies from run to run: a batch's outcomes in the order
+    // its runs are made (past the last, the last again), whatever the cap.
+    std::map<std::uint64_t, std::vector<RunOutcome>> script;
+    mutable std::map<std::uint64_t, std::size_t> made;
 
     bool spiked(std::uint64_t batch) const {
         return (spike_from != 0 && batch >= spike_from) || std::count(spike_at.begin(), spike_at.end(), batch) > 0;
@@ -89,6 +94,10 @@ struct Program {
     }
     RunOutcome outcome(std::uint64_t batch, std::uint64_t cap) const {
         if (fail_from != 0 && batch >= fail_from) return RunOutcome::failed;
+        if (const auto s = script.find(batch); s != script.end()) {
+            const std::size_t n = made[batch]++;
+            return s->second[std::min(n, s->second.size() - 1)];
+        }
         return peak(batch) > cap ? RunOutcome::out_of_memory : RunOutcome::ran;
     }
 };
@@ -105,6 +114,7 @@ Program spiked_from(std::uint64_t from, std::uint64_t mib) {
 // One process, or several ranks each taking its share of the batch.
 struct Ranks {
     std::vector<Program> ranks;
+    std::vector<std::string> timing = {};  // what the command would find in the recordings
     RunOutcome outcome(std::uint64_t batch, std::uint64_t cap) const {
         RunOutcome worst = RunOutcome::ran;
         for (const Program& p : ranks) {
@@ -136,6 +146,7 @@ rs::MaxBatchPlanOptions options(std::uint64_t cap, std::vector<std::uint64_t> fi
     o.max_runs = max_runs;
     o.capacity = cap;
     o.search.replay.threads = 2;
+    o.repeats = 1;  // the cases before repeats: one run a batch (--repeats 1)
     return o;
 }
 
@@ -163,7 +174,7 @@ Drive drive(rs::MaxBatchPlanner& planner, const Ranks& program, std::uint64_t ca
         }
         case Kind::fit: {
             std::string line = "fit:";
-            rs::ModelFit fit{{}, points(), rs::StrategyOptions{}};
+            rs::ModelFit fit{{}, points(), rs::StrategyOptions{}, program.timing};
             for (std::size_t k = 0; k < program.ranks.size(); ++k) {
                 std::vector<rs::BatchRecording> recordings;
                 for (const rs::BatchRun& run : step.fit_on) recordings.push_back({run.batch, "bs" + std::to_string(run.batch), program.ranks[k].events(run.batch)});
@@ -435,4 +446,103 @@ TEST_CASE("max-batch plan: the facts of a setting: only runs made under the cap 
     other.point.options.expandable_segments = true;
     CHECK(other.key() == "expandable_segments:True");
     CHECK(rs::answer_status(other, rs::setting_facts({&ran}, 81), false) == rs::AnswerStatus::not_confirmed);
+}
+
+TEST_CASE("max-batch plan: an answer needs two runs without an OOM; side by side the check goes out with its repeat and the next batch") {
+    // One at a time: the check, then its repeat.
+    rs::MaxBatchPlanOptions o = options(1 * GiB);
+    o.repeats = 0;  // the default: two, three where timing can change the outcome
+    rs::MaxBatchPlanner planner(o);
+    CHECK(drive(planner, Program{}, 1 * GiB).steps == steps({"runs: 4 first | 8 first", "fit: 4 8", "runs: 42 near the answer | 62 near the answer",
+                                                             "fit: 4 8 42 62", "runs: 83 check at the answer", "fit: 4 8 42 62 83", "runs: 83 repeat",
+                                                             "done 83 ran"}));
+    CHECK(planner.state().repeats == 2);
+    CHECK(planner.facts("", 83).tally(83)->passes == 2);
+    // Side by side: one step, the next batch's OOM settling the answer; no refit for a repeat.
+    o.parallel = 4;
+    rs::MaxBatchPlanner side(o);
+    const Drive d = drive(side, Program{}, 1 * GiB);
+    CHECK(d.steps == steps({"runs: 4 first | 8 first", "fit: 4 8", "runs: 42 near the answer | 62 near the answer", "fit: 4 8 42 62",
+                            "runs: 83 check at the answer | 83 repeat | 84 the next batch", "fit: 4 8 42 62 83", "done 83 ran"}));
+    CHECK(side.facts("", 83).ran_out == 84);
+    // Several ranks (the command's timing note): three runs.
+    o.parallel = 1;
+    rs::MaxBatchPlanner ranked(o);
+    Program rank0, rank1;
+    rank1.rank_share = 2;
+    const Drive e = drive(ranked, Ranks{{rank0, rank1}, {"2 ranks"}}, 1 * GiB);
+    CHECK(ranked.state().repeats == 3);
+    CHECK(std::count(e.steps.begin(), e.steps.end(), "runs: 41 repeat") == 2);
+    CHECK(e.steps.back() == "done 41 ran");
+}
+
+TEST_CASE("max-batch plan: a batch whose runs disagree varies; the answer is the largest batch that ran every time, the model given a margin") {
+    // 83 fits one run in two (another stream's frees come back late); 82
+    // and below run every time.
+    Program p;
+    p.script[83] = {RunOutcome::ran, RunOutcome::out_of_memory};
+    rs::MaxBatchPlanOptions o = options(1 * GiB, {4, 8}, 20);
+    o.repeats = 2;
+    o.parallel = 4;
+    rs::MaxBatchPlanner planner(o);
+    const Drive d = drive(planner, p, 1 * GiB);
+    const rs::SettingFacts f = planner.facts("", std::nullopt);
+    INFO(d.steps);
+    CHECK(f.varies == std::vector<std::uint64_t>{83});
+    CHECK(f.oom_below.empty());  // varying is not "fails every time"
+    CHECK(f.ran == 82);
+    CHECK(d.steps.back() == "done 82 ran");
+    REQUIRE(f.tally(82) != nullptr);
+    CHECK(f.tally(82)->passes >= 2);
+    CHECK(planner.state().variance_margin == 664 * MiB);  // 83 x 8 MiB, the largest request, a segment of its own
+    // The batches between the margin's answer and 83 were bisected, two runs each.
+    // beside 62's repeat (the answer the margin left), which goes out with the first.
+    CHECK(std::find(d.steps.begin(), d.steps.end(), "runs: 62 repeat | 72 bisection | 72 repeat") != d.steps.end());
+    CHECK(planner.runs() <= 20);
+    // Under a budget too small for the bisection: the largest batch that ran every time so far.
+    rs::MaxBatchPlanner short_budget(options(1 * GiB, {4, 8}, 8));
+    Program q;
+    q.script[83] = {RunOutcome::ran, RunOutcome::out_of_memory};
+    rs::MaxBatchPlanOptions so = options(1 * GiB, {4, 8}, 8);
+    so.repeats = 2;
+    so.parallel = 4;
+    rs::MaxBatchPlanner cut(so);
+    const Drive e = drive(cut, q, 1 * GiB);
+    CHECK(cut.runs() <= 8);
+    const rs::SettingFacts g = cut.facts("", std::nullopt);
+    REQUIRE(e.last.answer);
+    CHECK(g.tally(*e.last.answer) != nullptr);
+    CHECK(g.tally(*e.last.answer)->always_ran());
+}
+
+TEST_CASE("max-batch plan: an OOM below the answer is run again: failing every time is not monotone, running the second time varies") {
+    Program p;
+    p.spike_at = {337, 338};
+    p.spike_mib = 200;
+    p.script[337] = {RunOutcome::out_of_memory, RunOutcome::ran};  // 338 fails every time
+    rs::MaxBatchPlanOptions o = options(4 * GiB);
+    o.repeats = 2;
+    rs::MaxBatchPlanner planner(o);
+    const Drive d = drive(planner, p, 4 * GiB);
+    CHECK(std::find(d.steps.begin(), d.steps.end(), "runs: 337 repeat | 338 repeat") != d.steps.end());
+    CHECK(d.steps.back() == "done 339 ran");
+    const rs::SettingFacts f = planner.facts("", 339);
+    CHECK(f.oom_below == std::vector<std::uint64_t>{338});
+    CHECK(f.varies == std::vector<std::uint64_t>{337});
+    CHECK(f.all_below_ran == 336);
+}
+
+TEST_CASE("max-batch plan: the facts count each batch's runs; a repeat is one recording for the model") {
+    rs::BatchRun a{80, "", RunReason::at_answer, RunOutcome::ran, 0, 1, true};
+    rs::BatchRun b{80, "", RunReason::repeat, RunOutcome::out_of_memory, 0, 2, true};
+    rs::BatchRun c{70, "", RunReason::near_answer, RunOutcome::ran, 0, 3, true};
+    const rs::SettingFacts f = rs::setting_facts({&a, &b, &c}, 80);
+    CHECK(f.ran == 70);
+    CHECK(f.ran_out == 80);
+    CHECK_FALSE(f.answer_ran);
+    CHECK(f.varies == std::vector<std::uint64_t>{80});
+    REQUIRE(f.tally(80) != nullptr);
+    CHECK(f.tally(80)->runs == 2);
+    CHECK(f.tally(80)->passes == 1);
+    CHECK(f.tally(80)->varies());
 }

@@ -13,6 +13,25 @@ constexpr std::uint64_t kBelowOffsets[] = {1, 2, 4};
 constexpr std::uint64_t kNearCapDivisor = 100;  // 1 % of the cap
 // --confirm's runs below an answer that ran out of memory for real.
 constexpr int kConfirmStepsDown = 3;
+// The runs an answer needs, all without an OOM: two for every program (one
+// more costs no wall time beside the first), three where the recordings
+// show what timing can change (ranks, streams, frees waiting on another
+// stream's work): a DDP program fitted 2 of 3 times at one batch.
+constexpr unsigned kRepeats = 2;
+constexpr unsigned kRepeatsTimed = 3;
+
+// The segment PyTorch's caching allocator would take for the largest
+// request of the model's trace at `batch`: below 1 MiB a small pool's 2 MiB,
+// below 10 MiB a 20 MiB segment, else the request rounded up to 2 MiB.
+std::uint64_t largest_segment(const BatchModel& model, std::uint64_t batch) {
+    constexpr std::uint64_t MiB = std::uint64_t{1} << 20;
+    std::uint64_t largest = 0;
+    for (const Event& e : model.events_at(batch))
+        if (e.kind == EventKind::alloc) largest = std::max(largest, e.size);
+    if (largest < MiB) return 2 * MiB;
+    if (largest < 10 * MiB) return 20 * MiB;
+    return (largest + 2 * MiB - 1) / (2 * MiB) * (2 * MiB);
+}
 
 PlanStep runs_step(std::vector<PlannedRun> runs) {
     PlanStep step;
@@ -54,24 +73,46 @@ SettingFacts setting_facts(const std::vector<const BatchRun*>& runs, std::option
     SettingFacts f;
     // A given recording that completed may have run under another cap: no
     // fact that it fits; one the allocator refused requests in is an OOM.
-    for (const BatchRun* run : runs)
-        if (run->recorded_here) {
-            f.any_run = true;
-            if (run->outcome == RunOutcome::ran) f.ran = std::max(f.ran, run->batch);
+    for (const BatchRun* run : runs) {
+        if (!run->recorded_here && !run->ran_out_of_memory()) continue;
+        f.any_run = f.any_run || run->recorded_here;
+        auto at = std::lower_bound(f.tallies.begin(), f.tallies.end(), run->batch,
+                                   [](const BatchTally& t, std::uint64_t batch) { return t.batch < batch; });
+        if (at == f.tallies.end() || at->batch != run->batch) at = f.tallies.insert(at, BatchTally{run->batch, 0, 0, 0});
+        if (run->outcome == RunOutcome::failed) continue;
+        ++at->runs;
+        if (run->ran_out_of_memory()) ++at->ooms;
+        else ++at->passes;
+    }
+    for (const BatchTally& t : f.tallies) {
+        if (t.always_ran()) f.ran = t.batch;
+        if (t.varies()) f.varies.push_back(t.batch);
+    }
+    for (const BatchTally& t : f.tallies)
+        if (t.ooms > 0 && t.batch > f.ran) {
+            f.ran_out = t.batch;
+            break;
         }
-    for (const BatchRun* run : runs)
-        if (run->ran_out_of_memory()) {
-            if (run->batch > f.ran && (f.ran_out == 0 || run->batch < f.ran_out)) f.ran_out = run->batch;
-            if (run->batch < f.ran) f.oom_below.push_back(run->batch);
-        }
-    std::sort(f.oom_below.begin(), f.oom_below.end());
+    // Below `ran`: the batches that ran out of memory every time (memory
+    // not monotone), and the largest batch at or below which none did.
+    std::uint64_t first_bad = 0;
+    for (const BatchTally& t : f.tallies) {
+        if (t.batch >= f.ran || t.ooms == 0) continue;
+        if (t.passes == 0) f.oom_below.push_back(t.batch);
+        if (first_bad == 0) first_bad = t.batch;
+    }
     f.answer_ran = f.ran != 0 && model_answer && *model_answer == f.ran;
-    f.all_below_ran = f.oom_below.empty() ? f.ran : f.oom_below.front() - 1;
+    f.all_below_ran = first_bad == 0 ? f.ran : first_bad - 1;
     if (!f.oom_below.empty())
-        for (const BatchRun* run : runs)
-            if (run->recorded_here && run->outcome == RunOutcome::ran && run->batch < f.oom_below.front())
-                f.ran_below_oom = std::max(f.ran_below_oom, run->batch);
+        for (const BatchTally& t : f.tallies)
+            if (t.always_ran() && t.batch < f.oom_below.front()) f.ran_below_oom = std::max(f.ran_below_oom, t.batch);
     return f;
+}
+
+const BatchTally* SettingFacts::tally(std::uint64_t batch) const noexcept {
+    for (const BatchTally& t : tallies)
+        if (t.batch == batch) return &t;
+    return nullptr;
 }
 
 const char* answer_status_name(AnswerStatus status) noexcept {
@@ -164,7 +205,11 @@ const BatchRun& MaxBatchPlanner::ran(const PlannedRun& planned, RunOutcome outco
     } else if (after_runs_ == After::refit) {
         // A run the model takes changes the model; any other, the facts the
         // settings are searched with.
-        if (kept.setting.empty() && outcome == RunOutcome::ran) needs_fit_ = true;
+        // A batch that ran before is in the model already (a repeat).
+        const bool again = std::any_of(runs_.begin(), runs_.end() - 1, [&](const BatchRun& r) {
+            return r.setting.empty() && r.batch == kept.batch && r.outcome == RunOutcome::ran;
+        });
+        if (kept.setting.empty() && outcome == RunOutcome::ran && !again) needs_fit_ = true;
         else needs_search_ = true;
     }
     return kept;
@@ -174,6 +219,8 @@ void MaxBatchPlanner::fitted(ModelFit fit) {
     models_ = std::move(fit.ranks);
     points_ = std::move(fit.points);
     options_.search.replay.base = std::move(fit.base);
+    state_.timing = std::move(fit.timing);
+    state_.repeats = options_.repeats != 0 ? options_.repeats : state_.timing.empty() ? kRepeats : kRepeatsTimed;
     state_.ranks.clear();
     for (const RankModel& m : models_)
         if (m.rank) state_.ranks.push_back(*m.rank);
@@ -270,14 +317,79 @@ std::optional<PlanStep> MaxBatchPlanner::refine_step() {
 // next batch ran out of memory, where the search came from above), or the
 // budget is spent; the model refitted after each. None: settled.
 std::optional<PlanStep> MaxBatchPlanner::check_step(const std::string& setting, std::uint64_t floor) {
+    std::optional<PlanStep> repeats = repeat_step(setting);
+    // One at a time, the answer's repeats first: a failure changes what is next.
+    if (repeats && options_.parallel <= 1) return repeats;
+    std::vector<PlannedRun> runs;
+    if (repeats) runs = std::move(repeats->runs);
     const std::optional<Step> step = next_step(setting, floor);
-    if (!step) return std::nullopt;
-    if (!can_run()) {
-        state_.budget_spent = true;
-        return std::nullopt;
+    if (!step || !can_run(runs.size())) {
+        if (step) state_.budget_spent = true;
+        if (runs.empty()) return std::nullopt;
+        return runs_step(std::move(runs));
     }
     after_runs_ = After::refit;
-    return runs_step({plan_run(step->batch, step->why, setting)});
+    runs.push_back(plan_run(step->batch, step->why, setting));
+    // Side by side: a check's repeats go out with it (and, for the recorded
+    // setting, the next batch and those just below): a run each, no more
+    // wall time than the check alone.
+    if (options_.parallel > 1) {
+        for (unsigned k = runs_at(step->batch, setting) + 1; k < state_.repeats && can_run(runs.size()); ++k)
+            runs.push_back(plan_run(step->batch, RunReason::repeat, setting));
+        if (setting.empty() && step->why == RunReason::at_answer) {
+            std::vector<PlannedRun> beside = beside_check(step->batch, runs.size());
+            runs.insert(runs.end(), beside.begin(), beside.end());
+        }
+    }
+    return runs_step(std::move(runs));
+}
+
+// An answer that ran, run again until it ran `repeats` times (side by side:
+// every repeat at once). None: it has them all, or it is no batch that ran.
+std::optional<PlanStep> MaxBatchPlanner::repeat_step(const std::string& setting) {
+    const MaxBatchSetting* s = row_of(setting);
+    if (s == nullptr || !s->answer.largest) return std::nullopt;
+    const std::uint64_t answer = *s->answer.largest;
+    const SettingFacts f = facts(setting, answer);
+    if (!f.answer_ran) return std::nullopt;
+    const unsigned made = runs_at(answer, setting);
+    if (made >= state_.repeats) return std::nullopt;
+    std::vector<PlannedRun> runs;
+    for (unsigned k = made; k < state_.repeats; ++k) {
+        if (!can_run(runs.size())) {
+            state_.repeats_cut = true;
+            break;
+        }
+        runs.push_back(plan_run(answer, RunReason::repeat, setting));
+        if (options_.parallel <= 1) break;  // one at a time: a failure ends them
+    }
+    if (runs.empty()) return std::nullopt;
+    after_runs_ = After::refit;
+    return runs_step(std::move(runs));
+}
+
+// Beside a check at the recorded setting's answer, when runs go side by
+// side: the next batch (settles the answer when it runs out of memory) and
+// the batches just below it that the below phase would run.
+std::vector<PlannedRun> MaxBatchPlanner::beside_check(std::uint64_t answer, std::size_t planned) {
+    std::vector<PlannedRun> runs;
+    const MaxBatchSetting* recorded = state_.recorded();
+    const auto room = [&] { return can_run(planned + runs.size()); };
+    if (recorded != nullptr && !recorded->answer.reached_limit && answer < options_.search.limit && !recorded_at(answer + 1, "") && room())
+        runs.push_back(plan_run(answer + 1, RunReason::above_answer));
+    for (const std::uint64_t offset : kBelowOffsets) {
+        if (offset >= answer || !room()) break;
+        const std::uint64_t batch = answer - offset;
+        if (recorded_at(batch, "") || !near_cap(batch)) break;
+        runs.push_back(plan_run(batch, RunReason::below_answer));
+    }
+    return runs;
+}
+
+unsigned MaxBatchPlanner::runs_at(std::uint64_t batch, const std::string& setting) const {
+    const SettingFacts f = facts(setting, std::nullopt);
+    const BatchTally* t = f.tally(batch);
+    return t == nullptr ? 0 : t->runs;
 }
 
 // Memory that is not monotone in the batch: a batch below one that ran may
@@ -315,6 +427,19 @@ std::optional<PlanStep> MaxBatchPlanner::below_step() {
             break;
         }
         runs.push_back(plan_run(batch, RunReason::below_answer));
+    }
+    if (!runs.empty()) return runs_step(std::move(runs));
+    // A batch below the answer that ran out of memory once, run again: one
+    // that fails every time is memory not monotone in the batch, one that
+    // ran the second time memory that varies from run to run.
+    for (const BatchTally& t : facts("", answer).tallies) {
+        if (state_.repeats <= 1 || t.batch >= answer || t.runs != 1 || t.ooms != 1) continue;
+        if (!can_run(runs.size())) {
+            state_.budget_spent = true;
+            state_.below_cut = true;
+            break;
+        }
+        runs.push_back(plan_run(t.batch, RunReason::repeat));
     }
     phase_ = Phase::best;
     if (runs.empty()) return std::nullopt;
@@ -471,10 +596,14 @@ std::optional<MaxBatchPlanner::Step> MaxBatchPlanner::next_step(const std::strin
         // Every batch searched fits: no edge to check.
         if (a.reached_limit && hi == 0) return std::nullopt;
         const bool clipped = hi != 0 && a.reached_limit && answer + 1 == hi;
+        // The model's last guess ran out of memory every time it was run (a
+        // batch that varied instead moved the answer down by the variance
+        // margin: a guess of the model's own again).
         const BatchRun* last = nullptr;
         for (const BatchRun* run : runs_of(setting))
-            if (run->recorded_here && (last == nullptr || run->order > last->order)) last = run;
-        const bool refuted = last != nullptr && last->why == RunReason::at_answer && last->ran_out_of_memory();
+            if (run->recorded_here && run->why == RunReason::at_answer && (last == nullptr || run->order > last->order)) last = run;
+        const BatchTally* at_last = last != nullptr ? f.tally(last->batch) : nullptr;
+        const bool refuted = at_last != nullptr && at_last->ooms > 0 && at_last->passes == 0 && last->batch == hi;
         if (hi != 0 && (clipped || refuted)) {
             std::uint64_t low = lo;
             if (low == 0 && floor > 0 && floor < hi) {
@@ -487,7 +616,13 @@ std::optional<MaxBatchPlanner::Step> MaxBatchPlanner::next_step(const std::strin
         }
         return Step{answer, RunReason::at_answer};
     }
-    if (!setting.empty() || answer != lo) return std::nullopt;
+    if (answer != lo) return std::nullopt;
+    // The answer ran every time, and the batch above the range varied: the
+    // model (with its variance margin) stops short of it, and the batches
+    // between are the runs' to settle. Each is run `repeats` times.
+    if (const BatchTally* above = f.tally(hi); above != nullptr && above->varies() && hi > lo + 1)
+        return Step{lo + (hi - lo) / 2, RunReason::bisection};
+    if (!setting.empty()) return std::nullopt;
     // A narrow range only (a few batches: doubt about the last requests); a
     // wide one means the hopeful trace leaves out much of the program (a
     // detection model's thousands of data-dependent requests: 29 to 267),
@@ -533,9 +668,23 @@ void MaxBatchPlanner::search() {
         lanes.emplace_back(TorchLane{p.options, options_.capacity}, f.ran, f.ran_out);
         if (p.recorded) state_.oom_batch = f.ran_out != 0 ? std::optional<std::uint64_t>(f.ran_out) : std::nullopt;
     }
+    // Memory that varies from run to run: the model's peak is one run's, and
+    // another ran out of memory with it under the cap. The answer then
+    // leaves room for one more of the program's largest request (a new
+    // segment of it) at the batch that varied: where the room a request
+    // finds hangs on timing, a run short of it by more than that is not
+    // seen. The batches that ran every time stand as facts.
+    MaxBatchOptions search_options = options_.search;
+    const SettingFacts recorded_facts = facts("", std::nullopt);
+    if (!recorded_facts.varies.empty()) {
+        state_.variance_margin = 0;
+        for (const RankModel& m : models_)
+            state_.variance_margin = std::max(state_.variance_margin, largest_segment(m.model, recorded_facts.varies.back()));
+        search_options.headroom += state_.variance_margin;
+    }
     std::vector<std::vector<MaxBatchAnswer>> per_rank;
     per_rank.reserve(models_.size());
-    for (const RankModel& m : models_) per_rank.push_back(search_max_batch(m.model, lanes, options_.search));
+    for (const RankModel& m : models_) per_rank.push_back(search_max_batch(m.model, lanes, search_options));
     merge_ranks(per_rank);
     rank_settings(state_.settings);
     const MaxBatchSetting* recorded = state_.recorded();
@@ -581,6 +730,8 @@ std::vector<const BatchRun*> MaxBatchPlanner::usable() const {
     for (const BatchRun* run : runs_of(""))
         if (run->outcome == RunOutcome::ran) kept.push_back(run);
     std::stable_sort(kept.begin(), kept.end(), [](const BatchRun* a, const BatchRun* b) { return a->batch < b->batch; });
+    // A batch run again (a repeat) is one recording: the model's first run there.
+    kept.erase(std::unique(kept.begin(), kept.end(), [](const BatchRun* a, const BatchRun* b) { return a->batch == b->batch; }), kept.end());
     return kept;
 }
 

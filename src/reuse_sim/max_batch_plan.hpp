@@ -15,6 +15,16 @@
 // is not monotone in the batch); the best other setting's answer checked
 // under that setting; --confirm's runs at each answer and the next batch.
 // A run budget (--max-runs) bounds every run but --confirm's.
+//
+// One run that fitted is no proof: the same program at the same batch may
+// fit or not from run to run (blocks freed on another stream come back when
+// its events complete; ranks and autotuning race). So an answer is a batch
+// that ran every time it was run, at least `repeats` times (two, three
+// where the recordings show what timing can change); a batch whose runs
+// disagree "varies", one whose every run ran out of memory below the answer
+// is memory not monotone in the batch. Where several runs can go at once
+// (`parallel`), a check at the answer goes out with its repeats, the next
+// batch and the batches just below it, as one step.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +53,8 @@ enum class RunReason : std::uint8_t {
     at_hopeful,    // where the answer ran and the model does not hold
     bisection,     // between the largest batch that ran and the smallest above it that did not
     below_answer,  // just below an answer whose modelled peak is near the cap
+    repeat,        // again at a batch that ran (or ran out of memory below the answer): does it every time?
+    above_answer,  // the batch after the answer, beside the check at it
     confirm,       // --confirm: at an answer, or at the batch after it
 };
 constexpr const char* run_reason_name(RunReason why) noexcept {
@@ -54,6 +66,8 @@ constexpr const char* run_reason_name(RunReason why) noexcept {
     case RunReason::at_hopeful: return "check at the hopeful answer";
     case RunReason::bisection: return "bisection";
     case RunReason::below_answer: return "below the answer";
+    case RunReason::repeat: return "repeat";
+    case RunReason::above_answer: return "the next batch";
     case RunReason::confirm: return "confirm";
     }
     return "";
@@ -79,19 +93,37 @@ struct BatchRun {
     bool ran_out_of_memory() const noexcept { return outcome == RunOutcome::out_of_memory; }
 };
 
+// The runs made here at one batch of one setting.
+struct BatchTally {
+    std::uint64_t batch = 0;
+    unsigned runs = 0;    // that completed or ran out of memory
+    unsigned passes = 0;  // completed without an OOM
+    unsigned ooms = 0;
+    bool varies() const noexcept { return passes > 0 && ooms > 0; }
+    bool always_ran() const noexcept { return passes > 0 && ooms == 0; }
+};
+
 // What the runs of one setting say, beside its model's answer.
 struct SettingFacts {
-    std::uint64_t ran = 0;      // the largest batch a run made here completed at; 0: none
-    std::uint64_t ran_out = 0;  // the smallest batch above `ran` that ran out of memory; 0: none
+    // The largest batch every run made here completed at (a batch that ran
+    // out of memory in any run is not one); 0: none.
+    std::uint64_t ran = 0;
+    std::uint64_t ran_out = 0;  // the smallest batch above `ran` that ran out of memory in any run; 0: none
     bool any_run = false;       // a run under this setting was made here
     bool answer_ran = false;    // the model's answer is `ran`: the answer is a batch that ran
     // Below the answer: batches that ran out of memory (memory not
     // monotone in the batch), ascending; the largest batch at or below
     // which no run ran out of memory (not every batch there was run); and
     // the largest batch below them all that ran (0: none).
+    // oom_below holds the batches whose every run ran out of memory.
     std::vector<std::uint64_t> oom_below;
     std::uint64_t all_below_ran = 0;
     std::uint64_t ran_below_oom = 0;
+    // Batches whose runs disagreed (some ran, some ran out of memory):
+    // memory that varies from run to run, ascending.
+    std::vector<std::uint64_t> varies;
+    std::vector<BatchTally> tallies;  // every batch run here, ascending
+    const BatchTally* tally(std::uint64_t batch) const noexcept;
 };
 // The facts of the runs of one setting (every run given is of it).
 SettingFacts setting_facts(const std::vector<const BatchRun*>& runs, std::optional<std::uint64_t> model_answer);
@@ -137,6 +169,17 @@ struct MaxBatchState {
     // --confirm: the largest batch a run fitted (after stepping down from
     // an answer that ran out of memory); none where none did.
     std::optional<std::uint64_t> confirmed_batch;
+    // The runs an answer needs, all without an OOM (the repeats), once
+    // decided, and why a run's outcome may hang on timing here (each a
+    // phrase: "2 ranks", "3 streams", "40 frees waited on another stream's
+    // work"); empty: nothing seen.
+    unsigned repeats = 0;
+    std::vector<std::string> timing;
+    // The budget ended the repeats before the answer had them all.
+    bool repeats_cut = false;
+    // Where a batch varied: the room the search left under the cap for it
+    // (one more segment of the program's largest request); 0: none.
+    std::uint64_t variance_margin = 0;
 
     const MaxBatchSetting* recorded() const;
     const MaxBatchSetting* best() const { return settings.empty() ? nullptr : &settings.front(); }
@@ -150,7 +193,13 @@ struct MaxBatchPlanOptions {
     std::vector<std::uint64_t> first_batches;
     bool refine = true;    // off with --no-refine: no refinement, no checks
     bool confirm = false;  // --confirm
-    unsigned max_runs = 12;  // every run but --confirm's
+    unsigned max_runs = 16;  // every run but --confirm's
+    // The runs an answer needs, all without an OOM (--repeats); 0: two, or
+    // three where the recordings show what timing can change.
+    unsigned repeats = 0;
+    // How many runs can go at once (--jobs): above 1, a check goes out with
+    // its repeats, the next batch and the batches just below it.
+    unsigned parallel = 1;
     std::uint64_t capacity = 0;
     // The search's limit and headroom, and how its replays run (threads,
     // costs, poll); replay.base comes with each fit.
@@ -179,6 +228,9 @@ struct ModelFit {
     std::vector<RankModel> ranks;
     std::vector<GridPoint> points;  // the settings to search, the recorded one marked
     StrategyOptions base;           // torch-caching's options but the setting (the recorded ones)
+    // Why a run's outcome may hang on timing, from the recordings (see
+    // MaxBatchState::timing): more repeats.
+    std::vector<std::string> timing;
 };
 
 struct PlanStep {
@@ -249,6 +301,9 @@ private:
     std::optional<PlanStep> first_step();
     std::optional<PlanStep> refine_step();
     std::optional<PlanStep> check_step(const std::string& setting, std::uint64_t floor);
+    std::optional<PlanStep> repeat_step(const std::string& setting);
+    std::vector<PlannedRun> beside_check(std::uint64_t answer, std::size_t planned);
+    unsigned runs_at(std::uint64_t batch, const std::string& setting) const;
     std::optional<PlanStep> below_step();
     std::optional<PlanStep> best_step();
     std::optional<PlanStep> confirm_step();

@@ -1,5 +1,6 @@
 #include "reuse_sim/record_run.hpp"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,12 +10,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
 
 #include "base/errors.hpp"
+#include "base/interrupt.hpp"
 #include "base/record_plan.hpp"
 #include "process/child.hpp"
 #include "process/temporary_directory.hpp"
@@ -250,6 +253,57 @@ ChildRun run_recorded(const std::vector<std::string>& command, const RecordSetti
     ChildRun run{process::run_child(command, hooked), {}};
     run.processes = read_statuses(dir.status_dir());
     return run;
+}
+
+void run_recorded_side_by_side(const std::vector<RecordedRunRequest>& runs, const std::vector<std::vector<std::string>>& slots,
+                               const std::function<void(std::size_t, ChildRun)>& ended) {
+    struct Going {
+        std::size_t index, slot;
+        std::unique_ptr<HookDirectory> dir;  // removed once its statuses are read
+        process::RunningChild child;
+    };
+    const std::size_t limit = std::max<std::size_t>(1, slots.size());
+    std::vector<bool> taken(limit, false);
+    const auto finish = [&](Going& g, const process::ChildExit& exit) {
+        ChildRun run{exit, read_statuses(g.dir->status_dir())};
+        g.dir.reset();
+        taken[g.slot] = false;
+        ended(g.index, std::move(run));
+    };
+    std::vector<Going> going;
+    std::size_t next = 0;
+    while (next < runs.size() || !going.empty()) {
+        if (interrupt_requested()) {
+            // Each asked to stop at once, then reaped: the groups end together.
+            for (Going& g : going) ::kill(-g.child.pid(), SIGTERM);
+            for (Going& g : going) finish(g, g.child.stop());
+            return;
+        }
+        while (next < runs.size() && going.size() < limit) {
+            const std::size_t slot = static_cast<std::size_t>(std::find(taken.begin(), taken.end(), false) - taken.begin());
+            const RecordedRunRequest& r = runs[next];
+            process::ChildOptions style = r.options;
+            if (slot < slots.size()) style.environment.insert(style.environment.end(), slots[slot].begin(), slots[slot].end());
+            auto dir = std::make_unique<HookDirectory>();
+            process::ChildOptions hooked = style;
+            hooked.own_group = true;
+            hooked.environment = child_environment(*dir, r.settings, style);
+            going.push_back({next++, slot, std::move(dir), process::RunningChild(r.command, hooked)});
+            taken[slot] = true;
+        }
+        bool any = false;
+        for (auto g = going.begin(); g != going.end();) {
+            if (const std::optional<process::ChildExit> exit = g->child.poll()) {
+                finish(*g, *exit);
+                g = going.erase(g);
+                any = true;
+            } else {
+                ++g;
+            }
+        }
+        // A short sleep between polls; a signal cuts it short (EINTR).
+        if (!any) ::usleep(20 * 1000);
+    }
 }
 
 std::optional<RunFigures> read_figures(const std::string& stats_path, std::string& note) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,6 +62,20 @@ struct ChildRun : process::ChildExit {
 // Throws Error when it cannot be started (exit status 127 or 126 is the
 // program's, as a shell's, when exec fails: reported, not thrown).
 ChildRun run_recorded(const std::vector<std::string>& command, const RecordSettings& settings, const process::ChildOptions& options);
+
+// One run of run_recorded_side_by_side (its options' own_group is taken as set).
+struct RecordedRunRequest {
+    std::vector<std::string> command;
+    RecordSettings settings;
+    process::ChildOptions options;
+};
+// Runs them side by side, one a slot (each slot's NAME=VALUE added to the
+// environment of the run it holds: its GPUs), started in the order given,
+// each under the hook as run_recorded's; `ended(index, run)` as each ends,
+// in the order they end. An interruption (base/interrupt.hpp) stops every
+// run still going (each reported, interrupted) and starts no more.
+void run_recorded_side_by_side(const std::vector<RecordedRunRequest>& runs, const std::vector<std::vector<std::string>>& slots,
+                               const std::function<void(std::size_t, ChildRun)>& ended);
 
 // What the statistics file beside a snapshot that record wrote says of
 // the run: torch's version and the cap in force (gpumem's or the

@@ -28,7 +28,9 @@
 #include "cli/terminal.hpp"
 #include "cli/width.hpp"
 #include "process/temporary_directory.hpp"
+#include "base/run_slots.hpp"
 #include "reuse_sim/reuse_sim_max_batch.hpp"
+#include "reuse_sim/run_slots_here.hpp"
 #include "reuse_sim/trace_reader.hpp"
 #include "reuse_sim/tune_replays.hpp"
 
@@ -176,38 +178,61 @@ bool read_ranks(const ChildRun& run, MaxBatchRecording& rec) {
 
 // The end-to-end form: one recording of the program at the run's batch,
 // under the recorded setting (`setting` empty) or another of the grid. A
-// program of several ranks (torchrun) leaves a file per rank.
-SearchRun record_at(const MaxBatchRequest& m, const MaxBatchSearchResults& x, const rs::PlannedRun& planned, const std::string& scratch,
-                    Session& session) {
+// program of several ranks (torchrun) leaves a file per rank. Prepared
+// here, run side by side with others, and read back by finish_run.
+struct PreparedRun {
+    RecordedRunRequest request;
     SearchRun made;
-    MaxBatchRecording& rec = made.rec;
+    std::string log;  // the program's output, where it goes to a file
+};
+
+PreparedRun prepare_run(const MaxBatchRequest& m, const rs::PlannedRun& planned, std::size_t number, const std::string& scratch,
+                        const Session& session) {
+    PreparedRun p;
+    MaxBatchRecording& rec = p.made.rec;
     static_cast<rs::BatchRun&>(rec) = {planned.batch, planned.setting, planned.why, rs::RunOutcome::failed, 0, 0, true};
     const std::uint64_t batch = planned.batch;
     const std::string& setting = planned.setting;
-    rec.kept = m.keep.has_value() && setting.empty();
+    // -o FILE keeps the recorded setting's first run at each batch.
+    rec.kept = m.keep.has_value() && setting.empty() && planned.why != rs::RunReason::repeat && planned.why != rs::RunReason::above_answer;
     RecordSettings settings = m.settings;
-    const std::string own = setting.empty() ? "" : ".run" + std::to_string(x.recordings.size() + 1);
-    settings.file = rec.kept ? batch_file_name(*m.keep, batch) : scratch + "/run" + own + batch_file_name("", batch) + ".pickle";
-    const std::vector<std::string> command = program_at_batch(m.program, batch);
+    const std::string own = "run" + std::to_string(number);
+    settings.file = rec.kept ? batch_file_name(*m.keep, batch) : scratch + "/" + own + batch_file_name("", batch) + ".pickle";
+    p.request.command = program_at_batch(m.program, batch);
+    p.request.settings = settings;
     if (session.globals().verbosity > 0 && show_runs(session))
-        say(session, "max-batch: running " + join(command, " ") + (setting.empty() ? "" : " under " + setting));
-    const std::string log = run_log(session, scratch, "run" + std::to_string(x.recordings.size() + 1));
-    const ChildRun run = run_recorded(
-        command, settings,
-        program_style(log, setting.empty() ? "" : merge_alloc_conf(user_alloc_conf(), setting, alloc_conf_grid_keys()).conf, !setting.empty()));
+        say(session, "max-batch: running " + join(p.request.command, " ") + (setting.empty() ? "" : " under " + setting));
+    p.log = run_log(session, scratch, own);
+    p.request.options =
+        program_style(p.log, setting.empty() ? "" : merge_alloc_conf(user_alloc_conf(), setting, alloc_conf_grid_keys()).conf, !setting.empty());
+    return p;
+}
+
+void finish_run(PreparedRun& p, const ChildRun& run, Session& session) {
+    MaxBatchRecording& rec = p.made.rec;
     rec.wall_seconds = run.wall_seconds;
     rec.exit_status = run.exit_status;
-    if (run.interrupted) throw InterruptedError();
-    const std::string at = "max-batch: the run at batch " + std::to_string(batch);
+    const std::string at = "max-batch: the run at batch " + std::to_string(rec.batch);
     if (!read_ranks(run, rec)) {
-        made.failure = at + " recorded nothing: " + nothing_recorded_reason(run) + ", exit status " + std::to_string(run.exit_status) +
-                       (run.start_error ? "" : " (" + failed_run_output(session, log) + ")");
+        p.made.failure = at + " recorded nothing: " + nothing_recorded_reason(run) + ", exit status " + std::to_string(run.exit_status) +
+                         (run.start_error ? "" : " (" + failed_run_output(session, p.log) + ")");
     } else if (!rec.ran_out_of_memory() && run.exit_status != 0) {
         rec.outcome = rs::RunOutcome::failed;
-        made.failure = at + " failed, exit status " + std::to_string(run.exit_status) + ": the model needs runs that complete (" +
-                       failed_run_output(session, log) + ")";
+        p.made.failure = at + " failed, exit status " + std::to_string(run.exit_status) + ": the model needs runs that complete (" +
+                         failed_run_output(session, p.log) + ")";
     }
-    return made;
+}
+
+// A launcher's program (torchrun and its kind): how many GPUs a run takes
+// is known only once one ran.
+bool launches_ranks(const std::vector<std::string>& program) {
+    for (const std::string& word : program) {
+        const std::string name = word.substr(word.rfind('/') + 1);
+        if (name == "torchrun" || name == "torch.distributed.run" || name == "torch.distributed.launch" || name == "mpirun" ||
+            name == "mpiexec" || name == "srun" || name == "deepspeed" || name == "accelerate")
+            return true;
+    }
+    return false;
 }
 
 // The line a real run leaves on stderr.
@@ -359,6 +384,12 @@ rs::MaxBatchPlanOptions plan_options(const MaxBatchRequest& m, const rs::CostMod
     o.refine = m.refine;
     o.confirm = m.confirm;
     o.max_runs = m.max_runs;
+    o.repeats = m.repeats;
+    // Runs side by side where --jobs asks, or (auto) where the host allows:
+    // read once here for the planner (which plans a check's repeats and
+    // neighbours beside it); each step's runs are placed afresh.
+    if (!m.program.empty())
+        o.parallel = m.jobs ? *m.jobs : static_cast<unsigned>(plan_run_slots(run_slot_facts_here(m.settings.capacity.value_or(0), 1, m.jobs)).slots.size());
     o.capacity = m.setup.capacity;
     o.search.limit = m.limit;
     o.search.headroom = m.headroom;
@@ -425,17 +456,37 @@ private:
         static_cast<rs::MaxBatchState&>(x_) = planner_.state();
     }
 
-    // The runs of one step, in order; a run that fails otherwise than by an
-    // OOM ends them (the planner then stops the search).
+    // The runs of one step: the search's side by side, as many at once as
+    // the slots allow (each with its slot's GPUs), their outcomes given
+    // back in the order planned; a run that fails otherwise than by an OOM
+    // ends them (the planner then stops the search). --confirm's one at a
+    // time, each after the last.
     void make(const std::vector<rs::PlannedRun>& runs) {
+        std::vector<const rs::PlannedRun*> search_runs;
         for (const rs::PlannedRun& run : runs) {
-            if (run.why == rs::RunReason::confirm) {
-                confirm(run);
-                continue;
-            }
-            throw_if_interrupted();
-            SearchRun made = record_at(m_, x_, run, scratch_, session_);
-            const rs::BatchRun fact = planner_.ran(run, made.rec.outcome, made.rec.peak_reserved);
+            if (run.why == rs::RunReason::confirm) confirm(run);
+            else search_runs.push_back(&run);
+        }
+        if (search_runs.empty()) return;
+        throw_if_interrupted();
+        const RunSlotPlan slots = slot_plan();
+        std::vector<PreparedRun> prepared;
+        std::vector<RecordedRunRequest> requests;
+        for (const rs::PlannedRun* run : search_runs) {
+            prepared.push_back(prepare_run(m_, *run, ++numbered_, scratch_, session_));
+            requests.push_back(prepared.back().request);
+        }
+        std::vector<std::optional<ChildRun>> ended(prepared.size());
+        bool interrupted = false;
+        run_recorded_side_by_side(requests, slot_environments(slots), [&](std::size_t i, ChildRun run) {
+            interrupted = interrupted || run.interrupted;
+            ended[i] = std::move(run);
+        });
+        if (interrupted || interrupt_requested()) throw InterruptedError();
+        for (std::size_t i = 0; i < prepared.size(); ++i) {
+            finish_run(prepared[i], *ended[i], session_);
+            SearchRun& made = prepared[i].made;
+            const rs::BatchRun fact = planner_.ran(*search_runs[i], made.rec.outcome, made.rec.peak_reserved);
             if (!made.failure.empty()) {
                 failure_ = made.failure;
                 return;
@@ -443,6 +494,28 @@ private:
             made.rec.order = fact.order;
             add(std::move(made.rec));
         }
+    }
+
+    // Where this step's runs go: planned afresh each step (the GPUs' free
+    // memory moves with other work), the GPUs a run takes known once one ran.
+    RunSlotPlan slot_plan() {
+        unsigned ranks = launches_ranks(m_.program) ? 0 : 1;
+        for (const MaxBatchRecording& rec : x_.recordings)
+            if (rec.recorded_here) ranks = std::max<unsigned>(1, static_cast<unsigned>(rec.ranks.size()));
+        RunSlotPlan plan = plan_run_slots(run_slot_facts_here(m_.settings.capacity.value_or(0), ranks, m_.jobs));
+        if (plan.slots.size() > x_.jobs) {
+            x_.jobs = static_cast<unsigned>(plan.slots.size());
+            x_.jobs_limit = plan.limit;
+        } else if (x_.jobs_limit.empty()) {
+            x_.jobs_limit = plan.limit;
+        }
+        return plan;
+    }
+
+    static std::vector<std::vector<std::string>> slot_environments(const RunSlotPlan& plan) {
+        std::vector<std::vector<std::string>> environments;
+        for (const RunSlot& slot : plan.slots) environments.push_back(slot.environment);
+        return environments;
     }
 
     // A recording the search made, in the results (ascending batch).
@@ -529,8 +602,28 @@ private:
             const rs::RecordedAllocatorSettings recorded = *r_.allocator_settings;
             apply_recorded_settings(m_.setup, recorded, r_);
         }
-        rs::ModelFit model{fit_models(largest, kept), rs::grid_points(r_.strategy_options.torch, m_.grid.axes), r_.strategy_options};
+        rs::ModelFit model{fit_models(largest, kept), rs::grid_points(r_.strategy_options.torch, m_.grid.axes), r_.strategy_options,
+                           timing_of(largest)};
         timed([&] { planner_.fitted(std::move(model)); });
+    }
+
+    // What in the largest recording lets a run's outcome hang on timing:
+    // ranks (their collectives race), several streams, frees that waited on
+    // another stream's work (record_stream: the block comes back when the
+    // other stream's event completes, as far as that stream got).
+    std::vector<std::string> timing_of(const MaxBatchRecording& largest) {
+        std::vector<std::string> timing;
+        if (largest.ranks.size() > 1) timing.push_back(std::to_string(largest.ranks.size()) + " ranks");
+        const Loaded& l = load(largest.ranks.empty() ? largest.file : largest.ranks.front().file);
+        std::vector<std::uint64_t> streams;
+        std::uint64_t late = 0;
+        for (const rs::Event& e : l.recording.events) {
+            if (e.kind == rs::EventKind::alloc && std::find(streams.begin(), streams.end(), e.stream) == streams.end()) streams.push_back(e.stream);
+            if (e.kind == rs::EventKind::free && e.deferred) ++late;
+        }
+        if (streams.size() > 1) timing.push_back(std::to_string(streams.size()) + " streams");
+        if (late > 0) timing.push_back(rs::group_digits(late) + " free" + (late > 1 ? "s" : "") + " waited on another stream's work");
+        return timing;
     }
 
     // One model per rank (of the largest recording's ranks; one for a
@@ -581,6 +674,7 @@ private:
     rs::MaxBatchPlanner planner_;
     std::map<std::string, Loaded> loaded_;
     std::string failure_;  // the error of a run that failed otherwise than by an OOM
+    std::size_t numbered_ = 0;  // the search's runs started, each's files named by its number
 };
 
 }  // namespace

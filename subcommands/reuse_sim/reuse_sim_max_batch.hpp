@@ -56,7 +56,13 @@ struct MaxBatchRequest {
     // first ones, the refinement's, the checks, the bisection, the runs
     // below the answer, the best setting's); --confirm's runs come on top.
     unsigned max_runs = kDefaultMaxRuns;
-    static constexpr unsigned kDefaultMaxRuns = 12;
+    static constexpr unsigned kDefaultMaxRuns = 16;
+    // --jobs N: runs at once; none: auto (as the GPUs' free memory, their
+    // count and the cores allow: base/run_slots.hpp).
+    std::optional<unsigned> jobs;
+    // --repeats N: the runs an answer needs, all without an OOM; 0: the
+    // planner's (two; three where the recordings show timing matters).
+    unsigned repeats = 0;
     std::optional<std::string> plot;  // --plot FILE.svg: checked writable, never an input
 };
 
@@ -103,6 +109,10 @@ struct MaxBatchConfirmRun {
 struct MaxBatchSearchResults : reuse_sim::MaxBatchState {
     std::vector<MaxBatchRecording> recordings;  // ascending batch
     double search_seconds = 0;
+    // The most runs that went at once (--jobs), and what held it there
+    // ("the GPU's free memory", "the host's cores", "--jobs 1").
+    unsigned jobs = 1;
+    std::string jobs_limit;
     std::vector<MaxBatchConfirmRun> confirm_runs;  // --confirm, as each ends
     bool confirm_interrupted = false;
 

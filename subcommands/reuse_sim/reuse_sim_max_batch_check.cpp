@@ -29,6 +29,9 @@ namespace {
 
 namespace rs = gpumem::reuse_sim;
 
+// --jobs N: runs of Python programs at once, each a process on a GPU.
+constexpr std::uint64_t kMaxJobs = 64;
+
 struct MaxBatchOptions : ProgramOptions {
     std::vector<std::string> batch_traces;  // --batch-trace B=FILE, repeatable
     std::optional<std::string> output;      // -o FILE: the recordings kept
@@ -36,6 +39,8 @@ struct MaxBatchOptions : ProgramOptions {
     bool no_refine = false;
     std::optional<std::string> headroom;
     std::optional<std::uint64_t> max_runs;
+    std::optional<std::string> jobs;
+    std::optional<std::uint64_t> repeats;
     bool confirm = false;
     CapOptions cap;
     TorchOptions torch;
@@ -59,6 +64,10 @@ void add_max_batch_options(CLI::App& sub, MaxBatchOptions& o) {
     add_unsigned_option(sub, "--max-runs", o.max_runs,
                         "Most real runs of the program (default " + std::to_string(MaxBatchRequest::kDefaultMaxRuns) + ")",
                         2, 1000);
+    sub.add_option("--jobs", o.jobs, "Runs at once: N, or auto (default: as free GPU memory and cores allow)")
+        ->type_name("N");
+    add_unsigned_option(sub, "--repeats", o.repeats, "Runs an answer needs, all without an OOM (default 2; 3 where timing matters)", 1,
+                        20);
     sub.add_option("--headroom", o.headroom, "Keep the modelled peak this far below the cap")
         ->type_name("SIZE");
     sub.add_flag("--confirm", o.confirm,
@@ -139,6 +148,8 @@ MaxBatchRequest check_max_batch_input(const MaxBatchOptions& o) {
         if (o.confirm) throw UsageError("--confirm runs the program at the answer and the next batch: give the program after -- (with {batch})");
         if (o.max_entries) throw UsageError("--max-entries goes with the program max-batch records (after --)");
         if (o.max_runs) throw UsageError("--max-runs bounds the runs of the program after --; --batch-trace gives every recording");
+        if (o.jobs) throw UsageError("--jobs sets how many runs of the program after -- go at once; --batch-trace runs nothing");
+        if (o.repeats) throw UsageError("--repeats sets the runs an answer needs: give the program after -- (with {batch})");
         return m;
     }
     m.program = o.program;
@@ -153,6 +164,15 @@ MaxBatchRequest check_max_batch_input(const MaxBatchOptions& o) {
                          " batches of --record-batches: the first recordings alone need that many runs");
     m.settings = check_real_run_cap(o.cap, o);
     m.confirm = o.confirm;
+    if (o.jobs && *o.jobs != "auto") {
+        try {
+            m.jobs = static_cast<unsigned>(parse_unsigned(*o.jobs, kMaxJobs));
+        } catch (const UsageError&) {
+            throw UsageError("--jobs '" + *o.jobs + "': expected a number of runs at once (1 to " + std::to_string(kMaxJobs) + ") or auto");
+        }
+        if (*m.jobs == 0) throw UsageError("--jobs 0: at least one run at a time (or auto)");
+    }
+    if (o.repeats) m.repeats = static_cast<unsigned>(*o.repeats);
     if (o.output) {
         if (o.output->empty()) throw UsageError("--output: empty file name");
         for (std::uint64_t batch : m.record_batches) (void)check_record_file(batch_file_name(*o.output, batch), m.program, "--output");

@@ -41,6 +41,33 @@ std::string join_batches(const std::vector<std::uint64_t>& batches) {
     return join(words, ", ") + " and " + last;
 }
 
+// What the runs at a batch did: "ran out of memory" (every time), "ran out
+// of memory 1 of 2 times".
+std::string outcome_words(const rs::BatchTally* t) {
+    if (t == nullptr || t->ooms == t->runs) return t != nullptr && t->runs > 1 ? "ran out of memory " + std::to_string(t->runs) + " of " +
+                                                                                      std::to_string(t->runs) + " times"
+                                                                                : "ran out of memory";
+    return "ran out of memory " + std::to_string(t->ooms) + " of " + std::to_string(t->runs) + " times";
+}
+
+// Batches whose runs disagreed, and what may make them: "83 ran 1 of 2
+// times: memory varies from run to run here (the recordings show 3
+// streams, 40 frees waited on another stream's work)".
+std::string variance_words(const rs::SettingFacts& f, const MaxBatchSearchResults& x) {
+    std::vector<std::string> parts;
+    for (const std::uint64_t batch : f.varies) {
+        const rs::BatchTally* t = f.tally(batch);
+        parts.push_back(std::to_string(batch) + " ran " + std::to_string(t->passes) + " of " + std::to_string(t->runs) + " times");
+    }
+    std::string text = join(parts, ", ") + ": memory varies from run to run here (";
+    text += x.timing.empty() ? "nothing in the recordings says why: another process on the GPU, or a library choosing kernels by timing"
+                             : "the recordings show " + join(x.timing, ", ");
+    text += ")";
+    if (x.variance_margin > 0)
+        text += "; the answer leaves room for one more of the program's largest request (" + format_bytes(x.variance_margin, Unit::automatic) + ")";
+    return text;
+}
+
 // One setting's answer. A batch that ran, with what is known of the next
 // (a run that ran out of memory, or the model's word) and of the batches
 // just below (memory not monotone in the batch); the model's alone, said
@@ -56,13 +83,22 @@ std::string batch_text(const MaxBatchSetting& s, const MaxBatchSearchResults& x,
     switch (backing_of(s, x)) {
     case Backing::ran: {
         const std::string n = std::to_string(f.ran), next = std::to_string(f.ran + 1);
+        const rs::BatchTally* at = f.tally(f.ran);
+        const unsigned made = at != nullptr ? at->runs : 1;
+        const std::string ran = made > 1 ? " ran " + std::to_string(made) + " of " + std::to_string(made) + " times without an OOM"
+                                         : " ran without an OOM";
+        const std::string runs = made > 1 ? "real runs" : "a real run";
         std::string text;
         if (f.ran_out == f.ran + 1)
-            text = n + " (real runs" + under + ": " + n + " ran without an OOM, " + next + " ran out of memory)";
+            text = n + " (real runs" + under + ": " + n + ran + ", " + next + " " + outcome_words(f.tally(f.ran + 1)) + ")";
         else if (a.reached_limit)
-            text = n + " or more (a real run" + under + " at " + n + " ran without an OOM; every batch searched fits)";
+            text = n + " or more (" + runs + under + " at " + n + ran + "; every batch searched fits)";
         else
-            text = n + " (a real run" + under + " at " + n + " ran without an OOM; the model says " + next + " does not fit)";
+            text = n + " (" + runs + under + " at " + n + ran + "; the model says " + next + " does not fit)";
+        if (x.repeats > made && s.point.recorded)
+            text += "; " + std::to_string(made) + " of the " + std::to_string(x.repeats) + " runs an answer needs were made (the run budget, --max-runs " +
+                    std::to_string(max_runs) + ", is spent)";
+        if (s.point.recorded && !f.varies.empty()) text += "; " + variance_words(f, x);
         // Only the batches run are known: a smaller batch that ran is the
         // one to name, and that the others below were not all run.
         if (!f.oom_below.empty())
@@ -168,6 +204,8 @@ std::string recordings_line(const MaxBatchSearchResults& x) {
                             std::to_string(rec.ooms) + " OOMs, left out of the model; the answer is below it)");
         else if (!rec.setting.empty())
             parts.push_back("batch " + std::to_string(rec.batch) + " (" + why + "ran without an OOM; a fact for that setting, not modelled)");
+        else if (rec.recorded_here && rec.requests == 0)  // a repeat of a batch the model has, or a run it needed no refit for
+            parts.push_back("batch " + std::to_string(rec.batch) + " (" + why + "ran without an OOM)");
         else
             parts.push_back("batch " + std::to_string(rec.batch) + " " + rec.file + (rec.ranks.size() > 1 ? " (and each rank's)" : "") + " (" + why +
                             rs::group_digits(rec.requests) + " requests)");
@@ -196,7 +234,7 @@ std::string checks_line(const MaxBatchSearchResults& x) {
     std::vector<const MaxBatchRecording*> checks;
     for (const MaxBatchRecording& rec : x.recordings)
         if (rec.why == rs::RunReason::at_answer || rec.why == rs::RunReason::at_hopeful || rec.why == rs::RunReason::bisection ||
-            rec.why == rs::RunReason::below_answer)
+            rec.why == rs::RunReason::below_answer || rec.why == rs::RunReason::repeat || rec.why == rs::RunReason::above_answer)
             checks.push_back(&rec);
     std::stable_sort(checks.begin(), checks.end(), [](const MaxBatchRecording* a, const MaxBatchRecording* b) { return a->order < b->order; });
     std::vector<std::string> runs;
@@ -206,6 +244,8 @@ std::string checks_line(const MaxBatchSearchResults& x) {
         if (rec->why == rs::RunReason::at_hopeful) notes.emplace_back("the hopeful answer");
         if (rec->why == rs::RunReason::bisection) notes.emplace_back("bisection");
         if (rec->why == rs::RunReason::below_answer) notes.emplace_back("below the answer");
+        if (rec->why == rs::RunReason::repeat) notes.emplace_back("repeat");
+        if (rec->why == rs::RunReason::above_answer) notes.emplace_back("the next batch");
         if (!rec->setting.empty()) notes.push_back("under " + rec->setting);
         std::string oom_ranks;
         if (rec->ran_out_of_memory() && rec->ranks.size() > 1) {
@@ -218,7 +258,9 @@ std::string checks_line(const MaxBatchSearchResults& x) {
                        (rec->ran_out_of_memory() ? " ran out of memory" + oom_ranks : " ran without an OOM"));
     }
     if (runs.empty()) return "";
-    return "checked: real runs at the model's answer, in order, the model refitted after each: " + join(runs, ", ");
+    const std::string side = x.jobs > 1 ? ", up to " + std::to_string(x.jobs) + " side by side (" + x.jobs_limit + ")" : std::string();
+    return "checked: real runs at the model's answer, in order" + side + ", the model refitted after each" + (x.jobs > 1 ? " step" : "") + ": " +
+           join(runs, ", ");
 }
 
 std::vector<std::string> model_lines(const MaxBatchSearchResults& x) {
@@ -320,6 +362,34 @@ constexpr Column<MaxBatchRecording> kRecordingColumns[] = {
      Shown::always, true, rank_schema},
 };
 constexpr auto recording_schema = nested_schema<kRecordingColumns>;
+
+// The runs made at one batch under one setting: how many, how many ran.
+struct TallyView {
+    rs::BatchTally t;
+    std::string setting;  // "" the recorded one
+};
+
+constexpr Column<TallyView> kTallyColumns[] = {
+    {{"batch", "", FieldKind::integer}, [](const TallyView& v) { return u64(v.t.batch); }},
+    {{"alloc_conf", "", FieldKind::text}, [](const TallyView& v) { return v.setting.empty() ? Cell() : Cell(v.setting); }},
+    {{"runs", "", FieldKind::integer}, [](const TallyView& v) { return u64(v.t.runs); }},
+    {{"ran", "", FieldKind::integer}, [](const TallyView& v) { return u64(v.t.passes); }},
+    {{"out_of_memory", "", FieldKind::integer}, [](const TallyView& v) { return u64(v.t.ooms); }},
+    {{"varies", "", FieldKind::boolean}, [](const TallyView& v) -> Cell { return v.t.varies(); }},
+};
+constexpr auto tally_schema = nested_schema<kTallyColumns>;
+
+// Every batch run, by setting (the recorded one first), ascending.
+std::vector<TallyView> tally_views(const MaxBatchSearchResults& x) {
+    std::vector<std::string> settings{""};
+    for (const MaxBatchRecording& rec : x.recordings)
+        if (std::find(settings.begin(), settings.end(), rec.setting) == settings.end()) settings.push_back(rec.setting);
+    std::vector<TallyView> views;
+    for (const std::string& setting : settings)
+        for (const rs::BatchTally& t : x.facts(setting, std::nullopt).tallies)
+            if (t.runs > 0) views.push_back({t, setting});
+    return views;
+}
 
 constexpr Column<rs::ModelMismatch> kMismatchColumns[] = {
     {{"what", "", FieldKind::text}, [](const rs::ModelMismatch& m) -> Cell { return m.what; }},
@@ -472,6 +542,20 @@ constexpr Column<Doc> kMaxBatchColumns[] = {
      }},
     {{"runs", "", FieldKind::integer}, [](const Doc& d) { return u64(d.x().runs()); }},
     {{"max_runs", "", FieldKind::integer}, [](const Doc& d) { return d.q.program.empty() ? Cell() : u64(d.q.max_runs); }},
+    // The runs an answer needs, all without an OOM, and whether the budget cut them.
+    {{"repeats", "", FieldKind::integer}, [](const Doc& d) { return d.q.program.empty() ? Cell() : u64(d.x().repeats); }},
+    {{"repeats_cut", "", FieldKind::boolean}, [](const Doc& d) -> Cell { return d.x().repeats_cut; }},
+    // Batches of the recorded setting whose runs disagreed; why timing may
+    // matter here, as the recordings show it; the room the answer then left.
+    {{"varies", "", FieldKind::list}, [](const Doc& d) { return Cell(d.x().facts("", std::nullopt).varies); }},
+    {{"timing", "", FieldKind::list}, [](const Doc& d) { return Cell(d.x().timing); }},
+    {{"variance_margin_bytes", "", FieldKind::bytes}, [](const Doc& d) { return u64(d.x().variance_margin); }},
+    {{"batches", "", FieldKind::records},
+     [](const Doc& d) { return records_cell(make_records(Columns<TallyView>(kTallyColumns), tally_views(d.x()))); }, Shown::always, false,
+     tally_schema},
+    // The most runs that went at once, and what held it there.
+    {{"jobs", "", FieldKind::integer}, [](const Doc& d) { return d.q.program.empty() ? Cell() : u64(d.x().jobs); }},
+    {{"jobs_limit", "", FieldKind::text}, [](const Doc& d) { return d.x().jobs_limit.empty() ? Cell() : Cell(d.x().jobs_limit); }},
     {{"budget_spent", "", FieldKind::boolean}, [](const Doc& d) -> Cell { return d.x().budget_spent; }},
     {{"below_answer_cut", "", FieldKind::boolean}, [](const Doc& d) -> Cell { return d.x().below_cut; }},
     // A program of several ranks: the ranks modelled, and the one that answers.
