@@ -232,7 +232,7 @@ def compare_table(work, truth_work=None):
             s_runs.append(c.get("runs"))
             s_walls.append(c.get("wall"))
         out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s / %s | %s |" % (
-            c.get("program") or a.get("program") or name.split("@")[0], c.get("cap") or a.get("cap"), fmt(g),
+            name.split("@")[0], name.split("@")[-1], fmt(g),  # the cap with the ranks' layout (ddp_uneven@4GiB:2-1gpu)
             {True: "yes", False: "**no**"}[ran] if g is not None else "-", fmt(truth), v, below, best_text,
             nruns if a else "-", fmt(wall, "%.1f"), c.get("runs", "-"), fmt(c.get("wall"), "%.1f"), "; ".join(notes).replace("|", "/")))
         if a:
