@@ -26,7 +26,8 @@
 # VERIFY_NEXT (2), MAX_PROCS (processes at once: 12, for 16 cores), PROGRAMS,
 # CAPS, TORCHRUN (override a mode's cases; TORCHRUN="" none), TRUTH_TGZ (the
 # earlier truth; "" none), TOTAL (seconds the whole script may take: 560; no
-# run starts after TOTAL-150, every run still going is stopped at TOTAL-40),
+# run starts after TOTAL-150 (DEADLINE), every run still going is stopped at
+# TOTAL-40 (HARD_LIMIT)),
 # WORK (/tmp/max-batch-54), TAG (a word added to the names in $OUT, for a mode
 # run in parts: CAPS=6GiB TAG=6 ... full, then CAPS=14GiB TORCHRUN= TAG=14 ...
 # full), DRY=1 (no GPU: made-up runs, bench/dryrun_cap_run.py, and
@@ -129,7 +130,7 @@ python3 "$HERE/max_batch_truth.py" --work "$WORK/run" "${DRIVER_DRY[@]}" \
     --gpumem "$GPUMEM" --gpumem-args "$GPUMEM_ARGS" --gpumem-slots "$GPUMEM_SLOTS" \
     --verify "$VERIFY" --verify-next "$VERIFY_NEXT" --max-procs "$MAX_PROCS" \
     --search-width 3 --below 0 --run-timeout 90 --gpumem-timeout $((TOTAL - 60)) --lightning-timeout 240 \
-    --deadline $((TOTAL - 150)) --hard-limit $((TOTAL - 40)) > "$WORK/driver.log" 2>&1 &
+    --deadline "${DEADLINE:-$((TOTAL - 150))}" --hard-limit "${HARD_LIMIT:-$((TOTAL - 40))}" > "$WORK/driver.log" 2>&1 &
 DRIVER=$!
 trap 'kill -TERM $DRIVER 2>/dev/null; wait $DRIVER; snapshot; exit 143' TERM INT
 while kill -0 $DRIVER 2>/dev/null; do

@@ -282,6 +282,8 @@ def checked(doc, key):
     ran = [v for v in verdicts if v not in ("not-run", "killed")]
     if not verdicts:
         return "-"
+    if not ran:
+        return "not run (%d planned)" % len(verdicts)
     text = "%d/%d fit" % (ran.count("fits"), len(ran))
     if "oom" in ran and key == "verdicts":
         text += ": **FAILS**"
@@ -300,6 +302,20 @@ def answer_words(mb):
         text = text.split(": ", 1)[1]
     text = text.replace("|", "/")
     return text if len(text) <= 90 else text[:87] + "..."
+
+
+def batches_of(mb):
+    """gpumem's runs a batch (max_batch.batches: batch, alloc_conf, runs, ran, out_of_memory), where it says them."""
+    return [b for b in (mb.get("batches") or []) if isinstance(b, dict)]
+
+
+def varied_batches(mb):
+    """The batches whose runs disagreed: max_batch.varies, else those of
+    max_batch.batches that both ran and ran out of memory."""
+    if isinstance(mb.get("varies"), list):
+        return mb["varies"]
+    return [b.get("batch") for b in batches_of(mb) if is_int(b.get("ran")) and is_int(b.get("out_of_memory"))
+            and b["ran"] > 0 and b["out_of_memory"] > 0]
 
 
 def truth_of(cases, name):
@@ -329,6 +345,7 @@ def verify_table(work, truth_work=None):
         mb = a.get("max_batch") if isinstance(a.get("max_batch"), dict) else {}
         g = mb.get("largest_batch") if is_int(mb.get("largest_batch")) else None
         recs, _ = gpumem_runs(mb)
+        nruns = len(recs) or sum(b.get("runs") for b in batches_of(mb) if is_int(b.get("runs")))
         check = checks.get((name, "gpumem"))
         truth, truth_runs, c = truth_of(cases, name)
         verdicts_run = [v for v in (check or {}).get("verdicts", []) if v not in ("not-run", "killed")]
@@ -342,21 +359,20 @@ def verify_table(work, truth_work=None):
         if g is not None:
             answered.append(name)
             verdicts.append(v)
-            runs.append(len(recs))
+            runs.append(nruns)
             if isinstance(a.get("wall"), (int, float)):
                 walls.append(a["wall"])
             if "oom" in verdicts_run:
                 failing.append(name)
             if not check or len(verdicts_run) < (check.get("planned") or 0):
                 unchecked.append(name)
-        varies = mb.get("varies")
-        varied = ", ".join(str(b) for b in varies) if isinstance(varies, list) and varies else ("none" if isinstance(varies, list) else "-")
+        varied = ", ".join(str(b) for b in varied_batches(mb)) or ("none" if isinstance(mb.get("varies"), list) else "-")
         jobs = mb.get("jobs")
         at_once = "%s (room for %s)" % (fmt(jobs), a.get("reserved_slots")) if is_int(jobs) and is_int(a.get("reserved_slots")) \
             and jobs > a["reserved_slots"] else fmt(jobs)
         out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             name, fmt(g), says, checked(check, "verdicts"), checked(check, "next_verdicts"), fmt(truth),
-            v + (" (truth from an earlier run)" if c.get("truth_from") else ""), len(recs) if a else "-", at_once,
+            v + (" (truth from an earlier run)" if c.get("truth_from") else ""), nruns, at_once,
             fmt(mb.get("repeats")), fmt(a.get("wall"), "%.1f"), varied))
     out.append("")
     if answers:
