@@ -11,7 +11,8 @@
 #
 #   OUT=$OUT GPUMEM=.device/gpumem bash bench/max-batch-54.sh [quick|full|lightning]
 #
-#   quick      grad_accum (ResNet-18, gradient accumulation) under 6 GiB: a smoke test
+#   quick      grad_accum (ResNet-18, gradient accumulation) under 6 GiB, gpumem
+#              and its check, no truth search: a smoke test
 #   full       the 8 kinds of program under 6 and 14 GiB (lightning_vit, bert_mlm,
 #              t5_train, resnet50_amp, unet, gru_lm, llama_prefill, grad_accum),
 #              side_stream under both, ddp_uneven under 4 GiB (2 ranks: on one GPU
@@ -67,7 +68,8 @@ MODE_ARGS=()
 case $MODE in
     quick)
         DEF_PROGRAMS="$HERE/batch_programs/grad_accum.py"; DEF_CAPS=6GiB; DEF_TORCHRUN=
-        GPUMEM_SLOTS=${GPUMEM_SLOTS:-3} ;;
+        GPUMEM_SLOTS=${GPUMEM_SLOTS:-3}
+        MODE_ARGS+=(--no-truth) ;;  # short: gpumem and its check only
     full)
         DEF_PROGRAMS="lightning_vit bert_mlm t5_train resnet50_amp unet gru_lm llama_prefill $HERE/batch_programs/grad_accum.py side_stream"
         DEF_CAPS="6GiB 14GiB"
