@@ -50,7 +50,7 @@ and --gpumem should be bench/dryrun_gpumem.py.
 
 DIR gets runs.jsonl (one line a real run, as it ends, with why it ran:
 double, bisect, below, lightning, verify, verify-next, verify-lightning,
-verify-lightning-next), cases.jsonl (one line a search: its trials, its
+verify-next-lightning), cases.jsonl (one line a search: its trials, its
 answer, the probes below it), lightning.jsonl (one line a Lightning
 search), gpumem.jsonl (one line a gpumem answer; its documents in gpumem/),
 verify.jsonl (one line a checked answer: the batch, the runs planned and
@@ -270,7 +270,16 @@ class Driver:
 
     def run(self, case, batch, why, argv_tail=None, priority=0, allow_ooms=False, tag=None, timeout=None):
         """One real run under the case's cap (every rank's, under torchrun):
-        its record (verdict fits / oom / failed / timeout / killed / not-run)."""
+        its record (verdict fits / oom / failed / timeout / killed / not-run).
+        An OOM that found the GPU itself full (less free than it asked: the
+        runs beside it, not its cap) is run once more; both are kept."""
+        rec = self.run_once(case, batch, why, argv_tail, priority, allow_ooms, tag, timeout)
+        if rec.get("run_again"):
+            self.say("%s: batch %d ran out of memory with the GPU full (%s): once more" % (case.name, batch, rec["gpu_full"]))
+            rec = self.run_once(case, batch, why, argv_tail, priority, allow_ooms, tag, timeout, again=True)
+        return rec
+
+    def run_once(self, case, batch, why, argv_tail, priority, allow_ooms, tag, timeout, again=False):
         need, count, procs = self.placement(case)
         gpus = self.gpus.take(need, priority, self.late, count, procs)
         if gpus is None:
@@ -318,6 +327,13 @@ class Driver:
             found = re.findall(key.encode() + rb"=(\d+)", out)
             if found:
                 rec[key] = int(found[-1])
+        if verdict == "oom":
+            full = gpu_full(out.decode(errors="replace") + "\n".join(r.get("raised") or "" for r in ranks))
+            if full:
+                rec["gpu_full"] = full
+                rec["run_again"] = not again and not self.late()
+        if again:
+            rec["second_run"] = True
         self.write("runs", rec)
         return rec
 
@@ -429,10 +445,11 @@ class Driver:
         runs = [(batch, "verify" + suffix, "verify%s%d" % (suffix, i)) for i in range(1, self.a.verify + 1)] + [
             (batch + 1, "verify-next" + suffix, "verify-next%s%d" % (suffix, i)) for i in range(1, self.a.verify_next + 1)]
         recs = self.run_many(case, runs)
+        # An OOM with the GPU itself full twice (the runs beside it) is no verdict on the cap.
+        verdicts = [r["verdict"] + ("-gpu-full" if r.get("gpu_full") else "") for r in recs]
         doc = {"case": case.name, "program": case.program, "cap": case.cap_text, "nproc": case.nproc, "who": who, "batch": batch,
                "planned": self.a.verify, "planned_next": self.a.verify_next,
-               "verdicts": [r["verdict"] for r in recs[:self.a.verify]],
-               "next_verdicts": [r["verdict"] for r in recs[self.a.verify:]],
+               "verdicts": verdicts[:self.a.verify], "next_verdicts": verdicts[self.a.verify:],
                "peak_reserved": [r.get("peak_reserved") for r in recs[:self.a.verify]],
                "walls": [r.get("wall") for r in recs]}
         self.write("verify", doc)
@@ -554,6 +571,21 @@ def kill_group(p, grace=5):
             return
         except subprocess.TimeoutExpired:
             continue
+
+
+SIZE_WORDS = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+
+
+def gpu_full(text):
+    """From PyTorch's OOM message ("Tried to allocate 20.00 MiB. GPU 0 has a
+    total capacity of 139.81 GiB of which 2.00 MiB is free."): the request
+    and the GPU's free memory in words where the GPU had less free than the
+    request (its memory was full, not the cap), else None."""
+    found = re.findall(r"Tried to allocate ([\d.]+) (bytes|KiB|MiB|GiB)\..*?of which ([\d.]+) (bytes|KiB|MiB|GiB) is free", text)
+    for asked, unit, free, free_unit in found:
+        if float(free) * SIZE_WORDS[free_unit] < float(asked) * SIZE_WORDS[unit]:
+            return "asked %s %s, %s %s free" % (asked, unit, free, free_unit)
+    return None
 
 
 def is_int(v):
