@@ -4,10 +4,15 @@
 # need passes the cap; expandable_segments needs less) and answers reuse-sim tune (--confirm)
 # and max-batch with documents of the shapes the scripts read. Checks the scripts, not gpumem:
 #   GPUS="0 1" GPUMEM=bench/dryrun_gpumem.py OUT=/tmp/o WORK=/tmp/w bash bench/converge.sh
+# max-batch answers from the made-up need bench/dryrun_cap_run.py's runs have (so that
+# bench/max_batch_truth.py --dry-run can check the answer): the largest batch that fits, one low
+# for llama_prefill (the check of the next batch sees it), with the keys of issue 54 (jobs,
+# repeats, batches, varies: side_stream's answer varies from run to run in dryrun_cap_run.py).
 # FAKE_SLEEP (seconds a recorded run takes, default 0.2) tries the timeouts and the hard limit;
 # --confirm is a flag in both jobs: "--confirm 1" is refused as usage (exit 2), as gpumem does, so the
 # scripts' --confirm [--max-runs K] forms are what is tried.
 import json, os, re, sys, time, random
+from dryrun_cap_run import fake_need, largest_fitting, rank_scale
 MiB = 1 << 20
 a = sys.argv[1:]
 if a[:1] == ["--version"]:
@@ -19,11 +24,13 @@ def opt(name):
 def size(t):
     m = re.fullmatch(r"(\d+)(MiB|GiB)", t); return int(m.group(1)) << (20 if m.group(2) == "MiB" else 30)
 prog = a[a.index("--") + 1:] if "--" in a else []
+def program_of(cmd):  # the program and its arguments, after python3 or torchrun's options
+    return next((cmd[i:] for i, x in enumerate(cmd) if x.endswith(".py")), cmd[1:])
 def simulate(cmd, cap, conf):
-    name = os.path.basename(cmd[1])[:-3]
+    name = os.path.basename(program_of(cmd)[0])[:-3]
     bs = int(cmd[cmd.index("--bs") + 1]) if "--bs" in cmd else None
     if bs is not None:
-        need = 100 * MiB + bs * (3 + len(name)) * MiB
+        need = fake_need(name, bs)
         return {"num_ooms": 1 if cap and need > cap else 0, "alloc": need, "reserved": need + 50 * MiB, "exit": 1 if cap and need > cap else 0, "caught": None}
     alloc = (800 + 37 * len(name)) * MiB
     reserved = alloc * 13 // 10
@@ -46,7 +53,26 @@ if job == "record":
     sys.exit(r["exit"])
 if "--confirm" in a and (opt("--confirm") or "").isdigit(): print("usage: --confirm is a flag", file=sys.stderr); print('{"error":"x"}'); sys.exit(2)
 if job == "max-batch":
-    print(json.dumps({"max_batch": {"answer": "largest batch ...", "settings": [{"alloc_conf": "expandable_segments:True", "largest_batch": 99}, {"alloc_conf": "", "recorded": True, "largest_batch": 37}]}}))
+    cap = size(opt("--capacity"))
+    target = program_of(prog)
+    name = os.path.basename(target[0])[:-3]
+    nproc = int(prog[prog.index("--nproc-per-node") + 1]) if "--nproc-per-node" in prog else 1
+    largest = largest_fitting(name, cap, max(rank_scale(target, r) for r in range(nproc)))
+    answer = largest - 1 if name == "llama_prefill" else largest
+    jobs = opt("--jobs")
+    jobs = 4 if jobs in (None, "auto") else int(jobs)
+    recs = [{"batch": b, "recorded_by_gpumem": True, "why": w, "order": i + 1, "ran_out_of_memory": b > largest, "wall_seconds": 1.0}
+            for i, (b, w) in enumerate([(4, "first"), (8, "second"), (answer, "check"), (answer + 1, "check above")])]
+    varies = [largest + 1] if name == "side_stream" else []
+    batches = [{"batch": answer, "alloc_conf": None, "runs": 2, "ran": 2, "out_of_memory": 0},
+               {"batch": answer + 1, "alloc_conf": None, "runs": 2, "ran": 1 if varies else 0, "out_of_memory": 1 if varies else 2}]
+    time.sleep(float(os.environ.get("FAKE_SLEEP", "0.2")) * len(recs) / min(jobs, 2))
+    text = "largest batch that fits in %s: %d (ran 2 of 2)%s" % (opt("--capacity"), answer,
+                                                                "; %d ran 1 of 2: memory varies from run to run here" % (largest + 1) if varies else "")
+    print(json.dumps({"max_batch": {"answer": text, "largest_batch": answer, "answer_status": "ran", "answer_ran": True,
+                                    "recordings": recs, "jobs": jobs, "repeats": 2, "batches": batches, "varies": varies,
+                                    "settings": [{"alloc_conf": "expandable_segments:True", "largest_batch": answer + 3},
+                                                 {"alloc_conf": "", "recorded": True, "largest_batch": answer}]}}))
     sys.exit(0)
 if job == "tune":
     confs = ["expandable_segments:True", "max_split_size_mb:128,expandable_segments:True", "garbage_collection_threshold:0.8", "roundup_power2_divisions:4", "", "max_split_size_mb:128"]

@@ -13,6 +13,16 @@
         WRONG-HIGH, whether the answer ran, the best setting's answer and
         whether it ran, real runs and seconds beside the search's and
         Lightning's (WORK/lightning.jsonl, else TRUTH_WORK's), medians.
+    max_batch_table.py verify WORK [TRUTH_WORK]
+        issue 54's check of each answer (WORK/verify.jsonl, from
+        max_batch_truth.py --verify N --verify-next K): gpumem's answer and
+        what it says, the answer's N runs under PyTorch's own cap ("5/5
+        fit", or "3/5 fit: FAILS"), the next batch's K runs, the truth and
+        gpumem against it, gpumem's runs, the runs it ran at once (jobs),
+        the repeats it asked at the answer, its seconds and the batches
+        whose runs it saw disagree; a summary line (the answers that
+        failed in any repeat must be 0); and, where Lightning's finder ran,
+        the two side by side, both answers checked alike.
 
 Every gpumem JSON key is read defensively (--max-batch's document was
 being changed when this was written)."""
@@ -222,7 +232,7 @@ def compare_table(work, truth_work=None):
             s_runs.append(c.get("runs"))
             s_walls.append(c.get("wall"))
         out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s / %s | %s |" % (
-            c.get("program") or a.get("program") or name.split("@")[0], c.get("cap") or a.get("cap"), fmt(g),
+            name.split("@")[0], name.split("@")[-1], fmt(g),  # the cap with the ranks' layout (ddp_uneven@4GiB:2-1gpu)
             {True: "yes", False: "**no**"}[ran] if g is not None else "-", fmt(truth), v, below, best_text,
             nruns if a else "-", fmt(wall, "%.1f"), c.get("runs", "-"), fmt(c.get("wall"), "%.1f"), "; ".join(notes).replace("|", "/")))
         if a:
@@ -263,11 +273,147 @@ def compare_table(work, truth_work=None):
     return "\n".join(out + ["", "gpumem's runs, case by case:", ""] + details)
 
 
+def checked(doc, key):
+    """A check's runs in words: "5/5 fit", "3/5 fit: **FAILS**", with the
+    runs that ended otherwise (failed, timeout) and those not run said."""
+    if not doc:
+        return "-"
+    verdicts = doc.get(key) or []
+    ran = [v for v in verdicts if v not in ("not-run", "killed")]
+    if not verdicts:
+        return "-"
+    if not ran:
+        return "not run (%d planned)" % len(verdicts)
+    text = "%d/%d fit" % (ran.count("fits"), len(ran))
+    if "oom" in ran and key == "verdicts":
+        text += ": **FAILS**"
+    other = [v for v in ran if v not in ("fits", "oom")]
+    if other:
+        text += ", %s" % ", ".join("%d %s" % (other.count(v), v) for v in sorted(set(other)))
+    if len(ran) < len(verdicts):
+        text += " (%d not run)" % (len(verdicts) - len(ran))
+    return text
+
+
+def answer_words(mb):
+    """gpumem's status text, shortened: its answer less the words every answer starts with."""
+    text = str(mb.get("answer") or "")
+    if text.startswith("largest batch") and ": " in text:
+        text = text.split(": ", 1)[1]
+    text = text.replace("|", "/")
+    return text if len(text) <= 90 else text[:87] + "..."
+
+
+def batches_of(mb):
+    """gpumem's runs a batch (max_batch.batches: batch, alloc_conf, runs, ran, out_of_memory), where it says them."""
+    return [b for b in (mb.get("batches") or []) if isinstance(b, dict)]
+
+
+def varied_batches(mb):
+    """The batches whose runs disagreed: max_batch.varies, else those of
+    max_batch.batches that both ran and ran out of memory."""
+    if isinstance(mb.get("varies"), list):
+        return mb["varies"]
+    return [b.get("batch") for b in batches_of(mb) if is_int(b.get("ran")) and is_int(b.get("out_of_memory"))
+            and b["ran"] > 0 and b["out_of_memory"] > 0]
+
+
+def truth_of(cases, name):
+    c = cases.get(name) or {}
+    runs = {}
+    for t in (c.get("trials") or []) + (c.get("below") or []):
+        runs[t.get("batch")] = t.get("verdict")
+    return c.get("truth"), runs, c
+
+
+def verify_table(work, truth_work=None):
+    cases = latest_by_case(read_jsonl(os.path.join(work, "cases.jsonl")))
+    if truth_work:
+        for k, v in latest_by_case(read_jsonl(os.path.join(truth_work, "cases.jsonl"))).items():
+            cases.setdefault(k, v)
+    answers = latest_by_case(read_jsonl(os.path.join(work, "gpumem.jsonl")))
+    checks = {}
+    for doc in read_jsonl(os.path.join(work, "verify.jsonl")):
+        checks[(doc.get("case"), doc.get("who"))] = doc
+    lightning = latest_by_case(read_jsonl(os.path.join(work, "lightning.jsonl")))
+    out = ["| case | gpumem | gpumem says | answer run again | next batch | true largest | gpumem vs truth | "
+           "gpumem runs | at once | repeats | gpumem s | varied |",
+           "| --- | ---: | --- | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | --- |"]
+    answered, failing, unchecked, walls, runs, verdicts = [], [], [], [], [], []
+    for name in sorted(answers, key=lambda n: (n.split("@")[0], cap_key(n.split("@")[-1].split(":")[0]), n)):
+        a = answers[name]
+        mb = a.get("max_batch") if isinstance(a.get("max_batch"), dict) else {}
+        g = mb.get("largest_batch") if is_int(mb.get("largest_batch")) else None
+        recs, _ = gpumem_runs(mb)
+        nruns = len(recs) or sum(b.get("runs") for b in batches_of(mb) if is_int(b.get("runs")))
+        check = checks.get((name, "gpumem"))
+        truth, truth_runs, c = truth_of(cases, name)
+        verdicts_run = [v for v in (check or {}).get("verdicts", []) if v not in ("not-run", "killed")]
+        all_fit = bool(verdicts_run) and all(v == "fits" for v in verdicts_run)
+        v = verdict_of(g, truth, all_fit, truth_runs)
+        says = answer_words(mb)
+        if not says:
+            says = a.get("note") or ("gpumem exit %s" % a.get("exit") if a.get("exit") not in (0, None) else "")
+            if a.get("stderr_tail"):
+                says = (says + ": " if says else "") + a["stderr_tail"].strip().splitlines()[-1][:80].replace("|", "/")
+        if g is not None:
+            answered.append(name)
+            verdicts.append(v)
+            runs.append(nruns)
+            if isinstance(a.get("wall"), (int, float)):
+                walls.append(a["wall"])
+            if "oom" in verdicts_run:
+                failing.append(name)
+            if not check or len(verdicts_run) < (check.get("planned") or 0):
+                unchecked.append(name)
+        varied = ", ".join(str(b) for b in varied_batches(mb)) or ("none" if isinstance(mb.get("varies"), list) else "-")
+        jobs = mb.get("jobs")
+        at_once = "%s (room for %s)" % (fmt(jobs), a.get("reserved_slots")) if is_int(jobs) and is_int(a.get("reserved_slots")) \
+            and jobs > a["reserved_slots"] else fmt(jobs)
+        out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            name, fmt(g), says, checked(check, "verdicts"), checked(check, "next_verdicts"), fmt(truth),
+            v + (" (truth from an earlier run)" if c.get("truth_from") else ""), nruns, at_once,
+            fmt(mb.get("repeats")), fmt(a.get("wall"), "%.1f"), varied))
+    out.append("")
+    if answers:
+        out.append("%d answers of %d cases: %d exact, %d low, %d above the search at a batch that ran, %d WRONG-HIGH, %d without a truth; "
+                   "answers that ran out of memory in any repeat: **%d** (must be 0)%s; answers not checked in full: %d%s; "
+                   "median gpumem %s runs, %s s a case." % (
+                       len(answered), len(answers), verdicts.count("exact"), len([x for x in verdicts if "low" in x]),
+                       len([x for x in verdicts if x.startswith("above")]), len([x for x in verdicts if "WRONG" in x]),
+                       verdicts.count("-"), len(failing), " (%s)" % ", ".join(failing) if failing else "", len(unchecked),
+                       " (%s)" % ", ".join(unchecked) if unchecked else "", fmt(statistics.median(runs) if runs else None),
+                       fmt(statistics.median(walls) if walls else None, "%.1f")))
+    if lightning:
+        out += ["", "Beside Lightning's BatchSizeFinder (binsearch), both started together; each answer checked alike:", "",
+                "| cap | true largest | Lightning | its check | next | vs truth | Lightning s | gpumem | its check | next | vs truth | "
+                "gpumem s | gpumem s / Lightning s |",
+                "| --- | ---: | ---: | --- | --- | --- | ---: | ---: | --- | --- | --- | ---: | ---: |"]
+        for l in sorted(lightning.values(), key=lambda l: cap_key(l.get("cap", ""))):
+            name = "lightning_vit@%s" % l.get("cap")
+            truth, truth_runs, _ = truth_of(cases, name)
+            a = answers.get(name) or {}
+            mb = a.get("max_batch") if isinstance(a.get("max_batch"), dict) else {}
+            g = mb.get("largest_batch") if is_int(mb.get("largest_batch")) else None
+            lcheck, gcheck = checks.get((name, "lightning")), checks.get((name, "gpumem"))
+            fits = lambda chk: bool(chk) and all(v == "fits" for v in chk.get("verdicts", []))
+            found = l.get("found") if is_int(l.get("found")) else None
+            lw, gw = l.get("wall"), a.get("wall")
+            ratio = "%.2f" % (gw / lw) if isinstance(lw, (int, float)) and isinstance(gw, (int, float)) and lw > 0 else "-"
+            out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                l.get("cap"), fmt(truth), fmt(found), checked(lcheck, "verdicts"), checked(lcheck, "next_verdicts"),
+                verdict_of(found, truth, fits(lcheck), truth_runs), fmt(lw, "%.1f"), fmt(g), checked(gcheck, "verdicts"),
+                checked(gcheck, "next_verdicts"), verdict_of(g, truth, fits(gcheck), truth_runs), fmt(gw, "%.1f"), ratio))
+    return "\n".join(out)
+
+
 def main(argv):
-    if len(argv) < 3 or argv[1] not in ("truth", "compare") or (argv[1] == "truth" and len(argv) != 3) or len(argv) > 4:
+    if len(argv) < 3 or argv[1] not in ("truth", "compare", "verify") or (argv[1] == "truth" and len(argv) != 3) or len(argv) > 4:
         sys.exit(__doc__)
     if argv[1] == "truth":
         print(truth_table(argv[2]))
+    elif argv[1] == "verify":
+        print(verify_table(argv[2], argv[3] if len(argv) == 4 else None))
     else:
         print(compare_table(argv[2], argv[3] if len(argv) == 4 else None))
 

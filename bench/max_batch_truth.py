@@ -1,44 +1,61 @@
 #!/usr/bin/env python3
-"""Issue 47's benchmark of "the largest batch that fits", on a machine of
-several GPUs. Three kinds of work, all at once, each process on whichever
-GPU has room for its cap (the caps keep them apart, so a GPU holds several):
+"""Issue 47's and issue 54's benchmark of "the largest batch that fits", on
+the GPUs of one host. Several kinds of work, all at once, each process on
+whichever GPU has room for its cap (the caps keep them apart, so a GPU
+holds several) while the host has a core for it (--max-procs):
 
   * the truth: for each (program, cap), the largest batch that runs under
     PyTorch's own cap (bench/cap_run.py: the same bytes as gpumem's
     --record --capacity), found by real runs with no gpumem involved --
     doubling from --start-bs until a run runs out of memory, then bisection
-    to one batch -- and then, where time is left, the --below K batches
-    just below it (memory that is not monotone in the batch);
+    to one batch, --search-width runs at once (1: one after another) --
+    and then, where time is left, the --below K batches just below it
+    (memory that is not monotone in the batch);
   * with --lightning, Lightning's own batch-size finder
     (Tuner.scale_batch_size, binsearch) on batch_programs_w/lightning_vit.py
     under each cap, the whole process timed;
   * with --gpumem BIN, gpumem's answer for each (program, cap):
     `BIN reuse-sim max-batch --capacity CAP GPUMEM_ARGS --json -- python3
-    prog.py --bs {batch} --steps S`, timed, its JSON document kept.
+    prog.py --bs {batch} --steps S`, timed, its JSON document kept; room is
+    kept for --gpumem-slots of its runs at once (its --jobs);
+  * with --verify N (and --verify-next K), issue 54's check of an answer:
+    as soon as gpumem (or Lightning) answers a case, the answer run N more
+    times under PyTorch's own cap and the next batch K times, all at once
+    where there is room (--verify-after-all: only once every answer is in,
+    so that no check shares the GPU with a timed search).
 
-Programs under torchrun (--torchrun "prog@CAP ...", from --torchrun-dir,
---nproc ranks, one GPU a rank) are searched alike: every rank under the
+--programs takes names in --programs-dir or paths of programs elsewhere
+(bench/batch_programs/grad_accum.py). Programs under torchrun (--torchrun
+"prog@CAP[:NPROC] ...", from --torchrun-dir, NPROC ranks, --nproc by
+default, one GPU a rank; with --share-gpu all ranks of a case on one GPU,
+which needs their room together) are searched alike: every rank under the
 cap, an OOM on any rank an OOM; gpumem gets `torchrun --standalone
 --nproc-per-node N prog.py --bs {batch} --steps S`.
 
     max_batch_truth.py --work DIR [--programs "a b"] [--caps "6GiB 14GiB"] [--gpus "0 1 2 3"]
-                       [--torchrun "ddp_uneven@4GiB"] [--lightning] [--gpumem BIN [--gpumem-args ARGS]]
-                       [--truth-from DIR0] [--no-truth] [--deadline S] [--hard-limit S] [--below K] ...
+                       [--torchrun "ddp_uneven@4GiB fsdp_uneven@6GiB:1"] [--share-gpu] [--lightning]
+                       [--gpumem BIN [--gpumem-args ARGS] [--gpumem-slots K]] [--verify N] [--verify-next K]
+                       [--truth-from DIR0 ...] [--no-truth] [--deadline S] [--hard-limit S] [--below K] [--dry-run] ...
 
---truth-from DIR0 takes the complete searches of an earlier DIR (its
-cases.jsonl) instead of searching again. Standard library only. A run's
-verdict is cap_run.py's exit status: 0 fits, 3 out of memory (an
+--truth-from DIR0 (repeatable) takes the complete searches of an earlier
+DIR (its cases.jsonl) instead of searching again. Standard library only. A
+run's verdict is cap_run.py's exit status: 0 fits, 3 out of memory (an
 OutOfMemoryError, or num_ooms > 0), else failed (a failure is not an OOM:
 the search stops there and says so); past its timeout, timeout. No run
 starts after --deadline seconds; at --hard-limit every run still going is
 killed (its process group), so the results are whole before anything can
-hang.
+hang. --dry-run tries all of it with no GPU and no torch: the runs are
+bench/dryrun_cap_run.py's made-up verdicts (and its stand-in torchrun),
+and --gpumem should be bench/dryrun_gpumem.py.
 
-DIR gets runs.jsonl (one line a real run of the searches, as it ends),
-cases.jsonl (one line a search: its trials, its answer, the probes below
-it), lightning.jsonl (one line a Lightning search), gpumem.jsonl (one line
-a gpumem answer; its documents in gpumem/), truth.md (the truth's table;
-with --gpumem, max-batch.md too: gpumem against the truth, by
+DIR gets runs.jsonl (one line a real run, as it ends, with why it ran:
+double, bisect, below, lightning, verify, verify-next, verify-lightning,
+verify-next-lightning), cases.jsonl (one line a search: its trials, its
+answer, the probes below it), lightning.jsonl (one line a Lightning
+search), gpumem.jsonl (one line a gpumem answer; its documents in gpumem/),
+verify.jsonl (one line a checked answer: the batch, the runs planned and
+their verdicts), truth.md (the truth's table; with --gpumem, max-batch.md
+too: gpumem against the truth, and with --verify verify.md: the checks, by
 max_batch_table.py), and logs/ (the last 4 KiB of each run's output)."""
 import argparse
 import glob
@@ -66,43 +83,75 @@ def parse_size(text):
 
 
 class Case:
-    """A program under a cap: plain python (nproc 0) or torchrun's ranks."""
+    """A program under a cap: plain python (nproc 0), or torchrun's nproc
+    ranks, each on a GPU of its own or (shared) all on one GPU."""
 
-    def __init__(self, program, path, cap_text, nproc=0):
+    def __init__(self, program, path, cap_text, nproc=0, shared=False):
         self.program, self.path, self.cap_text, self.nproc = program, path, cap_text, nproc
+        self.shared = shared and nproc > 1
         self.cap = parse_size(cap_text)
-        self.name = "%s@%s" % (program, cap_text)
+        # Two ranks on two GPUs keep issue 47's names, which --truth-from reads;
+        # any other layout is another case (its truth is its own).
+        layout = "" if nproc in (0, 2) and not self.shared else ":%d%s" % (nproc, "-1gpu" if self.shared else "")
+        self.name = "%s@%s%s" % (program, cap_text, layout)
 
     def program_argv(self, batch, steps):
         return [self.path, "--bs", str(batch), "--steps", str(steps)]
 
 
-def torchrun_argv(nproc):
+def program_path(item, folder):
+    """(name, path) of a program given by its name in folder or by a path."""
+    if "/" in item or item.endswith(".py"):
+        return os.path.basename(item)[:-3] if item.endswith(".py") else os.path.basename(item), os.path.abspath(item)
+    return item, os.path.join(folder, item + ".py")
+
+
+def torchrun_argv(nproc, dry_run=False):
+    if dry_run:  # the stand-in launcher: the ranks as processes, torchrun's environment
+        return [sys.executable, os.path.join(HERE, "dryrun_cap_run.py"), "--torchrun", str(nproc)]
     launcher = shutil.which("torchrun")
     head = [launcher] if launcher else [sys.executable, "-m", "torch.distributed.run"]
     return head + ["--standalone", "--nproc-per-node", str(nproc)]
 
 
 class Gpus:
-    """Room on each GPU, in bytes: a run takes its cap plus what it holds
-    outside the allocator (its CUDA context, cuBLAS's and cuDNN's handles,
-    NCCL's buffers) until it ends, on one GPU or on each of several (a
-    torchrun job). Searches' runs go before the probes' (priority 0 < 1)."""
+    """Room on each GPU, in bytes, and the host's cores: a run takes its
+    cap plus what it holds outside the allocator (its CUDA context,
+    cuBLAS's and cuDNN's handles, NCCL's buffers) until it ends, on one GPU
+    or on each of several (a torchrun job), and a core a process. A lower
+    priority number goes first (searches and checks 0, probes below 1);
+    among equals, one that has waited --patience seconds goes before any
+    that came after it, so that a large request is not starved by small
+    ones."""
 
-    def __init__(self, gpus, budgets):
+    def __init__(self, gpus, budgets, max_procs, patience):
         self.free = dict(zip(gpus, budgets))
         self.running = {g: 0 for g in gpus}
+        self.procs, self.max_procs, self.patience = 0, max_procs, patience
         self.cv = threading.Condition()
-        self.waiting = [0, 0]
+        self.waiters = {}  # ticket: (priority, since)
+        self.tickets = 0
 
-    def take(self, need, priority, stop, count=1):
+    def blocked(self, me):
+        priority, since = self.waiters[me]
+        now = time.time()
+        for ticket, (p, t) in self.waiters.items():
+            if ticket == me:
+                continue
+            if p < priority or (p == priority and t < since and now - t >= self.patience):
+                return True
+        return False
+
+    def take(self, need, priority, stop, count=1, procs=1):
         with self.cv:
-            self.waiting[priority] += 1
+            self.tickets += 1
+            me = self.tickets
+            self.waiters[me] = (priority, time.time())
             try:
                 while True:
                     if stop():
                         return None
-                    if priority == 0 or self.waiting[0] == 0:
+                    if not self.blocked(me) and self.procs + procs <= max(self.max_procs, procs):
                         fits = sorted((g for g, f in self.free.items() if f >= need),
                                       key=lambda g: (-self.free[g], self.running[g]))
                         if len(fits) >= count:
@@ -110,16 +159,19 @@ class Gpus:
                             for g in chosen:
                                 self.free[g] -= need
                                 self.running[g] += 1
+                            self.procs += procs
                             return chosen
                     self.cv.wait(1.0)
             finally:
-                self.waiting[priority] -= 1
+                del self.waiters[me]
+                self.cv.notify_all()
 
-    def give(self, gpus, need):
+    def give(self, gpus, need, procs=1):
         with self.cv:
             for g in gpus:
                 self.free[g] += need
                 self.running[g] -= 1
+            self.procs -= procs
             self.cv.notify_all()
 
     def load(self, gpus):
@@ -134,9 +186,13 @@ class Driver:
         self.lock = threading.Lock()
         self.procs = set()
         self.killed = False
+        self.cap_run = os.path.join(HERE, "dryrun_cap_run.py" if args.dry_run else "cap_run.py")
+        # --verify-after-all: the checks wait for every gpumem and Lightning process to end.
+        self.answers_pending = 0
+        self.all_answered = threading.Event()
         for sub in ("logs", "gpumem"):
             os.makedirs(os.path.join(args.work, sub), exist_ok=True)
-        self.files = {k: open(os.path.join(args.work, k + ".jsonl"), "a") for k in ("runs", "cases", "lightning", "gpumem")}
+        self.files = {k: open(os.path.join(args.work, k + ".jsonl"), "a") for k in ("runs", "cases", "lightning", "gpumem", "verify")}
         gpus = args.gpus.split()
         totals = gpu_totals(gpus, args.gpu_memory)
         reserve = {}
@@ -144,8 +200,10 @@ class Driver:
             g, amount = item.split(":")
             reserve[g] = parse_size(amount)
         budgets = [totals[g] - parse_size(args.headroom) - reserve.get(g, 0) for g in gpus]
-        self.gpus = Gpus(gpus, budgets)
-        self.say("GPUs %s, room for runs (bytes): %s" % (" ".join(gpus), dict(zip(gpus, budgets))))
+        self.gpus = Gpus(gpus, budgets, args.max_procs, args.patience)
+        self.room = max(budgets)
+        self.say("GPUs %s, room for runs (bytes): %s; at most %d processes at once" % (
+            " ".join(gpus), dict(zip(gpus, budgets)), args.max_procs))
 
     def elapsed(self):
         return time.time() - self.t0
@@ -165,8 +223,22 @@ class Driver:
             self.files[kind].write(json.dumps(doc) + "\n")
             self.files[kind].flush()
 
-    def need(self, case):
-        return case.cap + parse_size(self.a.outside) + (parse_size(self.a.nccl) if case.nproc else 0)
+    def placement(self, case):
+        """What one run of the case takes: (bytes on each of its GPUs, how
+        many GPUs, how many processes)."""
+        rank = case.cap + parse_size(self.a.outside) + (parse_size(self.a.nccl) if case.nproc else 0)
+        if case.shared:
+            return rank * case.nproc, 1, case.nproc
+        return rank, max(1, case.nproc), max(1, case.nproc)
+
+    def gpumem_placement(self, case):
+        """What a gpumem process takes: room for --gpumem-slots of its runs
+        at once (as many as fit) and its own CUDA context; (bytes, GPUs,
+        processes, slots)."""
+        need, count, procs = self.placement(case)
+        own = parse_size(self.a.gpumem_own)
+        slots = max(1, min(self.a.gpumem_slots, (self.room - own) // need, self.a.max_procs // procs))
+        return need * slots + own, count, procs * slots, slots
 
     def launch(self, argv, gpus, timeout, stdout):
         """Runs argv in its own process group on the GPUs: (exit status or
@@ -198,28 +270,38 @@ class Driver:
 
     def run(self, case, batch, why, argv_tail=None, priority=0, allow_ooms=False, tag=None, timeout=None):
         """One real run under the case's cap (every rank's, under torchrun):
-        its record (verdict fits / oom / failed / timeout / killed / not-run)."""
-        need = self.need(case)
-        gpus = self.gpus.take(need, priority, self.late, count=max(1, case.nproc))
+        its record (verdict fits / oom / failed / timeout / killed / not-run).
+        An OOM that found the GPU itself full (less free than it asked: the
+        runs beside it, not its cap) is run once more; both are kept."""
+        rec = self.run_once(case, batch, why, argv_tail, priority, allow_ooms, tag, timeout)
+        if rec.get("run_again"):
+            self.say("%s: batch %d ran out of memory with the GPU full (%s): once more" % (case.name, batch, rec["gpu_full"]))
+            rec = self.run_once(case, batch, why, argv_tail, priority, allow_ooms, tag, timeout, again=True)
+        return rec
+
+    def run_once(self, case, batch, why, argv_tail, priority, allow_ooms, tag, timeout, again=False):
+        need, count, procs = self.placement(case)
+        gpus = self.gpus.take(need, priority, self.late, count, procs)
         if gpus is None:
             return {"case": case.name, "batch": batch, "why": why, "verdict": "not-run", "note": "deadline"}
         name = "%s.%s" % (case.name, tag or "bs%d" % batch)
         stats = os.path.join(self.a.work, "logs", name + ".stats.json")
-        launcher = torchrun_argv(case.nproc) if case.nproc else [sys.executable]
-        argv = launcher + [os.path.join(HERE, "cap_run.py"), "--cap", str(case.cap), "--stats", stats] + (
+        for old in glob.glob(stats) + glob.glob(stats + ".rank*"):
+            os.remove(old)
+        launcher = torchrun_argv(case.nproc, self.a.dry_run) if case.nproc else [sys.executable]
+        argv = launcher + [self.cap_run, "--cap", str(case.cap), "--stats", stats] + (
             ["--allow-ooms"] if allow_ooms else []) + ["--"] + (argv_tail or case.program_argv(batch, self.a.steps))
         load = self.gpus.load(gpus)
         start = self.elapsed()
         try:
             rc, out, wall = self.launch(argv, gpus, timeout or self.a.run_timeout, subprocess.PIPE)
         finally:
-            self.gpus.give(gpus, need)
+            self.gpus.give(gpus, need, procs)
         with open(os.path.join(self.a.work, "logs", name + ".log"), "wb") as f:
             f.write(out[-4096:])
-        if case.nproc:
-            ranks = [load_json(f) or {} for f in sorted(glob.glob(stats + ".rank*"))]
-        else:
-            ranks = [load_json(stats) or {}]
+        # One rank writes STATS itself (cap_run.py names a file a rank only where there are several).
+        files = sorted(glob.glob(stats + ".rank*")) if case.nproc > 1 else [stats]
+        ranks = [load_json(f) or {} for f in files if os.path.exists(f)]
         if rc in ("timeout", "killed"):
             verdict = rc
         elif any(r.get("verdict") == "oom" for r in ranks) or (not case.nproc and rc == 3):
@@ -235,6 +317,8 @@ class Driver:
                "peak_reserved": max((r.get("peak_reserved") or 0 for r in ranks), default=None),
                "allowed_memory_maximum": first("allowed_memory_maximum"), "raised": first("raised"),
                "program_wall": first("wall")}
+        if tag:
+            rec["tag"] = tag
         if case.nproc:
             rec["ranks"] = [{k: r.get(k) for k in ("rank", "verdict", "num_ooms", "peak_reserved", "raised")} for r in ranks]
         if verdict == "failed":
@@ -243,49 +327,85 @@ class Driver:
             found = re.findall(key.encode() + rb"=(\d+)", out)
             if found:
                 rec[key] = int(found[-1])
+        if verdict == "oom":
+            full = gpu_full(out.decode(errors="replace") + "\n".join(r.get("raised") or "" for r in ranks))
+            if full:
+                rec["gpu_full"] = full
+                rec["run_again"] = not again and not self.late()
+        if again:
+            rec["second_run"] = True
         self.write("runs", rec)
         return rec
+
+    def run_many(self, case, runs, priority=0):
+        """run() for each (batch, why, tag), all at once where there is
+        room: their records, in order."""
+        recs = [None] * len(runs)
+
+        def one(i, batch, why, tag):
+            recs[i] = self.run(case, batch, why, priority=priority, tag=tag)
+
+        threads = [threading.Thread(target=one, args=(i,) + tuple(r), daemon=True) for i, r in enumerate(runs)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return [r or {"case": case.name, "batch": b, "why": w, "verdict": "not-run", "note": "no record"}
+                for r, (b, w, _) in zip(recs, runs)]
+
+    def next_batches(self, lo, hi, tried):
+        """The search's next batches, --search-width of them: doubling from
+        the largest that ran until one runs out of memory, then points
+        evenly inside the bracket (width 1: plain bisection)."""
+        width = max(1, self.a.search_width)
+        if hi is None:
+            first = self.a.start_bs if not lo else min(lo * 2, self.a.limit_bs)
+            batches = [min(first << k, self.a.limit_bs) for k in range(width)]
+        else:
+            batches = [lo + (hi - lo) * k // (width + 1) for k in range(1, width + 1)]
+        return sorted(set(b for b in batches if b > lo and (hi is None or b < hi) and b not in tried))
 
     def search(self, case, seed=None):
         # seed: an earlier run's incomplete search of this case; its runs
         # stand, and the search goes on from its bracket.
-        trials, lo, hi, note = list(seed["trials"]) if seed else [], seed["largest_ran"] if seed else 0, \
-            seed["smallest_oom"] if seed else None, None
-        b = self.a.start_bs
-        if seed and hi is not None:
-            b = (lo + hi) // 2 if hi - lo > 1 else 0
-        elif seed and lo:
-            b = min(lo * 2, self.a.limit_bs)
-        while b:
+        trials, note = list(seed["trials"]) if seed else [], None
+        while True:
+            ooms = [t["batch"] for t in trials if t.get("verdict") == "oom"]
+            hi = min(ooms) if ooms else None
+            lo = max([t["batch"] for t in trials if t.get("verdict") == "fits" and (hi is None or t["batch"] < hi)] or [0])
+            if hi is not None and hi - lo <= 1:
+                break
+            if hi is None and lo >= self.a.limit_bs:
+                note = "fits at the search's limit %d" % lo
+                break
+            batches = self.next_batches(lo, hi, set(t["batch"] for t in trials))
+            if not batches:
+                note = "no batch left to try between %d and %s" % (lo, hi)
+                break
             if self.late():
-                note = "deadline before the run at %d" % b
+                note = "deadline before the run at %s" % ", ".join(map(str, batches))
                 break
-            r = self.run(case, b, "double" if hi is None else "bisect")
-            if r["verdict"] == "not-run":
-                note = "deadline before the run at %d" % b
+            recs = self.run_many(case, [(b, "double" if hi is None else "bisect", None) for b in batches])
+            for r in recs:
+                if r["verdict"] != "not-run":
+                    trials.append(r)
+                    self.say("%s: batch %d %s in %.1f s" % (case.name, r["batch"], r["verdict"], r.get("wall", 0)))
+            unrun = [r["batch"] for r in recs if r["verdict"] == "not-run"]
+            failed = [r for r in recs if r["verdict"] not in ("fits", "oom", "not-run")]
+            if failed:
+                note = "the run at %d: %s" % (failed[0]["batch"], failed[0]["verdict"])
                 break
-            trials.append(r)
-            self.say("%s: batch %d %s in %.1f s" % (case.name, b, r["verdict"], r.get("wall", 0)))
-            if r["verdict"] == "fits":
-                lo = b
-            elif r["verdict"] == "oom":
-                hi = b
-            else:
-                note = "the run at %d: %s" % (b, r["verdict"])
+            if unrun:
+                note = "deadline before the run at %s" % ", ".join(map(str, unrun))
                 break
-            if hi is None:
-                if b >= self.a.limit_bs:
-                    note = "fits at the search's limit %d" % b
-                    break
-                b = min(b * 2, self.a.limit_bs)
-            else:
-                if hi - lo <= 1:
-                    break
-                b = (lo + hi) // 2
+        ooms = [t["batch"] for t in trials if t.get("verdict") == "oom"]
+        hi = min(ooms) if ooms else None
+        lo = max([t["batch"] for t in trials if t.get("verdict") == "fits" and (hi is None or t["batch"] < hi)] or [0])
         done = note is None and hi is not None and hi - lo <= 1
         doc = {"case": case.name, "program": case.program, "cap": case.cap_text, "cap_bytes": case.cap, "nproc": case.nproc,
-               "truth": lo if done else None, "largest_ran": lo, "smallest_oom": hi, "complete": done, "note": note,
-               "runs": len(trials), "wall": round(sum(t.get("wall", 0) for t in trials), 2), "trials": trials}
+               "shared_gpu": case.shared, "truth": lo if done else None, "largest_ran": lo, "smallest_oom": hi, "complete": done,
+               "note": note, "runs": len(trials), "search_width": self.a.search_width,
+               "wall": round(sum(t.get("wall", 0) for t in trials), 2), "trials": trials}
         # The batches just below the answer: memory that is not monotone in the batch.
         below = []
         if done and self.a.below > 0:
@@ -304,6 +424,38 @@ class Driver:
         self.write("cases", doc)
         self.say("%s: truth %s after %d runs, %.1f s%s" % (case.name, doc["truth"], doc["runs"], doc["wall"], " (" + note + ")" if note else ""))
 
+    def answered(self):
+        """One gpumem or Lightning process has ended (answered or not)."""
+        with self.lock:
+            self.answers_pending -= 1
+            if self.answers_pending <= 0:
+                self.all_answered.set()
+
+    def verify(self, case, batch, who):
+        """Issue 54's check of an answer: the answer --verify times and the
+        next batch --verify-next times under PyTorch's own cap, at once
+        where there is room; one line of verify.jsonl."""
+        if not is_int(batch) or batch < 1 or (self.a.verify <= 0 and self.a.verify_next <= 0):
+            return
+        if self.a.verify_after_all:
+            while not self.all_answered.wait(1.0):
+                if self.late():
+                    break
+        suffix = "" if who == "gpumem" else "-" + who
+        runs = [(batch, "verify" + suffix, "verify%s%d" % (suffix, i)) for i in range(1, self.a.verify + 1)] + [
+            (batch + 1, "verify-next" + suffix, "verify-next%s%d" % (suffix, i)) for i in range(1, self.a.verify_next + 1)]
+        recs = self.run_many(case, runs)
+        # An OOM with the GPU itself full twice (the runs beside it) is no verdict on the cap.
+        verdicts = [r["verdict"] + ("-gpu-full" if r.get("gpu_full") else "") for r in recs]
+        doc = {"case": case.name, "program": case.program, "cap": case.cap_text, "nproc": case.nproc, "who": who, "batch": batch,
+               "planned": self.a.verify, "planned_next": self.a.verify_next,
+               "verdicts": verdicts[:self.a.verify], "next_verdicts": verdicts[self.a.verify:],
+               "peak_reserved": [r.get("peak_reserved") for r in recs[:self.a.verify]],
+               "walls": [r.get("wall") for r in recs]}
+        self.write("verify", doc)
+        self.say("%s: %s's answer %d: %s; next %d: %s" % (case.name, who, batch, " ".join(doc["verdicts"]), batch + 1,
+                                                        " ".join(doc["next_verdicts"]) or "not run"))
+
     def lightning(self, case):
         name = "lightning_find@%s" % case.cap_text
         doc = {"case": name, "program": case.program, "cap": case.cap_text, "cap_bytes": case.cap, "mode": "binsearch",
@@ -311,34 +463,44 @@ class Driver:
         if self.late():
             doc["note"] = "deadline: not run"
             self.write("lightning", doc)
+            self.answered()
             return
         tail = [case.path, "--find", "--mode", "binsearch", "--steps-per-trial", str(self.a.steps), "--init-bs", str(self.a.lightning_init)]
-        r = self.run(case, 0, "lightning", argv_tail=tail, allow_ooms=True, tag="find", timeout=self.a.lightning_timeout)
+        try:
+            r = self.run(case, 0, "lightning", argv_tail=tail, allow_ooms=True, tag="find", timeout=self.a.lightning_timeout)
+        finally:
+            self.answered()
         doc.update(found=r.get("lightning_found_batch"), trials=r.get("lightning_trials"), wall=r.get("wall"), verdict=r["verdict"],
-                   exit=r.get("exit"), num_ooms=r.get("num_ooms"), gpu_load_at_start=r.get("gpu_load_at_start"))
+                   exit=r.get("exit"), num_ooms=r.get("num_ooms"), gpu_load_at_start=r.get("gpu_load_at_start"), start=r.get("start"))
         self.write("lightning", doc)
         self.say("%s: Lightning found %s in %s s (%s)" % (name, doc["found"], doc["wall"], r["verdict"]))
+        self.verify(case, doc["found"], "lightning")
 
     def gpumem(self, case):
-        """gpumem's own answer for the case: one --max-batch process, timed."""
-        doc = {"case": case.name, "program": case.program, "cap": case.cap_text, "cap_bytes": case.cap, "nproc": case.nproc}
-        need = self.need(case)
-        gpus = self.gpus.take(need, 0, self.late, count=max(1, case.nproc))
+        """gpumem's own answer for the case: one --max-batch process, timed;
+        then its check (--verify)."""
+        doc = {"case": case.name, "program": case.program, "cap": case.cap_text, "cap_bytes": case.cap, "nproc": case.nproc,
+               "shared_gpu": case.shared}
+        need, count, procs, slots = self.gpumem_placement(case)
+        gpus = self.gpus.take(need, 0, self.late, count, procs)
         if gpus is None:
             doc["note"] = "deadline: not run"
             self.write("gpumem", doc)
+            self.answered()
             return
         base = os.path.join(self.a.work, "gpumem", case.name)
         launcher = torchrun_argv(case.nproc) if case.nproc else ["python3"]
         argv = [self.a.gpumem, "reuse-sim", "max-batch", "--capacity", case.cap_text] + self.a.gpumem_args.split() + \
             ["--json", "--"] + launcher + case.program_argv("{batch}", self.a.steps)
         load = self.gpus.load(gpus)
-        doc.update(argv=argv, gpus=gpus, gpu_load_at_start=load, start=round(self.elapsed(), 2))
+        doc.update(argv=argv, gpus=gpus, gpu_load_at_start=load, start=round(self.elapsed(), 2), reserved_slots=slots,
+                   reserved_bytes=need)
         try:
             with open(base + ".json", "wb") as out, open(base + ".err", "wb") as err:
                 rc, wall = self.launch_to(argv, gpus, self.a.gpumem_timeout, out, err)
         finally:
-            self.gpus.give(gpus, need)
+            self.gpus.give(gpus, need, procs)
+            self.answered()
         doc.update(exit=rc, wall=round(wall, 2))
         parsed = load_json(base + ".json")
         doc["document"] = os.path.relpath(base + ".json", self.a.work)
@@ -348,8 +510,12 @@ class Driver:
             with open(base + ".err", "rb") as f:
                 doc["stderr_tail"] = f.read()[-600:].decode(errors="replace")
         self.write("gpumem", doc)
-        mb = doc["max_batch"] or {}
-        self.say("%s: gpumem exit %s in %.1f s: %s" % (case.name, rc, wall, mb.get("answer") if isinstance(mb, dict) else mb))
+        mb = doc["max_batch"] if isinstance(doc["max_batch"], dict) else {}
+        self.say("%s: gpumem exit %s in %.1f s: %s" % (case.name, rc, wall, mb.get("answer") or doc["max_batch"]))
+        jobs = mb.get("jobs")
+        if is_int(jobs) and jobs > slots:
+            self.say("%s: WARNING: gpumem ran %d runs at once where room was kept for %d (--gpumem-slots)" % (case.name, jobs, slots))
+        self.verify(case, mb.get("largest_batch"), "gpumem")
 
     def launch_to(self, argv, gpus, timeout, out, err):
         """launch() with stdout and stderr to files."""
@@ -407,6 +573,25 @@ def kill_group(p, grace=5):
             continue
 
 
+SIZE_WORDS = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+
+
+def gpu_full(text):
+    """From PyTorch's OOM message ("Tried to allocate 20.00 MiB. GPU 0 has a
+    total capacity of 139.81 GiB of which 2.00 MiB is free."): the request
+    and the GPU's free memory in words where the GPU had less free than the
+    request (its memory was full, not the cap), else None."""
+    found = re.findall(r"Tried to allocate ([\d.]+) (bytes|KiB|MiB|GiB)\..*?of which ([\d.]+) (bytes|KiB|MiB|GiB) is free", text)
+    for asked, unit, free, free_unit in found:
+        if float(free) * SIZE_WORDS[free_unit] < float(asked) * SIZE_WORDS[unit]:
+            return "asked %s %s, %s %s free" % (asked, unit, free, free_unit)
+    return None
+
+
+def is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
 def load_json(path):
     try:
         with open(path) as f:
@@ -448,33 +633,46 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--work", required=True)
     p.add_argument("--programs-dir", default=os.path.join(HERE, "batch_programs_w"))
-    p.add_argument("--programs", default=None, help="names in --programs-dir (default: all; '' none)")
+    p.add_argument("--programs", default=None, help="names in --programs-dir, or paths (default: all of it; '' none)")
     p.add_argument("--caps", default="6GiB 14GiB")
-    p.add_argument("--torchrun", default="", help="'prog@CAP ...' from --torchrun-dir, under torchrun")
+    p.add_argument("--torchrun", default="", help="'prog@CAP[:NPROC] ...' from --torchrun-dir, under torchrun")
     p.add_argument("--torchrun-dir", default=os.path.join(HERE, "torchrun_programs"))
-    p.add_argument("--nproc", type=int, default=2)
+    p.add_argument("--nproc", type=int, default=2, help="ranks of a --torchrun case that names none")
+    p.add_argument("--share-gpu", action="store_true", help="all ranks of a torchrun case on one GPU")
     p.add_argument("--gpus", default="")
     p.add_argument("--gpu-memory", default="", help="each GPU's memory (default: nvidia-smi's)")
     p.add_argument("--headroom", default="3GiB", help="kept free on each GPU")
     p.add_argument("--reserve", default="", help="'GPU:SIZE ...' kept for other work on a GPU")
     p.add_argument("--outside", default="1536MiB", help="what a run holds beyond its cap (context, handles)")
     p.add_argument("--nccl", default="1GiB", help="what a torchrun rank holds beyond that (NCCL)")
+    p.add_argument("--max-procs", type=int, default=max(1, (os.cpu_count() or 4) * 3 // 4),
+                   help="processes running at once, all kinds (default: 3/4 of the cores)")
+    p.add_argument("--patience", type=float, default=20, help="seconds a large request waits before smaller ones stop passing it")
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--start-bs", type=int, default=8)
     p.add_argument("--limit-bs", type=int, default=8192)
+    p.add_argument("--search-width", type=int, default=1, help="the truth search's runs at once (1: one after another)")
     p.add_argument("--below", type=int, default=8)
     p.add_argument("--lightning", action="store_true")
     p.add_argument("--lightning-init", type=int, default=2)
     p.add_argument("--gpumem", default="", help="gpumem's binary: its --max-batch answer for each case")
     p.add_argument("--gpumem-args", default="--full-grid --confirm")
+    p.add_argument("--gpumem-slots", type=int, default=1, help="runs of gpumem's at once that room is kept for (its --jobs)")
+    p.add_argument("--gpumem-own", default="1GiB", help="what the gpumem process itself holds on its GPU")
     p.add_argument("--gpumem-timeout", type=float, default=300)
-    p.add_argument("--truth-from", default="", help="an earlier --work: its complete searches stand for the truth")
+    p.add_argument("--verify", type=int, default=0, help="runs of each answer under PyTorch's own cap (issue 54: 5)")
+    p.add_argument("--verify-next", type=int, default=0, help="runs of the batch after each answer (issue 54: 2)")
+    p.add_argument("--verify-after-all", action="store_true", help="the checks wait for every gpumem and Lightning process")
+    p.add_argument("--truth-from", action="append", default=[], help="an earlier --work: its complete searches stand for the truth")
     p.add_argument("--no-truth", action="store_true", help="no truth searches (only gpumem and Lightning)")
     p.add_argument("--run-timeout", type=float, default=90)
     p.add_argument("--lightning-timeout", type=float, default=240, help="Lightning's whole search, one process")
     p.add_argument("--deadline", type=float, default=380)
     p.add_argument("--hard-limit", type=float, default=440)
+    p.add_argument("--dry-run", action="store_true", help="made-up runs (bench/dryrun_cap_run.py): no GPU, no torch")
     a = p.parse_args()
+    if a.dry_run and not a.gpu_memory:
+        a.gpu_memory = "141GiB"
     if not a.gpus:
         cvd = os.environ.get("CUDA_VISIBLE_DEVICES", "")
         a.gpus = cvd.replace(",", " ") if cvd else " ".join(sorted(gpu_totals([], ""), key=int)) or "0"
@@ -486,10 +684,12 @@ def main():
             sys.exit("max_batch_truth.py: --gpumem %s is not an executable" % a.gpumem)
     try:
         caps = a.caps.split()
-        cases = [Case(n, os.path.join(a.programs_dir, n + ".py"), c) for c in caps for n in a.programs.split()]
+        programs = [program_path(item, a.programs_dir) for item in a.programs.split()]
+        cases = [Case(n, path, c) for c in caps for n, path in programs]
         for item in a.torchrun.split():
-            n, _, c = item.partition("@")
-            cases.append(Case(n, os.path.join(a.torchrun_dir, n + ".py"), c or "4GiB", a.nproc))
+            n, _, rest = item.partition("@")
+            c, _, nproc = rest.partition(":")
+            cases.append(Case(n, os.path.join(a.torchrun_dir, n + ".py"), c or "4GiB", int(nproc) if nproc else a.nproc, a.share_gpu))
         for item in a.reserve.split():
             parse_size(item.split(":")[1])
     except (ValueError, IndexError) as e:
@@ -499,32 +699,41 @@ def main():
         sys.exit("max_batch_truth.py: no program %s" % ", ".join(missing))
     if a.lightning and not os.path.isfile(os.path.join(a.programs_dir, "lightning_vit.py")):
         sys.exit("max_batch_truth.py: --lightning: no lightning_vit.py in %s" % a.programs_dir)
+    if len(set(c.name for c in cases)) < len(cases):
+        sys.exit("max_batch_truth.py: a case is named twice")
     d = Driver(a)
-    room = max(d.gpus.free.values())
-    too_big = [c.name for c in cases if d.need(c) > room]
-    if too_big or (a.nproc > len(d.gpus.free) and a.torchrun):
-        sys.exit("max_batch_truth.py: no room on the GPUs for %s" % " ".join(too_big or ["torchrun's %d ranks" % a.nproc]))
+    too_big = [c.name for c in cases if d.gpumem_placement(c)[0] > d.room]
+    too_wide = [c.name for c in cases if d.placement(c)[1] > len(d.gpus.free)]
+    if too_big or too_wide:
+        sys.exit("max_batch_truth.py: no room on the GPUs for %s%s" % (
+            " ".join(too_big + too_wide), " (more ranks than GPUs: --share-gpu puts them on one)" if too_wide else ""))
     with open(os.path.join(a.work, "settings.json"), "w") as f:
         json.dump(vars(a), f, indent=1)
     # The truth of an earlier run stands where its search is complete.
     known, partial = {}, {}
-    if a.truth_from:
-        for doc in read_jsonl(os.path.join(a.truth_from, "cases.jsonl")):
-            if doc.get("complete"):
-                known[doc["case"]] = dict(doc, truth_from=os.path.abspath(a.truth_from))
+    for earlier in a.truth_from:
+        for doc in read_jsonl(os.path.join(earlier, "cases.jsonl")):
+            if doc.get("complete") and doc["case"] not in known:
+                known[doc["case"]] = dict(doc, truth_from=os.path.abspath(earlier))
             elif doc.get("largest_ran") or doc.get("smallest_oom"):
-                partial[doc["case"]] = doc  # its search goes on from its bracket
-        for doc in known.values():
-            d.write("cases", doc)
-        d.say("truth of %d cases from %s" % (len(known), a.truth_from))
+                partial.setdefault(doc["case"], doc)  # its search goes on from its bracket
+    wanted = set(c.name for c in cases)
+    for name in sorted(known):
+        if name in wanted:
+            d.write("cases", known[name])
+    if a.truth_from:
+        d.say("truth of %d of the %d cases from %s" % (len(wanted & set(known)), len(cases), " ".join(a.truth_from)))
     threads = []
     # Long single processes first: Lightning's finder, gpumem's searches.
     if a.lightning:
         threads += [threading.Thread(target=d.lightning, args=(Case("lightning_vit", os.path.join(a.programs_dir, "lightning_vit.py"), c),),
                                      daemon=True) for c in caps]
-    by_size = sorted(cases, key=lambda c: -c.cap)
+    by_size = sorted(cases, key=lambda c: -d.placement(c)[0])
     if a.gpumem:
         threads += [threading.Thread(target=d.gpumem, args=(c,), daemon=True) for c in by_size]
+    d.answers_pending = len(threads)
+    if not threads:
+        d.all_answered.set()
     if not a.no_truth:
         threads += [threading.Thread(target=d.search, args=(c, partial.get(c.name)), daemon=True)
                     for c in by_size if c.name not in known]
@@ -551,6 +760,9 @@ def main():
     if a.gpumem:
         with open(os.path.join(a.work, "max-batch.md"), "w") as f:
             subprocess.run(table + ["compare", a.work], stdout=f)
+    if a.verify > 0 or a.verify_next > 0:
+        with open(os.path.join(a.work, "verify.md"), "w") as f:
+            subprocess.run(table + ["verify", a.work], stdout=f)
     os._exit(0)
 
 
