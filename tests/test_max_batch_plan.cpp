@@ -458,13 +458,28 @@ TEST_CASE("max-batch plan: an answer needs two runs without an OOM; side by side
                                                              "done 83 ran"}));
     CHECK(planner.state().repeats == 2);
     CHECK(planner.facts("", 83).tally(83)->passes == 2);
-    // Side by side: one step, the next batch's OOM settling the answer; no refit for a repeat.
-    o.parallel = 4;
+    // Side by side: the first answer's check goes out with the refinement,
+    // its repeat and the next batch (whose OOM settles it), as the slots
+    // allow; the refitted model agrees: settled in that one step.
+    o.parallel = 8;
     rs::MaxBatchPlanner side(o);
     const Drive d = drive(side, Program{}, 1 * GiB);
-    CHECK(d.steps == steps({"runs: 4 first | 8 first", "fit: 4 8", "runs: 42 near the answer | 62 near the answer", "fit: 4 8 42 62",
-                            "runs: 83 check at the answer | 83 repeat | 84 the next batch", "fit: 4 8 42 62 83", "done 83 ran"}));
+    CHECK(d.steps == steps({"runs: 4 first | 8 first", "fit: 4 8",
+                            "runs: 42 near the answer | 62 near the answer | 83 check at the answer | 83 repeat | 84 the next batch",
+                            "fit: 4 8 42 62 83", "done 83 ran"}));
     CHECK(side.facts("", 83).ran_out == 84);
+    // Four slots: no room for the next batch; the model's word for it.
+    o.parallel = 4;
+    rs::MaxBatchPlanner four(o);
+    CHECK(drive(four, Program{}, 1 * GiB).steps == steps({"runs: 4 first | 8 first", "fit: 4 8",
+                                                          "runs: 42 near the answer | 62 near the answer | 83 check at the answer | 83 repeat",
+                                                          "fit: 4 8 42 62 83", "done 83 ran"}));
+    // Three: the check after the refinement, with its repeat and the next batch.
+    o.parallel = 3;
+    rs::MaxBatchPlanner three(o);
+    CHECK(drive(three, Program{}, 1 * GiB).steps == steps({"runs: 4 first | 8 first", "fit: 4 8", "runs: 42 near the answer | 62 near the answer",
+                                                           "fit: 4 8 42 62", "runs: 83 check at the answer | 83 repeat | 84 the next batch",
+                                                           "fit: 4 8 42 62 83", "done 83 ran"}));
     // Several ranks (the command's timing note): three runs.
     o.parallel = 1;
     rs::MaxBatchPlanner ranked(o);

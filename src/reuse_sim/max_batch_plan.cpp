@@ -307,6 +307,18 @@ std::optional<PlanStep> MaxBatchPlanner::refine_step() {
         }
         runs.push_back(plan_run(batch, RunReason::near_answer));
     }
+    // Side by side, the first answer's check goes out beside the
+    // refinement (its repeats, the next batch, those just below): where the
+    // refitted model agrees, the answer is settled in this one step.
+    if (options_.parallel >= runs.size() + 2) {
+        const std::size_t refine = runs.size();
+        for (unsigned k = 0; k < state_.repeats && runs.size() < options_.parallel && can_run(runs.size()); ++k)
+            runs.push_back(plan_run(first, k == 0 ? RunReason::at_answer : RunReason::repeat));
+        if (runs.size() > refine) {
+            std::vector<PlannedRun> beside = beside_check(first, runs.size());
+            runs.insert(runs.end(), beside.begin(), beside.end());
+        }
+    }
     needs_fit_ = true;
     after_runs_ = After::nothing;
     if (runs.empty()) return std::nullopt;
@@ -334,14 +346,37 @@ std::optional<PlanStep> MaxBatchPlanner::check_step(const std::string& setting, 
     // setting, the next batch and those just below): a run each, no more
     // wall time than the check alone.
     if (options_.parallel > 1) {
-        for (unsigned k = runs_at(step->batch, setting) + 1; k < state_.repeats && can_run(runs.size()); ++k)
+        for (unsigned k = runs_at(step->batch, setting) + 1; k < state_.repeats && runs.size() < options_.parallel && can_run(runs.size()); ++k)
             runs.push_back(plan_run(step->batch, RunReason::repeat, setting));
         if (setting.empty() && step->why == RunReason::at_answer) {
             std::vector<PlannedRun> beside = beside_check(step->batch, runs.size());
             runs.insert(runs.end(), beside.begin(), beside.end());
         }
+        // The best other setting's check, where slots are left: its answer
+        // is searched on the same model, and its runs hang on nothing here.
+        if (setting.empty()) {
+            std::vector<PlannedRun> best = best_beside(runs.size());
+            runs.insert(runs.end(), best.begin(), best.end());
+        }
     }
     return runs_step(std::move(runs));
+}
+
+// The best setting's next run and its repeats, while the step has slots
+// left (none where the recorded setting is the best).
+std::vector<PlannedRun> MaxBatchPlanner::best_beside(std::size_t planned) {
+    std::vector<PlannedRun> runs;
+    const MaxBatchSetting* recorded = state_.recorded();
+    const MaxBatchSetting* best = state_.best();
+    if (recorded == nullptr || best == nullptr || best == recorded || best->answer.largest.value_or(0) <= recorded->answer.largest.value_or(0))
+        return runs;
+    const std::optional<Step> step = next_step(best->key(), facts("", std::nullopt).ran);
+    if (!step) return runs;
+    for (unsigned k = runs_at(step->batch, best->key()); k < state_.repeats; ++k) {
+        if (planned + runs.size() >= options_.parallel || !can_run(planned + runs.size())) break;
+        runs.push_back(plan_run(step->batch, runs.empty() ? step->why : RunReason::repeat, best->key()));
+    }
+    return runs;
 }
 
 // An answer that ran, run again until it ran `repeats` times (side by side:
@@ -374,7 +409,7 @@ std::optional<PlanStep> MaxBatchPlanner::repeat_step(const std::string& setting)
 std::vector<PlannedRun> MaxBatchPlanner::beside_check(std::uint64_t answer, std::size_t planned) {
     std::vector<PlannedRun> runs;
     const MaxBatchSetting* recorded = state_.recorded();
-    const auto room = [&] { return can_run(planned + runs.size()); };
+    const auto room = [&] { return planned + runs.size() < options_.parallel && can_run(planned + runs.size()); };
     if (recorded != nullptr && !recorded->answer.reached_limit && answer < options_.search.limit && !recorded_at(answer + 1, "") && room())
         runs.push_back(plan_run(answer + 1, RunReason::above_answer));
     for (const std::uint64_t offset : kBelowOffsets) {

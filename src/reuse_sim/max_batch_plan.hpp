@@ -303,6 +303,7 @@ private:
     std::optional<PlanStep> check_step(const std::string& setting, std::uint64_t floor);
     std::optional<PlanStep> repeat_step(const std::string& setting);
     std::vector<PlannedRun> beside_check(std::uint64_t answer, std::size_t planned);
+    std::vector<PlannedRun> best_beside(std::size_t planned);
     unsigned runs_at(std::uint64_t batch, const std::string& setting) const;
     std::optional<PlanStep> below_step();
     std::optional<PlanStep> best_step();
