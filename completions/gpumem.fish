@@ -308,7 +308,9 @@ complete -c gpumem -n $reuse_sim_max_batch -l confirm -d 'Real runs at the answe
 complete -c gpumem -n $reuse_sim_max_batch -l batch-trace -r -F -d 'B=FILE: a recording of the program at batch B (repeatable)'
 complete -c gpumem -n $reuse_sim_max_batch -l record-batches -x -d 'B1,B2,...: the batches the program is recorded at first'
 complete -c gpumem -n $reuse_sim_max_batch -l no-refine -d 'Record only at --record-batches, not again near the first answer'
-complete -c gpumem -n $reuse_sim_max_batch -l max-runs -x -d 'N: the most real runs of the program, recordings included (default 12)'
+complete -c gpumem -n $reuse_sim_max_batch -l max-runs -x -d 'N: the most real runs of the program, recordings and repeats included (default 16)'
+complete -c gpumem -n $reuse_sim_max_batch -l repeats -x -d 'N: the runs an answer needs, all without an OOM (default 2; 3 where timing matters)'
+complete -c gpumem -n $reuse_sim_max_batch -l jobs -x -a auto -d 'N or auto: runs of the program at once (default auto: as free GPU memory and cores allow)'
 complete -c gpumem -n $reuse_sim_max_batch -l headroom -x -d 'SIZE: keep the modelled peak this far below the cap'
 # report
 set -l report "__fish_seen_subcommand_from report"

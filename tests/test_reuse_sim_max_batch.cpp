@@ -1041,7 +1041,8 @@ TEST_CASE("max-batch: the program's output is kept from the terminal unless a ru
 // recorded) fit one run in two; 81 (992 MiB) fits every time.
 TEST_CASE("max-batch: memory that varies from run to run: the answer is the largest batch that ran every time, and the variance is said") {
     const Scratch s;
-    std::vector<std::string> args = with_program({"reuse-sim", "max-batch", "--json", "--capacity", "1GiB", "--repeats", "2"});
+    std::vector<std::string> args =
+        with_program({"reuse-sim", "max-batch", "--json", "--capacity", "1GiB", "--repeats", "2", "--plot", s / "varies.svg"});
     for (const std::string& word : {std::string("--late-mib"), std::string("30"), std::string("--late-count"), s / "count"}) args.push_back(word);
     const RunResult r = run_gpumem(args, standin_env(s));
     INFO(r.err);
@@ -1063,6 +1064,11 @@ TEST_CASE("max-batch: memory that varies from run to run: the answer is the larg
     // Not "not monotone": that is for batches that fail every time.
     CHECK(m["oom_below"] == json::array());
     CHECK_FALSE(has(answer, "not monotone"));
+    // The picture marks each batch once, its runs' tally beside it, the one that varied apart.
+    const std::string svg = slurp(s / "varies.svg");
+    CHECK(has(svg, "real runs: ran in some, not all"));
+    CHECK(has(svg, ">1/2<"));
+    CHECK(has(svg, ">2/2<"));
 }
 
 // --jobs: the runs of a step go out together; the answer is the same.

@@ -64,9 +64,9 @@ void add_max_batch_options(CLI::App& sub, MaxBatchOptions& o) {
     add_unsigned_option(sub, "--max-runs", o.max_runs,
                         "Most real runs of the program (default " + std::to_string(MaxBatchRequest::kDefaultMaxRuns) + ")",
                         2, 1000);
-    sub.add_option("--jobs", o.jobs, "Runs at once: N, or auto (default: as free GPU memory and cores allow)")
+    sub.add_option("--jobs", o.jobs, "Runs at once: N, or auto (default auto: as free GPU memory and cores allow)")
         ->type_name("N");
-    add_unsigned_option(sub, "--repeats", o.repeats, "Runs an answer needs, all without an OOM (default 2; 3 where timing matters)", 1,
+    add_unsigned_option(sub, "--repeats", o.repeats, "Runs an answer must pass (default 2; 3 where timing matters)", 1,
                         20);
     sub.add_option("--headroom", o.headroom, "Keep the modelled peak this far below the cap")
         ->type_name("SIZE");

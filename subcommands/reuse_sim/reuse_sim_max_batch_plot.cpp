@@ -22,7 +22,7 @@ namespace rs = gpumem::reuse_sim;
 // Batches the curves are modelled at, besides the recordings', the
 // answers' and the real runs'.
 constexpr std::uint64_t kCurveBatches = 20;
-constexpr int kRanColour = 2, kOomColour = 1, kAnswerColour = 7;
+constexpr int kRanColour = 2, kOomColour = 1, kAnswerColour = 7, kVariedColour = 5;
 
 // Names a modelled trace's events for messages.
 class CurveNames final : public rs::EventSource {
@@ -77,17 +77,31 @@ Plot max_batch_picture(const MaxBatchRequest& q, const MaxBatchResults& r) {
     const MaxBatchSearchResults::Curve* recorded_curve = nullptr;
     for (const MaxBatchSearchResults::Curve& c : x.curves)
         if (&x.settings[c.setting] == recorded) recorded_curve = &c;
-    auto run_mark = [&](std::uint64_t batch, bool oom, std::optional<double> y) {
+    // One mark a batch and setting: its runs' tally beside it where it was
+    // run more than once ("2/2" ran every time; "1/2", a batch that varied,
+    // marked apart).
+    auto run_mark = [&](std::uint64_t batch, unsigned passes, unsigned runs, std::optional<double> y) {
         if (recorded_curve)
             if (const std::optional<double> modelled = peak_at(*recorded_curve, batch)) y = modelled;
-        if (!y) return;
+        if (!y || runs == 0) return;
+        const std::string tally = runs > 1 ? std::to_string(passes) + "/" + std::to_string(runs) : "";
+        if (passes > 0 && passes < runs) {
+            plot.markers.push_back({static_cast<double>(batch), *y, MarkerShape::dot, kVariedColour, "real runs: ran in some, not all", tally});
+            return;
+        }
+        const bool oom = passes == 0;
         plot.markers.push_back({static_cast<double>(batch), *y, oom ? MarkerShape::cross : MarkerShape::ring, oom ? kOomColour : kRanColour,
-                                oom ? "real run: out of memory" : "real run: ran", ""});
+                                oom ? "real run: out of memory" : "real run: ran", tally});
     };
-    for (const MaxBatchRecording& rec : x.recordings) run_mark(rec.batch, rec.ran_out_of_memory(), std::nullopt);
+    std::vector<std::string> settings{""};
+    for (const MaxBatchRecording& rec : x.recordings)
+        if (std::find(settings.begin(), settings.end(), rec.setting) == settings.end()) settings.push_back(rec.setting);
+    for (const std::string& setting : settings)
+        for (const rs::BatchTally& t : x.facts(setting, std::nullopt).tallies) run_mark(t.batch, t.passes, t.runs, std::nullopt);
     for (const MaxBatchConfirmRun& run : x.confirm_runs) {
         if (!run.real) continue;
-        run_mark(run.batch, judged_ooms(*run.real) > 0, static_cast<double>(run.real->peak_reserved));
+        const bool oom = judged_ooms(*run.real) > 0;
+        run_mark(run.batch, oom ? 0 : 1, 1, static_cast<double>(run.real->peak_reserved));
     }
     if (best && best->answer.largest) {
         const std::uint64_t answer = *best->answer.largest;
