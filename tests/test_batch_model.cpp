@@ -43,6 +43,9 @@ struct Program {
     std::uint64_t workspace_small = 0;
     // A size that is not affine: this activation is quadratic in the batch.
     int quadratic = -1;
+    // One that grows slower from batch 8 on (a quarter of its slope): no
+    // line and no convex quadratic holds.
+    int concave = -1;
     // Below this batch, activation 0 grows four times as steeply: a
     // library's other kernel at small batches (0: never).
     std::uint64_t steep_below = 0;
@@ -50,6 +53,7 @@ struct Program {
     std::uint64_t activation(std::size_t i, std::uint64_t batch) const {
         const Activation& a = activations[i];
         if (static_cast<int>(i) == quadratic) return round_up(a.base + a.num * batch * batch / a.den, 512);
+        if (static_cast<int>(i) == concave) return round_up(a.base + a.num * (batch < 8 ? batch : 8 + (batch - 8) / 4) / a.den, 512);
         if (i == 0 && batch < steep_below) return round_up(a.base + (4 * a.num * batch + a.den - 1) / a.den, 512);
         return round_up(a.base + (a.num * batch + a.den - 1) / a.den, 512);
     }
@@ -240,8 +244,8 @@ TEST_CASE("batch model: fractional slopes and sizes below a granule") {
 
 TEST_CASE("batch model: a size that is not affine is caught by a third recording, and the answer is a range") {
     Program p = mlp();
-    p.quadratic = 1;
-    p.activations[1] = {0, 64 * KiB, 1};  // 64 KiB * B^2
+    p.concave = 1;
+    p.activations[1] = {0, 64 * KiB, 1};  // 64 KiB * B up to 8, a quarter of that slope beyond
     const rs::BatchModel two = rs::BatchModel::fit({record(p, 8), record(p, 16)});
     CHECK(two.checks().holds());  // two recordings cannot tell
     const rs::BatchModel model = rs::BatchModel::fit({record(p, 4), record(p, 8), record(p, 16)});
@@ -256,12 +260,13 @@ TEST_CASE("batch model: a size that is not affine is caught by a third recording
     CHECK(c.mismatches[0].what.find("(not affine; the cautious trace takes the steepest line through two recordings at a quarter") !=
           std::string::npos);
     CHECK(c.mismatches[0].what.find("at batch 4") != std::string::npos);
-    CHECK(c.mismatches[0].bytes_at_largest == 16 * 16 * 64 * KiB);
-    // The cautious trace takes the steepest line through two recordings near the largest.
+    CHECK(c.mismatches[0].bytes_at_largest == 10 * 64 * KiB);
+    // The cautious trace takes the steepest line through two recordings
+    // near the largest (at a quarter of its batch or more: 4 and 8 too).
     std::uint64_t cautious = 0, hopeful = 0;
     for (const rs::Event& e : model.events_at(32, true)) cautious += e.kind == EventKind::alloc ? e.size : 0;
     for (const rs::Event& e : model.events_at(32, false)) hopeful += e.kind == EventKind::alloc ? e.size : 0;
-    CHECK(cautious == hopeful);  // 8 -> 16 is the steepest pair already
+    CHECK(cautious > hopeful);
     const std::vector<rs::MaxBatchAnswer> answers = rs::search_max_batch(model, {{rs::TorchOptions{}, 400 * MiB}}, two_threads());
     REQUIRE(answers[0].largest);
     REQUIRE(answers[0].largest_hopeful);
@@ -525,4 +530,52 @@ TEST_CASE("batch model: at the largest recorded batch a size is the recorded one
     // Beyond it, the cautious trace takes the steepest line: 10 and 20's.
     CHECK(request_sizes(model.events_at(40, true))[1] == 7000 * unit + 3);
     CHECK(request_sizes(model.events_at(40, false))[1] == 5000 * unit + 3);
+}
+
+TEST_CASE("batch model: a size that grows with the square of the batch is quadratic from three recordings, checked by a fourth, exact") {
+    Program p = mlp();
+    p.quadratic = 1;
+    p.activations[1] = {0, 64 * KiB, 1};  // 64 KiB * B^2: attention's L x L scores in a sequence length
+    const rs::BatchModel three = rs::BatchModel::fit({record(p, 4), record(p, 8), record(p, 16)});
+    CHECK(three.checks().quadratic == 3);  // one activation, in each of three steps
+    CHECK(three.checks().not_affine == 0);
+    CHECK(three.checks().holds());
+    const rs::BatchModel model = rs::BatchModel::fit({record(p, 4), record(p, 8), record(p, 16), record(p, 24)});
+    const rs::BatchModelChecks& c = model.checks();
+    CHECK(c.quadratic == 3);
+    CHECK(c.holds());
+    // The fourth (the smallest here) checks the quadratic through the three largest: rebuilt exactly.
+    REQUIRE(c.checked.size() == 2);
+    CHECK(c.checked[0].batch == 4);
+    CHECK(c.checked[0].exact);
+    CHECK(c.checked[1].exact);
+    // Far beyond the recordings, each size is the program's own or above it
+    // by what the 512-byte rounding of the recorded sizes leaves open,
+    // never below.
+    for (const std::uint64_t batch : {40, 100, 300}) {
+        const std::vector<std::uint64_t> modelled = request_sizes(model.events_at(batch)), real = request_sizes(p.events(batch));
+        REQUIRE(modelled.size() == real.size());
+        for (std::size_t i = 0; i < real.size(); ++i) {
+            CAPTURE(batch);
+            CAPTURE(i);
+            CAPTURE(real[i]);
+            CAPTURE(modelled[i]);
+            CHECK(modelled[i] >= real[i]);
+            CHECK(modelled[i] <= real[i] + real[i] / 100 + 64 * KiB);
+        }
+    }
+    // So the answer under a cap is the true one (or one below), never above.
+    for (const std::uint64_t cap : {std::uint64_t{300} * MiB, std::uint64_t{2} * GiB}) {
+        CAPTURE(cap);
+        const std::uint64_t truth = true_largest(p, rs::TorchOptions{}, cap);
+        const std::vector<rs::MaxBatchAnswer> answers = rs::search_max_batch(model, {{rs::TorchOptions{}, cap}}, two_threads());
+        REQUIRE(answers[0].largest);
+        CHECK(*answers[0].largest <= truth);
+        CHECK(*answers[0].largest + 1 >= truth);
+    }
+    // A line alone (two recordings) would overshoot: the quadratic is what keeps the answer honest.
+    const rs::BatchModel line = rs::BatchModel::fit({record(p, 8), record(p, 16)});
+    const std::vector<rs::MaxBatchAnswer> linear = rs::search_max_batch(line, {{rs::TorchOptions{}, 2 * GiB}}, two_threads());
+    REQUIRE(linear[0].largest);
+    CHECK(*linear[0].largest > true_largest(p, rs::TorchOptions{}, 2 * GiB));
 }

@@ -263,11 +263,57 @@ struct PairLaw {
     }
 };
 
-enum class Fit : std::uint8_t { single, constant, affine, not_affine };
+// Sizes s1, s2, s3 at b1 < b2 < b3, each the rounding up to `g` of a
+// quadratic u(B): the quadratic through three values is Lagrange's,
+// u(B) Dn = c1(B) u1 + c2(B) u2 + c3(B) u3 with Dn = (b2 - b1)(b3 - b2)(b3 - b1)
+// and c_i(B) the product of (B - b_j) over the other two times Dn over
+// their differences; its largest value at B takes each u_i at the end of
+// its interval (s_i - g, s_i] that c_i's sign favours, as PairLaw's. Exact
+// in 128 bits while the batches stay below 2^20 (the search's limit) and
+// the sizes below 2^62: each term is under 2^122.
+struct TripleLaw {
+    std::uint64_t b[3], s[3];
+    static constexpr std::uint64_t kMaxBatch = std::uint64_t{1} << 20;
+    bool exact() const noexcept { return b[2] < kMaxBatch; }
+    Wide denominator() const { return static_cast<Wide>(b[1] - b[0]) * (b[2] - b[1]) * (b[2] - b[0]); }
+    Wide coefficient(int i, std::uint64_t batch) const {
+        const Wide x = batch;
+        switch (i) {
+        case 0: return (x - b[1]) * (x - b[2]) * static_cast<Wide>(b[2] - b[1]);
+        case 1: return -(x - b[0]) * (x - b[2]) * static_cast<Wide>(b[2] - b[0]);
+        default: return (x - b[0]) * (x - b[1]) * static_cast<Wide>(b[1] - b[0]);
+        }
+    }
+    Wide numerator(std::uint64_t batch, std::uint64_t g, bool largest) const {
+        const Wide width = g == 1 ? 0 : static_cast<Wide>(g);
+        Wide sum = 0;
+        for (int i = 0; i < 3; ++i) {
+            const Wide c = coefficient(i, batch);
+            sum += c * ((c >= 0) == largest ? static_cast<Wide>(s[i]) : static_cast<Wide>(s[i]) - width);
+        }
+        return sum;
+    }
+    std::uint64_t upper(std::uint64_t batch, std::uint64_t g) const {
+        return clamp_size(ceil_div(numerator(batch, g, true), denominator() * g) * g, g);
+    }
+    std::uint64_t lower(std::uint64_t batch, std::uint64_t g) const {
+        const Wide unit = denominator() * g;
+        if (g == 1) return clamp_size(floor_div(numerator(batch, g, false), unit), g);
+        return clamp_size((floor_div(numerator(batch, g, false), unit) + 1) * g, g);
+    }
+    // It grows faster than a line (its second difference is positive): a
+    // size that grows with the square of the knob (attention's L x L, an
+    // image's side squared). One that bends down would shrink beyond the
+    // recordings: no law to extrapolate.
+    bool convex() const { return static_cast<Wide>(s[2] - s[1]) * (b[1] - b[0]) > (static_cast<Wide>(s[1]) - s[0]) * (b[2] - b[1]); }
+};
+
+enum class Fit : std::uint8_t { single, constant, affine, quadratic, not_affine };
 
 // One request of the largest recording as a function of the batch.
 struct Law {
     PairLaw pair{};          // the two largest recordings that have it (single: b2, s2 only)
+    TripleLaw triple{};      // quadratic: the three largest
     Fit fit = Fit::single;
     bool extra = false;      // missing from some recording
     std::uint32_t points = kNone;  // not_affine: its first point in Impl::points
@@ -337,6 +383,11 @@ struct Findings {
                 ++h.requests_off;
             }
     }
+    // A miss taken back: the request followed another law after all.
+    void unmiss(std::uint64_t batch) {
+        for (BatchModelChecks::Held& h : held)
+            if (h.batch == batch && h.requests_off > 0) h.exact = --h.requests_off == 0;
+    }
     // The first few candidates, largest first, and the recordings checked.
     void publish(BatchModelChecks& c) {
         const std::size_t shown = std::min(candidates.size(), kMaxMismatches);
@@ -368,14 +419,32 @@ Law fit_law(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& points, 
     law.pair.b1 = points[points.size() - 2].first;
     law.pair.s1 = points[points.size() - 2].second;
     law.fit = law.pair.s1 == law.pair.s2 ? Fit::constant : Fit::affine;
-    bool holds = true;
+    std::vector<std::uint64_t> missed;
     for (std::size_t p = 0; p + 2 < points.size(); ++p) {
         const auto [batch, size] = points[p];
         if (size >= law.pair.lower(batch, granule) && size <= law.pair.upper(batch, granule)) continue;
-        holds = false;
+        missed.push_back(batch);
         found.miss(batch);
     }
-    if (holds) return law;
+    if (missed.empty()) return law;
+    // No line: the quadratic through the three largest, where it grows
+    // faster than a line and every other recording bears it out.
+    if (points.size() >= 3) {
+        const std::size_t n = points.size();
+        TripleLaw q{{points[n - 3].first, points[n - 2].first, points[n - 1].first}, {points[n - 3].second, points[n - 2].second, points[n - 1].second}};
+        bool fits = q.exact() && q.convex();
+        for (std::size_t p = 0; fits && p + 3 < n; ++p) {
+            const auto [batch, size] = points[p];
+            fits = size >= q.lower(batch, granule) && size <= q.upper(batch, granule);
+        }
+        if (fits) {
+            // The recordings the line missed hold the quadratic.
+            for (const std::uint64_t batch : missed) found.unmiss(batch);
+            law.fit = Fit::quadratic;
+            law.triple = q;
+            return law;
+        }
+    }
     law.fit = Fit::not_affine;
     law.points = static_cast<std::uint32_t>(table.size());
     law.point_count = static_cast<std::uint32_t>(points.size());
@@ -419,6 +488,7 @@ struct BatchModel::Impl {
         }
         case Fit::constant:
         case Fit::affine: return law.pair.upper(batch, granule);
+        case Fit::quadratic: return law.triple.upper(batch, granule);
         case Fit::not_affine: break;
         }
         // At or below the largest recorded batch, the two largest recordings
@@ -495,6 +565,7 @@ BatchModel BatchModel::fit(std::vector<BatchRecording> recordings) {
         if (points.size() >= 2) {
             if (law.fit == Fit::constant) ++c.constant;
             else if (law.fit == Fit::affine) ++c.affine;
+            else if (law.fit == Fit::quadratic) ++c.quadratic;
             else ++c.not_affine;
         }
         if (!law.extra) {

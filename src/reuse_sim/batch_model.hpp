@@ -7,7 +7,9 @@
 // past 2,000 unaligned, a greedy diff that resynchronises within 64
 // requests after each difference). Each aligned request's size is modelled
 // as a function of
-// the batch (constant, or affine after PyTorch's 512-byte rounding), the
+// the batch (constant, affine after PyTorch's 512-byte rounding, or, where
+// no line holds on three recordings or more, a quadratic that grows faster
+// than a line), the
 // trace at any batch B is built from the model, and the largest B that
 // replays without an OOM is searched for every setting asked. Pure logic: no
 // CUDA, no I/O, no printing; the command reads the files and reports.
@@ -45,6 +47,7 @@ struct BatchRecording {
 enum class SizeLaw : std::uint8_t {
     constant,    // the same size at every batch
     affine,      // base + slope * B, exact within PyTorch's 512-byte rounding
+    quadratic,   // no line, but the quadratic through the three largest recordings, growing faster than a line, that the others bear out
     not_affine,  // three or more recordings disagree with any line (the model does not hold)
 };
 
@@ -58,7 +61,10 @@ struct ModelMismatch {
 struct BatchModelChecks {
     std::uint64_t requests = 0;   // allocations in the recording the trace is built from
     std::uint64_t aligned = 0;    // matched in every recording
-    std::uint64_t constant = 0, affine = 0, not_affine = 0;
+    // quadratic: sizes no line follows but a convex quadratic does (eager
+    // attention's L x L scores in a sequence length, an image's side
+    // squared); it needs three recordings, and a fourth to be checked.
+    std::uint64_t constant = 0, affine = 0, quadratic = 0, not_affine = 0;
     // Requests present in some recordings only (a library's workspace
     // appearing from some batch on, control flow that changes with the
     // batch): how the synthesized trace treats them is BatchModel's

@@ -271,7 +271,8 @@ std::vector<std::string> model_lines(const MaxBatchSearchResults& x) {
     const std::string rank =
         recorded != nullptr && recorded->tightest_rank ? " (rank " + std::to_string(*recorded->tightest_rank) + "'s, the tightest)" : std::string();
     lines.push_back("model" + rank + ": " + rs::group_digits(c.requests) + " requests, " + rs::group_digits(c.aligned) + " aligned in every recording: " +
-                    rs::group_digits(c.constant) + " constant, " + rs::group_digits(c.affine) + " affine in the batch" +
+                    rs::group_digits(c.constant) + " constant, " + rs::group_digits(c.affine) + " affine" +
+                    (c.quadratic ? ", " + rs::group_digits(c.quadratic) + " quadratic" : std::string()) + " in the batch" +
                     (c.holds() ? "; it holds" : "; it does NOT hold: " + checks_summary(c)));
     for (const rs::BatchModelChecks::Held& h : c.checked)
         lines.push_back("checked on the recording at batch " + std::to_string(h.batch) + ": " +
@@ -409,6 +410,7 @@ constexpr Column<rs::BatchModelChecks> kChecksColumns[] = {
     {{"aligned", "", FieldKind::integer}, [](const rs::BatchModelChecks& c) { return u64(c.aligned); }},
     {{"constant", "", FieldKind::integer}, [](const rs::BatchModelChecks& c) { return u64(c.constant); }},
     {{"affine", "", FieldKind::integer}, [](const rs::BatchModelChecks& c) { return u64(c.affine); }},
+    {{"quadratic", "", FieldKind::integer}, [](const rs::BatchModelChecks& c) { return u64(c.quadratic); }},
     {{"not_affine", "", FieldKind::integer}, [](const rs::BatchModelChecks& c) { return u64(c.not_affine); }},
     {{"unaligned", "", FieldKind::integer}, [](const rs::BatchModelChecks& c) { return u64(c.unaligned); }},
     {{"vanished", "", FieldKind::integer}, [](const rs::BatchModelChecks& c) { return u64(c.vanished); }},
