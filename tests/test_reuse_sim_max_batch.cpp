@@ -1119,3 +1119,45 @@ TEST_CASE("max-batch: a request that grows with the square of the batch is model
     CHECK(m["checks"]["not_affine"] == 0);
     CHECK(m["first_answer"].get<std::uint64_t>() > 43);  // the line alone overshoots
 }
+
+// Issue 55: any one size, named by its placeholder. The same program with
+// its size called {seq}: the answer, the run lines and the JSON speak of
+// seq; its first recordings default to 128 and 256.
+TEST_CASE("max-batch: {seq} (any {NAME}) names the size searched: longest seq that fits; one knob at a time") {
+    const Scratch s;
+    std::vector<std::string> args = {"reuse-sim", "max-batch", "--capacity", "1GiB", "--repeats", "2", "--record-batches", "4,8",
+                                     "--", "python3", kBatchProgram, "--bs", "{seq}", "--square-kib", "256"};
+    const RunResult r = run_gpumem(args, standin_env(s));
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(unwrapped(r.out).rfind("longest seq that fits in 1 GiB: 43 (real runs at 43 ran 2 of 2 times without an OOM; the model says 44 does not fit)",
+                                 0) == 0);
+    CHECK(has(unwrapped(r.out), "peak reserved 1000 MiB at seq 43; seq 44 would need "));
+    CHECK(has(unwrapped(r.out), "quadratic in the seq; it holds"));
+    CHECK(has(unwrapped(r.err), "gpumem: max-batch: run 1 of 16 at most: seq 4 (first): ran without an OOM"));
+    args.insert(args.begin() + 1, "--json");
+    const json m = json::parse(run_gpumem(args, standin_env(s)).out)["max_batch"];
+    CHECK(m["knob"] == "seq");
+    CHECK(m["largest_batch"] == 43);
+    // Its first recordings by default: 128 and 256 (a length's usual values), not a batch's 4 and 8.
+    const RunResult d = run_gpumem({"reuse-sim", "max-batch", "--json", "--capacity", "24GiB", "--no-refine", "--", "python3", kBatchProgram, "--bs",
+                                    "{seq}", "--square-kib", "256"},
+                                   standin_env(s));
+    INFO(d.err);
+    REQUIRE(d.status == 0);
+    const json first = json::parse(d.out)["max_batch"]["recordings"];
+    REQUIRE(first.size() == 2);
+    CHECK(first[0]["batch"] == 128);
+    CHECK(first[1]["batch"] == 256);
+    // Two knobs: one at a time, before anything runs.
+    const RunResult two = run_gpumem({"reuse-sim", "max-batch", "--capacity", "1GiB", "--", "python3", kBatchProgram, "--bs", "{batch}", "--seq",
+                                      "{seq}"},
+                                     standin_env(s));
+    CHECK(two.status == 2);
+    CHECK(has(two.err, "max-batch searches one size at a time; the program after -- names 2 ({batch}, {seq})"));
+    // Braces that name no knob are the program's own.
+    CHECK(cli::knob_placeholders({"python3", "-c", "print({1: 2})", "--bs={batch}", "{}", "{a-b}"}) == std::vector<std::string>{"batch"});
+    CHECK(cli::program_at({"--len={seq}", "{seq}x{seq}"}, "seq", 64) == std::vector<std::string>{"--len=64", "64x64"});
+    CHECK(cli::knob_superlative("max_length") == "longest max_length");
+    CHECK(cli::knob_superlative("img") == "largest img");
+}

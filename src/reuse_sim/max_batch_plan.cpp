@@ -1,6 +1,7 @@
 #include "reuse_sim/max_batch_plan.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <iterator>
 #include <utility>
 
@@ -140,6 +141,16 @@ const MaxBatchSetting* MaxBatchState::recorded() const {
     return nullptr;
 }
 
+std::string knob_superlative(const std::string& knob) {
+    std::string lower;
+    for (const char c : knob) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (const char* length : {"seq", "len", "ctx", "context", "token"})
+        if (lower.find(length) != std::string::npos) return "longest " + knob;
+    return "largest " + knob;
+}
+
+std::string knob_values(const std::string& knob) { return knob == "batch" ? std::string("batches") : knob + " values"; }
+
 // ---------------------------------------------------------------- planner
 
 MaxBatchPlanner::MaxBatchPlanner(MaxBatchPlanOptions options)
@@ -261,8 +272,8 @@ std::optional<PlanStep> MaxBatchPlanner::first_step() {
         std::vector<std::uint64_t> oom;
         for (const BatchRun* run : by_batch)
             if (run->ran_out_of_memory()) oom.push_back(run->batch);
-        return error_step("max-batch: the program ran out of memory under the cap at batch " + join_numbers(oom) +
-                          " (halved down to 1,2): the model needs runs at two batches that fit");
+        return error_step("max-batch: the program ran out of memory under the cap at " + options_.knob + " " + join_numbers(oom) +
+                          " (halved down to 1,2): the model needs runs at two " + knob_values(options_.knob) + " that fit");
     }
     std::vector<std::uint64_t> halved;
     for (const std::uint64_t batch : first_batches_)
@@ -271,7 +282,7 @@ std::optional<PlanStep> MaxBatchPlanner::first_step() {
     first_batches_ = std::move(halved);
     PlanStep note;
     note.kind = PlanStep::Kind::note;
-    note.text = "max-batch: fewer than two recordings ran without an OOM: recording at half the batches";
+    note.text = "max-batch: fewer than two recordings ran without an OOM: recording at half the " + knob_values(options_.knob);
     return note;
 }
 

@@ -37,6 +37,12 @@
 
 namespace gpumem::reuse_sim {
 
+// How the answer names the knob searched: "largest batch", "longest seq"
+// (a name that reads as a length: seq, len, ctx, context, token).
+std::string knob_superlative(const std::string& knob);
+// Its values, in words: "batches", "seq values".
+std::string knob_values(const std::string& knob);
+
 // What a real run of the program did under the cap.
 enum class RunOutcome : std::uint8_t {
     ran,            // completed without an OOM (on every rank)
@@ -194,6 +200,7 @@ struct MaxBatchPlanOptions {
     bool refine = true;    // off with --no-refine: no refinement, no checks
     bool confirm = false;  // --confirm
     unsigned max_runs = 16;  // every run but --confirm's
+    std::string knob = "batch";  // the knob searched, for the words of errors and notes
     // The runs an answer needs, all without an OOM (--repeats); 0: two, or
     // three where the recordings show what timing can change.
     unsigned repeats = 0;

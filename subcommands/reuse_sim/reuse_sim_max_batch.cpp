@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -183,7 +184,8 @@ bool read_ranks(const ChildRun& run, MaxBatchRecording& rec) {
 struct PreparedRun {
     RecordedRunRequest request;
     SearchRun made;
-    std::string log;  // the program's output, where it goes to a file
+    std::string log;   // the program's output, where it goes to a file
+    std::string knob;  // for the words of its error
 };
 
 PreparedRun prepare_run(const MaxBatchRequest& m, const rs::PlannedRun& planned, std::size_t number, const std::string& scratch,
@@ -198,11 +200,12 @@ PreparedRun prepare_run(const MaxBatchRequest& m, const rs::PlannedRun& planned,
     RecordSettings settings = m.settings;
     const std::string own = "run" + std::to_string(number);
     settings.file = rec.kept ? batch_file_name(*m.keep, batch) : scratch + "/" + own + batch_file_name("", batch) + ".pickle";
-    p.request.command = program_at_batch(m.program, batch);
+    p.request.command = program_at(m.program, m.knob, batch);
     p.request.settings = settings;
     if (session.globals().verbosity > 0 && show_runs(session))
         say(session, "max-batch: running " + join(p.request.command, " ") + (setting.empty() ? "" : " under " + setting));
     p.log = run_log(session, scratch, own);
+    p.knob = m.knob;
     p.request.options =
         program_style(p.log, setting.empty() ? "" : merge_alloc_conf(user_alloc_conf(), setting, alloc_conf_grid_keys()).conf, !setting.empty());
     return p;
@@ -212,7 +215,7 @@ void finish_run(PreparedRun& p, const ChildRun& run, Session& session) {
     MaxBatchRecording& rec = p.made.rec;
     rec.wall_seconds = run.wall_seconds;
     rec.exit_status = run.exit_status;
-    const std::string at = "max-batch: the run at batch " + std::to_string(rec.batch);
+    const std::string at = "max-batch: the run at " + p.knob + " " + std::to_string(rec.batch);
     if (!read_ranks(run, rec)) {
         p.made.failure = at + " recorded nothing: " + nothing_recorded_reason(run) + ", exit status " + std::to_string(run.exit_status) +
                          (run.start_error ? "" : " (" + failed_run_output(session, p.log) + ")");
@@ -243,7 +246,7 @@ void say_run(const Session& session, const MaxBatchSearchResults& x, const MaxBa
     for (const MaxBatchRecording::Rank& k : rec.ranks)
         if (k.ooms > 0) out.push_back(std::to_string(k.rank));
     if (!out.empty()) what += " on rank " + join(out, ", ");
-    say(session, "max-batch: run " + std::to_string(x.runs()) + " of " + std::to_string(m.max_runs) + " at most: batch " +
+    say(session, "max-batch: run " + std::to_string(x.runs()) + " of " + std::to_string(m.max_runs) + " at most: " + m.knob + " " +
                      std::to_string(rec.batch) + " (" + rs::run_reason_name(rec.why) + (rec.setting.empty() ? "" : ", under " + rec.setting) +
                      "): " + what + ", " + format_decimal(rec.wall_seconds, 1) + " s");
 }
@@ -258,8 +261,8 @@ MaxBatchConfirmRun confirm_at(const MaxBatchRequest& m, std::uint64_t batch, con
     run.expect_oom = expect_oom;
     RecordSettings settings = m.settings;
     settings.file = scratch + "/confirm" + std::to_string(batch) + (setting.empty() ? "" : ".setting") + ".pickle";
-    const std::vector<std::string> command = program_at_batch(m.program, batch);
-    say(session, "--confirm: real run at batch " + std::to_string(batch) + (setting.empty() ? "" : " under " + setting) +
+    const std::vector<std::string> command = program_at(m.program, m.knob, batch);
+    say(session, "--confirm: real run at " + m.knob + " " + std::to_string(batch) + (setting.empty() ? "" : " under " + setting) +
                      (expect_oom ? " (an OOM expected)" : " (no OOM expected)") + ": " + join(command, " "));
     const std::string log = run_log(session, scratch, "confirm" + std::to_string(batch) + (setting.empty() ? "" : ".setting"));
     const ChildRun child = run_recorded(
@@ -317,9 +320,9 @@ std::optional<MaxBatchConfirmRun> reuse_run(const MaxBatchSearchResults& x, std:
     return std::nullopt;
 }
 
-std::string confirm_run_line(const MaxBatchConfirmRun& run) {
-    if (!run.real) return "batch " + std::to_string(run.batch) + ": no figures: " + run.note;
-    return "batch " + std::to_string(run.batch) + (run.setting.empty() ? "" : " under " + run.setting) + ": " + std::to_string(run.real->ooms) +
+std::string confirm_run_line(const MaxBatchConfirmRun& run, const std::string& knob) {
+    if (!run.real) return knob + " " + std::to_string(run.batch) + ": no figures: " + run.note;
+    return knob + " " + std::to_string(run.batch) + (run.setting.empty() ? "" : " under " + run.setting) + ": " + std::to_string(run.real->ooms) +
            " OOMs, peak reserved " + rs::group_digits(run.real->peak_reserved) + " B, exit status " + std::to_string(run.exit_status) + "; " +
            (run.held ? "as predicted" : "NOT as predicted");
 }
@@ -335,16 +338,31 @@ rs::RunOutcome outcome_of(const MaxBatchConfirmRun& run) {
 
 }  // namespace
 
-std::vector<std::string> program_at_batch(const std::vector<std::string>& program, std::uint64_t batch) {
+std::vector<std::string> knob_placeholders(const std::vector<std::string>& program) {
+    std::vector<std::string> names;
+    for (const std::string& word : program)
+        for (std::size_t open = word.find('{'); open != std::string::npos; open = word.find('{', open + 1)) {
+            const std::size_t close = word.find('}', open);
+            if (close == std::string::npos) break;
+            const std::string name = word.substr(open + 1, close - open - 1);
+            const bool identifier = !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
+                                    std::all_of(name.begin(), name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+            if (identifier && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+        }
+    return names;
+}
+
+std::vector<std::string> program_at(const std::vector<std::string>& program, const std::string& knob, std::uint64_t value) {
     std::vector<std::string> words;
-    const std::string number = std::to_string(batch);
+    const std::string placeholder = "{" + knob + "}", number = std::to_string(value);
     for (std::string word : program) {
-        for (std::size_t at = word.find(kBatchPlaceholder); at != std::string::npos; at = word.find(kBatchPlaceholder, at + number.size()))
-            word.replace(at, kBatchPlaceholder.size(), number);
+        for (std::size_t at = word.find(placeholder); at != std::string::npos; at = word.find(placeholder, at + number.size()))
+            word.replace(at, placeholder.size(), number);
         words.push_back(std::move(word));
     }
     return words;
 }
+
 
 std::string batch_file_name(const std::string& file, std::uint64_t batch) { return tagged_file_name(file, "bs" + std::to_string(batch)); }
 
@@ -385,6 +403,7 @@ rs::MaxBatchPlanOptions plan_options(const MaxBatchRequest& m, const rs::CostMod
     o.confirm = m.confirm;
     o.max_runs = m.max_runs;
     o.repeats = m.repeats;
+    o.knob = m.knob;
     // Runs side by side where --jobs asks, or (auto) where the host allows:
     // read once here for the planner (which plans a check's repeats and
     // neighbours beside it); each step's runs are placed afresh.
@@ -540,7 +559,7 @@ private:
                 x_.confirm_interrupted = true;
                 throw InterruptedError();
             }
-            say(session_, "--confirm: " + confirm_run_line(*done));
+            say(session_, "--confirm: " + confirm_run_line(*done, m_.knob));
         }
         x_.confirm_runs.push_back(*done);
         planner_.ran(run, outcome_of(*done), done->real ? done->real->peak_reserved : 0);
@@ -594,7 +613,7 @@ private:
             for (MaxBatchRecording::Rank& k : rec->ranks) k.requests = load(k.file).requests;
             rec->requests = rec->ranks.front().requests;
         }
-        r_.input_description = "recordings at batch " + join(batches, ", ");
+        r_.input_description = "recordings at " + m_.knob + " " + join(batches, ", ");
         const MaxBatchRecording& largest = *kept.back();
         if (const Loaded& l = load(largest.ranks.empty() ? largest.file : largest.ranks.front().file); l.settings) r_.allocator_settings = *l.settings;
         r_.strategy_options = m_.setup.strategy_options;
@@ -681,6 +700,7 @@ private:
 
 void max_batch_search(const MaxBatchRequest& q, const rs::CostModel& costs, MaxBatchResults& r, Session& session) {
     r.search.emplace();
+    r.search->knob = q.knob;
     // The program's files live in a scratch folder unless -o FILE keeps
     // them; --batch-trace runs no program, and needs no folder (nor $TMPDIR).
     std::optional<process::TemporaryDirectory> scratch;

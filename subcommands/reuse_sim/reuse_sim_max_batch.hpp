@@ -23,8 +23,17 @@ namespace gpumem::cli {
 
 // Where the program's batch goes in its words (-- python train.py --bs {batch}).
 inline constexpr std::string_view kBatchPlaceholder = "{batch}";
-// The program's words with every {batch} replaced by `batch`.
-std::vector<std::string> program_at_batch(const std::vector<std::string>& program, std::uint64_t batch);
+// The knob searched: the one name in braces in the program's words
+// ({batch}, {seq}, any {NAME}: a letter or _, then letters, digits, _).
+// Its names, distinct, in the order they first appear.
+std::vector<std::string> knob_placeholders(const std::vector<std::string>& program);
+// The program's words with every {knob} replaced by `value`.
+std::vector<std::string> program_at(const std::vector<std::string>& program, const std::string& knob, std::uint64_t value);
+inline std::vector<std::string> program_at_batch(const std::vector<std::string>& program, std::uint64_t batch) {
+    return program_at(program, "batch", batch);
+}
+using reuse_sim::knob_superlative;
+using reuse_sim::knob_values;
 // max-batch -o FILE: where the recording at `batch` is kept, FILE with .bsN
 // before its extension (run.pickle: run.bs8.pickle).
 std::string batch_file_name(const std::string& file, std::uint64_t batch);
@@ -41,7 +50,10 @@ struct MaxBatchRequest {
     // {batch}, recorded by gpumem at each of `record_batches`, then (unless
     // --no-refine) again near the first answer.
     std::vector<std::string> program;
-    std::vector<std::uint64_t> record_batches;  // --record-batches; default 4,8
+    // The knob its {NAME} names: "batch", "seq", ...; the search is of its
+    // values (the keys and words below say batch for any knob).
+    std::string knob = "batch";
+    std::vector<std::uint64_t> record_batches;  // --record-batches; default 4,8 (another knob: 128,256)
     bool refine = true;                         // off with --no-refine
     std::optional<std::string> keep;            // -o FILE: the recordings kept as FILE.bsN (else a scratch folder, removed)
     RecordSettings settings;                    // the cap of every real run
@@ -109,6 +121,7 @@ struct MaxBatchConfirmRun {
 struct MaxBatchSearchResults : reuse_sim::MaxBatchState {
     std::vector<MaxBatchRecording> recordings;  // ascending batch
     double search_seconds = 0;
+    std::string knob = "batch";  // the request's, for the words of the report
     // The most runs that went at once (--jobs), and what held it there
     // ("the GPU's free memory", "the host's cores", "--jobs 1").
     unsigned jobs = 1;

@@ -153,10 +153,18 @@ MaxBatchRequest check_max_batch_input(const MaxBatchOptions& o) {
         return m;
     }
     m.program = o.program;
-    if (std::none_of(m.program.begin(), m.program.end(), [](const std::string& w) { return w.find(kBatchPlaceholder) != std::string::npos; }))
+    const std::vector<std::string> knobs = knob_placeholders(m.program);
+    if (knobs.empty())
         throw UsageError("max-batch: the program after -- has no {batch}: write it where the batch size goes (-- python train.py --bs "
-                         "{batch}), gpumem runs it at several batches");
-    m.record_batches = o.record_batches ? record_batches(*o.record_batches) : std::vector<std::uint64_t>{4, 8};
+                         "{batch}), or {NAME} for another size (--max-length {seq}); gpumem runs it at several values");
+    if (knobs.size() > 1)
+        throw UsageError("max-batch searches one size at a time; the program after -- names " + std::to_string(knobs.size()) + " ({" +
+                         join(knobs, "}, {") + "}): write the others' values (two calls answer both)");
+    m.knob = knobs.front();
+    // A batch's first recordings are small; a length's, a few of its usual values.
+    m.record_batches = o.record_batches ? record_batches(*o.record_batches)
+                       : m.knob == "batch" ? std::vector<std::uint64_t>{4, 8}
+                                           : std::vector<std::uint64_t>{128, 256};
     m.refine = !o.no_refine;
     if (o.max_runs) m.max_runs = static_cast<unsigned>(*o.max_runs);
     if (m.max_runs < m.record_batches.size())

@@ -50,7 +50,7 @@ std::optional<double> peak_at(const MaxBatchSearchResults::Curve& c, std::uint64
 Plot max_batch_picture(const MaxBatchRequest& q, const MaxBatchResults& r) {
     const MaxBatchSearchResults& x = *r.search;
     Plot plot;
-    plot.x = {"batch", AxisScale::linear, AxisValues::whole, true};
+    plot.x = {x.knob, AxisScale::linear, AxisValues::whole, true};
     plot.y = {"peak reserved", AxisScale::linear, AxisValues::bytes, true};
     const MaxBatchSetting* recorded = x.recorded();
     const MaxBatchSetting* best = x.best();
@@ -115,7 +115,7 @@ Plot max_batch_picture(const MaxBatchRequest& q, const MaxBatchResults& r) {
                                   "as recorded: " + std::to_string(*recorded->answer.largest), 0});
     }
     std::string on = x.device_name ? " (recorded on " + *x.device_name + ")" : "";
-    plot.title = "gpumem reuse-sim max-batch: peak reserved against the batch" + on;
+    plot.title = "gpumem reuse-sim max-batch: peak reserved against the " + x.knob + on;
     plot.subtitle = r.input_description + "; " + cap_text(q.setup.capacity);
     if (best && !best->answer.largest) plot.notes.push_back("no batch fits: even batch 1 runs out of memory in the model");
     if (best && best->answer.largest && best->answer.largest_hopeful && *best->answer.largest_hopeful != *best->answer.largest)

@@ -92,7 +92,7 @@ std::string batch_text(const MaxBatchSetting& s, const MaxBatchSearchResults& x,
         if (f.ran_out == f.ran + 1)
             text = n + " (real runs" + under + ": " + n + ran + ", " + next + " " + outcome_words(f.tally(f.ran + 1)) + ")";
         else if (a.reached_limit)
-            text = n + " or more (" + runs + under + " at " + n + ran + "; every batch searched fits)";
+            text = n + " or more (" + runs + under + " at " + n + ran + "; every " + x.knob + " searched fits)";
         else
             text = n + " (" + runs + under + " at " + n + ran + "; the model says " + next + " does not fit)";
         if (x.repeats > made && s.point.recorded)
@@ -103,17 +103,17 @@ std::string batch_text(const MaxBatchSetting& s, const MaxBatchSearchResults& x,
         // one to name, and that the others below were not all run.
         if (!f.oom_below.empty())
             text += "; " + join_batches(f.oom_below) + (f.oom_below.size() > 1 ? " run" : " runs") +
-                    " out of memory (memory is not monotone in the batch here, and not every batch below was run)" +
-                    (f.ran_below_oom ? std::string(": the largest batch below ") + (f.oom_below.size() > 1 ? "them" : "it") +
+                    " out of memory (memory is not monotone in the " + x.knob + " here, and not every " + x.knob + " below was run)" +
+                    (f.ran_below_oom ? ": the " + knob_superlative(x.knob) + " below " + (f.oom_below.size() > 1 ? "them" : "it") +
                                            " that ran is " + std::to_string(f.ran_below_oom)
                                      : std::string());
         if (x.below_cut && s.point.recorded)
             text += "; the run budget (--max-runs " + std::to_string(max_runs) +
-                    ") ended the runs below it first: batches below it may run out of memory";
+                    ") ended the runs below it first: " + knob_values(x.knob) + " below it may run out of memory";
         return text;
     }
     case Backing::not_confirmed: {
-        const std::string model = a.largest ? "the model says " + std::to_string(*a.largest) : std::string("the model finds no batch that fits");
+        const std::string model = a.largest ? "the model says " + std::to_string(*a.largest) : "the model finds no " + x.knob + " that fits";
         const std::string why = x.budget_spent ? "the run budget, --max-runs " + std::to_string(max_runs) + ", is spent"
                                                : std::string("no check was made");
         if (f.ran == 0)
@@ -126,12 +126,12 @@ std::string batch_text(const MaxBatchSetting& s, const MaxBatchSearchResults& x,
     }
     case Backing::model_only: break;
     }
-    if (!a.largest) return "none (even batch 1 runs out of memory)";
+    if (!a.largest) return "none (even " + x.knob + " 1 runs out of memory)";
     std::string text = std::to_string(*a.largest);
     // Clipped by a recording that ran out of memory for real.
     if (a.reached_limit && f.ran_out && *a.largest + 1 == f.ran_out)
-        return text + " (the model fits more, but the recording at batch " + std::to_string(f.ran_out) + " ran out of memory for real)";
-    if (a.reached_limit) return text + " or more (every batch searched fits)";
+        return text + " (the model fits more, but the recording at " + x.knob + " " + std::to_string(f.ran_out) + " ran out of memory for real)";
+    if (a.reached_limit) return text + " or more (every " + x.knob + " searched fits)";
     if (x.model_holds()) return text;
     if (a.largest_hopeful && *a.largest_hopeful != *a.largest) {
         const std::uint64_t low = std::min(*a.largest, *a.largest_hopeful), high = std::max(*a.largest, *a.largest_hopeful);
@@ -141,9 +141,10 @@ std::string batch_text(const MaxBatchSetting& s, const MaxBatchSearchResults& x,
     return text + " (cautious and hopeful agree)";
 }
 
-std::string checks_summary(const rs::BatchModelChecks& c) {
+std::string checks_summary(const rs::BatchModelChecks& c, const std::string& knob) {
     std::vector<std::string> parts;
-    if (c.not_affine) parts.push_back(rs::group_digits(c.not_affine) + " request size" + (c.not_affine > 1 ? "s follow" : " follows") + " no line in the batch");
+    if (c.not_affine)
+        parts.push_back(rs::group_digits(c.not_affine) + " request size" + (c.not_affine > 1 ? "s follow" : " follows") + " no line in the " + knob);
     if (c.unaligned)
         parts.push_back(rs::group_digits(c.unaligned) + " request" + (c.unaligned > 1 ? "s" : "") + " of the largest recording missing from another");
     if (c.vanished)
@@ -164,10 +165,10 @@ bool refused_under_cap(const MaxBatchSetting& s, std::uint64_t capacity) {
     return a.largest && !a.reached_limit && !a.next_fits_without_headroom && a.peak_reserved_at_next <= capacity;
 }
 
-std::string peak_line(const MaxBatchSetting& s, std::uint64_t capacity, Unit unit) {
+std::string peak_line(const MaxBatchSetting& s, std::uint64_t capacity, Unit unit, const std::string& knob) {
     const rs::MaxBatchAnswer& a = s.answer;
     if (!a.largest) return "";
-    std::string line = setting_name(s.point) + ": peak reserved " + format_bytes(a.peak_reserved_at_largest, unit) + " at batch " +
+    std::string line = setting_name(s.point) + ": peak reserved " + format_bytes(a.peak_reserved_at_largest, unit) + " at " + knob + " " +
                        std::to_string(*a.largest) + (s.tightest_rank ? " (rank " + std::to_string(*s.tightest_rank) + ")" : "");
     if (a.reached_limit) return line;
     const std::uint64_t next = a.peak_reserved_at_next;
@@ -176,10 +177,10 @@ std::string peak_line(const MaxBatchSetting& s, std::uint64_t capacity, Unit uni
     // not place a request under the cap (a segment it could not grow or
     // split), not a lack of bytes: said as such, not as a need that fits.
     if (refused_under_cap(s, capacity))
-        return line + "; batch " + batch + " runs out of memory under the cap in the model, though its peak reserved with no cap, " +
+        return line + "; " + knob + " " + batch + " runs out of memory under the cap in the model, though its peak reserved with no cap, " +
                format_bytes(next, unit) + " (" + rs::group_digits(next) +
                " B), is within it: the allocator counts a request's whole size against the cap before it reserves";
-    line += "; batch " + batch + " would need " + format_bytes(next, unit) + " (" + rs::group_digits(next) + " B";
+    line += "; " + knob + " " + batch + " would need " + format_bytes(next, unit) + " (" + rs::group_digits(next) + " B";
     if (next > capacity) line += ", " + format_bytes(next - capacity, unit) + " more than the cap";
     return line + "; its peak reserved with no cap)";
 }
@@ -190,7 +191,7 @@ std::string headroom_line(const MaxBatchRequest& q, const MaxBatchSearchResults&
     std::string line = "headroom: " + format_bytes(q.headroom, unit) + " below the cap (the model's peak is not exact to the byte; --headroom SIZE)";
     const MaxBatchSetting* recorded = x.recorded();
     if (recorded != nullptr && recorded->answer.largest && recorded->answer.next_fits_without_headroom)
-        line += "; batch " + std::to_string(*recorded->answer.largest + 1) + " fits the model but within the headroom; confirm with --confirm";
+        line += "; " + x.knob + " " + std::to_string(*recorded->answer.largest + 1) + " fits the model but within the headroom; confirm with --confirm";
     return line;
 }
 
@@ -200,14 +201,14 @@ std::string recordings_line(const MaxBatchSearchResults& x) {
     for (const MaxBatchRecording& rec : x.recordings) {
         const std::string why = rec.recorded_here ? rs::run_reason_name(rec.why) + (rec.setting.empty() ? "" : " under " + rec.setting) + ", " : "";
         if (rec.ran_out_of_memory())
-            parts.push_back("batch " + std::to_string(rec.batch) + (rec.file.empty() ? "" : " " + rec.file) + " (" + why + "ran out of memory: " +
+            parts.push_back(x.knob + " " + std::to_string(rec.batch) + (rec.file.empty() ? "" : " " + rec.file) + " (" + why + "ran out of memory: " +
                             std::to_string(rec.ooms) + " OOMs, left out of the model; the answer is below it)");
         else if (!rec.setting.empty())
-            parts.push_back("batch " + std::to_string(rec.batch) + " (" + why + "ran without an OOM; a fact for that setting, not modelled)");
+            parts.push_back(x.knob + " " + std::to_string(rec.batch) + " (" + why + "ran without an OOM; a fact for that setting, not modelled)");
         else if (rec.recorded_here && rec.requests == 0)  // a repeat of a batch the model has, or a run it needed no refit for
-            parts.push_back("batch " + std::to_string(rec.batch) + " (" + why + "ran without an OOM)");
+            parts.push_back(x.knob + " " + std::to_string(rec.batch) + " (" + why + "ran without an OOM)");
         else
-            parts.push_back("batch " + std::to_string(rec.batch) + " " + rec.file + (rec.ranks.size() > 1 ? " (and each rank's)" : "") + " (" + why +
+            parts.push_back(x.knob + " " + std::to_string(rec.batch) + " " + rec.file + (rec.ranks.size() > 1 ? " (and each rank's)" : "") + " (" + why +
                             rs::group_digits(rec.requests) + " requests)");
         scratch = scratch || !rec.kept;
     }
@@ -225,7 +226,7 @@ std::string refinement_line(const MaxBatchSearchResults& x) {
     const std::string first = "refined: the first recordings answered " + std::to_string(*x.first_answer);
     // The first run near it failed (the error says why), or no run was left.
     if (near.empty()) return first + "; no recording near it was made" + (x.budget_spent ? " (the run budget was spent)" : "");
-    return first + "; recorded again near it at batch " + join(near, " and ") + ", the model fitted on the two largest that ran without an OOM";
+    return first + "; recorded again near it at " + x.knob + " " + join(near, " and ") + ", the model fitted on the largest that ran without an OOM";
 }
 
 // The runs after the refinement (checks, bisection, below the answer,
@@ -245,7 +246,7 @@ std::string checks_line(const MaxBatchSearchResults& x) {
         if (rec->why == rs::RunReason::bisection) notes.emplace_back("bisection");
         if (rec->why == rs::RunReason::below_answer) notes.emplace_back("below the answer");
         if (rec->why == rs::RunReason::repeat) notes.emplace_back("repeat");
-        if (rec->why == rs::RunReason::above_answer) notes.emplace_back("the next batch");
+        if (rec->why == rs::RunReason::above_answer) notes.push_back("the next " + x.knob);
         if (!rec->setting.empty()) notes.push_back("under " + rec->setting);
         std::string oom_ranks;
         if (rec->ran_out_of_memory() && rec->ranks.size() > 1) {
@@ -272,10 +273,10 @@ std::vector<std::string> model_lines(const MaxBatchSearchResults& x) {
         recorded != nullptr && recorded->tightest_rank ? " (rank " + std::to_string(*recorded->tightest_rank) + "'s, the tightest)" : std::string();
     lines.push_back("model" + rank + ": " + rs::group_digits(c.requests) + " requests, " + rs::group_digits(c.aligned) + " aligned in every recording: " +
                     rs::group_digits(c.constant) + " constant, " + rs::group_digits(c.affine) + " affine" +
-                    (c.quadratic ? ", " + rs::group_digits(c.quadratic) + " quadratic" : std::string()) + " in the batch" +
-                    (c.holds() ? "; it holds" : "; it does NOT hold: " + checks_summary(c)));
+                    (c.quadratic ? ", " + rs::group_digits(c.quadratic) + " quadratic" : std::string()) + " in the " + x.knob +
+                    (c.holds() ? "; it holds" : "; it does NOT hold: " + checks_summary(c, x.knob)));
     for (const rs::BatchModelChecks::Held& h : c.checked)
-        lines.push_back("checked on the recording at batch " + std::to_string(h.batch) + ": " +
+        lines.push_back("checked on the recording at " + x.knob + " " + std::to_string(h.batch) + ": " +
                         (h.exact ? std::string("rebuilt exactly") : "NOT rebuilt exactly, " + rs::group_digits(h.requests_off) + " requests off"));
     for (const rs::ModelMismatch& mm : c.mismatches) lines.push_back("  " + mm.what);
     return lines;
@@ -298,7 +299,7 @@ constexpr Column<SettingView> kSettingColumns[] = {
      [](const SettingView& v) -> Cell { return (v.s->point.recorded ? "recorded: " : "") + setting_name(v.s->point); }, Shown::table_only},
     {{"alloc_conf", "", FieldKind::text}, [](const SettingView& v) -> Cell { return rs::alloc_conf(v.s->point.options); }, Shown::machine_only},
     {{"recorded", "", FieldKind::boolean}, [](const SettingView& v) -> Cell { return v.s->point.recorded; }, Shown::machine_only},
-    {{"largest_batch", "largest batch", FieldKind::integer}, [](const SettingView& v) { return optional_u64(v.s->answer.largest); }},
+    {{"largest_batch", "largest", FieldKind::integer}, [](const SettingView& v) { return optional_u64(v.s->answer.largest); }},
     {{"largest_batch_hopeful", "hopeful", FieldKind::integer}, [](const SettingView& v) { return optional_u64(v.s->answer.largest_hopeful); }},
     // What backs the row's answer: "ran" (a real run under its setting at
     // that batch), "model only" (no run under it), "not confirmed".
@@ -461,11 +462,11 @@ std::string confirm_answer(const MaxBatchSearchResults& x) {
     // What happened, then whether it was what the model expected.
     for (const MaxBatchConfirmRun& c : x.confirm_runs) {
         if (!c.real) {
-            parts.push_back("batch " + std::to_string(c.batch) + ": unknown (" + c.note + ")");
+            parts.push_back(x.knob + " " + std::to_string(c.batch) + ": unknown (" + c.note + ")");
             continue;
         }
         const bool ran_out = c.held ? c.expect_oom : !c.expect_oom;
-        parts.push_back("batch " + std::to_string(c.batch) + (c.setting.empty() ? "" : " under " + c.setting) +
+        parts.push_back(x.knob + " " + std::to_string(c.batch) + (c.setting.empty() ? "" : " under " + c.setting) +
                         (c.reused ? " (the search's run)" : "") + (ran_out ? " ran out of memory" : " ran without an OOM") +
                         (c.held ? ", as expected" : c.expect_oom ? ", where an OOM was expected" : ", where none was expected"));
     }
@@ -477,7 +478,7 @@ std::string confirm_answer(const MaxBatchSearchResults& x) {
 std::string confirmed_text(const MaxBatchSearchResults& x) {
     const MaxBatchSetting* recorded = x.recorded();
     const std::optional<std::uint64_t> model = recorded != nullptr ? recorded->answer.largest : std::nullopt;
-    const std::string said = model ? "the model said " + std::to_string(*model) : std::string("the model found no batch that fits");
+    const std::string said = model ? "the model said " + std::to_string(*model) : "the model found no " + x.knob + " that fits";
     std::vector<std::string> out;
     for (const MaxBatchConfirmRun& c : x.confirm_runs)
         if (c.setting.empty() && c.real && c.real->ooms > 0 && !c.expect_oom) out.push_back(std::to_string(c.batch));
@@ -501,6 +502,8 @@ constexpr Column<Doc> kMaxBatchColumns[] = {
     // Null until searched (a recording run that failed).
     {{"answer", "", FieldKind::text},
      [](const Doc& d) { return d.x().settings.empty() ? Cell() : Cell(max_batch_answer_text(d.q, d.r, Unit::automatic)); }},
+    // The knob searched ({batch}, {seq}, any {NAME}); every *batch* key holds its values.
+    {{"knob", "", FieldKind::text}, [](const Doc& d) -> Cell { return d.q.knob; }},
     {{"capacity_bytes", "", FieldKind::bytes}, [](const Doc& d) { return u64(d.q.setup.capacity); }},
     {{"headroom_bytes", "", FieldKind::bytes}, [](const Doc& d) { return u64(d.q.headroom); }},
     // The recorded setting's next batch fits the model under the cap, refused only by the headroom.
@@ -614,14 +617,14 @@ std::string max_batch_answer_text(const MaxBatchRequest& q, const MaxBatchResult
     const unsigned max_runs = q.max_runs;
     const Backing backing = backing_of(*recorded, x);
     const std::string ranks = x.ranks.size() > 1 ? " on each of " + std::to_string(x.ranks.size()) + " ranks" : std::string();
-    std::string text = "largest batch that fits in " + format_bytes(q.setup.capacity, unit) + ranks +
+    std::string text = knob_superlative(x.knob) + " that fits in " + format_bytes(q.setup.capacity, unit) + ranks +
                        (backing == Backing::model_only ? ", model only: " : ": ") + batch_text(*recorded, x, max_runs);
     if (recorded->tightest_rank) text += "; the tightest is rank " + std::to_string(*recorded->tightest_rank);
     if (best != nullptr && best != recorded && best->answer.largest.value_or(0) > recorded->answer.largest.value_or(0))
         text += "; with " + setting_name(best->point) + (backing_of(*best, x) == Backing::model_only ? ", model only: " : ": ") +
                 batch_text(*best, x, max_runs);
     if (!x.model_holds() && x.checks && backing != Backing::ran)
-        text += "; the model does not hold (" + checks_summary(*x.checks) + "): record at more batches, or nearer the batch you want";
+        text += "; the model does not hold (" + checks_summary(*x.checks, x.knob) + "): record at more " + knob_values(x.knob) + ", or nearer the " + x.knob + " you want";
     return text;
 }
 
@@ -652,9 +655,9 @@ Report max_batch_document(const MaxBatchRequest& q, const MaxBatchResults& r, co
     }
     before.push_back(max_batch_answer_text(q, r, unit));
     const MaxBatchSetting* recorded = x.recorded();
-    if (recorded != nullptr && recorded->answer.largest) before.push_back(peak_line(*recorded, q.setup.capacity, unit));
+    if (recorded != nullptr && recorded->answer.largest) before.push_back(peak_line(*recorded, q.setup.capacity, unit, x.knob));
     if (q.headroom > 0) before.push_back(headroom_line(q, x, unit));
-    if (x.best() != recorded && x.best()->answer.largest) before.push_back(peak_line(*x.best(), q.setup.capacity, unit));
+    if (x.best() != recorded && x.best()->answer.largest) before.push_back(peak_line(*x.best(), q.setup.capacity, unit, x.knob));
     before.emplace_back();
     before.push_back(recordings_line(x));
     if (x.first_answer) before.push_back(refinement_line(x));
@@ -662,7 +665,7 @@ Report max_batch_document(const MaxBatchRequest& q, const MaxBatchResults& r, co
     for (std::string& line : model_lines(x)) before.push_back(std::move(line));
     before.push_back("searched " + std::to_string(x.settings.size()) + " settings in " + format_decimal(x.search_seconds, 3) + " s:");
     // Where the model does not hold, each row's answer is the cautious bound.
-    if (!x.model_holds()) before.back() += " (largest batch: the cautious trace's; hopeful: the trace without the requests it could not follow)";
+    if (!x.model_holds()) before.back() += " (largest: the cautious trace's; hopeful: the trace without the requests it could not follow)";
     if (!q.confirm) return report;
     report.tables.push_back(make_table("max_batch_confirm", Columns<MaxBatchConfirmRun>(kConfirmColumns), x.confirm_runs, output.format));
     report.tables.back().drop_order = {"held", "wall_seconds", "exit_status"};
