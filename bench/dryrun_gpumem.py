@@ -9,10 +9,14 @@
 # for llama_prefill (the check of the next batch sees it), with the keys of issue 54 (jobs,
 # repeats, batches, varies: side_stream's answer varies from run to run in dryrun_cap_run.py).
 # FAKE_SLEEP (seconds a recorded run takes, default 0.2) tries the timeouts and the hard limit;
+# FAKE_SCALE (e.g. 0.1) instead: max-batch makes as many runs as it made on the H200 (TYPICAL),
+# each its program's seconds there times FAKE_SCALE, --jobs of them side by side as it averaged
+# there (2.5 of 4 at once; 1.8 of 2), and answers "not confirmed" (null) where those runs pass
+# --max-runs (16);
 # --confirm is a flag in both jobs: "--confirm 1" is refused as usage (exit 2), as gpumem does, so the
 # scripts' --confirm [--max-runs K] forms are what is tried.
 import json, os, re, sys, time, random
-from dryrun_cap_run import fake_need, largest_fitting, rank_scale
+from dryrun_cap_run import fake_need, largest_fitting, rank_scale, run_seconds, TYPICAL
 MiB = 1 << 20
 a = sys.argv[1:]
 if a[:1] == ["--version"]:
@@ -66,7 +70,18 @@ if job == "max-batch":
     varies = [largest + 1] if name == "side_stream" else []
     batches = [{"batch": answer, "alloc_conf": None, "runs": 2, "ran": 2, "out_of_memory": 0},
                {"batch": answer + 1, "alloc_conf": None, "runs": 2, "ran": 1 if varies else 0, "out_of_memory": 1 if varies else 2}]
-    time.sleep(float(os.environ.get("FAKE_SLEEP", "0.2")) * len(recs) / min(jobs, 2))
+    if os.environ.get("FAKE_SCALE"):
+        runs = TYPICAL.get(name, (15, 14))[1]
+        at_once = {1: 1.0, 2: 1.8, 3: 2.2}.get(jobs, 2.5)
+        time.sleep(sum(run_seconds(name, i) for i in range(min(runs, int(opt("--max-runs") or 16)))) / at_once)
+        if runs > int(opt("--max-runs") or 16):
+            print(json.dumps({"max_batch": {"answer": "largest batch that fits in %s: not confirmed: between %d, which ran, and %d, which "
+                                            "ran out of memory (the run budget, --max-runs %s, is spent)" % (
+                                                opt("--capacity"), answer - 4, answer + 1, opt("--max-runs") or 16),
+                                            "largest_batch": None, "answer_ran": False, "recordings": recs, "jobs": jobs}}))
+            sys.exit(0)
+    else:
+        time.sleep(float(os.environ.get("FAKE_SLEEP", "0.2")) * len(recs) / min(jobs, 2))
     text = "largest batch that fits in %s: %d (ran 2 of 2)%s" % (opt("--capacity"), answer,
                                                                 "; %d ran 1 of 2: memory varies from run to run here" % (largest + 1) if varies else "")
     print(json.dumps({"max_batch": {"answer": text, "largest_batch": answer, "answer_status": "ran", "answer_ran": True,

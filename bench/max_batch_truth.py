@@ -17,12 +17,18 @@ holds several) while the host has a core for it (--max-procs):
   * with --gpumem BIN, gpumem's answer for each (program, cap):
     `BIN reuse-sim max-batch --capacity CAP GPUMEM_ARGS --json -- python3
     prog.py --bs {batch} --steps S`, timed, its JSON document kept; room is
-    kept for --gpumem-slots of its runs at once (its --jobs);
+    kept for --gpumem-slots of its runs at once (its --jobs; a case's own
+    options by --gpumem-case-args), the searches started longest first
+    (torchrun's), then the caps in turn, smallest first, and together held
+    to --gpumem-share of the room and the processes, so that the checks
+    and the truth always have the rest; none starts after --gpumem-deadline;
   * with --verify N (and --verify-next K), issue 54's check of an answer:
     as soon as gpumem (or Lightning) answers a case, the answer run N more
     times under PyTorch's own cap and the next batch K times, all at once
-    where there is room (--verify-after-all: only once every answer is in,
-    so that no check shares the GPU with a timed search).
+    where there is room, before anything else waiting for room (a gpumem
+    search's start, a truth search's run), until --verify-deadline
+    (--verify-after-all: only once every answer is in, so that no check
+    shares the GPU with a timed search).
 
 --programs takes names in --programs-dir or paths of programs elsewhere
 (bench/batch_programs/grad_accum.py). Programs under torchrun (--torchrun
@@ -33,8 +39,10 @@ cap, an OOM on any rank an OOM; gpumem gets `torchrun --standalone
 --nproc-per-node N prog.py --bs {batch} --steps S`.
 
     max_batch_truth.py --work DIR [--programs "a b"] [--caps "6GiB 14GiB"] [--gpus "0 1 2 3"]
-                       [--torchrun "ddp_uneven@4GiB fsdp_uneven@6GiB:1"] [--share-gpu] [--lightning]
-                       [--gpumem BIN [--gpumem-args ARGS] [--gpumem-slots K]] [--verify N] [--verify-next K]
+                       [--cases "unet@14GiB ..."] [--torchrun "ddp_uneven@4GiB fsdp_uneven@6GiB:1"] [--share-gpu]
+                       [--lightning] [--gpumem BIN [--gpumem-args ARGS] [--gpumem-slots K] [--gpumem-busy F]
+                       [--gpumem-share F] [--gpumem-case-args CASE=ARGS] [--gpumem-deadline S]]
+                       [--verify N] [--verify-next K] [--verify-deadline S]
                        [--truth-from DIR0 ...] [--no-truth] [--deadline S] [--hard-limit S] [--below K] [--dry-run] ...
 
 --truth-from DIR0 (repeatable) takes the complete searches of an earlier
@@ -114,12 +122,20 @@ def torchrun_argv(nproc, dry_run=False):
     return head + ["--standalone", "--nproc-per-node", str(nproc)]
 
 
+# Who goes first for room (a lower number first): an answer's check, so that
+# every answer that exists gets checked; then a gpumem search's start (the long
+# single processes, kept to --gpumem-share of the room, so that checks and truth
+# searches always have the rest); then the truth searches' runs; then the probes
+# below a truth.
+VERIFY, GPUMEM, TRUTH, BELOW = 0, 1, 2, 3
+
+
 class Gpus:
     """Room on each GPU, in bytes, and the host's cores: a run takes its
     cap plus what it holds outside the allocator (its CUDA context,
     cuBLAS's and cuDNN's handles, NCCL's buffers) until it ends, on one GPU
     or on each of several (a torchrun job), and a core a process. A lower
-    priority number goes first (searches and checks 0, probes below 1);
+    priority number goes first (VERIFY, GPUMEM, TRUTH, BELOW);
     among equals, one that has waited --patience seconds goes before any
     that came after it, so that a large request is not starved by small
     ones."""
@@ -190,6 +206,10 @@ class Driver:
         # --verify-after-all: the checks wait for every gpumem and Lightning process to end.
         self.answers_pending = 0
         self.all_answered = threading.Event()
+        # gpumem searches start in this order, together inside --gpumem-share.
+        self.share_cv = threading.Condition()
+        self.gpumem_queue = []
+        self.gpumem_held = [0, 0]  # bytes, processes
         for sub in ("logs", "gpumem"):
             os.makedirs(os.path.join(args.work, sub), exist_ok=True)
         self.files = {k: open(os.path.join(args.work, k + ".jsonl"), "a") for k in ("runs", "cases", "lightning", "gpumem", "verify")}
@@ -211,6 +231,12 @@ class Driver:
     def late(self):
         return self.killed or self.elapsed() >= self.a.deadline
 
+    def verify_late(self):
+        return self.killed or self.elapsed() >= self.a.verify_deadline
+
+    def gpumem_late(self):
+        return self.killed or self.elapsed() >= self.a.gpumem_deadline
+
     def say(self, msg):
         line = "[%5.1f s] %s" % (self.elapsed(), msg)
         print(line, file=sys.stderr, flush=True)
@@ -231,14 +257,67 @@ class Driver:
             return rank * case.nproc, 1, case.nproc
         return rank, max(1, case.nproc), max(1, case.nproc)
 
+    def gpumem_args_for(self, case):
+        """--gpumem-args with the case's own --gpumem-case-args over them
+        (an option given in both takes the case's value)."""
+        words = self.a.gpumem_args.split()
+        for item in self.a.gpumem_case_args:
+            name, _, extra = item.partition("=")
+            if name != case.name:
+                continue
+            extra = extra.split()
+            i = 0
+            while i < len(extra):
+                option = extra[i]
+                value = extra[i + 1:i + 2] if i + 1 < len(extra) and not extra[i + 1].startswith("--") else []
+                if option in words and value:
+                    at = words.index(option)
+                    words[at + 1:at + 2] = value
+                elif option not in words:
+                    words += [option] + value
+                i += 1 + len(value)
+        return words
+
     def gpumem_placement(self, case):
-        """What a gpumem process takes: room for --gpumem-slots of its runs
-        at once (as many as fit) and its own CUDA context; (bytes, GPUs,
-        processes, slots)."""
+        """What a gpumem process takes: room for its runs at once (its
+        --jobs, at most --gpumem-slots, as many as fit) at the cap each, its
+        own CUDA context, and a core for --gpumem-busy of those runs (it
+        seldom runs all of them at once: 2.5 of 4 on average on the H200);
+        (bytes, GPUs, processes, slots)."""
         need, count, procs = self.placement(case)
         own = parse_size(self.a.gpumem_own)
-        slots = max(1, min(self.a.gpumem_slots, (self.room - own) // need, self.a.max_procs // procs))
-        return need * slots + own, count, procs * slots, slots
+        words = self.gpumem_args_for(case)
+        jobs = words[words.index("--jobs") + 1] if "--jobs" in words[:-1] else ""
+        slots = min(self.a.gpumem_slots, int(jobs)) if jobs.isdigit() and int(jobs) > 0 else self.a.gpumem_slots
+        slots = max(1, min(slots, (self.room - own) // need, self.a.max_procs // procs))
+        busy = max(1, -(-int(slots * self.a.gpumem_busy * 100) // 100))
+        return need * slots + own, count, procs * busy, slots
+
+    def gpumem_admit(self, case, need, procs):
+        """Waits for the case's turn (the order of --gpumem's queue) and for
+        room inside --gpumem-share of the memory and the processes for all
+        gpumem searches together (the first always goes); False past
+        --gpumem-deadline."""
+        share = self.a.gpumem_share
+        with self.share_cv:
+            try:
+                while True:
+                    if self.gpumem_late():
+                        return False
+                    held_bytes, held_procs = self.gpumem_held
+                    if self.gpumem_queue[0] == case.name and (held_procs == 0 or (
+                            held_bytes + need <= share * self.room and held_procs + procs <= share * self.a.max_procs)):
+                        self.gpumem_held = [held_bytes + need, held_procs + procs]
+                        return True
+                    self.share_cv.wait(1.0)
+            finally:
+                self.gpumem_queue.remove(case.name)
+                self.share_cv.notify_all()
+
+    def gpumem_release(self, need, procs):
+        with self.share_cv:
+            self.gpumem_held = [self.gpumem_held[0] - need, self.gpumem_held[1] - procs]
+            self.share_cv.notify_all()
 
     def launch(self, argv, gpus, timeout, stdout):
         """Runs argv in its own process group on the GPUs: (exit status or
@@ -268,7 +347,7 @@ class Driver:
                 rc = "killed"
         return rc, out or b"", time.time() - start
 
-    def run(self, case, batch, why, argv_tail=None, priority=0, allow_ooms=False, tag=None, timeout=None):
+    def run(self, case, batch, why, priority, argv_tail=None, allow_ooms=False, tag=None, timeout=None):
         """One real run under the case's cap (every rank's, under torchrun):
         its record (verdict fits / oom / failed / timeout / killed / not-run).
         An OOM that found the GPU itself full (less free than it asked: the
@@ -281,7 +360,9 @@ class Driver:
 
     def run_once(self, case, batch, why, argv_tail, priority, allow_ooms, tag, timeout, again=False):
         need, count, procs = self.placement(case)
-        gpus = self.gpus.take(need, priority, self.late, count, procs)
+        # A check may start until --verify-deadline, later than the searches' --deadline.
+        late = self.verify_late if priority == VERIFY else self.late
+        gpus = self.gpus.take(need, priority, late, count, procs)
         if gpus is None:
             return {"case": case.name, "batch": batch, "why": why, "verdict": "not-run", "note": "deadline"}
         name = "%s.%s" % (case.name, tag or "bs%d" % batch)
@@ -331,19 +412,19 @@ class Driver:
             full = gpu_full(out.decode(errors="replace") + "\n".join(r.get("raised") or "" for r in ranks))
             if full:
                 rec["gpu_full"] = full
-                rec["run_again"] = not again and not self.late()
+                rec["run_again"] = not again and not late()
         if again:
             rec["second_run"] = True
         self.write("runs", rec)
         return rec
 
-    def run_many(self, case, runs, priority=0):
+    def run_many(self, case, runs, priority):
         """run() for each (batch, why, tag), all at once where there is
         room: their records, in order."""
         recs = [None] * len(runs)
 
         def one(i, batch, why, tag):
-            recs[i] = self.run(case, batch, why, priority=priority, tag=tag)
+            recs[i] = self.run(case, batch, why, priority, tag=tag)
 
         threads = [threading.Thread(target=one, args=(i,) + tuple(r), daemon=True) for i, r in enumerate(runs)]
         for t in threads:
@@ -385,7 +466,7 @@ class Driver:
             if self.late():
                 note = "deadline before the run at %s" % ", ".join(map(str, batches))
                 break
-            recs = self.run_many(case, [(b, "double" if hi is None else "bisect", None) for b in batches])
+            recs = self.run_many(case, [(b, "double" if hi is None else "bisect", None) for b in batches], TRUTH)
             for r in recs:
                 if r["verdict"] != "not-run":
                     trials.append(r)
@@ -412,7 +493,7 @@ class Driver:
             for k in range(1, self.a.below + 1):
                 if lo - k < 1 or self.late():
                     break
-                r = self.run(case, lo - k, "below", priority=1)
+                r = self.run(case, lo - k, "below", BELOW)
                 if r["verdict"] == "not-run":
                     break
                 below.append(r)
@@ -439,12 +520,12 @@ class Driver:
             return
         if self.a.verify_after_all:
             while not self.all_answered.wait(1.0):
-                if self.late():
+                if self.verify_late():
                     break
         suffix = "" if who == "gpumem" else "-" + who
         runs = [(batch, "verify" + suffix, "verify%s%d" % (suffix, i)) for i in range(1, self.a.verify + 1)] + [
             (batch + 1, "verify-next" + suffix, "verify-next%s%d" % (suffix, i)) for i in range(1, self.a.verify_next + 1)]
-        recs = self.run_many(case, runs)
+        recs = self.run_many(case, runs, VERIFY)
         # An OOM with the GPU itself full twice (the runs beside it) is no verdict on the cap.
         verdicts = [r["verdict"] + ("-gpu-full" if r.get("gpu_full") else "") for r in recs]
         doc = {"case": case.name, "program": case.program, "cap": case.cap_text, "nproc": case.nproc, "who": who, "batch": batch,
@@ -467,7 +548,7 @@ class Driver:
             return
         tail = [case.path, "--find", "--mode", "binsearch", "--steps-per-trial", str(self.a.steps), "--init-bs", str(self.a.lightning_init)]
         try:
-            r = self.run(case, 0, "lightning", argv_tail=tail, allow_ooms=True, tag="find", timeout=self.a.lightning_timeout)
+            r = self.run(case, 0, "lightning", GPUMEM, argv_tail=tail, allow_ooms=True, tag="find", timeout=self.a.lightning_timeout)
         finally:
             self.answered()
         doc.update(found=r.get("lightning_found_batch"), trials=r.get("lightning_trials"), wall=r.get("wall"), verdict=r["verdict"],
@@ -482,7 +563,11 @@ class Driver:
         doc = {"case": case.name, "program": case.program, "cap": case.cap_text, "cap_bytes": case.cap, "nproc": case.nproc,
                "shared_gpu": case.shared}
         need, count, procs, slots = self.gpumem_placement(case)
-        gpus = self.gpus.take(need, 0, self.late, count, procs)
+        gpus = None
+        if self.gpumem_admit(case, need, procs):
+            gpus = self.gpus.take(need, GPUMEM, self.gpumem_late, count, procs)
+            if gpus is None:
+                self.gpumem_release(need, procs)
         if gpus is None:
             doc["note"] = "deadline: not run"
             self.write("gpumem", doc)
@@ -490,7 +575,7 @@ class Driver:
             return
         base = os.path.join(self.a.work, "gpumem", case.name)
         launcher = torchrun_argv(case.nproc) if case.nproc else ["python3"]
-        argv = [self.a.gpumem, "reuse-sim", "max-batch", "--capacity", case.cap_text] + self.a.gpumem_args.split() + \
+        argv = [self.a.gpumem, "reuse-sim", "max-batch", "--capacity", case.cap_text] + self.gpumem_args_for(case) + \
             ["--json", "--"] + launcher + case.program_argv("{batch}", self.a.steps)
         load = self.gpus.load(gpus)
         doc.update(argv=argv, gpus=gpus, gpu_load_at_start=load, start=round(self.elapsed(), 2), reserved_slots=slots,
@@ -500,6 +585,7 @@ class Driver:
                 rc, wall = self.launch_to(argv, gpus, self.a.gpumem_timeout, out, err)
         finally:
             self.gpus.give(gpus, need, procs)
+            self.gpumem_release(need, procs)
             self.answered()
         doc.update(exit=rc, wall=round(wall, 2))
         parsed = load_json(base + ".json")
@@ -511,7 +597,7 @@ class Driver:
                 doc["stderr_tail"] = f.read()[-600:].decode(errors="replace")
         self.write("gpumem", doc)
         mb = doc["max_batch"] if isinstance(doc["max_batch"], dict) else {}
-        self.say("%s: gpumem exit %s in %.1f s: %s" % (case.name, rc, wall, mb.get("answer") or doc["max_batch"]))
+        self.say("%s: gpumem exit %s in %.1f s (started at %.1f s): %s" % (case.name, rc, wall, doc["start"], mb.get("answer") or doc["max_batch"]))
         jobs = mb.get("jobs")
         if is_int(jobs) and jobs > slots:
             self.say("%s: WARNING: gpumem ran %d runs at once where room was kept for %d (--gpumem-slots)" % (case.name, jobs, slots))
@@ -558,6 +644,20 @@ class Driver:
         for p in procs:
             if p.poll() is None:
                 kill_group(p, grace=2)
+
+
+def gpumem_order(cases, driver):
+    """The order gpumem's searches start in: the longest first, which are
+    the torchrun cases (ranks; one run at a time where their ranks share a
+    GPU), then the caps taken in turn, smallest first, each in the order
+    the programs were given: no cap's searches wait for all of another's,
+    and a large cap's room is not taken before the smaller ones start."""
+    ranked = [c for c in cases if c.nproc]
+    ranked.sort(key=lambda c: driver.gpumem_placement(c)[3])
+    caps = sorted(set(c.cap for c in cases if not c.nproc))
+    by_cap = [[c for c in cases if not c.nproc and c.cap == cap] for cap in caps]
+    turns = [c for i in range(max([len(b) for b in by_cap] or [0])) for b in by_cap if i < len(b) for c in [b[i]]]
+    return ranked + turns
 
 
 def kill_group(p, grace=5):
@@ -635,6 +735,7 @@ def main():
     p.add_argument("--programs-dir", default=os.path.join(HERE, "batch_programs_w"))
     p.add_argument("--programs", default=None, help="names in --programs-dir, or paths (default: all of it; '' none)")
     p.add_argument("--caps", default="6GiB 14GiB")
+    p.add_argument("--cases", default="", help="'prog@CAP ...': cases beside --programs x --caps (a program under one cap only)")
     p.add_argument("--torchrun", default="", help="'prog@CAP[:NPROC] ...' from --torchrun-dir, under torchrun")
     p.add_argument("--torchrun-dir", default=os.path.join(HERE, "torchrun_programs"))
     p.add_argument("--nproc", type=int, default=2, help="ranks of a --torchrun case that names none")
@@ -659,6 +760,14 @@ def main():
     p.add_argument("--gpumem-args", default="--full-grid --confirm")
     p.add_argument("--gpumem-slots", type=int, default=1, help="runs of gpumem's at once that room is kept for (its --jobs)")
     p.add_argument("--gpumem-own", default="1GiB", help="what the gpumem process itself holds on its GPU")
+    p.add_argument("--gpumem-busy", type=float, default=1.0,
+                   help="the share of a search's runs at once that it is counted as processes for (0.75: 3 of --jobs 4)")
+    p.add_argument("--gpumem-share", type=float, default=1.0,
+                   help="the share of the room and of --max-procs that gpumem searches together may hold (the first always starts)")
+    p.add_argument("--gpumem-case-args", action="append", default=[], metavar="CASE=ARGS",
+                   help="a case's own gpumem options over --gpumem-args ('unet@14GiB=--max-runs 24')")
+    p.add_argument("--gpumem-deadline", type=float, default=None, help="no gpumem search starts after this (default --deadline)")
+    p.add_argument("--verify-deadline", type=float, default=None, help="no check of an answer starts after this (default --deadline)")
     p.add_argument("--gpumem-timeout", type=float, default=300)
     p.add_argument("--verify", type=int, default=0, help="runs of each answer under PyTorch's own cap (issue 54: 5)")
     p.add_argument("--verify-next", type=int, default=0, help="runs of the batch after each answer (issue 54: 2)")
@@ -671,6 +780,8 @@ def main():
     p.add_argument("--hard-limit", type=float, default=440)
     p.add_argument("--dry-run", action="store_true", help="made-up runs (bench/dryrun_cap_run.py): no GPU, no torch")
     a = p.parse_args()
+    a.gpumem_deadline = a.deadline if a.gpumem_deadline is None else a.gpumem_deadline
+    a.verify_deadline = a.deadline if a.verify_deadline is None else a.verify_deadline
     if a.dry_run and not a.gpu_memory:
         a.gpu_memory = "141GiB"
     if not a.gpus:
@@ -686,6 +797,12 @@ def main():
         caps = a.caps.split()
         programs = [program_path(item, a.programs_dir) for item in a.programs.split()]
         cases = [Case(n, path, c) for c in caps for n, path in programs]
+        for item in a.cases.split():
+            n, _, c = item.rpartition("@")
+            if not n or not c:
+                raise ValueError("not a case: %r (prog@CAP)" % item)
+            name, path = program_path(n, a.programs_dir)
+            cases.append(Case(name, path, c))
         for item in a.torchrun.split():
             n, _, rest = item.partition("@")
             c, _, nproc = rest.partition(":")
@@ -728,15 +845,17 @@ def main():
     if a.lightning:
         threads += [threading.Thread(target=d.lightning, args=(Case("lightning_vit", os.path.join(a.programs_dir, "lightning_vit.py"), c),),
                                      daemon=True) for c in caps]
-    by_size = sorted(cases, key=lambda c: -d.placement(c)[0])
     if a.gpumem:
-        threads += [threading.Thread(target=d.gpumem, args=(c,), daemon=True) for c in by_size]
+        order = gpumem_order(cases, d)
+        d.gpumem_queue = [c.name for c in order]
+        d.say("gpumem searches in this order, together inside %d%% of the room: %s" % (a.gpumem_share * 100, " ".join(d.gpumem_queue)))
+        threads += [threading.Thread(target=d.gpumem, args=(c,), daemon=True) for c in order]
     d.answers_pending = len(threads)
     if not threads:
         d.all_answered.set()
     if not a.no_truth:
         threads += [threading.Thread(target=d.search, args=(c, partial.get(c.name)), daemon=True)
-                    for c in by_size if c.name not in known]
+                    for c in cases if c.name not in known]
     for t in threads:
         t.start()
     signal.signal(signal.SIGTERM, lambda *_: d.kill_all())

@@ -8,7 +8,10 @@ under bench/cap_run.py (the same bytes as gpumem's cap), as many at once as
 torchrun case one of each a rank) and --procs processes. Standard library
 only. Writes OUT.jsonl (one line a run) and OUT.md (a table):
 
-    verify_answers.py WORK OUT [--verify 5] [--verify-next 2] [--room 130GiB] [--procs 12] [--deadline S]
+    verify_answers.py WORK OUT [--verify 5] [--verify-next 2] [--room 130GiB] [--procs 12] [--deadline S] [--dry-run]
+
+bench/max-batch-54.sh verify runs it on an earlier run's work (FROM=).
+--dry-run: made-up runs (bench/dryrun_cap_run.py and its torchrun), no GPU.
 
 A run's verdict is cap_run.py's exit status: 0 fits, 3 out of memory, else
 failed; past --run-timeout, timeout; not started by --deadline, not-run."""
@@ -32,17 +35,19 @@ def size(text):
     return int(m.group(1)) * UNITS[m.group(2)]
 
 
-def command(doc, batch, stats):
+def command(doc, batch, stats, dry_run=False):
     """The program after gpumem's --, under cap_run.py (and torchrun's ranks)."""
     argv = doc["argv"]
     program = argv[argv.index("--") + 1:]
     program = [w.replace("{batch}", str(batch)) for w in program]
     cap = ["--cap", str(doc["cap_bytes"]), "--stats", stats, "--"]
+    cap_run = os.path.join(HERE, "dryrun_cap_run.py" if dry_run else "cap_run.py")
     if os.path.basename(program[0]).startswith("python"):
-        return [sys.executable, os.path.join(HERE, "cap_run.py")] + cap + program[1:]
+        return [sys.executable, cap_run] + cap + program[1:]
     # torchrun [its options] prog.py ARGS: cap_run.py goes before prog.py.
     at = next(i for i, w in enumerate(program) if w.endswith(".py"))
-    return program[:at] + [os.path.join(HERE, "cap_run.py")] + cap + program[at:]
+    head = [sys.executable, cap_run, "--torchrun", str(ranks_of(doc)), cap_run] if dry_run else program[:at] + [cap_run]
+    return head + cap + program[at:]
 
 
 def ranks_of(doc):
@@ -61,6 +66,7 @@ def main():
     p.add_argument("--procs", type=int, default=12)
     p.add_argument("--run-timeout", type=float, default=120)
     p.add_argument("--deadline", type=float, default=400)
+    p.add_argument("--dry-run", action="store_true", help="made-up runs (bench/dryrun_cap_run.py): no GPU, no torch")
     a = p.parse_args()
     docs = []
     with open(os.path.join(a.work, "gpumem.jsonl")) as f:
@@ -100,7 +106,7 @@ def main():
         for k in ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"):
             env.pop(k, None)
         try:
-            r = subprocess.run(command(d, batch, stats), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+            r = subprocess.run(command(d, batch, stats, a.dry_run), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
                                timeout=a.run_timeout, stdin=subprocess.DEVNULL)
             rc, out = r.returncode, r.stdout
         except subprocess.TimeoutExpired as e:
