@@ -1161,3 +1161,26 @@ TEST_CASE("max-batch: {seq} (any {NAME}) names the size searched: longest seq th
     CHECK(cli::knob_superlative("max_length") == "longest max_length");
     CHECK(cli::knob_superlative("img") == "largest img");
 }
+
+// Issue 55: lengths are wanted as multiples. --multiple-of 8 searches and
+// runs only multiples of 8: 43 fits, so 40, with 48 the next.
+TEST_CASE("max-batch --multiple-of N: only multiples are searched and run; the answer says so") {
+    const Scratch s;
+    std::vector<std::string> args = {"reuse-sim", "max-batch", "--json", "--capacity", "1GiB", "--repeats", "2", "--multiple-of", "8",
+                                     "--record-batches", "8,16", "--", "python3", kBatchProgram, "--bs", "{seq}", "--square-kib", "256"};
+    const RunResult r = run_gpumem(args, standin_env(s));
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    const json m = json::parse(r.out)["max_batch"];
+    CHECK(m["largest_batch"] == 40);
+    CHECK(m["multiple_of"] == 8);
+    CHECK(m["answer"].get<std::string>().rfind("longest seq (a multiple of 8) that fits in 1 GiB: 40 (", 0) == 0);
+    CHECK(has(m["answer"].get<std::string>(), "the model says 48 does not fit"));
+    for (const json& rec : m["recordings"]) CHECK(rec["batch"].get<std::uint64_t>() % 8 == 0);
+    // The first values default to multiples (128 and 256 are); given ones must be.
+    args[10] = "12,16";
+    const RunResult bad = run_gpumem(args, standin_env(s));
+    CHECK(bad.status == 2);
+    CHECK(has(bad.err, "--record-batches 12,16: 12 is no multiple of --multiple-of 8"));
+    CHECK(run_gpumem(with_program({"reuse-sim", "max-batch", "--capacity", "1GiB", "--multiple-of", "0"}), standin_env(s)).status == 2);
+}

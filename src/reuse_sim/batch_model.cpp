@@ -631,7 +631,7 @@ namespace {
 struct Search {
     std::size_t lane = 0;
     bool hopeful = false;
-    std::uint64_t fits = 0;   // the largest batch known to fit; 0: none yet
+    std::uint64_t fits = 0;   // the largest unit (batch / step) known to fit; 0: none yet
     std::uint64_t fails = 0;  // the smallest known not to; 0: none yet
     std::uint64_t peak_at_fits = 0;
     bool fails_without_oom = false;  // `fails` replayed with no OOM: only the headroom refused it
@@ -754,6 +754,39 @@ void replay_probes(const BatchModel& model, const std::vector<BatchLane>& lanes,
     }
 }
 
+// Each lane's answer from its searches (the cautious one's, and the
+// hopeful one's where it differs), and what its next value would need: its
+// trace replayed with no cap.
+template <typename LimitOf>
+std::vector<MaxBatchAnswer> answers_of(const BatchModel& model, const std::vector<BatchLane>& lanes, const std::vector<Search>& searches,
+                                       const MaxBatchOptions& options, LimitOf limit_of) {
+    const std::uint64_t step = std::max<std::uint64_t>(1, options.step);
+    const BatchModelChecks& checks = model.checks();
+    const bool hopeful_differs = checks.unaligned != 0 || checks.not_affine != 0;
+    std::vector<MaxBatchAnswer> answers(lanes.size());
+    std::vector<Probe> next;
+    for (const Search& s : searches) {
+        MaxBatchAnswer& a = answers[s.lane];
+        a.replays += s.replays;
+        if (s.hopeful) {
+            if (s.fits != 0) a.largest_hopeful = s.fits * step;
+            continue;
+        }
+        if (s.fits != 0) a.largest = s.fits * step;
+        if (!checks.holds() && !hopeful_differs) a.largest_hopeful = a.largest;
+        a.reached_limit = s.fails == 0 && s.fits >= limit_of(s.lane);
+        a.peak_reserved_at_largest = s.peak_at_fits;
+        a.next_fits_without_headroom = s.fails == s.fits + 1 && s.fails_without_oom;
+        next.push_back({s.lane, false, (s.fits + 1) * step, false});
+    }
+    replay_probes(model, lanes, next, options);
+    for (const Probe& p : next) {
+        answers[p.lane].peak_reserved_at_next = p.peak_reserved;
+        ++answers[p.lane].replays;
+    }
+    return answers;
+}
+
 }  // namespace
 
 std::vector<MaxBatchAnswer> search_max_batch(const BatchModel& model, const std::vector<TorchLane>& lanes, const MaxBatchOptions& options) {
@@ -764,8 +797,11 @@ std::vector<MaxBatchAnswer> search_max_batch(const BatchModel& model, const std:
 }
 
 std::vector<MaxBatchAnswer> search_max_batch(const BatchModel& model, const std::vector<BatchLane>& lanes, const MaxBatchOptions& options) {
-    const std::uint64_t limit = std::max<std::uint64_t>(1, options.limit);
-    const std::uint64_t first = model.largest_recorded_batch();
+    // The search runs in units of the step (every multiple of it a unit);
+    // each probe replays its batch, units times the step.
+    const std::uint64_t step = std::max<std::uint64_t>(1, options.step);
+    const std::uint64_t limit = std::max<std::uint64_t>(1, options.limit / step);
+    const std::uint64_t first = std::max<std::uint64_t>(1, model.largest_recorded_batch() / step);
     // The hopeful trace leaves out extras and fits not-affine requests on
     // the two largest recordings; with neither, it is the cautious one.
     const BatchModelChecks& checks = model.checks();
@@ -779,7 +815,8 @@ std::vector<MaxBatchAnswer> search_max_batch(const BatchModel& model, const std:
     // setting ran out of memory at (above the largest that ran).
     const auto limit_of = [&](std::size_t lane) {
         const std::uint64_t ran = lanes[lane].ran, out = lanes[lane].ran_out;
-        return out > ran && out != 0 ? std::max<std::uint64_t>(1, std::min(limit, out - 1)) : limit;
+        // The largest unit below the run that ran out of memory.
+        return out > ran && out != 0 ? std::max<std::uint64_t>(1, std::min(limit, (out - 1) / step)) : limit;
     };
     const std::size_t threads = std::max(1U, options.replay.threads);
     for (;;) {
@@ -791,8 +828,8 @@ std::vector<MaxBatchAnswer> search_max_batch(const BatchModel& model, const std:
             if (searches[s].done) continue;
             const std::vector<std::uint64_t> batches = next_probes(searches[s], first, limit_of(searches[s].lane), each);
             if (batches.empty()) searches[s].done = true;
-            for (const std::uint64_t batch : batches) {
-                probes.push_back({searches[s].lane, searches[s].hopeful, batch, true});
+            for (const std::uint64_t unit : batches) {
+                probes.push_back({searches[s].lane, searches[s].hopeful, unit * step, true});
                 owner.push_back(s);
             }
         }
@@ -804,8 +841,8 @@ std::vector<MaxBatchAnswer> search_max_batch(const BatchModel& model, const std:
         for (std::size_t p = 0; p < probes.size(); ++p) {
             Search& s = searches[owner[p]];
             ++s.replays;
-            if (probes[p].fits && probes[p].batch > s.fits) {
-                s.fits = probes[p].batch;
+            if (probes[p].fits && probes[p].batch / step > s.fits) {
+                s.fits = probes[p].batch / step;
                 s.peak_at_fits = probes[p].peak_reserved;
             }
         }
@@ -813,35 +850,14 @@ std::vector<MaxBatchAnswer> search_max_batch(const BatchModel& model, const std:
             if (s.fails != 0 && s.fails <= s.fits) s.fails = 0;
         for (std::size_t p = 0; p < probes.size(); ++p) {
             Search& s = searches[owner[p]];
-            if (!probes[p].fits && probes[p].batch > s.fits && (s.fails == 0 || probes[p].batch < s.fails)) {
-                s.fails = probes[p].batch;
+            const std::uint64_t unit = probes[p].batch / step;
+            if (!probes[p].fits && unit > s.fits && (s.fails == 0 || unit < s.fails)) {
+                s.fails = unit;
                 s.fails_without_oom = probes[p].no_oom;
             }
         }
     }
-    std::vector<MaxBatchAnswer> answers(lanes.size());
-    std::vector<Probe> next;
-    for (const Search& s : searches) {
-        MaxBatchAnswer& a = answers[s.lane];
-        a.replays += s.replays;
-        if (s.hopeful) {
-            if (s.fits != 0) a.largest_hopeful = s.fits;
-            continue;
-        }
-        if (s.fits != 0) a.largest = s.fits;
-        if (!checks.holds() && !hopeful_differs) a.largest_hopeful = a.largest;
-        a.reached_limit = s.fails == 0 && s.fits >= limit_of(s.lane);
-        a.peak_reserved_at_largest = s.peak_at_fits;
-        a.next_fits_without_headroom = s.fails == s.fits + 1 && s.fails_without_oom;
-        next.push_back({s.lane, false, s.fits + 1, false});
-    }
-    // What the next batch would need: its trace replayed with no cap.
-    replay_probes(model, lanes, next, options);
-    for (const Probe& p : next) {
-        answers[p.lane].peak_reserved_at_next = p.peak_reserved;
-        ++answers[p.lane].replays;
-    }
-    return answers;
+    return answers_of(model, lanes, searches, options, [&](std::size_t lane) { return limit_of(lane); });
 }
 
 std::vector<BatchReplay> replay_batches(const BatchModel& model, const TorchLane& lane, const std::vector<std::uint64_t>& batches, bool hopeful,

@@ -147,6 +147,10 @@ struct MaxBatchAnswer {
 
 struct MaxBatchOptions {
     std::uint64_t limit = 1u << 20;  // the largest batch searched
+    // Only multiples of this are searched (--multiple-of: a length in
+    // multiples of 64, a page size): the answer is the largest multiple
+    // that fits, and the next batch is the answer plus the step.
+    std::uint64_t step = 1;
     // A batch fits when its trace replays with no OOM and its peak reserved
     // stays at or below the cap less this (the model's peak is not exact to
     // the byte: a modelled peak a few MB under the cap may be a real OOM).

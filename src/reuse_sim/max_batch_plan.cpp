@@ -265,7 +265,7 @@ std::optional<PlanStep> MaxBatchPlanner::first_step() {
         phase_ = Phase::refine;
         return std::nullopt;
     }
-    if (first_batches_.back() <= 2) {
+    if (first_batches_.back() <= 2 * step()) {
         std::vector<const BatchRun*> by_batch;
         for (const BatchRun& run : runs_) by_batch.push_back(&run);
         std::stable_sort(by_batch.begin(), by_batch.end(), [](const BatchRun* a, const BatchRun* b) { return a->batch < b->batch; });
@@ -277,8 +277,8 @@ std::optional<PlanStep> MaxBatchPlanner::first_step() {
     }
     std::vector<std::uint64_t> halved;
     for (const std::uint64_t batch : first_batches_)
-        if (halved.empty() || halved.back() != std::max<std::uint64_t>(1, batch / 2)) halved.push_back(std::max<std::uint64_t>(1, batch / 2));
-    if (halved.size() < 2) halved = {1, 2};
+        if (halved.empty() || halved.back() != down(batch / 2)) halved.push_back(down(batch / 2));
+    if (halved.size() < 2) halved = {step(), 2 * step()};
     first_batches_ = std::move(halved);
     PlanStep note;
     note.kind = PlanStep::Kind::note;
@@ -306,7 +306,7 @@ std::optional<PlanStep> MaxBatchPlanner::refine_step() {
     for (const BatchRun& run : runs_) largest = std::max(largest, run.batch);
     if (first <= 2 * largest) return std::nullopt;
     std::vector<std::uint64_t> batches;
-    for (const std::uint64_t batch : {(first + 1) / 2, (3 * first + 2) / 4})
+    for (const std::uint64_t batch : {down((first + 1) / 2), down((3 * first + 2) / 4)})
         if (batch > largest && (batches.empty() || batches.back() != batch)) batches.push_back(batch);
     if (batches.empty()) return std::nullopt;
     state_.first_answer = first;
@@ -421,9 +421,11 @@ std::vector<PlannedRun> MaxBatchPlanner::beside_check(std::uint64_t answer, std:
     std::vector<PlannedRun> runs;
     const MaxBatchSetting* recorded = state_.recorded();
     const auto room = [&] { return planned + runs.size() < options_.parallel && can_run(planned + runs.size()); };
-    if (recorded != nullptr && !recorded->answer.reached_limit && answer < options_.search.limit && !recorded_at(answer + 1, "") && room())
-        runs.push_back(plan_run(answer + 1, RunReason::above_answer));
-    for (const std::uint64_t offset : kBelowOffsets) {
+    if (recorded != nullptr && !recorded->answer.reached_limit && answer + step() <= options_.search.limit && !recorded_at(answer + step(), "") &&
+        room())
+        runs.push_back(plan_run(answer + step(), RunReason::above_answer));
+    for (const std::uint64_t below : kBelowOffsets) {
+        const std::uint64_t offset = below * step();
         if (offset >= answer || !room()) break;
         const std::uint64_t batch = answer - offset;
         if (recorded_at(batch, "") || !near_cap(batch)) break;
@@ -457,7 +459,7 @@ std::optional<PlanStep> MaxBatchPlanner::below_step() {
     }
     std::vector<PlannedRun> runs;
     for (; below_next_ < std::size(kBelowOffsets); ++below_next_) {
-        const std::uint64_t offset = kBelowOffsets[below_next_];
+        const std::uint64_t offset = kBelowOffsets[below_next_] * step();
         if (offset >= answer) break;
         const std::uint64_t batch = answer - offset;
         if (recorded_at(batch, "")) continue;
@@ -577,19 +579,20 @@ std::optional<PlanStep> MaxBatchPlanner::confirm_row_step(Confirming& c) {
             c.batch = *a.largest;
             return confirm_at(c.batch, false, Confirming::Wait::answer);
         }
-        if (!a.reached_limit && c.recorded) return confirm_at(1, true, Confirming::Wait::first);
+        if (!a.reached_limit && c.recorded) return confirm_at(step(), true, Confirming::Wait::first);
         return std::nullopt;
     case Confirming::Wait::answer:
         if (c.outcome == RunOutcome::ran) {
             if (c.recorded) state_.confirmed_batch = c.batch;
-            if (c.batch == *a.largest && !a.reached_limit) return confirm_at(c.batch + 1, true, Confirming::Wait::next);
+            if (c.batch == *a.largest && !a.reached_limit) return confirm_at(c.batch + step(), true, Confirming::Wait::next);
             return std::nullopt;
         }
-        if (c.outcome != RunOutcome::out_of_memory || c.steps == kConfirmStepsDown || c.batch == 1) return std::nullopt;
+        if (c.outcome != RunOutcome::out_of_memory || c.steps == kConfirmStepsDown || c.batch <= step()) return std::nullopt;
         ++c.steps;
-        return confirm_at(--c.batch, false, Confirming::Wait::answer);
+        c.batch -= step();
+        return confirm_at(c.batch, false, Confirming::Wait::answer);
     case Confirming::Wait::next:
-        if (c.outcome == RunOutcome::ran && c.recorded) state_.confirmed_batch = c.batch + 1;
+        if (c.outcome == RunOutcome::ran && c.recorded) state_.confirmed_batch = c.batch + step();
         return std::nullopt;
     case Confirming::Wait::first: return std::nullopt;
     }
@@ -637,11 +640,11 @@ std::optional<MaxBatchPlanner::Step> MaxBatchPlanner::next_step(const std::strin
     const std::uint64_t answer = *a.largest;
     const SettingFacts f = facts(setting, answer);
     const std::uint64_t lo = f.ran, hi = f.ran_out;
-    if (hi != 0 && hi == lo + 1) return std::nullopt;  // settled: a run and the next batch's OOM
+    if (hi != 0 && hi <= lo + step()) return std::nullopt;  // settled: a run and the next batch's OOM
     if (answer > lo) {
         // Every batch searched fits: no edge to check.
         if (a.reached_limit && hi == 0) return std::nullopt;
-        const bool clipped = hi != 0 && a.reached_limit && answer + 1 == hi;
+        const bool clipped = hi != 0 && a.reached_limit && answer + step() >= hi;
         // The model's last guess ran out of memory every time it was run (a
         // batch that varied instead moved the answer down by the variance
         // margin: a guess of the model's own again).
@@ -653,11 +656,11 @@ std::optional<MaxBatchPlanner::Step> MaxBatchPlanner::next_step(const std::strin
         if (hi != 0 && (clipped || refuted)) {
             std::uint64_t low = lo;
             if (low == 0 && floor > 0 && floor < hi) {
-                if (hi - floor == 1) return Step{floor, RunReason::bisection};
+                if (hi - floor <= step()) return Step{floor, RunReason::bisection};
                 low = floor;
             }
-            const std::uint64_t middle = low + (hi - low) / 2;
-            if (middle == 0) return std::nullopt;
+            const std::uint64_t middle = midpoint(low, hi);
+            if (middle == 0 || middle <= low) return std::nullopt;
             return Step{middle, RunReason::bisection};
         }
         return Step{answer, RunReason::at_answer};
@@ -666,8 +669,8 @@ std::optional<MaxBatchPlanner::Step> MaxBatchPlanner::next_step(const std::strin
     // The answer ran every time, and the batch above the range varied: the
     // model (with its variance margin) stops short of it, and the batches
     // between are the runs' to settle. Each is run `repeats` times.
-    if (const BatchTally* above = f.tally(hi); above != nullptr && above->varies() && hi > lo + 1)
-        return Step{lo + (hi - lo) / 2, RunReason::bisection};
+    if (const BatchTally* above = f.tally(hi); above != nullptr && above->varies() && hi > lo + step())
+        return Step{midpoint(lo, hi), RunReason::bisection};
     if (!setting.empty()) return std::nullopt;
     // A narrow range only (a few batches: doubt about the last requests); a
     // wide one means the hopeful trace leaves out much of the program (a
@@ -678,10 +681,10 @@ std::optional<MaxBatchPlanner::Step> MaxBatchPlanner::next_step(const std::strin
                                      [](const BatchRun& run) { return run.why == RunReason::at_hopeful && run.ran_out_of_memory(); });
     const std::optional<std::uint64_t>& hopeful_answer = a.largest_hopeful;
     if (!state_.model_holds() && !refuted && hopeful_answer && *hopeful_answer > answer &&
-        *hopeful_answer - answer <= std::max<std::uint64_t>(2, answer / 16)) {
+        *hopeful_answer - answer <= std::max<std::uint64_t>(2 * step(), answer / 16)) {
         // Below a batch that ran out of memory, no further than the
         // midpoint: a run there narrows the range whatever it says.
-        const std::uint64_t hopeful = hi != 0 ? std::min(*hopeful_answer, lo + (hi - lo) / 2) : *hopeful_answer;
+        const std::uint64_t hopeful = hi != 0 ? std::min(*hopeful_answer, midpoint(lo, hi)) : *hopeful_answer;
         if (hopeful > answer && !recorded_at(hopeful, setting)) return Step{hopeful, RunReason::at_hopeful};
     }
     return std::nullopt;

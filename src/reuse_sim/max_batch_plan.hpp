@@ -329,6 +329,14 @@ private:
     bool recorded_at(std::uint64_t batch, const std::string& setting) const;
     const MaxBatchSetting* row_of(const std::string& setting) const;
     bool can_run(std::size_t more = 0) const noexcept { return made_ + more < options_.max_runs; }
+    // --multiple-of: every value run is a multiple of the step.
+    std::uint64_t step() const noexcept { return std::max<std::uint64_t>(1, options_.search.step); }
+    // A value rounded down to a multiple of the step (the step at least).
+    std::uint64_t down(std::uint64_t value) const noexcept { return std::max(step(), value / step() * step()); }
+    // The multiple of the step halfway between two (below `high`; `low` where none lies between).
+    std::uint64_t midpoint(std::uint64_t low, std::uint64_t high) const noexcept {
+        return low + (high - low) / (2 * step()) * step();
+    }
     PlannedRun plan_run(std::uint64_t batch, RunReason why, const std::string& setting = "") const;
 
     MaxBatchPlanOptions options_;

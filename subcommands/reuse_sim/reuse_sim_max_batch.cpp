@@ -411,6 +411,7 @@ rs::MaxBatchPlanOptions plan_options(const MaxBatchRequest& m, const rs::CostMod
         o.parallel = m.jobs ? *m.jobs : static_cast<unsigned>(plan_run_slots(run_slot_facts_here(m.settings.capacity.value_or(0), 1, m.jobs)).slots.size());
     o.capacity = m.setup.capacity;
     o.search.limit = m.limit;
+    o.search.step = m.multiple_of;
     o.search.headroom = m.headroom;
     o.search.replay.costs = &costs;
     o.search.replay.threads = allowed_cpu_count();
@@ -701,6 +702,7 @@ private:
 void max_batch_search(const MaxBatchRequest& q, const rs::CostModel& costs, MaxBatchResults& r, Session& session) {
     r.search.emplace();
     r.search->knob = q.knob;
+    r.search->step = q.multiple_of;
     // The program's files live in a scratch folder unless -o FILE keeps
     // them; --batch-trace runs no program, and needs no folder (nor $TMPDIR).
     std::optional<process::TemporaryDirectory> scratch;

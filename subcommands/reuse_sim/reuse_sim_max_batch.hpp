@@ -59,6 +59,7 @@ struct MaxBatchRequest {
     RecordSettings settings;                    // the cap of every real run
     bool confirm = false;                       // --confirm: real runs at the answer and the next batch
     std::uint64_t limit = 1u << 20;             // the largest batch searched
+    std::uint64_t multiple_of = 1;              // --multiple-of N: only multiples of N are searched and run
     // A batch fits when its modelled peak reserved stays at or below the
     // cap less this (--headroom; default 0: the replay of a recording is
     // exact to the byte, and the checks at the answer, not a margin, catch
@@ -122,6 +123,7 @@ struct MaxBatchSearchResults : reuse_sim::MaxBatchState {
     std::vector<MaxBatchRecording> recordings;  // ascending batch
     double search_seconds = 0;
     std::string knob = "batch";  // the request's, for the words of the report
+    std::uint64_t step = 1;      // --multiple-of: the next value is the answer plus this
     // The most runs that went at once (--jobs), and what held it there
     // ("the GPU's free memory", "the host's cores", "--jobs 1").
     unsigned jobs = 1;

@@ -41,6 +41,7 @@ struct MaxBatchOptions : ProgramOptions {
     std::optional<std::uint64_t> max_runs;
     std::optional<std::string> jobs;
     std::optional<std::uint64_t> repeats;
+    std::optional<std::uint64_t> multiple_of;
     bool confirm = false;
     CapOptions cap;
     TorchOptions torch;
@@ -68,6 +69,8 @@ void add_max_batch_options(CLI::App& sub, MaxBatchOptions& o) {
         ->type_name("N");
     add_unsigned_option(sub, "--repeats", o.repeats, "Runs an answer must pass (default 2; 3 where timing matters)", 1,
                         20);
+    add_unsigned_option(sub, "--multiple-of", o.multiple_of, "Search and run only multiples of N (a length's 64, a page)", 1,
+                        std::uint64_t{1} << 20);
     sub.add_option("--headroom", o.headroom, "Keep the modelled peak this far below the cap")
         ->type_name("SIZE");
     sub.add_flag("--confirm", o.confirm,
@@ -117,6 +120,37 @@ std::vector<std::uint64_t> record_batches(const std::string& text) {
     return batches;
 }
 
+// The end-to-end form's program: its one knob ({batch}, {seq}, any
+// {NAME}), --multiple-of, and the first values to record.
+void check_program(const MaxBatchOptions& o, MaxBatchRequest& m) {
+    m.program = o.program;
+    const std::vector<std::string> knobs = knob_placeholders(m.program);
+    if (knobs.empty())
+        throw UsageError("max-batch: the program after -- has no {batch}: write it where the batch size goes (-- python train.py --bs "
+                         "{batch}), or {NAME} for another size (--max-length {seq}); gpumem runs it at several values");
+    if (knobs.size() > 1)
+        throw UsageError("max-batch searches one size at a time; the program after -- names " + std::to_string(knobs.size()) + " ({" +
+                         join(knobs, "}, {") + "}): write the others' values (two calls answer both)");
+    m.knob = knobs.front();
+    m.multiple_of = o.multiple_of.value_or(1);
+    // A batch's first recordings are small; a length's, a few of its usual
+    // values; with --multiple-of N, each rounded up to a multiple of N
+    // (N and 2N where they would meet).
+    m.record_batches = o.record_batches ? record_batches(*o.record_batches)
+                       : m.knob == "batch" ? std::vector<std::uint64_t>{4, 8}
+                                           : std::vector<std::uint64_t>{128, 256};
+    const std::uint64_t n = m.multiple_of;
+    if (o.record_batches) {
+        for (const std::uint64_t value : m.record_batches)
+            if (value % n != 0)
+                throw UsageError("--record-batches " + *o.record_batches + ": " + std::to_string(value) + " is no multiple of --multiple-of " +
+                                 std::to_string(n) + ": every run is at a multiple");
+    } else if (n > 1) {
+        for (std::uint64_t& value : m.record_batches) value = (value + n - 1) / n * n;
+        if (m.record_batches.front() == m.record_batches.back()) m.record_batches = {n, 2 * n};
+    }
+}
+
 // The recordings (--batch-trace) or the program that makes them, checked
 // whole before any file is read or anything runs.
 MaxBatchRequest check_max_batch_input(const MaxBatchOptions& o) {
@@ -152,19 +186,7 @@ MaxBatchRequest check_max_batch_input(const MaxBatchOptions& o) {
         if (o.repeats) throw UsageError("--repeats sets the runs an answer needs: give the program after -- (with {batch})");
         return m;
     }
-    m.program = o.program;
-    const std::vector<std::string> knobs = knob_placeholders(m.program);
-    if (knobs.empty())
-        throw UsageError("max-batch: the program after -- has no {batch}: write it where the batch size goes (-- python train.py --bs "
-                         "{batch}), or {NAME} for another size (--max-length {seq}); gpumem runs it at several values");
-    if (knobs.size() > 1)
-        throw UsageError("max-batch searches one size at a time; the program after -- names " + std::to_string(knobs.size()) + " ({" +
-                         join(knobs, "}, {") + "}): write the others' values (two calls answer both)");
-    m.knob = knobs.front();
-    // A batch's first recordings are small; a length's, a few of its usual values.
-    m.record_batches = o.record_batches ? record_batches(*o.record_batches)
-                       : m.knob == "batch" ? std::vector<std::uint64_t>{4, 8}
-                                           : std::vector<std::uint64_t>{128, 256};
+    check_program(o, m);
     m.refine = !o.no_refine;
     if (o.max_runs) m.max_runs = static_cast<unsigned>(*o.max_runs);
     if (m.max_runs < m.record_batches.size())

@@ -82,15 +82,15 @@ std::string batch_text(const MaxBatchSetting& s, const MaxBatchSearchResults& x,
     const std::string under = s.point.recorded ? "" : " under it";
     switch (backing_of(s, x)) {
     case Backing::ran: {
-        const std::string n = std::to_string(f.ran), next = std::to_string(f.ran + 1);
+        const std::string n = std::to_string(f.ran), next = std::to_string(f.ran + x.step);
         const rs::BatchTally* at = f.tally(f.ran);
         const unsigned made = at != nullptr ? at->runs : 1;
         const std::string ran = made > 1 ? " ran " + std::to_string(made) + " of " + std::to_string(made) + " times without an OOM"
                                          : " ran without an OOM";
         const std::string runs = made > 1 ? "real runs" : "a real run";
         std::string text;
-        if (f.ran_out == f.ran + 1)
-            text = n + " (real runs" + under + ": " + n + ran + ", " + next + " " + outcome_words(f.tally(f.ran + 1)) + ")";
+        if (f.ran_out == f.ran + x.step)
+            text = n + " (real runs" + under + ": " + n + ran + ", " + next + " " + outcome_words(f.tally(f.ran + x.step)) + ")";
         else if (a.reached_limit)
             text = n + " or more (" + runs + under + " at " + n + ran + "; every " + x.knob + " searched fits)";
         else
@@ -129,7 +129,7 @@ std::string batch_text(const MaxBatchSetting& s, const MaxBatchSearchResults& x,
     if (!a.largest) return "none (even " + x.knob + " 1 runs out of memory)";
     std::string text = std::to_string(*a.largest);
     // Clipped by a recording that ran out of memory for real.
-    if (a.reached_limit && f.ran_out && *a.largest + 1 == f.ran_out)
+    if (a.reached_limit && f.ran_out && *a.largest + x.step >= f.ran_out)
         return text + " (the model fits more, but the recording at " + x.knob + " " + std::to_string(f.ran_out) + " ran out of memory for real)";
     if (a.reached_limit) return text + " or more (every " + x.knob + " searched fits)";
     if (x.model_holds()) return text;
@@ -165,14 +165,14 @@ bool refused_under_cap(const MaxBatchSetting& s, std::uint64_t capacity) {
     return a.largest && !a.reached_limit && !a.next_fits_without_headroom && a.peak_reserved_at_next <= capacity;
 }
 
-std::string peak_line(const MaxBatchSetting& s, std::uint64_t capacity, Unit unit, const std::string& knob) {
+std::string peak_line(const MaxBatchSetting& s, std::uint64_t capacity, Unit unit, const std::string& knob, std::uint64_t step) {
     const rs::MaxBatchAnswer& a = s.answer;
     if (!a.largest) return "";
     std::string line = setting_name(s.point) + ": peak reserved " + format_bytes(a.peak_reserved_at_largest, unit) + " at " + knob + " " +
                        std::to_string(*a.largest) + (s.tightest_rank ? " (rank " + std::to_string(*s.tightest_rank) + ")" : "");
     if (a.reached_limit) return line;
     const std::uint64_t next = a.peak_reserved_at_next;
-    const std::string batch = std::to_string(*a.largest + 1);
+    const std::string batch = std::to_string(*a.largest + step);
     // A peak within the cap that still does not fit: the allocator could
     // not place a request under the cap (a segment it could not grow or
     // split), not a lack of bytes: said as such, not as a need that fits.
@@ -191,7 +191,7 @@ std::string headroom_line(const MaxBatchRequest& q, const MaxBatchSearchResults&
     std::string line = "headroom: " + format_bytes(q.headroom, unit) + " below the cap (the model's peak is not exact to the byte; --headroom SIZE)";
     const MaxBatchSetting* recorded = x.recorded();
     if (recorded != nullptr && recorded->answer.largest && recorded->answer.next_fits_without_headroom)
-        line += "; " + x.knob + " " + std::to_string(*recorded->answer.largest + 1) + " fits the model but within the headroom; confirm with --confirm";
+        line += "; " + x.knob + " " + std::to_string(*recorded->answer.largest + x.step) + " fits the model but within the headroom; confirm with --confirm";
     return line;
 }
 
@@ -485,7 +485,7 @@ std::string confirmed_text(const MaxBatchSearchResults& x) {
     const std::string ran_out = out.empty() ? "" : "; a real run at " + join(out, ", ") + " ran out of memory";
     if (!x.confirmed_batch) return "confirmed: none (" + said + ran_out + ")";
     if (model && *x.confirmed_batch == *model) return "confirmed: " + std::to_string(*model) + " (as the model said)";
-    if (model && *x.confirmed_batch == *model + 1)
+    if (model && *x.confirmed_batch == *model + x.step)
         return "confirmed: " + std::to_string(*x.confirmed_batch) + " at least (" + said + "; a real run at " + std::to_string(*x.confirmed_batch) +
                " fitted too)";
     return "confirmed: " + std::to_string(*x.confirmed_batch) + " (" + said + ran_out + ")";
@@ -504,6 +504,8 @@ constexpr Column<Doc> kMaxBatchColumns[] = {
      [](const Doc& d) { return d.x().settings.empty() ? Cell() : Cell(max_batch_answer_text(d.q, d.r, Unit::automatic)); }},
     // The knob searched ({batch}, {seq}, any {NAME}); every *batch* key holds its values.
     {{"knob", "", FieldKind::text}, [](const Doc& d) -> Cell { return d.q.knob; }},
+    // --multiple-of N: only multiples of it were searched and run (1: every value).
+    {{"multiple_of", "", FieldKind::integer}, [](const Doc& d) { return u64(d.q.multiple_of); }},
     {{"capacity_bytes", "", FieldKind::bytes}, [](const Doc& d) { return u64(d.q.setup.capacity); }},
     {{"headroom_bytes", "", FieldKind::bytes}, [](const Doc& d) { return u64(d.q.headroom); }},
     // The recorded setting's next batch fits the model under the cap, refused only by the headroom.
@@ -617,7 +619,8 @@ std::string max_batch_answer_text(const MaxBatchRequest& q, const MaxBatchResult
     const unsigned max_runs = q.max_runs;
     const Backing backing = backing_of(*recorded, x);
     const std::string ranks = x.ranks.size() > 1 ? " on each of " + std::to_string(x.ranks.size()) + " ranks" : std::string();
-    std::string text = knob_superlative(x.knob) + " that fits in " + format_bytes(q.setup.capacity, unit) + ranks +
+    const std::string multiple = x.step > 1 ? " (a multiple of " + std::to_string(x.step) + ")" : std::string();
+    std::string text = knob_superlative(x.knob) + multiple + " that fits in " + format_bytes(q.setup.capacity, unit) + ranks +
                        (backing == Backing::model_only ? ", model only: " : ": ") + batch_text(*recorded, x, max_runs);
     if (recorded->tightest_rank) text += "; the tightest is rank " + std::to_string(*recorded->tightest_rank);
     if (best != nullptr && best != recorded && best->answer.largest.value_or(0) > recorded->answer.largest.value_or(0))
@@ -655,9 +658,9 @@ Report max_batch_document(const MaxBatchRequest& q, const MaxBatchResults& r, co
     }
     before.push_back(max_batch_answer_text(q, r, unit));
     const MaxBatchSetting* recorded = x.recorded();
-    if (recorded != nullptr && recorded->answer.largest) before.push_back(peak_line(*recorded, q.setup.capacity, unit, x.knob));
+    if (recorded != nullptr && recorded->answer.largest) before.push_back(peak_line(*recorded, q.setup.capacity, unit, x.knob, x.step));
     if (q.headroom > 0) before.push_back(headroom_line(q, x, unit));
-    if (x.best() != recorded && x.best()->answer.largest) before.push_back(peak_line(*x.best(), q.setup.capacity, unit, x.knob));
+    if (x.best() != recorded && x.best()->answer.largest) before.push_back(peak_line(*x.best(), q.setup.capacity, unit, x.knob, x.step));
     before.emplace_back();
     before.push_back(recordings_line(x));
     if (x.first_answer) before.push_back(refinement_line(x));
