@@ -493,14 +493,20 @@ TEST_CASE("max-batch plan: an answer needs two runs without an OOM; side by side
 
 TEST_CASE("max-batch plan: a batch whose runs disagree varies; the answer is the largest batch that ran every time, the model given a margin") {
     // 83 fits one run in two (another stream's frees come back late); 82
-    // and below run every time.
-    Program p;
-    p.script[83] = {RunOutcome::ran, RunOutcome::out_of_memory};
-    rs::MaxBatchPlanOptions o = options(1 * GiB, {4, 8}, 20);
-    o.repeats = 2;
-    o.parallel = 4;
-    rs::MaxBatchPlanner planner(o);
-    const Drive d = drive(planner, p, 1 * GiB);
+    // and below run every time. Two runs an answer, four side by side.
+    const auto varying = [] {
+        Program p;
+        p.script[83] = {RunOutcome::ran, RunOutcome::out_of_memory};
+        return p;
+    };
+    const auto side_by_side = [](unsigned max_runs) {
+        rs::MaxBatchPlanOptions o = options(1 * GiB, {4, 8}, max_runs);
+        o.repeats = 2;
+        o.parallel = 4;
+        return o;
+    };
+    rs::MaxBatchPlanner planner(side_by_side(20));
+    const Drive d = drive(planner, varying(), 1 * GiB);
     const rs::SettingFacts f = planner.facts("", std::nullopt);
     INFO(d.steps);
     CHECK(f.varies == std::vector<std::uint64_t>{83});
@@ -515,14 +521,8 @@ TEST_CASE("max-batch plan: a batch whose runs disagree varies; the answer is the
     CHECK(std::find(d.steps.begin(), d.steps.end(), "runs: 62 repeat | 72 bisection | 72 repeat") != d.steps.end());
     CHECK(planner.runs() <= 20);
     // Under a budget too small for the bisection: the largest batch that ran every time so far.
-    rs::MaxBatchPlanner short_budget(options(1 * GiB, {4, 8}, 8));
-    Program q;
-    q.script[83] = {RunOutcome::ran, RunOutcome::out_of_memory};
-    rs::MaxBatchPlanOptions so = options(1 * GiB, {4, 8}, 8);
-    so.repeats = 2;
-    so.parallel = 4;
-    rs::MaxBatchPlanner cut(so);
-    const Drive e = drive(cut, q, 1 * GiB);
+    rs::MaxBatchPlanner cut(side_by_side(8));
+    const Drive e = drive(cut, varying(), 1 * GiB);
     CHECK(cut.runs() <= 8);
     const rs::SettingFacts g = cut.facts("", std::nullopt);
     REQUIRE(e.last.answer);

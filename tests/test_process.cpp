@@ -150,6 +150,16 @@ bool group_gone(int group) {
     return false;
 }
 
+// Its exit, polled until it ends, for 5 s at most.
+std::optional<process::ChildExit> ended_within_5s(process::RunningChild& child) {
+    std::optional<process::ChildExit> exit;
+    for (int i = 0; i < 500 && !exit; ++i) {
+        exit = child.poll();
+        if (!exit) ::usleep(10 * 1000);
+    }
+    return exit;
+}
+
 }  // namespace
 
 TEST_CASE("process: RunningChild runs side by side, each polled; stopped, its whole group goes; a move hands it on") {
@@ -159,11 +169,7 @@ TEST_CASE("process: RunningChild runs side by side, each polled; stopped, its wh
     // Two at once: the quick one ends first, the slow one is still going.
     process::RunningChild quick({"sh", "-c", "exit 3"}, quiet);
     process::RunningChild slow({"sh", "-c", "sleep 30 & wait"}, quiet);
-    std::optional<process::ChildExit> done;
-    for (int i = 0; i < 500 && !done; ++i) {
-        done = quick.poll();
-        if (!done) ::usleep(10 * 1000);
-    }
+    const std::optional<process::ChildExit> done = ended_within_5s(quick);
     REQUIRE(done);
     CHECK(done->exit_status == 3);
     CHECK_FALSE(done->interrupted);
@@ -177,11 +183,7 @@ TEST_CASE("process: RunningChild runs side by side, each polled; stopped, its wh
     CHECK(group_gone(group));
     // A start that fails: exit 127 with the reason, as run_child's.
     process::RunningChild missing({"/nonexistent/program"}, quiet);
-    std::optional<process::ChildExit> gone;
-    for (int i = 0; i < 500 && !gone; ++i) {
-        gone = missing.poll();
-        if (!gone) ::usleep(10 * 1000);
-    }
+    const std::optional<process::ChildExit> gone = ended_within_5s(missing);
     REQUIRE(gone);
     CHECK(gone->exit_status == 127);
     CHECK(gone->start_error.has_value());
