@@ -26,7 +26,8 @@ TEST_CASE("run slots: one GPU holds as many runs as its free memory allows besid
     RunSlotPlan p = plan_run_slots(h200s({139}, 6));
     CHECK(p.slots.size() == 8);
     CHECK(p.limit == "the host's cores");
-    CHECK(p.slots.front().environment.empty());  // one GPU: the program's environment as given
+    // One GPU: no GPU named; the cores shared, 2 threads each.
+    CHECK(p.slots.front().environment == std::vector<std::string>{"OMP_NUM_THREADS=2"});
     // 14 GiB caps (15.5 a run): 8 fit, 8 allowed.
     CHECK(plan_run_slots(h200s({139}, 14)).slots.size() == 8);
     // 40 GiB caps: 3 fit.
@@ -70,12 +71,14 @@ TEST_CASE("run slots: several GPUs spread the runs, each named in CUDA_VISIBLE_D
     REQUIRE(p.slots.size() == 8);
     std::size_t on_1 = 0;
     for (const RunSlot& s : p.slots) {
-        REQUIRE(s.environment.size() == 1);
+        REQUIRE(s.environment.size() == 2);
         if (s.environment.front() == "CUDA_VISIBLE_DEVICES=1") ++on_1;
+        CHECK(s.environment.back() == "OMP_NUM_THREADS=2");
     }
     CHECK(on_1 == 1);  // GPU 1 holds one 15.5 GiB run beside 1 GiB kept free
     RunSlotFacts pinned = h200s({139, 139}, 14);
     pinned.spread = false;
+    pinned.threads_set = true;  // and the user's OMP_NUM_THREADS stands
     for (const RunSlot& s : plan_run_slots(pinned).slots) CHECK(s.environment.empty());
 }
 
@@ -84,8 +87,8 @@ TEST_CASE("run slots: torchrun's runs take disjoint sets of GPUs; unknown ranks,
     f.ranks = 2;
     RunSlotPlan p = plan_run_slots(f);
     REQUIRE(p.slots.size() == 2);
-    CHECK(p.slots[0].environment == std::vector<std::string>{"CUDA_VISIBLE_DEVICES=0,1"});
-    CHECK(p.slots[1].environment == std::vector<std::string>{"CUDA_VISIBLE_DEVICES=2,3"});
+    CHECK(p.slots[0].environment == std::vector<std::string>{"CUDA_VISIBLE_DEVICES=0,1", "OMP_NUM_THREADS=4"});
+    CHECK(p.slots[1].environment == std::vector<std::string>{"CUDA_VISIBLE_DEVICES=2,3", "OMP_NUM_THREADS=4"});
     f.ranks = 4;
     CHECK(plan_run_slots(f).slots.size() == 1);
     f.ranks = 0;

@@ -22,9 +22,15 @@ unsigned room_for(const GpuRoom& gpu, std::uint64_t need) {
     return static_cast<unsigned>(std::min<std::uint64_t>((gpu.free - kKeptFree) / need, 1024));
 }
 
-}  // namespace
+// Several runs at once share the cores: each run's OpenMP threads its share.
+RunSlotPlan share_cores(RunSlotPlan plan, const RunSlotFacts& f) {
+    if (plan.slots.size() < 2 || f.threads_set) return plan;
+    const unsigned each = std::max(1U, f.cores / static_cast<unsigned>(plan.slots.size() * std::max(1U, f.ranks)));
+    for (RunSlot& slot : plan.slots) slot.environment.push_back("OMP_NUM_THREADS=" + std::to_string(each));
+    return plan;
+}
 
-RunSlotPlan plan_run_slots(const RunSlotFacts& f) {
+RunSlotPlan plan_slots(const RunSlotFacts& f) {
     if (f.asked && *f.asked <= 1) return one_slot("--jobs 1");
     if (f.ranks == 0) return one_slot("a launcher's ranks are not known before its first run");
     const std::uint64_t need = f.cap + f.outside;
@@ -80,5 +86,9 @@ RunSlotPlan plan_run_slots(const RunSlotFacts& f) {
     else plan.limit = f.asked ? "--jobs" : "the host's cores";
     return plan;
 }
+
+}  // namespace
+
+RunSlotPlan plan_run_slots(const RunSlotFacts& f) { return share_cores(plan_slots(f), f); }
 
 }  // namespace gpumem

@@ -38,11 +38,17 @@ struct RunSlotFacts {
     unsigned ranks = 1;
     unsigned cores = 1;  // the CPUs this process may use
     std::optional<unsigned> asked;  // --jobs N; none: automatic
+    // The user set OMP_NUM_THREADS: theirs stands. Else runs side by side
+    // share the cores (OMP_NUM_THREADS set to their share, as torchrun
+    // does for its ranks): each PyTorch process otherwise starts a thread
+    // per core, and seven of them on 16 cores ran 2x slower each.
+    bool threads_set = false;
 };
 
 struct RunSlot {
     // NAME=VALUE for the run: CUDA_VISIBLE_DEVICES where runs spread over
-    // GPUs; empty: the program's environment as given.
+    // GPUs, OMP_NUM_THREADS where several share the cores; empty: the
+    // program's environment as given.
     std::vector<std::string> environment;
 };
 

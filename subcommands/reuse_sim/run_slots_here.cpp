@@ -17,6 +17,8 @@ RunSlotFacts run_slot_facts_here(std::uint64_t cap, unsigned ranks, std::optiona
     f.ranks = ranks;
     f.cores = allowed_cpu_count();
     f.asked = asked;
+    const char* threads = std::getenv("OMP_NUM_THREADS");
+    f.threads_set = threads != nullptr && *threads != '\0';
     std::string why_not;
     const std::unique_ptr<Nvml> nvml = Nvml::open(why_not);
     if (!nvml) return f;  // no driver: memory not known
