@@ -274,6 +274,9 @@ public:
     void fitted(ModelFit fit);
 
     const MaxBatchState& state() const noexcept { return state_; }
+    // How many runs can go at once from the next step on (the GPUs a run
+    // takes are known once one ran; the free memory moves).
+    void set_parallel(unsigned parallel) noexcept { options_.parallel = parallel == 0 ? 1 : parallel; }
     // The runs made (--confirm's not counted) against the budget.
     unsigned runs() const noexcept { return made_; }
     // The facts of one setting's runs ("" the recorded one).

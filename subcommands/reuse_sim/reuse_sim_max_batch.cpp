@@ -407,8 +407,11 @@ rs::MaxBatchPlanOptions plan_options(const MaxBatchRequest& m, const rs::CostMod
     // Runs side by side where --jobs asks, or (auto) where the host allows:
     // read once here for the planner (which plans a check's repeats and
     // neighbours beside it); each step's runs are placed afresh.
+    // A launcher's (torchrun's) ranks are not known before its first run:
+    // one at a time until then.
     if (!m.program.empty())
-        o.parallel = m.jobs ? *m.jobs : static_cast<unsigned>(plan_run_slots(run_slot_facts_here(m.settings.capacity.value_or(0), 1, m.jobs)).slots.size());
+        o.parallel = static_cast<unsigned>(
+            plan_run_slots(run_slot_facts_here(m.settings.capacity.value_or(0), launches_ranks(m.program) ? 0 : 1, m.jobs)).slots.size());
     o.capacity = m.setup.capacity;
     o.search.limit = m.limit;
     o.search.step = m.multiple_of;
@@ -523,6 +526,9 @@ private:
         for (const MaxBatchRecording& rec : x_.recordings)
             if (rec.recorded_here) ranks = std::max<unsigned>(1, static_cast<unsigned>(rec.ranks.size()));
         RunSlotPlan plan = plan_run_slots(run_slot_facts_here(m_.settings.capacity.value_or(0), ranks, m_.jobs));
+        // The steps after this one are planned for as many (a launcher's
+        // runs, one at a time until its ranks are known, may then spread).
+        if (ranks > 0) planner_.set_parallel(static_cast<unsigned>(plan.slots.size()));
         if (plan.slots.size() > x_.jobs) {
             x_.jobs = static_cast<unsigned>(plan.slots.size());
             x_.jobs_limit = plan.limit;
