@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -155,10 +156,13 @@ std::vector<rs::GridPoint> points() { return rs::grid_points(rs::TorchOptions{},
 
 // Asks the planner until it is done, the runs answered by `program` under
 // `cap`, each fit made on the program's events at the batches named.
-Drive drive(rs::MaxBatchPlanner& planner, const Ranks& program, std::uint64_t cap) {
+// `slots`: the runs the command's slots allow after each runs step (as
+// it tells the planner with set_parallel); none: the planner's own.
+Drive drive(rs::MaxBatchPlanner& planner, const Ranks& program, std::uint64_t cap, std::optional<unsigned> slots = std::nullopt) {
     Drive d;
     for (int guard = 0; guard < 100; ++guard) {
         const rs::PlanStep step = planner.next();
+        if (step.kind == Kind::runs && slots) planner.set_parallel(*slots);
         d.last = step;
         switch (step.kind) {
         case Kind::runs: {
@@ -560,4 +564,20 @@ TEST_CASE("max-batch plan: the facts count each batch's runs; a repeat is one re
     CHECK(f.tally(80)->runs == 2);
     CHECK(f.tally(80)->passes == 1);
     CHECK(f.tally(80)->varies());
+}
+
+TEST_CASE("max-batch plan: a launcher's program, one run at a time until its ranks are known, then as the slots allow") {
+    rs::MaxBatchPlanOptions o = options(1 * GiB);
+    o.repeats = 2;
+    o.parallel = 1;  // the command's start: a launcher's ranks not known
+    rs::MaxBatchPlanner planner(o);
+    Program rank0, rank1;
+    rank1.rank_share = 2;
+    // After the first step the slots allow 8: the refinement goes out with the check at its first answer.
+    const Drive d = drive(planner, Ranks{{rank0, rank1}, {"2 ranks"}}, 1 * GiB, 8);
+    INFO(d.steps);
+    REQUIRE(d.steps.size() >= 3);
+    CHECK(d.steps[0] == "runs: 4 first | 8 first");
+    CHECK(d.steps[2] == "runs: 21 near the answer | 31 near the answer | 41 check at the answer | 41 repeat | 42 the next batch");
+    CHECK(d.steps.back() == "done 41 ran");
 }
