@@ -1075,7 +1075,8 @@ TEST_CASE("max-batch: memory that varies from run to run: the answer is the larg
 TEST_CASE("max-batch --jobs 3: a check goes out with its repeat and the next batch, side by side; the answer unchanged") {
     const Scratch s;
     const RunResult r =
-        run_gpumem(with_program({"reuse-sim", "max-batch", "--json", "--capacity", "1GiB", "--jobs", "3", "--repeats", "2"}), standin_env(s));
+        run_gpumem(with_program({"reuse-sim", "max-batch", "--json", "--capacity", "1GiB", "--jobs", "3", "--repeats", "2", "-o", s / "run.pickle"}),
+                   standin_env(s));
     INFO(r.err);
     REQUIRE(r.status == 0);
     const json m = json::parse(r.out)["max_batch"];
@@ -1086,6 +1087,10 @@ TEST_CASE("max-batch --jobs 3: a check goes out with its repeat and the next bat
     for (const json& rec : m["recordings"]) whys.push_back(rec["why"]);
     CHECK(std::count(whys.begin(), whys.end(), "the next batch") == 1);
     CHECK(std::count(whys.begin(), whys.end(), "repeat") == 1);
+    // -o keeps each batch's first run, the next batch's too; not a repeat's.
+    CHECK(exists(s / "run.bs84.pickle"));
+    for (const json& rec : m["recordings"])
+        if (rec["why"] == "repeat") CHECK(rec["kept"] == false);
     // Usage: --jobs takes a count or auto, before anything runs.
     for (const char* bad : {"0", "x", "65"}) {
         const RunResult u = run_gpumem(with_program({"reuse-sim", "max-batch", "--capacity", "1GiB", "--jobs", bad}), standin_env(s));

@@ -195,8 +195,9 @@ PreparedRun prepare_run(const MaxBatchRequest& m, const rs::PlannedRun& planned,
     static_cast<rs::BatchRun&>(rec) = {planned.batch, planned.setting, planned.why, rs::RunOutcome::failed, 0, 0, true};
     const std::uint64_t batch = planned.batch;
     const std::string& setting = planned.setting;
-    // -o FILE keeps the recorded setting's first run at each batch.
-    rec.kept = m.keep.has_value() && setting.empty() && planned.why != rs::RunReason::repeat && planned.why != rs::RunReason::above_answer;
+    // -o FILE keeps the recorded setting's first run at each batch (a
+    // repeat's batch has one already).
+    rec.kept = m.keep.has_value() && setting.empty() && planned.why != rs::RunReason::repeat;
     RecordSettings settings = m.settings;
     const std::string own = "run" + std::to_string(number);
     settings.file = rec.kept ? batch_file_name(*m.keep, batch) : scratch + "/" + own + batch_file_name("", batch) + ".pickle";
