@@ -462,28 +462,34 @@ TEST_CASE("max-batch plan: an answer needs two runs without an OOM; side by side
                                                              "done 83 ran"}));
     CHECK(planner.state().repeats == 2);
     CHECK(planner.facts("", 83).tally(83)->passes == 2);
-    // Side by side: the first answer's check goes out with the refinement,
-    // its repeat and the next batch (whose OOM settles it), as the slots
-    // allow; the refitted model agrees: settled in that one step.
+    // Side by side, eight slots: the first recordings climb a ladder
+    // (16 to 512 beside 4 and 8); the largest that ran, 64, is within twice
+    // the answer: no refinement, and the check goes out with its repeat and
+    // the next batch (whose OOM settles it): two steps of runs.
     o.parallel = 8;
     rs::MaxBatchPlanner side(o);
     const Drive d = drive(side, Program{}, 1 * GiB);
-    CHECK(d.steps == steps({"runs: 4 first | 8 first", "fit: 4 8",
-                            "runs: 42 near the answer | 62 near the answer | 83 check at the answer | 83 repeat | 84 the next batch",
-                            "fit: 4 8 42 62 83", "done 83 ran"}));
+    CHECK(d.steps == steps({"runs: 4 first | 8 first | 16 ladder | 32 ladder | 64 ladder | 128 ladder | 256 ladder | 512 ladder",
+                            "fit: 4 8 16 32 64", "runs: 83 check at the answer | 83 repeat | 84 the next batch", "fit: 4 8 16 32 64 83",
+                            "done 83 ran"}));
     CHECK(side.facts("", 83).ran_out == 84);
-    // Four slots: no room for the next batch; the model's word for it.
+    CHECK(side.state().max_runs == 12 + 6);  // the ladder's runs on top of the default budget
+    // Four slots: a shorter ladder, 32 the largest; the first answer's
+    // check goes out with the refinement and its repeat (no room for the
+    // next batch: the model's word for it); the refitted model agrees:
+    // settled in that step.
     o.parallel = 4;
     rs::MaxBatchPlanner four(o);
-    CHECK(drive(four, Program{}, 1 * GiB).steps == steps({"runs: 4 first | 8 first", "fit: 4 8",
-                                                          "runs: 42 near the answer | 62 near the answer | 83 check at the answer | 83 repeat",
-                                                          "fit: 4 8 42 62 83", "done 83 ran"}));
+    CHECK(drive(four, Program{}, 1 * GiB).steps ==
+          steps({"runs: 4 first | 8 first | 16 ladder | 32 ladder", "fit: 4 8 16 32",
+                 "runs: 42 near the answer | 62 near the answer | 83 check at the answer | 83 repeat", "fit: 4 8 16 32 42 62 83", "done 83 ran"}));
     // Three: the check after the refinement, with its repeat and the next batch.
     o.parallel = 3;
     rs::MaxBatchPlanner three(o);
-    CHECK(drive(three, Program{}, 1 * GiB).steps == steps({"runs: 4 first | 8 first", "fit: 4 8", "runs: 42 near the answer | 62 near the answer",
-                                                           "fit: 4 8 42 62", "runs: 83 check at the answer | 83 repeat | 84 the next batch",
-                                                           "fit: 4 8 42 62 83", "done 83 ran"}));
+    CHECK(drive(three, Program{}, 1 * GiB).steps == steps({"runs: 4 first | 8 first | 16 ladder", "fit: 4 8 16",
+                                                           "runs: 42 near the answer | 62 near the answer", "fit: 4 8 16 42 62",
+                                                           "runs: 83 check at the answer | 83 repeat | 84 the next batch", "fit: 4 8 16 42 62 83",
+                                                           "done 83 ran"}));
     // Several ranks (the command's timing note): three runs.
     o.parallel = 1;
     rs::MaxBatchPlanner ranked(o);
@@ -507,6 +513,7 @@ TEST_CASE("max-batch plan: a batch whose runs disagree varies; the answer is the
         rs::MaxBatchPlanOptions o = options(1 * GiB, {4, 8}, max_runs);
         o.repeats = 2;
         o.parallel = 4;
+        o.max_runs_given = true;  // the ladder's runs count
         return o;
     };
     rs::MaxBatchPlanner planner(side_by_side(20));
@@ -564,6 +571,48 @@ TEST_CASE("max-batch plan: the facts count each batch's runs; a repeat is one re
     CHECK(f.tally(80)->runs == 2);
     CHECK(f.tally(80)->passes == 1);
     CHECK(f.tally(80)->varies());
+}
+
+TEST_CASE("max-batch plan: the ladder: within --max-runs where given, none with --no-refine, multiples of --multiple-of, under the limit") {
+    // --max-runs given: the ladder's runs count, and leave the budget as it was.
+    rs::MaxBatchPlanOptions o = options(1 * GiB, {4, 8}, 10);
+    o.parallel = 8;
+    o.max_runs_given = true;
+    rs::MaxBatchPlanner given(o);
+    const Drive d = drive(given, Program{}, 1 * GiB);
+    INFO(d.steps);
+    CHECK(d.steps.front() == "runs: 4 first | 8 first | 16 ladder | 32 ladder | 64 ladder | 128 ladder | 256 ladder | 512 ladder");
+    CHECK(given.state().max_runs == 10);
+    CHECK(given.runs() <= 10);
+    CHECK(d.steps.back() == "done 83 ran");
+    // --no-refine: the first recordings only.
+    o.refine = false;
+    rs::MaxBatchPlanner bare(o);
+    CHECK(drive(bare, Program{}, 1 * GiB).steps.front() == "runs: 4 first | 8 first");
+    // --multiple-of 8: doubling keeps the multiples.
+    o.refine = true;
+    o.max_runs_given = false;
+    o.first_batches = {8, 16};
+    o.search.step = 8;
+    o.parallel = 4;
+    rs::MaxBatchPlanner multiples(o);
+    const Drive m = drive(multiples, Program{}, 1 * GiB);
+    CHECK(m.steps.front() == "runs: 8 first | 16 first | 32 ladder | 64 ladder");
+    CHECK(m.steps.back() == "done 80 ran");
+    // Never above the search's limit.
+    o.search.step = 1;
+    o.first_batches = {4, 8};
+    o.search.limit = 40;
+    rs::MaxBatchPlanner limited(o);
+    CHECK(drive(limited, Program{}, 1 * GiB).steps.front() == "runs: 4 first | 8 first | 16 ladder | 32 ladder");
+    // After halving (8 and 4 ran out of memory), no ladder: the slots go to the halved batches alone.
+    Program heavy = spiked_from(4, 2000);
+    o.search.limit = 1u << 20;
+    o.parallel = 8;
+    rs::MaxBatchPlanner halved(o);
+    const Drive h = drive(halved, heavy, 1 * GiB);
+    REQUIRE(h.steps.size() >= 3);
+    CHECK(h.steps[2] == "runs: 2 first");
 }
 
 TEST_CASE("max-batch plan: a launcher's program, one run at a time until its ranks are known, then as the slots allow") {

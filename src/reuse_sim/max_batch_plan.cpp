@@ -20,6 +20,10 @@ constexpr int kConfirmStepsDown = 3;
 // stream's work): a DDP program fitted 2 of 3 times at one batch.
 constexpr unsigned kRepeats = 2;
 constexpr unsigned kRepeatsTimed = 3;
+// The ladder's runs beside the first recordings at most: from 8, up to 512
+// (a batch), from 256, up to 16384 (a length). Each a doubling: the largest
+// that ran is within twice the answer, the smallest that did not bounds it.
+constexpr unsigned kLadderRuns = 6;
 
 // The segment PyTorch's caching allocator would take for the largest
 // request of the model's trace at `batch`: below 1 MiB a small pool's 2 MiB,
@@ -154,7 +158,9 @@ std::string knob_values(const std::string& knob) { return knob == "batch" ? std:
 // ---------------------------------------------------------------- planner
 
 MaxBatchPlanner::MaxBatchPlanner(MaxBatchPlanOptions options)
-    : options_(std::move(options)), phase_(options_.first_batches.empty() ? Phase::given : Phase::first), first_batches_(options_.first_batches) {}
+    : options_(std::move(options)), phase_(options_.first_batches.empty() ? Phase::given : Phase::first), first_batches_(options_.first_batches) {
+    state_.max_runs = options_.max_runs;
+}
 
 void MaxBatchPlanner::given(std::uint64_t batch, RunOutcome outcome) {
     BatchRun run;
@@ -246,7 +252,8 @@ SettingFacts MaxBatchPlanner::facts(const std::string& setting, std::optional<st
 // ------------------------------------------------------------ the phases
 
 // The first recordings, at --record-batches: where fewer than two run
-// without an OOM, every batch halved (down to 1,2) and recorded again.
+// without an OOM, every batch halved (down to 1,2) and recorded again. Side
+// by side, the first round also climbs a ladder above them (ladder_runs).
 std::optional<PlanStep> MaxBatchPlanner::first_step() {
     after_runs_ = After::nothing;
     std::vector<PlannedRun> runs;
@@ -258,6 +265,10 @@ std::optional<PlanStep> MaxBatchPlanner::first_step() {
                               ") was spent before two recordings ran without an OOM");
         }
         runs.push_back(plan_run(batch, RunReason::first));
+    }
+    if (!runs.empty() && made_ == 0) {
+        std::vector<PlannedRun> ladder = ladder_runs(runs.size());
+        runs.insert(runs.end(), ladder.begin(), ladder.end());
     }
     if (!runs.empty()) return runs_step(std::move(runs));
     if (usable().size() >= 2) {
@@ -286,6 +297,27 @@ std::optional<PlanStep> MaxBatchPlanner::first_step() {
     return note;
 }
 
+// The ladder: where slots are free beside the first recordings (and the
+// search checks its answer), runs doubling above the largest of them, up to
+// kLadderRuns and the search's limit. The first answer is then fitted on
+// the two largest that ran, within twice the answer (the smallest that did
+// not bounds it), and needs no refinement: the answer's check can be the
+// next step, and the whole search two steps of runs. Without --max-runs the
+// budget grows by the ladder's runs: they cost no wall time.
+std::vector<PlannedRun> MaxBatchPlanner::ladder_runs(std::size_t planned) {
+    std::vector<PlannedRun> runs;
+    if (!options_.refine || first_batches_ != options_.first_batches || first_batches_.empty()) return runs;
+    std::uint64_t batch = *std::max_element(first_batches_.begin(), first_batches_.end());
+    while (runs.size() < kLadderRuns && planned + runs.size() < options_.parallel && batch <= options_.search.limit / 2) {
+        if (options_.max_runs_given && !can_run(planned + runs.size())) break;
+        batch = down(2 * batch);
+        runs.push_back(plan_run(batch, RunReason::ladder));
+    }
+    if (!options_.max_runs_given) options_.max_runs += static_cast<unsigned>(runs.size());
+    state_.max_runs = options_.max_runs;
+    return runs;
+}
+
 // Refinement: the first recordings are small batches, where libraries
 // pick other kernels and workspaces, and extrapolating 50-200x magnifies
 // every error: record again near the answer, at 1/2 and 3/4 of it, above
@@ -302,8 +334,10 @@ std::optional<PlanStep> MaxBatchPlanner::refine_step() {
     const MaxBatchSetting* recorded = state_.recorded();
     if (recorded == nullptr || !recorded->answer.largest || recorded->answer.reached_limit) return std::nullopt;
     const std::uint64_t first = *recorded->answer.largest;
+    // The largest that ran: an OOM (a ladder's) tells nothing of the fit.
     std::uint64_t largest = 0;
-    for (const BatchRun& run : runs_) largest = std::max(largest, run.batch);
+    for (const BatchRun& run : runs_)
+        if (!run.ran_out_of_memory()) largest = std::max(largest, run.batch);
     if (first <= 2 * largest) return std::nullopt;
     std::vector<std::uint64_t> batches;
     for (const std::uint64_t batch : {down((first + 1) / 2), down((3 * first + 2) / 4)})

@@ -54,6 +54,7 @@ enum class RunOutcome : std::uint8_t {
 enum class RunReason : std::uint8_t {
     given,         // --batch-trace: a recording made before, not by this search
     first,         // --record-batches (halved after an OOM)
+    ladder,        // side by side with the first: doubling above them, while slots are free
     near_answer,   // the refinement, at 1/2 and 3/4 of the first answer
     at_answer,     // a check: a real run at the model's answer
     at_hopeful,    // where the answer ran and the model does not hold
@@ -67,6 +68,7 @@ constexpr const char* run_reason_name(RunReason why) noexcept {
     switch (why) {
     case RunReason::given: return "given";
     case RunReason::first: return "first";
+    case RunReason::ladder: return "ladder";
     case RunReason::near_answer: return "near the answer";
     case RunReason::at_answer: return "check at the answer";
     case RunReason::at_hopeful: return "check at the hopeful answer";
@@ -186,6 +188,9 @@ struct MaxBatchState {
     // Where a batch varied: the room the search left under the cap for it
     // (one more segment of the program's largest request); 0: none.
     std::uint64_t variance_margin = 0;
+    // The run budget in force: --max-runs, or its default with the
+    // ladder's runs added (they go beside the first, in no more wall time).
+    unsigned max_runs = 0;
 
     const MaxBatchSetting* recorded() const;
     const MaxBatchSetting* best() const { return settings.empty() ? nullptr : &settings.front(); }
@@ -200,12 +205,18 @@ struct MaxBatchPlanOptions {
     bool refine = true;    // off with --no-refine: no refinement, no checks
     bool confirm = false;  // --confirm
     unsigned max_runs = 16;  // every run but --confirm's
+    // --max-runs was given: the ladder's runs count against it (else the
+    // default budget grows by them, and is the search's after the ladder).
+    bool max_runs_given = false;
     std::string knob = "batch";  // the knob searched, for the words of errors and notes
     // The runs an answer needs, all without an OOM (--repeats); 0: two, or
     // three where the recordings show what timing can change.
     unsigned repeats = 0;
-    // How many runs can go at once (--jobs): above 1, a check goes out with
-    // its repeats, the next batch and the batches just below it.
+    // How many runs can go at once (--jobs): above 1, the first recordings
+    // go out with a ladder above them (doubling, up to kLadderRuns more: the
+    // largest that fits is then within twice the answer, which settles
+    // without a refinement), and a check with its repeats, the next batch
+    // and the batches just below it.
     unsigned parallel = 1;
     std::uint64_t capacity = 0;
     // The search's limit and headroom, and how its replays run (threads,
@@ -309,6 +320,7 @@ private:
     };
 
     std::optional<PlanStep> first_step();
+    std::vector<PlannedRun> ladder_runs(std::size_t planned);
     std::optional<PlanStep> refine_step();
     std::optional<PlanStep> check_step(const std::string& setting, std::uint64_t floor);
     std::optional<PlanStep> repeat_step(const std::string& setting);

@@ -247,7 +247,7 @@ void say_run(const Session& session, const MaxBatchSearchResults& x, const MaxBa
     for (const MaxBatchRecording::Rank& k : rec.ranks)
         if (k.ooms > 0) out.push_back(std::to_string(k.rank));
     if (!out.empty()) what += " on rank " + join(out, ", ");
-    say(session, "max-batch: run " + std::to_string(x.runs()) + " of " + std::to_string(m.max_runs) + " at most: " + m.knob + " " +
+    say(session, "max-batch: run " + std::to_string(x.runs()) + " of " + std::to_string(x.max_runs != 0 ? x.max_runs : m.max_runs) + " at most: " + m.knob + " " +
                      std::to_string(rec.batch) + " (" + rs::run_reason_name(rec.why) + (rec.setting.empty() ? "" : ", under " + rec.setting) +
                      "): " + what + ", " + format_decimal(rec.wall_seconds, 1) + " s");
 }
@@ -403,6 +403,7 @@ rs::MaxBatchPlanOptions plan_options(const MaxBatchRequest& m, const rs::CostMod
     o.refine = m.refine;
     o.confirm = m.confirm;
     o.max_runs = m.max_runs;
+    o.max_runs_given = m.max_runs_given;
     o.repeats = m.repeats;
     o.knob = m.knob;
     // Runs side by side where --jobs asks, or (auto) where the host allows:

@@ -69,6 +69,7 @@ struct MaxBatchRequest {
     // first ones, the refinement's, the checks, the bisection, the runs
     // below the answer, the best setting's); --confirm's runs come on top.
     unsigned max_runs = kDefaultMaxRuns;
+    bool max_runs_given = false;  // --max-runs: the ladder's runs count against it
     static constexpr unsigned kDefaultMaxRuns = 16;
     // --jobs N: runs at once; none: auto (as the GPUs' free memory, their
     // count and the cores allow: base/run_slots.hpp).

@@ -189,6 +189,7 @@ MaxBatchRequest check_max_batch_input(const MaxBatchOptions& o) {
     check_program(o, m);
     m.refine = !o.no_refine;
     if (o.max_runs) m.max_runs = static_cast<unsigned>(*o.max_runs);
+    m.max_runs_given = o.max_runs.has_value();
     if (m.max_runs < m.record_batches.size())
         throw UsageError("--max-runs " + std::to_string(m.max_runs) + " is fewer than the " + std::to_string(m.record_batches.size()) +
                          " batches of --record-batches: the first recordings alone need that many runs");
