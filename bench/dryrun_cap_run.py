@@ -13,6 +13,10 @@ driver, not gpumem:
         at its answer finds the GPU full the first time it runs (an OOM the
         driver runs again); lightning_vit.py --find
         prints a found batch 5 below the largest that fits;
+        issue 55's length_programs (gpt_len, llama_len, vit_img) "need"
+        knob_need(their words): their docstrings' memory on paper, by
+        their knob's value (--seq, --img), quadratic in L for gpt_len
+        --attn eager and in S for vit_img;
     dryrun_cap_run.py --torchrun N ARGS...
         torchrun's stand-in: N processes of `python3 ARGS...` with RANK,
         LOCAL_RANK and WORLD_SIZE set; exit 1 if any rank fails.
@@ -36,7 +40,11 @@ MiB = 1 << 20
 # --max-runs 16 allows (its answer there: "not confirmed, budget spent").
 TYPICAL = {"lightning_vit": (24, 14), "bert_mlm": (20, 9), "t5_train": (18, 9), "resnet50_amp": (11, 12),
            "unet": (13, 20), "gru_lm": (13, 13), "llama_prefill": (19, 16), "grad_accum": (15, 16),
-           "side_stream": (11, 16), "fsdp_uneven": (18, 16), "ddp_uneven": (17, 14)}
+           "side_stream": (11, 16), "fsdp_uneven": (18, 16), "ddp_uneven": (17, 14),
+           # issue 55's, on paper (their docstrings): not yet run on the H200
+           "gpt_len": (10, 12), "llama_len": (10, 10), "vit_img": (8, 12)}
+# The knob each of issue 55's programs is searched by, and its word.
+KNOBS = {"gpt_len": "--seq", "llama_len": "--seq", "vit_img": "--img"}
 
 
 def run_seconds(name, salt=""):
@@ -51,6 +59,38 @@ def run_seconds(name, salt=""):
 def fake_need(name, batch):
     """The bytes a program of this name "needs" at a batch (dryrun_gpumem.py's formula too)."""
     return 100 * MiB + batch * (3 + len(name)) * MiB
+
+
+def word(argv, name, default):
+    return argv[argv.index(name) + 1] if name in argv[:-1] else default
+
+
+def knob_need(name, argv, value=None):
+    """The bytes one of issue 55's programs "needs" at its knob's value
+    (the value in argv, or value): its docstring's memory on paper."""
+    if value is None:
+        value = int(word(argv, KNOBS[name], "0"))
+    if name == "gpt_len":
+        bs = int(word(argv, "--bs", "2"))
+        need = 2300 * 10 ** 6 + bs * 1700 * 1000 * value
+        return need + (bs * 12 * 96 * value * value if word(argv, "--attn", "sdpa") == "eager" else 0)
+    if name == "llama_len":
+        return 1500 * 10 ** 6 + int(word(argv, "--bs", "4")) * 1050 * 1000 * value
+    if name == "vit_img":
+        return 500 * 10 ** 6 + int(word(argv, "--bs", "32")) * 255 * 1000 * ((value // 16) ** 2 + 1)
+    raise KeyError(name)
+
+
+def knob_largest(name, argv, cap, step=1, limit=1 << 20):
+    """The largest multiple of step whose knob_need is within the cap (0: none)."""
+    lo, hi = 0, limit // step + 1  # in steps: lo fits (or is 0), hi does not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if knob_need(name, argv, mid * step) <= cap:
+            lo = mid
+        else:
+            hi = mid
+    return lo * step
 
 
 def rank_scale(prog_argv, rank):
@@ -89,6 +129,11 @@ def main(argv):
         found = largest_fitting(name, cap) - 5
         print("lightning_found_batch=%d lightning_trials=13 mode=binsearch" % found)
         status, need = 0, fake_need(name, found)
+    elif name in KNOBS:
+        batch = int(word(prog, KNOBS[name], "0"))
+        need = knob_need(name, prog)
+        status = 0 if need <= cap else 3
+        print("%s (stand-in): %s %d, need %d of %d: %s" % (name, KNOBS[name][2:], batch, need, cap, "fits" if status == 0 else "OOM"))
     else:
         batch = int(prog[prog.index("--bs") + 1]) * rank_scale(prog, rank)
         need = fake_need(name, batch)

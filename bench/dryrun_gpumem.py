@@ -13,10 +13,15 @@
 # each its program's seconds there times FAKE_SCALE, --jobs of them side by side as it averaged
 # there (2.5 of 4 at once; 1.8 of 2), and answers "not confirmed" (null) where those runs pass
 # --max-runs (16);
+# Issue 55: a program whose words name another knob in braces ({seq}, {img}) is answered from
+# dryrun_cap_run.py's knob_need (its docstring's memory on paper), the largest multiple of
+# --multiple-of that fits, with knob and multiple_of in the JSON and the answer's words as gpumem's
+# ("longest seq (a multiple of 64) that fits in 6GiB: ..."); vit_img's one step low (the check of
+# the next value sees it).
 # --confirm is a flag in both jobs: "--confirm 1" is refused as usage (exit 2), as gpumem does, so the
 # scripts' --confirm [--max-runs K] forms are what is tried.
 import json, os, re, sys, time, random
-from dryrun_cap_run import fake_need, largest_fitting, rank_scale, run_seconds, TYPICAL
+from dryrun_cap_run import fake_need, largest_fitting, rank_scale, run_seconds, TYPICAL, KNOBS, knob_largest
 MiB = 1 << 20
 a = sys.argv[1:]
 if a[:1] == ["--version"]:
@@ -56,10 +61,41 @@ if job == "record":
     print("gpumem: recorded", f, file=sys.stderr)
     sys.exit(r["exit"])
 if "--confirm" in a and (opt("--confirm") or "").isdigit(): print("usage: --confirm is a flag", file=sys.stderr); print('{"error":"x"}'); sys.exit(2)
+def knob_answer(cap, target, name, knob):
+    """max-batch's document for a knob other than the batch (issue 55)."""
+    step = int(opt("--multiple-of") or 1)
+    largest = knob_largest(name, [w.replace("{%s}" % knob, "0") for w in target], cap, step)
+    answer = largest - step if name == "vit_img" else largest
+    jobs = 4 if opt("--jobs") in (None, "auto") else int(opt("--jobs"))
+    first = [(v + step - 1) // step * step for v in (128, 256)]
+    if first[0] == first[1]:
+        first = [step, 2 * step]
+    recs = [{"batch": b, "recorded_by_gpumem": True, "why": w, "order": i + 1, "ran_out_of_memory": b > largest, "wall_seconds": 1.0}
+            for i, (b, w) in enumerate([(first[0], "first"), (first[1], "first"), (answer // 2 // step * step, "near the answer"),
+                                        (answer, "check"), (answer + step, "check above")])]
+    if os.environ.get("FAKE_SCALE"):
+        runs = TYPICAL.get(name, (15, 14))[1]
+        time.sleep(sum(run_seconds(name, i) for i in range(min(runs, int(opt("--max-runs") or 16)))) / {1: 1.0, 2: 1.8, 3: 2.2}.get(jobs, 2.5))
+    else:
+        time.sleep(float(os.environ.get("FAKE_SLEEP", "0.2")) * len(recs) / min(jobs, 2))
+    word = "longest" if any(w in knob.lower() for w in ("seq", "len", "ctx", "context", "token")) else "largest"
+    multiple = " (a multiple of %d)" % step if step > 1 else ""
+    backing = ("real runs: %d ran 2 of 2 times without an OOM, %d ran out of memory" % (answer, answer + step) if answer == largest else
+               "a real run at %d ran without an OOM; the model says %d does not fit" % (answer, answer + step))
+    text = "%s %s%s that fits in %s: %d (%s)" % (word, knob, multiple, opt("--capacity"), answer, backing)
+    batches = [{"batch": answer, "alloc_conf": None, "runs": 2, "ran": 2, "out_of_memory": 0},
+               {"batch": answer + step, "alloc_conf": None, "runs": 2, "ran": 0, "out_of_memory": 2}][:1 if answer < largest else 2]
+    return {"max_batch": {"answer": text, "knob": knob, "multiple_of": step, "largest_batch": answer, "answer_status": "ran",
+                          "answer_ran": True, "recordings": recs, "jobs": jobs, "repeats": 2, "batches": batches, "varies": [],
+                          "settings": [{"alloc_conf": "", "recorded": True, "largest_batch": answer}]}}
 if job == "max-batch":
     cap = size(opt("--capacity"))
     target = program_of(prog)
     name = os.path.basename(target[0])[:-3]
+    knobs = sorted(set(k for w in prog for k in re.findall(r"\{([A-Za-z_]\w*)\}", w)))
+    if knobs and knobs != ["batch"]:
+        print(json.dumps(knob_answer(cap, target, name, knobs[0])))
+        sys.exit(0)
     nproc = int(prog[prog.index("--nproc-per-node") + 1]) if "--nproc-per-node" in prog else 1
     largest = largest_fitting(name, cap, max(rank_scale(target, r) for r in range(nproc)))
     answer = largest - 1 if name == "llama_prefill" else largest

@@ -24,6 +24,11 @@
         failed in any repeat must be 0); and, where Lightning's finder ran,
         the two side by side, both answers checked alike.
 
+Issue 55's cases search another knob ({seq}, {img}; their records say
+knob and multiple_of): where any case does, each table has a knob column
+(seq, or "img, x16": searched in multiples of 16), "one low" is one step
+low, and the next value checked is the answer plus one step.
+
 Every gpumem JSON key is read defensively (--max-batch's document was
 being changed when this was written)."""
 import json
@@ -64,19 +69,51 @@ def fmt(v, spec="%s"):
     return "-" if v is None else spec % v
 
 
+def knob_of(doc):
+    return (doc or {}).get("knob") or "batch"
+
+
+def step_of(doc):
+    step = (doc or {}).get("multiple_of")
+    return step if is_int(step) and step > 0 else 1
+
+
+def knob_label(doc):
+    """The knob a case searched, in a table cell: "seq", "img, x16"."""
+    return knob_of(doc) + (", x%d" % step_of(doc) if step_of(doc) > 1 else "")
+
+
+def any_knob(*groups):
+    """Whether any record of these searched a knob other than the batch (the tables then say which)."""
+    return any(knob_of(d) != "batch" for docs in groups for d in docs)
+
+
+def with_knob(header, cells, doc, at, knobs):
+    """A table row (or its header) with the knob's column inserted after column at, where knobs."""
+    if not knobs:
+        return cells
+    return cells[:at] + [header if doc is None else knob_label(doc)] + cells[at:]
+
+
+def row(cells):
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
 def truth_table(work):
     cases = latest_by_case(read_jsonl(os.path.join(work, "cases.jsonl")))
     lightning = latest_by_case(read_jsonl(os.path.join(work, "lightning.jsonl")))
-    out = ["| program | cap | true largest batch | smallest OOM | search runs | search s | below the truth, not fitting | note |",
-           "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |"]
+    knobs = any_knob(cases.values())
+    out = [row(with_knob("knob", ["program", "cap", "true largest" if knobs else "true largest batch", "smallest OOM", "search runs",
+                                  "search s", "below the truth, not fitting", "note"], None, 2, knobs)),
+           row(with_knob("---", ["---", "---", "---:", "---:", "---:", "---:", "---", "---"], None, 2, knobs))]
     for c in sorted(cases.values(), key=lambda c: (c.get("program", ""), cap_key(c.get("cap", "")))):
         below = c.get("below") or []
         probed = "%d probed" % len(below) if below else "not probed"
         bad = c.get("below_not_fitting") or []
-        out.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        out.append(row(with_knob(None, [
             c.get("program"), c.get("cap"), fmt(c.get("truth")), fmt(c.get("smallest_oom")), c.get("runs"),
             fmt(c.get("wall"), "%.1f"), ("**%s** (%s)" % (", ".join(map(str, bad)), probed)) if bad else "none (%s)" % probed,
-            c.get("note") or ""))
+            c.get("note") or ""], c, 2, knobs)))
     done = [c for c in cases.values() if c.get("truth") is not None]
     if done:
         out.append("")
@@ -141,13 +178,14 @@ def answer_ran(mb, g, recs, confirm):
         c.get("batch") == g and c.get("real_ooms") == 0 and c.get("exit_status", 0) == 0 for c in confirm)
 
 
-def verdict_of(g, truth, ran, truth_runs):
+def verdict_of(g, truth, ran, truth_runs, step=1):
+    """gpumem's answer g against the truth, in words (step: the multiples searched; one low is one step)."""
     if g is None or truth is None:
         return "-"
     if g == truth:
         return "exact"
-    if g == truth - 1:
-        return "one low"
+    if g == truth - step:
+        return "one low" if step == 1 else "one low (one step, %d)" % step
     if g < truth:
         return "low by %d" % (truth - g)
     ours = truth_runs.get(g)
@@ -166,9 +204,10 @@ def compare_table(work, truth_work=None):
     lightning = latest_by_case(read_jsonl(os.path.join(work, "lightning.jsonl"))) or (
         latest_by_case(read_jsonl(os.path.join(truth_work, "lightning.jsonl"))) if truth_work else {})
     answers = latest_by_case(read_jsonl(os.path.join(work, "gpumem.jsonl")))
-    out = ["| program | cap | gpumem | answer ran | true largest | gpumem vs truth | below the truth, not fitting | "
-           "best setting: answer (ran?) | gpumem runs / s | search runs / s | notes |",
-           "| --- | --- | ---: | --- | ---: | --- | --- | --- | ---: | ---: | --- |"]
+    knobs = any_knob(answers.values(), cases.values())
+    out = [row(with_knob("knob", ["program", "cap", "gpumem", "answer ran", "true largest", "gpumem vs truth", "below the truth, not fitting",
+                                  "best setting: answer (ran?)", "gpumem runs / s", "search runs / s", "notes"], None, 2, knobs)),
+           row(with_knob("---", ["---", "---", "---:", "---", "---:", "---", "---", "---", "---:", "---:", "---"], None, 2, knobs))]
     verdicts, g_runs, g_walls, s_runs, s_walls, details = [], [], [], [], [], []
     for name in sorted(set(answers) | set(cases), key=lambda n: (n.split("@")[0], cap_key(n.split("@")[-1]))):
         a = answers.get(name) or {}
@@ -183,7 +222,7 @@ def compare_table(work, truth_work=None):
         truth_runs = {}
         for t in (c.get("trials") or []) + (c.get("below") or []):
             truth_runs[t.get("batch")] = t.get("verdict")
-        v = verdict_of(g, truth, ran, truth_runs)
+        v = verdict_of(g, truth, ran, truth_runs, step_of(a or c))
         notes = []
         if a.get("exit") not in (0, None):
             notes.append("gpumem exit %s" % a.get("exit"))
@@ -202,7 +241,7 @@ def compare_table(work, truth_work=None):
             notes.append("ranks: " + "; ".join("%s=%s" % (k, json.dumps(val)[:60]) for k, val in ranks[:3]))
         confirmed = (mb.get("confirm") or {}).get("confirmed_batch") if isinstance(mb.get("confirm"), dict) else None
         if is_int(confirmed) and confirmed != g:
-            notes.append("--confirm's answer %d: %s" % (confirmed, verdict_of(confirmed, truth, True, truth_runs)))
+            notes.append("--confirm's answer %d: %s" % (confirmed, verdict_of(confirmed, truth, True, truth_runs, step_of(a or c))))
         if c.get("truth_from"):
             notes.append("truth from an earlier run")
         if c.get("note"):
@@ -231,10 +270,11 @@ def compare_table(work, truth_work=None):
         if truth is not None:
             s_runs.append(c.get("runs"))
             s_walls.append(c.get("wall"))
-        out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s / %s | %s |" % (
+        out.append(row(with_knob(None, [
             name.split("@")[0], name.split("@")[-1], fmt(g),  # the cap with the ranks' layout (ddp_uneven@4GiB:2-1gpu)
             {True: "yes", False: "**no**"}[ran] if g is not None else "-", fmt(truth), v, below, best_text,
-            nruns if a else "-", fmt(wall, "%.1f"), c.get("runs", "-"), fmt(c.get("wall"), "%.1f"), "; ".join(notes).replace("|", "/")))
+            "%s / %s" % (nruns if a else "-", fmt(wall, "%.1f")), "%s / %s" % (c.get("runs", "-"), fmt(c.get("wall"), "%.1f")),
+            "; ".join(notes).replace("|", "/")], a or c, 2, knobs)))
         if a:
             details.append("- %s: gpumem's runs (batch: why, OOM?): %s; --confirm: %s" % (
                 name, ", ".join("%s: %s%s" % (r.get("batch"), r.get("why"), ", OOM" if r.get("ran_out_of_memory") else "") for r in
@@ -246,7 +286,7 @@ def compare_table(work, truth_work=None):
     if verdicts:
         out.append("%d answers: %d exact, %d one low, %d lower, %d above the search at a batch that ran, %d WRONG-HIGH; "
                    "exact or above at a batch that ran: %.0f %%." % (
-                       len(verdicts), verdicts.count("exact"), verdicts.count("one low"), len([v for v in verdicts if v.startswith("low by")]),
+                       len(verdicts), verdicts.count("exact"), len([v for v in verdicts if v.startswith("one low")]), len([v for v in verdicts if v.startswith("low by")]),
                        len([v for v in verdicts if v.startswith("above")]), len(wrong), 100.0 * len(exactish) / len(verdicts)))
     if g_runs:
         out.append("Median real runs and seconds an answer: gpumem %s runs, %.1f s; the doubling-and-bisection search %s runs, %.1f s "
@@ -298,7 +338,7 @@ def checked(doc, key):
 def answer_words(mb):
     """gpumem's status text, shortened: its answer less the words every answer starts with."""
     text = str(mb.get("answer") or "")
-    if text.startswith("largest batch") and ": " in text:
+    if text.startswith(("largest ", "longest ")) and " that fits in " in text and ": " in text:
         text = text.split(": ", 1)[1]
     text = text.replace("|", "/")
     return text if len(text) <= 90 else text[:87] + "..."
@@ -336,9 +376,10 @@ def verify_table(work, truth_work=None):
     for doc in read_jsonl(os.path.join(work, "verify.jsonl")):
         checks[(doc.get("case"), doc.get("who"))] = doc
     lightning = latest_by_case(read_jsonl(os.path.join(work, "lightning.jsonl")))
-    out = ["| case | gpumem | gpumem says | answer run again | next batch | true largest | gpumem vs truth | "
-           "gpumem runs | at once | repeats | gpumem s | varied |",
-           "| --- | ---: | --- | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | --- |"]
+    knobs = any_knob(answers.values(), cases.values())
+    out = [row(with_knob("knob", ["case", "gpumem", "gpumem says", "answer run again", "next" if knobs else "next batch", "true largest",
+                                  "gpumem vs truth", "gpumem runs", "at once", "repeats", "gpumem s", "varied"], None, 1, knobs)),
+           row(with_knob("---", ["---", "---:", "---", "---", "---", "---:", "---", "---:", "---:", "---:", "---:", "---"], None, 1, knobs))]
     answered, failing, unchecked, walls, runs, verdicts = [], [], [], [], [], []
     for name in sorted(answers, key=lambda n: (n.split("@")[0], cap_key(n.split("@")[-1].split(":")[0]), n)):
         a = answers[name]
@@ -350,7 +391,7 @@ def verify_table(work, truth_work=None):
         truth, truth_runs, c = truth_of(cases, name)
         verdicts_run = [v for v in (check or {}).get("verdicts", []) if v not in ("not-run", "killed")]
         all_fit = bool(verdicts_run) and all(v == "fits" for v in verdicts_run)
-        v = verdict_of(g, truth, all_fit, truth_runs)
+        v = verdict_of(g, truth, all_fit, truth_runs, step_of(a))
         says = answer_words(mb)
         if not says:
             says = a.get("note") or ("gpumem exit %s" % a.get("exit") if a.get("exit") not in (0, None) else "")
@@ -370,10 +411,13 @@ def verify_table(work, truth_work=None):
         jobs = mb.get("jobs")
         at_once = "%s (room for %s)" % (fmt(jobs), a.get("reserved_slots")) if is_int(jobs) and is_int(a.get("reserved_slots")) \
             and jobs > a["reserved_slots"] else fmt(jobs)
-        out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            name, fmt(g), says, checked(check, "verdicts"), checked(check, "next_verdicts"), fmt(truth),
+        nxt = checked(check, "next_verdicts")
+        if knobs and check and is_int(check.get("next")) and nxt != "-":
+            nxt = "%d: %s" % (check["next"], nxt)
+        out.append(row(with_knob(None, [
+            name, fmt(g), says, checked(check, "verdicts"), nxt, fmt(truth),
             v + (" (truth from an earlier run)" if c.get("truth_from") else ""), nruns, at_once,
-            fmt(mb.get("repeats")), fmt(a.get("wall"), "%.1f"), varied))
+            fmt(mb.get("repeats")), fmt(a.get("wall"), "%.1f"), varied], a, 1, knobs)))
     out.append("")
     if answers:
         out.append("%d answers of %d cases: %d exact, %d low, %d above the search at a batch that ran, %d WRONG-HIGH, %d without a truth; "

@@ -40,10 +40,21 @@ cap, an OOM on any rank an OOM; gpumem gets `torchrun --standalone
 
     max_batch_truth.py --work DIR [--programs "a b"] [--caps "6GiB 14GiB"] [--gpus "0 1 2 3"]
                        [--cases "unet@14GiB ..."] [--torchrun "ddp_uneven@4GiB fsdp_uneven@6GiB:1"] [--share-gpu]
+                       [--knob-cases FILE [--knob-select "PATTERN ..."]]
                        [--lightning] [--gpumem BIN [--gpumem-args ARGS] [--gpumem-slots K] [--gpumem-busy F]
                        [--gpumem-share F] [--gpumem-case-args CASE=ARGS] [--gpumem-deadline S]]
                        [--verify N] [--verify-next K] [--verify-deadline S]
                        [--truth-from DIR0 ...] [--no-truth] [--deadline S] [--hard-limit S] [--below K] [--dry-run] ...
+
+Issue 55: a case may search any knob, not only the batch. --knob-cases
+FILE (a JSON list; see the end of --help) gives each its program's words
+with the knob in braces (--seq {seq} --bs 2), its caps and its step
+(multiple_of): the truth doubles from the case's start and bisects on
+multiples of the step down to one step, the check runs the answer and the
+answer plus one step, gpumem gets the same words with --multiple-of N
+where N > 1, and the records (runs.jsonl, cases.jsonl, gpumem.jsonl,
+verify.jsonl: knob, multiple_of) and the tables name the knob; the value
+stays under the key "batch", as gpumem's JSON keeps it.
 
 --truth-from DIR0 (repeatable) takes the complete searches of an earlier
 DIR (its cases.jsonl) instead of searching again. Standard library only. A
@@ -92,19 +103,89 @@ def parse_size(text):
 
 class Case:
     """A program under a cap: plain python (nproc 0), or torchrun's nproc
-    ranks, each on a GPU of its own or (shared) all on one GPU."""
+    ranks, each on a GPU of its own or (shared) all on one GPU. Its knob is
+    the size searched: the batch (--bs N, as always), or, for a case of
+    --knob-cases, any {NAME} in its argument template (args), searched in
+    multiples of step from start (doubling) up to limit."""
 
-    def __init__(self, program, path, cap_text, nproc=0, shared=False):
+    def __init__(self, program, path, cap_text, nproc=0, shared=False, knob="batch", args=None, step=1, start=None, limit=None):
         self.program, self.path, self.cap_text, self.nproc = program, path, cap_text, nproc
         self.shared = shared and nproc > 1
         self.cap = parse_size(cap_text)
+        self.knob, self.args, self.step, self.start, self.limit = knob, args, step, start, limit
         # Two ranks on two GPUs keep issue 47's names, which --truth-from reads;
         # any other layout is another case (its truth is its own).
         layout = "" if nproc in (0, 2) and not self.shared else ":%d%s" % (nproc, "-1gpu" if self.shared else "")
         self.name = "%s@%s%s" % (program, cap_text, layout)
 
     def program_argv(self, batch, steps):
-        return [self.path, "--bs", str(batch), "--steps", str(steps)]
+        """The program's words at a value of its knob (batch: --bs N; a
+        template: its {NAME} filled in, and --steps S unless it sets them)."""
+        if self.args is None:
+            return [self.path, "--bs", str(batch), "--steps", str(steps)]
+        words = [w.replace("{%s}" % self.knob, str(batch)) for w in self.args]
+        return [self.path] + words + ([] if "--steps" in self.args else ["--steps", str(steps)])
+
+    def placeholder(self):
+        return "{%s}" % self.knob
+
+    def value_tag(self, value):
+        """A run's name for its value: bs8 for a batch, seq1024 for {seq}."""
+        return ("bs%d" if self.knob == "batch" else self.knob + "%d") % value
+
+    def knob_doc(self):
+        return {"knob": self.knob, "multiple_of": self.step}
+
+
+KNOB_CASES_HELP = """--knob-cases FILE (or the JSON text itself): a list of cases whose
+knob is not the batch, each {"name": "gpt_len_eager", "program":
+"gpt_len.py" (beside FILE, or a path), "args": "--seq {seq} --bs 2 --attn
+eager" (the program's words, its knob once in braces; --steps S is added
+unless given), "caps": ["6GiB", "14GiB"], "multiple_of": 64 (the truth's
+doubling and bisection land on multiples only, the check's next value is
+the answer plus it, and gpumem gets --multiple-of N where N > 1; default
+1), "start": 128 (the doubling's first value, a multiple; default
+--start-bs), "limit": 8192 (the largest value ever run; default
+--limit-bs), "gpumem_args": "--record-batches 128,256" (the case's own
+gpumem options, as --gpumem-case-args)}; one case a cap, named
+NAME@CAP. --knob-select 'PATTERN ...' keeps those whose NAME@CAP matches
+one of the shell patterns (*@6GiB)."""
+
+
+def knob_cases(spec, select, folder_default):
+    """The cases of --knob-cases (a file or JSON text) that --knob-select
+    keeps, and their gpumem options as --gpumem-case-args items."""
+    import fnmatch
+    if spec.lstrip().startswith("["):
+        items, folder = json.loads(spec), folder_default
+    else:
+        with open(spec) as f:
+            items = json.load(f)
+        folder = os.path.dirname(os.path.abspath(spec))
+    cases, extra = [], []
+    patterns = select.split() or ["*"]
+    for item in items:
+        name, args = item["name"], item["args"].split()
+        knobs = sorted(set(re.findall(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", item["args"])))
+        if len(knobs) != 1:
+            raise ValueError("knob case %s: its args name %s knobs in braces; one is searched" % (name, len(knobs) or "no"))
+        step = int(item.get("multiple_of", 1))
+        if step < 1:
+            raise ValueError("knob case %s: multiple_of %d" % (name, step))
+        start = item.get("start")
+        start = None if start is None else -(-int(start) // step) * step
+        limit = item.get("limit")
+        limit = None if limit is None else int(limit) // step * step
+        program = item["program"]
+        path = program if os.path.isabs(program) else os.path.join(folder, program)
+        for cap in item["caps"]:
+            case = Case(name, path, cap, knob=knobs[0], args=args, step=step, start=start, limit=limit)
+            if not any(fnmatch.fnmatchcase(case.name, pat) for pat in patterns):
+                continue
+            cases.append(case)
+            if item.get("gpumem_args"):
+                extra.append("%s=%s" % (case.name, item["gpumem_args"]))
+    return cases, extra
 
 
 def program_path(item, folder):
@@ -261,6 +342,8 @@ class Driver:
         """--gpumem-args with the case's own --gpumem-case-args over them
         (an option given in both takes the case's value)."""
         words = self.a.gpumem_args.split()
+        if case.step > 1 and "--multiple-of" not in words:
+            words += ["--multiple-of", str(case.step)]
         for item in self.a.gpumem_case_args:
             name, _, extra = item.partition("=")
             if name != case.name:
@@ -354,7 +437,7 @@ class Driver:
         runs beside it, not its cap) is run once more; both are kept."""
         rec = self.run_once(case, batch, why, argv_tail, priority, allow_ooms, tag, timeout)
         if rec.get("run_again"):
-            self.say("%s: batch %d ran out of memory with the GPU full (%s): once more" % (case.name, batch, rec["gpu_full"]))
+            self.say("%s: %s %d ran out of memory with the GPU full (%s): once more" % (case.name, case.knob, batch, rec["gpu_full"]))
             rec = self.run_once(case, batch, why, argv_tail, priority, allow_ooms, tag, timeout, again=True)
         return rec
 
@@ -365,7 +448,7 @@ class Driver:
         gpus = self.gpus.take(need, priority, late, count, procs)
         if gpus is None:
             return {"case": case.name, "batch": batch, "why": why, "verdict": "not-run", "note": "deadline"}
-        name = "%s.%s" % (case.name, tag or "bs%d" % batch)
+        name = "%s.%s" % (case.name, tag or case.value_tag(batch))
         stats = os.path.join(self.a.work, "logs", name + ".stats.json")
         for old in glob.glob(stats) + glob.glob(stats + ".rank*"):
             os.remove(old)
@@ -434,16 +517,26 @@ class Driver:
         return [r or {"case": case.name, "batch": b, "why": w, "verdict": "not-run", "note": "no record"}
                 for r, (b, w, _) in zip(recs, runs)]
 
-    def next_batches(self, lo, hi, tried):
-        """The search's next batches, --search-width of them: doubling from
+    def limits(self, case):
+        """The case's doubling start and its largest value (multiples of its step)."""
+        step = case.step
+        start = case.start if case.start is not None else -(-self.a.start_bs // step) * step
+        limit = case.limit if case.limit is not None else self.a.limit_bs // step * step
+        return start, limit
+
+    def next_batches(self, case, lo, hi, tried):
+        """The search's next values, --search-width of them: doubling from
         the largest that ran until one runs out of memory, then points
-        evenly inside the bracket (width 1: plain bisection)."""
-        width = max(1, self.a.search_width)
+        evenly inside the bracket (width 1: plain bisection), all
+        multiples of the case's step (a batch's: 1)."""
+        width, step = max(1, self.a.search_width), case.step
+        start, limit = self.limits(case)
         if hi is None:
-            first = self.a.start_bs if not lo else min(lo * 2, self.a.limit_bs)
-            batches = [min(first << k, self.a.limit_bs) for k in range(width)]
+            first = start if not lo else min(lo * 2, limit)
+            batches = [min(first << k, limit) for k in range(width)]
         else:
-            batches = [lo + (hi - lo) * k // (width + 1) for k in range(1, width + 1)]
+            ulo, uhi = lo // step, hi // step
+            batches = [(ulo + (uhi - ulo) * k // (width + 1)) * step for k in range(1, width + 1)]
         return sorted(set(b for b in batches if b > lo and (hi is None or b < hi) and b not in tried))
 
     def search(self, case, seed=None):
@@ -454,12 +547,12 @@ class Driver:
             ooms = [t["batch"] for t in trials if t.get("verdict") == "oom"]
             hi = min(ooms) if ooms else None
             lo = max([t["batch"] for t in trials if t.get("verdict") == "fits" and (hi is None or t["batch"] < hi)] or [0])
-            if hi is not None and hi - lo <= 1:
+            if hi is not None and hi - lo <= case.step:
                 break
-            if hi is None and lo >= self.a.limit_bs:
+            if hi is None and lo >= self.limits(case)[1]:
                 note = "fits at the search's limit %d" % lo
                 break
-            batches = self.next_batches(lo, hi, set(t["batch"] for t in trials))
+            batches = self.next_batches(case, lo, hi, set(t["batch"] for t in trials))
             if not batches:
                 note = "no batch left to try between %d and %s" % (lo, hi)
                 break
@@ -470,7 +563,7 @@ class Driver:
             for r in recs:
                 if r["verdict"] != "not-run":
                     trials.append(r)
-                    self.say("%s: batch %d %s in %.1f s" % (case.name, r["batch"], r["verdict"], r.get("wall", 0)))
+                    self.say("%s: %s %d %s in %.1f s" % (case.name, case.knob, r["batch"], r["verdict"], r.get("wall", 0)))
             unrun = [r["batch"] for r in recs if r["verdict"] == "not-run"]
             failed = [r for r in recs if r["verdict"] not in ("fits", "oom", "not-run")]
             if failed:
@@ -482,18 +575,18 @@ class Driver:
         ooms = [t["batch"] for t in trials if t.get("verdict") == "oom"]
         hi = min(ooms) if ooms else None
         lo = max([t["batch"] for t in trials if t.get("verdict") == "fits" and (hi is None or t["batch"] < hi)] or [0])
-        done = note is None and hi is not None and hi - lo <= 1
+        done = note is None and hi is not None and hi - lo <= case.step
         doc = {"case": case.name, "program": case.program, "cap": case.cap_text, "cap_bytes": case.cap, "nproc": case.nproc,
-               "shared_gpu": case.shared, "truth": lo if done else None, "largest_ran": lo, "smallest_oom": hi, "complete": done,
+               "shared_gpu": case.shared, **case.knob_doc(), "truth": lo if done else None, "largest_ran": lo, "smallest_oom": hi, "complete": done,
                "note": note, "runs": len(trials), "search_width": self.a.search_width,
                "wall": round(sum(t.get("wall", 0) for t in trials), 2), "trials": trials}
         # The batches just below the answer: memory that is not monotone in the batch.
         below = []
         if done and self.a.below > 0:
             for k in range(1, self.a.below + 1):
-                if lo - k < 1 or self.late():
+                if lo - k * case.step < case.step or self.late():
                     break
-                r = self.run(case, lo - k, "below", BELOW)
+                r = self.run(case, lo - k * case.step, "below", BELOW)
                 if r["verdict"] == "not-run":
                     break
                 below.append(r)
@@ -514,8 +607,9 @@ class Driver:
 
     def verify(self, case, batch, who):
         """Issue 54's check of an answer: the answer --verify times and the
-        next batch --verify-next times under PyTorch's own cap, at once
-        where there is room; one line of verify.jsonl."""
+        next value (the next batch, the next multiple of a knob case's
+        step) --verify-next times under PyTorch's own cap, at once where
+        there is room; one line of verify.jsonl."""
         if not is_int(batch) or batch < 1 or (self.a.verify <= 0 and self.a.verify_next <= 0):
             return
         if self.a.verify_after_all:
@@ -524,17 +618,17 @@ class Driver:
                     break
         suffix = "" if who == "gpumem" else "-" + who
         runs = [(batch, "verify" + suffix, "verify%s%d" % (suffix, i)) for i in range(1, self.a.verify + 1)] + [
-            (batch + 1, "verify-next" + suffix, "verify-next%s%d" % (suffix, i)) for i in range(1, self.a.verify_next + 1)]
+            (batch + case.step, "verify-next" + suffix, "verify-next%s%d" % (suffix, i)) for i in range(1, self.a.verify_next + 1)]
         recs = self.run_many(case, runs, VERIFY)
         # An OOM with the GPU itself full twice (the runs beside it) is no verdict on the cap.
         verdicts = [r["verdict"] + ("-gpu-full" if r.get("gpu_full") else "") for r in recs]
         doc = {"case": case.name, "program": case.program, "cap": case.cap_text, "nproc": case.nproc, "who": who, "batch": batch,
-               "planned": self.a.verify, "planned_next": self.a.verify_next,
+               **case.knob_doc(), "next": batch + case.step, "planned": self.a.verify, "planned_next": self.a.verify_next,
                "verdicts": verdicts[:self.a.verify], "next_verdicts": verdicts[self.a.verify:],
                "peak_reserved": [r.get("peak_reserved") for r in recs[:self.a.verify]],
                "walls": [r.get("wall") for r in recs]}
         self.write("verify", doc)
-        self.say("%s: %s's answer %d: %s; next %d: %s" % (case.name, who, batch, " ".join(doc["verdicts"]), batch + 1,
+        self.say("%s: %s's answer %s %d: %s; next %d: %s" % (case.name, who, case.knob, batch, " ".join(doc["verdicts"]), batch + case.step,
                                                         " ".join(doc["next_verdicts"]) or "not run"))
 
     def lightning(self, case):
@@ -561,7 +655,7 @@ class Driver:
         """gpumem's own answer for the case: one --max-batch process, timed;
         then its check (--verify)."""
         doc = {"case": case.name, "program": case.program, "cap": case.cap_text, "cap_bytes": case.cap, "nproc": case.nproc,
-               "shared_gpu": case.shared}
+               "shared_gpu": case.shared, **case.knob_doc()}
         need, count, procs, slots = self.gpumem_placement(case)
         gpus = None
         if self.gpumem_admit(case, need, procs):
@@ -576,7 +670,7 @@ class Driver:
         base = os.path.join(self.a.work, "gpumem", case.name)
         launcher = torchrun_argv(case.nproc) if case.nproc else ["python3"]
         argv = [self.a.gpumem, "reuse-sim", "max-batch", "--capacity", case.cap_text] + self.gpumem_args_for(case) + \
-            ["--json", "--"] + launcher + case.program_argv("{batch}", self.a.steps)
+            ["--json", "--"] + launcher + case.program_argv(case.placeholder(), self.a.steps)
         load = self.gpus.load(gpus)
         doc.update(argv=argv, gpus=gpus, gpu_load_at_start=load, start=round(self.elapsed(), 2), reserved_slots=slots,
                    reserved_bytes=need)
@@ -730,13 +824,15 @@ def gpu_totals(gpus, override):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, epilog=KNOB_CASES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--work", required=True)
     p.add_argument("--programs-dir", default=os.path.join(HERE, "batch_programs_w"))
     p.add_argument("--programs", default=None, help="names in --programs-dir, or paths (default: all of it; '' none)")
     p.add_argument("--caps", default="6GiB 14GiB")
     p.add_argument("--cases", default="", help="'prog@CAP ...': cases beside --programs x --caps (a program under one cap only)")
     p.add_argument("--torchrun", default="", help="'prog@CAP[:NPROC] ...' from --torchrun-dir, under torchrun")
+    p.add_argument("--knob-cases", default="", help="a JSON file (or text) of cases that search another knob ({seq}, {img}): see below")
+    p.add_argument("--knob-select", default="", help="'PATTERN ...': only the --knob-cases whose NAME@CAP matches one (default all)")
     p.add_argument("--torchrun-dir", default=os.path.join(HERE, "torchrun_programs"))
     p.add_argument("--nproc", type=int, default=2, help="ranks of a --torchrun case that names none")
     p.add_argument("--share-gpu", action="store_true", help="all ranks of a torchrun case on one GPU")
@@ -807,9 +903,13 @@ def main():
             n, _, rest = item.partition("@")
             c, _, nproc = rest.partition(":")
             cases.append(Case(n, os.path.join(a.torchrun_dir, n + ".py"), c or "4GiB", int(nproc) if nproc else a.nproc, a.share_gpu))
+        if a.knob_cases:
+            knobbed, knob_args = knob_cases(a.knob_cases, a.knob_select, a.programs_dir)
+            cases += knobbed
+            a.gpumem_case_args = knob_args + a.gpumem_case_args  # the command line's own go last, over them
         for item in a.reserve.split():
             parse_size(item.split(":")[1])
-    except (ValueError, IndexError) as e:
+    except (ValueError, IndexError, KeyError, TypeError, OSError) as e:
         sys.exit("max_batch_truth.py: %s" % e)
     missing = sorted(set(c.path for c in cases if not os.path.isfile(c.path)))
     if missing:

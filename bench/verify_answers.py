@@ -13,6 +13,10 @@ only. Writes OUT.jsonl (one line a run) and OUT.md (a table):
 bench/max-batch-54.sh verify runs it on an earlier run's work (FROM=).
 --dry-run: made-up runs (bench/dryrun_cap_run.py and its torchrun), no GPU.
 
+A case of issue 55 that searched another knob (gpumem.jsonl's knob,
+multiple_of: --seq {seq} in multiples of 64) has that placeholder filled
+in, and its next value is the answer plus one step.
+
 A run's verdict is cap_run.py's exit status: 0 fits, 3 out of memory, else
 failed; past --run-timeout, timeout; not started by --deadline, not-run."""
 import argparse
@@ -39,7 +43,7 @@ def command(doc, batch, stats, dry_run=False):
     """The program after gpumem's --, under cap_run.py (and torchrun's ranks)."""
     argv = doc["argv"]
     program = argv[argv.index("--") + 1:]
-    program = [w.replace("{batch}", str(batch)) for w in program]
+    program = [w.replace("{%s}" % (doc.get("knob") or "batch"), str(batch)) for w in program]
     cap = ["--cap", str(doc["cap_bytes"]), "--stats", stats, "--"]
     cap_run = os.path.join(HERE, "dryrun_cap_run.py" if dry_run else "cap_run.py")
     if os.path.basename(program[0]).startswith("python"):
@@ -48,6 +52,11 @@ def command(doc, batch, stats, dry_run=False):
     at = next(i for i, w in enumerate(program) if w.endswith(".py"))
     head = [sys.executable, cap_run, "--torchrun", str(ranks_of(doc)), cap_run] if dry_run else program[:at] + [cap_run]
     return head + cap + program[at:]
+
+
+def step_of(doc):
+    step = doc.get("multiple_of")
+    return step if isinstance(step, int) and step > 0 else 1
 
 
 def ranks_of(doc):
@@ -78,7 +87,7 @@ def main():
     tasks = []
     for d in docs:
         b = d["max_batch"]["largest_batch"]
-        tasks += [(d, b, "answer", i) for i in range(a.verify)] + [(d, b + 1, "next", i) for i in range(a.verify_next)]
+        tasks += [(d, b, "answer", i) for i in range(a.verify)] + [(d, b + step_of(d), "next", i) for i in range(a.verify_next)]
     os.makedirs(a.out + ".logs", exist_ok=True)
     room, procs = [size(a.room)], [a.procs]
     cv = threading.Condition()
@@ -99,7 +108,7 @@ def main():
                 return
             room[0] -= n
             procs[0] -= ranks_of(d)
-        name = "%s.%s%d.bs%d" % (d["case"], kind, i, batch)
+        name = "%s.%s%d.%s%d" % (d["case"], kind, i, "bs" if (d.get("knob") or "batch") == "batch" else d["knob"], batch)
         stats = os.path.join(a.out + ".logs", name + ".stats.json")
         start = time.time()
         env = dict(os.environ)
