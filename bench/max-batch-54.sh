@@ -54,6 +54,8 @@
 # bench/dryrun_gpumem.py as gpumem; FAKE_SLEEP seconds a run, or FAKE_SCALE:
 # each run its program's seconds on the H200 times FAKE_SCALE, and all of the
 # script's seconds (TOTAL, the deadlines, the timeouts) scaled alike).
+# DRIVER_ARGS: more options for max_batch_truth.py, word-split ("--gpu-memory 68GiB": this
+# call's share of the GPU, where another script's runs share it).
 # Time arithmetic in python3 or bash integers (the device has no bc).
 # $OUT gets NAME.tgz (the work folder: runs.jsonl, verify.jsonl, gpumem.jsonl,
 # cases.jsonl, gpumem's documents, the runs' logs), NAME.md (the tables) and
@@ -222,7 +224,7 @@ python3 "$HERE/max_batch_truth.py" --work "$WORK/run" "${DRIVER_DRY[@]}" \
     --verify "$VERIFY" --verify-next "$VERIFY_NEXT" --verify-deadline "$VERIFY_DEADLINE" --max-procs "$MAX_PROCS" \
     --search-width 3 --below 0 --run-timeout "$(secs 90)" --gpumem-timeout "$(secs $((TOTAL - 60)))" \
     --lightning-timeout "$(secs 240)" --patience "$(secs 20)" \
-    --deadline "$DEADLINE" --hard-limit "$HARD_LIMIT" > "$WORK/driver.log" 2>&1 &
+    --deadline "$DEADLINE" --hard-limit "$HARD_LIMIT" ${DRIVER_ARGS:-} > "$WORK/driver.log" 2>&1 &
 DRIVER=$!
 trap 'kill -TERM $DRIVER 2>/dev/null; wait $DRIVER; snapshot; exit 143' TERM INT
 while kill -0 $DRIVER 2>/dev/null; do

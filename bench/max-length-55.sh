@@ -204,7 +204,7 @@ python3 "$HERE/max_batch_truth.py" --work "$WORK/run" "${DRIVER_DRY[@]}" \
     --gpumem-busy "$GPUMEM_BUSY" --gpumem-share "$GPUMEM_SHARE" --gpumem-deadline "$GPUMEM_DEADLINE" \
     --verify "$VERIFY" --verify-next "$VERIFY_NEXT" --verify-deadline "$VERIFY_DEADLINE" --max-procs "$MAX_PROCS" \
     --search-width 3 --below 0 --run-timeout "$(secs 90)" --gpumem-timeout "$(secs $((TOTAL - 60)))" --patience "$(secs 20)" \
-    --deadline "$DEADLINE" --hard-limit "$HARD_LIMIT" > "$WORK/driver.log" 2>&1 &
+    --deadline "$DEADLINE" --hard-limit "$HARD_LIMIT" ${DRIVER_ARGS:-} > "$WORK/driver.log" 2>&1 &
 DRIVER=$!
 trap 'kill -TERM $DRIVER 2>/dev/null; wait $DRIVER; snapshot; exit 143' TERM INT
 while kill -0 $DRIVER 2>/dev/null; do

@@ -472,6 +472,9 @@ public:
     }
 
 private:
+    // Seconds since the search began.
+    double since_start() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count(); }
+
     // A call to the planner: its searches timed, its state the results'.
     template <typename Call>
     void timed(Call call) {
@@ -505,6 +508,7 @@ private:
         bool interrupted = false;
         run_recorded_side_by_side(requests, slot_environments(slots), [&](std::size_t i, ChildRun run) {
             interrupted = interrupted || run.interrupted;
+            prepared[i].made.rec.started_seconds = std::max(0.0, since_start() - run.wall_seconds);
             ended[i] = std::move(run);
         });
         if (interrupted || interrupt_requested()) throw InterruptedError();
@@ -611,6 +615,12 @@ private:
     // check it), with the settings the program ran with: the largest
     // recording's, the one the trace at any batch is built from.
     void fit(const std::vector<rs::BatchRun>& fit_on) {
+        const double start = since_start();
+        fit_models_on(fit_on);
+        x_.fit_seconds += since_start() - start;
+    }
+
+    void fit_models_on(const std::vector<rs::BatchRun>& fit_on) {
         const std::vector<MaxBatchRecording*> kept = recordings_of(fit_on);
         std::vector<std::string> batches;
         for (MaxBatchRecording* rec : kept) {
@@ -694,6 +704,7 @@ private:
                          " requests are found in every recording; are they of one program at several batches?");
     }
 
+    const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();  // the slots' first reading counted
     const MaxBatchRequest& m_;
     MaxBatchResults& r_;
     MaxBatchSearchResults& x_;

@@ -86,6 +86,9 @@ struct MaxBatchRecording : reuse_sim::BatchRun {
     std::string file;
     bool kept = false;           // the file stays (--batch-trace, or -o FILE)
     double wall_seconds = 0;     // the run that recorded it
+    // When that run started, in seconds since the search did: where a
+    // search's wall time goes (runs side by side, one step after another).
+    double started_seconds = 0;
     int exit_status = 0;         // the program's (the run that recorded it)
     std::uint64_t requests = 0;  // allocations in it
     // The program ran out of memory there for real: a fact (the answer is
@@ -123,6 +126,7 @@ struct MaxBatchConfirmRun {
 struct MaxBatchSearchResults : reuse_sim::MaxBatchState {
     std::vector<MaxBatchRecording> recordings;  // ascending batch
     double search_seconds = 0;
+    double fit_seconds = 0;  // reading the recordings and fitting the model, every fit
     std::string knob = "batch";  // the request's, for the words of the report
     std::uint64_t step = 1;      // --multiple-of: the next value is the answer plus this
     // The most runs that went at once (--jobs), and what held it there

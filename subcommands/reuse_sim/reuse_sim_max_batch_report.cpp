@@ -352,6 +352,7 @@ constexpr Column<MaxBatchRecording> kRecordingColumns[] = {
     {{"kept", "", FieldKind::boolean}, [](const MaxBatchRecording& r) -> Cell { return r.kept; }},
     {{"requests", "", FieldKind::integer}, [](const MaxBatchRecording& r) { return u64(r.requests); }},
     {{"wall_seconds", "", FieldKind::real}, [](const MaxBatchRecording& r) -> Cell { return r.wall_seconds; }},
+    {{"started_seconds", "", FieldKind::real}, [](const MaxBatchRecording& r) -> Cell { return r.recorded_here ? Cell(r.started_seconds) : Cell(); }},
     {{"why", "", FieldKind::text}, [](const MaxBatchRecording& r) -> Cell { return std::string(rs::run_reason_name(r.why)); }},
     {{"order", "", FieldKind::integer}, [](const MaxBatchRecording& r) { return r.order ? u64(r.order) : Cell(); }},
     {{"ran_out_of_memory", "", FieldKind::boolean}, [](const MaxBatchRecording& r) -> Cell { return r.ran_out_of_memory(); }},
@@ -594,6 +595,7 @@ constexpr Column<Doc> kMaxBatchColumns[] = {
      [](const Doc& d) { return d.x().checks ? record_cell(make_record(Columns<rs::BatchModelChecks>(kChecksColumns), *d.x().checks)) : Cell(); },
      Shown::always, false, checks_schema},
     {{"search_seconds", "", FieldKind::real}, [](const Doc& d) -> Cell { return d.x().search_seconds; }},
+    {{"fit_seconds", "", FieldKind::real}, [](const Doc& d) -> Cell { return d.x().fit_seconds; }},
     // With --confirm only.
     {{"confirm_runs", "", FieldKind::records},
      [](const Doc& d) {
