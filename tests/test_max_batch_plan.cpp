@@ -469,9 +469,11 @@ TEST_CASE("max-batch plan: an answer needs two runs without an OOM; side by side
     o.parallel = 8;
     rs::MaxBatchPlanner side(o);
     const Drive d = drive(side, Program{}, 1 * GiB);
+    // The slots left take the batches just below it (no step of their own later).
     CHECK(d.steps == steps({"runs: 4 first | 8 first | 16 ladder | 32 ladder | 64 ladder | 128 ladder | 256 ladder | 512 ladder",
-                            "fit: 4 8 16 32 64", "runs: 83 check at the answer | 83 repeat | 84 the next batch", "fit: 4 8 16 32 64 83",
-                            "done 83 ran"}));
+                            "fit: 4 8 16 32 64",
+                            "runs: 83 check at the answer | 83 repeat | 84 the next batch | 82 below the answer | 81 below the answer | 79 below the answer",
+                            "fit: 4 8 16 32 64 79 81 82 83", "done 83 ran"}));
     CHECK(side.facts("", 83).ran_out == 84);
     CHECK(side.state().max_runs == 12 + 6);  // the ladder's runs on top of the default budget
     // Four slots: a shorter ladder, 32 the largest; the first answer's
@@ -627,6 +629,7 @@ TEST_CASE("max-batch plan: a launcher's program, one run at a time until its ran
     INFO(d.steps);
     REQUIRE(d.steps.size() >= 3);
     CHECK(d.steps[0] == "runs: 4 first | 8 first");
-    CHECK(d.steps[2] == "runs: 21 near the answer | 31 near the answer | 41 check at the answer | 41 repeat | 42 the next batch");
+    CHECK(d.steps[2] == "runs: 21 near the answer | 31 near the answer | 41 check at the answer | 41 repeat | 42 the next batch | 40 below the answer | "
+                        "39 below the answer | 37 below the answer");
     CHECK(d.steps.back() == "done 41 ran");
 }
