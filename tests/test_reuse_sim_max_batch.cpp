@@ -212,10 +212,11 @@ TEST_CASE("max-batch: the grammar's usage errors exit 2 with one line, before an
 TEST_CASE("max-batch: {batch} is filled in every word it appears in; kept files get .bsN before their extension") {
     CHECK(cli::program_at_batch({"python3", "t.py", "--bs={batch}", "--out", "run{batch}-{batch}.log"}, 12) ==
           std::vector<std::string>{"python3", "t.py", "--bs=12", "--out", "run12-12.log"});
-    CHECK(cli::batch_file_name("/tmp/run.pickle", 8) == "/tmp/run.bs8.pickle");
-    CHECK(cli::batch_file_name("/tmp/run", 8) == "/tmp/run.bs8");
-    CHECK(cli::batch_file_name("/tmp/a.b/run", 8) == "/tmp/a.b/run.bs8");
-    CHECK(cli::batch_file_name("/tmp/.hidden", 8) == "/tmp/.hidden.bs8");
+    CHECK(cli::batch_file_name("/tmp/run.pickle", "batch", 8) == "/tmp/run.bs8.pickle");
+    CHECK(cli::batch_file_name("/tmp/run", "batch", 8) == "/tmp/run.bs8");
+    CHECK(cli::batch_file_name("/tmp/a.b/run", "batch", 8) == "/tmp/a.b/run.bs8");
+    CHECK(cli::batch_file_name("/tmp/.hidden", "batch", 8) == "/tmp/.hidden.bs8");
+    CHECK(cli::batch_file_name("/tmp/run.pickle", "seq", 2048) == "/tmp/run.seq2048.pickle");
 }
 
 // Issue 57: -o run wrote run.bs4 and run.bs8 and one run.stats.json.
@@ -1154,6 +1155,15 @@ TEST_CASE("max-batch: {seq} (any {NAME}) names the size searched: longest seq th
     REQUIRE(first.size() == 2);
     CHECK(first[0]["batch"] == 128);
     CHECK(first[1]["batch"] == 256);
+    // -o keeps them under the knob's name: run.seq128.pickle, not run.bs128.pickle.
+    const RunResult kept = run_gpumem({"reuse-sim", "max-batch", "--capacity", "24GiB", "--no-refine", "-o", s / "run.pickle", "--", "python3",
+                                       kBatchProgram, "--bs", "{seq}", "--square-kib", "256"},
+                                      standin_env(s));
+    INFO(kept.err);
+    CHECK(kept.status == 0);
+    CHECK(exists(s / "run.seq128.pickle"));
+    CHECK(exists(s / "run.seq256.pickle"));
+    CHECK_FALSE(exists(s / "run.bs128.pickle"));
     // Two knobs: one at a time, before anything runs.
     const RunResult two = run_gpumem({"reuse-sim", "max-batch", "--capacity", "1GiB", "--", "python3", kBatchProgram, "--bs", "{batch}", "--seq",
                                       "{seq}"},

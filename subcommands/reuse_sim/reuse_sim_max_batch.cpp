@@ -200,7 +200,7 @@ PreparedRun prepare_run(const MaxBatchRequest& m, const rs::PlannedRun& planned,
     rec.kept = m.keep.has_value() && setting.empty() && planned.why != rs::RunReason::repeat;
     RecordSettings settings = m.settings;
     const std::string own = "run" + std::to_string(number);
-    settings.file = rec.kept ? batch_file_name(*m.keep, batch) : scratch + "/" + own + batch_file_name("", batch) + ".pickle";
+    settings.file = rec.kept ? batch_file_name(*m.keep, m.knob, batch) : scratch + "/" + own + batch_file_name("", m.knob, batch) + ".pickle";
     p.request.command = program_at(m.program, m.knob, batch);
     p.request.settings = settings;
     if (session.globals().verbosity > 0 && show_runs(session))
@@ -365,7 +365,10 @@ std::vector<std::string> program_at(const std::vector<std::string>& program, con
 }
 
 
-std::string batch_file_name(const std::string& file, std::uint64_t batch) { return tagged_file_name(file, "bs" + std::to_string(batch)); }
+// run.pickle at batch 8: run.bs8.pickle; at {seq} 2048: run.seq2048.pickle.
+std::string batch_file_name(const std::string& file, const std::string& knob, std::uint64_t value) {
+    return tagged_file_name(file, (knob == "batch" ? std::string("bs") : knob) + std::to_string(value));
+}
 
 
 bool MaxBatchSearchResults::confirmed() const {

@@ -34,9 +34,10 @@ inline std::vector<std::string> program_at_batch(const std::vector<std::string>&
 }
 using reuse_sim::knob_superlative;
 using reuse_sim::knob_values;
-// max-batch -o FILE: where the recording at `batch` is kept, FILE with .bsN
-// before its extension (run.pickle: run.bs8.pickle).
-std::string batch_file_name(const std::string& file, std::uint64_t batch);
+// max-batch -o FILE: where the recording at a value of the knob is kept,
+// FILE with .bsN (a batch) or .NAMEN (another knob) before its extension
+// (run.pickle: run.bs8.pickle, run.seq2048.pickle).
+std::string batch_file_name(const std::string& file, const std::string& knob, std::uint64_t value);
 
 struct MaxBatchRequest {
     ReplaySetup setup;                  // torch-caching alone, under the cap every batch must fit in

@@ -206,7 +206,7 @@ MaxBatchRequest check_max_batch_input(const MaxBatchOptions& o) {
     if (o.repeats) m.repeats = static_cast<unsigned>(*o.repeats);
     if (o.output) {
         if (o.output->empty()) throw UsageError("--output: empty file name");
-        for (std::uint64_t batch : m.record_batches) (void)check_record_file(batch_file_name(*o.output, batch), m.program, "--output");
+        for (std::uint64_t batch : m.record_batches) (void)check_record_file(batch_file_name(*o.output, m.knob, batch), m.program, "--output");
         m.keep = check_record_file(*o.output, m.program, "--output");
     }
     return m;
