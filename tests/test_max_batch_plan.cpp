@@ -398,10 +398,15 @@ TEST_CASE("max-batch plan: a run that fails otherwise than by an OOM stops the s
     rs::MaxBatchPlanner planner(options(1 * GiB));
     CHECK(drive(planner, p, 1 * GiB).steps == steps({"runs: 4 first | 8 first", "run failed"}));
     CHECK(planner.next().kind == Kind::run_failed);  // and stays stopped
-    // A check that fails: the same, after the fits before it.
-    p.fail_from = 83;
-    rs::MaxBatchPlanner at_check(options(1 * GiB));
-    CHECK(drive(at_check, p, 1 * GiB).steps.back() == "run failed");
+    // At a batch that ran (a repeat that fails): the same.
+    Program flaky;
+    flaky.script[83] = {RunOutcome::ran, RunOutcome::failed};
+    rs::MaxBatchPlanOptions twice = options(1 * GiB);
+    twice.repeats = 2;
+    rs::MaxBatchPlanner repeated(twice);
+    const Drive stopped = drive(repeated, flaky, 1 * GiB);
+    CHECK(stopped.steps.back() == "run failed");
+    CHECK(stopped.last.failed_at == 83);
     // --confirm's run at the next batch fails: no confirmed batch above the answer, the search done.
     p.fail_from = 84;
     rs::MaxBatchPlanOptions o = options(1 * GiB);
@@ -411,6 +416,38 @@ TEST_CASE("max-batch plan: a run that fails otherwise than by an OOM stops the s
     CHECK(d.steps.back() == "done 83 ran");
     CHECK(d.confirmed == std::vector<std::pair<std::uint64_t, RunOutcome>>{{83, RunOutcome::ran}, {84, RunOutcome::failed}});
     CHECK(confirming.state().confirmed_batch == 83);
+}
+
+TEST_CASE("max-batch plan: a run that fails otherwise than by an OOM above every batch that ran bounds the search; the answer below it is checked") {
+    // The check at 83 fails (a batch larger than the data): 82 is checked, and is the answer.
+    Program p;
+    p.fail_from = 83;
+    rs::MaxBatchPlanner at_check(options(1 * GiB));
+    const Drive d = drive(at_check, p, 1 * GiB);
+    CHECK(d.steps == steps({"runs: 4 first | 8 first", "fit: 4 8", "runs: 42 near the answer | 62 near the answer", "fit: 4 8 42 62",
+                            "runs: 83 check at the answer", "runs: 82 check at the answer", "fit: 4 8 42 62 82", "done 82 ran"}));
+    CHECK(at_check.state().failed_above == std::vector<std::uint64_t>{83});
+    // A ladder run that fails above one that ran out of memory (seq 16384 past a position table): noted, nothing changes.
+    Program beyond;
+    beyond.fail_from = 512;
+    rs::MaxBatchPlanOptions o = options(1 * GiB);
+    o.parallel = 8;
+    rs::MaxBatchPlanner ladder(o);
+    const Drive l = drive(ladder, beyond, 1 * GiB);
+    REQUIRE(l.steps.size() > 1);
+    CHECK(l.steps.front() == "runs: 4 first | 8 first | 16 ladder | 32 ladder | 64 ladder | 128 ladder | 256 ladder | 512 ladder");
+    CHECK(l.steps.back() == "done 83 ran");
+    CHECK(ladder.state().failed_above == std::vector<std::uint64_t>{512});
+    // Every ladder run above 64 fails, none by an OOM: the search stays below 128, and 83 still answers.
+    beyond.fail_from = 128;
+    rs::MaxBatchPlanner bounded(o);
+    CHECK(drive(bounded, beyond, 1 * GiB).steps.back() == "done 83 ran");
+    CHECK(bounded.state().failed_above == std::vector<std::uint64_t>{128, 256, 512});
+    // A program that fails from 80 on, above 64 that ran: 79 is the answer, its failure named.
+    beyond.fail_from = 80;
+    rs::MaxBatchPlanner limited(o);
+    CHECK(drive(limited, beyond, 1 * GiB).steps.back() == "done 79 ran");
+    CHECK(limited.state().failed_above.front() == 80);
 }
 
 TEST_CASE("max-batch plan: several ranks each modelled; the answer is the tightest rank's, named") {

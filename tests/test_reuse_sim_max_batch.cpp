@@ -871,17 +871,27 @@ TEST_CASE("max-batch: SIGTERM and SIGINT during a real run stop the program, rem
 }
 
 // Issue 57: "recorded again near it at batch , the model fitted on ...".
-TEST_CASE("max-batch: where the first run near the answer fails, the report says no recording near it was made") {
+// Issue 55: a run that fails otherwise than by an OOM above every batch
+// that ran (seq 16384 past GPT-2's position table) bounds the search; it
+// used to end it.
+TEST_CASE("max-batch: runs near the answer that fail otherwise than by an OOM bound the search: the answer below them ran, their failure named") {
     const Scratch s;
     std::vector<std::string> args = with_program({"reuse-sim", "max-batch", "--capacity", "1GiB"});
     for (const char* word : {"--fail-from", "42"}) args.emplace_back(word);  // 42: the first batch near the first answer, 83
     const RunResult r = run_gpumem(args, standin_env(s));
     INFO(r.out);
     INFO(r.err);
-    CHECK(r.status == 1);
-    CHECK(has(r.err, "the run at batch 42 failed"));
+    CHECK(r.status == 0);
+    CHECK(has(unwrapped(r.err), "the run at batch 42 failed otherwise than by an OOM, exit status 1"));
+    CHECK(has(unwrapped(r.err), "above every batch that ran: the search stays below it"));
+    CHECK(unwrapped(r.out).rfind("largest batch that fits in 1 GiB: 41 (a real run at 41 ran without an OOM; 42 failed otherwise than by an OOM)", 0) == 0);
     CHECK_FALSE(has(r.out, "batch ,"));
     CHECK(has(unwrapped(r.out), "refined: the first recordings answered 83; no recording near it was made\n"));
+    args.insert(args.begin() + 1, "--json");
+    const json m = json::parse(run_gpumem(args, standin_env(s)).out)["max_batch"];
+    CHECK(m["largest_batch"] == 41);
+    CHECK(m["answer_ran"] == true);
+    CHECK(m["failed_above"] == json::array({42, 62}));
 }
 
 // Issue 57: coreutils' timeout sends its signal to gpumem, then to its own
@@ -1002,7 +1012,8 @@ TEST_CASE("max-batch: the program's output is kept from the terminal unless a ru
         CHECK(has(err, "the end of the program's output:"));
         CHECK(has(err, "  step 0: loss nan at batch 8"));
         CHECK(has(err, "RuntimeError: injected failure at batch 8"));
-        CHECK(has(unwrapped(err), "the run at batch 8 failed, exit status 1"));
+        CHECK(has(unwrapped(err), "the run at batch 8 failed otherwise than by an OOM, exit status 1"));
+        CHECK(has(unwrapped(err), "the model needs runs that complete"));
         CHECK_FALSE(has(err, "trained at batch 4"));  // the run that went well stays unshown
         for (const std::string& line : lines_wider(err, columns ? 80 : 100)) {
             CAPTURE(line);

@@ -83,8 +83,8 @@ SettingFacts setting_facts(const std::vector<const BatchRun*>& runs, std::option
         f.any_run = f.any_run || run->recorded_here;
         auto at = std::lower_bound(f.tallies.begin(), f.tallies.end(), run->batch,
                                    [](const BatchTally& t, std::uint64_t batch) { return t.batch < batch; });
-        if (at == f.tallies.end() || at->batch != run->batch) at = f.tallies.insert(at, BatchTally{run->batch, 0, 0, 0});
         if (run->outcome == RunOutcome::failed) continue;
+        if (at == f.tallies.end() || at->batch != run->batch) at = f.tallies.insert(at, BatchTally{run->batch, 0, 0, 0});
         ++at->runs;
         if (run->ran_out_of_memory()) ++at->ooms;
         else ++at->passes;
@@ -171,9 +171,11 @@ void MaxBatchPlanner::given(std::uint64_t batch, RunOutcome outcome) {
 }
 
 PlanStep MaxBatchPlanner::next() {
+    if (failures_pending_) weigh_failures();
     if (run_failed_) {
         PlanStep step;
         step.kind = PlanStep::Kind::run_failed;
+        step.failed_at = failed_at_;
         return step;
     }
     if (needs_fit_) return fit_step();
@@ -218,7 +220,7 @@ const BatchRun& MaxBatchPlanner::ran(const PlannedRun& planned, RunOutcome outco
     runs_.push_back(std::move(run));
     const BatchRun& kept = runs_.back();
     if (outcome == RunOutcome::failed) {
-        run_failed_ = true;  // the model needs runs that complete
+        failures_pending_ = true;
     } else if (after_runs_ == After::refit) {
         // A run the model takes changes the model; any other, the facts the
         // settings are searched with.
@@ -230,6 +232,37 @@ const BatchRun& MaxBatchPlanner::ran(const PlannedRun& planned, RunOutcome outco
         else needs_search_ = true;
     }
     return kept;
+}
+
+// A run that failed otherwise than by an OOM, above every value of its
+// setting that ran, bounds the search like an OOM (the program cannot run
+// there, whatever the reason); one of the first recordings, or one at or
+// below a value that ran, stops it: the program fails for a reason of its
+// own, and the model needs runs that complete.
+void MaxBatchPlanner::weigh_failures() {
+    failures_pending_ = false;
+    for (const BatchRun& failed : runs_) {
+        if (failed.outcome != RunOutcome::failed || !failed.recorded_here) continue;
+        bool ran_below = false, ran_above = false;
+        for (const BatchRun& run : runs_) {
+            if (run.setting != failed.setting || run.outcome != RunOutcome::ran) continue;
+            (run.batch < failed.batch ? ran_below : ran_above) = true;
+        }
+        if (failed.why == RunReason::first || !ran_below || ran_above) {
+            run_failed_ = true;
+            failed_at_ = failed.batch;
+            return;
+        }
+        auto& above = state_.failed_above;
+        if (std::find(above.begin(), above.end(), failed.batch) != above.end()) continue;
+        above.insert(std::lower_bound(above.begin(), above.end(), failed.batch), failed.batch);
+        if (failed_bound_ == 0 || failed.batch < failed_bound_) failed_bound_ = failed.batch;
+        const std::uint64_t below = (failed.batch - 1) / step() * step();
+        if (below < options_.search.limit) {
+            options_.search.limit = std::max(step(), below);
+            needs_search_ = needs_search_ || !models_.empty();
+        }
+    }
 }
 
 void MaxBatchPlanner::fitted(ModelFit fit) {
@@ -676,12 +709,15 @@ std::optional<MaxBatchPlanner::Step> MaxBatchPlanner::next_step(const std::strin
     const MaxBatchAnswer& a = s->answer;
     const std::uint64_t answer = *a.largest;
     const SettingFacts f = facts(setting, answer);
-    const std::uint64_t lo = f.ran, hi = f.ran_out;
-    if (hi != 0 && hi <= lo + step()) return std::nullopt;  // settled: a run and the next batch's OOM
+    const std::uint64_t lo = f.ran;
+    // The smallest value above the largest that ran where a run failed: by an OOM, or otherwise (weigh_failures).
+    const std::uint64_t hi = failed_bound_ > lo && (f.ran_out == 0 || failed_bound_ < f.ran_out) ? failed_bound_ : f.ran_out;
+    if (hi != 0 && hi <= lo + step()) return std::nullopt;  // settled: a run and the next batch's OOM or failure
     if (answer > lo) {
         // Every batch searched fits: no edge to check.
         if (a.reached_limit && hi == 0) return std::nullopt;
-        const bool clipped = hi != 0 && a.reached_limit && answer + step() >= hi;
+        // (A failure that bounds the search refutes no model: the answer below it is checked.)
+        const bool clipped = hi != 0 && hi == f.ran_out && a.reached_limit && answer + step() >= hi;
         // The model's last guess ran out of memory every time it was run (a
         // batch that varied instead moved the answer down by the variance
         // margin: a guess of the model's own again).

@@ -191,6 +191,11 @@ struct MaxBatchState {
     // The run budget in force: --max-runs, or its default with the
     // ladder's runs added (they go beside the first, in no more wall time).
     unsigned max_runs = 0;
+    // Values above every one that ran where the program failed otherwise
+    // than by an OOM (the end of a position table, a batch larger than the
+    // dataset, a library's allocation failure not counted as an OOM),
+    // ascending: the search stays below the smallest.
+    std::vector<std::uint64_t> failed_above;
 
     const MaxBatchSetting* recorded() const;
     const MaxBatchSetting* best() const { return settings.empty() ? nullptr : &settings.front(); }
@@ -258,7 +263,7 @@ struct PlanStep {
         note,        // tell the user `text`, then ask again
         done,        // the search is over: `answer` (the recorded setting's) and `status`
         error,       // the search cannot go on: `text` says why (`usage`: an error in what was given)
-        run_failed,  // a run failed otherwise than by an OOM: the search cannot go on (the command says how it failed)
+        run_failed,  // a run failed otherwise than by an OOM at `failed_at` where nothing bounds it: the search cannot go on
     };
     Kind kind = Kind::done;
     std::vector<PlannedRun> runs;
@@ -267,6 +272,7 @@ struct PlanStep {
     bool usage = false;
     std::optional<std::uint64_t> answer;
     AnswerStatus status = AnswerStatus::model_only;
+    std::uint64_t failed_at = 0;  // run_failed: the value whose run failed
 };
 
 class MaxBatchPlanner {
@@ -334,6 +340,7 @@ private:
     void confirm_outcome(RunOutcome outcome);
     PlanStep fit_step() const;
     PlanStep done_step() const;
+    void weigh_failures();
 
     std::optional<Step> next_step(const std::string& setting, std::uint64_t floor) const;
     bool near_cap(std::uint64_t batch) const;
@@ -360,6 +367,11 @@ private:
     std::vector<BatchRun> runs_;  // every run and recording given, in the order made
     unsigned made_ = 0;
     bool needs_fit_ = false, needs_search_ = false, run_failed_ = false;
+    // Runs that failed otherwise than by an OOM, not yet weighed (at the
+    // next step, once all of a step's outcomes are back); the value of the
+    // one that stops the search; the smallest that bounds it instead (0: none).
+    bool failures_pending_ = false;
+    std::uint64_t failed_at_ = 0, failed_bound_ = 0;
     After after_runs_ = After::nothing;
     std::vector<RankModel> models_;
     std::vector<GridPoint> points_;

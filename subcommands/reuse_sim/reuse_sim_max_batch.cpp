@@ -222,7 +222,7 @@ void finish_run(PreparedRun& p, const ChildRun& run, Session& session) {
                          (run.start_error ? "" : " (" + failed_run_output(session, p.log) + ")");
     } else if (!rec.ran_out_of_memory() && run.exit_status != 0) {
         rec.outcome = rs::RunOutcome::failed;
-        p.made.failure = at + " failed, exit status " + std::to_string(run.exit_status) + ": the model needs runs that complete (" +
+        p.made.failure = at + " failed otherwise than by an OOM, exit status " + std::to_string(run.exit_status) + " (" +
                          failed_run_output(session, p.log) + ")";
     }
 }
@@ -461,6 +461,7 @@ public:
         for (;;) {
             rs::PlanStep step;
             timed([&] { step = planner_.next(); });
+            say_failures_bounding();
             switch (step.kind) {
             case rs::PlanStep::Kind::runs: make(step.runs); break;
             case rs::PlanStep::Kind::fit: fit(step.fit_on); break;
@@ -469,7 +470,7 @@ public:
             case rs::PlanStep::Kind::error:
                 if (step.usage) throw UsageError(step.text);
                 throw Error(step.text);
-            case rs::PlanStep::Kind::run_failed: throw Error(failure_);
+            case rs::PlanStep::Kind::run_failed: throw Error(failure_at(step.failed_at) + "; the model needs runs that complete");
             }
         }
     }
@@ -520,8 +521,8 @@ private:
             SearchRun& made = prepared[i].made;
             const rs::BatchRun fact = planner_.ran(*search_runs[i], made.rec.outcome, made.rec.peak_reserved);
             if (!made.failure.empty()) {
-                failure_ = made.failure;
-                return;
+                failures_.emplace_back(made.rec.batch, made.failure);
+                continue;
             }
             made.rec.order = fact.order;
             add(std::move(made.rec));
@@ -715,7 +716,26 @@ private:
     std::string scratch_;
     rs::MaxBatchPlanner planner_;
     std::map<std::string, Loaded> loaded_;
-    std::string failure_;  // the error of a run that failed otherwise than by an OOM
+    // The errors of the runs that failed otherwise than by an OOM, by
+    // value: one stops the search, or bounds it (the planner weighs them);
+    // how many of the bounds were told.
+    std::vector<std::pair<std::uint64_t, std::string>> failures_;
+    std::vector<std::uint64_t> bounds_told_;
+
+    std::string failure_at(std::uint64_t batch) const {
+        for (const auto& [at, error] : failures_)
+            if (at == batch) return error;
+        return "max-batch: the run at " + m_.knob + " " + std::to_string(batch) + " failed otherwise than by an OOM";
+    }
+
+    // A failure above every value that ran bounds the search: said once, with its error.
+    void say_failures_bounding() {
+        for (const std::uint64_t batch : x_.failed_above) {
+            if (std::find(bounds_told_.begin(), bounds_told_.end(), batch) != bounds_told_.end()) continue;
+            bounds_told_.push_back(batch);
+            say(session_, failure_at(batch) + "; above every " + m_.knob + " that ran: the search stays below it");
+        }
+    }
     std::size_t numbered_ = 0;  // the search's runs started, each's files named by its number
 };
 

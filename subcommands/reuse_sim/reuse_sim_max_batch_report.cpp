@@ -88,10 +88,13 @@ std::string batch_text(const MaxBatchSetting& s, const MaxBatchSearchResults& x,
         const std::string ran = made > 1 ? " ran " + std::to_string(made) + " of " + std::to_string(made) + " times without an OOM"
                                          : " ran without an OOM";
         const std::string runs = made > 1 ? "real runs" : "a real run";
+        const bool next_failed = std::binary_search(x.failed_above.begin(), x.failed_above.end(), f.ran + x.step);
         std::string text;
         if (f.ran_out == f.ran + x.step)
             text = n + " (real runs" + under + ": " + n + ran + ", " + next + " " + outcome_words(f.tally(f.ran + x.step)) + ")";
-        else if (a.reached_limit)
+        else if (next_failed)
+            text = n + " (" + runs + under + " at " + n + ran + "; " + next + " failed otherwise than by an OOM)";
+        else if (a.reached_limit && x.failed_above.empty())
             text = n + " or more (" + runs + under + " at " + n + ran + "; every " + x.knob + " searched fits)";
         else
             text = n + " (" + runs + under + " at " + n + ran + "; the model says " + next + " does not fit)";
@@ -99,6 +102,8 @@ std::string batch_text(const MaxBatchSetting& s, const MaxBatchSearchResults& x,
             text += "; " + std::to_string(made) + " of the " + std::to_string(x.repeats) + " runs an answer needs were made (the run budget, --max-runs " +
                     std::to_string(max_runs) + ", is spent)";
         if (s.point.recorded && !f.varies.empty()) text += "; " + variance_words(f, x);
+        if (!x.failed_above.empty() && !next_failed)
+            text += "; the program failed otherwise than by an OOM at " + x.knob + " " + join_batches(x.failed_above) + ": the search stayed below";
         // Only the batches run are known: a smaller batch that ran is the
         // one to name, and that the others below were not all run.
         if (!f.oom_below.empty())
@@ -591,6 +596,8 @@ constexpr Column<Doc> kMaxBatchColumns[] = {
     {{"first_answer", "", FieldKind::integer}, [](const Doc& d) { return optional_u64(d.x().first_answer); }},
     // The smallest batch that ran out of memory when recorded: every answer is below it.
     {{"oom_batch", "", FieldKind::integer}, [](const Doc& d) { return optional_u64(d.x().oom_batch); }},
+    // Values above every one that ran where the program failed otherwise than by an OOM: the search stayed below.
+    {{"failed_above", "", FieldKind::list}, [](const Doc& d) { return Cell(d.x().failed_above); }},
     {{"checks", "", FieldKind::record},
      [](const Doc& d) { return d.x().checks ? record_cell(make_record(Columns<rs::BatchModelChecks>(kChecksColumns), *d.x().checks)) : Cell(); },
      Shown::always, false, checks_schema},
