@@ -247,7 +247,7 @@ void say_run(const Session& session, const MaxBatchSearchResults& x, const MaxBa
     for (const MaxBatchRecording::Rank& k : rec.ranks)
         if (k.ooms > 0) out.push_back(std::to_string(k.rank));
     if (!out.empty()) what += " on rank " + join(out, ", ");
-    say(session, "max-batch: run " + std::to_string(x.runs()) + " of " + std::to_string(x.max_runs != 0 ? x.max_runs : m.max_runs) + " at most: " + m.knob + " " +
+    say(session, "max-batch: run " + std::to_string(x.runs()) + " of " + std::to_string(x.max_runs) + " at most: " + m.knob + " " +
                      std::to_string(rec.batch) + " (" + rs::run_reason_name(rec.why) + (rec.setting.empty() ? "" : ", under " + rec.setting) +
                      "): " + what + ", " + format_decimal(rec.wall_seconds, 1) + " s");
 }
@@ -434,7 +434,11 @@ rs::MaxBatchPlanOptions plan_options(const MaxBatchRequest& m, const rs::CostMod
 class MaxBatchSearch {
 public:
     MaxBatchSearch(const MaxBatchRequest& m, const rs::CostModel& costs, MaxBatchResults& r, Session& session, std::string scratch)
-        : m_(m), r_(r), x_(*r.search), session_(session), scratch_(std::move(scratch)), planner_(plan_options(m, costs)) {}
+        : m_(m), r_(r), x_(*r.search), session_(session), scratch_(std::move(scratch)), planner_(plan_options(m, costs)) {
+        // The planner's state from the start (its budget), so that a search
+        // that fails before its first step reports as much.
+        static_cast<rs::MaxBatchState&>(x_) = planner_.state();
+    }
 
     // --batch-trace: recordings made before, each read (an OOM recorded in
     // one is a fact like a run's), then one fit.

@@ -554,7 +554,7 @@ constexpr Column<Doc> kMaxBatchColumns[] = {
          return f.answer_ran && f.ran_below_oom ? u64(f.ran_below_oom) : Cell();
      }},
     {{"runs", "", FieldKind::integer}, [](const Doc& d) { return u64(d.x().runs()); }},
-    {{"max_runs", "", FieldKind::integer}, [](const Doc& d) { return d.q.program.empty() ? Cell() : u64(d.x().max_runs != 0 ? d.x().max_runs : d.q.max_runs); }},
+    {{"max_runs", "", FieldKind::integer}, [](const Doc& d) { return d.q.program.empty() ? Cell() : u64(d.x().max_runs); }},
     // The runs an answer needs, all without an OOM, and whether the budget cut them.
     {{"repeats", "", FieldKind::integer}, [](const Doc& d) { return d.q.program.empty() ? Cell() : u64(d.x().repeats); }},
     {{"repeats_cut", "", FieldKind::boolean}, [](const Doc& d) -> Cell { return d.x().repeats_cut; }},
@@ -625,7 +625,7 @@ std::string max_batch_answer_text(const MaxBatchRequest& q, const MaxBatchResult
     const MaxBatchSetting* recorded = x.recorded();
     const MaxBatchSetting* best = x.best();
     if (recorded == nullptr) return "no answer: nothing was searched";
-    const unsigned max_runs = x.max_runs != 0 ? x.max_runs : q.max_runs;
+    const unsigned max_runs = x.max_runs;
     const Backing backing = backing_of(*recorded, x);
     const std::string ranks = x.ranks.size() > 1 ? " on each of " + std::to_string(x.ranks.size()) + " ranks" : std::string();
     const std::string multiple = x.step > 1 ? " (a multiple of " + std::to_string(x.step) + ")" : std::string();
