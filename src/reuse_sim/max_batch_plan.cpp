@@ -256,7 +256,6 @@ void MaxBatchPlanner::weigh_failures() {
         auto& above = state_.failed_above;
         if (std::find(above.begin(), above.end(), failed.batch) != above.end()) continue;
         above.insert(std::lower_bound(above.begin(), above.end(), failed.batch), failed.batch);
-        if (failed_bound_ == 0 || failed.batch < failed_bound_) failed_bound_ = failed.batch;
         const std::uint64_t below = (failed.batch - 1) / step() * step();
         if (below < options_.search.limit) {
             options_.search.limit = std::max(step(), below);
@@ -711,7 +710,8 @@ std::optional<MaxBatchPlanner::Step> MaxBatchPlanner::next_step(const std::strin
     const SettingFacts f = facts(setting, answer);
     const std::uint64_t lo = f.ran;
     // The smallest value above the largest that ran where a run failed: by an OOM, or otherwise (weigh_failures).
-    const std::uint64_t hi = failed_bound_ > lo && (f.ran_out == 0 || failed_bound_ < f.ran_out) ? failed_bound_ : f.ran_out;
+    const std::uint64_t failed = state_.failed_above.empty() ? 0 : state_.failed_above.front();
+    const std::uint64_t hi = failed > lo && (f.ran_out == 0 || failed < f.ran_out) ? failed : f.ran_out;
     if (hi != 0 && hi <= lo + step()) return std::nullopt;  // settled: a run and the next batch's OOM or failure
     if (answer > lo) {
         // Every batch searched fits: no edge to check.

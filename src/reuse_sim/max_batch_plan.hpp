@@ -368,10 +368,11 @@ private:
     unsigned made_ = 0;
     bool needs_fit_ = false, needs_search_ = false, run_failed_ = false;
     // Runs that failed otherwise than by an OOM, not yet weighed (at the
-    // next step, once all of a step's outcomes are back); the value of the
-    // one that stops the search; the smallest that bounds it instead (0: none).
+    // next step, once all of a step's outcomes are back), and the value of
+    // the one that stops the search (those that bound it instead are the
+    // state's failed_above).
     bool failures_pending_ = false;
-    std::uint64_t failed_at_ = 0, failed_bound_ = 0;
+    std::uint64_t failed_at_ = 0;
     After after_runs_ = After::nothing;
     std::vector<RankModel> models_;
     std::vector<GridPoint> points_;
