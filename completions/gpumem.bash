@@ -37,7 +37,7 @@ _gpumem_opts_reuse_sim_tune="--workload --steps --seed --change-rate --batch --l
 _gpumem_opts_reuse_sim_record="--capacity --memory-fraction -o --output --max-entries --python-stacks"
 _gpumem_opts_reuse_sim_max_batch="--max-split-size --max-non-split-rounding --roundup-power2-divisions --capacity --memory-fraction
     --device-total --costs --plot --sweep --full-grid --all-settings --confirm -o --output --max-entries
-    --batch-trace --record-batches --no-refine --max-runs --repeats --jobs --multiple-of --headroom"
+    --batch-trace --record-batches --no-refine --max-runs --repeats --jobs --no-fork-server --multiple-of --headroom"
 _gpumem_opts_report="--outlier-fraction --strict --drain-list"
 _gpumem_opts_check="--level --threshold --thresholds --strict --kernel-log --xid-since --expect-gpus --lock-timeout --judge-shared"
 

@@ -311,6 +311,7 @@ complete -c gpumem -n $reuse_sim_max_batch -l no-refine -d 'Record only at --rec
 complete -c gpumem -n $reuse_sim_max_batch -l max-runs -x -d 'N: the most real runs of the program, recordings and repeats included (default 16)'
 complete -c gpumem -n $reuse_sim_max_batch -l repeats -x -d 'N: the runs an answer needs, all without an OOM (default 2; 3 where timing matters)'
 complete -c gpumem -n $reuse_sim_max_batch -l jobs -x -a auto -d 'N or auto: runs of the program at once (default auto: as free GPU memory and cores allow)'
+complete -c gpumem -n $reuse_sim_max_batch -l no-fork-server -d 'Start each run of python SCRIPT afresh, not forked from a process that imported it once'
 complete -c gpumem -n $reuse_sim_max_batch -l multiple-of -x -d 'N: search and run only multiples of N'
 complete -c gpumem -n $reuse_sim_max_batch -l headroom -x -d 'SIZE: keep the modelled peak this far below the cap'
 # report

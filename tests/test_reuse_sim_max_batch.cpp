@@ -1210,3 +1210,116 @@ TEST_CASE("max-batch --multiple-of N: only multiples are searched and run; the a
     CHECK(has(bad.err, "--record-batches 12,16: 12 is no multiple of --multiple-of 8"));
     CHECK(run_gpumem(with_program({"reuse-sim", "max-batch", "--capacity", "1GiB", "--multiple-of", "0"}), standin_env(s)).status == 2);
 }
+
+// Issue 54's speed: each fresh run of a Lightning program spent 15 to 20 s
+// importing. Runs of `python SCRIPT` now fork from a process that imported
+// the script's modules once; what they record must not change.
+namespace {
+
+std::vector<std::string> before_program(std::vector<std::string> args, const std::vector<std::string>& words) {
+    args.insert(std::find(args.begin(), args.end(), "--"), words.begin(), words.end());
+    return args;
+}
+
+std::size_t forked_runs(const json& m) {
+    std::size_t n = 0;
+    for (const json& rec : m["recordings"]) n += rec["forked"] == true ? 1 : 0;
+    return n;
+}
+
+std::vector<std::uint64_t> recorded_batches(const json& m) {
+    std::vector<std::uint64_t> batches;
+    for (const json& rec : m["recordings"]) batches.push_back(rec["batch"].get<std::uint64_t>());
+    return batches;
+}
+
+}  // namespace
+
+TEST_CASE("max-batch: runs of python SCRIPT fork from a server that imported its modules once; the same answer and runs as fresh processes") {
+    const Scratch s;
+    const std::vector<std::string> args = with_program({"reuse-sim", "max-batch", "--json", "--capacity", "1GiB", "--jobs", "1"});
+    const RunResult forked = run_gpumem(args, standin_env(s));
+    INFO(forked.err);
+    REQUIRE(forked.status == 0);
+    const json m = json::parse(forked.out)["max_batch"];
+    const RunResult fresh = run_gpumem(before_program(args, {"--no-fork-server"}), standin_env(s));
+    REQUIRE(fresh.status == 0);
+    const json f = json::parse(fresh.out)["max_batch"];
+    CHECK(m["largest_batch"] == 83);
+    CHECK(f["largest_batch"] == 83);
+    CHECK(m["runs"] == f["runs"]);
+    CHECK(recorded_batches(m) == recorded_batches(f));
+    CHECK(m["fork_server"].get<std::string>().rfind("ready after ", 0) == 0);
+    // The first run starts at once, fresh, while the server imports; the
+    // later ones fork from it.
+    CHECK(m["recordings"][0]["forked"] == false);
+    CHECK(forked_runs(m) >= 1);
+    CHECK(f["fork_server"] == "off: --no-fork-server");
+    CHECK(forked_runs(f) == 0);
+    // Each forked run recorded what a fresh one did: the same requests at each batch.
+    for (std::size_t i = 0; i < m["recordings"].size(); ++i) {
+        CAPTURE(i);
+        CHECK(m["recordings"][i]["requests"] == f["recordings"][i]["requests"]);
+        CHECK(m["recordings"][i]["ran_out_of_memory"] == f["recordings"][i]["ran_out_of_memory"]);
+    }
+    std::vector<std::string> human = args;
+    human.erase(std::find(human.begin(), human.end(), "--json"));
+    const RunResult text = run_gpumem(human, standin_env(s));
+    CHECK(has(unwrapped(text.out), "runs forked from a process that imported the program's modules once (fork server ready after "));
+}
+
+TEST_CASE("max-batch: a program whose imports start a thread, or that is not python SCRIPT, runs fresh; the fork server says why") {
+    const Scratch s;
+    const RunResult r = run_gpumem({"reuse-sim", "max-batch", "--json", "--capacity", "1GiB", "--repeats", "1", "--", "python3",
+                                    kDir + "/thread_import_program.py", "--bs", "{batch}"},
+                                   standin_env(s));
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    const json m = json::parse(r.out)["max_batch"];
+    CHECK(m["largest_batch"] == 83);
+    CHECK(m["fork_server"] == "unfit: its imports started a Python thread (monitor)");
+    CHECK(forked_runs(m) == 0);
+    // python3 -u SCRIPT: an option before the script; sh -c: not python.
+    for (const std::vector<std::string>& program :
+         {std::vector<std::string>{"python3", "-u", kBatchProgram, "--bs", "{batch}"},
+          std::vector<std::string>{"sh", "-c", "exec python3 \"$0\" --bs \"$1\"", kBatchProgram, "{batch}"}}) {
+        std::vector<std::string> args = {"reuse-sim", "max-batch", "--json", "--capacity", "1GiB", "--repeats", "1", "--"};
+        args.insert(args.end(), program.begin(), program.end());
+        const RunResult other = run_gpumem(args, standin_env(s));
+        CAPTURE(program[1]);
+        REQUIRE(other.status == 0);
+        const json o = json::parse(other.out)["max_batch"];
+        CHECK(o["largest_batch"] == 83);
+        CHECK(o["fork_server"].is_null());
+        CHECK(forked_runs(o) == 0);
+    }
+    CHECK(run_gpumem(with_program({"reuse-sim", "max-batch", "--batch-trace", "4=" + kSnapshot, "--batch-trace", "8=" + kSnapshot,
+                                   "--capacity", "1GiB", "--no-fork-server"}),
+                     standin_env(s))
+              .status == 2);
+}
+
+TEST_CASE("max-batch: SIGTERM during a forked run stops it and the fork server, exit 130, nothing left in $TMPDIR") {
+    const Scratch s;
+    const std::string tmp = s / "tmp";
+    REQUIRE(::mkdir(tmp.c_str(), 0700) == 0);
+    const std::string pid_file = s / "program.pid";
+    std::vector<std::string> env = standin_env(s);
+    env.push_back("TMPDIR=" + tmp);
+    // 83: the check at the first answer, a later step than the first runs.
+    std::vector<std::string> args = with_program({"reuse-sim", "max-batch", "--json", "--capacity", "1GiB", "--jobs", "1"});
+    for (const std::string& word : {std::string("--hang-at"), std::string("83"), std::string("--pid-file"), pid_file}) args.push_back(word);
+    Started run = start_gpumem(args, env);
+    const pid_t program = written_pid(pid_file);
+    REQUIRE(program > 0);
+    // Forked: its command line is the server's.
+    CHECK(has(slurp("/proc/" + std::to_string(program) + "/cmdline"), "fork_server.py"));
+    run.signal(SIGTERM);
+    CHECK(run.wait_within(30) == 130);
+    const RunResult r = run.wait();
+    INFO(r.err);
+    CHECK(process_gone(program));
+    const json doc = json::parse(r.out);
+    CHECK(doc["error"]["code"] == "interrupted");
+    CHECK(files_in(tmp) == 0);
+}

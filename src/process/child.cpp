@@ -213,6 +213,14 @@ RunningChild::RunningChild(const std::vector<std::string>& command, ChildOptions
     add_group_to_kill_when_forced(pid_);
 }
 
+RunningChild RunningChild::adopt(int pid) {
+    RunningChild child;
+    child.pid_ = pid;
+    child.started_ = steady_seconds();
+    add_group_to_kill_when_forced(pid);
+    return child;
+}
+
 RunningChild::RunningChild(RunningChild&& other) noexcept
     : pid_(std::exchange(other.pid_, -1)), started_(other.started_), start_error_(std::move(other.start_error_)), exit_(std::move(other.exit_)) {}
 

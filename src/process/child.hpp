@@ -58,6 +58,11 @@ public:
     RunningChild& operator=(const RunningChild&) = delete;
     ~RunningChild();
 
+    // A process already started by another (a fork server's run, which
+    // made itself a group leader) that is now our child: waited for and
+    // stopped as one we started.
+    static RunningChild adopt(int pid);
+
     // Its exit once it ended (once: later calls give the same), without waiting.
     std::optional<ChildExit> poll();
     // Stops it now (its group asked, then killed): an interrupted exit.
@@ -65,6 +70,7 @@ public:
     int pid() const noexcept { return pid_; }
 
 private:
+    RunningChild() = default;
     void release() noexcept;
     int pid_ = -1;
     double started_ = 0;  // steady clock, seconds

@@ -23,7 +23,9 @@
 # counted (Python 3.12 and later, sys.monitoring): torch.cuda.memory_stats'
 # num_ooms also counts requests PyTorch refused and retried smaller itself
 # (cuDNN's workspace search), which the program never saw.
-# The environment's own sitecustomize, if any, still runs.
+# The environment's own sitecustomize, if any, still runs. A run forked
+# from the fork server (fork_server.py) runs this file itself, torch
+# already imported.
 import atexit
 import json
 import os
@@ -607,6 +609,13 @@ def _chain():
 if _ENV.get("GPUMEM_RECORD_FILE"):
     _previous_excepthook = sys.excepthook
     sys.excepthook = _excepthook
-    sys.meta_path.insert(0, _TorchFinder())
+    if "torch" in sys.modules:
+        # A process forked from gpumem's fork server (fork_server.py), which
+        # imported torch before this run: recording starts now, still before
+        # any CUDA call.
+        _start(sys.modules["torch"])
+    else:
+        sys.meta_path.insert(0, _TorchFinder())
     atexit.register(_finish)
-_chain()
+if __name__ == "sitecustomize":  # the fork server ran the environment's own already
+    _chain()

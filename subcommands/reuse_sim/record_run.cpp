@@ -20,8 +20,10 @@
 #include "base/interrupt.hpp"
 #include "base/record_plan.hpp"
 #include "process/child.hpp"
+#include "process/fork_server.hpp"
 #include "process/temporary_directory.hpp"
-#include "record_hook.hpp"  // generated from record_hook.py: kRecordHookSource
+#include "fork_server_source.hpp"  // generated from fork_server.py: kForkServerSource
+#include "record_hook.hpp"         // generated from record_hook.py: kRecordHookSource
 
 namespace gpumem::cli {
 namespace {
@@ -250,22 +252,106 @@ ChildRun run_recorded(const std::vector<std::string>& command, const RecordSetti
     const HookDirectory dir;
     process::ChildOptions hooked = options;
     hooked.environment = child_environment(dir, settings, options);
-    ChildRun run{process::run_child(command, hooked), {}};
+    ChildRun run{process::run_child(command, hooked), {}, false, {}};
     run.processes = read_statuses(dir.status_dir());
     return run;
 }
 
+namespace {
+
+// NAME's value in an environment of NAME=VALUE entries; "" where unset.
+std::string value_in(const std::vector<std::string>& environment, std::string_view name) {
+    for (const std::string& e : environment)
+        if (e.size() > name.size() && e.compare(0, name.size(), name) == 0 && e[name.size()] == '=') return e.substr(name.size() + 1);
+    return "";
+}
+
+bool is_python(const std::string& program) {
+    const std::string name = fs::path(program).filename().string();
+    return name.rfind("python", 0) == 0 && name.find_first_not_of("0123456789.", 6) == std::string::npos;
+}
+
+}  // namespace
+
+struct RunForkServers::Server {
+    std::string alloc_conf, cuda_alloc_conf;
+    process::ForkServer process;
+};
+
+std::unique_ptr<RunForkServers> RunForkServers::for_program(const std::vector<std::string>& command) {
+    std::error_code error;
+    if (command.size() < 2 || !is_python(command[0]) || command[1].empty() || command[1][0] == '-' || !fs::is_regular_file(command[1], error))
+        return nullptr;
+    return std::unique_ptr<RunForkServers>(new RunForkServers(command));
+}
+
+RunForkServers::RunForkServers(std::vector<std::string> command) : command_(std::move(command)) {}
+RunForkServers::~RunForkServers() = default;
+
+void RunForkServers::warm() {
+    std::vector<std::string> environment;
+    for (char** e = environ; *e != nullptr; ++e) environment.emplace_back(*e);
+    server_for(environment);
+}
+
+RunForkServers::Server& RunForkServers::server_for(const std::vector<std::string>& environment) {
+    const std::string conf = value_in(environment, "PYTORCH_ALLOC_CONF"), cuda_conf = value_in(environment, "PYTORCH_CUDA_ALLOC_CONF");
+    for (const std::unique_ptr<Server>& s : servers_)
+        if (s->alloc_conf == conf && s->cuda_alloc_conf == cuda_conf) return *s;
+    // The server's own environment: the run's, less what is the run's alone
+    // (the hook's settings) or read anew in each run (OMP_NUM_THREADS: the
+    // run sets torch's threads from it; libgomp reads it once, when loaded).
+    std::vector<std::string> own;
+    for (const std::string& e : environment)
+        if (e.rfind("GPUMEM_RECORD_", 0) != 0 && e.rfind("OMP_NUM_THREADS=", 0) != 0) own.push_back(e);
+    servers_.push_back(std::unique_ptr<Server>(new Server{conf, cuda_conf, process::ForkServer(kForkServerSource, command_[0], command_[1], own)}));
+    return *servers_.back();
+}
+
+std::optional<process::RunningChild> RunForkServers::start(const std::vector<std::string>& command, const std::vector<std::string>& environment,
+                                                           const std::string& output_file, const std::string& preload, std::string& why) {
+    if (command.size() < 2 || command[0] != command_[0] || command[1] != command_[1]) {
+        why = "not the program the fork server imported";
+        return std::nullopt;
+    }
+    return server_for(environment).process.fork_run(command, environment, output_file, preload, why);
+}
+
+std::string RunForkServers::state_text() {
+    std::vector<std::string> states;
+    for (const std::unique_ptr<Server>& s : servers_) {
+        const std::string setting = servers_.size() > 1 && !(s->alloc_conf + s->cuda_alloc_conf).empty()
+                                        ? " (" + (s->alloc_conf.empty() ? s->cuda_alloc_conf : s->alloc_conf) + ")"
+                                        : "";
+        switch (s->process.state()) {
+        case process::ForkServer::State::importing: states.push_back("importing" + setting); break;
+        case process::ForkServer::State::unfit: states.push_back("unfit" + setting + ": " + s->process.why()); break;
+        case process::ForkServer::State::ready: {
+            std::ostringstream text;
+            text.precision(1);
+            text << std::fixed << "ready after " << s->process.ready_seconds() << " s" << setting;
+            states.push_back(text.str());
+        }
+        }
+    }
+    std::string joined;
+    for (const std::string& t : states) joined += (joined.empty() ? "" : "; ") + t;
+    return joined;
+}
+
 void run_recorded_side_by_side(const std::vector<RecordedRunRequest>& runs, const std::vector<std::vector<std::string>>& slots,
-                               const std::function<void(std::size_t, ChildRun)>& ended) {
+                               const std::function<void(std::size_t, ChildRun)>& ended, RunForkServers* servers) {
     struct Going {
         std::size_t index, slot;
         std::unique_ptr<HookDirectory> dir;  // removed once its statuses are read
         process::RunningChild child;
+        bool forked;
+        std::string fresh_why;
     };
     const std::size_t limit = std::max<std::size_t>(1, slots.size());
     std::vector<bool> taken(limit, false);
     const auto finish = [&](Going& g, const process::ChildExit& exit) {
-        ChildRun run{exit, read_statuses(g.dir->status_dir())};
+        ChildRun run{exit, read_statuses(g.dir->status_dir()), g.forked, g.fresh_why};
         g.dir.reset();
         taken[g.slot] = false;
         ended(g.index, std::move(run));
@@ -288,7 +374,13 @@ void run_recorded_side_by_side(const std::vector<RecordedRunRequest>& runs, cons
             process::ChildOptions hooked = style;
             hooked.own_group = true;
             hooked.environment = child_environment(*dir, r.settings, style);
-            going.push_back({next++, slot, std::move(dir), process::RunningChild(r.command, hooked)});
+            std::string why;
+            std::optional<process::RunningChild> forked =
+                servers != nullptr ? servers->start(r.command, hooked.environment, hooked.output_file, dir->path() + "/sitecustomize.py", why)
+                                   : std::nullopt;
+            const bool was_forked = forked.has_value();
+            process::RunningChild child = was_forked ? std::move(*forked) : process::RunningChild(r.command, hooked);
+            going.push_back({next++, slot, std::move(dir), std::move(child), was_forked, why});
             taken[slot] = true;
         }
         bool any = false;

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,6 +54,10 @@ struct RecordedProcess {
 // what its processes said.
 struct ChildRun : process::ChildExit {
     std::vector<RecordedProcess> processes;  // by pid
+    // How it started: forked from a fork server (RunForkServers), or fresh,
+    // with why where a server was asked: "fresh: it was still importing".
+    bool forked = false;
+    std::string fresh_why;
     // The processes that wrote a snapshot.
     std::vector<const RecordedProcess*> recorded() const;
 };
@@ -62,6 +67,41 @@ struct ChildRun : process::ChildExit {
 // Throws Error when it cannot be started (exit status 127 or 126 is the
 // program's, as a shell's, when exec fails: reported, not thrown).
 ChildRun run_recorded(const std::vector<std::string>& command, const RecordSettings& settings, const process::ChildOptions& options);
+
+// The fork servers of a search that runs one Python program many times
+// (process/fork_server.hpp, fork_server.py): runs of `python SCRIPT ...`
+// fork from a process that imported the script's modules once, instead of
+// paying the imports again. One server for each allocator setting the runs
+// ask for (PYTORCH_ALLOC_CONF and PYTORCH_CUDA_ALLOC_CONF), since PyTorch may
+// read them once loaded; each started on the first run that asks for it,
+// which itself starts fresh, as every run does while its server imports.
+class RunForkServers {
+public:
+    // None where the program is not `python SCRIPT ...` (a python of any
+    // version, then a file): nothing to import ahead.
+    static std::unique_ptr<RunForkServers> for_program(const std::vector<std::string>& command);
+    ~RunForkServers();
+    RunForkServers(const RunForkServers&) = delete;
+    RunForkServers& operator=(const RunForkServers&) = delete;
+
+    // Starts the server for our own environment's settings now, so that its
+    // imports go on beside whatever runs first.
+    void warm();
+    // A run forked from the server of its environment's settings, where it
+    // is ready; else none, and `why`.
+    std::optional<process::RunningChild> start(const std::vector<std::string>& command, const std::vector<std::string>& environment,
+                                               const std::string& output_file, const std::string& preload, std::string& why);
+    // Where the servers stand, for the report: "ready after 14.2 s",
+    // "unfit: its imports started a Python thread (...)", "importing".
+    std::string state_text();
+
+private:
+    explicit RunForkServers(std::vector<std::string> command);
+    struct Server;
+    Server& server_for(const std::vector<std::string>& environment);
+    std::vector<std::string> command_;
+    std::vector<std::unique_ptr<Server>> servers_;
+};
 
 // One run of run_recorded_side_by_side (its options' own_group is taken as set).
 struct RecordedRunRequest {
@@ -74,8 +114,9 @@ struct RecordedRunRequest {
 // each under the hook as run_recorded's; `ended(index, run)` as each ends,
 // in the order they end. An interruption (base/interrupt.hpp) stops every
 // run still going (each reported, interrupted) and starts no more.
+// With `servers`, each run forks from one where it can (ChildRun::forked).
 void run_recorded_side_by_side(const std::vector<RecordedRunRequest>& runs, const std::vector<std::vector<std::string>>& slots,
-                               const std::function<void(std::size_t, ChildRun)>& ended);
+                               const std::function<void(std::size_t, ChildRun)>& ended, RunForkServers* servers = nullptr);
 
 // What the statistics file beside a snapshot that record wrote says of
 // the run: torch's version and the cap in force (gpumem's or the

@@ -438,6 +438,15 @@ public:
         // The planner's state from the start (its budget), so that a search
         // that fails before its first step reports as much.
         static_cast<rs::MaxBatchState&>(x_) = planner_.state();
+        if (!m_.program.empty() && (servers_ = RunForkServers::for_program(m_.program))) {
+            if (m_.fork_server) {
+                servers_->warm();  // its imports beside the first step's runs, which start fresh
+                x_.fork_server = servers_->state_text();
+            } else {
+                servers_.reset();
+                x_.fork_server = "off: --no-fork-server";
+            }
+        }
     }
 
     // --batch-trace: recordings made before, each read (an OOM recorded in
@@ -514,11 +523,16 @@ private:
         }
         std::vector<std::optional<ChildRun>> ended(prepared.size());
         bool interrupted = false;
-        run_recorded_side_by_side(requests, slot_environments(slots), [&](std::size_t i, ChildRun run) {
-            interrupted = interrupted || run.interrupted;
-            prepared[i].made.rec.started_seconds = std::max(0.0, since_start() - run.wall_seconds);
-            ended[i] = std::move(run);
-        });
+        run_recorded_side_by_side(
+            requests, slot_environments(slots),
+            [&](std::size_t i, ChildRun run) {
+                interrupted = interrupted || run.interrupted;
+                prepared[i].made.rec.started_seconds = std::max(0.0, since_start() - run.wall_seconds);
+                prepared[i].made.rec.forked = run.forked;
+                ended[i] = std::move(run);
+            },
+            servers_.get());
+        if (servers_) x_.fork_server = servers_->state_text();
         if (interrupted || interrupt_requested()) throw InterruptedError();
         for (std::size_t i = 0; i < prepared.size(); ++i) {
             finish_run(prepared[i], *ended[i], session_);
@@ -719,6 +733,7 @@ private:
     Session& session_;
     std::string scratch_;
     rs::MaxBatchPlanner planner_;
+    std::unique_ptr<RunForkServers> servers_;  // none: fresh processes only
     std::map<std::string, Loaded> loaded_;
     // The errors of the runs that failed otherwise than by an OOM, by
     // value: one stops the search, or bounds it (the planner weighs them);

@@ -79,6 +79,10 @@ struct MaxBatchRequest {
     // planner's (two; three where the recordings show timing matters).
     unsigned repeats = 0;
     std::optional<std::string> plot;  // --plot FILE.svg: checked writable, never an input
+    // Runs of `python SCRIPT ...` fork from a process that imported the
+    // script's modules once (record_run.hpp's RunForkServers); off with
+    // --no-fork-server.
+    bool fork_server = true;
 };
 
 // One recording of the program, at its batch: the planner's fact (batch,
@@ -91,6 +95,7 @@ struct MaxBatchRecording : reuse_sim::BatchRun {
     // search's wall time goes (runs side by side, one step after another).
     double started_seconds = 0;
     int exit_status = 0;         // the program's (the run that recorded it)
+    bool forked = false;         // that run was forked from the fork server, not started fresh
     std::uint64_t requests = 0;  // allocations in it
     // The program ran out of memory there for real: a fact (the answer is
     // below this batch), left out of the model; how many times.
@@ -134,6 +139,10 @@ struct MaxBatchSearchResults : reuse_sim::MaxBatchState {
     // ("the GPU's free memory", "the host's cores", "--jobs 1").
     unsigned jobs = 1;
     std::string jobs_limit;
+    // Where the fork server stood at the end ("ready after 14.2 s", "unfit:
+    // why", "off: --no-fork-server"); empty where the program is not
+    // `python SCRIPT ...`.
+    std::string fork_server;
     std::vector<MaxBatchConfirmRun> confirm_runs;  // --confirm, as each ends
     bool confirm_interrupted = false;
 

@@ -37,6 +37,7 @@ struct MaxBatchOptions : ProgramOptions {
     std::optional<std::string> output;      // -o FILE: the recordings kept
     std::optional<std::string> record_batches;
     bool no_refine = false;
+    bool no_fork_server = false;
     std::optional<std::string> headroom;
     std::optional<std::uint64_t> max_runs;
     std::optional<std::string> jobs;
@@ -67,6 +68,8 @@ void add_max_batch_options(CLI::App& sub, MaxBatchOptions& o) {
                         2, 1000);
     sub.add_option("--jobs", o.jobs, "Runs at once: N, or auto (default auto: as free GPU memory and cores allow)")
         ->type_name("N");
+    sub.add_flag("--no-fork-server", o.no_fork_server,
+                 "Start each run of python SCRIPT afresh, not forked");
     add_unsigned_option(sub, "--repeats", o.repeats, "Runs an answer must pass (default 2; 3 where timing matters)", 1,
                         20);
     add_unsigned_option(sub, "--multiple-of", o.multiple_of, "Search and run only multiples of N (a length's 64, a page)", 1,
@@ -184,10 +187,12 @@ MaxBatchRequest check_max_batch_input(const MaxBatchOptions& o) {
         if (o.max_runs) throw UsageError("--max-runs bounds the runs of the program after --; --batch-trace gives every recording");
         if (o.jobs) throw UsageError("--jobs sets how many runs of the program after -- go at once; --batch-trace runs nothing");
         if (o.repeats) throw UsageError("--repeats sets the runs an answer needs: give the program after -- (with {batch})");
+        if (o.no_fork_server) throw UsageError("--no-fork-server is about runs of the program after --; --batch-trace runs nothing");
         return m;
     }
     check_program(o, m);
     m.refine = !o.no_refine;
+    m.fork_server = !o.no_fork_server;
     if (o.max_runs) m.max_runs = static_cast<unsigned>(*o.max_runs);
     m.max_runs_given = o.max_runs.has_value();
     if (m.max_runs < m.record_batches.size())

@@ -269,6 +269,20 @@ std::string checks_line(const MaxBatchSearchResults& x) {
            join(runs, ", ");
 }
 
+// How the runs started: forked from the fork server, or fresh, and why.
+std::string started_line(const MaxBatchSearchResults& x) {
+    if (x.fork_server.empty()) return "";
+    std::size_t runs = 0, forked = 0;
+    for (const MaxBatchRecording& rec : x.recordings) {
+        runs += rec.recorded_here ? 1 : 0;
+        forked += rec.recorded_here && rec.forked ? 1 : 0;
+    }
+    if (forked == 0) return "started: every run fresh (fork server " + x.fork_server + ")";
+    return "started: " + std::to_string(forked) + " of " + std::to_string(runs) +
+           " runs forked from a process that imported the program's modules once (fork server " + x.fork_server + ")" +
+           (forked < runs ? "; the others fresh" : "");
+}
+
 std::vector<std::string> model_lines(const MaxBatchSearchResults& x) {
     std::vector<std::string> lines;
     if (!x.checks) return lines;
@@ -358,6 +372,8 @@ constexpr Column<MaxBatchRecording> kRecordingColumns[] = {
     {{"requests", "", FieldKind::integer}, [](const MaxBatchRecording& r) { return u64(r.requests); }},
     {{"wall_seconds", "", FieldKind::real}, [](const MaxBatchRecording& r) -> Cell { return r.wall_seconds; }},
     {{"started_seconds", "", FieldKind::real}, [](const MaxBatchRecording& r) -> Cell { return r.recorded_here ? Cell(r.started_seconds) : Cell(); }},
+    // The run was forked from the fork server (not started fresh).
+    {{"forked", "", FieldKind::boolean}, [](const MaxBatchRecording& r) { return r.recorded_here ? Cell(r.forked) : Cell(); }},
     {{"why", "", FieldKind::text}, [](const MaxBatchRecording& r) -> Cell { return std::string(rs::run_reason_name(r.why)); }},
     {{"order", "", FieldKind::integer}, [](const MaxBatchRecording& r) { return r.order ? u64(r.order) : Cell(); }},
     {{"ran_out_of_memory", "", FieldKind::boolean}, [](const MaxBatchRecording& r) -> Cell { return r.ran_out_of_memory(); }},
@@ -569,6 +585,8 @@ constexpr Column<Doc> kMaxBatchColumns[] = {
     // The most runs that went at once, and what held it there.
     {{"jobs", "", FieldKind::integer}, [](const Doc& d) { return d.q.program.empty() ? Cell() : u64(d.x().jobs); }},
     {{"jobs_limit", "", FieldKind::text}, [](const Doc& d) { return d.x().jobs_limit.empty() ? Cell() : Cell(d.x().jobs_limit); }},
+    // Where the fork server stood at the end; null: the program is not `python SCRIPT`.
+    {{"fork_server", "", FieldKind::text}, [](const Doc& d) { return d.x().fork_server.empty() ? Cell() : Cell(d.x().fork_server); }},
     {{"budget_spent", "", FieldKind::boolean}, [](const Doc& d) -> Cell { return d.x().budget_spent; }},
     {{"below_answer_cut", "", FieldKind::boolean}, [](const Doc& d) -> Cell { return d.x().below_cut; }},
     // A program of several ranks: the ranks modelled, and the one that answers.
@@ -674,6 +692,7 @@ Report max_batch_document(const MaxBatchRequest& q, const MaxBatchResults& r, co
     before.push_back(recordings_line(x));
     if (x.first_answer) before.push_back(refinement_line(x));
     if (std::string line = checks_line(x); !line.empty()) before.push_back(std::move(line));
+    if (std::string line = started_line(x); !line.empty()) before.push_back(std::move(line));
     for (std::string& line : model_lines(x)) before.push_back(std::move(line));
     before.push_back("searched " + std::to_string(x.settings.size()) + " settings in " + format_decimal(x.search_seconds, 3) + " s:");
     // Where the model does not hold, each row's answer is the cautious bound.
