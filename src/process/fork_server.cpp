@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -76,6 +77,8 @@ std::string read_reply(int fd, int seconds) {
     return reply.substr(0, reply.find('\n'));
 }
 
+double steady_seconds() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
 }  // namespace
 
 ForkServer::ForkServer(const std::string& source, const std::string& interpreter, const std::string& script, std::vector<std::string> environment)
@@ -91,6 +94,7 @@ ForkServer::ForkServer(const std::string& source, const std::string& interpreter
     ChildOptions options;
     options.environment = std::move(environment);
     options.output_file = dir_.path() + "/server.log";
+    started_ = steady_seconds();
     server_.emplace(std::vector<std::string>{interpreter, program, dir_.path(), script}, options);
 }
 
@@ -108,6 +112,10 @@ ForkServer::State ForkServer::state() {
         const std::string last = last_line(dir_.path() + "/server.log");
         why_ = exit->start_error ? *exit->start_error
                                  : "it ended, exit status " + std::to_string(exit->exit_status) + (last.empty() ? "" : " (" + last + ")");
+    } else if (steady_seconds() - started_ > kImportLimitSeconds) {
+        state_ = State::unfit;
+        why_ = "still importing after " + std::to_string(static_cast<int>(kImportLimitSeconds)) + " s";
+        server_->stop();
     }
     return state_;
 }

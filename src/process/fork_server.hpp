@@ -33,8 +33,10 @@ public:
     ~ForkServer() = default;  // the server stopped (its group), then its folder removed
 
     // Where it stands, read without waiting: still importing, ready, or
-    // unfit (its imports started CUDA or a thread, or it ended): why().
+    // unfit (its imports started CUDA or a thread, it ended, or it was
+    // still importing after kImportLimitSeconds, and was then stopped): why().
     State state();
+    static constexpr double kImportLimitSeconds = 300;
     const std::string& why() const noexcept { return why_; }
     // Seconds its imports took, once ready.
     double ready_seconds() const noexcept { return ready_seconds_; }
@@ -53,6 +55,7 @@ private:
     State state_ = State::importing;
     std::string why_;
     double ready_seconds_ = 0;
+    double started_;  // steady clock, seconds
 };
 
 }  // namespace gpumem::process

@@ -15,8 +15,8 @@
 # the reply is "pid N" or "error: why". The run is forked twice, so that
 # gpumem (a child subreaper) becomes its parent and waits for it as for any
 # child. A server whose imports started CUDA or a thread cannot fork safely:
-# it says unfit and gpumem starts fresh processes. It exits when gpumem is
-# gone.
+# it says unfit at once (each import is checked) and gpumem starts fresh
+# processes. It exits when gpumem is gone.
 import ast
 import json
 import os
@@ -72,6 +72,8 @@ def _unfit_after(module):
             pass
     if _driver_opened():
         return "importing %s opened the GPU driver" % module
+    if threading.active_count() > 1:
+        return "importing %s started a Python thread (%s)" % (module, ", ".join(t.name for t in threading.enumerate()[1:4]))
     return None
 
 
@@ -103,8 +105,6 @@ def _prepare(directory, script):
             return why
     if "torch" not in sys.modules:
         return "torch cannot be imported"
-    if threading.active_count() > 1:
-        return "its imports started a Python thread (%s)" % ", ".join(t.name for t in threading.enumerate()[1:4])
     return None
 
 

@@ -266,6 +266,20 @@ std::string value_in(const std::vector<std::string>& environment, std::string_vi
     return "";
 }
 
+// Our environment with these NAME=VALUE variables over it, as a run's
+// (child_environment's rule, without the hook).
+std::vector<std::string> ours_with(const std::vector<std::string>& variables) {
+    std::vector<std::string> environment;
+    for (char** e = environ; *e != nullptr; ++e) {
+        const std::string_view entry(*e);
+        const std::string_view name = entry.substr(0, entry.find('=') + 1);
+        if (std::none_of(variables.begin(), variables.end(), [&](const std::string& v) { return std::string_view(v).substr(0, name.size()) == name; }))
+            environment.emplace_back(entry);
+    }
+    environment.insert(environment.end(), variables.begin(), variables.end());
+    return environment;
+}
+
 bool is_python(const std::string& program) {
     const std::string name = fs::path(program).filename().string();
     return name.rfind("python", 0) == 0 && name.find_first_not_of("0123456789.", 6) == std::string::npos;
@@ -288,11 +302,7 @@ std::unique_ptr<RunForkServers> RunForkServers::for_program(const std::vector<st
 RunForkServers::RunForkServers(std::vector<std::string> command) : command_(std::move(command)) {}
 RunForkServers::~RunForkServers() = default;
 
-void RunForkServers::warm() {
-    std::vector<std::string> environment;
-    for (char** e = environ; *e != nullptr; ++e) environment.emplace_back(*e);
-    server_for(environment);
-}
+void RunForkServers::warm() { server_for(ours_with({})); }
 
 RunForkServers::Server& RunForkServers::server_for(const std::vector<std::string>& environment) {
     const std::string conf = value_in(environment, "PYTORCH_ALLOC_CONF"), cuda_conf = value_in(environment, "PYTORCH_CUDA_ALLOC_CONF");
@@ -306,6 +316,10 @@ RunForkServers::Server& RunForkServers::server_for(const std::vector<std::string
         if (e.rfind("GPUMEM_RECORD_", 0) != 0 && e.rfind("OMP_NUM_THREADS=", 0) != 0) own.push_back(e);
     servers_.push_back(std::unique_ptr<Server>(new Server{conf, cuda_conf, process::ForkServer(kForkServerSource, command_[0], command_[1], own)}));
     return *servers_.back();
+}
+
+bool RunForkServers::importing_for(const std::vector<std::string>& variables) {
+    return server_for(ours_with(variables)).process.state() == process::ForkServer::State::importing;
 }
 
 std::optional<process::RunningChild> RunForkServers::start(const std::vector<std::string>& command, const std::vector<std::string>& environment,
@@ -366,6 +380,7 @@ void run_recorded_side_by_side(const std::vector<RecordedRunRequest>& runs, cons
             return;
         }
         while (next < runs.size() && going.size() < limit) {
+            if (servers != nullptr && servers->importing_for(runs[next].options.environment)) break;
             const std::size_t slot = static_cast<std::size_t>(std::find(taken.begin(), taken.end(), false) - taken.begin());
             const RecordedRunRequest& r = runs[next];
             process::ChildOptions style = r.options;

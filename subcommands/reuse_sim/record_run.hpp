@@ -74,7 +74,7 @@ ChildRun run_recorded(const std::vector<std::string>& command, const RecordSetti
 // paying the imports again. One server for each allocator setting the runs
 // ask for (PYTORCH_ALLOC_CONF and PYTORCH_CUDA_ALLOC_CONF), since PyTorch may
 // read them once loaded; each started on the first run that asks for it,
-// which itself starts fresh, as every run does while its server imports.
+// and runs wait while their server imports (fresh where it is unfit).
 class RunForkServers {
 public:
     // None where the program is not `python SCRIPT ...` (a python of any
@@ -87,6 +87,10 @@ public:
     // Starts the server for our own environment's settings now, so that its
     // imports go on beside whatever runs first.
     void warm();
+    // Whether a run with these variables (NAME=VALUE, over ours) waits for
+    // its server, still importing: a fresh run would spend as long
+    // importing, beside it. Starts that server where none is yet.
+    bool importing_for(const std::vector<std::string>& variables);
     // A run forked from the server of its environment's settings, where it
     // is ready; else none, and `why`.
     std::optional<process::RunningChild> start(const std::vector<std::string>& command, const std::vector<std::string>& environment,

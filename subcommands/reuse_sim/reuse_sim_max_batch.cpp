@@ -440,7 +440,7 @@ public:
         static_cast<rs::MaxBatchState&>(x_) = planner_.state();
         if (!m_.program.empty() && (servers_ = RunForkServers::for_program(m_.program))) {
             if (m_.fork_server) {
-                servers_->warm();  // its imports beside the first step's runs, which start fresh
+                servers_->warm();  // its imports go on while the search sets out; runs wait for it
                 x_.fork_server = servers_->state_text();
             } else {
                 servers_.reset();
