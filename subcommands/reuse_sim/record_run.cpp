@@ -288,6 +288,8 @@ bool is_python(const std::string& program) {
 }  // namespace
 
 struct RunForkServers::Server {
+    Server(std::string conf, std::string cuda_conf, const std::string& python, const std::string& script, std::vector<std::string> environment)
+        : alloc_conf(std::move(conf)), cuda_alloc_conf(std::move(cuda_conf)), process(kForkServerSource, python, script, std::move(environment)) {}
     std::string alloc_conf, cuda_alloc_conf;
     process::ForkServer process;
 };
@@ -314,7 +316,7 @@ RunForkServers::Server& RunForkServers::server_for(const std::vector<std::string
     std::vector<std::string> own;
     for (const std::string& e : environment)
         if (e.rfind("GPUMEM_RECORD_", 0) != 0 && e.rfind("OMP_NUM_THREADS=", 0) != 0) own.push_back(e);
-    servers_.push_back(std::unique_ptr<Server>(new Server{conf, cuda_conf, process::ForkServer(kForkServerSource, command_[0], command_[1], own)}));
+    servers_.push_back(std::make_unique<Server>(conf, cuda_conf, command_[0], command_[1], std::move(own)));
     return *servers_.back();
 }
 
