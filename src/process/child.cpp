@@ -1,7 +1,6 @@
 #include "process/child.hpp"
 #include "process/file_descriptor.hpp"
 
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -131,14 +130,6 @@ int wait_child(pid_t pid, bool own_group, bool& interrupted) {
         }
     }
     return status;
-}
-
-// The file the program's output goes to, when the options name one.
-FileDescriptor open_output_file(const std::string& path) {
-    if (path.empty()) return {};
-    FileDescriptor fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-    if (!fd.valid()) throw Error(path + ": cannot write the program's output there: " + std::strerror(errno));
-    return fd;
 }
 
 std::string start_error_text(const std::string& program, int error) {

@@ -23,4 +23,11 @@ Pipe make_pipe() {
     return Pipe{FileDescriptor(ends[0]), FileDescriptor(ends[1])};
 }
 
+FileDescriptor open_output_file(const std::string& path) {
+    if (path.empty()) return {};
+    FileDescriptor fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    if (!fd.valid()) throw Error(path + ": cannot write the program's output there: " + std::strerror(errno));
+    return fd;
+}
+
 }  // namespace gpumem::process

@@ -3,6 +3,7 @@
 // has to remember which descriptors it opened.
 #pragma once
 
+#include <string>
 #include <utility>
 
 namespace gpumem::process {
@@ -37,5 +38,10 @@ struct Pipe {
     FileDescriptor read, write;
 };
 Pipe make_pipe();
+
+// The file a program's output goes to (created or emptied, mode 0600,
+// close-on-exec); none for an empty path. Throws gpumem::Error naming the
+// file where it cannot be written.
+FileDescriptor open_output_file(const std::string& path);
 
 }  // namespace gpumem::process

@@ -1,6 +1,5 @@
 #include "process/fork_server.hpp"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -126,11 +125,7 @@ std::optional<RunningChild> ForkServer::fork_run(const std::vector<std::string>&
         why = state_ == State::importing ? "the fork server was still importing" : "the fork server is unfit: " + why_;
         return std::nullopt;
     }
-    FileDescriptor output;
-    if (!output_file.empty()) {
-        output = FileDescriptor(::open(output_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-        if (!output.valid()) throw Error(output_file + ": cannot write the program's output there: " + std::strerror(errno));
-    }
+    const FileDescriptor output = open_output_file(output_file);
     char cwd[4096];
     if (::getcwd(cwd, sizeof cwd) == nullptr) {
         why = std::string("getcwd: ") + std::strerror(errno);
