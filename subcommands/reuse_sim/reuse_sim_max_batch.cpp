@@ -442,6 +442,8 @@ public:
             if (m_.fork_server) {
                 servers_->warm();  // its imports go on while the search sets out; runs wait for it
                 x_.fork_server = servers_->state_text();
+                if (show_runs(session_))
+                    say(session_, "max-batch: importing " + m_.program[1] + "'s modules once; each run then forks from that process (--no-fork-server: fresh runs)");
             } else {
                 servers_.reset();
                 x_.fork_server = "off: --no-fork-server";
