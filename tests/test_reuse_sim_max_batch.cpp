@@ -1274,9 +1274,11 @@ TEST_CASE("max-batch: runs of python SCRIPT fork from a server that imported its
 
 TEST_CASE("max-batch: a program whose imports start a thread, or that is not python SCRIPT, runs fresh; the fork server says why") {
     const Scratch s;
+    std::vector<std::string> env = standin_env(s);
+    env.front() += ":" + kDir + "/site-packages";  // PYTHONPATH: an installed library that starts a thread
     const RunResult r = run_gpumem({"reuse-sim", "max-batch", "--json", "--capacity", "1GiB", "--repeats", "1", "--", "python3",
                                     kDir + "/thread_import_program.py", "--bs", "{batch}"},
-                                   standin_env(s));
+                                   env);
     INFO(r.err);
     REQUIRE(r.status == 0);
     const json m = json::parse(r.out)["max_batch"];
@@ -1301,6 +1303,20 @@ TEST_CASE("max-batch: a program whose imports start a thread, or that is not pyt
                                    "--capacity", "1GiB", "--no-fork-server"}),
                      standin_env(s))
               .status == 2);
+}
+
+// A project's config.py that parses sys.argv when imported: imported once
+// in the server, every run would have had the first command line.
+TEST_CASE("max-batch: the program's own modules are imported by each run, not the fork server: each sees its own command line") {
+    const Scratch s;
+    const RunResult r = run_gpumem({"reuse-sim", "max-batch", "--json", "--capacity", "1GiB", "--repeats", "1", "--", "python3",
+                                    kDir + "/argv_program.py", "--bs", "{batch}"},
+                                   standin_env(s));
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    const json m = json::parse(r.out)["max_batch"];
+    CHECK(m["largest_batch"] == 83);
+    CHECK(forked_runs(m) == m["runs"].get<std::size_t>());
 }
 
 TEST_CASE("max-batch: SIGTERM during a forked run stops it and the fork server, exit 130, nothing left in $TMPDIR") {

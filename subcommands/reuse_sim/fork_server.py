@@ -1,7 +1,8 @@
 # gpumem reuse-sim max-batch's fork server. A search runs one Python program
 # a dozen times; each fresh interpreter spends most of its start importing
 # (torch 4 s, Lightning 15 to 20 s) before its first CUDA call. This process
-# imports the script's top-level modules once, then forks one process per
+# imports the script's top-level modules once (the installed ones: the
+# program's own may read each run's sys.argv), then forks one process per
 # run: each gets its own environment, working directory, output, process
 # group and CUDA context (CUDA was never initialized here), so its memory
 # is a fresh process's; only the imports are shared.
@@ -46,6 +47,31 @@ def _top_level_imports(script):
                 visit(node.body)
     visit(tree.body)
     return list(dict.fromkeys(names))
+
+
+def _is_local(module, directory):
+    """Whether the module is the program's own (found in or below the
+    script's folder or the working directory, or not found at all): its
+    top level may read sys.argv (a config module's parse_args), which is
+    each run's own, so the run imports it itself."""
+    import importlib.util
+    try:
+        spec = importlib.util.find_spec(module.split(".")[0])
+    except (ImportError, ValueError):
+        return True
+    if spec is None:
+        return True
+    places = list(spec.submodule_search_locations or []) + ([spec.origin] if spec.origin else [])
+    roots = [os.path.realpath(directory), os.path.realpath(os.getcwd())]
+    for place in places:
+        if place in ("built-in", "frozen"):
+            continue
+        real = os.path.realpath(place)
+        if "site-packages" in real.split(os.sep) or "dist-packages" in real.split(os.sep):
+            continue  # installed, if in the project's own virtual environment
+        if any(real == root or real.startswith(root + os.sep) for root in roots):
+            return True
+    return False
 
 
 def _driver_opened():
@@ -96,6 +122,8 @@ def _prepare(directory, script):
         modules.insert(0, "torch")
     import importlib
     for module in modules:
+        if module != "torch" and _is_local(module, sys.path[0]):
+            continue
         try:
             importlib.import_module(module)
         except BaseException:  # the run imports it itself, and meets its error there
