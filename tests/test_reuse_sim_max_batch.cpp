@@ -1319,6 +1319,29 @@ TEST_CASE("max-batch: the program's own modules are imported by each run, not th
     CHECK(forked_runs(m) == m["runs"].get<std::size_t>());
 }
 
+// numpy seeds its global random state once, when imported, and keeps it
+// across a fork: runs forked from one import would all draw alike, where
+// fresh processes (random data shapes, so memory that varies) do not.
+TEST_CASE("max-batch: runs forked from the fork server draw from numpy's global random state as fresh processes do, each its own") {
+    const Scratch s;
+    std::vector<std::string> env = standin_env(s);
+    env.front() += ":" + kDir + "/site-packages";  // PYTHONPATH: the stand-in numpy
+    env.push_back("RANDOM_DRAWS=" + (s / "draws"));
+    const RunResult r = run_gpumem({"reuse-sim", "max-batch", "--json", "--capacity", "1GiB", "--repeats", "1", "--", "python3",
+                                    kDir + "/random_program.py", "--bs", "{batch}"},
+                                   env);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    const json m = json::parse(r.out)["max_batch"];
+    CHECK(forked_runs(m) == m["runs"].get<std::size_t>());
+    std::vector<std::string> draws;
+    const std::string text = slurp(s / "draws");
+    for (std::string_view line : split(text, '\n'))
+        if (!line.empty()) draws.emplace_back(line);
+    CHECK(draws.size() == m["runs"].get<std::size_t>());
+    CHECK(std::set<std::string>(draws.begin(), draws.end()).size() == draws.size());
+}
+
 TEST_CASE("max-batch: SIGTERM during a forked run stops it and the fork server, exit 130, nothing left in $TMPDIR") {
     const Scratch s;
     const std::string tmp = s / "tmp";

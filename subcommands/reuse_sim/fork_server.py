@@ -231,6 +231,16 @@ def _become_run(request):
     set_threads = getattr(torch, "set_num_threads", None)
     if set_threads is not None and threads.isdigit() and int(threads) > 0:
         set_threads(int(threads))  # libgomp read the server's environment when it loaded
+    # A fresh process seeds numpy's global random state from the OS when it
+    # imports numpy; a fork keeps the server's (Python's random reseeds
+    # itself at fork). Reseeded here, so that runs do not all draw alike.
+    numpy = sys.modules.get("numpy")
+    reseed = getattr(getattr(numpy, "random", None), "seed", None)
+    if reseed is not None:
+        try:
+            reseed()
+        except Exception:
+            pass
     preload = request.get("preload")
     if preload:
         import importlib.util
