@@ -129,6 +129,15 @@ bool process_gone(pid_t pid) {
 }
 
 // The files left in a folder.
+// A $TMPDIR of the scratch folder's own, new and empty, put in `env`: what
+// gpumem leaves there after a signal is counted (files_in).
+std::string own_tmpdir(const Scratch& s, std::vector<std::string>& env) {
+    const std::string tmp = s / "tmp";
+    REQUIRE(::mkdir(tmp.c_str(), 0700) == 0);
+    env.push_back("TMPDIR=" + tmp);
+    return tmp;
+}
+
 std::size_t files_in(const std::string& dir) {
     std::size_t n = 0;
     for (const auto& entry : std::filesystem::directory_iterator(dir)) n += entry.exists() ? 1 : 0;
@@ -846,11 +855,9 @@ TEST_CASE("max-batch: SIGTERM and SIGINT during a real run stop the program, rem
     for (const int sig : {SIGTERM, SIGINT}) {
         CAPTURE(sig);
         const Scratch s;
-        const std::string tmp = s / "tmp";
-        REQUIRE(::mkdir(tmp.c_str(), 0700) == 0);
-        const std::string pid_file = s / "program.pid";
         std::vector<std::string> env = standin_env(s);
-        env.push_back("TMPDIR=" + tmp);
+        const std::string tmp = own_tmpdir(s, env);
+        const std::string pid_file = s / "program.pid";
         // The program says its pid, then takes its time before it runs.
         Started run = start_gpumem({"reuse-sim", "max-batch", "--json", "--capacity", "1GiB", "--", "sh", "-c",
                                     "echo $$ > \"$1\"; sleep 60 & wait; exec python3 \"$2\" --bs \"$3\"", "sh", pid_file,
@@ -907,10 +914,8 @@ TEST_CASE("max-batch under timeout (-s TERM and -s INT): the signal repeated to 
             CAPTURE(sig);
             CAPTURE(jobs);
             const Scratch s;
-            const std::string tmp = s / "tmp";
-            REQUIRE(::mkdir(tmp.c_str(), 0700) == 0);
             std::vector<std::string> env = standin_env(s);
-            env.push_back("TMPDIR=" + tmp);
+            const std::string tmp = own_tmpdir(s, env);
             // The program takes its time: timeout's signal comes during a real run.
             const RunResult r = run_program(kTimeout, {"--preserve-status", "-s", sig, "1", gpumem_binary(), "reuse-sim", "max-batch", "--json",
                                                        "--capacity", "1GiB", "--jobs", jobs, "--", "sh", "-c", "sleep 60 & wait; exec python3 \"$1\" --bs \"$2\"",
@@ -1233,6 +1238,25 @@ std::vector<std::uint64_t> recorded_batches(const json& m) {
     return batches;
 }
 
+// max-batch --json under 1 GiB, --repeats 1, on one of tests/fixtures/record's
+// programs (python3 FILE --bs {batch}); its document's max_batch, the run's
+// status and stderr checked first.
+json max_batch_of(const std::string& program, const std::vector<std::string>& env) {
+    const RunResult r = run_gpumem({"reuse-sim", "max-batch", "--json", "--capacity", "1GiB", "--repeats", "1", "--", "python3", kDir + "/" + program,
+                                    "--bs", "{batch}"},
+                                   env);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    return json::parse(r.out)["max_batch"];
+}
+
+// The stand-in's environment with tests/fixtures/record/site-packages on
+// PYTHONPATH too: libraries the fork server takes for installed ones.
+std::vector<std::string> with_site_packages(std::vector<std::string> env) {
+    env.front() += ":" + kDir + "/site-packages";
+    return env;
+}
+
 }  // namespace
 
 TEST_CASE("max-batch: runs of python SCRIPT fork from a server that imported its modules once; the same answer and runs as fresh processes") {
@@ -1274,14 +1298,7 @@ TEST_CASE("max-batch: runs of python SCRIPT fork from a server that imported its
 
 TEST_CASE("max-batch: a program whose imports start a thread, or that is not python SCRIPT, runs fresh; the fork server says why") {
     const Scratch s;
-    std::vector<std::string> env = standin_env(s);
-    env.front() += ":" + kDir + "/site-packages";  // PYTHONPATH: an installed library that starts a thread
-    const RunResult r = run_gpumem({"reuse-sim", "max-batch", "--json", "--capacity", "1GiB", "--repeats", "1", "--", "python3",
-                                    kDir + "/thread_import_program.py", "--bs", "{batch}"},
-                                   env);
-    INFO(r.err);
-    REQUIRE(r.status == 0);
-    const json m = json::parse(r.out)["max_batch"];
+    const json m = max_batch_of("thread_import_program.py", with_site_packages(standin_env(s)));  // an installed library starts a thread
     CHECK(m["largest_batch"] == 83);
     CHECK(m["fork_server"] == "unfit: importing thread_at_import started a Python thread (monitor)");
     CHECK(forked_runs(m) == 0);
@@ -1309,12 +1326,7 @@ TEST_CASE("max-batch: a program whose imports start a thread, or that is not pyt
 // in the server, every run would have had the first command line.
 TEST_CASE("max-batch: the program's own modules are imported by each run, not the fork server: each sees its own command line") {
     const Scratch s;
-    const RunResult r = run_gpumem({"reuse-sim", "max-batch", "--json", "--capacity", "1GiB", "--repeats", "1", "--", "python3",
-                                    kDir + "/argv_program.py", "--bs", "{batch}"},
-                                   standin_env(s));
-    INFO(r.err);
-    REQUIRE(r.status == 0);
-    const json m = json::parse(r.out)["max_batch"];
+    const json m = max_batch_of("argv_program.py", standin_env(s));
     CHECK(m["largest_batch"] == 83);
     CHECK(forked_runs(m) == m["runs"].get<std::size_t>());
 }
@@ -1324,15 +1336,9 @@ TEST_CASE("max-batch: the program's own modules are imported by each run, not th
 // fresh processes (random data shapes, so memory that varies) do not.
 TEST_CASE("max-batch: runs forked from the fork server draw from numpy's global random state as fresh processes do, each its own") {
     const Scratch s;
-    std::vector<std::string> env = standin_env(s);
-    env.front() += ":" + kDir + "/site-packages";  // PYTHONPATH: the stand-in numpy
+    std::vector<std::string> env = with_site_packages(standin_env(s));  // the stand-in numpy
     env.push_back("RANDOM_DRAWS=" + (s / "draws"));
-    const RunResult r = run_gpumem({"reuse-sim", "max-batch", "--json", "--capacity", "1GiB", "--repeats", "1", "--", "python3",
-                                    kDir + "/random_program.py", "--bs", "{batch}"},
-                                   env);
-    INFO(r.err);
-    REQUIRE(r.status == 0);
-    const json m = json::parse(r.out)["max_batch"];
+    const json m = max_batch_of("random_program.py", env);
     CHECK(forked_runs(m) == m["runs"].get<std::size_t>());
     std::vector<std::string> draws;
     const std::string text = slurp(s / "draws");
@@ -1344,11 +1350,9 @@ TEST_CASE("max-batch: runs forked from the fork server draw from numpy's global 
 
 TEST_CASE("max-batch: SIGTERM during a forked run stops it and the fork server, exit 130, nothing left in $TMPDIR") {
     const Scratch s;
-    const std::string tmp = s / "tmp";
-    REQUIRE(::mkdir(tmp.c_str(), 0700) == 0);
-    const std::string pid_file = s / "program.pid";
     std::vector<std::string> env = standin_env(s);
-    env.push_back("TMPDIR=" + tmp);
+    const std::string tmp = own_tmpdir(s, env);
+    const std::string pid_file = s / "program.pid";
     // 83: the check at the first answer, a later step than the first runs.
     std::vector<std::string> args = with_program({"reuse-sim", "max-batch", "--json", "--capacity", "1GiB", "--jobs", "1"});
     for (const std::string& word : {std::string("--hang-at"), std::string("83"), std::string("--pid-file"), pid_file}) args.push_back(word);
