@@ -268,4 +268,5 @@ def main():
     runpy.run_path(script, run_name="__main__")
 
 
-main()
+if __name__ == "__main__":  # bench/forked_run_phases.py imports its parts
+    main()
