@@ -17,7 +17,9 @@
 # gpumem (a child subreaper) becomes its parent and waits for it as for any
 # child. A server whose imports started CUDA or a thread cannot fork safely:
 # it says unfit at once (each import is checked) and gpumem starts fresh
-# processes. It exits when gpumem is gone.
+# processes. It exits when gpumem is gone. A run ends as multiprocessing's
+# forked workers end (_end): exit handlers, then os._exit, without the
+# interpreter's teardown.
 import ast
 import json
 import os
@@ -251,6 +253,65 @@ def _become_run(request):
     return argv[1]
 
 
+def _exit_status(code):
+    """The exit status the interpreter gives SystemExit(code)."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    try:
+        sys.stderr.write("%s\n" % (code,))
+    except Exception:
+        pass
+    return 1
+
+
+def _run_as_main(script):
+    """Runs the script as __main__; its exit status, as the interpreter
+    would give it (an uncaught exception's traceback printed by
+    sys.excepthook, which the recording hook wraps to note its kind)."""
+    import runpy
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as e:
+        return _exit_status(e.code)
+    except KeyboardInterrupt:  # the interpreter's own handling: it dies of SIGINT
+        raise
+    except BaseException:
+        kind, value, tb = sys.exc_info()
+        # Kept as the interpreter keeps an uncaught exception, frames and
+        # tensors alive through the exit handlers: the recording's end is a
+        # fresh run's.
+        sys.last_type, sys.last_value, sys.last_traceback = kind, value, tb
+        if sys.version_info >= (3, 12):
+            sys.last_exc = value
+        sys.excepthook(kind, value, tb)
+        return 1
+    return 0
+
+
+def _end(status):
+    """Ends the run as the interpreter ends a process, short of tearing
+    its modules down, as multiprocessing's forked workers end: its other
+    threads waited for, the exit handlers run (the program's, then the
+    recording hook's, which writes the recording), stdout and stderr
+    flushed, then os._exit. The teardown left out (every module's objects
+    freed one by one, then the CUDA runtime's) took 2 s of a Lightning
+    run's 6.4 on an H200, with nothing for gpumem in it
+    (bench/forked_run_phases.py)."""
+    import atexit
+    shutdown = getattr(threading, "_shutdown", None)
+    if shutdown is not None:
+        shutdown()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    os._exit(status)
+
+
 def main():
     directory, script = sys.argv[1], sys.argv[2]
     started = time.monotonic()
@@ -264,8 +325,7 @@ def main():
     _write_status(directory, "ready %.3f" % (time.monotonic() - started))
     request = _serve(directory, listener)
     script = _become_run(request)
-    import runpy
-    runpy.run_path(script, run_name="__main__")
+    _end(_run_as_main(script))
 
 
 if __name__ == "__main__":  # bench/forked_run_phases.py imports its parts
