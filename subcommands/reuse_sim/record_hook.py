@@ -70,6 +70,9 @@ class _State:
     # Graph captures begun without a pool: PyTorch numbers their pools
     # (N, 0) from 1, in this order.
     graph_pools_made = 0
+    # The backends of the process groups the program initialized ("nccl",
+    # "gloo", "cpu:gloo,cuda:nccl"), each once.
+    process_groups = []
 
 
 _MAX_HOOK_ERRORS = 20
@@ -195,7 +198,7 @@ def _dump(torch, doc):
     record = {"kind": "gpumem-torch-recording", "schema_version": 3, "torch_version": torch.__version__,
               "device": device, "device_name": torch.cuda.get_device_name(device), "device_total": device_total, "exit": _State.why,
               "pid": os.getpid(), "process": _State.order, "allocator": allocator, "memory_stats": stats,
-              "program_ooms": _State.program_ooms, "python_version": "%d.%d.%d" % sys.version_info[:3]}
+              "program_ooms": _State.program_ooms, "process_groups": _State.process_groups, "python_version": "%d.%d.%d" % sys.version_info[:3]}
     data = json.dumps(record, indent=1, default=str).encode()
     # The pair or nothing: "no snapshot written" must stay true.
     _write_all([(path, lambda f: pickle.dump(snapshot, f, protocol=4)), (stats_path, lambda f: f.write(data))])
@@ -295,6 +298,39 @@ def _watch_fraction(torch):
     if getattr(memory, "set_per_process_memory_fraction", None) is original:
         memory.set_per_process_memory_fraction = set_per_process_memory_fraction
     return original
+
+
+def _watch_process_groups(torch):
+    """The program's torch.distributed.init_process_group, wrapped: the
+    backend of its default group noted (the program may destroy it before
+    the end). Under NCCL a collective's tensors stay allocated until the
+    process group's watchdog thread sees its work complete, as late as it
+    polls: a run's peak may hang on that thread's timing."""
+    # torch imports it itself; never imported here (a program without it
+    # pays nothing).
+    dist = sys.modules.get("torch.distributed") or getattr(torch, "distributed", None)
+    if dist is None:
+        return
+    original = getattr(dist, "init_process_group", None)
+    if original is None or not dist.is_available():
+        return
+
+    def init_process_group(*args, **kwargs):
+        result = original(*args, **kwargs)
+        try:
+            backend = str(dist.get_backend())
+            if backend not in _State.process_groups:
+                _State.process_groups.append(backend)
+        except Exception as e:  # the program's call itself succeeded: never fail it
+            _hook_error("noting the process group's backend", e)
+        return result
+
+    init_process_group.__wrapped__ = original
+    init_process_group.__doc__ = original.__doc__
+    dist.init_process_group = init_process_group
+    c10d = getattr(dist, "distributed_c10d", None)
+    if getattr(c10d, "init_process_group", None) is original:
+        c10d.init_process_group = init_process_group
 
 
 def _history_position(torch):
@@ -546,6 +582,10 @@ def _start(torch):
             _watch_allocator_calls(torch)
         except Exception as e:  # recorded without them; the replay then says so
             _hook_error("watching the allocator calls", e)
+        try:
+            _watch_process_groups(torch)
+        except Exception as e:  # recorded without them: no timing note for NCCL
+            _hook_error("watching init_process_group", e)
         # The process's file names are claimed when it first initializes
         # CUDA, so the first to use the GPU gets FILE itself.
         torch.cuda._lazy_call(_claim_order)

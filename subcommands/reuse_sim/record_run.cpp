@@ -204,6 +204,9 @@ std::optional<RecordingStats> read_recording_stats(const std::string& path) {
         const nlohmann::json& m = doc["memory_stats"];
         stats.ran_out_of_memory = m.contains("num_ooms") && m["num_ooms"].is_number_unsigned() && m["num_ooms"].get<std::uint64_t>() > 0;
     }
+    if (doc.contains("process_groups") && doc["process_groups"].is_array())
+        for (const nlohmann::json& b : doc["process_groups"])
+            if (b.is_string()) stats.process_groups.push_back(b.get<std::string>());
     if (doc.contains("allocator") && doc["allocator"].is_object()) {
         const nlohmann::json& a = doc["allocator"];
         std::vector<MemoryFractionCall> calls = fraction_calls_of(a.contains("memory_fraction_calls") ? a["memory_fraction_calls"] : nlohmann::json());

@@ -140,6 +140,8 @@ struct RecordingStats {
     // What the hook could not follow (its "hook_errors": a wrapper it could
     // not put in place, a call it could not note), one line each.
     std::vector<std::string> hook_errors;
+    // The backends of the process groups the program initialized ("nccl").
+    std::vector<std::string> process_groups;
 };
 std::optional<RecordingStats> read_recording_stats(const std::string& path);
 // The GPU a recording ran on ("NVIDIA H200"), as its statistics file (a
