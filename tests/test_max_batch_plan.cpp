@@ -670,3 +670,37 @@ TEST_CASE("max-batch plan: a launcher's program, one run at a time until its ran
                         "39 below the answer | 37 below the answer");
     CHECK(d.steps.back() == "done 41 ran");
 }
+
+// A DDP MLP's answer under one NCCL rank rested on one run (its repeat cut
+// by the default budget) and ran out of memory 2 times in 8 when run again.
+TEST_CASE("max-batch plan: without --max-runs an answer's repeats come on top of a spent budget (twice the repeats at most); with it they are cut") {
+    const auto planned = [](bool given) {
+        rs::MaxBatchPlanOptions o = options(1 * GiB, {4, 8}, 5);
+        o.repeats = 2;
+        o.parallel = 1;
+        o.max_runs_given = given;
+        return o;
+    };
+    rs::MaxBatchPlanner grown(planned(false));
+    const Drive d = drive(grown, Program{}, 1 * GiB);
+    INFO(d.steps);
+    CHECK(d.steps.back() == "done 83 ran");
+    CHECK_FALSE(grown.state().repeats_cut);
+    CHECK(grown.state().max_runs == 6);  // the budget in force, grown by the repeat
+    CHECK(grown.runs() == 6);
+    rs::MaxBatchPlanner cut(planned(true));
+    const Drive c = drive(cut, Program{}, 1 * GiB);
+    INFO(c.steps);
+    CHECK(c.steps.back() == "done 83 ran");
+    CHECK(cut.state().repeats_cut);
+    CHECK(cut.state().max_runs == 5);
+    CHECK(cut.runs() == 5);
+    // A budget far too small grows by twice the repeats at most.
+    rs::MaxBatchPlanOptions tight = planned(false);
+    tight.max_runs = 2;
+    Program varying;
+    varying.script[83] = {RunOutcome::ran, RunOutcome::out_of_memory};
+    rs::MaxBatchPlanner bounded(tight);
+    drive(bounded, varying, 1 * GiB);
+    CHECK(bounded.state().max_runs <= 2 + 4);
+}

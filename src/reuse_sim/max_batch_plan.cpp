@@ -456,6 +456,20 @@ std::vector<PlannedRun> MaxBatchPlanner::best_beside(std::size_t planned) {
     return runs;
 }
 
+// Room for one more of an answer's repeats. Without --max-runs, the repeats
+// come on top of a spent budget, as the ladder's runs do (at most twice
+// the repeats in a search): a DDP MLP's answer under one NCCL rank rested
+// on one run, its repeat cut by the default budget, and ran out of memory
+// 2 times in 8 when run again (bench/results/2026-12-02-fast-exit.md).
+bool MaxBatchPlanner::can_repeat(std::size_t more) {
+    if (can_run(more)) return true;
+    if (options_.max_runs_given || repeats_on_top_ >= 2 * state_.repeats) return false;
+    ++repeats_on_top_;
+    ++options_.max_runs;
+    state_.max_runs = options_.max_runs;
+    return can_run(more);
+}
+
 // An answer that ran, run again until it ran `repeats` times (side by side:
 // every repeat at once). None: it has them all, or it is no batch that ran.
 std::optional<PlanStep> MaxBatchPlanner::repeat_step(const std::string& setting) {
@@ -468,7 +482,7 @@ std::optional<PlanStep> MaxBatchPlanner::repeat_step(const std::string& setting)
     if (made >= state_.repeats) return std::nullopt;
     std::vector<PlannedRun> runs;
     for (unsigned k = made; k < state_.repeats; ++k) {
-        if (!can_run(runs.size())) {
+        if (!can_repeat(runs.size())) {
             state_.repeats_cut = true;
             break;
         }

@@ -351,6 +351,7 @@ private:
     bool recorded_at(std::uint64_t batch, const std::string& setting) const;
     const MaxBatchSetting* row_of(const std::string& setting) const;
     bool can_run(std::size_t more = 0) const noexcept { return made_ + more < options_.max_runs; }
+    bool can_repeat(std::size_t more);
     // --multiple-of: every value run is a multiple of the step.
     std::uint64_t step() const noexcept { return std::max<std::uint64_t>(1, options_.search.step); }
     // A value rounded down to a multiple of the step (the step at least).
@@ -366,6 +367,7 @@ private:
     Phase phase_;
     std::vector<BatchRun> runs_;  // every run and recording given, in the order made
     unsigned made_ = 0;
+    unsigned repeats_on_top_ = 0;  // an answer's repeats the default budget grew by (can_repeat)
     bool needs_fit_ = false, needs_search_ = false, run_failed_ = false;
     // Runs that failed otherwise than by an OOM, not yet weighed (at the
     // next step, once all of a step's outcomes are back), and the value of
