@@ -239,32 +239,21 @@ def warm(fork_server, extra_modules, extra_libs, script):
     generation A's runs loaded, checked as the first generation's imports."""
     import ctypes
     start = time.monotonic()
-    loaded_libs = failed = 0
-    for lib in extra_libs:
-        try:
-            ctypes.CDLL(lib, mode=os.RTLD_LAZY)
-            loaded_libs += 1
-        except OSError:
-            failed += 1
-        why = fork_server._unfit_after(lib)
-        if why:
-            return None, why
-    imported = 0
     directory = os.path.dirname(os.path.abspath(script))
-    for module in extra_modules:
-        if module in sys.modules or module.startswith("_gpumem") or module == "__main__":
-            continue
-        if fork_server._is_local(module, directory):
-            continue
+    wanted = lambda m: not (m in sys.modules or m.startswith("_gpumem") or m == "__main__" or fork_server._is_local(m, directory))
+    loads = [("libs", lib, lambda lib=lib: ctypes.CDLL(lib, mode=os.RTLD_LAZY)) for lib in extra_libs]
+    loads += [("modules", m, lambda m=m: importlib.import_module(m)) for m in extra_modules if wanted(m)]
+    done = {"libs": 0, "modules": 0, "failed": 0}
+    for kind, name, load_it in loads:
         try:
-            importlib.import_module(module)
-            imported += 1
+            load_it()
+            done[kind] += 1
         except BaseException:
-            failed += 1
-        why = fork_server._unfit_after(module)
+            done["failed"] += 1
+        why = fork_server._unfit_after(name)
         if why:
             return None, why
-    return {"seconds": round(time.monotonic() - start, 3), "libs": loaded_libs, "modules": imported, "failed": failed}, None
+    return dict(done, seconds=round(time.monotonic() - start, 3)), None
 
 
 def medians(runs):
