@@ -1001,7 +1001,7 @@ TEST_CASE("confirm: the user's PYTORCH_ALLOC_CONF is read as torch reads it, and
     CHECK(c.r.confirm->runs[0].outcome.held);
     // An older torch (known from the recording's statistics) reads the old name only.
     c.r.confirm.reset();
-    c.q.input.recording = cli::RecordingStats{"run.stats.json", std::string("2.8.0"), std::nullopt, std::nullopt, {}, std::nullopt, false, {}, {}};
+    c.q.input.recording = cli::RecordingStats{"run.stats.json", std::string("2.8.0"), std::nullopt, std::nullopt, {}, std::nullopt, false, {}, {}, {}};
     ::setenv("PYTORCH_ALLOC_CONF", "expandable_segments:False", 1);
     c.run(R"({"*": {"num_ooms": 0}})", "backend:native", "PYTORCH_CUDA_ALLOC_CONF");
     CHECK(c.r.confirm->user_alloc_conf == "backend:native");

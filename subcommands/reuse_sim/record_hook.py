@@ -73,6 +73,9 @@ class _State:
     # The backends of the process groups the program initialized ("nccl",
     # "gloo", "cpu:gloo,cuda:nccl"), each once.
     process_groups = []
+    # What this run held as late as NCCL may free it (_hold_late_frees):
+    # {"what", "bytes", "freed_at_rebuild"} each.
+    held_late = []
 
 
 _MAX_HOOK_ERRORS = 20
@@ -198,7 +201,7 @@ def _dump(torch, doc):
     record = {"kind": "gpumem-torch-recording", "schema_version": 3, "torch_version": torch.__version__,
               "device": device, "device_name": torch.cuda.get_device_name(device), "device_total": device_total, "exit": _State.why,
               "pid": os.getpid(), "process": _State.order, "allocator": allocator, "memory_stats": stats,
-              "program_ooms": _State.program_ooms, "process_groups": _State.process_groups, "python_version": "%d.%d.%d" % sys.version_info[:3]}
+              "program_ooms": _State.program_ooms, "process_groups": _State.process_groups, "held_late": _State.held_late, "python_version": "%d.%d.%d" % sys.version_info[:3]}
     data = json.dumps(record, indent=1, default=str).encode()
     # The pair or nothing: "no snapshot written" must stay true.
     _write_all([(path, lambda f: pickle.dump(snapshot, f, protocol=4)), (stats_path, lambda f: f.write(data))])
@@ -331,6 +334,81 @@ def _watch_process_groups(torch):
     c10d = getattr(dist, "distributed_c10d", None)
     if getattr(c10d, "init_process_group", None) is original:
         c10d.init_process_group = init_process_group
+
+
+# How long the watchdog of an NCCL process group may take to see a finished
+# collective: it polls every 100 ms (ProcessGroupNCCL's
+# kWatchdogThreadSleepMillis); the rest is slack for a loaded host.
+_WATCHDOG_SETTLE_S = 0.3
+# The forwards a rebuild is waited for (each wait costs the above): the
+# second, or a few more where the first steps accumulate without a sync.
+_MAX_SETTLES = 4
+
+
+def _hold_late_frees(torch):
+    """max-batch's runs (GPUMEM_RECORD_HOLD_LATE=1): what NCCL may free late,
+    held as late as it may be, so that every run, and so every answer,
+    stands for the worst case instead of the run's luck.
+
+    Under NCCL a collective's tensors stay allocated until its process
+    group's watchdog thread sees the work done (torch 2.11 stashes them
+    there "for allocator safety"). DDP drops tensors it handed to a
+    collective once: its first buckets, replaced after the first step
+    (the bucket rebuild, at the second forward). When the watchdog has
+    not polled by then, they stay allocated into the second step: a DDP
+    MLP under one rank on an H200 ran out of memory 5 times in 36 with
+    exactly its gradients' size more allocated (bench/ddp-variance.sh).
+    So at the rebuild this waits until the GPU is done and the watchdog
+    has polled (the old buckets are then freed at the rebuild itself,
+    never twice counted), and holds their size itself until the next
+    step's forward: the second step runs as in the latest release."""
+    parallel = getattr(getattr(torch, "nn", None), "parallel", None)
+    ddp = getattr(parallel, "DistributedDataParallel", None)
+    original = getattr(ddp, "_pre_forward", None)
+    if original is None:
+        return
+    dist = sys.modules.get("torch.distributed") or getattr(torch, "distributed", None)
+
+    def nccl(module):
+        try:
+            return "nccl" in str(dist.get_backend(getattr(module, "process_group", None)))
+        except Exception:
+            return False
+
+    def bucket_bytes(module):
+        inner = getattr(module, "module", module)
+        return sum(p.numel() * p.element_size() for p in inner.parameters() if p.requires_grad)
+
+    def _pre_forward(self, *args, **kwargs):
+        state = self.__dict__.setdefault("_gpumem_hold", {"forwards": 0, "held": None, "done": False})
+        if state["done"] or not torch.is_grad_enabled():
+            return original(self, *args, **kwargs)
+        state["held"] = None  # the step after the rebuild's: the latest the watchdog frees them
+        # Done once rebuilt, when not NCCL, or when no rebuild came in the
+        # first steps (find_unused_parameters: DDP never rebuilds).
+        if getattr(self, "_has_rebuilt_buckets", False) or state["forwards"] > 0 and not nccl(self) or state["forwards"] >= _MAX_SETTLES:
+            state["done"] = True
+            return original(self, *args, **kwargs)
+        state["forwards"] += 1
+        if state["forwards"] > 1:  # a rebuild may come now: the first step's collectives seen done first
+            torch.cuda.synchronize()
+            time.sleep(_WATCHDOG_SETTLE_S)
+        before = torch.cuda.memory_allocated()
+        result = original(self, *args, **kwargs)
+        if getattr(self, "_has_rebuilt_buckets", False):
+            size = bucket_bytes(self)
+            cap = int(getattr(self, "bucket_bytes_cap", 0) or size) or 1
+            device = next(p.device for p in getattr(self, "module", self).parameters())
+            chunks = [min(cap, size - at) for at in range(0, size, cap)]
+            state["held"] = [torch.empty(n, dtype=torch.uint8, device=device) for n in chunks]
+            # The rebuild's own net change: 0 when the old buckets were freed
+            # at it (what the wait above is for), their size when held.
+            _State.held_late.append({"what": "ddp_first_buckets", "bytes": size,
+                                     "rebuild_net_bytes": torch.cuda.memory_allocated() - before - size})
+        return result
+
+    _pre_forward.__wrapped__ = original
+    ddp._pre_forward = _pre_forward
 
 
 def _history_position(torch):
@@ -586,6 +664,11 @@ def _start(torch):
             _watch_process_groups(torch)
         except Exception as e:  # recorded without them: no timing note for NCCL
             _hook_error("watching init_process_group", e)
+        if _ENV.get("GPUMEM_RECORD_HOLD_LATE") == "1":
+            try:
+                _hold_late_frees(torch)
+            except Exception as e:  # recorded as the run frees them: the answer says nothing held
+                _hook_error("holding what NCCL may free late", e)
         # The process's file names are claimed when it first initializes
         # CUDA, so the first to use the GPU gets FILE itself.
         torch.cuda._lazy_call(_claim_order)

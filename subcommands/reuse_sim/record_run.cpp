@@ -82,6 +82,7 @@ std::vector<std::string> child_environment(const HookDirectory& dir, const Recor
     env.push_back(std::string("GPUMEM_RECORD_STACKS=") + (s.python_stacks ? "1" : "0"));
     if (s.max_entries) env.push_back("GPUMEM_RECORD_MAX_ENTRIES=" + std::to_string(*s.max_entries));
     if (s.capacity) env.push_back("GPUMEM_RECORD_CAPACITY=" + std::to_string(*s.capacity));
+    if (s.hold_late) env.push_back("GPUMEM_RECORD_HOLD_LATE=1");
     if (s.memory_fraction) {
         std::ostringstream f;
         f.precision(17);
@@ -207,6 +208,10 @@ std::optional<RecordingStats> read_recording_stats(const std::string& path) {
     if (doc.contains("process_groups") && doc["process_groups"].is_array())
         for (const nlohmann::json& b : doc["process_groups"])
             if (b.is_string()) stats.process_groups.push_back(b.get<std::string>());
+    if (doc.contains("held_late") && doc["held_late"].is_array())
+        for (const nlohmann::json& h : doc["held_late"])
+            if (h.is_object() && h.contains("bytes") && h["bytes"].is_number_unsigned())
+                stats.held_late.push_back({h.value("what", std::string()), h["bytes"].get<std::uint64_t>()});
     if (doc.contains("allocator") && doc["allocator"].is_object()) {
         const nlohmann::json& a = doc["allocator"];
         std::vector<MemoryFractionCall> calls = fraction_calls_of(a.contains("memory_fraction_calls") ? a["memory_fraction_calls"] : nlohmann::json());

@@ -31,6 +31,10 @@ struct RecordSettings {
     bool python_stacks = false;                // context="all", stacks="python"
     std::optional<std::uint64_t> capacity;     // set_per_process_memory_fraction(capacity / total)
     std::optional<double> memory_fraction;     // set_per_process_memory_fraction(F)
+    // What NCCL may free late held as late as it may be (the hook's
+    // _hold_late_frees: DDP's first buckets through the second step), so
+    // that a run stands for the worst case: max-batch's runs.
+    bool hold_late = false;
 };
 
 // What one process of the program said through the hook.
@@ -142,6 +146,12 @@ struct RecordingStats {
     std::vector<std::string> hook_errors;
     // The backends of the process groups the program initialized ("nccl").
     std::vector<std::string> process_groups;
+    // What the run held as late as NCCL may free it (RecordSettings::hold_late).
+    struct HeldLate {
+        std::string what;  // "ddp_first_buckets"
+        std::uint64_t bytes = 0;
+    };
+    std::vector<HeldLate> held_late;
 };
 std::optional<RecordingStats> read_recording_stats(const std::string& path);
 // The GPU a recording ran on ("NVIDIA H200"), as its statistics file (a

@@ -664,9 +664,31 @@ private:
             const rs::RecordedAllocatorSettings recorded = *r_.allocator_settings;
             apply_recorded_settings(m_.setup, recorded, r_);
         }
+        note_held_late(largest);
         rs::ModelFit model{fit_models(largest, kept), rs::grid_points(r_.strategy_options.torch, m_.grid.axes), r_.strategy_options,
                            timing_of(largest)};
         timed([&] { planner_.fitted(std::move(model)); });
+    }
+
+    // What the largest recording's runs held as late as NCCL may free it,
+    // the most any rank held: the bound every run, and so the answer,
+    // rests on.
+    void note_held_late(const MaxBatchRecording& largest) {
+        x_.held_late.clear();
+        x_.held_late_bytes = 0;
+        std::vector<std::string> files;
+        if (largest.ranks.empty()) files.push_back(largest.file);
+        for (const MaxBatchRecording::Rank& k : largest.ranks) files.push_back(k.file);
+        for (const std::string& file : files) {
+            const std::optional<RecordingStats> stats = read_recording_stats(stats_file_name(file));
+            if (!stats) continue;
+            std::uint64_t bytes = 0;
+            for (const RecordingStats::HeldLate& h : stats->held_late) {
+                bytes += h.bytes;
+                if (std::find(x_.held_late.begin(), x_.held_late.end(), h.what) == x_.held_late.end()) x_.held_late.push_back(h.what);
+            }
+            x_.held_late_bytes = std::max(x_.held_late_bytes, bytes);
+        }
     }
 
     // What in the largest recording lets a run's outcome hang on timing:
@@ -685,7 +707,7 @@ private:
         if (const std::optional<RecordingStats> stats = read_recording_stats(stats_file_name(file)))
             for (const std::string& backend : stats->process_groups)
                 if (backend.find("nccl") != std::string::npos) {
-                    timing.emplace_back("an NCCL process group (its watchdog thread frees each collective's tensors when it sees the work done)");
+                    timing.emplace_back("an NCCL process group (its watchdog frees a collective's tensors when it sees it done)");
                     break;
                 }
         const Loaded& l = load(file);

@@ -143,6 +143,11 @@ struct MaxBatchSearchResults : reuse_sim::MaxBatchState {
     // why", "off: --no-fork-server"); empty where the program is not
     // `python SCRIPT ...`.
     std::string fork_server;
+    // What the runs held as late as NCCL may free it (RecordSettings::
+    // hold_late), as the largest recording's tightest rank held it: the
+    // answer's bound. Empty: nothing held (no DDP over NCCL).
+    std::vector<std::string> held_late;  // "ddp_first_buckets"
+    std::uint64_t held_late_bytes = 0;
     std::vector<MaxBatchConfirmRun> confirm_runs;  // --confirm, as each ends
     bool confirm_interrupted = false;
 

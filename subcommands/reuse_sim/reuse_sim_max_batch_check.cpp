@@ -199,6 +199,7 @@ MaxBatchRequest check_max_batch_input(const MaxBatchOptions& o) {
         throw UsageError("--max-runs " + std::to_string(m.max_runs) + " is fewer than the " + std::to_string(m.record_batches.size()) +
                          " batches of --record-batches: the first recordings alone need that many runs");
     m.settings = check_real_run_cap(o.cap, o);
+    m.settings.hold_late = true;  // every run stands for the worst case NCCL allows (record_run.hpp)
     m.confirm = o.confirm;
     if (o.jobs && *o.jobs != "auto") {
         try {

@@ -270,6 +270,16 @@ std::string checks_line(const MaxBatchSearchResults& x) {
 }
 
 // How the runs started: forked from the fork server, or fresh, and why.
+// The bound every run rested on, where the hook held what NCCL may free
+// late (RecordSettings::hold_late); empty where nothing was held.
+std::string held_late_line(const MaxBatchSearchResults& x, Unit unit) {
+    if (x.held_late.empty()) return "";
+    std::string what = join(x.held_late, ", ");
+    if (x.held_late == std::vector<std::string>{"ddp_first_buckets"}) what = "DDP's first gradient buckets";
+    return "held: " + what + " (" + format_bytes(x.held_late_bytes, unit) +
+           ") through the second step in every run, as late as NCCL's watchdog may free them: the answer holds however late it does";
+}
+
 std::string started_line(const MaxBatchSearchResults& x) {
     if (x.fork_server.empty()) return "";
     std::size_t runs = 0, forked = 0;
@@ -579,6 +589,9 @@ constexpr Column<Doc> kMaxBatchColumns[] = {
     {{"varies", "", FieldKind::list}, [](const Doc& d) { return Cell(d.x().facts("", std::nullopt).varies); }},
     {{"timing", "", FieldKind::list}, [](const Doc& d) { return Cell(d.x().timing); }},
     {{"variance_margin_bytes", "", FieldKind::bytes}, [](const Doc& d) { return u64(d.x().variance_margin); }},
+    // What every run held as late as NCCL may free it: the bound the answer rests on.
+    {{"held_late", "", FieldKind::list}, [](const Doc& d) { return Cell(d.x().held_late); }},
+    {{"held_late_bytes", "", FieldKind::bytes}, [](const Doc& d) { return u64(d.x().held_late_bytes); }},
     {{"batches", "", FieldKind::records},
      [](const Doc& d) { return records_cell(make_records(Columns<TallyView>(kTallyColumns), tally_views(d.x()))); }, Shown::always, false,
      tally_schema},
@@ -688,6 +701,7 @@ Report max_batch_document(const MaxBatchRequest& q, const MaxBatchResults& r, co
     if (recorded != nullptr && recorded->answer.largest) before.push_back(peak_line(*recorded, q.setup.capacity, unit, x.knob, x.step));
     if (q.headroom > 0) before.push_back(headroom_line(q, x, unit));
     if (x.best() != recorded && x.best()->answer.largest) before.push_back(peak_line(*x.best(), q.setup.capacity, unit, x.knob, x.step));
+    if (std::string line = held_late_line(x, unit); !line.empty()) before.push_back(std::move(line));
     before.emplace_back();
     before.push_back(recordings_line(x));
     if (x.first_answer) before.push_back(refinement_line(x));
