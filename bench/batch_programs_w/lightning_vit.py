@@ -2,8 +2,9 @@
 random 3x224x224 images, 100 classes, AdamW; one GPU, no logger, no
 checkpoints. Two ways to run it:
 
-    lightning_vit.py --bs N [--steps S]
-        trains S steps at batch N (a LightningModule under a Trainer);
+    lightning_vit.py --bs N [--steps S] [--strategy ddp]
+        trains S steps at batch N (a LightningModule under a Trainer;
+        --strategy ddp: under DDP over NCCL, one process on one GPU);
         an OOM is not caught: exit status 1;
     lightning_vit.py --find [--mode binsearch] [--steps-per-trial 3] [--init-bs 2] [--max-trials 25]
         Lightning's own batch-size search (Tuner.scale_batch_size, the
@@ -36,6 +37,7 @@ p.add_argument("--mode", default="binsearch", choices=("binsearch", "power"))
 p.add_argument("--steps-per-trial", type=int, default=3)
 p.add_argument("--init-bs", type=int, default=2)
 p.add_argument("--max-trials", type=int, default=25)
+p.add_argument("--strategy", default="auto")
 a = p.parse_args()
 
 class Indices(torch.utils.data.Dataset):
@@ -70,7 +72,7 @@ class LitViT(pl.LightningModule):
 torch.manual_seed(0)
 # default_root_dir: the finder's checkpoint of the initial weights goes to a
 # scratch folder, not the current one (several finders run at once).
-common = dict(default_root_dir=tempfile.mkdtemp(prefix="lightning_vit."), accelerator="gpu", devices=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+common = dict(default_root_dir=tempfile.mkdtemp(prefix="lightning_vit."), accelerator="gpu", devices=1, strategy=a.strategy, logger=False, enable_checkpointing=False, enable_progress_bar=False,
               enable_model_summary=False, num_sanity_val_steps=0)
 if a.find:
     model = LitViT(a.init_bs)
