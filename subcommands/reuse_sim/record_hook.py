@@ -213,8 +213,10 @@ def _dump(torch, doc):
 def _finish():
     if _State.done:
         return
-    _State.done = True
+    # finishing before done: a SIGTERM handled between the two would find
+    # the files "done" before they were written (_on_sigterm).
     _State.finishing = True
+    _State.done = True
     # A second Ctrl-C or SIGTERM must not cut the snapshot short: coreutils'
     # timeout signals gpumem (which passes it on) and then the whole group.
     old = {}
@@ -245,11 +247,13 @@ def _finish():
 
 
 def _on_sigterm(signum, frame):
-    # A second SIGTERM can run this handler inside the first one's _finish,
-    # before _finish ignores the signal (timeout sends it to gpumem, which
-    # passes it on, and to the whole group): the first ends the process once
-    # the files are written.
-    if _State.finishing:
+    # Nothing to add while a _finish runs or once one has: a second SIGTERM
+    # can run this handler inside the first one's _finish, before _finish
+    # ignores the signal (timeout sends it to gpumem, which passes it on,
+    # and to the whole group), and gpumem's SIGTERM can come while the exit
+    # handlers run after timeout's SIGINT. The first ends the process once
+    # the files are written; the exit already under way ends it after.
+    if _State.finishing or _State.done:
         return
     _State.finishing = True
     _State.why = "SIGTERM"
