@@ -74,7 +74,7 @@ class _State:
     # "gloo", "cpu:gloo,cuda:nccl"), each once.
     process_groups = []
     # What this run held as late as NCCL may free it (_hold_late_frees):
-    # {"what", "bytes", "freed_at_rebuild"} each.
+    # {"what", "bytes", "rebuild_net_bytes"} each.
     held_late = []
 
 

@@ -397,6 +397,7 @@ struct Loaded {
     rs::BatchRecording recording;
     std::optional<rs::RecordedAllocatorSettings> settings;
     std::uint64_t ooms = 0, requests = 0;
+    std::optional<RecordingStats> stats;  // the statistics file beside it, read once
 };
 
 // What the request asks of the planner.
@@ -617,6 +618,7 @@ private:
         Loaded l;
         if (const rs::RecordedAllocatorSettings* recorded = source->allocator_settings()) l.settings = *recorded;
         l.recording.name = file;
+        l.stats = read_recording_stats(stats_file_name(file));
         l.recording.events = trace.events();
         for (const rs::Event& e : l.recording.events) {
             if (e.kind == rs::EventKind::oom) ++l.ooms;
@@ -680,7 +682,7 @@ private:
         if (largest.ranks.empty()) files.push_back(largest.file);
         for (const MaxBatchRecording::Rank& k : largest.ranks) files.push_back(k.file);
         for (const std::string& file : files) {
-            const std::optional<RecordingStats> stats = read_recording_stats(stats_file_name(file));
+            const std::optional<RecordingStats>& stats = load(file).stats;
             if (!stats) continue;
             std::uint64_t bytes = 0;
             for (const RecordingStats::HeldLate& h : stats->held_late) {
@@ -704,13 +706,13 @@ private:
         std::vector<std::string> timing;
         if (largest.ranks.size() > 1) timing.push_back(std::to_string(largest.ranks.size()) + " ranks");
         const std::string& file = largest.ranks.empty() ? largest.file : largest.ranks.front().file;
-        if (const std::optional<RecordingStats> stats = read_recording_stats(stats_file_name(file)))
-            for (const std::string& backend : stats->process_groups)
+        const Loaded& l = load(file);
+        if (l.stats)
+            for (const std::string& backend : l.stats->process_groups)
                 if (backend.find("nccl") != std::string::npos) {
                     timing.emplace_back("an NCCL process group (its watchdog frees a collective's tensors when it sees it done)");
                     break;
                 }
-        const Loaded& l = load(file);
         std::vector<std::uint64_t> streams;
         std::uint64_t late = 0;
         for (const rs::Event& e : l.recording.events) {

@@ -53,11 +53,10 @@ struct MaxBatchOptions : ProgramOptions {
 
 void add_max_batch_options(CLI::App& sub, MaxBatchOptions& o) {
     // What an answer's notes mean, where a user reads first.
-    sub.footer(
-        "An answer ran every time it was run (--repeats). \"varies\": a batch that\n"
-        "fitted in some runs only. \"held:\": under DDP over NCCL, every run held DDP's\n"
-        "first gradient buckets as late as NCCL's watchdog may free them.\n"
-        "Sizes take units (4KiB, 1.5GiB). Details: gpumem(1), REUSE-SIM.");
+    add_footer(sub,
+               "An answer ran every time it was run (--repeats). \"varies\": a batch that\n"
+               "fitted in some runs only. \"held:\": under DDP over NCCL, every run held DDP's\n"
+               "first gradient buckets as late as NCCL's watchdog may free them.\n");
     sub.add_option("--batch-trace", o.batch_traces,
                    "A recording at batch B; two at least")
         ->type_name("B=FILE");

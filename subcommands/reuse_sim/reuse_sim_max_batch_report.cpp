@@ -269,7 +269,6 @@ std::string checks_line(const MaxBatchSearchResults& x) {
            join(runs, ", ");
 }
 
-// How the runs started: forked from the fork server, or fresh, and why.
 // The bound every run rested on, where the hook held what NCCL may free
 // late (RecordSettings::hold_late); empty where nothing was held.
 std::string held_late_line(const MaxBatchSearchResults& x, Unit unit) {
@@ -280,6 +279,7 @@ std::string held_late_line(const MaxBatchSearchResults& x, Unit unit) {
            ") through the second step in every run, as late as NCCL's watchdog may free them: the answer holds however late it does";
 }
 
+// How the runs started: forked from the fork server, or fresh, and why.
 std::string started_line(const MaxBatchSearchResults& x) {
     if (x.fork_server.empty()) return "";
     std::size_t runs = 0, forked = 0;

@@ -197,7 +197,9 @@ void add_program_option(CLI::App& sub, ProgramOptions& o, const std::string& hel
     sub.add_option("command", o.program, help + ", after --")->type_name("CMD");
 }
 
-void add_footer(CLI::App& sub) { sub.footer("Sizes take units (4KiB, 1.5GiB). Details: gpumem(1), REUSE-SIM."); }
+void add_footer(CLI::App& sub, const std::string& before) {
+    sub.footer(before + "Sizes take units (4KiB, 1.5GiB). Details: gpumem(1), REUSE-SIM.");
+}
 
 // A FILE option given as '' would otherwise mean "not given".
 std::optional<std::string> checked_path(const std::optional<std::string>& path, const char* option) {

@@ -72,7 +72,7 @@ struct ProgramOptions {
 // "pool, binning: initial pool size": the help of a strategy option, led by
 // the strategies it tunes.
 std::string for_strategies(const char* option, const std::string& help);
-void add_footer(CLI::App& sub);
+void add_footer(CLI::App& sub, const std::string& before = "");
 void add_input_options(CLI::App& sub, InputOptions& o);
 // `lead`: the strategies they tune, in replay's help; tune and max-batch
 // replay torch-caching alone.
